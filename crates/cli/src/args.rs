@@ -1,0 +1,94 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use ferroclaw_core::PermissionMode;
+
+/// ferroclaw: a personal AI agent in one binary.
+///
+/// Without a subcommand it opens a REPL in the current project; with -p it
+/// runs one request and prints the answer.
+#[derive(Debug, Parser)]
+#[command(name = "ferroclaw", version, about, long_about = None)]
+pub struct Cli {
+    /// The request. With -p, read from stdin when absent or "-".
+    pub prompt: Option<String>,
+
+    /// Run one request, print the answer, exit (non-interactive).
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// Output of -p: the answer as text, a JSON result, or one JSON event per line.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+
+    /// Model as PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-5, openai/gpt-5, ollama/qwen3.
+    #[arg(short = 'm', long)]
+    pub model: Option<String>,
+
+    /// Continue the most recent conversation in this project.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_: bool,
+
+    /// Resume a conversation by id (or unique id prefix).
+    #[arg(short = 'r', long, value_name = "ID")]
+    pub resume: Option<String>,
+
+    /// Stop after this many model round-trips for one request.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+
+    /// Work in this folder instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// default | accept-edits | bypass | plan.
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<PermissionMode>,
+
+    /// Run every tool call without asking (deny rules still apply).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+
+    /// More logging on stderr (-v info, -vv debug); or set FERROCLAW_LOG.
+    #[arg(short = 'v', long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Formats of `-p` output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    StreamJson,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a commented config to $FERROCLAW_HOME/config.toml.
+    Init {
+        /// Overwrite an existing config.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List or show saved conversations.
+    Sessions {
+        #[command(subcommand)]
+        action: SessionsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// This project's conversations, newest first.
+    List,
+    /// Print a conversation.
+    Show {
+        /// Session id or unique prefix.
+        id: String,
+    },
+}

@@ -1,0 +1,86 @@
+//! The `ferroclaw` binary: REPL, one-shot `-p`, and subcommands.
+
+mod args;
+mod exit;
+mod interrupt;
+mod markdown;
+mod oneshot;
+mod render;
+mod repl;
+mod sessions;
+mod setup;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::setup::SetupError;
+
+fn main() {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ferroclaw: cannot start the async runtime: {e}");
+            std::process::exit(exit::FAILED);
+        }
+    };
+    let code = match runtime.block_on(run(&cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ferroclaw: {e}");
+            exit::USAGE
+        }
+    };
+    // Do not wait for lingering tasks (a blocked stdin read, a spinner).
+    runtime.shutdown_background();
+    std::process::exit(code);
+}
+
+async fn run(cli: &Cli) -> Result<i32, SetupError> {
+    match &cli.command {
+        Some(Command::Init { force }) => init(*force),
+        Some(Command::Sessions { action }) => {
+            let config = setup::load_config(cli)?;
+            sessions::run(action, &config)?;
+            Ok(exit::OK)
+        }
+        None if cli.print => oneshot::run(cli, setup::load_config(cli)?).await,
+        None => repl::run(cli, setup::load_config(cli)?).await,
+    }
+}
+
+/// `ferroclaw init`: writes the commented config unless one exists.
+fn init(force: bool) -> Result<i32, SetupError> {
+    let home = ferroclaw_core::Config::default_home();
+    let path = home.join("config.toml");
+    if path.exists() && !force {
+        println!("{} exists; use --force to overwrite it", path.display());
+        return Ok(exit::OK);
+    }
+    std::fs::create_dir_all(&home)
+        .and_then(|()| std::fs::write(&path, ferroclaw_core::config::CONFIG_TEMPLATE))
+        .map_err(|e| SetupError::Other(format!("cannot write {}: {e}", path.display())))?;
+    println!("wrote {}", path.display());
+    Ok(exit::OK)
+}
+
+/// Logs go to stderr, never stdout (stdout is for answers and MCP stdio).
+fn init_logging(verbose: u8) {
+    let filter = std::env::var("FERROCLAW_LOG").unwrap_or_else(|_| {
+        match verbose {
+            0 => "warn",
+            1 => "info",
+            _ => "debug",
+        }
+        .to_string()
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,139 @@
+//! Renders agent events in a terminal: the answer streamed as styled
+//! Markdown on stdout; a spinner while waiting, compact tool lines, retries,
+//! errors and the turn's usage and cost on stderr.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use ferroclaw_core::permission::call_subject;
+use ferroclaw_core::pricing;
+use ferroclaw_protocol::AgentEvent;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::markdown::MarkdownStream;
+
+const DIM: &str = "\x1b[2m";
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const RESET: &str = "\x1b[0m";
+const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// What to show besides the answer.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderOptions {
+    /// Print the answer text (REPL) or leave it to the caller (one-shot).
+    pub answer: bool,
+    /// Show spinner, tool lines and usage on stderr.
+    pub status: bool,
+}
+
+/// Draws events until the channel closes. Returns when the sender is dropped.
+pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, opts: RenderOptions) {
+    let color = std::io::stdout().is_terminal();
+    let status_tty = opts.status && std::io::stderr().is_terminal();
+    let mut md = MarkdownStream::new();
+    let mut waiting = false;
+    let mut frame = 0usize;
+    let mut tick = tokio::time::interval(Duration::from_millis(80));
+    let mut out = std::io::stdout();
+    loop {
+        let event = tokio::select! {
+            e = events.recv() => e,
+            _ = tick.tick(), if waiting && status_tty => {
+                eprint!("\r{DIM}{} thinking…{RESET}", SPINNER[frame % SPINNER.len()]);
+                frame += 1;
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
+        if waiting
+            && !matches!(
+                event,
+                AgentEvent::Usage { .. } | AgentEvent::Retrying { .. }
+            )
+        {
+            waiting = false;
+            if status_tty {
+                eprint!("\r\x1b[2K");
+            }
+        }
+        match event {
+            AgentEvent::TurnStarted { .. } => waiting = true,
+            AgentEvent::TextDelta { text } if opts.answer => {
+                let styled = if color { md.push(&text) } else { text };
+                let _ = out.write_all(styled.as_bytes());
+                let _ = out.flush();
+            }
+            AgentEvent::TurnFinished { .. } if opts.answer => {
+                let rest = md.finish();
+                let _ = out.write_all(rest.as_bytes());
+                let _ = out.flush();
+            }
+            AgentEvent::ToolCallStarted { name, input, .. } if opts.status => {
+                let subject = call_subject(&input)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| input.to_string());
+                eprintln!("{GREEN}⏺{RESET} {name}({})", shorten(&subject, 80));
+            }
+            AgentEvent::ToolCallFinished {
+                is_error,
+                duration_ms,
+                preview,
+                ..
+            } if opts.status => {
+                if is_error {
+                    eprintln!("  {RED}⎿ {}{RESET}", shorten(&preview, 160));
+                } else {
+                    eprintln!("  {DIM}⎿ ok · {duration_ms} ms{RESET}");
+                }
+            }
+            AgentEvent::Retrying {
+                attempt,
+                delay_ms,
+                reason,
+            } if opts.status => {
+                eprintln!(
+                    "{YELLOW}⟳ {reason}; retry {attempt} in {:.1}s{RESET}",
+                    delay_ms as f64 / 1000.0
+                );
+            }
+            AgentEvent::Error { message, .. } if opts.status => {
+                eprintln!("{RED}error: {message}{RESET}");
+            }
+            AgentEvent::Finished {
+                usage, num_turns, ..
+            } if opts.status => {
+                let cost = pricing::cost(&model, &usage)
+                    .map(|c| format!(" · ${c:.4}"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "{DIM}{} in · {} out{cost} · {num_turns} turn{}{RESET}",
+                    tokens(usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens),
+                    tokens(usage.output_tokens),
+                    if num_turns == 1 { "" } else { "s" }
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `12.3k` style counts.
+fn tokens(n: u64) -> String {
+    if n >= 1000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else {
+        n.to_string()
+    }
+}
+
+/// One line of at most `max` characters.
+pub fn shorten(s: &str, max: usize) -> String {
+    let line = s.lines().next().unwrap_or_default();
+    let mut out: String = line.chars().take(max).collect();
+    if line.chars().count() > max || s.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}

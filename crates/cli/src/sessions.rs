@@ -1,0 +1,88 @@
+//! `ferroclaw sessions list|show`.
+
+use ferroclaw_core::session::{Entry, SessionSummary, for_each_entry};
+use ferroclaw_core::{Config, SessionStore};
+use ferroclaw_protocol::{ContentBlock, ResultPart, Role};
+
+use crate::args::SessionsAction;
+use crate::render::shorten;
+use crate::setup::SetupError;
+
+/// Runs a `sessions` subcommand.
+pub fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
+    let store = SessionStore::new(&config.home);
+    match action {
+        SessionsAction::List => {
+            let list = store.list(&config.workspace);
+            if list.is_empty() {
+                println!("no sessions in {}", config.workspace.display());
+            }
+            print_list(&list);
+        }
+        SessionsAction::Show { id } => {
+            let path = store.find(&config.workspace, id)?;
+            for_each_entry(&path, print_entry)?;
+        }
+    }
+    Ok(())
+}
+
+/// One line per session: id, created, size, model, first request.
+pub fn print_list(list: &[SessionSummary]) {
+    for s in list {
+        println!(
+            "{}  {}  {:>8}  {:<28}  {}",
+            s.id,
+            s.created,
+            human_size(s.bytes),
+            shorten(&s.model, 28),
+            s.title
+        );
+    }
+}
+
+fn print_entry(entry: Entry) {
+    match entry {
+        Entry::Meta(m) => println!(
+            "# session {} · {} · {} · {}\n",
+            m.id,
+            m.created,
+            m.model,
+            m.cwd.display()
+        ),
+        Entry::Message { message, .. } => {
+            for block in &message.content {
+                match (message.role, block) {
+                    (Role::User, ContentBlock::Text { text }) => println!("› {text}\n"),
+                    (Role::Assistant, ContentBlock::Text { text }) => println!("{text}\n"),
+                    (_, ContentBlock::Image { media_type, .. }) => {
+                        println!("[image {media_type}]\n")
+                    }
+                    (_, ContentBlock::ToolCall(call)) => {
+                        println!("⏺ {}({})", call.name, shorten(&call.input.to_string(), 100))
+                    }
+                    (
+                        _,
+                        ContentBlock::ToolResult {
+                            content, is_error, ..
+                        },
+                    ) => {
+                        let text: String = content.iter().filter_map(ResultPart::as_text).collect();
+                        let mark = if *is_error { "error: " } else { "" };
+                        println!("  ⎿ {mark}{}\n", shorten(&text, 100));
+                    }
+                }
+            }
+        }
+        Entry::Error { message, .. } => println!("error: {message}\n"),
+        Entry::Usage { .. } | Entry::Permission { .. } => {}
+    }
+}
+
+fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}

@@ -1,0 +1,146 @@
+//! From command-line flags to a ready [`Agent`]: config layers, provider,
+//! tools, permissions and the session (new, continued or resumed).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
+use ferroclaw_core::{
+    Agent, Approver, Config, Overrides, PermissionMode, Permissions, SessionStore,
+};
+
+use crate::args::Cli;
+
+/// Errors before the agent exists: all are the user's to fix (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Config(#[from] ferroclaw_core::ConfigError),
+    #[error(transparent)]
+    Session(#[from] ferroclaw_core::session::SessionError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Which conversation to open.
+#[derive(Debug, Clone)]
+pub enum Resume {
+    New,
+    Latest,
+    Id(String),
+}
+
+impl Resume {
+    /// From `--continue` / `--resume ID`.
+    pub fn from_cli(cli: &Cli) -> Self {
+        match (&cli.resume, cli.continue_) {
+            (Some(id), _) => Resume::Id(id.clone()),
+            (None, true) => Resume::Latest,
+            (None, false) => Resume::New,
+        }
+    }
+}
+
+/// The workspace: `--cwd`, else the current directory, made absolute.
+pub fn workspace(cli: &Cli) -> Result<PathBuf, SetupError> {
+    let dir = match &cli.cwd {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| SetupError::Other(format!("cannot read the current directory: {e}")))?,
+    };
+    dir.canonicalize()
+        .map_err(|e| SetupError::Other(format!("workspace {}: {e}", dir.display())))
+}
+
+/// Loads the config for the flags given.
+pub fn load_config(cli: &Cli) -> Result<Config, SetupError> {
+    let mut mode = cli.permission_mode;
+    if cli.yes {
+        mode = Some(PermissionMode::Bypass);
+    }
+    let overrides = Overrides {
+        model: cli.model.clone(),
+        max_turns: cli.max_turns,
+        permission_mode: mode,
+    };
+    Ok(Config::load(
+        Config::default_home(),
+        workspace(cli)?,
+        &overrides,
+    )?)
+}
+
+/// What was opened, for the renderer.
+pub struct Opened {
+    pub agent: Agent,
+    /// True when an earlier conversation was loaded.
+    pub resumed: bool,
+    /// Older transcript bytes not loaded into the context.
+    pub skipped_bytes: u64,
+}
+
+/// Builds the agent: provider, tools, permissions, session.
+pub fn open_agent(
+    config: &Config,
+    resume: &Resume,
+    approver: Arc<dyn Approver>,
+) -> Result<Opened, SetupError> {
+    let store = SessionStore::new(&config.home);
+    let resume_path = match resume {
+        Resume::New => None,
+        Resume::Latest => Some(store.latest(&config.workspace).ok_or_else(|| {
+            SetupError::Other(format!(
+                "no earlier session in {} to continue; start one with `ferroclaw`",
+                config.workspace.display()
+            ))
+        })?),
+        Resume::Id(id) => Some(store.find(&config.workspace, id)?),
+    };
+    let resumed = match &resume_path {
+        Some(path) => Some(SessionLog::resume(path, RESUME_TAIL_BYTES)?),
+        None => None,
+    };
+    // A resumed session keeps its model unless one is given now.
+    let spec = match (&config.file.model, &resumed) {
+        (None, Some(r)) => r.log.meta().model.clone(),
+        _ => config.model_spec()?,
+    };
+    let (provider_config, model) = config.resolve_model(&spec)?;
+    let provider = ferroclaw_llm::connect(provider_config);
+    let permissions = Permissions::new(
+        config.permission_mode(),
+        &config.file.permissions.allow,
+        &config.file.permissions.deny,
+    )
+    .map_err(SetupError::Other)?;
+    let (session, messages, skipped_bytes, was_resumed) = match resumed {
+        Some(r) => (r.log, r.messages, r.skipped_bytes, true),
+        None => (
+            store.create(&config.workspace, &spec)?,
+            Vec::new(),
+            0,
+            false,
+        ),
+    };
+    let agent = Agent {
+        provider,
+        model,
+        model_spec: spec,
+        system: ferroclaw_core::prompt::system_prompt(&config.workspace),
+        tools: ferroclaw_tools::builtin_tools(),
+        permissions: Arc::new(permissions),
+        approver,
+        session,
+        messages,
+        workspace: config.workspace.clone(),
+        allowed_dirs: config.file.allowed_dirs.clone().unwrap_or_default(),
+        max_turns: config.max_turns(),
+        max_tokens: config.max_tokens(),
+        total_usage: Default::default(),
+    };
+    Ok(Opened {
+        agent,
+        resumed: was_resumed,
+        skipped_bytes,
+    })
+}

@@ -1,0 +1,127 @@
+//! End-to-end: conversations persist, continue, resume and list.
+
+mod common;
+
+use common::{Env, Wire, run};
+use ferroclaw_testkit::{Fault, Turn};
+
+/// All user/assistant texts the model was sent in request `i`.
+fn texts(env: &Env, i: usize) -> Vec<String> {
+    let body = env.request_body(i);
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| match &m["content"] {
+            serde_json::Value::String(s) => s.clone(),
+            v => v
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect(),
+        })
+        .collect()
+}
+
+#[test]
+fn continue_picks_up_the_last_conversation_of_the_project() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let env = Env::new(
+            wire,
+            vec![
+                Turn::text("Noted: 42.").into(),
+                Turn::text("You said 42.").into(),
+                Turn::text("fresh").into(),
+            ],
+        );
+        assert_eq!(run(&mut env.oneshot("remember 42", &[])).0, 0);
+        let (code, stdout, _) = run(&mut env.oneshot("what did I say?", &["--continue"]));
+        assert_eq!(code, 0);
+        assert_eq!(stdout, "You said 42.\n");
+        assert_eq!(
+            texts(&env, 1),
+            ["remember 42", "Noted: 42.", "what did I say?"]
+        );
+        // Without --continue a new conversation starts.
+        assert_eq!(run(&mut env.oneshot("new topic", &[])).0, 0);
+        assert_eq!(texts(&env, 2), ["new topic"]);
+        assert_eq!(env.session_files().len(), 2);
+    }
+}
+
+#[test]
+fn resume_by_id_and_list_and_show() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::text("first answer").into(),
+            Turn::text("second").into(),
+            Turn::text("again").into(),
+        ],
+    );
+    let (_, stdout, _) = run(&mut env.oneshot("first question", &["--output-format", "json"]));
+    let id = serde_json::from_str::<serde_json::Value>(&stdout).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    run(&mut env.oneshot("other question", &[]));
+
+    let (code, stdout, _) = run(env.cmd().args(["sessions", "list"]));
+    assert_eq!(code, 0);
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert!(
+        stdout.contains(&id)
+            && stdout.contains("first question")
+            && stdout.contains("other question")
+    );
+
+    let (code, stdout, _) = run(env.cmd().args(["sessions", "show", &id]));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("› first question") && stdout.contains("first answer"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("other question"));
+
+    let (code, _, stderr) = run(&mut env.oneshot("and then?", &["--resume", &id[..17]]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        texts(&env, 2),
+        ["first question", "first answer", "and then?"]
+    );
+
+    let (code, _, stderr) = run(&mut env.oneshot("x", &["--resume", "nope"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no session \"nope\""), "{stderr}");
+}
+
+#[test]
+fn continue_without_any_session_is_a_clear_error() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let (code, _, stderr) = run(&mut env.oneshot("x", &["--continue"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no earlier session"), "{stderr}");
+}
+
+#[test]
+fn a_failed_request_leaves_a_session_that_can_be_continued() {
+    let down = || {
+        Fault::Status {
+            status: 503,
+            body: None,
+            retry_after: None,
+        }
+        .into()
+    };
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![down(), down(), down(), Turn::text("back up").into()],
+    );
+    assert_eq!(run(&mut env.oneshot("are you there?", &[])).0, 1);
+    let (code, stdout, _) = run(&mut env.oneshot("hello again", &["--continue"]));
+    assert_eq!(code, 0);
+    assert_eq!(stdout, "back up\n");
+    assert_eq!(texts(&env, 3), ["are you there?", "hello again"]);
+}

@@ -1,0 +1,494 @@
+//! The agent loop. Read it top to bottom: build the request, stream the
+//! model's answer, and if it asks for tools, check each call's permission, run
+//! the calls (independent read-only ones in parallel, the rest in order),
+//! append the results and go again, until the model answers without tool calls,
+//! the turn cap is hit, the user cancels, or the provider fails.
+
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ferroclaw_llm::{ChatRequest, LlmError, Provider};
+use ferroclaw_protocol::{
+    AgentEvent, ContentBlock, Message, ProviderEvent, Role, StopReason, ToolCall, Usage,
+};
+use ferroclaw_tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
+use futures_util::{FutureExt, StreamExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{Approval, Approver};
+use crate::clock;
+use crate::permission::{Decision, Permissions, Rule, call_subject};
+use crate::session::{Entry, SessionLog};
+
+/// Where the loop sends its events.
+pub type EventSink = tokio::sync::mpsc::UnboundedSender<AgentEvent>;
+
+/// Characters of a tool result shown in [`AgentEvent::ToolCallFinished`].
+const PREVIEW_CHARS: usize = 200;
+
+/// Everything the loop needs; built by the CLI or the gateway.
+pub struct Agent {
+    pub provider: Arc<dyn Provider>,
+    /// The model name as the provider knows it.
+    pub model: String,
+    /// `PROVIDER/MODEL`, for display and the session file.
+    pub model_spec: String,
+    pub system: String,
+    pub tools: ToolRegistry,
+    pub permissions: Arc<Permissions>,
+    pub approver: Arc<dyn Approver>,
+    pub session: SessionLog,
+    /// The conversation sent to the model.
+    pub messages: Vec<Message>,
+    pub workspace: PathBuf,
+    pub allowed_dirs: Vec<PathBuf>,
+    pub max_turns: u32,
+    pub max_tokens: u32,
+    /// Tokens used since the session was opened.
+    pub total_usage: Usage,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The model answered without asking for tools.
+    Answered,
+    /// `max_turns` model round-trips happened without a final answer.
+    MaxTurns,
+    /// The user interrupted.
+    Cancelled,
+    /// The provider failed (after its retries).
+    Failed(String),
+}
+
+/// The result of one user request.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub outcome: Outcome,
+    /// The final answer's text (or the error).
+    pub text: String,
+    /// Model round-trips made.
+    pub num_turns: u32,
+    /// Tokens used by this request.
+    pub usage: Usage,
+}
+
+impl Report {
+    /// True unless the model answered.
+    pub fn is_error(&self) -> bool {
+        self.outcome != Outcome::Answered
+    }
+}
+
+/// The model's answer to one request, assembled from the stream.
+struct Answer {
+    message: Message,
+    usage: Usage,
+    stop: StopReason,
+    /// Tool call id -> why its arguments could not be parsed.
+    bad_arguments: Vec<(String, String)>,
+}
+
+/// Why a model call produced no answer.
+enum CallError {
+    Cancelled(String),
+    Provider(LlmError),
+}
+
+impl Agent {
+    /// Handles one user request to the end, streaming events to `events`.
+    pub async fn run(
+        &mut self,
+        input: Message,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Report {
+        let mut usage = Usage::default();
+        self.record(input);
+        let mut turn = 0;
+        let report = loop {
+            if turn == self.max_turns {
+                let text = format!(
+                    "stopped after {turn} model turns without a final answer (raise --max-turns or max_turns in config)"
+                );
+                emit(
+                    events,
+                    AgentEvent::Error {
+                        message: text.clone(),
+                        fatal: true,
+                    },
+                );
+                break self.report(Outcome::MaxTurns, text, turn, usage);
+            }
+            turn += 1;
+            emit(events, AgentEvent::TurnStarted { turn });
+            let answer = match self.call_model(events, cancel).await {
+                Ok(answer) => answer,
+                Err(CallError::Cancelled(partial)) => {
+                    if !partial.is_empty() {
+                        self.record(Message::assistant(format!(
+                            "{partial}\n\n[interrupted by the user]"
+                        )));
+                    }
+                    break self.report(
+                        Outcome::Cancelled,
+                        "cancelled by the user".into(),
+                        turn,
+                        usage,
+                    );
+                }
+                Err(CallError::Provider(e)) => {
+                    let text = e.to_string();
+                    emit(
+                        events,
+                        AgentEvent::Error {
+                            message: text.clone(),
+                            fatal: true,
+                        },
+                    );
+                    self.log(Entry::Error {
+                        ts: clock::unix_seconds(),
+                        message: text.clone(),
+                    });
+                    break self.report(Outcome::Failed(text.clone()), text, turn, usage);
+                }
+            };
+            usage.add(&answer.usage);
+            self.total_usage.add(&answer.usage);
+            self.log(Entry::Usage {
+                ts: clock::unix_seconds(),
+                model: self.model_spec.clone(),
+                usage: answer.usage,
+            });
+            emit(
+                events,
+                AgentEvent::Usage {
+                    usage: answer.usage,
+                },
+            );
+            let text = answer.message.text();
+            let calls: Vec<ToolCall> = answer.message.tool_calls().cloned().collect();
+            self.record(answer.message);
+            emit(
+                events,
+                AgentEvent::TurnFinished {
+                    turn,
+                    stop_reason: answer.stop,
+                },
+            );
+            if calls.is_empty() {
+                break self.report(Outcome::Answered, text, turn, usage);
+            }
+            let results = self
+                .run_tools(&calls, &answer.bad_arguments, events, cancel)
+                .await;
+            self.record(Message {
+                role: Role::User,
+                content: results,
+            });
+            if cancel.is_cancelled() {
+                break self.report(
+                    Outcome::Cancelled,
+                    "cancelled by the user".into(),
+                    turn,
+                    usage,
+                );
+            }
+        };
+        if let Err(e) = self.session.sync() {
+            emit(
+                events,
+                AgentEvent::Error {
+                    message: e.to_string(),
+                    fatal: false,
+                },
+            );
+        }
+        emit(
+            events,
+            AgentEvent::Finished {
+                result: report.text.clone(),
+                session_id: self.session.meta().id.clone(),
+                num_turns: report.num_turns,
+                usage: report.usage,
+                is_error: report.is_error(),
+            },
+        );
+        report
+    }
+
+    /// Sends the conversation to the model and assembles its streamed answer.
+    async fn call_model(
+        &self,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Answer, CallError> {
+        let request = ChatRequest {
+            model: self.model.clone(),
+            system: self.system.clone(),
+            messages: self.messages.clone(),
+            tools: self.tools.specs(),
+            max_tokens: self.max_tokens,
+            temperature: None,
+        };
+        let mut stream = self.provider.stream(request);
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        let mut bad_arguments = Vec::new();
+        let mut usage = Usage::default();
+        let mut stop = StopReason::EndTurn;
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(CallError::Cancelled(text)),
+                next = stream.next() => next,
+            };
+            match next {
+                None => break,
+                Some(Err(e)) => return Err(CallError::Provider(e)),
+                Some(Ok(ProviderEvent::TextDelta(delta))) => {
+                    text.push_str(&delta);
+                    emit(events, AgentEvent::TextDelta { text: delta });
+                }
+                Some(Ok(ProviderEvent::ToolCallStarted { .. })) => {}
+                Some(Ok(ProviderEvent::ToolCall { call, parse_error })) => {
+                    if let Some(problem) = parse_error {
+                        bad_arguments.push((call.id.clone(), problem));
+                    }
+                    calls.push(ContentBlock::ToolCall(call));
+                }
+                Some(Ok(ProviderEvent::Usage(u))) => usage.merge(&u),
+                Some(Ok(ProviderEvent::Stop(reason))) => stop = reason,
+                Some(Ok(ProviderEvent::Retrying {
+                    attempt,
+                    delay_ms,
+                    reason,
+                })) => {
+                    emit(
+                        events,
+                        AgentEvent::Retrying {
+                            attempt,
+                            delay_ms,
+                            reason,
+                        },
+                    );
+                }
+            }
+        }
+        let mut content = Vec::with_capacity(calls.len() + 1);
+        if !text.is_empty() {
+            content.push(ContentBlock::text(text));
+        }
+        content.extend(calls);
+        Ok(Answer {
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            usage,
+            stop,
+            bad_arguments,
+        })
+    }
+
+    /// Runs the calls: consecutive read-only calls together, others one by one.
+    /// Results come back in call order.
+    async fn run_tools(
+        &mut self,
+        calls: &[ToolCall],
+        bad_arguments: &[(String, String)],
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Vec<ContentBlock> {
+        let ctx = ToolContext {
+            workspace: self.workspace.clone(),
+            allowed_dirs: self.allowed_dirs.clone(),
+            cancel: cancel.child_token(),
+        };
+        let mut results = Vec::with_capacity(calls.len());
+        let mut start = 0;
+        while start < calls.len() {
+            let mut end = start + 1;
+            if self.is_read_only(&calls[start]) {
+                while end < calls.len() && self.is_read_only(&calls[end]) {
+                    end += 1;
+                }
+            }
+            let batch = &calls[start..end];
+            let mut checked = Vec::with_capacity(batch.len());
+            for call in batch {
+                emit(
+                    events,
+                    AgentEvent::ToolCallStarted {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        input: call.input.clone(),
+                    },
+                );
+                checked.push(self.check(call, bad_arguments, cancel).await);
+            }
+            let runs = batch.iter().zip(checked).map(|(call, checked)| {
+                let ctx = &ctx;
+                async move {
+                    let started = Instant::now();
+                    let output = match checked {
+                        Ok(tool) => execute(tool, call, ctx).await,
+                        Err(message) => ToolOutput::error(message),
+                    };
+                    (call, output, started.elapsed())
+                }
+            });
+            for (call, output, elapsed) in futures_util::future::join_all(runs).await {
+                emit(
+                    events,
+                    AgentEvent::ToolCallFinished {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        is_error: output.is_error,
+                        duration_ms: elapsed.as_millis() as u64,
+                        preview: preview(&output),
+                    },
+                );
+                results.push(ContentBlock::ToolResult {
+                    tool_call_id: call.id.clone(),
+                    content: output.content,
+                    is_error: output.is_error,
+                });
+            }
+            start = end;
+        }
+        results
+    }
+
+    /// Everything that must hold before a call runs: parseable arguments, a
+    /// known tool, arguments matching its schema, and permission. The error
+    /// text tells the model exactly what was wrong.
+    async fn check(
+        &mut self,
+        call: &ToolCall,
+        bad_arguments: &[(String, String)],
+        cancel: &CancellationToken,
+    ) -> Result<Arc<dyn Tool>, String> {
+        if let Some((_, problem)) = bad_arguments.iter().find(|(id, _)| *id == call.id) {
+            return Err(format!(
+                "the arguments of this {} call are not valid JSON ({problem}); send the call again with a JSON object",
+                call.name
+            ));
+        }
+        let tool = self
+            .tools
+            .get(&call.name)
+            .cloned()
+            .ok_or_else(|| self.tools.unknown_tool_message(&call.name))?;
+        self.tools.validate(&call.name, &call.input)?;
+        if cancel.is_cancelled() {
+            return Err("cancelled by the user before it ran".into());
+        }
+        let decision = self
+            .permissions
+            .decide(&call.name, tool.read_only(), &call.input);
+        let verdict = match decision {
+            Decision::Allow => Ok(()),
+            Decision::Deny(reason) => Err(format!("permission denied: {reason}")),
+            Decision::Ask => match self.approver.approve(call).await {
+                Approval::Yes => Ok(()),
+                Approval::AlwaysForSession => {
+                    let rule = match (call.name.as_str(), call_subject(&call.input)) {
+                        ("bash", Some(command)) => Rule {
+                            tool: call.name.clone(),
+                            pattern: Some(command.to_string()),
+                        },
+                        _ => Rule {
+                            tool: call.name.clone(),
+                            pattern: None,
+                        },
+                    };
+                    self.permissions.allow_for_session(rule);
+                    Ok(())
+                }
+                Approval::No(reason) => Err(reason),
+            },
+        };
+        let decision = match &verdict {
+            Ok(()) => "allow".to_string(),
+            Err(reason) => format!("deny: {reason}"),
+        };
+        self.log(Entry::Permission {
+            ts: clock::unix_seconds(),
+            tool: call.name.clone(),
+            call_id: call.id.clone(),
+            decision,
+        });
+        verdict.map(|()| tool)
+    }
+
+    fn is_read_only(&self, call: &ToolCall) -> bool {
+        self.tools.get(&call.name).is_some_and(|t| t.read_only())
+    }
+
+    /// Appends a message to the conversation and the session file.
+    fn record(&mut self, message: Message) {
+        if let Err(e) = self.session.append_message(&message) {
+            tracing::error!("{e}");
+        }
+        self.messages.push(message);
+    }
+
+    fn log(&mut self, entry: Entry) {
+        if let Err(e) = self.session.append(&entry) {
+            tracing::error!("{e}");
+        }
+    }
+
+    fn report(&self, outcome: Outcome, text: String, num_turns: u32, usage: Usage) -> Report {
+        Report {
+            outcome,
+            text,
+            num_turns,
+            usage,
+        }
+    }
+}
+
+/// Runs one tool; an error or a panic becomes an error result naming it.
+async fn execute(tool: Arc<dyn Tool>, call: &ToolCall, ctx: &ToolContext) -> ToolOutput {
+    match AssertUnwindSafe(tool.execute(call.input.clone(), ctx))
+        .catch_unwind()
+        .await
+    {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => ToolOutput::error(format!("{} failed: {e}", call.name)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            ToolOutput::error(format!(
+                "{} crashed ({what}); this is a bug in ferroclaw, the session goes on",
+                call.name
+            ))
+        }
+    }
+}
+
+/// The first characters of a result, on one line.
+fn preview(output: &ToolOutput) -> String {
+    let text = output.joined_text();
+    let mut out: String = text
+        .chars()
+        .take(PREVIEW_CHARS)
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
+    if text.chars().count() > PREVIEW_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+fn emit(events: &EventSink, event: AgentEvent) {
+    // A renderer that went away must not stop the loop.
+    let _ = events.send(event);
+}

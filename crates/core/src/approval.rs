@@ -1,0 +1,38 @@
+//! Asking the user whether a tool call may run.
+
+use async_trait::async_trait;
+use ferroclaw_protocol::ToolCall;
+
+/// The user's answer to an approval request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run this call.
+    Yes,
+    /// Run this call and, for the rest of the session, calls like it.
+    AlwaysForSession,
+    /// Do not run it; the text goes to the model.
+    No(String),
+}
+
+/// Something that can ask the user: the REPL prompt, a chat channel, ...
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Asks whether `call` may run.
+    async fn approve(&self, call: &ToolCall) -> Approval;
+}
+
+/// The approver of non-interactive runs (`-p` without `--yes`): nobody can be
+/// asked, so every call that needs approval is refused with advice.
+pub struct NoOneToAsk;
+
+#[async_trait]
+impl Approver for NoOneToAsk {
+    async fn approve(&self, call: &ToolCall) -> Approval {
+        Approval::No(format!(
+            "{} needs the user's approval, and nobody can be asked in this non-interactive run. \
+             Do without it if you can; otherwise tell the user to rerun with --yes, \
+             --permission-mode accept-edits, or an allow rule such as \"{}\" in .agent/config.toml",
+            call.name, call.name
+        ))
+    }
+}

@@ -1,0 +1,552 @@
+//! Configuration: `$FERROCLAW_HOME/config.toml`, then the project's
+//! `.agent/config.toml`, then environment variables, then command-line flags;
+//! later layers win. A bad file is reported with its path, line and column.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ferroclaw_llm::{ProviderConfig, RetryPolicy, WireFormat};
+use serde::Deserialize;
+
+use crate::permission::PermissionMode;
+
+/// Default cap on model round-trips per user request.
+pub const DEFAULT_MAX_TURNS: u32 = 100;
+
+/// One configuration file as written: every field optional so layers merge.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Model as `PROVIDER/MODEL`.
+    pub model: Option<String>,
+    /// Cap on model round-trips per user request.
+    pub max_turns: Option<u32>,
+    /// Cap on tokens per model answer.
+    pub max_tokens: Option<u32>,
+    /// `default`, `accept-edits`, `bypass` or `plan`.
+    pub permission_mode: Option<PermissionMode>,
+    /// Folders besides the workspace that file tools may touch.
+    pub allowed_dirs: Option<Vec<PathBuf>>,
+    #[serde(default)]
+    pub permissions: PermissionsSection,
+    /// Providers: overrides of presets, or custom ones.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderSection>,
+    pub retry: Option<RetrySection>,
+    pub timeouts: Option<TimeoutsSection>,
+}
+
+/// `[permissions]`: rules like `bash(git status*)` or `edit(src/**)`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsSection {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// `[providers.NAME]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSection {
+    /// `anthropic` or `openai`; required for a provider that is not a preset.
+    pub wire: Option<String>,
+    pub base_url: Option<String>,
+    /// Environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// The key itself (prefer `api_key_env`).
+    pub api_key: Option<String>,
+    /// SSE streaming (default true).
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// `[retry]`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySection {
+    pub max_attempts: Option<u32>,
+    pub base_delay_ms: Option<u64>,
+    pub max_delay_ms: Option<u64>,
+}
+
+/// `[timeouts]`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeoutsSection {
+    pub connect_secs: Option<u64>,
+    /// Longest silence from a provider before its stream counts as broken.
+    pub idle_secs: Option<u64>,
+}
+
+/// The merged configuration in force.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `$FERROCLAW_HOME` (default `~/.ferroclaw`).
+    pub home: PathBuf,
+    /// The workspace: project folder, or `--cwd`.
+    pub workspace: PathBuf,
+    pub file: ConfigFile,
+    /// The files that were read, in order.
+    pub sources: Vec<PathBuf>,
+}
+
+/// Values given on the command line; they override every file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub model: Option<String>,
+    pub max_turns: Option<u32>,
+    pub permission_mode: Option<PermissionMode>,
+}
+
+/// A configuration problem, said so the user can fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or another provider's key), pass --model PROVIDER/MODEL, or run `ferroclaw init` to write a config"
+    )]
+    NoModel,
+    #[error("model {spec:?} is not PROVIDER/MODEL; providers: {valid}")]
+    BadModelSpec { spec: String, valid: String },
+    #[error("unknown provider {name:?}; valid providers: {valid}")]
+    UnknownProvider { name: String, valid: String },
+    #[error("provider {provider}: wire must be \"anthropic\" or \"openai\", not {wire:?}")]
+    BadWire { provider: String, wire: String },
+    #[error(
+        "provider {provider} needs an API key: set {env} (or api_key_env in [providers.{provider}] of config.toml; `ferroclaw init` writes one)"
+    )]
+    MissingKey { provider: String, env: String },
+    #[error("environment variable {name}={value:?}: {message}")]
+    BadEnv {
+        name: String,
+        value: String,
+        message: String,
+    },
+}
+
+impl Config {
+    /// Loads every layer for a workspace. `home` is `$FERROCLAW_HOME` or `~/.ferroclaw`.
+    pub fn load(
+        home: PathBuf,
+        workspace: PathBuf,
+        overrides: &Overrides,
+    ) -> Result<Config, ConfigError> {
+        let mut file = ConfigFile::default();
+        let mut sources = Vec::new();
+        for path in [
+            home.join("config.toml"),
+            workspace.join(".agent").join("config.toml"),
+        ] {
+            if let Some(layer) = read_layer(&path)? {
+                file.merge(layer);
+                sources.push(path);
+            }
+        }
+        if let Some(model) = env_nonempty("FERROCLAW_MODEL") {
+            file.model = Some(model);
+        }
+        if let Some(v) = env_nonempty("FERROCLAW_MAX_TURNS") {
+            let n = v
+                .parse()
+                .map_err(|e: std::num::ParseIntError| ConfigError::BadEnv {
+                    name: "FERROCLAW_MAX_TURNS".into(),
+                    value: v.clone(),
+                    message: e.to_string(),
+                })?;
+            file.max_turns = Some(n);
+        }
+        if overrides.model.is_some() {
+            file.model.clone_from(&overrides.model);
+        }
+        if overrides.max_turns.is_some() {
+            file.max_turns = overrides.max_turns;
+        }
+        if overrides.permission_mode.is_some() {
+            file.permission_mode = overrides.permission_mode;
+        }
+        Ok(Config {
+            home,
+            workspace,
+            file,
+            sources,
+        })
+    }
+
+    /// The home folder from `$FERROCLAW_HOME`, else `~/.ferroclaw`.
+    pub fn default_home() -> PathBuf {
+        if let Some(h) = env_nonempty("FERROCLAW_HOME") {
+            return PathBuf::from(h);
+        }
+        let user_home = env_nonempty("HOME").unwrap_or_else(|| ".".into());
+        Path::new(&user_home).join(".ferroclaw")
+    }
+
+    /// Cap on model round-trips per request.
+    pub fn max_turns(&self) -> u32 {
+        self.file.max_turns.unwrap_or(DEFAULT_MAX_TURNS)
+    }
+
+    /// Cap on tokens per answer.
+    pub fn max_tokens(&self) -> u32 {
+        self.file
+            .max_tokens
+            .unwrap_or(ferroclaw_llm::DEFAULT_MAX_TOKENS)
+    }
+
+    /// The permission mode in force.
+    pub fn permission_mode(&self) -> PermissionMode {
+        self.file.permission_mode.unwrap_or_default()
+    }
+
+    /// The model spec in force: configured, or the default for whichever
+    /// provider key is set.
+    pub fn model_spec(&self) -> Result<String, ConfigError> {
+        if let Some(m) = &self.file.model {
+            return Ok(m.clone());
+        }
+        if env_nonempty("ANTHROPIC_API_KEY").is_some() {
+            return Ok("anthropic/claude-sonnet-4-5".into());
+        }
+        if env_nonempty("OPENAI_API_KEY").is_some() {
+            return Ok("openai/gpt-5".into());
+        }
+        Err(ConfigError::NoModel)
+    }
+
+    /// Names of every provider: presets and those from config.
+    pub fn provider_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = ferroclaw_llm::presets()
+            .iter()
+            .map(|p| p.name.to_string())
+            .collect();
+        for name in self.file.providers.keys() {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
+    /// Resolves a `PROVIDER/MODEL` spec into a provider config and the model name.
+    pub fn resolve_model(&self, spec: &str) -> Result<(ProviderConfig, String), ConfigError> {
+        let valid = self.provider_names().join(", ");
+        let parsed =
+            ferroclaw_llm::ModelSpec::parse(spec).map_err(|_| ConfigError::BadModelSpec {
+                spec: spec.to_string(),
+                valid: valid.clone(),
+            })?;
+        let name = parsed.provider.clone();
+        let preset = ferroclaw_llm::preset(&name);
+        let section = self.file.providers.get(&name);
+        if preset.is_none() && section.is_none() {
+            return Err(ConfigError::UnknownProvider { name, valid });
+        }
+        let section = section.cloned().unwrap_or_default();
+        let wire = match (&section.wire, preset) {
+            (Some(w), _) => match w.as_str() {
+                "anthropic" => WireFormat::Anthropic,
+                "openai" => WireFormat::OpenAi,
+                other => {
+                    return Err(ConfigError::BadWire {
+                        provider: name,
+                        wire: other.to_string(),
+                    });
+                }
+            },
+            (None, Some(p)) => p.wire,
+            (None, None) => {
+                return Err(ConfigError::BadWire {
+                    provider: name,
+                    wire: String::new(),
+                });
+            }
+        };
+        let base_url = preset
+            .and_then(|p| p.base_url_env)
+            .and_then(env_nonempty)
+            .or(section.base_url.clone())
+            .or_else(|| preset.map(|p| p.base_url.to_string()))
+            .unwrap_or_default();
+        let key_env = section
+            .api_key_env
+            .clone()
+            .or_else(|| preset.and_then(|p| p.key_env).map(str::to_string));
+        let api_key = section
+            .api_key
+            .clone()
+            .or_else(|| key_env.as_deref().and_then(env_nonempty));
+        if api_key.is_none()
+            && let Some(env) = key_env
+        {
+            return Err(ConfigError::MissingKey {
+                provider: name,
+                env,
+            });
+        }
+        let mut config = ProviderConfig::new(name, wire, base_url);
+        config.api_key = api_key;
+        config.stream = section.stream.unwrap_or(true);
+        config.headers = section.headers.into_iter().collect();
+        if let Some(r) = self.file.retry {
+            let d = RetryPolicy::default();
+            config.retry = RetryPolicy {
+                max_attempts: r.max_attempts.unwrap_or(d.max_attempts).max(1),
+                base_delay: r
+                    .base_delay_ms
+                    .map(Duration::from_millis)
+                    .unwrap_or(d.base_delay),
+                max_delay: r
+                    .max_delay_ms
+                    .map(Duration::from_millis)
+                    .unwrap_or(d.max_delay),
+            };
+        }
+        if let Some(t) = self.file.timeouts {
+            if let Some(s) = t.connect_secs {
+                config.connect_timeout = Duration::from_secs(s);
+            }
+            if let Some(s) = t.idle_secs {
+                config.idle_timeout = Duration::from_secs(s);
+            }
+        }
+        Ok((config, parsed.model))
+    }
+}
+
+impl ConfigFile {
+    /// Lays `later` over `self`: its set fields win; maps merge by key.
+    fn merge(&mut self, later: ConfigFile) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if later.$f.is_some() { self.$f = later.$f; } )* };
+        }
+        take!(
+            model,
+            max_turns,
+            max_tokens,
+            permission_mode,
+            allowed_dirs,
+            retry,
+            timeouts
+        );
+        self.permissions.allow.extend(later.permissions.allow);
+        self.permissions.deny.extend(later.permissions.deny);
+        self.providers.extend(later.providers);
+    }
+}
+
+/// Reads and parses one layer; a missing file is `None`.
+fn read_layer(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    parse_layer(path, &text).map(Some)
+}
+
+/// Parses one layer's text, turning errors into `path:line:column: message`.
+pub fn parse_layer(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
+    toml::from_str::<ConfigFile>(text).map_err(|e| {
+        let offset = e.span().map(|s| s.start).unwrap_or(0);
+        let (line, column) = line_and_column(text, offset);
+        ConfigError::Parse {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: explain(e.message()),
+        }
+    })
+}
+
+/// 1-based line and column of a byte offset.
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Rewrites serde's "unknown field `x`, expected one of `a`, `b`" into a
+/// suggestion when one expected name is close.
+fn explain(message: &str) -> String {
+    let message = message.trim();
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message.to_string();
+    };
+    let Some((unknown, expected)) = rest.split_once('`') else {
+        return message.to_string();
+    };
+    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    match candidates
+        .iter()
+        .map(|c| (edit_distance(unknown, c), *c))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+    {
+        Some((_, best)) => format!("unknown key \"{unknown}\" (did you mean \"{best}\"?)"),
+        None => format!(
+            "unknown key \"{unknown}\"; valid keys: {}",
+            candidates.join(", ")
+        ),
+    }
+}
+
+/// Levenshtein distance, for "did you mean".
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The commented config `ferroclaw init` writes.
+pub const CONFIG_TEMPLATE: &str = r#"# ferroclaw configuration. Layers: this file, then the project's
+# .agent/config.toml, then environment variables, then command-line flags.
+
+# The model, as PROVIDER/MODEL. Presets: anthropic, openai, openrouter,
+# deepseek, groq, gemini, ollama, vllm, llamacpp; or a provider defined below.
+# model = "anthropic/claude-sonnet-4-5"
+
+# Cap on model round-trips for one request.
+# max_turns = 100
+# Cap on tokens in one answer.
+# max_tokens = 8192
+
+# default | accept-edits | bypass | plan
+# permission_mode = "default"
+
+# [permissions]
+# allow = ["bash(git status*)", "bash(cargo test*)", "edit(src/**)"]
+# deny = ["bash(curl *)", "read(.env)"]
+
+# A preset can be overridden, or a new provider defined:
+# [providers.local]
+# wire = "openai"                      # or "anthropic"
+# base_url = "http://localhost:8080/v1"
+# api_key_env = "LOCAL_API_KEY"        # optional
+# stream = true
+# headers = { "X-Team" = "core" }
+
+# [retry]
+# max_attempts = 4
+# base_delay_ms = 500
+# max_delay_ms = 30000
+
+# [timeouts]
+# connect_secs = 10
+# idle_secs = 120
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_key_is_reported_with_line_column_and_a_suggestion() {
+        let err =
+            parse_layer(Path::new("config.toml"), "max_turns = 3\nmodle = \"x/y\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "config.toml:2:1: unknown key \"modle\" (did you mean \"model\"?)"
+        );
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_line() {
+        let err = parse_layer(Path::new("c.toml"), "\n\nmax_turns = \"many\"\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("c.toml:3:"), "{msg}");
+        assert!(msg.contains("invalid type"), "{msg}");
+    }
+
+    #[test]
+    fn the_template_parses() {
+        parse_layer(Path::new("t"), CONFIG_TEMPLATE).unwrap();
+    }
+
+    #[test]
+    fn project_layer_overrides_home_and_flags_override_both() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "model = \"a/one\"\nmax_turns = 5\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(ws.path().join(".agent")).unwrap();
+        std::fs::write(ws.path().join(".agent/config.toml"), "model = \"b/two\"\n").unwrap();
+        let c = Config::load(home.path().into(), ws.path().into(), &Overrides::default()).unwrap();
+        assert_eq!(c.file.model.as_deref(), Some("b/two"));
+        assert_eq!(c.max_turns(), 5);
+        let flags = Overrides {
+            max_turns: Some(9),
+            ..Default::default()
+        };
+        let c = Config::load(home.path().into(), ws.path().into(), &flags).unwrap();
+        assert_eq!(c.max_turns(), 9);
+    }
+
+    #[test]
+    fn custom_provider_needs_a_wire_and_unknown_provider_lists_valid_ones() {
+        let ws = tempfile::tempdir().unwrap();
+        let c = Config::load(ws.path().into(), ws.path().into(), &Overrides::default()).unwrap();
+        let err = c.resolve_model("nope/m").unwrap_err().to_string();
+        assert!(err.contains("unknown provider \"nope\""), "{err}");
+        assert!(
+            err.contains("anthropic") && err.contains("openrouter"),
+            "{err}"
+        );
+        let err = c.resolve_model("no-slash").unwrap_err().to_string();
+        assert!(err.contains("not PROVIDER/MODEL"), "{err}");
+    }
+
+    #[test]
+    fn custom_provider_from_config_resolves_with_key_from_config() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(
+            ws.path().join("config.toml"),
+            "[providers.mine]\nwire = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key = \"k\"\nstream = false\n",
+        )
+        .unwrap();
+        let c = Config::load(ws.path().into(), ws.path().into(), &Overrides::default()).unwrap();
+        let (p, model) = c.resolve_model("mine/some/model").unwrap();
+        assert_eq!(model, "some/model");
+        assert_eq!(p.wire, WireFormat::OpenAi);
+        assert_eq!(p.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(p.api_key.as_deref(), Some("k"));
+        assert!(!p.stream);
+    }
+}

@@ -1,0 +1,32 @@
+//! The agent engine: the loop that turns a user request into model calls and
+//! tool runs ([`Agent::run`]), configuration layering ([`Config`]), sessions
+//! on disk ([`SessionStore`], [`SessionLog`]) and permissions
+//! ([`Permissions`]).
+//!
+//! It does not render anything: it emits [`ferroclaw_protocol::AgentEvent`]s
+//! to whoever listens (terminal, gateway, JSON stream, test).
+//!
+//! ```
+//! use ferroclaw_core::{Decision, PermissionMode, Permissions};
+//! use serde_json::json;
+//!
+//! let p = Permissions::new(PermissionMode::Default, &[], &["bash(curl *)".into()]).unwrap();
+//! assert_eq!(p.decide("read", true, &json!({"path": "README.md"})), Decision::Allow);
+//! assert_eq!(p.decide("bash", false, &json!({"command": "ls"})), Decision::Ask);
+//! assert!(matches!(p.decide("bash", false, &json!({"command": "curl x"})), Decision::Deny(_)));
+//! ```
+
+pub mod agent;
+pub mod approval;
+pub mod clock;
+pub mod config;
+pub mod permission;
+pub mod pricing;
+pub mod prompt;
+pub mod session;
+
+pub use agent::{Agent, EventSink, Outcome, Report};
+pub use approval::{Approval, Approver, NoOneToAsk};
+pub use config::{Config, ConfigError, Overrides};
+pub use permission::{Decision, PermissionMode, Permissions, Rule};
+pub use session::{SessionLog, SessionStore};

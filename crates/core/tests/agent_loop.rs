@@ -1,0 +1,265 @@
+//! The agent loop against the scripted LLM server and the real providers:
+//! parallel read-only calls, panicking tools, permission branches, events.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferroclaw_core::{
+    Agent, Approval, Approver, NoOneToAsk, Outcome, PermissionMode, Permissions, SessionStore,
+};
+use ferroclaw_llm::{ProviderConfig, WireFormat};
+use ferroclaw_protocol::{AgentEvent, ContentBlock, Message, ToolCall};
+use ferroclaw_testkit::{ScriptedServer, ScriptedToolCall, Step, Turn};
+use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+use tokio_util::sync::CancellationToken;
+
+/// A read-only tool that waits until `n` calls of it are running at once.
+struct Rendezvous(Arc<Barrier>);
+
+#[async_trait]
+impl Tool for Rendezvous {
+    fn name(&self) -> &str {
+        "rendezvous"
+    }
+    fn description(&self) -> &str {
+        "waits for its twin"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn execute(&self, _input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        match tokio::time::timeout(Duration::from_secs(5), self.0.wait()).await {
+            Ok(_) => Ok(ToolOutput::text("met")),
+            Err(_) => Err(ToolError::Failed("ran alone".into())),
+        }
+    }
+}
+
+/// A tool with a bug.
+struct Panics;
+
+#[async_trait]
+impl Tool for Panics {
+    fn name(&self) -> &str {
+        "panics"
+    }
+    fn description(&self) -> &str {
+        "always panics"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn execute(&self, _input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        panic!("index out of bounds")
+    }
+}
+
+struct AlwaysYes;
+
+#[async_trait]
+impl Approver for AlwaysYes {
+    async fn approve(&self, _call: &ToolCall) -> Approval {
+        Approval::Yes
+    }
+}
+
+fn agent(
+    server: &ScriptedServer,
+    tools: ToolRegistry,
+    mode: PermissionMode,
+    approver: Arc<dyn Approver>,
+    home: &std::path::Path,
+) -> Agent {
+    let mut config = ProviderConfig::new("anthropic", WireFormat::Anthropic, server.url());
+    config.api_key = Some("k".into());
+    Agent {
+        provider: ferroclaw_llm::connect(config),
+        model: "m".into(),
+        model_spec: "anthropic/m".into(),
+        system: "test".into(),
+        tools,
+        permissions: Arc::new(Permissions::new(mode, &[], &[]).unwrap()),
+        approver,
+        session: SessionStore::new(home).create(home, "anthropic/m").unwrap(),
+        messages: Vec::new(),
+        workspace: home.to_path_buf(),
+        allowed_dirs: Vec::new(),
+        max_turns: 10,
+        max_tokens: 1000,
+        total_usage: Default::default(),
+    }
+}
+
+async fn run(agent: &mut Agent, prompt: &str) -> (ferroclaw_core::Report, Vec<AgentEvent>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let report = agent
+        .run(Message::user(prompt), &tx, &CancellationToken::new())
+        .await;
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    (report, events)
+}
+
+fn results(agent: &Agent) -> Vec<(String, bool)> {
+    agent
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                content, is_error, ..
+            } => Some((
+                content.iter().filter_map(|p| p.as_text()).collect(),
+                *is_error,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn independent_read_only_calls_run_in_parallel_and_results_keep_call_order() {
+    let server = ScriptedServer::start(vec![
+        Turn::tools(vec![
+            ScriptedToolCall::new("rendezvous", json!({})),
+            ScriptedToolCall::new("rendezvous", json!({})),
+        ])
+        .into(),
+        Turn::text("both met").into(),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let mut tools = ToolRegistry::new();
+    tools.register(Rendezvous(Arc::new(Barrier::new(2))));
+    let mut a = agent(
+        &server,
+        tools,
+        PermissionMode::Default,
+        Arc::new(NoOneToAsk),
+        home.path(),
+    );
+    let (report, events) = run(&mut a, "meet").await;
+    assert_eq!(report.outcome, Outcome::Answered);
+    assert_eq!(
+        results(&a),
+        vec![("met".to_string(), false), ("met".to_string(), false)]
+    );
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ToolCallFinished { .. }))
+        .count();
+    assert_eq!(finished, 2);
+}
+
+#[tokio::test]
+async fn a_panicking_tool_becomes_an_error_result_and_the_loop_goes_on() {
+    let server = ScriptedServer::start(vec![
+        Turn::tool("panics", json!({})).into(),
+        Turn::text("recovered").into(),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let mut tools = ToolRegistry::new();
+    tools.register(Panics);
+    let mut a = agent(
+        &server,
+        tools,
+        PermissionMode::Bypass,
+        Arc::new(NoOneToAsk),
+        home.path(),
+    );
+    let (report, _) = run(&mut a, "go").await;
+    assert_eq!(report.text, "recovered");
+    let r = results(&a);
+    assert!(
+        r[0].1 && r[0].0.contains("panics crashed (index out of bounds)"),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_approved_call_runs_and_the_decision_is_logged_in_the_session() {
+    let server = ScriptedServer::start(vec![
+        Turn::tool("panics", json!({})).into(),
+        Turn::text("ok").into(),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let mut tools = ToolRegistry::new();
+    tools.register(Panics);
+    let mut a = agent(
+        &server,
+        tools,
+        PermissionMode::Default,
+        Arc::new(AlwaysYes),
+        home.path(),
+    );
+    run(&mut a, "go").await;
+    assert!(results(&a)[0].0.contains("crashed"), "it ran");
+    let log = std::fs::read_to_string(a.session.path()).unwrap();
+    assert!(
+        log.contains(r#""type":"permission""#) && log.contains(r#""decision":"allow""#),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn plan_mode_refuses_tools_that_change_things() {
+    let server = ScriptedServer::start(vec![
+        Turn::tool("panics", json!({})).into(),
+        Turn::text("planned").into(),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let mut tools = ToolRegistry::new();
+    tools.register(Panics);
+    let mut a = agent(
+        &server,
+        tools,
+        PermissionMode::Plan,
+        Arc::new(AlwaysYes),
+        home.path(),
+    );
+    run(&mut a, "go").await;
+    let r = results(&a);
+    assert!(r[0].1 && r[0].0.contains("plan mode"), "{r:?}");
+}
+
+#[tokio::test]
+async fn cancelling_before_the_answer_ends_the_request_without_losing_it() {
+    let steps: Vec<Step> = vec![
+        ferroclaw_testkit::Fault::Stall {
+            after_text: "hmm".into(),
+        }
+        .into(),
+    ];
+    let server = ScriptedServer::start(steps);
+    let home = tempfile::tempdir().unwrap();
+    let mut a = agent(
+        &server,
+        ToolRegistry::new(),
+        PermissionMode::Default,
+        Arc::new(NoOneToAsk),
+        home.path(),
+    );
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        c.cancel();
+    });
+    let report = a.run(Message::user("think"), &tx, &cancel).await;
+    assert_eq!(report.outcome, Outcome::Cancelled);
+    assert_eq!(
+        a.messages.len(),
+        2,
+        "the request and the partial answer are kept"
+    );
+    assert!(a.messages[1].text().starts_with("hmm"));
+}

@@ -1,0 +1,186 @@
+//! LLM providers. Two hand-written wire clients, Anthropic Messages and
+//! OpenAI-compatible Chat Completions, streaming (SSE) or not, with retries
+//! under our control, behind one small trait: [`Provider::stream`] takes a
+//! [`ChatRequest`] and returns a stream of [`ProviderEvent`]s.
+//!
+//! Named presets (anthropic, openai, openrouter, deepseek, groq, gemini,
+//! ollama, vllm, llamacpp) map a provider name to a wire format, base URL and
+//! key variable; see [`presets`]. Model names are written `PROVIDER/MODEL`.
+//!
+//! This crate does not read config files or decide which provider to use:
+//! that is `ferroclaw-core`'s job.
+//!
+//! ```no_run
+//! use ferroclaw_llm::{ChatRequest, ProviderConfig, WireFormat, connect};
+//! use ferroclaw_protocol::Message;
+//! use futures_util::StreamExt;
+//!
+//! # async fn demo() {
+//! let provider = connect(ProviderConfig::new("anthropic", WireFormat::Anthropic, "https://api.anthropic.com"));
+//! let request = ChatRequest::new("claude-sonnet-4-5", vec![Message::user("hi")]);
+//! let mut events = provider.stream(request);
+//! while let Some(event) = events.next().await {
+//!     println!("{event:?}");
+//! }
+//! # }
+//! ```
+
+mod anthropic;
+mod decode;
+mod http;
+mod openai;
+mod presets;
+mod retry;
+mod sse;
+
+pub use presets::{ModelSpec, ModelSpecError, Preset, preset, presets};
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferroclaw_protocol::{Message, ProviderEvent, ToolSpec};
+use futures_util::Stream;
+
+/// A stream of events answering one request.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<ProviderEvent, LlmError>> + Send>>;
+
+/// Something that answers chat requests with a stream of events.
+pub trait Provider: Send + Sync {
+    /// The provider's name, for messages ("anthropic", "openrouter", ...).
+    fn name(&self) -> &str;
+    /// Sends the request (retrying transient failures before any output) and
+    /// streams the answer. Errors arrive as the stream's last item.
+    fn stream(&self, request: ChatRequest) -> EventStream;
+}
+
+/// One request to a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The model name as the provider knows it (without the `PROVIDER/` prefix).
+    pub model: String,
+    /// The system prompt; empty for none.
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+}
+
+impl ChatRequest {
+    /// A request with no system prompt, no tools and the default `max_tokens`.
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self {
+            model: model.into(),
+            system: String::new(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+            temperature: None,
+        }
+    }
+}
+
+/// Default `max_tokens` of an answer.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// The two wire formats we speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireFormat {
+    /// Anthropic Messages API; base URL is the server root, we append `/v1/messages`.
+    Anthropic,
+    /// OpenAI Chat Completions; base URL includes `/v1`, we append `/chat/completions`.
+    OpenAi,
+}
+
+/// Everything needed to talk to one provider.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// Name used in messages.
+    pub name: String,
+    pub wire: WireFormat,
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// Use SSE streaming (`true`) or one JSON response (`false`).
+    pub stream: bool,
+    /// Extra HTTP headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    pub retry: RetryPolicy,
+    /// Time allowed to connect.
+    pub connect_timeout: Duration,
+    /// Longest silence allowed while waiting for the first byte or between
+    /// stream chunks before the stream is declared broken.
+    pub idle_timeout: Duration,
+}
+
+impl ProviderConfig {
+    /// A config with defaults: streaming, no key, default retries and timeouts.
+    pub fn new(name: impl Into<String>, wire: WireFormat, base_url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            wire,
+            base_url: base_url.into(),
+            api_key: None,
+            stream: true,
+            headers: Vec::new(),
+            retry: RetryPolicy::default(),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// How transient failures (429, 5xx, 529/overloaded, resets, timeouts) are retried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Total attempts including the first.
+    pub max_attempts: u32,
+    /// Delay before the first retry; doubles each time, with jitter.
+    pub base_delay: Duration,
+    /// Cap on any one delay, also on a server's `retry-after`.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Everything that can go wrong talking to a provider.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    /// The provider answered with an error status (after retries, if transient).
+    #[error("{provider}: HTTP {status}: {message}")]
+    Http {
+        provider: String,
+        status: u16,
+        message: String,
+    },
+    /// The request never got an answer (connection refused, reset, DNS, timeout).
+    #[error("{provider}: cannot reach {url}: {message}")]
+    Connect {
+        provider: String,
+        url: String,
+        message: String,
+    },
+    /// The stream broke or carried something we cannot parse.
+    #[error("{provider}: {message}")]
+    Stream { provider: String, message: String },
+    /// The provider sent an error in the stream (e.g. Anthropic `overloaded_error`).
+    #[error("{provider}: {kind}: {message}")]
+    Api {
+        provider: String,
+        kind: String,
+        message: String,
+    },
+}
+
+/// Builds a provider for a config: one HTTP client, nothing connected yet.
+pub fn connect(config: ProviderConfig) -> Arc<dyn Provider> {
+    Arc::new(http::HttpProvider::new(config))
+}

@@ -1,0 +1,60 @@
+//! `scripted-llm`: serves a JSON script of LLM answers until killed (see the crate docs).
+
+use std::{io::Write, path::PathBuf, process::ExitCode};
+
+use ferroclaw_testkit::{ScriptedServer, ServerOptions, Step};
+
+const USAGE: &str = "usage: scripted-llm --script FILE.json [--port N] [--repeat] \
+[--openai-repeat-id-and-name] [--openai-usage-always] [--record FILE.jsonl]";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("scripted-llm: {message}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let mut script = None;
+    let mut options = ServerOptions::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--script" => script = Some(PathBuf::from(value()?)),
+            "--port" => {
+                let port = value()?;
+                options.port = port
+                    .parse()
+                    .map_err(|_| format!("--port {port}: not a port number"))?;
+            }
+            "--record" => options.record_path = Some(PathBuf::from(value()?)),
+            "--repeat" => options.repeat = true,
+            "--openai-repeat-id-and-name" => options.openai_repeat_id_and_name = true,
+            "--openai-usage-always" => options.openai_usage_always = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    let path = script.ok_or("--script is required")?;
+    let text =
+        std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
+    let steps: Vec<Step> =
+        serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+    let server = ScriptedServer::try_start_with(steps, options)
+        .map_err(|error| format!("cannot start: {error}"))?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening on {}", server.url())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| e.to_string())?;
+    drop(stdout);
+    loop {
+        std::thread::park();
+    }
+}

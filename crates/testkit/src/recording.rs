@@ -1,0 +1,113 @@
+//! The log of requests a server received, with the moment each response was fully written.
+
+use std::{
+    fs::File,
+    io::Write,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::Instant,
+};
+
+use serde_json::{Value, json};
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    /// HTTP method, e.g. `POST`.
+    pub method: String,
+    /// Path without the query, e.g. `/v1/messages`.
+    pub path: String,
+    /// Headers in arrival order, names lowercase.
+    pub headers: Vec<(String, String)>,
+    /// Parsed JSON body; `Null` when empty, a JSON string holding the raw text when not JSON.
+    pub body: Value,
+    /// When the request reached the handler.
+    pub received_at: Instant,
+    /// When the full response had been handed to the connection; `None` if it never was.
+    pub finished_at: Option<Instant>,
+}
+
+impl RecordedRequest {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// Shared request log, optionally mirrored to a JSON-lines file.
+pub(crate) struct Recorder {
+    started_at: Instant,
+    requests: Mutex<Vec<RecordedRequest>>,
+    sink: Option<Mutex<File>>,
+}
+
+impl Recorder {
+    /// An empty log; `sink` receives one JSON line per request once its response ends.
+    pub fn new(sink: Option<File>) -> Recorder {
+        Recorder {
+            started_at: Instant::now(),
+            requests: Mutex::new(Vec::new()),
+            sink: sink.map(Mutex::new),
+        }
+    }
+
+    /// Appends a request and returns a guard that completes its record.
+    pub fn push(self: &Arc<Self>, request: RecordedRequest) -> Completion {
+        let mut requests = lock(&self.requests);
+        requests.push(request);
+        Completion {
+            recorder: Arc::clone(self),
+            index: requests.len() - 1,
+        }
+    }
+
+    /// A copy of the log in arrival order.
+    pub fn snapshot(&self) -> Vec<RecordedRequest> {
+        lock(&self.requests).clone()
+    }
+
+    fn write_line(&self, index: usize) {
+        let Some(sink) = &self.sink else { return };
+        let Some(request) = lock(&self.requests).get(index).cloned() else {
+            return;
+        };
+        let micros = |at: Instant| at.saturating_duration_since(self.started_at).as_micros() as u64;
+        let line = json!({
+            "method": request.method,
+            "path": request.path,
+            "body": request.body,
+            "received_at": micros(request.received_at),
+            "finished_at": request.finished_at.map(micros),
+        });
+        // A benchmark log that cannot be written is not worth failing the response over.
+        let _ = lock(sink).write_all(format!("{line}\n").as_bytes());
+    }
+}
+
+/// Completes one request's record: `finish` stamps `finished_at`; dropping writes the log line.
+pub(crate) struct Completion {
+    recorder: Arc<Recorder>,
+    index: usize,
+}
+
+impl Completion {
+    /// Marks the response as completely handed to the connection, now (first call wins).
+    pub fn finish(&self) {
+        let now = Instant::now();
+        if let Some(request) = lock(&self.recorder.requests).get_mut(self.index) {
+            request.finished_at.get_or_insert(now);
+        }
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        self.recorder.write_line(self.index);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,211 @@
+//! `edit`: exact string replacement in one file, and the matching rules that
+//! `multi_edit` shares.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::args::{flag, required_str};
+use crate::closest::closest_lines;
+use crate::lines::{line_of, numbered_excerpt};
+use crate::write::atomic_write;
+use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
+
+/// Lines of context shown around a change.
+const CONTEXT_LINES: usize = 3;
+/// Line numbers listed at most for an ambiguous match.
+const MAX_LISTED_MATCHES: usize = 20;
+
+/// Replaces an exact string in a file.
+#[derive(Debug, Default)]
+pub struct EditTool;
+
+#[async_trait]
+impl Tool for EditTool {
+    fn name(&self) -> &str {
+        "edit"
+    }
+
+    fn description(&self) -> &str {
+        "Replaces exact text in a file. `old_string` must match the file exactly, \
+         whitespace and indentation included (copy it from `read` output without the \
+         line-number prefix), and must occur exactly once unless `replace_all` is true; \
+         include surrounding lines to make it unique. Nothing is written when the edit \
+         fails; a failed match shows the closest lines. The result shows the changed \
+         lines with line numbers.\n\
+         Example: {\"path\": \"src/lib.rs\", \"old_string\": \"fn add(a: i32)\", \
+         \"new_string\": \"fn add(a: i64)\"}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File to edit, relative to the workspace."},
+                "old_string": {"type": "string", "description": "Exact text to replace."},
+                "new_string": {"type": "string", "description": "Text to put in its place."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let edit = Replacement::from_json(&input)?;
+        let (path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
+        tokio::task::spawn_blocking(move || {
+            let original = read_text(&path, &shown)?;
+            let applied = apply(&original, &edit)
+                .map_err(|f| ToolError::Failed(f.describe(&shown, &original, &edit.old)))?;
+            atomic_write(&path, applied.content.as_bytes())?;
+            Ok(ToolOutput::text(format!(
+                "Edited {shown}: {} replacement{}.\n{}",
+                applied.count,
+                if applied.count == 1 { "" } else { "s" },
+                applied.excerpt()
+            )))
+        })
+        .await
+        .map_err(|e| ToolError::Failed(format!("edit task failed: {e}")))?
+    }
+}
+
+/// One replacement: what to find, what to put, everywhere or once.
+#[derive(Debug, Clone)]
+pub(crate) struct Replacement {
+    pub old: String,
+    pub new: String,
+    pub replace_all: bool,
+}
+
+impl Replacement {
+    /// Reads `old_string`, `new_string` and `replace_all` from a JSON object.
+    pub(crate) fn from_json(value: &Value) -> Result<Self, ToolError> {
+        Ok(Self {
+            old: required_str(value, "old_string")?.to_owned(),
+            new: required_str(value, "new_string")?.to_owned(),
+            replace_all: flag(value, "replace_all", false),
+        })
+    }
+}
+
+/// Why a replacement could not be applied.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum EditFailure {
+    EmptyOld,
+    Unchanged,
+    NotFound,
+    Ambiguous { count: usize, lines: Vec<usize> },
+}
+
+impl EditFailure {
+    /// The message for the model, about file `shown` whose text was `content`
+    /// when `old` was looked for.
+    pub(crate) fn describe(&self, shown: &str, content: &str, old: &str) -> String {
+        match self {
+            Self::EmptyOld => "old_string is empty; to create a file use write, to insert \
+                 text include a neighbouring line in old_string"
+                .to_string(),
+            Self::Unchanged => "old_string and new_string are the same; nothing to change".to_string(),
+            Self::NotFound => format!("old_string was not found in {shown}. {}", closest_lines(content, old)),
+            Self::Ambiguous { count, lines } => {
+                let listed: Vec<String> = lines.iter().map(usize::to_string).collect();
+                format!(
+                    "old_string occurs {count} times in {shown} (lines {}{}); include more \
+                     surrounding lines to make it unique, or set replace_all to true",
+                    listed.join(", "),
+                    if *count > lines.len() { ", ..." } else { "" }
+                )
+            }
+        }
+    }
+}
+
+/// The result of applying replacements in memory.
+#[derive(Debug, Clone)]
+pub(crate) struct Applied {
+    pub content: String,
+    pub count: usize,
+    /// Byte range of the first replacement in `content`.
+    pub first: std::ops::Range<usize>,
+}
+
+impl Applied {
+    /// The first change with a few lines around it, numbered.
+    pub(crate) fn excerpt(&self) -> String {
+        let first = line_of(&self.content, self.first.start);
+        let last = line_of(&self.content, self.first.end.saturating_sub(1).max(self.first.start));
+        numbered_excerpt(
+            &self.content,
+            first.saturating_sub(CONTEXT_LINES).max(1),
+            last + CONTEXT_LINES,
+        )
+    }
+}
+
+/// Applies one replacement to `content`. When nothing matches and the file
+/// uses CRLF line ends, the strings are retried with CRLF.
+pub(crate) fn apply(content: &str, edit: &Replacement) -> Result<Applied, EditFailure> {
+    if edit.old.is_empty() {
+        return Err(EditFailure::EmptyOld);
+    }
+    if edit.old == edit.new {
+        return Err(EditFailure::Unchanged);
+    }
+    match apply_exact(content, &edit.old, &edit.new, edit.replace_all) {
+        Err(EditFailure::NotFound) if content.contains("\r\n") && !edit.old.contains("\r\n") => {
+            let old = edit.old.replace('\n', "\r\n");
+            let new = edit.new.replace('\n', "\r\n");
+            apply_exact(content, &old, &new, edit.replace_all)
+        }
+        other => other,
+    }
+}
+
+fn apply_exact(content: &str, old: &str, new: &str, replace_all: bool) -> Result<Applied, EditFailure> {
+    let starts: Vec<usize> = content.match_indices(old).map(|(i, _)| i).collect();
+    match starts.len() {
+        0 => Err(EditFailure::NotFound),
+        n if n > 1 && !replace_all => Err(EditFailure::Ambiguous {
+            count: n,
+            lines: starts
+                .iter()
+                .take(MAX_LISTED_MATCHES)
+                .map(|&i| line_of(content, i))
+                .collect(),
+        }),
+        n => Ok(Applied {
+            content: content.replace(old, new),
+            count: n,
+            first: starts[0]..starts[0] + new.len(),
+        }),
+    }
+}
+
+/// Resolves a path that must be an existing file, with its display name.
+pub(crate) fn resolve_existing(ctx: &ToolContext, raw: &str) -> Result<(PathBuf, String), ToolError> {
+    let sandbox = Sandbox::from_context(ctx);
+    let path = sandbox.resolve(raw)?;
+    let shown = sandbox.display(&path);
+    if path.is_dir() {
+        return Err(ToolError::InvalidArguments(format!("{shown} is a folder, not a file")));
+    }
+    if !path.exists() {
+        return Err(ToolError::Failed(format!(
+            "{shown} does not exist; use write to create a new file"
+        )));
+    }
+    Ok((path, shown))
+}
+
+/// The file as UTF-8 text, or a refusal naming why not.
+pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, ToolError> {
+    let bytes = std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
+    String::from_utf8(bytes).map_err(|_| {
+        ToolError::Failed(format!(
+            "{shown} is not valid UTF-8 text; edit only changes text files (use write to replace it)"
+        ))
+    })
+}

@@ -1,0 +1,149 @@
+//! `glob`: files whose path matches a glob pattern, newest first.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use globset::GlobBuilder;
+use ignore::WalkState;
+use serde_json::{Value, json};
+
+use crate::args::{optional_str, required_str};
+use crate::walk::{walk_threads, walker};
+use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
+
+/// Paths listed at most (Claude Code's Glob shows 100; paths are short).
+pub const MAX_GLOB_RESULTS: usize = 200;
+
+/// Finds files by glob pattern.
+#[derive(Debug, Default)]
+pub struct GlobTool;
+
+#[async_trait]
+impl Tool for GlobTool {
+    fn name(&self) -> &str {
+        "glob"
+    }
+
+    fn description(&self) -> &str {
+        "Finds files whose path matches a glob pattern, newest (most recently modified) \
+         first. The pattern is matched against the path relative to `path` (default: the \
+         workspace): `*` stays within one folder, `**` crosses folders, `{a,b}` picks \
+         alternatives. Files ignored by .gitignore and the .git folder are skipped. At most \
+         200 paths are listed, relative to the workspace.\n\
+         Examples: {\"pattern\": \"**/*.rs\"}, {\"pattern\": \"src/**/*.{ts,tsx}\"}, \
+         {\"pattern\": \"*.md\", \"path\": \"docs\"}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern, e.g. \"**/*.rs\"."},
+                "path": {"type": "string", "description": "Folder to search in (default: the workspace)."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let pattern = required_str(&input, "pattern")?.trim();
+        let sandbox = Sandbox::from_context(ctx);
+        let base = sandbox.resolve(optional_str(&input, "path").unwrap_or("."))?;
+        if !base.is_dir() {
+            return Err(ToolError::InvalidArguments(format!(
+                "path {} is not a folder",
+                sandbox.display(&base)
+            )));
+        }
+        let relative = pattern_relative_to(pattern, &base)?;
+        let matcher = GlobBuilder::new(&relative)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolError::InvalidArguments(format!("bad glob pattern {pattern:?}: {e}")))?
+            .compile_matcher();
+        let cancel = ctx.cancel.clone();
+        let walk_base = base.clone();
+        let mut found = tokio::task::spawn_blocking(move || {
+            let (tx, rx) = mpsc::channel::<(SystemTime, PathBuf)>();
+            walker(&walk_base).threads(walk_threads()).build_parallel().run(|| {
+                let tx = tx.clone();
+                let matcher = &matcher;
+                let base = &walk_base;
+                let cancel = &cancel;
+                Box::new(move |entry| {
+                    if cancel.is_cancelled() {
+                        return WalkState::Quit;
+                    }
+                    let Ok(entry) = entry else { return WalkState::Continue };
+                    if entry.file_type().is_some_and(|t| t.is_dir()) {
+                        return WalkState::Continue;
+                    }
+                    let rel = entry.path().strip_prefix(base).unwrap_or(entry.path());
+                    if matcher.is_match(rel) {
+                        let mtime = entry
+                            .metadata()
+                            .ok()
+                            .and_then(|m| m.modified().ok())
+                            .unwrap_or(SystemTime::UNIX_EPOCH);
+                        let _ = tx.send((mtime, entry.into_path()));
+                    }
+                    WalkState::Continue
+                })
+            });
+            drop(tx);
+            rx.into_iter().collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| ToolError::Failed(format!("glob task failed: {e}")))?;
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        if found.is_empty() {
+            return Ok(ToolOutput::text(format!(
+                "No files match {pattern:?} in {}.",
+                sandbox.display(&base)
+            )));
+        }
+        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let total = found.len();
+        let mut out: String = found
+            .iter()
+            .take(MAX_GLOB_RESULTS)
+            .map(|(_, p)| sandbox.display(p) + "\n")
+            .collect();
+        if total > MAX_GLOB_RESULTS {
+            out.push_str(&format!(
+                "({} more not shown; {total} files match. Use a narrower pattern or path.)\n",
+                total - MAX_GLOB_RESULTS
+            ));
+        }
+        Ok(ToolOutput::text(out))
+    }
+}
+
+/// The pattern relative to `base`: a leading `./` is dropped and an absolute
+/// pattern under `base` is made relative; other absolute patterns are refused.
+fn pattern_relative_to(pattern: &str, base: &std::path::Path) -> Result<String, ToolError> {
+    if pattern.is_empty() {
+        return Err(ToolError::InvalidArguments("pattern is empty".to_string()));
+    }
+    if let Some(rest) = pattern.strip_prefix('/') {
+        let base_str = base.to_string_lossy();
+        let base_rel = base_str.trim_start_matches('/');
+        return match rest.strip_prefix(base_rel) {
+            Some(tail) if tail.starts_with('/') => Ok(tail[1..].to_string()),
+            _ => Err(ToolError::InvalidArguments(format!(
+                "pattern {pattern:?} is absolute; give a pattern relative to the search \
+                 folder, and the folder as `path`"
+            ))),
+        };
+    }
+    Ok(pattern.strip_prefix("./").unwrap_or(pattern).to_string())
+}

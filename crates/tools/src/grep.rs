@@ -1,0 +1,330 @@
+//! `grep`: regex search over the workspace with ripgrep's own libraries
+//! (`ignore` for the parallel, gitignore-aware walk; `grep-regex` and
+//! `grep-searcher` for the search), so speed and skipping rules match `rg`.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use async_trait::async_trait;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+use ignore::WalkState;
+use ignore::overrides::OverrideBuilder;
+use ignore::types::TypesBuilder;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::{flag, optional_count, optional_positive, optional_str, required_str};
+use crate::grep_sink::{BREAK, Collect, OutputMode};
+use crate::walk::{walk_threads, walker};
+use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
+
+/// Lines (content mode) or files shown when no `head_limit` is given.
+pub const DEFAULT_HEAD_LIMIT: usize = 250;
+/// Collected output past which the search stops early (memory bound for
+/// patterns that match nearly everything).
+const MAX_COLLECTED_BYTES: usize = 16 * 1024 * 1024;
+
+/// Regex search across files.
+#[derive(Debug, Default)]
+pub struct GrepTool;
+
+#[async_trait]
+impl Tool for GrepTool {
+    fn name(&self) -> &str {
+        "grep"
+    }
+
+    fn description(&self) -> &str {
+        "Searches file contents with a regular expression (Rust regex syntax, like ripgrep), \
+         skipping binary files and whatever .gitignore ignores. `output_mode`: \
+         \"files_with_matches\" (default: matching paths), \"content\" (matching lines as \
+         path:line:text, with -A/-B/-C context lines), or \"count\" (path:count). Filter files \
+         with `glob` (e.g. \"*.{ts,tsx}\") or `type` (ripgrep types: rust, py, js, ts, go, \
+         ...). `-i` ignores case; `multiline` lets `.` and the pattern span lines. Results are \
+         sorted by path and cut at `head_limit` (default 250) lines or files.\n\
+         Example: {\"pattern\": \"fn\\\\s+parse_\\\\w+\", \"type\": \"rust\", \"output_mode\": \
+         \"content\", \"-C\": 2}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression to search for."},
+                "path": {"type": "string", "description": "File or folder to search (default: the workspace)."},
+                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. \"*.rs\" or \"src/**/*.ts\"."},
+                "type": {"type": "string", "description": "Only search files of this ripgrep type, e.g. rust, py, js, ts, go, java, md."},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "What to report (default files_with_matches)."},
+                "-i": {"type": "boolean", "description": "Case-insensitive search."},
+                "-n": {"type": "boolean", "description": "Show line numbers in content mode (default true)."},
+                "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after each match (content mode)."},
+                "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before each match (content mode)."},
+                "-C": {"type": "integer", "minimum": 0, "description": "Lines of context before and after each match (content mode)."},
+                "multiline": {"type": "boolean", "description": "Let matches span lines; `.` also matches newlines (default false)."},
+                "head_limit": {"type": "integer", "minimum": 1, "description": "Show at most this many lines/files/counts (default 250)."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let query = Query::from_json(&input)?;
+        let sandbox = Sandbox::from_context(ctx);
+        let root = sandbox.resolve(optional_str(&input, "path").unwrap_or("."))?;
+        let cancel = ctx.cancel.clone();
+        let workspace = sandbox.workspace().to_path_buf();
+        let search_root = root.clone();
+        let (query, found) = tokio::task::spawn_blocking(move || {
+            search(&query, &search_root, &workspace, &cancel).map(|found| (query, found))
+        })
+        .await
+        .map_err(|e| ToolError::Failed(format!("grep task failed: {e}")))??;
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        Ok(ToolOutput::text(render(&query, found, &sandbox.display(&root))))
+    }
+}
+
+/// A parsed grep request.
+struct Query {
+    pattern: String,
+    mode: OutputMode,
+    case_insensitive: bool,
+    line_numbers: bool,
+    before: usize,
+    after: usize,
+    multiline: bool,
+    glob: Option<String>,
+    file_type: Option<String>,
+    head_limit: usize,
+}
+
+impl Query {
+    fn from_json(input: &Value) -> Result<Self, ToolError> {
+        let mode = match optional_str(input, "output_mode").unwrap_or("files_with_matches") {
+            "content" => OutputMode::Content,
+            "files_with_matches" => OutputMode::FilesWithMatches,
+            "count" => OutputMode::Count,
+            other => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "output_mode {other:?} is not one of content, files_with_matches, count"
+                )));
+            }
+        };
+        let context = optional_count(input, "-C")?.unwrap_or(0) as usize;
+        let before = optional_count(input, "-B")?.map_or(context, |n| n as usize);
+        let after = optional_count(input, "-A")?.map_or(context, |n| n as usize);
+        Ok(Self {
+            pattern: required_str(input, "pattern")?.to_owned(),
+            mode,
+            case_insensitive: flag(input, "-i", false),
+            line_numbers: flag(input, "-n", true),
+            before,
+            after,
+            multiline: flag(input, "multiline", false),
+            glob: optional_str(input, "glob").map(str::to_owned),
+            file_type: optional_str(input, "type").map(str::to_owned),
+            head_limit: optional_positive(input, "head_limit")?.map_or(DEFAULT_HEAD_LIMIT, |n| n as usize),
+        })
+    }
+
+    fn matcher(&self) -> Result<RegexMatcher, ToolError> {
+        let mut builder = RegexMatcherBuilder::new();
+        builder.case_insensitive(self.case_insensitive);
+        if self.multiline {
+            builder.multi_line(true).dot_matches_new_line(true);
+        } else {
+            builder.line_terminator(Some(b'\n'));
+        }
+        builder.build(&self.pattern).map_err(|e| {
+            let hint = if self.pattern.contains("\\n") && !self.multiline {
+                " (to match across lines set multiline: true)"
+            } else {
+                ""
+            };
+            ToolError::InvalidArguments(format!("bad regex {:?}: {e}{hint}", self.pattern))
+        })
+    }
+
+    fn searcher(&self) -> Searcher {
+        let content = self.mode == OutputMode::Content;
+        SearcherBuilder::new()
+            .line_number(content && self.line_numbers)
+            .before_context(if content { self.before } else { 0 })
+            .after_context(if content { self.after } else { 0 })
+            .multi_line(self.multiline)
+            .binary_detection(BinaryDetection::quit(b'\0'))
+            .build()
+    }
+}
+
+/// One matching file: its path relative to the workspace, its match count
+/// and (content mode) its stored lines.
+struct FileHit {
+    path: String,
+    matches: u64,
+    lines: Vec<u8>,
+}
+
+/// Everything a search found.
+struct Found {
+    hits: Vec<FileHit>,
+    stopped_early: bool,
+}
+
+/// Runs the search on a parallel walk of `root`.
+fn search(query: &Query, root: &Path, workspace: &Path, cancel: &CancellationToken) -> Result<Found, ToolError> {
+    let matcher = query.matcher()?;
+    let (tx, rx) = mpsc::channel::<FileHit>();
+    let collected = AtomicUsize::new(0);
+    let stopped = AtomicBool::new(false);
+    let display = |path: &Path| -> String {
+        path.strip_prefix(workspace).unwrap_or(path).to_string_lossy().into_owned()
+    };
+
+    if root.is_file() {
+        let mut buf = Vec::new();
+        if let Some(hit) = search_file(query, &matcher, &mut query.searcher(), root, &mut buf, &display) {
+            let _ = tx.send(hit);
+        }
+    } else {
+        let mut builder = walker(root);
+        builder.threads(walk_threads());
+        if let Some(glob) = &query.glob {
+            let mut overrides = OverrideBuilder::new(root);
+            overrides
+                .add(glob)
+                .map_err(|e| ToolError::InvalidArguments(format!("bad glob {glob:?}: {e}")))?;
+            builder.overrides(
+                overrides
+                    .build()
+                    .map_err(|e| ToolError::InvalidArguments(format!("bad glob {glob:?}: {e}")))?,
+            );
+        }
+        if let Some(name) = &query.file_type {
+            let types = TypesBuilder::new()
+                .add_defaults()
+                .select(name)
+                .build()
+                .map_err(|e| {
+                    ToolError::InvalidArguments(format!(
+                        "{e}; use a ripgrep type name such as rust, py, js, ts, go, java, c, cpp, md, json, yaml"
+                    ))
+                })?;
+            builder.types(types);
+        }
+        builder.build_parallel().run(|| {
+            let tx = tx.clone();
+            let mut searcher = query.searcher();
+            let mut buf = Vec::new();
+            let (matcher, collected, stopped, display) = (&matcher, &collected, &stopped, &display);
+            Box::new(move |entry| {
+                if cancel.is_cancelled() || stopped.load(Ordering::Relaxed) {
+                    return WalkState::Quit;
+                }
+                let Ok(entry) = entry else { return WalkState::Continue };
+                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    return WalkState::Continue;
+                }
+                if let Some(hit) = search_file(query, matcher, &mut searcher, entry.path(), &mut buf, display) {
+                    let size = hit.lines.len() + hit.path.len();
+                    if collected.fetch_add(size, Ordering::Relaxed) + size > MAX_COLLECTED_BYTES {
+                        stopped.store(true, Ordering::Relaxed);
+                    }
+                    if tx.send(hit).is_err() {
+                        return WalkState::Quit;
+                    }
+                }
+                WalkState::Continue
+            })
+        });
+    }
+    drop(tx);
+    Ok(Found {
+        hits: rx.into_iter().collect(),
+        stopped_early: stopped.load(Ordering::Relaxed),
+    })
+}
+
+/// Searches one file; `None` when it has no match, is binary or unreadable.
+fn search_file(
+    query: &Query,
+    matcher: &RegexMatcher,
+    searcher: &mut Searcher,
+    path: &Path,
+    buf: &mut Vec<u8>,
+    display: &dyn Fn(&Path) -> String,
+) -> Option<FileHit> {
+    buf.clear();
+    let mut sink = Collect::new(query.mode, query.line_numbers, buf);
+    searcher.search_path(matcher, path, &mut sink).ok()?;
+    if sink.binary || sink.matches == 0 {
+        return None;
+    }
+    let matches = sink.matches;
+    Some(FileHit {
+        path: display(path),
+        matches,
+        lines: std::mem::take(buf),
+    })
+}
+
+/// The sorted, capped text the model sees.
+fn render(query: &Query, found: Found, root: &str) -> String {
+    let mut hits = found.hits;
+    if hits.is_empty() {
+        return format!("No matches for {:?} in {root}.", query.pattern);
+    }
+    hits.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let mut lines: Vec<String> = Vec::new();
+    match query.mode {
+        OutputMode::FilesWithMatches => lines.extend(hits.iter().map(|h| h.path.clone())),
+        OutputMode::Count => lines.extend(hits.iter().map(|h| format!("{}:{}", h.path, h.matches))),
+        OutputMode::Content => {
+            let context = query.before > 0 || query.after > 0;
+            for (i, hit) in hits.iter().enumerate() {
+                if context && i > 0 {
+                    lines.push("--".to_string());
+                }
+                for stored in hit.lines.split_inclusive(|b| *b == b'\n') {
+                    if stored == BREAK {
+                        lines.push("--".to_string());
+                    } else {
+                        let text = String::from_utf8_lossy(stored.strip_suffix(b"\n").unwrap_or(stored));
+                        lines.push(format!("{}{text}", hit.path));
+                    }
+                }
+            }
+        }
+    }
+    let total = lines.len();
+    let mut out = lines
+        .into_iter()
+        .take(query.head_limit)
+        .collect::<Vec<_>>()
+        .join("\n");
+    out.push('\n');
+    if total > query.head_limit {
+        let unit = match query.mode {
+            OutputMode::Content => "lines",
+            OutputMode::FilesWithMatches => "files",
+            OutputMode::Count => "counts",
+        };
+        out.push_str(&format!(
+            "({} more {unit} not shown; raise head_limit or narrow the search.)\n",
+            total - query.head_limit
+        ));
+    }
+    if found.stopped_early {
+        out.push_str("(The search stopped early because it matched too much; results are incomplete. Narrow the pattern, path or glob.)\n");
+    }
+    out
+}

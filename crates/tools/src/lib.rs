@@ -1,0 +1,196 @@
+//! Tools are how the model touches the world. A tool is a name, a description
+//! written for the model, a JSON schema for its input and an async `execute`.
+//! The [`ToolRegistry`] keeps tools in insertion order, validates arguments
+//! against each tool's schema before running it, and can hand out a restricted
+//! copy of itself (`without`) for sub-agents.
+//!
+//! This crate does not decide whether a call may run (that is the permission
+//! gate in `ferroclaw-core`) and does not talk to models.
+//!
+//! [`builtin_tools`] gives the built-in set: `read`, `write`, `edit`,
+//! `multi_edit`, `glob`, `grep`, `list_dir`, `bash` and `web_fetch`. Every file
+//! path goes through the [`Sandbox`], which refuses anything outside the
+//! workspace and the allowed folders (symlinks included).
+//! [`canonical_tool_name`] maps other agents' tool names (`Read`, `read_file`,
+//! `exec`, ...) to ours.
+//!
+//! ```
+//! use ferroclaw_tools::{Tool, ToolContext, ToolOutput, ToolError, ToolRegistry};
+//! use serde_json::{json, Value};
+//!
+//! struct Echo;
+//! #[async_trait::async_trait]
+//! impl Tool for Echo {
+//!     fn name(&self) -> &str { "echo" }
+//!     fn description(&self) -> &str { "Returns its `text` argument." }
+//!     fn input_schema(&self) -> Value {
+//!         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+//!     }
+//!     fn read_only(&self) -> bool { true }
+//!     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+//!         Ok(ToolOutput::text(input["text"].as_str().unwrap_or_default()))
+//!     }
+//! }
+//!
+//! let mut tools = ToolRegistry::new();
+//! tools.register(Echo);
+//! assert!(tools.validate("echo", &json!({"text": 1})).is_err());
+//! assert!(tools.without(&["echo"]).is_empty());
+//! ```
+
+mod args;
+mod bash;
+mod bash_output;
+mod builtin;
+mod closest;
+mod deny;
+mod edit;
+mod glob;
+mod grep;
+mod grep_sink;
+mod html;
+mod lines;
+mod list_dir;
+mod multi_edit;
+mod read;
+mod registry;
+mod sandbox;
+mod walk;
+mod web_fetch;
+mod write;
+
+pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+pub use bash_output::MAX_OUTPUT_CHARS;
+pub use builtin::{builtin_tools, canonical_tool_name, register_builtins};
+pub use deny::dangerous_command;
+pub use edit::EditTool;
+pub use glob::{GlobTool, MAX_GLOB_RESULTS};
+pub use grep::{DEFAULT_HEAD_LIMIT, GrepTool};
+pub use grep_sink::MAX_GREP_LINE_CHARS;
+pub use lines::MAX_LINE_CHARS;
+pub use list_dir::{ListDirTool, MAX_LIST_ENTRIES};
+pub use multi_edit::MultiEditTool;
+pub use read::{DEFAULT_READ_LINES, MAX_IMAGE_BYTES, ReadTool};
+pub use registry::ToolRegistry;
+pub use sandbox::Sandbox;
+pub use web_fetch::{DEFAULT_MAX_CHARS, MAX_BODY_BYTES, MAX_REDIRECTS, WebFetchTool};
+pub use write::WriteTool;
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use ferroclaw_protocol::ResultPart;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// A capability the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+    /// What it does, its limits and an example, written for the model.
+    fn description(&self) -> &str;
+    /// JSON schema of the input object.
+    fn input_schema(&self) -> Value;
+    /// True when the tool never changes anything (then independent calls may
+    /// run in parallel, and permission modes let it run freely).
+    fn read_only(&self) -> bool {
+        false
+    }
+    /// Runs the tool. Arguments were already validated against the schema.
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// What a tool gets besides its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The workspace root: the project folder, or `--cwd`.
+    pub workspace: PathBuf,
+    /// Further folders file tools may touch (config `allowed_dirs`).
+    pub allowed_dirs: Vec<PathBuf>,
+    /// Cancelled when the user interrupts the turn; long tools must stop.
+    pub cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// A context rooted at `workspace`, with nothing else allowed.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            allowed_dirs: Vec::new(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// A tool's result: content parts, and whether it is an error the model
+/// should see as such.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: Vec<ResultPart>,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful text result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![ResultPart::Text { text: text.into() }],
+            is_error: false,
+        }
+    }
+
+    /// An error result: the message tells the model what was wrong.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![ResultPart::Text { text: text.into() }],
+            is_error: true,
+        }
+    }
+
+    /// The text parts joined.
+    pub fn joined_text(&self) -> String {
+        let mut out = String::new();
+        for p in &self.content {
+            if let Some(t) = p.as_text() {
+                out.push_str(t);
+            }
+        }
+        out
+    }
+}
+
+/// Why a tool call could not produce a result. Every variant becomes an
+/// `is_error` tool result whose text is this error's message.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments make no sense for this tool (beyond what the schema checks).
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The path is outside every allowed root, or otherwise refused.
+    #[error("{0}")]
+    Refused(String),
+    /// An I/O error, with the path or operation it concerns.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The call was cancelled by the user.
+    #[error("cancelled by the user")]
+    Cancelled,
+    /// Anything else, said plainly.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ToolError {
+    /// An I/O error about `context` (a path or an operation).
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! `list_dir`: the entries of one folder with their kind and size.
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::args::optional_str;
+use crate::walk::walker;
+use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
+
+/// Entries listed at most.
+pub const MAX_LIST_ENTRIES: usize = 500;
+
+/// Lists a folder.
+#[derive(Debug, Default)]
+pub struct ListDirTool;
+
+/// One listed entry.
+struct Entry {
+    name: String,
+    kind: &'static str,
+    size: Option<u64>,
+}
+
+#[async_trait]
+impl Tool for ListDirTool {
+    fn name(&self) -> &str {
+        "list_dir"
+    }
+
+    fn description(&self) -> &str {
+        "Lists one folder (not recursive): each entry's kind (dir, file, symlink), size in \
+         bytes for files, and name; folders first, then by name. Hidden entries are shown; \
+         .git and whatever .gitignore ignores are left out. At most 500 entries. Use glob to \
+         find files deeper down.\n\
+         Example: {\"path\": \"src\"}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Folder to list (default: the workspace)."}
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let sandbox = Sandbox::from_context(ctx);
+        let dir = sandbox.resolve(optional_str(&input, "path").unwrap_or("."))?;
+        let shown = sandbox.display(&dir);
+        if !dir.is_dir() {
+            return Err(ToolError::InvalidArguments(format!(
+                "{shown} is not a folder; use read for files"
+            )));
+        }
+        let mut entries = tokio::task::spawn_blocking(move || {
+            walker(&dir)
+                .max_depth(Some(1))
+                .build()
+                .filter_map(Result::ok)
+                .filter(|e| e.depth() == 1)
+                .map(|e| {
+                    let file_type = e.file_type();
+                    let kind = match file_type {
+                        Some(t) if t.is_symlink() => "symlink",
+                        Some(t) if t.is_dir() => "dir",
+                        Some(t) if t.is_file() => "file",
+                        _ => "other",
+                    };
+                    let size = (kind == "file").then(|| e.metadata().ok().map(|m| m.len())).flatten();
+                    Entry {
+                        name: e.file_name().to_string_lossy().into_owned(),
+                        kind,
+                        size,
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| ToolError::Failed(format!("list_dir task failed: {e}")))?;
+        if entries.is_empty() {
+            return Ok(ToolOutput::text(format!("{shown} is empty.")));
+        }
+        entries.sort_by(|a, b| (a.kind != "dir").cmp(&(b.kind != "dir")).then_with(|| a.name.cmp(&b.name)));
+        let total = entries.len();
+        let mut out = format!("{shown}:\n");
+        for e in entries.iter().take(MAX_LIST_ENTRIES) {
+            let size = e.size.map(|s| s.to_string()).unwrap_or_else(|| "-".to_string());
+            let slash = if e.kind == "dir" { "/" } else { "" };
+            out.push_str(&format!("{:<7} {size:>10}  {}{slash}\n", e.kind, e.name));
+        }
+        if total > MAX_LIST_ENTRIES {
+            out.push_str(&format!(
+                "({} more entries not shown; {total} in all. Use glob to narrow down.)\n",
+                total - MAX_LIST_ENTRIES
+            ));
+        }
+        Ok(ToolOutput::text(out))
+    }
+}

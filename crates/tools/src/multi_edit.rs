@@ -1,0 +1,102 @@
+//! `multi_edit`: several replacements in one file, all or nothing.
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::args::required_str;
+use crate::edit::{Replacement, apply, read_text, resolve_existing};
+use crate::write::atomic_write;
+use crate::{Tool, ToolContext, ToolError, ToolOutput};
+
+/// Applies a list of edits to one file in order; writes only if all succeed.
+#[derive(Debug, Default)]
+pub struct MultiEditTool;
+
+#[async_trait]
+impl Tool for MultiEditTool {
+    fn name(&self) -> &str {
+        "multi_edit"
+    }
+
+    fn description(&self) -> &str {
+        "Applies several exact-text replacements to one file, in order, all or nothing: \
+         each edit works on the result of the previous one, and if any edit fails nothing \
+         is written and the error names the failing edit. Each edit follows the rules of \
+         `edit` (exact match, unique unless replace_all).\n\
+         Example: {\"path\": \"src/lib.rs\", \"edits\": [{\"old_string\": \"foo(\", \
+         \"new_string\": \"bar(\", \"replace_all\": true}, {\"old_string\": \"fn bar_impl\", \
+         \"new_string\": \"fn bar_inner\"}]}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File to edit, relative to the workspace."},
+                "edits": {
+                    "type": "array",
+                    "minItems": 1,
+                    "description": "Edits applied in order.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "old_string": {"type": "string", "description": "Exact text to replace."},
+                            "new_string": {"type": "string", "description": "Text to put in its place."},
+                            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
+                        },
+                        "required": ["old_string", "new_string"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["path", "edits"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let edits = input
+            .get("edits")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ToolError::InvalidArguments("`edits` (an array) is required".to_string()))?
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                Replacement::from_json(e).map_err(|err| {
+                    ToolError::InvalidArguments(format!("edit #{}: {err}", i + 1))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if edits.is_empty() {
+            return Err(ToolError::InvalidArguments(
+                "`edits` is empty; give at least one edit".to_string(),
+            ));
+        }
+        let (path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
+        tokio::task::spawn_blocking(move || {
+            let mut content = read_text(&path, &shown)?;
+            let mut total = 0;
+            let mut last_excerpt = String::new();
+            for (i, edit) in edits.iter().enumerate() {
+                let applied = apply(&content, edit).map_err(|failure| {
+                    ToolError::Failed(format!(
+                        "edit #{} of {} failed: {}. Nothing was written.",
+                        i + 1,
+                        edits.len(),
+                        failure.describe(&shown, &content, &edit.old)
+                    ))
+                })?;
+                total += applied.count;
+                last_excerpt = applied.excerpt();
+                content = applied.content;
+            }
+            atomic_write(&path, content.as_bytes())?;
+            Ok(ToolOutput::text(format!(
+                "Edited {shown}: {} edits, {total} replacements. Last change:\n{last_excerpt}",
+                edits.len()
+            )))
+        })
+        .await
+        .map_err(|e| ToolError::Failed(format!("multi_edit task failed: {e}")))?
+    }
+}

@@ -1,0 +1,256 @@
+//! `read`: a text file as numbered lines, or an image as an image part.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use async_trait::async_trait;
+use base64::Engine;
+use ferroclaw_protocol::ResultPart;
+use serde_json::{Value, json};
+
+use crate::args::{optional_positive, required_str};
+use crate::lines::push_numbered;
+use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
+
+/// Lines shown when no `limit` is given (Claude Code's Read default).
+pub const DEFAULT_READ_LINES: usize = 2000;
+/// Images larger than this are refused (Anthropic's per-image API limit is 5 MB).
+pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+/// How much of a file is checked for NUL bytes to call it binary (as git does).
+const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+
+/// Reads a file: numbered lines for text, an image part for images.
+#[derive(Debug, Default)]
+pub struct ReadTool;
+
+#[async_trait]
+impl Tool for ReadTool {
+    fn name(&self) -> &str {
+        "read"
+    }
+
+    fn description(&self) -> &str {
+        "Reads a file from the workspace. Text comes back as numbered lines like `cat -n` \
+         (line number, tab, line). By default the first 2000 lines are shown; lines longer \
+         than 2000 characters are cut. Use `offset` (1-based line number to start at) and \
+         `limit` (number of lines) to page through long files; the result says how many \
+         lines remain. PNG, JPEG, GIF and WebP images (up to 5 MB) come back as images. \
+         Binary files are refused. Paths are relative to the workspace.\n\
+         Example: {\"path\": \"src/main.rs\", \"offset\": 120, \"limit\": 40}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace or absolute inside it."},
+                "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start reading at (default 1)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let raw = required_str(&input, "path")?;
+        let offset = optional_positive(&input, "offset")
+            .map_err(|_| {
+                ToolError::InvalidArguments(
+                    "`offset` is a 1-based line number: use 1 for the first line".to_string(),
+                )
+            })?
+            .unwrap_or(1) as usize;
+        let limit = optional_positive(&input, "limit")?.unwrap_or(DEFAULT_READ_LINES as u64) as usize;
+        let sandbox = Sandbox::from_context(ctx);
+        let path = sandbox.resolve(raw)?;
+        let shown = sandbox.display(&path);
+        tokio::task::spawn_blocking(move || read_file(&path, &shown, offset, limit))
+            .await
+            .map_err(|e| ToolError::Failed(format!("read task failed: {e}")))?
+    }
+}
+
+/// The blocking body of `read`.
+fn read_file(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<ToolOutput, ToolError> {
+    let meta = std::fs::metadata(path).map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
+    if meta.is_dir() {
+        return Err(ToolError::InvalidArguments(format!(
+            "{shown} is a folder, not a file; use list_dir to see what it holds"
+        )));
+    }
+    let mut file = File::open(path).map_err(|e| ToolError::io(format!("cannot open {shown}"), e))?;
+    let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
+    (&mut file)
+        .take(BINARY_SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
+
+    if let Some(media_type) = image_type(path, &head)? {
+        return read_image(file, head, shown, media_type, meta.len());
+    }
+    if head.contains(&0) {
+        return Err(ToolError::Failed(format!(
+            "{shown} looks like a binary file (it has a NUL byte in its first 8 KB); \
+             read shows text files and images only"
+        )));
+    }
+    let reader = BufReader::new(std::io::Cursor::new(head).chain(file));
+    numbered_lines(reader, shown, offset, limit)
+}
+
+/// Streams lines `offset..offset+limit` of `reader` into `cat -n` text with a
+/// trailer, counting (not keeping) the rest.
+fn numbered_lines(
+    mut reader: impl BufRead,
+    shown: &str,
+    offset: usize,
+    limit: usize,
+) -> Result<ToolOutput, ToolError> {
+    let io = |e| ToolError::io(format!("cannot read {shown}"), e);
+    let mut out = String::new();
+    let mut buf = Vec::new();
+    let mut number = 0usize;
+    let mut lossy = false;
+    let last_wanted = offset.saturating_add(limit - 1);
+    while number < last_wanted {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf).map_err(io)? == 0 {
+            break;
+        }
+        number += 1;
+        if number < offset {
+            continue;
+        }
+        let line = trim_newline(&buf);
+        let text = String::from_utf8_lossy(line);
+        lossy |= matches!(text, Cow::Owned(_));
+        push_numbered(&mut out, number, &text);
+    }
+    let remaining = count_lines(&mut reader).map_err(io)?;
+    let total = number + remaining;
+    if total == 0 {
+        return Ok(ToolOutput::text(format!("({shown} is empty)")));
+    }
+    if offset > total {
+        return Err(ToolError::InvalidArguments(format!(
+            "offset {offset} is past the end of {shown}, which has {total} lines"
+        )));
+    }
+    if lossy {
+        out.push_str("\n(Note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}.)\n");
+    }
+    if remaining > 0 {
+        out.push_str(&format!(
+            "\n(Showing lines {offset}-{number} of {total}. {remaining} more lines; \
+             call read with offset={} to continue.)\n",
+            number + 1
+        ));
+    }
+    Ok(ToolOutput::text(out))
+}
+
+/// Counts the lines left in `reader` without keeping them (a last line
+/// without a newline counts).
+fn count_lines(reader: &mut impl BufRead) -> std::io::Result<usize> {
+    let mut count = 0;
+    let mut ends_open = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        count += chunk.iter().filter(|b| **b == b'\n').count();
+        ends_open = chunk.last() != Some(&b'\n');
+        let n = chunk.len();
+        reader.consume(n);
+    }
+    Ok(count + usize::from(ends_open))
+}
+
+/// `line` without its trailing `\n` or `\r\n`.
+fn trim_newline(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The media type when the file is an image we can show: decided by magic
+/// bytes; an image extension on a file that is not that image is an error.
+fn image_type(path: &Path, head: &[u8]) -> Result<Option<&'static str>, ToolError> {
+    let by_magic = if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(b"\xff\xd8\xff") {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    };
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let by_ext = match ext.as_deref() {
+        Some("png") => Some("image/png"),
+        Some("jpg" | "jpeg") => Some("image/jpeg"),
+        Some("gif") => Some("image/gif"),
+        Some("webp") => Some("image/webp"),
+        _ => None,
+    };
+    match (by_ext, by_magic) {
+        (Some(expected), found) if found != Some(expected) => Err(ToolError::Failed(format!(
+            "{} has an image extension but its content is not {expected}{}",
+            path.display(),
+            found.map(|f| format!(" (it looks like {f})")).unwrap_or_default()
+        ))),
+        (_, found) => Ok(found),
+    }
+}
+
+/// Returns the whole image, base64-encoded, if it is under the size cap.
+fn read_image(
+    mut file: File,
+    mut bytes: Vec<u8>,
+    shown: &str,
+    media_type: &'static str,
+    len: u64,
+) -> Result<ToolOutput, ToolError> {
+    if len > MAX_IMAGE_BYTES {
+        return Err(ToolError::Failed(format!(
+            "{shown} is a {:.1} MB image, over the {} MB limit for images",
+            len as f64 / 1_048_576.0,
+            MAX_IMAGE_BYTES / 1_048_576
+        )));
+    }
+    (&mut file)
+        .take(MAX_IMAGE_BYTES + 1 - bytes.len() as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(ToolError::Failed(format!(
+            "{shown} grew past the {} MB image limit while being read",
+            MAX_IMAGE_BYTES / 1_048_576
+        )));
+    }
+    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    Ok(ToolOutput {
+        content: vec![
+            ResultPart::Text {
+                text: format!("{shown}: {media_type}, {} bytes", bytes.len()),
+            },
+            ResultPart::Image {
+                media_type: media_type.to_string(),
+                data,
+            },
+        ],
+        is_error: false,
+    })
+}

@@ -1,0 +1,236 @@
+//! `web_fetch`: fetches a URL and returns it as Markdown or text.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::args::{optional_positive, optional_str, required_str};
+use crate::html::{html_to_markdown, html_to_text};
+use crate::{Tool, ToolContext, ToolError, ToolOutput};
+
+/// Characters returned when no `max_chars` is given (as OpenClaw's web_fetch).
+pub const DEFAULT_MAX_CHARS: usize = 20_000;
+/// The most characters a call may ask for.
+pub const MAX_MAX_CHARS: u64 = 200_000;
+/// Response bodies are read up to this size, then cut.
+pub const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
+/// Redirects followed at most.
+pub const MAX_REDIRECTS: usize = 5;
+/// Time allowed to connect, and for the whole request.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const TOTAL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Fetches web pages.
+#[derive(Debug, Default)]
+pub struct WebFetchTool {
+    client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+/// How a body is turned into text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Body {
+    Html,
+    Text,
+}
+
+#[async_trait]
+impl Tool for WebFetchTool {
+    fn name(&self) -> &str {
+        "web_fetch"
+    }
+
+    fn description(&self) -> &str {
+        "Fetches an http(s) URL and returns its content: HTML pages converted to Markdown \
+         (scripts, styles and navigation dropped; the page's <main> element when it has one), \
+         text and JSON as they are. Binary content (images, PDFs, archives) is refused. Output \
+         is cut at `max_chars` (default 20000). Redirects are followed (at most 5); the request \
+         times out after 30 s.\n\
+         Example: {\"url\": \"https://docs.rs/tokio/latest/tokio/\", \"format\": \"markdown\"}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "description": "The http:// or https:// URL to fetch."},
+                "format": {"type": "string", "enum": ["markdown", "text"], "description": "How to return HTML (default markdown)."},
+                "max_chars": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_CHARS, "description": "Cut the result at this many characters (default 20000)."}
+            },
+            "required": ["url"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let raw = required_str(&input, "url")?.trim();
+        let url = reqwest::Url::parse(raw)
+            .map_err(|e| ToolError::InvalidArguments(format!("{raw:?} is not a valid URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ToolError::InvalidArguments(format!(
+                "only http and https URLs can be fetched, not {}:",
+                url.scheme()
+            )));
+        }
+        let markdown = match optional_str(&input, "format").unwrap_or("markdown") {
+            "markdown" => true,
+            "text" => false,
+            other => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "format {other:?} is not one of markdown, text"
+                )));
+            }
+        };
+        let max_chars = optional_positive(&input, "max_chars")?
+            .map_or(DEFAULT_MAX_CHARS, |n| n.min(MAX_MAX_CHARS) as usize);
+        let client = self.client()?;
+        tokio::select! {
+            result = fetch(client, url, markdown, max_chars) => result,
+            _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+        }
+    }
+}
+
+impl WebFetchTool {
+    /// A web_fetch tool; its HTTP client is built on first use.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, ToolError> {
+        self.client
+            .get_or_init(|| {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                reqwest::Client::builder()
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .timeout(TOTAL_TIMEOUT)
+                    .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+                    .user_agent(concat!("ferroclaw/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            })
+            .as_ref()
+            .map_err(|e| ToolError::Failed(e.clone()))
+    }
+}
+
+/// Fetches `url` and renders it.
+async fn fetch(client: &reqwest::Client, url: reqwest::Url, markdown: bool, max_chars: usize) -> Result<ToolOutput, ToolError> {
+    let shown = url.to_string();
+    let mut response = client.get(url).send().await.map_err(|e| request_error(&shown, &e))?;
+    let final_url = response.url().to_string();
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or(v).trim().to_ascii_lowercase());
+    let declared = match content_type.as_deref() {
+        Some(ct) => Some(body_kind(ct).ok_or_else(|| {
+            ToolError::Failed(format!(
+                "{final_url} returned binary content ({ct}); web_fetch only returns text, HTML and JSON"
+            ))
+        })?),
+        None => None,
+    };
+
+    let mut bytes = Vec::new();
+    let mut cut = false;
+    while let Some(chunk) = response.chunk().await.map_err(|e| request_error(&final_url, &e))? {
+        let room = MAX_BODY_BYTES - bytes.len();
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            cut = true;
+            break;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let kind = match declared {
+        Some(kind) => kind,
+        None if bytes.contains(&0) => {
+            return Err(ToolError::Failed(format!(
+                "{final_url} returned binary content (no content type, NUL bytes in the body)"
+            )));
+        }
+        None => sniff(&bytes),
+    };
+    let body = String::from_utf8_lossy(&bytes).into_owned();
+    let text = match kind {
+        Body::Html => tokio::task::spawn_blocking(move || {
+            if markdown { html_to_markdown(&body) } else { html_to_text(&body) }
+        })
+        .await
+        .map_err(|e| ToolError::Failed(format!("HTML conversion failed: {e}")))?,
+        Body::Text => body,
+    };
+
+    let mut out = format!(
+        "URL: {final_url}\nStatus: {status}\nContent-Type: {}\n\n",
+        content_type.as_deref().unwrap_or("(none)")
+    );
+    let total_chars = text.chars().count();
+    match text.char_indices().nth(max_chars) {
+        None => out.push_str(&text),
+        Some((at, _)) => {
+            out.push_str(&text[..at]);
+            out.push_str(&format!(
+                "\n\n[... cut at {max_chars} of {total_chars} characters; call web_fetch with a larger max_chars to see more ...]"
+            ));
+        }
+    }
+    if cut {
+        out.push_str(&format!(
+            "\n[the response was larger than {} MB; only its start was read]",
+            MAX_BODY_BYTES / (1024 * 1024)
+        ));
+    }
+    if !status.is_success() {
+        return Ok(ToolOutput::error(format!("HTTP {status} from {final_url}\n\n{out}")));
+    }
+    Ok(ToolOutput::text(out))
+}
+
+/// How to treat a body of content type `ct`; `None` for binary types.
+fn body_kind(ct: &str) -> Option<Body> {
+    match ct {
+        "text/html" | "application/xhtml+xml" => Some(Body::Html),
+        _ if ct.starts_with("text/") => Some(Body::Text),
+        _ if ct.ends_with("+json") || ct.ends_with("+xml") => Some(Body::Text),
+        "application/json" | "application/xml" | "application/javascript" | "application/x-javascript"
+        | "application/ecmascript" | "application/yaml" | "application/x-yaml" | "application/toml"
+        | "application/x-sh" | "application/sql" | "application/graphql" | "application/x-ndjson" => {
+            Some(Body::Text)
+        }
+        _ => None,
+    }
+}
+
+/// HTML or plain text, for a body without a content type.
+fn sniff(bytes: &[u8]) -> Body {
+    let start = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).to_ascii_lowercase();
+    let start = start.trim_start();
+    if start.starts_with("<!doctype html") || start.starts_with("<html") {
+        Body::Html
+    } else {
+        Body::Text
+    }
+}
+
+/// A request error said plainly.
+fn request_error(url: &str, e: &reqwest::Error) -> ToolError {
+    let why = if e.is_timeout() {
+        format!("timed out (connect {} s, total {} s)", CONNECT_TIMEOUT.as_secs(), TOTAL_TIMEOUT.as_secs())
+    } else if e.is_redirect() {
+        format!("too many redirects (more than {MAX_REDIRECTS})")
+    } else if e.is_connect() {
+        format!("cannot connect: {e}")
+    } else {
+        e.to_string()
+    };
+    ToolError::Failed(format!("fetching {url} failed: {why}"))
+}
