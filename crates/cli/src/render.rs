@@ -37,6 +37,8 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
     let mut frame = 0usize;
     let mut tick = tokio::time::interval(Duration::from_millis(80));
     let mut out = std::io::stdout();
+    // The answer's current line is unfinished: end it before status lines.
+    let mut line_open = false;
     loop {
         let event = tokio::select! {
             e = events.recv() => e,
@@ -58,15 +60,30 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 eprint!("\r\x1b[2K");
             }
         }
+        let status_line = !matches!(
+            event,
+            AgentEvent::TextDelta { .. } | AgentEvent::Usage { .. }
+        );
+        if line_open && opts.status && status_line {
+            let _ = out.write_all(b"\n");
+            let _ = out.flush();
+            line_open = false;
+        }
         match event {
             AgentEvent::TurnStarted { .. } => waiting = true,
             AgentEvent::TextDelta { text } if opts.answer => {
                 let styled = if color { md.push(&text) } else { text };
+                if !styled.is_empty() {
+                    line_open = !styled.ends_with('\n');
+                }
                 let _ = out.write_all(styled.as_bytes());
                 let _ = out.flush();
             }
             AgentEvent::TurnFinished { .. } if opts.answer => {
                 let rest = md.finish();
+                if !rest.is_empty() {
+                    line_open = !rest.ends_with('\n');
+                }
                 let _ = out.write_all(rest.as_bytes());
                 let _ = out.flush();
             }
@@ -87,6 +104,15 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 } else {
                     eprintln!("  {DIM}⎿ ok · {duration_ms} ms{RESET}");
                 }
+            }
+            AgentEvent::PermissionRequested { name, input, .. } if opts.answer => {
+                let subject = call_subject(&input)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| input.to_string());
+                eprint!(
+                    "{YELLOW}? allow {name}({})?{RESET} [y]es / [n]o (or \"n, reason\") / [a]lways this session: ",
+                    shorten(&subject, 100)
+                );
             }
             AgentEvent::Retrying {
                 attempt,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
 use ferroclaw_core::{Agent, Approval, Approver, Config, SessionStore, pricing};
-use ferroclaw_protocol::{AgentEvent, Message, ToolCall};
+use ferroclaw_protocol::{Message, ToolCall};
 use rustyline::completion::Completer;
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::Cli;
 use crate::exit;
-use crate::render::{RenderOptions, render, shorten};
+use crate::render::{RenderOptions, render};
 use crate::setup::{Resume, SetupError, open_agent};
 
 /// Slash commands and what they do, for `/help` and completion.
@@ -278,14 +278,8 @@ struct TerminalApprover;
 #[async_trait]
 impl Approver for TerminalApprover {
     async fn approve(&self, call: &ToolCall) -> Approval {
-        let subject = ferroclaw_core::permission::call_subject(&call.input)
-            .map(str::to_string)
-            .unwrap_or_else(|| call.input.to_string());
-        eprint!(
-            "\x1b[33m? allow {}({})\x1b[0m  [y]es / [n]o (or n, reason) / [a]lways this session: ",
-            call.name,
-            shorten(&subject, 100)
-        );
+        // The renderer has printed the question (PermissionRequested).
+        let _ = call;
         let answer = tokio::task::spawn_blocking(|| {
             let mut line = String::new();
             std::io::stdin().read_line(&mut line).map(|_| line)
@@ -306,7 +300,3 @@ impl Approver for TerminalApprover {
         }
     }
 }
-
-/// Keeps events typed for callers that want to print them.
-#[allow(dead_code)]
-fn _event_type_check(_: AgentEvent) {}

@@ -327,7 +327,7 @@ impl Agent {
                         input: call.input.clone(),
                     },
                 );
-                checked.push(self.check(call, bad_arguments, cancel).await);
+                checked.push(self.check(call, bad_arguments, events, cancel).await);
             }
             let runs = batch.iter().zip(checked).map(|(call, checked)| {
                 let ctx = &ctx;
@@ -369,6 +369,7 @@ impl Agent {
         &mut self,
         call: &ToolCall,
         bad_arguments: &[(String, String)],
+        events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<Arc<dyn Tool>, String> {
         if let Some((_, problem)) = bad_arguments.iter().find(|(id, _)| *id == call.id) {
@@ -392,24 +393,24 @@ impl Agent {
         let verdict = match decision {
             Decision::Allow => Ok(()),
             Decision::Deny(reason) => Err(format!("permission denied: {reason}")),
-            Decision::Ask => match self.approver.approve(call).await {
-                Approval::Yes => Ok(()),
-                Approval::AlwaysForSession => {
-                    let rule = match (call.name.as_str(), call_subject(&call.input)) {
-                        ("bash", Some(command)) => Rule {
-                            tool: call.name.clone(),
-                            pattern: Some(command.to_string()),
-                        },
-                        _ => Rule {
-                            tool: call.name.clone(),
-                            pattern: None,
-                        },
-                    };
-                    self.permissions.allow_for_session(rule);
-                    Ok(())
+            Decision::Ask => {
+                emit(
+                    events,
+                    AgentEvent::PermissionRequested {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        input: call.input.clone(),
+                    },
+                );
+                match self.approver.approve(call).await {
+                    Approval::Yes => Ok(()),
+                    Approval::AlwaysForSession => {
+                        self.permissions.allow_for_session(session_rule(call));
+                        Ok(())
+                    }
+                    Approval::No(reason) => Err(reason),
                 }
-                Approval::No(reason) => Err(reason),
-            },
+            }
         };
         let decision = match &verdict {
             Ok(()) => "allow".to_string(),
@@ -449,6 +450,19 @@ impl Agent {
             num_turns,
             usage,
         }
+    }
+}
+
+/// The rule an "always" answer adds: the exact command for `bash`, the whole
+/// tool otherwise.
+fn session_rule(call: &ToolCall) -> Rule {
+    let pattern = match call.name.as_str() {
+        "bash" => call_subject(&call.input).map(str::to_string),
+        _ => None,
+    };
+    Rule {
+        tool: call.name.clone(),
+        pattern,
     }
 }
 

@@ -13,9 +13,7 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 
 use crate::decode::{DecodeError, SseDecoder, parse_response};
-use crate::retry::{
-    delay_before_retry, is_transient_kind, is_transient_status, parse_error_body, server_delay,
-};
+use crate::retry::{delay_before_retry, is_transient_response, parse_error_body, server_delay};
 use crate::{
     ChatRequest, EventStream, LlmError, Provider, ProviderConfig, WireFormat, anthropic, openai,
 };
@@ -43,14 +41,7 @@ struct Shared {
 impl HttpProvider {
     /// Builds the HTTP client for a config. Cheap: nothing is connected yet.
     pub(crate) fn new(config: ProviderConfig) -> Self {
-        // Ignore the error: another crate or an earlier call installed one.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .connect_timeout(config.connect_timeout)
-            .tcp_keepalive(Duration::from_secs(30))
-            .build()
-            .map_err(|e| describe(&e));
+        let client = build_client(&config);
         let base = config.base_url.trim_end_matches('/');
         let url = match config.wire {
             WireFormat::Anthropic => format!("{base}{}", anthropic::PATH),
@@ -64,6 +55,28 @@ impl HttpProvider {
             }),
         }
     }
+}
+
+/// The HTTP client for one provider. Plain-HTTP base URLs (local servers)
+/// get a TLS setup with no root certificates, which skips reading the
+/// system's store: faster, and works on systems that have none.
+fn build_client(config: &ProviderConfig) -> Result<reqwest::Client, String> {
+    // Ignore the error: another crate or an earlier call installed one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut builder = reqwest::Client::builder()
+        .user_agent(USER_AGENT)
+        .connect_timeout(config.connect_timeout)
+        .tcp_keepalive(Duration::from_secs(30));
+    if config.base_url.trim_start().starts_with("http://") {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        builder = builder.tls_backend_preconfigured(tls);
+    }
+    builder.build().map_err(|e| describe(&e))
 }
 
 impl Provider for HttpProvider {
@@ -87,7 +100,6 @@ impl Provider for HttpProvider {
             attempt: 0,
             phase: Phase::Send,
             ready: VecDeque::new(),
-            held: Vec::new(),
             committed: false,
             rng: fastrand::Rng::new(),
         };
@@ -111,7 +123,10 @@ enum Phase {
     /// Waiting before a retry.
     Backoff(Duration),
     /// Reading an SSE body.
-    Streaming { body: Body, decoder: Box<SseDecoder> },
+    Streaming {
+        body: Body,
+        decoder: Box<SseDecoder>,
+    },
     /// Nothing more to do once `ready` is drained.
     Done,
 }
@@ -126,8 +141,6 @@ struct Exchange {
     phase: Phase,
     /// Items to hand out before doing anything else.
     ready: VecDeque<Result<ProviderEvent, LlmError>>,
-    /// Usage reported before any content: discarded if the attempt fails.
-    held: Vec<ProviderEvent>,
     /// Whether content has been handed out; from then on nothing is retried.
     committed: bool,
     rng: fastrand::Rng,
@@ -247,17 +260,26 @@ impl Exchange {
         if !status.is_success() {
             return Err(self.http_failure(response).await);
         }
-        let is_json = header_str(response.headers(), CONTENT_TYPE.as_str())
-            .is_some_and(|t| t.trim_start().starts_with("application/json"));
+        // Servers sometimes answer in the other mode than asked: go by the
+        // content type when it says, by the request when it does not.
+        let content_type = header_str(response.headers(), CONTENT_TYPE.as_str())
+            .unwrap_or("")
+            .trim_start()
+            .to_ascii_lowercase();
+        let is_sse = match content_type {
+            t if t.starts_with("text/event-stream") => true,
+            t if t.starts_with("application/json") => false,
+            _ => config.stream,
+        };
         let body: Body = Box::pin(response.bytes_stream());
-        if config.stream && !is_json {
+        if is_sse {
             self.phase = Phase::Streaming {
                 body,
                 decoder: Box::new(SseDecoder::new(config.wire)),
             };
             return Ok(());
         }
-        // A whole JSON answer: asked for, or sent by a server that does not stream.
+        // One JSON answer.
         let bytes = self.read_all(body, usize::MAX).await?;
         let events = parse_response(config.wire, &bytes).map_err(|e| self.decode_failure(e))?;
         self.accept(events);
@@ -326,8 +348,7 @@ impl Exchange {
                 status: status.as_u16(),
                 message,
             },
-            transient: is_transient_status(status.as_u16())
-                || parsed.kind.is_some_and(|k| is_transient_kind(&k)),
+            transient: is_transient_response(status.as_u16(), parsed.kind.as_deref()),
             server_delay,
         }
     }
@@ -358,20 +379,12 @@ impl Exchange {
         }
     }
 
-    /// Hands out decoded events. Usage seen before any content is held back,
-    /// so that a failed attempt leaves no trace.
+    /// Hands out decoded events; from now on this request is not retried.
+    /// (Both assemblers report usage only beside the final `Stop`, so a
+    /// failed attempt never leaves partial usage behind.)
     fn accept(&mut self, events: Vec<ProviderEvent>) {
-        for event in events {
-            if matches!(event, ProviderEvent::Usage(_)) && !self.committed {
-                self.held.push(event);
-                continue;
-            }
-            if !self.committed {
-                self.committed = true;
-                self.ready.extend(self.held.drain(..).map(Ok));
-            }
-            self.ready.push_back(Ok(event));
-        }
+        self.committed |= !events.is_empty();
+        self.ready.extend(events.into_iter().map(Ok));
     }
 
     /// Retries a transient failure if nothing was handed out and attempts
@@ -381,12 +394,11 @@ impl Exchange {
         if failure.transient && !self.committed && self.attempt < max_attempts {
             let delay = delay_before_retry(
                 &self.shared.config.retry,
-                self.attempt - 1,
+                self.attempt.saturating_sub(1),
                 failure.server_delay,
                 &mut self.rng,
             );
             tracing::debug!(provider = %self.config().name, attempt = self.attempt, ?delay, error = %failure.error, "retrying");
-            self.held.clear();
             self.ready.push_back(Ok(ProviderEvent::Retrying {
                 attempt: self.attempt + 1,
                 delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),

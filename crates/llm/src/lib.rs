@@ -10,6 +10,25 @@
 //! This crate does not read config files or decide which provider to use:
 //! that is `ferroclaw-core`'s job.
 //!
+//! What a stream promises: text arrives as deltas, tool calls arrive whole
+//! (announced first by `ToolCallStarted`), usage comes once just before the
+//! final `Stop`. Transient failures (429, 5xx, 529, resets, timeouts, an
+//! overload error event) that happen before any output are retried, each
+//! retry announced by `Retrying { attempt, .. }` where `attempt` is the
+//! number of the attempt about to start (2 for the first retry). Anything
+//! else ends the stream with one [`LlmError`] as its last item; a stream never
+//! hangs longer than [`ProviderConfig::idle_timeout`] without data.
+//!
+//! ```
+//! use ferroclaw_llm::{ModelSpec, WireFormat, preset};
+//!
+//! let spec = ModelSpec::parse("openrouter/anthropic/claude-sonnet-4.5").unwrap();
+//! assert_eq!(spec.model, "anthropic/claude-sonnet-4.5");
+//! let openrouter = preset(&spec.provider).unwrap();
+//! assert_eq!(openrouter.wire, WireFormat::OpenAi);
+//! assert_eq!(openrouter.key_env, Some("OPENROUTER_API_KEY"));
+//! ```
+//!
 //! ```no_run
 //! use ferroclaw_llm::{ChatRequest, ProviderConfig, WireFormat, connect};
 //! use ferroclaw_protocol::Message;
@@ -61,9 +80,13 @@ pub struct ChatRequest {
     pub model: String,
     /// The system prompt; empty for none.
     pub system: String,
+    /// The conversation so far, oldest first.
     pub messages: Vec<Message>,
+    /// Tools the model may call; empty for none.
     pub tools: Vec<ToolSpec>,
+    /// Cap on the answer's length in tokens.
     pub max_tokens: u32,
+    /// Sampling temperature; `None` leaves the provider's default.
     pub temperature: Option<f32>,
 }
 
@@ -98,8 +121,11 @@ pub enum WireFormat {
 pub struct ProviderConfig {
     /// Name used in messages.
     pub name: String,
+    /// The wire format the server speaks.
     pub wire: WireFormat,
+    /// Where the server lives; see [`WireFormat`] for what it includes.
     pub base_url: String,
+    /// The API key; `None` sends no key (local servers).
     pub api_key: Option<String>,
     /// Use SSE streaming (`true`) or one JSON response (`false`).
     pub stream: bool,

@@ -21,6 +21,16 @@ pub(crate) fn is_transient_status(status: u16) -> bool {
     status == 408 || status == 429 || (500..=599).contains(&status)
 }
 
+/// Whether an error response is worth retrying: by status, or by the error
+/// type in its body (a rate limit sent as 403, say, is still not retried:
+/// 400, 401, 403 and 404 always fail at once).
+pub(crate) fn is_transient_response(status: u16, kind: Option<&str>) -> bool {
+    match status {
+        400 | 401 | 403 | 404 => false,
+        _ => is_transient_status(status) || kind.is_some_and(is_transient_kind),
+    }
+}
+
 /// Whether a provider's error type or code is transient: Anthropic's
 /// `overloaded_error`, `rate_limit_error` and `api_error`, OpenAI's
 /// `rate_limit_exceeded` and `server_error`, or a transient status as code.
@@ -223,6 +233,15 @@ mod tests {
         for k in ["invalid_request_error", "authentication_error", "400", ""] {
             assert!(!is_transient_kind(k), "{k}");
         }
+    }
+
+    #[test]
+    fn client_error_statuses_are_final_whatever_the_body_says() {
+        assert!(!is_transient_response(403, Some("rate_limit_error")));
+        assert!(!is_transient_response(400, Some("overloaded_error")));
+        assert!(is_transient_response(529, None));
+        assert!(is_transient_response(409, Some("rate_limit_exceeded")));
+        assert!(!is_transient_response(409, Some("conflict")));
     }
 
     #[test]

@@ -5,14 +5,18 @@ mod common;
 
 use common::{MODES, ask, config, run};
 use ferroclaw_llm::WireFormat;
-use ferroclaw_protocol::{ContentBlock, Message, ProviderEvent, Role, StopReason, ToolCall, ToolSpec, Usage};
+use ferroclaw_protocol::{
+    ContentBlock, Message, ProviderEvent, Role, StopReason, ToolCall, ToolSpec, Usage,
+};
 use ferroclaw_testkit::{ScriptedServer, ServerOptions, Turn};
 use serde_json::json;
 
 #[tokio::test]
 async fn a_text_answer_arrives_as_text_then_usage_then_end_turn() {
     for (wire, stream) in MODES {
-        let server = ScriptedServer::start(vec![Turn::text("Hello there, friend").with_usage(12, 7).into()]);
+        let server = ScriptedServer::start(vec![
+            Turn::text("Hello there, friend").with_usage(12, 7).into(),
+        ]);
         let outcome = run(config(&server, wire, stream), ask("hi")).await;
         let mode = format!("{wire:?} stream={stream}");
         assert!(outcome.error.is_none(), "{mode}: {:?}", outcome.error);
@@ -25,7 +29,10 @@ async fn a_text_answer_arrives_as_text_then_usage_then_end_turn() {
         };
         assert_eq!(
             tail,
-            [ProviderEvent::Usage(usage), ProviderEvent::Stop(StopReason::EndTurn)],
+            [
+                ProviderEvent::Usage(usage),
+                ProviderEvent::Stop(StopReason::EndTurn)
+            ],
             "{mode}"
         );
         assert!(outcome.retries().is_empty(), "{mode}");
@@ -41,7 +48,9 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
     for (wire, stream) in MODES {
         let mode = format!("{wire:?} stream={stream}");
         let server = ScriptedServer::start(vec![
-            Turn::tool("read", json!({"path": "a.txt"})).with_text("Let me look.").into(),
+            Turn::tool("read", json!({"path": "a.txt"}))
+                .with_text("Let me look.")
+                .into(),
             Turn::text("It says hello.").into(),
         ]);
         let mut request = ask("what is in a.txt?");
@@ -55,12 +64,19 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
         assert!(first.error.is_none(), "{mode}: {:?}", first.error);
         assert_eq!(first.stop(), Some(&StopReason::ToolUse), "{mode}");
         let Some(call) = first.events.iter().find_map(|e| match e {
-            ProviderEvent::ToolCall { call, parse_error: None } => Some(call.clone()),
+            ProviderEvent::ToolCall {
+                call,
+                parse_error: None,
+            } => Some(call.clone()),
             _ => None,
         }) else {
             panic!("{mode}: no tool call in {:?}", first.events);
         };
-        assert_eq!((call.name.as_str(), &call.input), ("read", &json!({"path": "a.txt"})), "{mode}");
+        assert_eq!(
+            (call.name.as_str(), &call.input),
+            ("read", &json!({"path": "a.txt"})),
+            "{mode}"
+        );
         assert!(
             first.events.contains(&ProviderEvent::ToolCallStarted {
                 id: call.id.clone(),
@@ -71,7 +87,10 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
 
         request.messages.push(Message {
             role: Role::Assistant,
-            content: vec![ContentBlock::text(first.text()), ContentBlock::ToolCall(call.clone())],
+            content: vec![
+                ContentBlock::text(first.text()),
+                ContentBlock::ToolCall(call.clone()),
+            ],
         });
         request.messages.push(Message {
             role: Role::User,
@@ -92,11 +111,18 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
                 let result = &sent["messages"][2]["content"][0];
                 assert_eq!(result["type"], json!("tool_result"), "{mode}");
                 assert_eq!(result["tool_use_id"], json!(call.id), "{mode}");
-                assert_eq!(result["content"], json!([{"type": "text", "text": "hello"}]), "{mode}");
+                assert_eq!(
+                    result["content"],
+                    json!([{"type": "text", "text": "hello"}]),
+                    "{mode}"
+                );
                 assert_eq!(result["is_error"], json!(false), "{mode}");
             }
             WireFormat::OpenAi => {
-                assert_eq!(sent["messages"][0], json!({"role": "system", "content": "You are terse."}));
+                assert_eq!(
+                    sent["messages"][0],
+                    json!({"role": "system", "content": "You are terse."})
+                );
                 let assistant = &sent["messages"][2];
                 assert_eq!(assistant["content"], json!("Let me look."), "{mode}");
                 assert_eq!(
@@ -121,7 +147,10 @@ async fn openai_servers_repeating_id_and_name_and_always_sending_usage_are_under
         openai_usage_always: true,
         ..ServerOptions::default()
     };
-    let server = ScriptedServer::start_with(vec![Turn::tool("grep", json!({"pattern": "fn main"})).into()], options);
+    let server = ScriptedServer::start_with(
+        vec![Turn::tool("grep", json!({"pattern": "fn main"})).into()],
+        options,
+    );
     let outcome = run(config(&server, WireFormat::OpenAi, true), ask("find main")).await;
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     let calls: Vec<&ToolCall> = outcome
@@ -153,7 +182,10 @@ async fn anthropic_requests_carry_the_key_version_and_configured_headers() {
     let outcome = run(config, ask("hi")).await;
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     let request = &server.requests()[0];
-    assert_eq!((request.method.as_str(), request.path.as_str()), ("POST", "/v1/messages"));
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("POST", "/v1/messages")
+    );
     assert_eq!(request.header("x-api-key"), Some("sk-test-key"));
     assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(request.header("content-type"), Some("application/json"));
@@ -172,8 +204,14 @@ async fn openai_requests_carry_a_bearer_key_only_when_one_is_set() {
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     let requests = server.requests();
     assert_eq!(requests[0].path, "/v1/chat/completions");
-    assert_eq!(requests[0].header("authorization"), Some("Bearer sk-test-key"));
-    assert_eq!(requests[0].body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-test-key")
+    );
+    assert_eq!(
+        requests[0].body["stream_options"],
+        json!({"include_usage": true})
+    );
     assert_eq!(requests[1].header("authorization"), None);
     assert_eq!(requests[1].header("x-api-key"), None);
 }

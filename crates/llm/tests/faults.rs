@@ -22,14 +22,19 @@ fn status(status: u16, retry_after: Option<u64>) -> Step {
 async fn a_429_with_retry_after_is_retried_after_the_capped_delay_then_succeeds() {
     for (wire, stream) in MODES {
         let mode = format!("{wire:?} stream={stream}");
-        let server = ScriptedServer::start(vec![status(429, Some(30)), Turn::text("Made it").into()]);
+        let server =
+            ScriptedServer::start(vec![status(429, Some(30)), Turn::text("Made it").into()]);
         let outcome = run(config(&server, wire, stream), ask("hi")).await;
         assert!(outcome.error.is_none(), "{mode}: {:?}", outcome.error);
         assert_eq!(outcome.text(), "Made it", "{mode}");
         let retries = outcome.retries();
         assert_eq!(retries.len(), 1, "{mode}");
         let (attempt, delay_ms, reason) = &retries[0];
-        assert_eq!((*attempt, *delay_ms), (2, 50), "{mode}: retry-after 30 s capped at max_delay");
+        assert_eq!(
+            (*attempt, *delay_ms),
+            (2, 50),
+            "{mode}: retry-after 30 s capped at max_delay"
+        );
         assert!(reason.contains("HTTP 429"), "{mode}: {reason}");
         assert_eq!(server.requests().len(), 2, "{mode}");
     }
@@ -39,18 +44,33 @@ async fn a_429_with_retry_after_is_retried_after_the_capped_delay_then_succeeds(
 async fn server_errors_on_every_attempt_end_in_an_http_error_naming_provider_status_and_message() {
     for (wire, stream) in MODES {
         let mode = format!("{wire:?} stream={stream}");
-        let server = ScriptedServer::start(vec![status(500, None), status(500, None), status(500, None)]);
+        let server = ScriptedServer::start(vec![
+            status(500, None),
+            status(500, None),
+            status(500, None),
+        ]);
         let outcome = run(config(&server, wire, stream), ask("hi")).await;
         assert_eq!(server.requests().len(), 3, "{mode}: max_attempts is 3");
         assert_eq!(outcome.retries().len(), 2, "{mode}");
-        let Some(LlmError::Http { provider, status, message }) = &outcome.error else {
+        let Some(LlmError::Http {
+            provider,
+            status,
+            message,
+        }) = &outcome.error
+        else {
             panic!("{mode}: expected an HTTP error, got {:?}", outcome.error);
         };
         assert_eq!(*status, 500, "{mode}");
         assert!(provider.starts_with("scripted-"), "{mode}");
-        assert!(message.contains("scripted-llm"), "{mode}: the provider's own message: {message}");
+        assert!(
+            message.contains("scripted-llm"),
+            "{mode}: the provider's own message: {message}"
+        );
         let text = outcome.error_text();
-        assert!(text.contains("HTTP 500") && text.contains("gave up after 3 attempts"), "{text}");
+        assert!(
+            text.contains("HTTP 500") && text.contains("gave up after 3 attempts"),
+            "{text}"
+        );
     }
 }
 
@@ -59,7 +79,11 @@ async fn an_overloaded_529_is_retried() {
     for stream in [true, false] {
         let server = ScriptedServer::start(vec![status(529, None), Turn::text("Fine now").into()]);
         let outcome = run(config(&server, WireFormat::Anthropic, stream), ask("hi")).await;
-        assert!(outcome.error.is_none(), "stream={stream}: {:?}", outcome.error);
+        assert!(
+            outcome.error.is_none(),
+            "stream={stream}: {:?}",
+            outcome.error
+        );
         assert_eq!(outcome.text(), "Fine now");
         let retries = outcome.retries();
         assert_eq!(retries.len(), 1);
@@ -72,7 +96,10 @@ async fn an_overloaded_529_is_retried() {
 async fn an_error_event_before_any_output_is_retried() {
     for (wire, stream) in MODES {
         let mode = format!("{wire:?} stream={stream}");
-        let server = ScriptedServer::start(vec![Fault::StreamErrorEvent.into(), Turn::text("Second try").into()]);
+        let server = ScriptedServer::start(vec![
+            Fault::StreamErrorEvent.into(),
+            Turn::text("Second try").into(),
+        ]);
         let outcome = run(config(&server, wire, stream), ask("hi")).await;
         assert!(outcome.error.is_none(), "{mode}: {:?}", outcome.error);
         assert_eq!(outcome.text(), "Second try", "{mode}");
@@ -96,7 +123,8 @@ async fn client_errors_fail_at_once_without_retrying() {
     for (wire, stream) in MODES {
         let mode = format!("{wire:?} stream={stream}");
         for code in [400, 401, 403, 404] {
-            let server = ScriptedServer::start(vec![status(code, None), Turn::text("never").into()]);
+            let server =
+                ScriptedServer::start(vec![status(code, None), Turn::text("never").into()]);
             let outcome = run(config(&server, wire, stream), ask("hi")).await;
             assert_eq!(server.requests().len(), 1, "{mode} {code}");
             assert!(outcome.retries().is_empty(), "{mode} {code}");
@@ -112,15 +140,23 @@ async fn client_errors_fail_at_once_without_retrying() {
 #[tokio::test]
 async fn a_stream_cut_after_output_ends_in_an_error_without_retrying() {
     for wire in [WireFormat::Anthropic, WireFormat::OpenAi] {
-        let server = ScriptedServer::start(vec![Fault::CutMidStream.into(), Turn::text("never").into()]);
+        let server =
+            ScriptedServer::start(vec![Fault::CutMidStream.into(), Turn::text("never").into()]);
         let outcome = run(config(&server, wire, true), ask("hi")).await;
-        assert!(!outcome.text().is_empty(), "{wire:?}: the text before the cut arrives");
+        assert!(
+            !outcome.text().is_empty(),
+            "{wire:?}: the text before the cut arrives"
+        );
         assert!(
             matches!(outcome.error, Some(LlmError::Stream { .. })),
             "{wire:?}: {:?}",
             outcome.error
         );
-        assert_eq!(server.requests().len(), 1, "{wire:?}: output was shown, so no retry");
+        assert_eq!(
+            server.requests().len(),
+            1,
+            "{wire:?}: output was shown, so no retry"
+        );
         assert!(outcome.stop().is_none());
     }
 }
@@ -128,7 +164,8 @@ async fn a_stream_cut_after_output_ends_in_an_error_without_retrying() {
 #[tokio::test]
 async fn a_cut_non_streaming_body_is_retried_and_then_succeeds() {
     for wire in [WireFormat::Anthropic, WireFormat::OpenAi] {
-        let server = ScriptedServer::start(vec![Fault::CutMidStream.into(), Turn::text("Whole").into()]);
+        let server =
+            ScriptedServer::start(vec![Fault::CutMidStream.into(), Turn::text("Whole").into()]);
         let outcome = run(config(&server, wire, false), ask("hi")).await;
         assert!(outcome.error.is_none(), "{wire:?}: {:?}", outcome.error);
         assert_eq!(outcome.text(), "Whole");
@@ -140,28 +177,50 @@ async fn a_cut_non_streaming_body_is_retried_and_then_succeeds() {
 async fn malformed_data_ends_in_an_error_quoting_it() {
     for (wire, stream) in MODES {
         let mode = format!("{wire:?} stream={stream}");
-        let server = ScriptedServer::start(vec![Fault::MalformedSse.into(), Turn::text("never").into()]);
+        let server =
+            ScriptedServer::start(vec![Fault::MalformedSse.into(), Turn::text("never").into()]);
         let outcome = run(config(&server, wire, stream), ask("hi")).await;
         let text = outcome.error_text();
-        assert!(matches!(outcome.error, Some(LlmError::Stream { .. })), "{mode}: {text}");
-        assert!(text.contains("malformed JSON") && text.contains(": nope"), "{mode}: {text}");
-        assert_eq!(server.requests().len(), 1, "{mode}: malformed data is not retried");
+        assert!(
+            matches!(outcome.error, Some(LlmError::Stream { .. })),
+            "{mode}: {text}"
+        );
+        assert!(
+            text.contains("malformed JSON") && text.contains(": nope"),
+            "{mode}: {text}"
+        );
+        assert_eq!(
+            server.requests().len(),
+            1,
+            "{mode}: malformed data is not retried"
+        );
     }
 }
 
 #[tokio::test]
 async fn a_stall_after_output_ends_in_an_idle_timeout_error() {
     for wire in [WireFormat::Anthropic, WireFormat::OpenAi] {
-        let server = ScriptedServer::start(vec![Fault::Stall {
-            after_text: "Thinking about it".into(),
-        }
-        .into()]);
+        let server = ScriptedServer::start(vec![
+            Fault::Stall {
+                after_text: "Thinking about it".into(),
+            }
+            .into(),
+        ]);
         let mut config = config(&server, wire, true);
         config.idle_timeout = Duration::from_millis(300);
         let outcome = run(config, ask("hi")).await;
         assert_eq!(outcome.text(), "Thinking about it", "{wire:?}");
-        assert!(matches!(outcome.error, Some(LlmError::Stream { .. })), "{wire:?}");
-        assert!(outcome.error_text().contains("no data from the provider for 0.3 s"), "{}", outcome.error_text());
+        assert!(
+            matches!(outcome.error, Some(LlmError::Stream { .. })),
+            "{wire:?}"
+        );
+        assert!(
+            outcome
+                .error_text()
+                .contains("no data from the provider for 0.3 s"),
+            "{}",
+            outcome.error_text()
+        );
         assert_eq!(server.requests().len(), 1);
     }
 }
@@ -186,12 +245,21 @@ async fn a_slow_first_byte_within_the_idle_timeout_is_fine_and_beyond_it_is_retr
         let mut slow = config(&server, wire, stream);
         slow.idle_timeout = Duration::from_millis(500);
         let outcome = run(slow.clone(), ask("hi")).await;
-        assert_eq!(outcome.text(), "Slow but sure", "{mode}: {:?}", outcome.error);
+        assert_eq!(
+            outcome.text(),
+            "Slow but sure",
+            "{mode}: {:?}",
+            outcome.error
+        );
         let outcome = run(slow, ask("hi")).await;
         assert_eq!(outcome.text(), "Quick", "{mode}: {:?}", outcome.error);
         let retries = outcome.retries();
         assert_eq!(retries.len(), 1, "{mode}");
-        assert!(retries[0].2.contains("no data from the provider"), "{mode}: {}", retries[0].2);
+        assert!(
+            retries[0].2.contains("no data from the provider"),
+            "{mode}: {}",
+            retries[0].2
+        );
     }
 }
 
@@ -201,13 +269,23 @@ async fn an_unreachable_server_is_a_connect_error_naming_the_url_after_retries()
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap_or(9);
-    let mut config = ferroclaw_llm::ProviderConfig::new("nowhere", WireFormat::OpenAi, format!("http://127.0.0.1:{port}/v1"));
+    let mut config = ferroclaw_llm::ProviderConfig::new(
+        "nowhere",
+        WireFormat::OpenAi,
+        format!("http://127.0.0.1:{port}/v1"),
+    );
     config.retry.base_delay = Duration::from_millis(1);
     config.retry.max_attempts = 2;
     let outcome = run(config, ask("hi")).await;
     assert_eq!(outcome.retries().len(), 1);
     let text = outcome.error_text();
-    assert!(matches!(outcome.error, Some(LlmError::Connect { .. })), "{text}");
-    assert!(text.starts_with("nowhere: cannot reach http://127.0.0.1:"), "{text}");
+    assert!(
+        matches!(outcome.error, Some(LlmError::Connect { .. })),
+        "{text}"
+    );
+    assert!(
+        text.starts_with("nowhere: cannot reach http://127.0.0.1:"),
+        "{text}"
+    );
     assert!(text.contains("/v1/chat/completions"), "{text}");
 }

@@ -75,6 +75,13 @@ pub enum AgentEvent {
         name: String,
         input: Value,
     },
+    /// A tool call needs the user's approval; the answer comes through the
+    /// approver (REPL prompt, chat message), the event lets renderers show it.
+    PermissionRequested {
+        id: String,
+        name: String,
+        input: Value,
+    },
     /// A tool call finished (or was refused).
     ToolCallFinished {
         id: String,

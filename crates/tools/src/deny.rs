@@ -117,6 +117,9 @@ fn check_rm(args: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     targets.into_iter().find_map(|target| {
+        if home.is_none() && ["~", "$HOME", "${HOME}"].iter().any(|p| target.starts_with(p)) {
+            return Some(format!("rm -r {target} would delete in your home folder"));
+        }
         let (dir, star) = match target.strip_suffix("/*").or_else(|| (target == "*").then_some(".")) {
             Some("") => ("/", true),
             Some(dir) => (dir, true),

@@ -281,7 +281,7 @@ fn search_file(
 fn render(query: &Query, found: Found, root: &str) -> String {
     let mut hits = found.hits;
     if hits.is_empty() {
-        return format!("No matches for {:?} in {root}.", query.pattern);
+        return format!("No matches for {:?} (searched {root}).", query.pattern);
     }
     hits.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let mut lines: Vec<String> = Vec::new();
