@@ -12,7 +12,7 @@ Measures, with a release build:
      `--resume` answer.
 
 Usage: cargo build --release && python3 bench/bench.py [--runs N]
-Peak RSS comes from wait4()'s ru_maxrss of each child process.
+Peak RSS comes from GNU time's %M (ru_maxrss of the command itself).
 """
 
 import argparse
@@ -26,21 +26,26 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "ferroclaw")
-LLM = os.path.join(ROOT, "target", "release", "scripted-llm")
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+BIN = os.path.join(TARGET, "release", "ferroclaw")
+LLM = os.path.join(TARGET, "release", "scripted-llm")
 
 
-def measure(argv, env, cwd, stdin=None):
-    """Runs argv; returns (wall seconds, peak RSS in KiB, exit code, stdout)."""
+def measure(argv, env, cwd):
+    """Runs argv under GNU time; returns (wall seconds, peak RSS in KiB, exit code, stdout).
+
+    GNU time (a small C program) forks and execs the command, so ru_maxrss is
+    the command's own peak, not the forking Python's.
+    """
     out = tempfile.TemporaryFile()
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL if stdin is None else stdin)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.NamedTemporaryFile("r") as rep:
+        start = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-o", rep.name, "-f", "%M"] + argv, env=env, cwd=cwd,
+                              stdout=out, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        lines = [l for l in rep.read().splitlines() if l.strip()]
     out.seek(0)
-    return wall, usage.ru_maxrss, proc.returncode, out.read().decode()
+    return wall, int(lines[-1]), proc.returncode, out.read().decode()
 
 
 def start_llm(script, tmp, record=None):

@@ -80,6 +80,11 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// MCP servers: list, get, add, remove; or serve ferroclaw's tools.
+    Mcp {
+        #[command(subcommand)]
+        action: crate::mcp_cmd::McpAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]

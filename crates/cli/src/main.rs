@@ -4,6 +4,7 @@ mod args;
 mod exit;
 mod interrupt;
 mod markdown;
+mod mcp_cmd;
 mod oneshot;
 mod render;
 mod repl;
@@ -43,6 +44,7 @@ fn main() {
 async fn run(cli: &Cli) -> Result<i32, SetupError> {
     match &cli.command {
         Some(Command::Init { force }) => init(*force),
+        Some(Command::Mcp { action }) => mcp_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Sessions { action }) => {
             let config = setup::load_config(cli)?;
             sessions::run(action, &config)?;

@@ -35,6 +35,8 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     }
     let opened = open_agent(&config, &Resume::from_cli(cli), Arc::new(NoOneToAsk))?;
     let mut agent = opened.agent;
+    let mcp = crate::mcp_cmd::start_hub(&config, Default::default()).await;
+    mcp.register_tools(&mut agent.tools);
     let (tx, rx) = unbounded_channel();
     let status = std::io::stderr().is_terminal();
     let consumer = match cli.output_format {
@@ -57,6 +59,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let cancel = CancellationToken::new();
     crate::interrupt::watch(cancel.clone());
     let report = agent.run(Message::user(prompt), &tx, &cancel).await;
+    mcp.shutdown().await;
     drop(tx);
     let _ = consumer.await;
     let mut stdout = std::io::stdout().lock();

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use ferroclaw_core::permission::call_subject;
 use ferroclaw_core::pricing;
-use ferroclaw_protocol::AgentEvent;
+use ferroclaw_protocol::{AgentEvent, TodoStatus};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::markdown::MarkdownStream;
 
+const BOLD: &str = "\x1b[1m";
 const DIM: &str = "\x1b[2m";
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
@@ -127,6 +128,69 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             AgentEvent::Error { message, .. } if opts.status => {
                 eprintln!("{RED}error: {message}{RESET}");
             }
+            AgentEvent::Todos { items } if opts.status => {
+                for item in items {
+                    match item.status {
+                        TodoStatus::Completed => eprintln!("  {DIM}☑ {}{RESET}", item.content),
+                        TodoStatus::InProgress => eprintln!(
+                            "  {BOLD}◼ {}{RESET}",
+                            item.active_form.as_deref().unwrap_or(&item.content)
+                        ),
+                        TodoStatus::Pending => eprintln!("  ☐ {}", item.content),
+                    }
+                }
+            }
+            AgentEvent::PlanProposed { plan } if opts.answer => {
+                let mut plan_md = MarkdownStream::new();
+                let mut text = plan_md.push(&plan);
+                text.push_str(&plan_md.finish());
+                eprintln!("\n{BOLD}Plan{RESET}\n{text}");
+                eprint!(
+                    "{YELLOW}? carry out this plan?{RESET} [y]es / [e] yes, and accept edits / [n]o (or \"n, what to change\"): "
+                );
+            }
+            AgentEvent::SubAgent {
+                agent_type, event, ..
+            } if opts.status => match *event {
+                AgentEvent::ToolCallStarted { name, input, .. } => {
+                    let subject = call_subject(&input)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| input.to_string());
+                    eprintln!(
+                        "    {DIM}↳ {agent_type}:{RESET} {name}({})",
+                        shorten(&subject, 70)
+                    );
+                }
+                AgentEvent::ToolCallFinished {
+                    is_error: true,
+                    preview,
+                    ..
+                } => {
+                    eprintln!("      {RED}⎿ {}{RESET}", shorten(&preview, 140));
+                }
+                AgentEvent::PermissionRequested { name, input, .. } if opts.answer => {
+                    let subject = call_subject(&input)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| input.to_string());
+                    eprint!(
+                        "{YELLOW}? allow {agent_type} sub-agent: {name}({})?{RESET} [y]es / [n]o / [a]lways this session: ",
+                        shorten(&subject, 90)
+                    );
+                }
+                AgentEvent::Finished {
+                    num_turns,
+                    is_error,
+                    ..
+                } => {
+                    let how = if is_error {
+                        format!("{RED}failed")
+                    } else {
+                        format!("{DIM}done")
+                    };
+                    eprintln!("    {how} · {agent_type} sub-agent · {num_turns} turns{RESET}");
+                }
+                _ => {}
+            },
             AgentEvent::Finished {
                 usage, num_turns, ..
             } if opts.status => {

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
-use ferroclaw_core::{Agent, Approval, Approver, Config, SessionStore, pricing};
+use ferroclaw_core::{
+    Agent, Approval, Approver, Config, PermissionMode, PlanVerdict, SessionStore, pricing,
+};
 use ferroclaw_protocol::{Message, ToolCall};
 use rustyline::completion::Completer;
 use rustyline::error::ReadlineError;
@@ -33,14 +35,23 @@ const COMMANDS: &[(&str, &str)] = &[
         "continue a conversation: /resume ID (latest without ID)",
     ),
     ("/usage", "tokens and cost of this session"),
+    (
+        "/plan",
+        "plan mode on/off: read-only tools until you approve a plan",
+    ),
+    ("/todos", "the model's todo list"),
+    ("/mcp", "MCP servers and prompts: /mcp__SERVER__PROMPT ARGS"),
     ("/exit", "leave (also /quit, Ctrl-D)"),
 ];
 
 /// Runs the REPL until the user leaves; returns the exit code.
 pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
-    let approver: Arc<dyn Approver> = Arc::new(TerminalApprover);
+    let approver: Arc<dyn Approver> = Arc::new(TerminalApprover::default());
     let opened = open_agent(&config, &Resume::from_cli(cli), approver.clone())?;
     let mut agent = opened.agent;
+    let hooks = crate::mcp_cmd::terminal_hooks(agent.provider.clone(), agent.model.clone());
+    let mcp = crate::mcp_cmd::start_hub(&config, hooks).await;
+    mcp.register_tools(&mut agent.tools);
     print_banner(&agent, opened.resumed, opened.skipped_bytes);
     let mut editor = new_editor(&config)?;
     let mut first = cli.prompt.clone();
@@ -80,6 +91,14 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         }
         let _ = editor.add_history_entry(input);
         let _ = editor.append_history(&history_path(&config));
+        if let Some(result) = crate::mcp_cmd::repl_command(input, &mcp).await {
+            match result {
+                Ok(Some(prompt)) => run_request(&mut agent, &prompt).await,
+                Ok(None) => {}
+                Err(e) => eprintln!("\x1b[31m{e}\x1b[0m"),
+            }
+            continue;
+        }
         if input.starts_with('/') {
             match command(input, &mut agent, &config, &approver) {
                 Ok(true) => continue,
@@ -90,8 +109,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 }
             }
         }
+        mcp.refresh_tools(&mut agent.tools).await;
         run_request(&mut agent, input).await;
     }
+    mcp.shutdown().await;
     Ok(exit::OK)
 }
 
@@ -170,6 +191,19 @@ fn command(
             agent.session = r.log;
             agent.messages = r.messages;
             let _ = approver;
+        }
+        "/plan" => {
+            let now = if agent.permissions.mode() == PermissionMode::Plan {
+                PermissionMode::Default
+            } else {
+                PermissionMode::Plan
+            };
+            agent.permissions.set_mode(now);
+            println!("permission mode: {}", ferroclaw_core::plan::mode_name(now));
+        }
+        "/todos" => {
+            let list = agent.todos.render();
+            println!("{}", if list.is_empty() { "no todos" } else { &list });
         }
         "/usage" => {
             let u = agent.total_usage;
@@ -272,31 +306,57 @@ impl Hinter for ReplHelper {
 impl Highlighter for ReplHelper {}
 impl Helper for ReplHelper {}
 
-/// Asks on the terminal: yes, no (with an optional reason), or always.
-struct TerminalApprover;
+/// Asks on the terminal: yes, no (with an optional reason), or always. The
+/// renderer prints the question (it arrives as an event, in order with the
+/// tool lines); this only reads the answer. One question at a time: parallel
+/// sub-agents wait their turn.
+#[derive(Default)]
+pub struct TerminalApprover {
+    asking: tokio::sync::Mutex<()>,
+}
+
+/// One line from stdin, trimmed; empty on end of input.
+async fn read_answer() -> String {
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await;
+    match line {
+        Ok(Ok(line)) => line.trim().to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Splits `n, because` into the word and the reason.
+fn word_and_reason(answer: &str) -> (String, String) {
+    let (word, reason) = answer.split_once(',').unwrap_or((answer, ""));
+    (word.trim().to_lowercase(), reason.trim().to_string())
+}
 
 #[async_trait]
 impl Approver for TerminalApprover {
-    async fn approve(&self, call: &ToolCall) -> Approval {
-        // The renderer has printed the question (PermissionRequested).
-        let _ = call;
-        let answer = tokio::task::spawn_blocking(|| {
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).map(|_| line)
-        })
-        .await;
-        let answer = match answer {
-            Ok(Ok(line)) => line.trim().to_string(),
-            _ => String::new(),
-        };
-        let (word, reason) = answer
-            .split_once(',')
-            .map_or((answer.as_str(), ""), |(w, r)| (w, r.trim()));
-        match word.trim().to_lowercase().as_str() {
+    async fn approve(&self, _call: &ToolCall) -> Approval {
+        let _turn = self.asking.lock().await;
+        let (word, reason) = word_and_reason(&read_answer().await);
+        match word.as_str() {
             "y" | "yes" => Approval::Yes,
             "a" | "always" => Approval::AlwaysForSession,
             _ if reason.is_empty() => Approval::No("the user declined this call".into()),
             _ => Approval::No(format!("the user declined this call: {reason}")),
+        }
+    }
+
+    async fn approve_plan(&self, _plan: &str) -> PlanVerdict {
+        let _turn = self.asking.lock().await;
+        let (word, reason) = word_and_reason(&read_answer().await);
+        match word.as_str() {
+            "y" | "yes" => PlanVerdict::Approved(PermissionMode::Default),
+            "e" => PlanVerdict::Approved(PermissionMode::AcceptEdits),
+            _ if reason.is_empty() => {
+                PlanVerdict::Rejected("the user wants a different plan".into())
+            }
+            _ => PlanVerdict::Rejected(reason),
         }
     }
 }

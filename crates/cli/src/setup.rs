@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
+use ferroclaw_core::subagent::{self, SubAgents, TaskTool};
+use ferroclaw_core::todo::{TodoList, TodoWriteTool};
 use ferroclaw_core::{
     Agent, Approver, Config, Overrides, PermissionMode, Permissions, SessionStore,
 };
@@ -122,13 +125,54 @@ pub fn open_agent(
             false,
         ),
     };
+    let permissions = Arc::new(permissions);
+    let system = ferroclaw_core::prompt::system_prompt(&config.workspace);
+    let mut tools = ferroclaw_tools::builtin_tools();
+    let todos = TodoList::restore(&messages);
+    tools.register(TodoWriteTool(todos.clone()));
+    tools.register(ExitPlanModeTool {
+        permissions: permissions.clone(),
+        approver: approver.clone(),
+    });
+    // Delegation comes last: sub-agents get every tool registered above.
+    let (types, warnings) = ferroclaw_core::agents::load(&config.workspace, &config.home);
+    for w in warnings {
+        tracing::warn!("agent type skipped: {w}");
+    }
+    let resolver_config = config.clone();
+    let subagents = SubAgents {
+        provider: provider.clone(),
+        model: model.clone(),
+        model_spec: spec.clone(),
+        resolve_model: Some(Arc::new(move |spec: &str| {
+            let (p, m) = resolver_config
+                .resolve_model(spec)
+                .map_err(|e| e.to_string())?;
+            Ok((ferroclaw_llm::connect(p), m))
+        })),
+        tools: tools.clone(),
+        permissions: permissions.clone(),
+        approver: approver.clone(),
+        store: store.clone(),
+        parent: session.meta().clone(),
+        system: system.clone(),
+        workspace: config.workspace.clone(),
+        allowed_dirs: config.file.allowed_dirs.clone().unwrap_or_default(),
+        types,
+        max_turns: subagent::DEFAULT_MAX_TURNS,
+        max_tokens: config.max_tokens(),
+        timeout: subagent::DEFAULT_TIMEOUT,
+        limit: Arc::new(tokio::sync::Semaphore::new(subagent::DEFAULT_MAX_PARALLEL)),
+        started: Default::default(),
+    };
+    tools.register(TaskTool(Arc::new(subagents)));
     let agent = Agent {
         provider,
         model,
         model_spec: spec,
-        system: ferroclaw_core::prompt::system_prompt(&config.workspace),
-        tools: ferroclaw_tools::builtin_tools(),
-        permissions: Arc::new(permissions),
+        system,
+        tools,
+        permissions,
         approver,
         session,
         messages,
@@ -137,6 +181,7 @@ pub fn open_agent(
         max_turns: config.max_turns(),
         max_tokens: config.max_tokens(),
         total_usage: Default::default(),
+        todos,
     };
     Ok(Opened {
         agent,

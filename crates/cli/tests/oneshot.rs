@@ -288,6 +288,12 @@ fn malformed_and_cut_streams_are_errors_not_hangs() {
             let (code, _, stderr) = run(&mut env.oneshot("hi", &[]));
             assert_eq!(code, 1, "{wire:?} {fault:?}: {stderr}");
             assert!(stderr.contains("error"), "{stderr}");
+            if fault == Fault::MalformedSse {
+                assert!(
+                    stderr.contains("nope"),
+                    "the offending snippet is shown: {stderr}"
+                );
+            }
         }
     }
 }

@@ -19,11 +19,17 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approval, Approver};
 use crate::clock;
-use crate::permission::{Decision, Permissions, Rule, call_subject};
+use crate::permission::{Decision, PermissionMode, Permissions, Rule, call_subject};
 use crate::session::{Entry, SessionLog};
+use crate::todo::{self, TodoList};
 
 /// Where the loop sends its events.
 pub type EventSink = tokio::sync::mpsc::UnboundedSender<AgentEvent>;
+
+/// Added to each request made in plan mode.
+const PLAN_MODE_REMINDER: &str = "<system-reminder>Plan mode is on: only read-only tools run. \
+Investigate, then present your plan with exit_plan_mode(plan) for the user to approve before \
+changing anything.</system-reminder>";
 
 /// Characters of a tool result shown in [`AgentEvent::ToolCallFinished`].
 const PREVIEW_CHARS: usize = 200;
@@ -48,6 +54,8 @@ pub struct Agent {
     pub max_tokens: u32,
     /// Tokens used since the session was opened.
     pub total_usage: Usage,
+    /// The model's todo list (shared with the `todo_write` tool).
+    pub todos: TodoList,
 }
 
 /// How a request ended.
@@ -106,6 +114,10 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Report {
         let mut usage = Usage::default();
+        let mut input = input;
+        if self.permissions.mode() == PermissionMode::Plan {
+            input.content.push(ContentBlock::text(PLAN_MODE_REMINDER));
+        }
         self.record(input);
         let mut turn = 0;
         let report = loop {
@@ -168,6 +180,7 @@ impl Agent {
                     usage: answer.usage,
                 },
             );
+            self.todos.note_model_turn();
             let text = answer.message.text();
             let calls: Vec<ToolCall> = answer.message.tool_calls().cloned().collect();
             self.record(answer.message);
@@ -181,9 +194,12 @@ impl Agent {
             if calls.is_empty() {
                 break self.report(Outcome::Answered, text, turn, usage);
             }
-            let results = self
+            let mut results = self
                 .run_tools(&calls, &answer.bad_arguments, events, cancel)
                 .await;
+            if self.todos.take_reminder() {
+                todo::add_reminder(&mut results);
+            }
             self.record(Message {
                 role: Role::User,
                 content: results,
@@ -293,8 +309,8 @@ impl Agent {
         })
     }
 
-    /// Runs the calls: consecutive read-only calls together, others one by one.
-    /// Results come back in call order.
+    /// Runs the calls: consecutive concurrent-safe calls (read-only tools,
+    /// sub-agents) together, others one by one. Results come back in call order.
     async fn run_tools(
         &mut self,
         calls: &[ToolCall],
@@ -306,13 +322,15 @@ impl Agent {
             workspace: self.workspace.clone(),
             allowed_dirs: self.allowed_dirs.clone(),
             cancel: cancel.child_token(),
+            call_id: String::new(),
+            events: Some(events.clone()),
         };
         let mut results = Vec::with_capacity(calls.len());
         let mut start = 0;
         while start < calls.len() {
             let mut end = start + 1;
-            if self.is_read_only(&calls[start]) {
-                while end < calls.len() && self.is_read_only(&calls[end]) {
+            if self.is_concurrent(&calls[start]) {
+                while end < calls.len() && self.is_concurrent(&calls[end]) {
                     end += 1;
                 }
             }
@@ -330,11 +348,14 @@ impl Agent {
                 checked.push(self.check(call, bad_arguments, events, cancel).await);
             }
             let runs = batch.iter().zip(checked).map(|(call, checked)| {
-                let ctx = &ctx;
+                let ctx = ToolContext {
+                    call_id: call.id.clone(),
+                    ..ctx.clone()
+                };
                 async move {
                     let started = Instant::now();
                     let output = match checked {
-                        Ok(tool) => execute(tool, call, ctx).await,
+                        Ok(tool) => execute(tool, call, &ctx).await,
                         Err(message) => ToolOutput::error(message),
                     };
                     (call, output, started.elapsed())
@@ -378,12 +399,13 @@ impl Agent {
                 call.name
             ));
         }
+        let name = self.tool_name(&call.name);
         let tool = self
             .tools
-            .get(&call.name)
+            .get(name)
             .cloned()
             .ok_or_else(|| self.tools.unknown_tool_message(&call.name))?;
-        self.tools.validate(&call.name, &call.input)?;
+        self.tools.validate(name, &call.input)?;
         if cancel.is_cancelled() {
             return Err("cancelled by the user before it ran".into());
         }
@@ -425,8 +447,22 @@ impl Agent {
         verdict.map(|()| tool)
     }
 
-    fn is_read_only(&self, call: &ToolCall) -> bool {
-        self.tools.get(&call.name).is_some_and(|t| t.read_only())
+    fn is_concurrent(&self, call: &ToolCall) -> bool {
+        self.tools
+            .get(self.tool_name(&call.name))
+            .is_some_and(|t| t.concurrent())
+    }
+
+    /// The registered name for what the model called: itself, or the tool it
+    /// is an alias of (`read_file` -> `read`, `spawn` -> `task`, Claude Code's `Read`).
+    fn tool_name<'a>(&self, called: &'a str) -> &'a str {
+        if self.tools.get(called).is_some() {
+            return called;
+        }
+        match called {
+            "spawn" => "task",
+            other => ferroclaw_tools::canonical_tool_name(other),
+        }
     }
 
     /// Appends a message to the conversation and the session file.

@@ -3,6 +3,8 @@
 use async_trait::async_trait;
 use ferroclaw_protocol::ToolCall;
 
+use crate::permission::PermissionMode;
+
 /// The user's answer to an approval request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
@@ -14,11 +16,27 @@ pub enum Approval {
     No(String),
 }
 
+/// The user's answer to a plan presented in plan mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanVerdict {
+    /// Carry it out, in this permission mode.
+    Approved(PermissionMode),
+    /// Revise it; the feedback goes to the model.
+    Rejected(String),
+}
+
 /// Something that can ask the user: the REPL prompt, a chat channel, ...
 #[async_trait]
 pub trait Approver: Send + Sync {
     /// Asks whether `call` may run.
     async fn approve(&self, call: &ToolCall) -> Approval;
+
+    /// Asks whether a plan may be carried out. Nobody to ask: rejected.
+    async fn approve_plan(&self, _plan: &str) -> PlanVerdict {
+        PlanVerdict::Rejected(
+            "nobody can approve a plan in this non-interactive run; give the plan as your final answer".into(),
+        )
+    }
 }
 
 /// The approver of non-interactive runs (`-p` without `--yes`): nobody can be

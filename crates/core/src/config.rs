@@ -35,6 +35,9 @@ pub struct ConfigFile {
     pub providers: BTreeMap<String, ProviderSection>,
     pub retry: Option<RetrySection>,
     pub timeouts: Option<TimeoutsSection>,
+    /// `[mcp_servers.NAME]`: MCP servers, validated by `ferroclaw-mcp`.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, toml::Table>,
 }
 
 /// `[permissions]`: rules like `bash(git status*)` or `edit(src/**)`.
@@ -347,6 +350,7 @@ impl ConfigFile {
         self.permissions.allow.extend(later.permissions.allow);
         self.permissions.deny.extend(later.permissions.deny);
         self.providers.extend(later.providers);
+        self.mcp_servers.extend(later.mcp_servers);
     }
 }
 

@@ -17,16 +17,21 @@
 //! ```
 
 pub mod agent;
+pub mod agents;
 pub mod approval;
 pub mod clock;
 pub mod config;
+pub mod frontmatter;
 pub mod permission;
+pub mod plan;
 pub mod pricing;
 pub mod prompt;
 pub mod session;
+pub mod subagent;
+pub mod todo;
 
 pub use agent::{Agent, EventSink, Outcome, Report};
-pub use approval::{Approval, Approver, NoOneToAsk};
+pub use approval::{Approval, Approver, NoOneToAsk, PlanVerdict};
 pub use config::{Config, ConfigError, Overrides};
 pub use permission::{Decision, PermissionMode, Permissions, Rule};
 pub use session::{SessionLog, SessionStore};

@@ -128,7 +128,8 @@ fn wildcard(pattern: &str, text: &str) -> bool {
 /// The permission state of a session.
 #[derive(Debug, Default)]
 pub struct Permissions {
-    pub mode: PermissionMode,
+    /// The mode in force; plan mode switches it when a plan is approved.
+    mode: Mutex<PermissionMode>,
     allow: Vec<Rule>,
     deny: Vec<Rule>,
     /// Rules the user approved with "always" during this session.
@@ -144,19 +145,36 @@ impl Permissions {
                 .collect::<Result<Vec<_>, _>>()
         };
         Ok(Self {
-            mode,
+            mode: Mutex::new(mode),
             allow: parse(allow)?,
             deny: parse(deny)?,
             session_allow: Mutex::new(Vec::new()),
         })
     }
 
+    /// The mode in force.
+    pub fn mode(&self) -> PermissionMode {
+        *self
+            .mode
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Switches the mode (plan approved, `/plan` in the REPL).
+    pub fn set_mode(&self, mode: PermissionMode) {
+        *self
+            .mode
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = mode;
+    }
+
     /// Decides a call of `tool` (read-only or not) with `input`.
     pub fn decide(&self, tool: &str, read_only: bool, input: &Value) -> Decision {
+        let mode = self.mode();
         if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, input)) {
             return Decision::Deny(format!("denied by the rule {rule} in config"));
         }
-        if self.mode == PermissionMode::Plan && !read_only {
+        if mode == PermissionMode::Plan && !read_only {
             return Decision::Deny(format!(
                 "plan mode: only read-only tools may run, {tool} changes things; present your plan first"
             ));
@@ -169,7 +187,7 @@ impl Permissions {
         if read_only || approved || self.allow.iter().any(|r| r.matches(tool, input)) {
             return Decision::Allow;
         }
-        match self.mode {
+        match mode {
             PermissionMode::Bypass => Decision::Allow,
             PermissionMode::AcceptEdits if EDIT_TOOLS.contains(&tool) => Decision::Allow,
             _ => Decision::Ask,

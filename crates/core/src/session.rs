@@ -14,9 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock;
 
-/// Bytes of a transcript's tail read when resuming. About twice the largest
-/// context windows in characters: anything older could not be sent anyway.
-pub const RESUME_TAIL_BYTES: u64 = 2 * 1024 * 1024;
+/// Bytes of a transcript's tail read when resuming: about the largest
+/// context windows (200k tokens at ~4 characters each, plus JSON overhead):
+/// anything older could not be sent anyway.
+pub const RESUME_TAIL_BYTES: u64 = 1024 * 1024;
 
 /// The first line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +29,9 @@ pub struct SessionMeta {
     pub created: String,
     /// Format version of the file.
     pub version: u32,
+    /// For a sub-agent's transcript: the session that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// One line of a session file.
@@ -100,6 +104,8 @@ pub struct SessionSummary {
     pub title: String,
     pub bytes: u64,
     pub modified: u64,
+    /// The session that started this one, for sub-agent transcripts.
+    pub parent: Option<String>,
 }
 
 impl SessionStore {
@@ -128,15 +134,38 @@ impl SessionStore {
 
     /// Starts a new session file for `cwd` and writes its metadata line.
     pub fn create(&self, cwd: &Path, model: &str) -> Result<SessionLog, SessionError> {
-        let dir = self.project_dir(cwd);
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         let meta = SessionMeta {
             id: clock::session_id(),
             cwd: cwd.to_path_buf(),
             model: model.to_string(),
             created: clock::now_rfc3339(),
             version: 1,
+            parent: None,
         };
+        self.create_with(meta)
+    }
+
+    /// Starts a sub-agent's transcript beside its parent's: id `PARENT.LABEL`.
+    pub fn create_child(
+        &self,
+        parent: &SessionMeta,
+        label: &str,
+        model: &str,
+    ) -> Result<SessionLog, SessionError> {
+        let meta = SessionMeta {
+            id: format!("{}.{label}", parent.id),
+            cwd: parent.cwd.clone(),
+            model: model.to_string(),
+            created: clock::now_rfc3339(),
+            version: 1,
+            parent: Some(parent.id.clone()),
+        };
+        self.create_with(meta)
+    }
+
+    fn create_with(&self, meta: SessionMeta) -> Result<SessionLog, SessionError> {
+        let dir = self.project_dir(&meta.cwd);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         let path = dir.join(format!("{}.jsonl", meta.id));
         let file = OpenOptions::new()
             .create_new(true)
@@ -173,7 +202,10 @@ impl SessionStore {
                 .flatten()
             {
                 let name = file.file_name().to_string_lossy().into_owned();
-                if name.ends_with(".jsonl") && name.starts_with(id) {
+                let stem = name.trim_end_matches(".jsonl");
+                // Sub-agent transcripts (`PARENT.LABEL`) only when asked for by such an id.
+                let child = stem.contains('.') && !id.contains('.');
+                if name.ends_with(".jsonl") && name.starts_with(id) && !child {
                     matches.push(file.path());
                 }
             }
@@ -196,7 +228,8 @@ impl SessionStore {
         }
     }
 
-    /// A project's sessions, newest first. Reads only the first lines of each.
+    /// A project's sessions, newest first (sub-agent transcripts left out).
+    /// Reads only the first lines of each.
     pub fn list(&self, cwd: &Path) -> Vec<SessionSummary> {
         let mut out: Vec<SessionSummary> = std::fs::read_dir(self.project_dir(cwd))
             .into_iter()
@@ -204,6 +237,7 @@ impl SessionStore {
             .flatten()
             .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
             .filter_map(|e| summarise(&e.path()).ok())
+            .filter(|s| s.parent.is_none())
             .collect();
         out.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.id.cmp(&a.id)));
         out
@@ -259,6 +293,7 @@ fn summarise(path: &Path) -> Result<SessionSummary, SessionError> {
             .collect(),
         bytes: md.len(),
         modified,
+        parent: meta.parent,
     })
 }
 

@@ -93,6 +93,7 @@ fn agent(
         max_turns: 10,
         max_tokens: 1000,
         total_usage: Default::default(),
+        todos: Default::default(),
     }
 }
 

@@ -5,6 +5,26 @@ use serde_json::Value;
 
 use crate::{ToolCall, Usage};
 
+/// The state of one todo item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// One item of the model's todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    /// What to do, imperative ("Run the tests").
+    pub content: String,
+    pub status: TodoStatus,
+    /// Present continuous, shown while in progress ("Running the tests").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
+}
+
 /// Why the model stopped producing output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,6 +122,16 @@ pub enum AgentEvent {
     Error { message: String, fatal: bool },
     /// A model round-trip ended.
     TurnFinished { turn: u32, stop_reason: StopReason },
+    /// The todo list changed (the whole list).
+    Todos { items: Vec<TodoItem> },
+    /// In plan mode the model presented its plan for approval.
+    PlanProposed { plan: String },
+    /// An event of a sub-agent started by the tool call `call_id`.
+    SubAgent {
+        call_id: String,
+        agent_type: String,
+        event: Box<AgentEvent>,
+    },
     /// The user's request is done: the final answer and totals.
     Finished {
         result: String,

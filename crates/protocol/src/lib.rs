@@ -20,6 +20,6 @@ mod event;
 mod message;
 mod usage;
 
-pub use event::{AgentEvent, ProviderEvent, StopReason};
+pub use event::{AgentEvent, ProviderEvent, StopReason, TodoItem, TodoStatus};
 pub use message::{ContentBlock, Message, ResultPart, Role, ToolCall, ToolSpec};
 pub use usage::Usage;

@@ -86,7 +86,9 @@ impl Tool for BashTool {
         let mut notes = Vec::new();
         let timeout_ms = match optional_positive(&input, "timeout")?.unwrap_or(DEFAULT_TIMEOUT_MS) {
             ms if ms > MAX_TIMEOUT_MS => {
-                notes.push(format!("timeout {ms} ms is over the maximum; used {MAX_TIMEOUT_MS} ms"));
+                notes.push(format!(
+                    "timeout {ms} ms is over the maximum; used {MAX_TIMEOUT_MS} ms"
+                ));
                 MAX_TIMEOUT_MS
             }
             ms => ms,
@@ -100,8 +102,12 @@ impl Tool for BashTool {
             )));
         }
 
-        let cwd_file = tempfile::NamedTempFile::new()
-            .map_err(|e| ToolError::io("cannot create a temp file for the shell's working directory", e))?;
+        let cwd_file = tempfile::NamedTempFile::new().map_err(|e| {
+            ToolError::io(
+                "cannot create a temp file for the shell's working directory",
+                e,
+            )
+        })?;
         let script = format!(
             "trap 'pwd -P > {} 2>/dev/null' EXIT\n{command}",
             shell_quote(&cwd_file.path().to_string_lossy())
@@ -119,7 +125,10 @@ impl Tool for BashTool {
             text.push('\n');
         }
         let (status, is_error) = match end {
-            End::Exited(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+            End::Exited(status) => match (
+                status.code(),
+                std::os::unix::process::ExitStatusExt::signal(&status),
+            ) {
                 (Some(code), _) => (format!("[exit code {code}]"), code != 0),
                 (None, Some(signal)) => (format!("[killed by signal {signal}]"), true),
                 (None, None) => ("[exited]".to_string(), true),
@@ -132,7 +141,8 @@ impl Tool for BashTool {
                 true,
             ),
             End::Cancelled => (
-                "[cancelled by the user; the command and every process it started were killed]".to_string(),
+                "[cancelled by the user; the command and every process it started were killed]"
+                    .to_string(),
                 true,
             ),
         };
@@ -152,7 +162,10 @@ impl BashTool {
     /// exists inside the sandbox, else the workspace.
     fn current_dir(&self, sandbox: &Sandbox, notes: &mut Vec<String>) -> PathBuf {
         let workspace = sandbox.workspace().to_path_buf();
-        let mut slot = self.cwd.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self
+            .cwd
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         match slot.as_ref() {
             Some(dir) if dir.is_dir() && sandbox.contains(dir) => dir.clone(),
             Some(dir) => {
@@ -171,12 +184,17 @@ impl BashTool {
     /// Stores the shell's final directory, or resets to the workspace when it
     /// is outside the sandbox.
     fn remember_cwd(&self, cwd_file: &Path, sandbox: &Sandbox, notes: &mut Vec<String>) {
-        let Ok(written) = std::fs::read_to_string(cwd_file) else { return };
+        let Ok(written) = std::fs::read_to_string(cwd_file) else {
+            return;
+        };
         let dir = PathBuf::from(written.trim_end_matches('\n'));
         if dir.as_os_str().is_empty() {
             return;
         }
-        let mut slot = self.cwd.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self
+            .cwd
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if sandbox.contains(&dir) {
             *slot = (dir != sandbox.workspace()).then_some(dir);
         } else {
@@ -192,16 +210,32 @@ impl BashTool {
 
 /// Kills a process group when dropped while armed, so an abandoned call
 /// (its future dropped) leaves no processes behind.
-struct GroupKill(Option<i32>);
+pub(crate) struct GroupKill(Option<i32>);
 
 impl GroupKill {
-    fn kill(&mut self) {
+    /// The process group id while armed.
+    pub(crate) fn pgid(&self) -> Option<i32> {
+        self.0
+    }
+
+    /// Leaves the group alone from now on (it ended, or must outlive us).
+    pub(crate) fn disarm(&mut self) {
+        self.0 = None;
+    }
+
+    /// Sends SIGKILL to the whole group, once.
+    pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.0.take() {
-            // SAFETY: killpg only sends a signal; pgid is the group we created.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
+            kill_group(pgid);
         }
+    }
+}
+
+/// Sends SIGKILL to every process in group `pgid`.
+pub(crate) fn kill_group(pgid: i32) {
+    // SAFETY: killpg only sends a signal; pgid is a group we created.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
     }
 }
 
@@ -211,25 +245,47 @@ impl Drop for GroupKill {
     }
 }
 
-/// Spawns `bash -c script` in its own process group with stdout and stderr
-/// on one pipe, and reads it until exit, timeout or cancel.
-async fn run(script: &str, cwd: &Path, timeout: Duration, ctx: &ToolContext) -> Result<(End, Capture), ToolError> {
-    let (reader, writer) = std::io::pipe().map_err(|e| ToolError::io("cannot create a pipe", e))?;
-    let writer_err = writer.try_clone().map_err(|e| ToolError::io("cannot create a pipe", e))?;
+/// Spawns `bash -c script` in `cwd` in a new process group, stdin closed,
+/// stdout and stderr both written to `output` (a pipe or a file). The guard
+/// kills the whole group when dropped while armed.
+pub(crate) fn spawn_in_group(
+    script: &str,
+    cwd: &Path,
+    output: OwnedFd,
+) -> Result<(tokio::process::Child, GroupKill), ToolError> {
+    let output_err = output
+        .try_clone()
+        .map_err(|e| ToolError::io("cannot duplicate the output descriptor", e))?;
     let mut command = tokio::process::Command::new("bash");
     command
         .arg("-c")
         .arg(script)
         .current_dir(cwd)
         .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer_err)
+        .stdout(output)
+        .stderr(output_err)
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0);
-    let mut child = command.spawn().map_err(|e| ToolError::io("cannot start bash", e))?;
-    drop(command); // closes our copies of the pipe's write end
-    let mut group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
+    let child = command
+        .spawn()
+        .map_err(|e| ToolError::io("cannot start bash", e))?;
+    drop(command); // closes our copies of the output's write end
+    let group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
+    Ok((child, group))
+}
+
+/// Spawns `bash -c script` in its own process group with stdout and stderr
+/// on one pipe, and reads it until exit, timeout or cancel.
+async fn run(
+    script: &str,
+    cwd: &Path,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> Result<(End, Capture), ToolError> {
+    let (reader, writer) = std::io::pipe().map_err(|e| ToolError::io("cannot create a pipe", e))?;
+    let (mut child, mut group) = spawn_in_group(script, cwd, OwnedFd::from(writer))?;
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| ToolError::io("cannot read the command's output", e))?;
 
@@ -263,7 +319,7 @@ async fn run(script: &str, cwd: &Path, timeout: Duration, ctx: &ToolContext) -> 
     };
     match end {
         // Background children of a finished shell keep running on purpose (`server &`).
-        End::Exited(_) => group.0 = None,
+        End::Exited(_) => group.disarm(),
         End::TimedOut | End::Cancelled => {
             group.kill();
             let _ = child.wait().await;

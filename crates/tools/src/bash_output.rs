@@ -64,7 +64,10 @@ impl Capture {
             let head: String = head_text.chars().take(KEEP_CHARS).collect();
             let tail_text = String::from_utf8_lossy(&self.tail);
             let tail_chars = tail_text.chars().count();
-            let tail: String = tail_text.chars().skip(tail_chars.saturating_sub(KEEP_CHARS)).collect();
+            let tail: String = tail_text
+                .chars()
+                .skip(tail_chars.saturating_sub(KEEP_CHARS))
+                .collect();
             format!(
                 "{head}\n\n[... output cut: {} bytes in all; showing the first and last {KEEP_CHARS} characters ...]\n\n{}",
                 self.total,
@@ -75,7 +78,9 @@ impl Capture {
             if !out.is_empty() && !out.ends_with('\n') {
                 out.push('\n');
             }
-            out.push_str("[background processes are still running; their later output is not captured]");
+            out.push_str(
+                "[background processes are still running; their later output is not captured]",
+            );
         }
         out
     }
@@ -113,7 +118,10 @@ mod tests {
         let mut c = Capture::default();
         c.push("é".repeat(MAX_OUTPUT_CHARS + 10).as_bytes());
         let text = c.render();
-        assert!(text.contains(&format!("{} characters in all", MAX_OUTPUT_CHARS + 10)), "marker missing");
+        assert!(
+            text.contains(&format!("{} characters in all", MAX_OUTPUT_CHARS + 10)),
+            "marker missing"
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The built-in tool set, and the names other agents use for the same tools.
 
 use crate::{
-    BashTool, EditTool, GlobTool, GrepTool, ListDirTool, MultiEditTool, ReadTool, ToolRegistry, WebFetchTool,
-    WriteTool,
+    BashTool, EditTool, GlobTool, GrepTool, ListDirTool, MultiEditTool, ReadTool, ToolRegistry,
+    WebFetchTool, WriteTool,
 };
 
 /// A registry with ferroclaw's built-in tools, in this order: read, write,
@@ -52,7 +52,17 @@ mod tests {
     fn builtins_come_in_the_documented_order() {
         assert_eq!(
             builtin_tools().names(),
-            ["read", "write", "edit", "multi_edit", "glob", "grep", "list_dir", "bash", "web_fetch"]
+            [
+                "read",
+                "write",
+                "edit",
+                "multi_edit",
+                "glob",
+                "grep",
+                "list_dir",
+                "bash",
+                "web_fetch"
+            ]
         );
     }
 
@@ -84,11 +94,27 @@ mod tests {
     fn aliases_from_other_agents_map_to_builtins() {
         let tools = builtin_tools();
         for alias in [
-            "Read", "read_file", "Write", "write_file", "Edit", "edit_file", "MultiEdit", "Glob", "Grep", "ls",
-            "LS", "list_files", "Bash", "exec", "WebFetch",
+            "Read",
+            "read_file",
+            "Write",
+            "write_file",
+            "Edit",
+            "edit_file",
+            "MultiEdit",
+            "Glob",
+            "Grep",
+            "ls",
+            "LS",
+            "list_files",
+            "Bash",
+            "exec",
+            "WebFetch",
         ] {
             let name = canonical_tool_name(alias);
-            assert!(tools.get(name).is_some(), "{alias} -> {name} is not a builtin");
+            assert!(
+                tools.get(name).is_some(),
+                "{alias} -> {name} is not a builtin"
+            );
         }
         assert_eq!(canonical_tool_name("todo"), "todo");
     }

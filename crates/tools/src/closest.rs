@@ -124,7 +124,10 @@ mod tests {
     fn a_whitespace_difference_names_the_lines() {
         let content = "fn main() {\n    let x = 1;\n    let y = 2;\n}\n";
         let hint = closest_lines(content, "let x = 1;\n  let y = 2;");
-        assert!(hint.contains("lines 2-3 when whitespace is ignored"), "{hint}");
+        assert!(
+            hint.contains("lines 2-3 when whitespace is ignored"),
+            "{hint}"
+        );
         assert!(hint.contains("     2\t    let x = 1;"), "{hint}");
     }
 

@@ -12,13 +12,19 @@
 use std::path::{Component, Path, PathBuf};
 
 /// Devices that are raw disks: writing to them destroys filesystems.
-const DISK_PREFIXES: &[&str] = &["sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "dm-", "md", "loop"];
+const DISK_PREFIXES: &[&str] = &[
+    "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "dm-", "md", "loop",
+];
 /// `of=` targets of `dd` under /dev/ that are harmless.
 const HARMLESS_DEVICES: &[&str] = &["null", "zero", "stdout", "stderr", "tty"];
 /// Programs that run the rest of their arguments as a command.
-const WRAPPERS: &[&str] = &["sudo", "doas", "env", "nohup", "time", "command", "exec", "nice", "ionice", "builtin"];
+const WRAPPERS: &[&str] = &[
+    "sudo", "doas", "env", "nohup", "time", "command", "exec", "nice", "ionice", "builtin",
+];
 /// Shell words that may open a simple command without being its program.
-const KEYWORDS: &[&str] = &["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until"];
+const KEYWORDS: &[&str] = &[
+    "{", "}", "!", "if", "then", "else", "elif", "do", "while", "until",
+];
 
 /// Why `command` is refused, or `None` when it may run. `workspace` is the
 /// workspace root and `cwd` the folder the command runs in.
@@ -28,7 +34,9 @@ pub fn dangerous_command(command: &str, workspace: &Path, cwd: &Path) -> Option<
         return Some("a fork bomb would exhaust the machine's processes".to_string());
     }
     if let Some(device) = raw_disk_redirect(command) {
-        return Some(format!("writing to the raw disk {device} would destroy its filesystem"));
+        return Some(format!(
+            "writing to the raw disk {device} would destroy its filesystem"
+        ));
     }
     simple_commands(command)
         .iter()
@@ -66,8 +74,12 @@ fn check_simple(words: &[String], workspace: &Path, cwd: &Path) -> Option<String
                 .then(|| format!("dd writing to /dev/{device} would overwrite a device"))
         }),
         "chmod" | "chown" | "chgrp" => {
-            let recursive = args.iter().any(|a| a == "--recursive" || is_short_flag_with(a, 'R'));
-            let root = args.iter().any(|a| matches!(a.trim_end_matches('/'), "" | "/*"));
+            let recursive = args
+                .iter()
+                .any(|a| a == "--recursive" || is_short_flag_with(a, 'R'));
+            let root = args
+                .iter()
+                .any(|a| matches!(a.trim_end_matches('/'), "" | "/*"));
             (recursive && root).then(|| format!("{name} -R on / would break the whole system"))
         }
         "shutdown" | "reboot" | "halt" | "poweroff" => {
@@ -117,10 +129,17 @@ fn check_rm(args: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     targets.into_iter().find_map(|target| {
-        if home.is_none() && ["~", "$HOME", "${HOME}"].iter().any(|p| target.starts_with(p)) {
+        if home.is_none()
+            && ["~", "$HOME", "${HOME}"]
+                .iter()
+                .any(|p| target.starts_with(p))
+        {
             return Some(format!("rm -r {target} would delete in your home folder"));
         }
-        let (dir, star) = match target.strip_suffix("/*").or_else(|| (target == "*").then_some(".")) {
+        let (dir, star) = match target
+            .strip_suffix("/*")
+            .or_else(|| (target == "*").then_some("."))
+        {
             Some("") => ("/", true),
             Some(dir) => (dir, true),
             None => (target, false),
@@ -131,7 +150,11 @@ fn check_rm(args: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
         } else if home.as_deref().is_some_and(|h| normalize(h) == path) {
             "your home folder"
         } else if workspace.starts_with(&path) {
-            if path == workspace { "the workspace" } else { "a folder holding the workspace" }
+            if path == workspace {
+                "the workspace"
+            } else {
+                "a folder holding the workspace"
+            }
         } else {
             return None;
         };
@@ -187,9 +210,14 @@ fn is_fork_bomb(squeezed: &str) -> bool {
 /// The raw disk a `>`/`>>` redirection writes to, if any.
 fn raw_disk_redirect(command: &str) -> Option<String> {
     command.match_indices('>').find_map(|(at, _)| {
-        let target = command[at + 1..].trim_start_matches(['>', '|', '&']).trim_start();
+        let target = command[at + 1..]
+            .trim_start_matches(['>', '|', '&'])
+            .trim_start();
         let device = target.strip_prefix("/dev/")?;
-        let name: String = device.chars().take_while(|c| !c.is_whitespace() && *c != ';').collect();
+        let name: String = device
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != ';')
+            .collect();
         DISK_PREFIXES
             .iter()
             .any(|p| name.starts_with(p))
@@ -258,7 +286,8 @@ mod tests {
 
     fn refused(command: &str) -> String {
         let ws = Path::new(WS);
-        dangerous_command(command, ws, ws).unwrap_or_else(|| panic!("{command:?} should be refused"))
+        dangerous_command(command, ws, ws)
+            .unwrap_or_else(|| panic!("{command:?} should be refused"))
     }
 
     fn allowed(command: &str) {
@@ -270,7 +299,14 @@ mod tests {
 
     #[test]
     fn rm_rf_of_root_is_refused_in_any_flag_order() {
-        for command in ["rm -rf /", "rm -fr /", "rm -r -f /", "rm --recursive --force /", "rm -Rf //", "/bin/rm -rf /"] {
+        for command in [
+            "rm -rf /",
+            "rm -fr /",
+            "rm -r -f /",
+            "rm --recursive --force /",
+            "rm -Rf //",
+            "/bin/rm -rf /",
+        ] {
             assert!(refused(command).contains("the root folder"), "{command}");
         }
     }
@@ -282,9 +318,18 @@ mod tests {
 
     #[test]
     fn rm_rf_of_home_is_refused() {
-        for command in ["rm -rf ~", "rm -rf ~/", "rm -rf $HOME", "rm -rf ${HOME}", "rm -rf \"$HOME\""] {
+        for command in [
+            "rm -rf ~",
+            "rm -rf ~/",
+            "rm -rf $HOME",
+            "rm -rf ${HOME}",
+            "rm -rf \"$HOME\"",
+        ] {
             let reason = refused(command);
-            assert!(reason.contains("home folder") || reason.contains("holding the workspace"), "{command}: {reason}");
+            assert!(
+                reason.contains("home folder") || reason.contains("holding the workspace"),
+                "{command}: {reason}"
+            );
         }
     }
 
@@ -341,7 +386,14 @@ mod tests {
 
     #[test]
     fn shutdown_and_friends_are_refused() {
-        for command in ["shutdown -h now", "reboot", "sudo halt", "poweroff", "systemctl reboot", "init 0"] {
+        for command in [
+            "shutdown -h now",
+            "reboot",
+            "sudo halt",
+            "poweroff",
+            "systemctl reboot",
+            "init 0",
+        ] {
             refused(command);
         }
     }

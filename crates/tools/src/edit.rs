@@ -108,8 +108,13 @@ impl EditFailure {
             Self::EmptyOld => "old_string is empty; to create a file use write, to insert \
                  text include a neighbouring line in old_string"
                 .to_string(),
-            Self::Unchanged => "old_string and new_string are the same; nothing to change".to_string(),
-            Self::NotFound => format!("old_string was not found in {shown}. {}", closest_lines(content, old)),
+            Self::Unchanged => {
+                "old_string and new_string are the same; nothing to change".to_string()
+            }
+            Self::NotFound => format!(
+                "old_string was not found in {shown}. {}",
+                closest_lines(content, old)
+            ),
             Self::Ambiguous { count, lines } => {
                 let listed: Vec<String> = lines.iter().map(usize::to_string).collect();
                 format!(
@@ -136,7 +141,10 @@ impl Applied {
     /// The first change with a few lines around it, numbered.
     pub(crate) fn excerpt(&self) -> String {
         let first = line_of(&self.content, self.first.start);
-        let last = line_of(&self.content, self.first.end.saturating_sub(1).max(self.first.start));
+        let last = line_of(
+            &self.content,
+            self.first.end.saturating_sub(1).max(self.first.start),
+        );
         numbered_excerpt(
             &self.content,
             first.saturating_sub(CONTEXT_LINES).max(1),
@@ -164,7 +172,12 @@ pub(crate) fn apply(content: &str, edit: &Replacement) -> Result<Applied, EditFa
     }
 }
 
-fn apply_exact(content: &str, old: &str, new: &str, replace_all: bool) -> Result<Applied, EditFailure> {
+fn apply_exact(
+    content: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<Applied, EditFailure> {
     let starts: Vec<usize> = content.match_indices(old).map(|(i, _)| i).collect();
     match starts.len() {
         0 => Err(EditFailure::NotFound),
@@ -185,12 +198,17 @@ fn apply_exact(content: &str, old: &str, new: &str, replace_all: bool) -> Result
 }
 
 /// Resolves a path that must be an existing file, with its display name.
-pub(crate) fn resolve_existing(ctx: &ToolContext, raw: &str) -> Result<(PathBuf, String), ToolError> {
+pub(crate) fn resolve_existing(
+    ctx: &ToolContext,
+    raw: &str,
+) -> Result<(PathBuf, String), ToolError> {
     let sandbox = Sandbox::from_context(ctx);
     let path = sandbox.resolve(raw)?;
     let shown = sandbox.display(&path);
     if path.is_dir() {
-        return Err(ToolError::InvalidArguments(format!("{shown} is a folder, not a file")));
+        return Err(ToolError::InvalidArguments(format!(
+            "{shown} is a folder, not a file"
+        )));
     }
     if !path.exists() {
         return Err(ToolError::Failed(format!(
@@ -202,7 +220,8 @@ pub(crate) fn resolve_existing(ctx: &ToolContext, raw: &str) -> Result<(PathBuf,
 
 /// The file as UTF-8 text, or a refusal naming why not.
 pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, ToolError> {
-    let bytes = std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
     String::from_utf8(bytes).map_err(|_| {
         ToolError::Failed(format!(
             "{shown} is not valid UTF-8 text; edit only changes text files (use write to replace it)"

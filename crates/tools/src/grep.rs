@@ -89,7 +89,11 @@ impl Tool for GrepTool {
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        Ok(ToolOutput::text(render(&query, found, &sandbox.display(&root))))
+        Ok(ToolOutput::text(render(
+            &query,
+            found,
+            &sandbox.display(&root),
+        )))
     }
 }
 
@@ -132,7 +136,8 @@ impl Query {
             multiline: flag(input, "multiline", false),
             glob: optional_str(input, "glob").map(str::to_owned),
             file_type: optional_str(input, "type").map(str::to_owned),
-            head_limit: optional_positive(input, "head_limit")?.map_or(DEFAULT_HEAD_LIMIT, |n| n as usize),
+            head_limit: optional_positive(input, "head_limit")?
+                .map_or(DEFAULT_HEAD_LIMIT, |n| n as usize),
         })
     }
 
@@ -181,18 +186,33 @@ struct Found {
 }
 
 /// Runs the search on a parallel walk of `root`.
-fn search(query: &Query, root: &Path, workspace: &Path, cancel: &CancellationToken) -> Result<Found, ToolError> {
+fn search(
+    query: &Query,
+    root: &Path,
+    workspace: &Path,
+    cancel: &CancellationToken,
+) -> Result<Found, ToolError> {
     let matcher = query.matcher()?;
     let (tx, rx) = mpsc::channel::<FileHit>();
     let collected = AtomicUsize::new(0);
     let stopped = AtomicBool::new(false);
     let display = |path: &Path| -> String {
-        path.strip_prefix(workspace).unwrap_or(path).to_string_lossy().into_owned()
+        path.strip_prefix(workspace)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
     };
 
     if root.is_file() {
         let mut buf = Vec::new();
-        if let Some(hit) = search_file(query, &matcher, &mut query.searcher(), root, &mut buf, &display) {
+        if let Some(hit) = search_file(
+            query,
+            &matcher,
+            &mut query.searcher(),
+            root,
+            &mut buf,
+            &display,
+        ) {
             let _ = tx.send(hit);
         }
     } else {
@@ -230,11 +250,20 @@ fn search(query: &Query, root: &Path, workspace: &Path, cancel: &CancellationTok
                 if cancel.is_cancelled() || stopped.load(Ordering::Relaxed) {
                     return WalkState::Quit;
                 }
-                let Ok(entry) = entry else { return WalkState::Continue };
+                let Ok(entry) = entry else {
+                    return WalkState::Continue;
+                };
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
                 }
-                if let Some(hit) = search_file(query, matcher, &mut searcher, entry.path(), &mut buf, display) {
+                if let Some(hit) = search_file(
+                    query,
+                    matcher,
+                    &mut searcher,
+                    entry.path(),
+                    &mut buf,
+                    display,
+                ) {
                     let size = hit.lines.len() + hit.path.len();
                     if collected.fetch_add(size, Ordering::Relaxed) + size > MAX_COLLECTED_BYTES {
                         stopped.store(true, Ordering::Relaxed);
@@ -298,7 +327,8 @@ fn render(query: &Query, found: Found, root: &str) -> String {
                     if stored == BREAK {
                         lines.push("--".to_string());
                     } else {
-                        let text = String::from_utf8_lossy(stored.strip_suffix(b"\n").unwrap_or(stored));
+                        let text =
+                            String::from_utf8_lossy(stored.strip_suffix(b"\n").unwrap_or(stored));
                         lines.push(format!("{}{text}", hit.path));
                     }
                 }

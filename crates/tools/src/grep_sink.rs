@@ -62,7 +62,11 @@ impl<'a> Collect<'a> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         self.scratch.clear();
-        push_cut(&mut self.scratch, &String::from_utf8_lossy(line), MAX_GREP_LINE_CHARS);
+        push_cut(
+            &mut self.scratch,
+            &String::from_utf8_lossy(line),
+            MAX_GREP_LINE_CHARS,
+        );
         self.out.extend_from_slice(self.scratch.as_bytes());
         self.out.push(b'\n');
     }

@@ -6,12 +6,18 @@ use htmd::{Element, HtmlToMarkdown};
 
 /// Elements dropped with everything inside them.
 const DROPPED_TAGS: &[&str] = &[
-    "script", "style", "noscript", "nav", "iframe", "svg", "canvas", "form", "button", "template", "head",
+    "script", "style", "noscript", "nav", "iframe", "svg", "canvas", "form", "button", "template",
+    "head",
 ];
 
 /// The page as Markdown, preceded by its title.
 pub(crate) fn html_to_markdown(html: &str) -> String {
-    convert(html, HtmlToMarkdown::builder().skip_tags(DROPPED_TAGS.to_vec()).build())
+    convert(
+        html,
+        HtmlToMarkdown::builder()
+            .skip_tags(DROPPED_TAGS.to_vec())
+            .build(),
+    )
 }
 
 /// The page as plain text: Markdown without link targets, images or emphasis marks.
@@ -50,7 +56,12 @@ fn title(html: &str) -> Option<String> {
     let open = lower.find("<title")?;
     let start = open + lower[open..].find('>')? + 1;
     let end = start + lower[start..].find("</title>")?;
-    Some(html[start..end].split_whitespace().collect::<Vec<_>>().join(" "))
+    Some(
+        html[start..end]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 /// The `<main>` element when the page has exactly one: the content without

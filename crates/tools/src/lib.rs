@@ -36,9 +36,15 @@
 //! tools.register(Echo);
 //! assert!(tools.validate("echo", &json!({"text": 1})).is_err());
 //! assert!(tools.without(&["echo"]).is_empty());
+//!
+//! let builtins = ferroclaw_tools::builtin_tools();
+//! assert_eq!(builtins.names()[0], "read");
+//! assert_eq!(ferroclaw_tools::canonical_tool_name("Bash"), "bash");
 //! ```
 
 mod args;
+mod background;
+mod background_tools;
 mod bash;
 mod bash_output;
 mod builtin;
@@ -59,6 +65,13 @@ mod walk;
 mod web_fetch;
 mod write;
 
+pub use background::{
+    DEFAULT_JOB_TIMEOUT, JobManager, JobOptions, JobResult, JobStatus, JobSummary,
+    MAX_JOB_TIMEOUT, MAX_RUNNING_JOBS, RESULT_KEEP_CHARS, format_results,
+};
+pub use background_tools::{
+    BackgroundRunTool, CheckBackgroundTool, KillBackgroundTool, background_tools,
+};
 pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use bash_output::MAX_OUTPUT_CHARS;
 pub use builtin::{builtin_tools, canonical_tool_name, register_builtins};
@@ -79,7 +92,8 @@ pub use write::WriteTool;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use ferroclaw_protocol::ResultPart;
+use ferroclaw_protocol::{AgentEvent, ResultPart};
+use tokio::sync::mpsc::UnboundedSender;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -97,6 +111,11 @@ pub trait Tool: Send + Sync {
     fn read_only(&self) -> bool {
         false
     }
+    /// True when several calls of this tool in one answer may run at the same
+    /// time as each other and as other such calls. Defaults to `read_only()`.
+    fn concurrent(&self) -> bool {
+        self.read_only()
+    }
     /// Runs the tool. Arguments were already validated against the schema.
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
@@ -110,6 +129,11 @@ pub struct ToolContext {
     pub allowed_dirs: Vec<PathBuf>,
     /// Cancelled when the user interrupts the turn; long tools must stop.
     pub cancel: CancellationToken,
+    /// The id of the call being run (empty outside the loop).
+    pub call_id: String,
+    /// Where a tool may send events of its own (todo list changes, a
+    /// sub-agent's progress); `None` when nobody listens.
+    pub events: Option<UnboundedSender<AgentEvent>>,
 }
 
 impl ToolContext {
@@ -119,6 +143,15 @@ impl ToolContext {
             workspace: workspace.into(),
             allowed_dirs: Vec::new(),
             cancel: CancellationToken::new(),
+            call_id: String::new(),
+            events: None,
+        }
+    }
+
+    /// Sends an event to whoever listens; dropped when nobody does.
+    pub fn emit(&self, event: AgentEvent) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
         }
     }
 }

@@ -65,7 +65,10 @@ mod tests {
     fn long_lines_are_cut_with_their_length() {
         let mut out = String::new();
         push_cut(&mut out, &"é".repeat(30), 10);
-        assert_eq!(out, format!("{}… [line cut: 30 chars in all]", "é".repeat(10)));
+        assert_eq!(
+            out,
+            format!("{}… [line cut: 30 chars in all]", "é".repeat(10))
+        );
     }
 
     #[test]

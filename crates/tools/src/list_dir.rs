@@ -72,7 +72,9 @@ impl Tool for ListDirTool {
                         Some(t) if t.is_file() => "file",
                         _ => "other",
                     };
-                    let size = (kind == "file").then(|| e.metadata().ok().map(|m| m.len())).flatten();
+                    let size = (kind == "file")
+                        .then(|| e.metadata().ok().map(|m| m.len()))
+                        .flatten();
                     Entry {
                         name: e.file_name().to_string_lossy().into_owned(),
                         kind,
@@ -86,11 +88,18 @@ impl Tool for ListDirTool {
         if entries.is_empty() {
             return Ok(ToolOutput::text(format!("{shown} is empty.")));
         }
-        entries.sort_by(|a, b| (a.kind != "dir").cmp(&(b.kind != "dir")).then_with(|| a.name.cmp(&b.name)));
+        entries.sort_by(|a, b| {
+            (a.kind != "dir")
+                .cmp(&(b.kind != "dir"))
+                .then_with(|| a.name.cmp(&b.name))
+        });
         let total = entries.len();
         let mut out = format!("{shown}:\n");
         for e in entries.iter().take(MAX_LIST_ENTRIES) {
-            let size = e.size.map(|s| s.to_string()).unwrap_or_else(|| "-".to_string());
+            let size = e
+                .size
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".to_string());
             let slash = if e.kind == "dir" { "/" } else { "" };
             out.push_str(&format!("{:<7} {size:>10}  {}{slash}\n", e.kind, e.name));
         }

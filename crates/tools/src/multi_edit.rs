@@ -58,13 +58,14 @@ impl Tool for MultiEditTool {
         let edits = input
             .get("edits")
             .and_then(Value::as_array)
-            .ok_or_else(|| ToolError::InvalidArguments("`edits` (an array) is required".to_string()))?
+            .ok_or_else(|| {
+                ToolError::InvalidArguments("`edits` (an array) is required".to_string())
+            })?
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                Replacement::from_json(e).map_err(|err| {
-                    ToolError::InvalidArguments(format!("edit #{}: {err}", i + 1))
-                })
+                Replacement::from_json(e)
+                    .map_err(|err| ToolError::InvalidArguments(format!("edit #{}: {err}", i + 1)))
             })
             .collect::<Result<Vec<_>, _>>()?;
         if edits.is_empty() {

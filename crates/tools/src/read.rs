@@ -67,7 +67,8 @@ impl Tool for ReadTool {
                 )
             })?
             .unwrap_or(1) as usize;
-        let limit = optional_positive(&input, "limit")?.unwrap_or(DEFAULT_READ_LINES as u64) as usize;
+        let limit =
+            optional_positive(&input, "limit")?.unwrap_or(DEFAULT_READ_LINES as u64) as usize;
         let sandbox = Sandbox::from_context(ctx);
         let path = sandbox.resolve(raw)?;
         let shown = sandbox.display(&path);
@@ -78,14 +79,21 @@ impl Tool for ReadTool {
 }
 
 /// The blocking body of `read`.
-fn read_file(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<ToolOutput, ToolError> {
-    let meta = std::fs::metadata(path).map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
+fn read_file(
+    path: &Path,
+    shown: &str,
+    offset: usize,
+    limit: usize,
+) -> Result<ToolOutput, ToolError> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
     if meta.is_dir() {
         return Err(ToolError::InvalidArguments(format!(
             "{shown} is a folder, not a file; use list_dir to see what it holds"
         )));
     }
-    let mut file = File::open(path).map_err(|e| ToolError::io(format!("cannot open {shown}"), e))?;
+    let mut file =
+        File::open(path).map_err(|e| ToolError::io(format!("cannot open {shown}"), e))?;
     let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
         .take(BINARY_SNIFF_BYTES as u64)
@@ -144,7 +152,9 @@ fn numbered_lines(
         )));
     }
     if lossy {
-        out.push_str("\n(Note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}.)\n");
+        out.push_str(
+            "\n(Note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}.)\n",
+        );
     }
     if remaining > 0 {
         out.push_str(&format!(
@@ -209,7 +219,9 @@ fn image_type(path: &Path, head: &[u8]) -> Result<Option<&'static str>, ToolErro
         (Some(expected), found) if found != Some(expected) => Err(ToolError::Failed(format!(
             "{} has an image extension but its content is not {expected}{}",
             path.display(),
-            found.map(|f| format!(" (it looks like {f})")).unwrap_or_default()
+            found
+                .map(|f| format!(" (it looks like {f})"))
+                .unwrap_or_default()
         ))),
         (_, found) => Ok(found),
     }

@@ -37,7 +37,11 @@ impl ToolRegistry {
             tool,
             validator: Arc::new(OnceLock::new()),
         };
-        match self.entries.iter_mut().find(|e| e.tool.name() == entry.tool.name()) {
+        match self
+            .entries
+            .iter_mut()
+            .find(|e| e.tool.name() == entry.tool.name())
+        {
             Some(slot) => *slot = entry,
             None => self.entries.push(entry),
         }
@@ -45,7 +49,10 @@ impl ToolRegistry {
 
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.entries.iter().find(|e| e.tool.name() == name).map(|e| &e.tool)
+        self.entries
+            .iter()
+            .find(|e| e.tool.name() == name)
+            .map(|e| &e.tool)
     }
 
     /// Names in order.
@@ -160,7 +167,11 @@ mod tests {
         fn input_schema(&self) -> Value {
             json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": false})
         }
-        async fn execute(&self, _input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        async fn execute(
+            &self,
+            _input: Value,
+            _ctx: &ToolContext,
+        ) -> Result<ToolOutput, ToolError> {
             Ok(ToolOutput::text(self.0))
         }
     }
@@ -196,6 +207,9 @@ mod tests {
     #[test]
     fn unknown_tool_lists_the_available_ones() {
         let err = registry().validate("rm", &json!({})).unwrap_err();
-        assert_eq!(err, "unknown tool \"rm\"; available tools: read, write, task");
+        assert_eq!(
+            err,
+            "unknown tool \"rm\"; available tools: read, write, task"
+        );
     }
 }

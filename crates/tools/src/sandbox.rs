@@ -137,7 +137,10 @@ impl Sandbox {
         // A missing folder followed by `..` ends the name with `..`, which has no
         // file_name: the loop above refused it. A `..` elsewhere in the tail:
         let missing = joined.strip_prefix(&cursor).unwrap_or(joined);
-        if missing.components().any(|c| matches!(c, Component::ParentDir)) {
+        if missing
+            .components()
+            .any(|c| matches!(c, Component::ParentDir))
+        {
             return Err(ToolError::Refused(format!(
                 "path {path} uses `..` after a folder that does not exist"
             )));
@@ -213,7 +216,10 @@ mod tests {
     fn relative_paths_resolve_against_the_workspace() {
         let (ws, _out, sb) = setup();
         let got = sb.resolve("src/main.rs").unwrap();
-        assert_eq!(got, fs::canonicalize(ws.path().join("src/main.rs")).unwrap());
+        assert_eq!(
+            got,
+            fs::canonicalize(ws.path().join("src/main.rs")).unwrap()
+        );
         assert_eq!(sb.display(&got), "src/main.rs");
     }
 
@@ -277,7 +283,10 @@ mod tests {
     fn fifo_is_refused() {
         let (ws, _out, sb) = setup();
         let fifo = ws.path().join("pipe");
-        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(status.success());
         let msg = refused(sb.resolve("pipe"));
         assert!(msg.contains("fifo"), "{msg}");
@@ -301,7 +310,9 @@ mod tests {
     fn missing_path_reattaches_its_tail_under_the_existing_ancestor() {
         let (ws, _out, sb) = setup();
         let got = sb.resolve("src/new/deeper/file.rs").unwrap();
-        let expected = fs::canonicalize(ws.path()).unwrap().join("src/new/deeper/file.rs");
+        let expected = fs::canonicalize(ws.path())
+            .unwrap()
+            .join("src/new/deeper/file.rs");
         assert_eq!(got, expected);
     }
 

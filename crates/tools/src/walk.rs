@@ -22,7 +22,11 @@ pub(crate) fn walker(root: &Path) -> WalkBuilder {
         .follow_links(false)
         .filter_entry(|entry| {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir && entry.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
+            !(is_dir
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| SKIPPED_DIRS.contains(&n)))
         });
     builder
 }

@@ -120,9 +120,18 @@ impl WebFetchTool {
 }
 
 /// Fetches `url` and renders it.
-async fn fetch(client: &reqwest::Client, url: reqwest::Url, markdown: bool, max_chars: usize) -> Result<ToolOutput, ToolError> {
+async fn fetch(
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    markdown: bool,
+    max_chars: usize,
+) -> Result<ToolOutput, ToolError> {
     let shown = url.to_string();
-    let mut response = client.get(url).send().await.map_err(|e| request_error(&shown, &e))?;
+    let mut response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| request_error(&shown, &e))?;
     let final_url = response.url().to_string();
     let status = response.status();
     let content_type = response
@@ -141,7 +150,11 @@ async fn fetch(client: &reqwest::Client, url: reqwest::Url, markdown: bool, max_
 
     let mut bytes = Vec::new();
     let mut cut = false;
-    while let Some(chunk) = response.chunk().await.map_err(|e| request_error(&final_url, &e))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| request_error(&final_url, &e))?
+    {
         let room = MAX_BODY_BYTES - bytes.len();
         if chunk.len() > room {
             bytes.extend_from_slice(&chunk[..room]);
@@ -162,7 +175,11 @@ async fn fetch(client: &reqwest::Client, url: reqwest::Url, markdown: bool, max_
     let body = String::from_utf8_lossy(&bytes).into_owned();
     let text = match kind {
         Body::Html => tokio::task::spawn_blocking(move || {
-            if markdown { html_to_markdown(&body) } else { html_to_text(&body) }
+            if markdown {
+                html_to_markdown(&body)
+            } else {
+                html_to_text(&body)
+            }
         })
         .await
         .map_err(|e| ToolError::Failed(format!("HTML conversion failed: {e}")))?,
@@ -190,7 +207,9 @@ async fn fetch(client: &reqwest::Client, url: reqwest::Url, markdown: bool, max_
         ));
     }
     if !status.is_success() {
-        return Ok(ToolOutput::error(format!("HTTP {status} from {final_url}\n\n{out}")));
+        return Ok(ToolOutput::error(format!(
+            "HTTP {status} from {final_url}\n\n{out}"
+        )));
     }
     Ok(ToolOutput::text(out))
 }
@@ -201,11 +220,18 @@ fn body_kind(ct: &str) -> Option<Body> {
         "text/html" | "application/xhtml+xml" => Some(Body::Html),
         _ if ct.starts_with("text/") => Some(Body::Text),
         _ if ct.ends_with("+json") || ct.ends_with("+xml") => Some(Body::Text),
-        "application/json" | "application/xml" | "application/javascript" | "application/x-javascript"
-        | "application/ecmascript" | "application/yaml" | "application/x-yaml" | "application/toml"
-        | "application/x-sh" | "application/sql" | "application/graphql" | "application/x-ndjson" => {
-            Some(Body::Text)
-        }
+        "application/json"
+        | "application/xml"
+        | "application/javascript"
+        | "application/x-javascript"
+        | "application/ecmascript"
+        | "application/yaml"
+        | "application/x-yaml"
+        | "application/toml"
+        | "application/x-sh"
+        | "application/sql"
+        | "application/graphql"
+        | "application/x-ndjson" => Some(Body::Text),
         _ => None,
     }
 }
@@ -224,7 +250,11 @@ fn sniff(bytes: &[u8]) -> Body {
 /// A request error said plainly.
 fn request_error(url: &str, e: &reqwest::Error) -> ToolError {
     let why = if e.is_timeout() {
-        format!("timed out (connect {} s, total {} s)", CONNECT_TIMEOUT.as_secs(), TOTAL_TIMEOUT.as_secs())
+        format!(
+            "timed out (connect {} s, total {} s)",
+            CONNECT_TIMEOUT.as_secs(),
+            TOTAL_TIMEOUT.as_secs()
+        )
     } else if e.is_redirect() {
         format!("too many redirects (more than {MAX_REDIRECTS})")
     } else if e.is_connect() {

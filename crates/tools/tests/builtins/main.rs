@@ -55,13 +55,19 @@ impl Ws {
 
     /// Validates `input` and runs tool `name`, as the agent loop does.
     pub async fn call(&self, name: &str, input: Value) -> Result<ToolOutput, ToolError> {
-        self.tools.validate(name, &input).map_err(ToolError::InvalidArguments)?;
+        self.tools
+            .validate(name, &input)
+            .map_err(ToolError::InvalidArguments)?;
         let tool = self.tools.get(name).expect("builtin tool");
         tool.execute(input, &self.ctx).await
     }
 
     /// Runs tool `name` without schema validation (to test its own checks).
-    pub async fn call_unvalidated(&self, name: &str, input: Value) -> Result<ToolOutput, ToolError> {
+    pub async fn call_unvalidated(
+        &self,
+        name: &str,
+        input: Value,
+    ) -> Result<ToolOutput, ToolError> {
         let tool = self.tools.get(name).expect("builtin tool");
         tool.execute(input, &self.ctx).await
     }
@@ -70,7 +76,10 @@ impl Ws {
     pub async fn ok(&self, name: &str, input: Value) -> String {
         match self.call(name, input.clone()).await {
             Ok(out) if !out.is_error => out.joined_text(),
-            Ok(out) => panic!("{name} {input} returned an error result: {}", out.joined_text()),
+            Ok(out) => panic!(
+                "{name} {input} returned an error result: {}",
+                out.joined_text()
+            ),
             Err(e) => panic!("{name} {input} failed: {e}"),
         }
     }

@@ -1,0 +1,538 @@
+//! `ferroclaw mcp ...` (list, get, add, remove, serve), the session's MCP
+//! hub (started with the agent, its problems reported once), and the REPL's
+//! `/mcp` and `/mcp__SERVER__PROMPT` commands with their terminal hooks.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use clap::{Subcommand, ValueEnum};
+use ferroclaw_core::{Config, Decision, PermissionMode, Permissions};
+use ferroclaw_llm::{ChatRequest, Provider};
+use ferroclaw_mcp::{
+    ClientHooks, Elicitation, Elicitor, HubOptions, McpConfig, McpHub, NewServer, Sampler,
+    SamplingRequest, ServerState, ToolServer, Transport,
+};
+use ferroclaw_protocol::{Message, ProviderEvent};
+use ferroclaw_tools::{ToolContext, ToolRegistry};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::exit;
+use crate::setup::SetupError;
+
+/// `ferroclaw mcp` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Every configured server: connects to each and shows its status.
+    List,
+    /// Connects to one server and lists its tools.
+    Get { name: String },
+    /// Adds a server: `add NAME -- CMD ARGS...` or `add NAME --url URL`.
+    Add {
+        name: String,
+        /// A streamable HTTP server's URL.
+        #[arg(long)]
+        url: Option<String>,
+        /// An HTTP header, `K=V` (repeatable); `${VAR}` expands at start.
+        #[arg(long = "header", value_name = "K=V")]
+        headers: Vec<String>,
+        /// An environment variable of a stdio server, `K=V` (repeatable).
+        #[arg(short = 'e', long = "env", value_name = "K=V")]
+        env: Vec<String>,
+        /// project: ./.mcp.json (shared with Claude Code); user: $FERROCLAW_HOME/config.toml.
+        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        scope: Scope,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Removes a server from .mcp.json (or, with --scope user, config.toml).
+    Remove {
+        name: String,
+        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        scope: Scope,
+    },
+    /// Serves ferroclaw's built-in tools over MCP (stdio, or HTTP on 127.0.0.1).
+    Serve {
+        /// Serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio.
+        #[arg(long, value_name = "PORT")]
+        http: Option<u16>,
+        /// Offer every tool (default: read-only tools only). Deny rules still apply.
+        #[arg(short = 'y', long)]
+        yes: bool,
+        /// default | accept-edits | bypass | plan.
+        #[arg(long, value_name = "MODE")]
+        permission_mode: Option<PermissionMode>,
+    },
+}
+
+/// Which file `add` and `remove` edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scope {
+    Project,
+    User,
+}
+
+/// Runs `ferroclaw mcp ACTION`.
+pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError> {
+    match action {
+        McpAction::List => list(config).await,
+        McpAction::Get { name } => get(config, name).await,
+        McpAction::Add {
+            name,
+            url,
+            headers,
+            env,
+            scope,
+            command,
+        } => {
+            let server = match (url, command.split_first()) {
+                (Some(_), Some(_)) => {
+                    return Err(other("give either --url URL or -- CMD ARGS, not both"));
+                }
+                (None, None) => {
+                    return Err(other(
+                        "nothing to run: `ferroclaw mcp add NAME -- CMD ARGS...` or `ferroclaw mcp add NAME --url URL`",
+                    ));
+                }
+                (Some(url), None) => NewServer::Http {
+                    url: url.clone(),
+                    headers: pairs(headers, "--header")?,
+                },
+                (None, Some((cmd, args))) => NewServer::Stdio {
+                    command: cmd.clone(),
+                    args: args.to_vec(),
+                    env: pairs(env, "--env")?,
+                },
+            };
+            let path = scope_file(config, *scope);
+            ferroclaw_mcp::add_server(&path, name, &server).map_err(|e| other(e.to_string()))?;
+            println!("added mcp server {name} to {}", path.display());
+            Ok(exit::OK)
+        }
+        McpAction::Remove { name, scope } => {
+            let path = scope_file(config, *scope);
+            if ferroclaw_mcp::remove_server(&path, name).map_err(|e| other(e.to_string()))? {
+                println!("removed mcp server {name} from {}", path.display());
+                Ok(exit::OK)
+            } else {
+                Err(other(format!(
+                    "{} has no mcp server named {name:?}",
+                    path.display()
+                )))
+            }
+        }
+        McpAction::Serve {
+            http,
+            yes,
+            permission_mode,
+        } => serve(config, *http, *yes, *permission_mode).await,
+    }
+}
+
+fn other(message: impl Into<String>) -> SetupError {
+    SetupError::Other(message.into())
+}
+
+/// `K=V` arguments as a map.
+fn pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>, SetupError> {
+    items
+        .iter()
+        .map(|item| {
+            item.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+                .ok_or_else(|| other(format!("{flag} {item:?} is not K=V")))
+        })
+        .collect()
+}
+
+fn scope_file(config: &Config, scope: Scope) -> PathBuf {
+    match scope {
+        Scope::Project => config.workspace.join(".mcp.json"),
+        Scope::User => config.home.join("config.toml"),
+    }
+}
+
+/// The configured servers of this workspace.
+pub fn load(config: &Config) -> McpConfig {
+    McpConfig::load(
+        &config.file.mcp_servers,
+        &config.home.join("config.toml"),
+        &config.workspace,
+    )
+}
+
+/// Starts the session's servers and reports, once, those that failed.
+pub async fn start_hub(config: &Config, hooks: ClientHooks) -> McpHub {
+    let servers = load(config);
+    if servers.servers.is_empty() && servers.problems.is_empty() {
+        return McpHub::empty();
+    }
+    let hub = McpHub::start(
+        servers,
+        HubOptions {
+            workspace: config.workspace.clone(),
+            hooks,
+        },
+    )
+    .await;
+    for problem in hub.problems() {
+        eprintln!("ferroclaw: warning: {problem}");
+    }
+    hub
+}
+
+async fn list(config: &Config) -> Result<i32, SetupError> {
+    let servers = load(config);
+    let describe: BTreeMap<String, String> = servers
+        .servers
+        .iter()
+        .map(|s| (s.name.clone(), describe(&s.transport)))
+        .collect();
+    if servers.servers.is_empty() && servers.problems.is_empty() && servers.disabled.is_empty() {
+        println!(
+            "no mcp servers configured; add one with `ferroclaw mcp add NAME -- CMD ARGS` or `ferroclaw mcp add NAME --url URL`"
+        );
+        return Ok(exit::OK);
+    }
+    let hub = McpHub::start(
+        servers,
+        HubOptions {
+            workspace: config.workspace.clone(),
+            hooks: ClientHooks::default(),
+        },
+    )
+    .await;
+    for status in hub.statuses().await {
+        let what = describe.get(&status.name).cloned().unwrap_or_default();
+        println!("{}: {} {what}", status.name, state_text(&status.state));
+    }
+    hub.shutdown().await;
+    Ok(exit::OK)
+}
+
+async fn get(config: &Config, name: &str) -> Result<i32, SetupError> {
+    let mut servers = load(config);
+    let known: Vec<String> = servers
+        .servers
+        .iter()
+        .map(|s| s.name.clone())
+        .chain(servers.problems.iter().map(|p| p.server.clone()))
+        .chain(servers.disabled.iter().cloned())
+        .collect();
+    if let Some(p) = servers.problems.iter().find(|p| p.server == name) {
+        return Err(other(p.to_string()));
+    }
+    if servers.disabled.iter().any(|d| d == name) {
+        return Err(other(format!("mcp server {name} is disabled")));
+    }
+    servers.servers.retain(|s| s.name == name);
+    let Some(server) = servers.servers.first() else {
+        return Err(other(format!(
+            "no mcp server named {name:?}; configured: {}",
+            if known.is_empty() {
+                "(none)".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    println!(
+        "{name}: {} (from {})",
+        describe(&server.transport),
+        server.source.display()
+    );
+    servers.problems.clear();
+    servers.disabled.clear();
+    let hub = McpHub::start(
+        servers,
+        HubOptions {
+            workspace: config.workspace.clone(),
+            hooks: ClientHooks::default(),
+        },
+    )
+    .await;
+    let code = match hub.problems().first() {
+        Some(problem) => {
+            eprintln!("ferroclaw: {problem}");
+            exit::FAILED
+        }
+        None => {
+            for (tool, description) in hub.tools_of(name) {
+                let first_line = description.lines().next().unwrap_or_default();
+                println!("  {tool}  {first_line}");
+            }
+            exit::OK
+        }
+    };
+    hub.shutdown().await;
+    Ok(code)
+}
+
+fn describe(transport: &Transport) -> String {
+    match transport {
+        Transport::Stdio { command, args, .. } => format!("(stdio: {command} {})", args.join(" ")),
+        Transport::Http { url, .. } => format!("(http: {url})"),
+    }
+}
+
+fn state_text(state: &ServerState) -> String {
+    match state {
+        ServerState::Ready { tools } => format!("ready, {tools} tools"),
+        ServerState::Failed(reason) => format!("failed: {reason}"),
+        ServerState::Disabled => "disabled".to_string(),
+    }
+}
+
+/// `ferroclaw mcp serve`: the built-in tools the permission mode lets run
+/// without asking, over stdio or HTTP.
+async fn serve(
+    config: &Config,
+    http: Option<u16>,
+    yes: bool,
+    mode: Option<PermissionMode>,
+) -> Result<i32, SetupError> {
+    let mode = if yes {
+        PermissionMode::Bypass
+    } else {
+        mode.unwrap_or_else(|| config.permission_mode())
+    };
+    let permissions = Arc::new(
+        Permissions::new(
+            mode,
+            &config.file.permissions.allow,
+            &config.file.permissions.deny,
+        )
+        .map_err(other)?,
+    );
+    let builtins = ferroclaw_tools::builtin_tools();
+    let mut tools = ToolRegistry::new();
+    for name in builtins.names() {
+        if let Some(tool) = builtins.get(name)
+            && permissions.decide(name, tool.read_only(), &json!({})) == Decision::Allow
+        {
+            tools.register_arc(Arc::clone(tool));
+        }
+    }
+    let read_only: BTreeMap<String, bool> = tools
+        .names()
+        .into_iter()
+        .filter_map(|n| tools.get(n).map(|t| (n.to_string(), t.read_only())))
+        .collect();
+    let gate: ferroclaw_mcp::Gate = Arc::new(move |name: &str, input: &Value| {
+        match permissions.decide(name, read_only.get(name).copied().unwrap_or(false), input) {
+            Decision::Allow => Ok(()),
+            Decision::Deny(reason) => Err(reason),
+            Decision::Ask => Err(format!(
+                "{name} needs approval, which nobody can give to an MCP client here; restart `ferroclaw mcp serve` with --yes or --permission-mode, or add an allow rule"
+            )),
+        }
+    });
+    let mut context = ToolContext::new(&config.workspace);
+    context.allowed_dirs = config.file.allowed_dirs.clone().unwrap_or_default();
+    let server = ToolServer::new(tools, context, gate);
+    let result = match http {
+        None => server.serve_stdio().await,
+        Some(port) => {
+            let stop = CancellationToken::new();
+            let on_signal = stop.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                on_signal.cancel();
+            });
+            server
+                .serve_http(port, stop, |port| {
+                    eprintln!("ferroclaw mcp server listening on http://127.0.0.1:{port}/mcp");
+                })
+                .await
+        }
+    };
+    result.map_err(|e| other(e.to_string()))?;
+    Ok(exit::OK)
+}
+
+/// The REPL's MCP commands. `None`: not one of them; `Some(Ok(Some(text)))`:
+/// a prompt whose text is to be sent as the next request.
+pub async fn repl_command(input: &str, hub: &McpHub) -> Option<Result<Option<String>, String>> {
+    let (name, arg) = input.split_once(char::is_whitespace).unwrap_or((input, ""));
+    if name == "/mcp" {
+        let statuses = hub.statuses().await;
+        if statuses.is_empty() {
+            println!("no mcp servers; configure them in .mcp.json, .agent/mcp.json or config.toml");
+        }
+        for s in statuses {
+            println!("  {:<16} {}", s.name, state_text(&s.state));
+        }
+        for p in hub.prompts().await {
+            println!("  {:<16} {}", p.command(), p.description);
+        }
+        return Some(Ok(None));
+    }
+    let rest = name.strip_prefix("/mcp__")?;
+    let (server, prompt) = rest.split_once("__")?;
+    let prompts = hub.prompts().await;
+    let Some(info) = prompts
+        .iter()
+        .find(|p| p.server == server && p.name == prompt)
+    else {
+        return Some(Err(format!(
+            "no prompt {prompt} on mcp server {server}; /mcp lists them"
+        )));
+    };
+    // Arguments: `k=v` pairs, or plain words filling the arguments in order.
+    let mut args = BTreeMap::new();
+    let mut positional = info.arguments.iter().map(|(n, _)| n.clone());
+    for word in arg.split_whitespace() {
+        match word.split_once('=') {
+            Some((k, v)) => {
+                args.insert(k.to_string(), v.to_string());
+            }
+            None => {
+                if let Some(k) = positional.next() {
+                    args.insert(k, word.to_string());
+                }
+            }
+        }
+    }
+    let missing: Vec<&str> = info
+        .arguments
+        .iter()
+        .filter(|(n, required)| *required && !args.contains_key(n))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Some(Err(format!(
+            "{} needs {}; e.g. {} {}",
+            info.command(),
+            missing.join(", "),
+            info.command(),
+            missing
+                .iter()
+                .map(|m| format!("{m}=..."))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )));
+    }
+    Some(
+        hub.get_prompt(server, prompt, args)
+            .await
+            .map(Some)
+            .map_err(|e| e.to_string()),
+    )
+}
+
+/// The REPL's hooks: elicitation on the terminal; sampling with the agent's
+/// provider after the user agrees.
+pub fn terminal_hooks(provider: Arc<dyn Provider>, model: String) -> ClientHooks {
+    ClientHooks {
+        elicitor: Some(Arc::new(TerminalElicitor)),
+        sampler: Some(Arc::new(ProviderSampler { provider, model })),
+    }
+}
+
+/// One line from stdin, off the async runtime.
+async fn read_line(question: String) -> String {
+    tokio::task::spawn_blocking(move || {
+        eprint!("{question}");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        line.trim().to_string()
+    })
+    .await
+    .unwrap_or_default()
+}
+
+struct TerminalElicitor;
+
+#[async_trait]
+impl Elicitor for TerminalElicitor {
+    async fn elicit(&self, server: &str, message: &str, schema: &Value) -> Elicitation {
+        eprintln!("\nmcp server {server} asks: {message}");
+        if let Some(url) = schema["url"].as_str() {
+            let answer = read_line(format!("open {url} and answer there; done? [y/N] ")).await;
+            return if answer.eq_ignore_ascii_case("y") {
+                Elicitation::Accept(json!({}))
+            } else {
+                Elicitation::Decline
+            };
+        }
+        let mut answer = serde_json::Map::new();
+        for (key, prop) in schema["properties"].as_object().into_iter().flatten() {
+            let hint = prop["description"]
+                .as_str()
+                .or(prop["title"].as_str())
+                .unwrap_or("");
+            let line = read_line(format!(
+                "  {key} ({}) {hint}: ",
+                prop["type"].as_str().unwrap_or("string")
+            ))
+            .await;
+            if line.is_empty() && answer.is_empty() {
+                eprintln!("  (declined)");
+                return Elicitation::Decline;
+            }
+            let value = match prop["type"].as_str() {
+                Some("boolean") => json!(matches!(line.as_str(), "y" | "yes" | "true")),
+                Some("number") | Some("integer") => {
+                    line.parse::<f64>().map_or(json!(line), |n| json!(n))
+                }
+                _ => json!(line),
+            };
+            answer.insert(key.clone(), value);
+        }
+        Elicitation::Accept(Value::Object(answer))
+    }
+}
+
+struct ProviderSampler {
+    provider: Arc<dyn Provider>,
+    model: String,
+}
+
+#[async_trait]
+impl Sampler for ProviderSampler {
+    async fn sample(&self, request: SamplingRequest) -> Result<(String, String), String> {
+        let preview = request
+            .messages
+            .last()
+            .map(|(_, t)| t.as_str())
+            .unwrap_or_default();
+        let answer = read_line(format!(
+            "\nmcp server {} asks the model: {:.200}\nallow? [y/N] ",
+            request.server, preview
+        ))
+        .await;
+        if !answer.eq_ignore_ascii_case("y") {
+            return Err("the user declined the sampling request".into());
+        }
+        let messages = request
+            .messages
+            .iter()
+            .map(|(role, text)| {
+                if role == "assistant" {
+                    Message::assistant(text.clone())
+                } else {
+                    Message::user(text.clone())
+                }
+            })
+            .collect();
+        let mut chat = ChatRequest::new(self.model.clone(), messages);
+        chat.system = request.system.unwrap_or_default();
+        chat.max_tokens = request.max_tokens;
+        let mut stream = self.provider.stream(chat);
+        let mut text = String::new();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(ProviderEvent::TextDelta(t)) => text.push_str(&t),
+                Ok(_) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok((text, self.model.clone()))
+    }
+}

@@ -1,0 +1,313 @@
+//! End-to-end MCP: the agent calling a real MCP server's tool, the REPL's
+//! `/mcp` commands, `ferroclaw mcp add/list/get/remove`, and `ferroclaw mcp
+//! serve` driven by the rmcp client (through `ferroclaw-mcp`'s hub).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{Env, Wire, run, tool_results};
+use ferroclaw_mcp::{HubOptions, McpConfig, McpHub, ServerConfig, Transport};
+use ferroclaw_testkit::Turn;
+use ferroclaw_tools::{ToolContext, ToolRegistry};
+use serde_json::json;
+
+/// `server-everything` from npm (installed by `.ci/run`): skipped loudly on a
+/// developer machine without it, a failure in CI.
+fn everything_bin() -> Option<PathBuf> {
+    let dir = match std::env::var_os("FERROCLAW_MCP_SERVERS_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ferroclaw-npm")
+        }
+    };
+    let path = dir.join("node_modules/.bin/mcp-server-everything");
+    if path.exists() {
+        return Some(path);
+    }
+    let advice = format!(
+        "{} is missing: run .ci/run or set FERROCLAW_MCP_SERVERS_DIR",
+        path.display()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{advice}");
+    }
+    eprintln!("SKIPPED (MCP test servers not installed): {advice}");
+    None
+}
+
+fn write_mcp_json(ws: &Path, bin: &Path) {
+    let config = json!({"mcpServers": {"ev": {"command": bin, "args": ["stdio"]}}});
+    std::fs::write(ws.join(".mcp.json"), config.to_string()).unwrap();
+}
+
+#[test]
+fn the_model_calls_an_mcp_tool_through_the_agent_loop() {
+    let Some(bin) = everything_bin() else { return };
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let env = Env::new(
+            wire,
+            vec![
+                Turn::tool("mcp__ev__echo", json!({"message": "hi"})).into(),
+                Turn::text("done").into(),
+            ],
+        );
+        write_mcp_json(env.ws(), &bin);
+        let (code, stdout, stderr) = run(&mut env.oneshot("echo hi", &["--yes"]));
+        assert_eq!(code, 0, "{wire:?}: {stderr}");
+        assert_eq!(stdout, "done\n");
+        let tools = env.request_body(0)["tools"].to_string();
+        assert!(
+            tools.contains("mcp__ev__echo") && tools.contains("Echoes back the input string"),
+            "{tools}"
+        );
+        let results = tool_results(&env.request_body(1));
+        assert_eq!(results, [("Echo: hi".to_string(), false)]);
+    }
+}
+
+#[test]
+fn a_broken_server_is_reported_once_and_the_request_still_runs() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("fine").into()]);
+    let config = json!({"mcpServers": {
+        "gone": {"command": "/nonexistent/server"},
+        "typo": {"command": "x", "env": {"K": "${FERROCLAW_TEST_UNSET_VAR}"}}
+    }});
+    std::fs::write(env.ws().join(".mcp.json"), config.to_string()).unwrap();
+    let (code, stdout, stderr) = run(&mut env.oneshot("hi", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "fine\n");
+    assert_eq!(
+        stderr.matches("mcp server gone did not start").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("FERROCLAW_TEST_UNSET_VAR is not set"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_repl_shows_server_status_and_runs_a_server_prompt() {
+    let Some(bin) = everything_bin() else { return };
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("it is sunny").into()]);
+    write_mcp_json(env.ws(), &bin);
+    let input = "/mcp\n/mcp__ev__args-prompt\n/mcp__ev__args-prompt city=Paris\n/exit\n";
+    let (code, stdout, stderr) = run(env.cmd().write_stdin(input));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("ev") && stdout.contains("ready"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("/mcp__ev__args-prompt"),
+        "/mcp lists prompts: {stdout}"
+    );
+    assert!(stderr.contains("needs city"), "{stderr}");
+    assert!(stdout.contains("it is sunny"), "{stdout}");
+    let body = env.request_body(0).to_string();
+    assert!(body.contains("What's weather in Paris?"), "{body}");
+}
+
+#[test]
+fn mcp_add_list_get_and_remove_edit_the_project_mcp_json() {
+    let Some(bin) = everything_bin() else { return };
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let bin = bin.to_str().unwrap();
+    let (code, stdout, stderr) = run(env.cmd().args(["mcp", "add", "ev", "--", bin, "stdio"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("added mcp server ev to"), "{stdout}");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.ws().join(".mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(written["mcpServers"]["ev"]["args"], json!(["stdio"]));
+
+    let (code, stdout, _) = run(env.cmd().args([
+        "mcp",
+        "add",
+        "web",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--scope",
+        "user",
+    ]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("config.toml"), "{stdout}");
+
+    let (code, stdout, stderr) = run(env.cmd().args(["mcp", "list"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("ev: ready, "), "{stdout}");
+    assert!(
+        stdout.contains("web: failed: mcp server web did not start"),
+        "{stdout}"
+    );
+
+    let (code, stdout, stderr) = run(env.cmd().args(["mcp", "get", "ev"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("mcp__ev__echo  Echoes back the input string"),
+        "{stdout}"
+    );
+
+    let (code, _, stderr) = run(env.cmd().args(["mcp", "get", "nope"]));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("no mcp server named \"nope\"; configured: ev, web"),
+        "{stderr}"
+    );
+
+    let (code, _, _) = run(env.cmd().args(["mcp", "remove", "ev"]));
+    assert_eq!(code, 0);
+    let (code, _, _) = run(env.cmd().args(["mcp", "remove", "web", "--scope", "user"]));
+    assert_eq!(code, 0);
+    let (_, stdout, _) = run(env.cmd().args(["mcp", "list"]));
+    assert!(stdout.contains("no mcp servers configured"), "{stdout}");
+}
+
+/// `ferroclaw mcp serve ARGS` as a stdio server of a hub.
+fn serve_config(env: &Env, args: &[&str]) -> ServerConfig {
+    let mut all = vec!["mcp", "serve"];
+    all.extend_from_slice(args);
+    let mut config = ServerConfig::stdio("ferro", env!("CARGO_BIN_EXE_ferroclaw"), &all);
+    if let Transport::Stdio { env: vars, cwd, .. } = &mut config.transport {
+        vars.insert(
+            "FERROCLAW_HOME".into(),
+            env.home.path().display().to_string(),
+        );
+        *cwd = Some(env.ws().to_path_buf());
+    }
+    config
+}
+
+async fn start(servers: Vec<ServerConfig>, ws: &Path) -> (McpHub, ToolRegistry) {
+    let hub = McpHub::start(
+        McpConfig {
+            servers,
+            ..Default::default()
+        },
+        HubOptions {
+            workspace: ws.to_path_buf(),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(hub.problems().is_empty(), "{:?}", hub.problems());
+    let mut tools = ToolRegistry::new();
+    hub.register_tools(&mut tools);
+    (hub, tools)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_serve_over_stdio_offers_read_only_tools_by_default_and_reads_files() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    std::fs::write(env.ws().join("notes.txt"), "first line\nsecond line\n").unwrap();
+    let (hub, tools) = start(vec![serve_config(&env, &[])], env.ws()).await;
+    let names = hub.tool_names()["ferro"].clone();
+    assert!(names.contains(&"mcp__ferro__read".to_string()), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.ends_with("__bash") || n.ends_with("__write")),
+        "{names:?}"
+    );
+    let read = tools.get("mcp__ferro__read").unwrap();
+    assert!(read.read_only());
+    let out = read
+        .execute(json!({"path": "notes.txt"}), &ToolContext::new("/"))
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert!(out.joined_text().contains("second line"), "{out:?}");
+    let outside = read
+        .execute(json!({"path": "/etc/passwd"}), &ToolContext::new("/"))
+        .await
+        .unwrap();
+    assert!(outside.is_error, "the sandbox still applies: {outside:?}");
+    hub.shutdown().await;
+
+    let (hub, _) = start(vec![serve_config(&env, &["--yes"])], env.ws()).await;
+    let names = hub.tool_names()["ferro"].clone();
+    assert!(
+        names.contains(&"mcp__ferro__bash".to_string()),
+        "--yes offers every tool: {names:?}"
+    );
+    hub.shutdown().await;
+}
+
+/// `ferroclaw mcp serve --http 0`, and the port it bound.
+fn serve_http(env: &Env) -> (std::process::Child, u16) {
+    let mut child = env
+        .std_cmd()
+        .args(["mcp", "serve", "--http", "0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let port = loop {
+        let line = lines
+            .next()
+            .expect("the server printed its address")
+            .unwrap();
+        if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
+            break rest.trim_end_matches("/mcp").parse().unwrap();
+        }
+    };
+    // Keep draining stderr: a closed pipe would break the server's logging.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, port)
+}
+
+/// The status line of a raw POST to the server with the given headers.
+fn raw_post_status(port: u16, extra_headers: &str) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\n{extra_headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    // The status line arrives in the first read; the connection may stay open.
+    let mut buf = [0u8; 256];
+    let n = stream.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_serve_over_http_answers_on_loopback_and_refuses_foreign_hosts_and_origins() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    std::fs::write(env.ws().join("a.txt"), "over http\n").unwrap();
+    let (mut child, port) = serve_http(&env);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (hub, tools) = start(vec![ServerConfig::http("web", &url)], env.ws()).await;
+    let out = tools
+        .get("mcp__web__read")
+        .unwrap()
+        .execute(json!({"path": "a.txt"}), &ToolContext::new("/"))
+        .await
+        .unwrap();
+    assert!(out.joined_text().contains("over http"), "{out:?}");
+    hub.shutdown().await;
+
+    let rebinding = raw_post_status(port, "Host: evil.example:80\r\n");
+    assert_eq!(rebinding, "HTTP/1.1 403 Forbidden");
+    let foreign_origin = raw_post_status(
+        port,
+        &format!("Host: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n"),
+    );
+    assert_eq!(foreign_origin, "HTTP/1.1 403 Forbidden");
+    let _ = child.kill();
+    let _ = child.wait();
+}

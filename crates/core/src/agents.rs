@@ -1,0 +1,163 @@
+//! Kinds of sub-agent: the built-in `general` and `explore`, and the user's
+//! own from `.agent/agents/*.md` (project) and `$FERROCLAW_HOME/agents/*.md`
+//! (user), Claude Code style: frontmatter `name`, `description`, `tools`
+//! (an allow-list, as a YAML list or a comma-separated string), `model`; the
+//! body is the sub-agent's instructions.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::frontmatter;
+
+/// One kind of sub-agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentType {
+    pub name: String,
+    pub description: String,
+    /// Tools it may use; `None` means all of the parent's (minus delegation).
+    pub tools: Option<Vec<String>>,
+    /// Only read-only tools (the built-in `explore`).
+    pub read_only: bool,
+    /// `PROVIDER/MODEL` to use instead of the parent's.
+    pub model: Option<String>,
+    /// Instructions added to the sub-agent's system prompt.
+    pub prompt: String,
+}
+
+/// The built-in kinds.
+pub fn builtin() -> Vec<AgentType> {
+    vec![
+        AgentType {
+            name: "general".into(),
+            description: "a general-purpose agent with the parent's tools, for self-contained multi-step work".into(),
+            tools: None,
+            read_only: false,
+            model: None,
+            prompt: "Do the task completely, then report what you did and found.".into(),
+        },
+        AgentType {
+            name: "explore".into(),
+            description: "read-only: searches and reads code to answer a question, changes nothing".into(),
+            tools: None,
+            read_only: true,
+            model: None,
+            prompt: "Search and read to answer the question. You cannot change anything. Report the \
+                     answer with the file paths and line numbers that support it."
+                .into(),
+        },
+    ]
+}
+
+/// Built-in kinds, then the user's, then the project's; a later one with the
+/// same name replaces an earlier one. Returns the kinds and one warning per
+/// file that could not be used (the file is skipped, never fatal).
+pub fn load(workspace: &Path, home: &Path) -> (Vec<AgentType>, Vec<String>) {
+    let mut types = builtin();
+    let mut warnings = Vec::new();
+    for dir in [home.join("agents"), workspace.join(".agent").join("agents")] {
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        files.sort();
+        for path in files {
+            match parse(&path) {
+                Ok(t) => match types.iter_mut().find(|x| x.name == t.name) {
+                    Some(slot) => *slot = t,
+                    None => types.push(t),
+                },
+                Err(e) => warnings.push(format!("{}: {e}", path.display())),
+            }
+        }
+    }
+    (types, warnings)
+}
+
+/// Reads one agent file.
+fn parse(path: &Path) -> Result<AgentType, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let doc = frontmatter::parse(&text).map_err(|e| e.to_string())?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let field = |k: &str| {
+        doc.fields
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    let name = field("name").map_or(stem, str::to_string);
+    let description = field("description")
+        .ok_or("the frontmatter needs a description")?
+        .to_string();
+    let tools = match doc.fields.get("tools") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(
+            s.split(',')
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect(),
+        ),
+        Some(Value::Array(list)) => Some(
+            list.iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or("tools must be names"))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(_) => {
+            return Err("tools must be a list of tool names or a comma-separated string".into());
+        }
+    };
+    if doc.body.trim().is_empty() {
+        return Err("the body (the agent's instructions) is empty".into());
+    }
+    Ok(AgentType {
+        name,
+        description,
+        tools,
+        read_only: false,
+        model: field("model").map(str::to_string),
+        prompt: doc.body.trim().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_agents_are_read_with_their_tool_allow_list_and_bad_ones_warned() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let dir = ws.path().join(".agent/agents");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("reviewer.md"),
+            "---\nname: reviewer\ndescription: reviews diffs\ntools: read, grep\n---\nReview carefully.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("broken.md"),
+            "---\nname: broken\n---\nno description\n",
+        )
+        .unwrap();
+        let (types, warnings) = load(ws.path(), home.path());
+        let r = types.iter().find(|t| t.name == "reviewer").unwrap();
+        assert_eq!(
+            r.tools.as_deref(),
+            Some(&["read".to_string(), "grep".to_string()][..])
+        );
+        assert_eq!(r.prompt, "Review carefully.");
+        assert!(types.iter().any(|t| t.name == "explore" && t.read_only));
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("broken.md") && warnings[0].contains("description"),
+            "{warnings:?}"
+        );
+    }
+}

@@ -1,0 +1,85 @@
+//! Plan mode's way out: `exit_plan_mode(plan)` shows the plan to the user,
+//! who approves it (the chosen permission mode takes over) or rejects it with
+//! feedback (plan mode stays on).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ferroclaw_protocol::AgentEvent;
+use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
+use serde_json::{Value, json};
+
+use crate::approval::{Approver, PlanVerdict};
+use crate::permission::{PermissionMode, Permissions};
+
+/// The `exit_plan_mode` tool.
+pub struct ExitPlanModeTool {
+    pub permissions: Arc<Permissions>,
+    pub approver: Arc<dyn Approver>,
+}
+
+#[async_trait]
+impl Tool for ExitPlanModeTool {
+    fn name(&self) -> &str {
+        "exit_plan_mode"
+    }
+
+    fn description(&self) -> &str {
+        "In plan mode, present your plan to the user for approval. Write the plan as concise Markdown: \
+         the steps, the files you will change, how you will check the result. If the user approves, plan \
+         mode ends and you carry the plan out; if not, you get their feedback and stay in plan mode. \
+         Example: {\"plan\": \"1. Add a `--json` flag in src/args.rs\\n2. ...\"}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"plan": {"type": "string", "description": "the plan, in Markdown"}},
+            "required": ["plan"],
+            "additionalProperties": false
+        })
+    }
+
+    /// Presenting a plan changes nothing, so it runs in plan mode.
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if self.permissions.mode() != PermissionMode::Plan {
+            return Err(ToolError::Refused(
+                "plan mode is not on; go ahead with the work (use todo_write to track steps)"
+                    .into(),
+            ));
+        }
+        let plan = input["plan"].as_str().unwrap_or_default().trim();
+        if plan.is_empty() {
+            return Err(ToolError::InvalidArguments("the plan is empty".into()));
+        }
+        ctx.emit(AgentEvent::PlanProposed {
+            plan: plan.to_string(),
+        });
+        match self.approver.approve_plan(plan).await {
+            PlanVerdict::Approved(mode) => {
+                self.permissions.set_mode(mode);
+                Ok(ToolOutput::text(format!(
+                    "The user approved the plan. Plan mode is off (permission mode: {}). Carry the plan out now, tracking its steps with todo_write.",
+                    mode_name(mode)
+                )))
+            }
+            PlanVerdict::Rejected(feedback) => Ok(ToolOutput::text(format!(
+                "The user did not approve the plan: {feedback}. Plan mode stays on: revise the plan and call exit_plan_mode again."
+            ))),
+        }
+    }
+}
+
+/// The mode as written in config.
+pub fn mode_name(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::Default => "default",
+        PermissionMode::AcceptEdits => "accept-edits",
+        PermissionMode::Bypass => "bypass",
+        PermissionMode::Plan => "plan",
+    }
+}

@@ -1,0 +1,515 @@
+//! Which MCP servers to start: `[mcp_servers.NAME]` in config.toml, the
+//! project's `.agent/mcp.json` (nanoAgent's format) and `.mcp.json` (Claude
+//! Code's format), merged in that order (a later definition of a name replaces
+//! an earlier one). A bad entry is a [`ConfigProblem`] for that server only.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// How long a server may take to start and list its tools. Claude Code and
+/// codex both wait tens of seconds: `npx` may download the server first.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long one request (a tool call, a resource read) may take. Matches the
+/// bash tool's 120 s ceiling, so an MCP call is never slower to give up.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process speaking JSON-RPC on stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP at `url`, with extra headers on every request.
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One server, validated and with `${VAR}`s expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub name: String,
+    pub transport: Transport,
+    /// Only these remote tools are offered (all when `None`).
+    pub allowed_tools: Option<Vec<String>>,
+    /// These remote tools are never offered.
+    pub denied_tools: Vec<String>,
+    pub startup_timeout: Duration,
+    pub tool_timeout: Duration,
+    /// The file that defined it.
+    pub source: PathBuf,
+}
+
+impl ServerConfig {
+    /// A stdio server with default settings.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: &[&str]) -> Self {
+        Self::with_transport(
+            name,
+            Transport::Stdio {
+                command: command.into(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+        )
+    }
+
+    /// A streamable HTTP server with default settings.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::with_transport(
+            name,
+            Transport::Http {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            },
+        )
+    }
+
+    fn with_transport(name: impl Into<String>, transport: Transport) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            allowed_tools: None,
+            denied_tools: Vec::new(),
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            source: PathBuf::new(),
+        }
+    }
+
+    /// Whether the remote tool `tool` may be offered to the model.
+    pub fn offers(&self, tool: &str) -> bool {
+        let allowed = self
+            .allowed_tools
+            .as_ref()
+            .is_none_or(|a| a.iter().any(|t| t == tool));
+        allowed && !self.denied_tools.iter().any(|t| t == tool)
+    }
+}
+
+/// A server that could not be configured, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: mcp server {server:?}: {message}", file.display())]
+pub struct ConfigProblem {
+    /// The server's name (the file's name when the whole file is unreadable).
+    pub server: String,
+    /// The file that defined it.
+    pub file: PathBuf,
+    pub message: String,
+}
+
+/// Every configured server, and the problems found.
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {
+    /// Enabled, valid servers, by name.
+    pub servers: Vec<ServerConfig>,
+    /// Names with `disabled: true`.
+    pub disabled: Vec<String>,
+    pub problems: Vec<ConfigProblem>,
+}
+
+impl McpConfig {
+    /// Reads the three layers. `from_config_toml` is the merged
+    /// `[mcp_servers]` table of the config files, `config_toml` names it in errors.
+    pub fn load(
+        from_config_toml: &BTreeMap<String, toml::Table>,
+        config_toml: &Path,
+        workspace: &Path,
+    ) -> McpConfig {
+        let mut entries: BTreeMap<String, Result<(RawEntry, PathBuf), ConfigProblem>> =
+            BTreeMap::new();
+        for (name, table) in from_config_toml {
+            let entry = serde_json::to_value(table)
+                .map_err(|e| e.to_string())
+                .and_then(|v| RawEntry::from_value(v, true));
+            entries.insert(
+                name.clone(),
+                entry
+                    .map(|e| (e, config_toml.to_path_buf()))
+                    .map_err(|message| problem(name, config_toml, message)),
+            );
+        }
+        for path in [
+            workspace.join(".agent").join("mcp.json"),
+            workspace.join(".mcp.json"),
+        ] {
+            match read_json_servers(&path) {
+                Ok(servers) => {
+                    for (name, value) in servers {
+                        let entry = RawEntry::from_value(value, false)
+                            .map(|e| (e, path.clone()))
+                            .map_err(|message| problem(&name, &path, message));
+                        entries.insert(name, entry);
+                    }
+                }
+                Err(p) => entries.insert(p.server.clone(), Err(p)).map_or((), drop),
+            }
+        }
+        let mut config = McpConfig::default();
+        for (name, entry) in entries {
+            let server = entry.and_then(|(e, source)| {
+                e.into_server(&name, &source)
+                    .map_err(|message| problem(&name, &source, message))
+            });
+            match server {
+                Ok(None) => config.disabled.push(name),
+                Ok(Some(server)) => config.servers.push(server),
+                Err(p) => config.problems.push(p),
+            }
+        }
+        config
+    }
+}
+
+fn problem(server: &str, source: &Path, message: impl Into<String>) -> ConfigProblem {
+    ConfigProblem {
+        server: server.to_string(),
+        file: source.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// The `mcpServers` object of a JSON file; a missing file is empty.
+fn read_json_servers(path: &Path) -> Result<Vec<(String, Value)>, ConfigProblem> {
+    let file_problem = |message: String| problem("*", path, message);
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(file_problem(format!("cannot read the file: {e}"))),
+    };
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        file_problem(format!(
+            "invalid JSON at line {} column {}: {e}",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    match value.get("mcpServers") {
+        None => Ok(Vec::new()),
+        Some(Value::Object(map)) => Ok(map.clone().into_iter().collect()),
+        Some(_) => Err(file_problem("\"mcpServers\" must be an object".into())),
+    }
+}
+
+/// One entry as written, in any of the three formats.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawEntry {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    url: Option<String>,
+    headers: BTreeMap<String, String>,
+    /// Sent as `Authorization: Bearer $VALUE`.
+    #[serde(alias = "bearerTokenEnvVar")]
+    bearer_token_env_var: Option<String>,
+    disabled: bool,
+    /// nanoAgent's tool list: names, or objects with a `name`.
+    tools: Option<Value>,
+    #[serde(alias = "allowedTools")]
+    allowed_tools: Option<Vec<String>>,
+    #[serde(alias = "deniedTools")]
+    denied_tools: Vec<String>,
+    #[serde(alias = "startupTimeoutSecs")]
+    startup_timeout_secs: Option<u64>,
+    #[serde(alias = "toolTimeoutSecs")]
+    tool_timeout_secs: Option<u64>,
+    #[serde(flatten)]
+    unknown: BTreeMap<String, Value>,
+}
+
+const KNOWN_KEYS: &[&str] = &[
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "bearer_token_env_var",
+    "disabled",
+    "tools",
+    "allowed_tools",
+    "denied_tools",
+    "startup_timeout_secs",
+    "tool_timeout_secs",
+];
+
+impl RawEntry {
+    /// Parses an entry; unknown keys are an error in our own config.toml and
+    /// a warning in other agents' JSON files (which carry keys we do not use).
+    fn from_value(value: Value, strict: bool) -> Result<RawEntry, String> {
+        let entry: RawEntry = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        if let Some(key) = entry.unknown.keys().next() {
+            let hint = KNOWN_KEYS
+                .iter()
+                .map(|k| (edit_distance(key, k), *k))
+                .filter(|(d, _)| *d <= 2)
+                .min()
+                .map(|(_, k)| format!(" (did you mean \"{k}\"?)"))
+                .unwrap_or_else(|| format!("; valid keys: {}", KNOWN_KEYS.join(", ")));
+            let message = format!("unknown key \"{key}\"{hint}");
+            if strict {
+                return Err(message);
+            }
+            tracing::warn!("mcp: ignoring {message}");
+        }
+        Ok(entry)
+    }
+
+    /// Validates and expands; `Ok(None)` for a disabled server.
+    fn into_server(self, name: &str, source: &Path) -> Result<Option<ServerConfig>, String> {
+        if self.disabled {
+            return Ok(None);
+        }
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err("server names may hold only letters, digits, '_' and '-'".into());
+        }
+        let transport = match (self.kind.as_deref(), self.command, self.url) {
+            (Some("sse"), _, _) => {
+                return Err(
+                    "type \"sse\" (the deprecated HTTP+SSE transport) is not supported; use the server's streamable HTTP endpoint with type \"http\"".into(),
+                );
+            }
+            (Some(kind), _, _) if !matches!(kind, "stdio" | "http" | "streamable-http") => {
+                return Err(format!("unknown type {kind:?}; valid types: stdio, http"));
+            }
+            (_, Some(_), Some(_)) => {
+                return Err("has both \"command\" and \"url\"; give one".into());
+            }
+            (_, Some(command), None) => Transport::Stdio {
+                command: expand(&command)?,
+                args: self
+                    .args
+                    .iter()
+                    .map(|a| expand(a))
+                    .collect::<Result<_, _>>()?,
+                env: expand_map(&self.env)?,
+                cwd: self
+                    .cwd
+                    .as_deref()
+                    .map(expand)
+                    .transpose()?
+                    .map(PathBuf::from),
+            },
+            (_, None, Some(url)) => {
+                let url = expand(&url)?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(format!("url {url:?} must start with http:// or https://"));
+                }
+                let mut headers = expand_map(&self.headers)?;
+                if let Some(var) = &self.bearer_token_env_var {
+                    let token = std::env::var(var).map_err(|_| {
+                        format!("bearer_token_env_var names {var}, which is not set")
+                    })?;
+                    headers.insert("Authorization".into(), format!("Bearer {token}"));
+                }
+                Transport::Http { url, headers }
+            }
+            (_, None, None) => return Err("needs \"command\" (stdio) or \"url\" (http)".into()),
+        };
+        let mut allowed_tools = self.allowed_tools;
+        if let Some(tools) = self.tools {
+            let names = tool_names(&tools)?;
+            allowed_tools = Some(match allowed_tools {
+                Some(a) => a.into_iter().filter(|t| names.contains(t)).collect(),
+                None => names,
+            });
+        }
+        Ok(Some(ServerConfig {
+            name: name.to_string(),
+            transport,
+            allowed_tools,
+            denied_tools: self.denied_tools,
+            startup_timeout: self
+                .startup_timeout_secs
+                .map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_secs),
+            tool_timeout: self
+                .tool_timeout_secs
+                .map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_secs),
+            source: source.to_path_buf(),
+        }))
+    }
+}
+
+/// Names from nanoAgent's `tools`: `["a", "b"]` or `[{"name": "a", ...}]`.
+fn tool_names(tools: &Value) -> Result<Vec<String>, String> {
+    let bad = || "\"tools\" must be a list of tool names or of objects with a \"name\"".to_string();
+    let list = tools.as_array().ok_or_else(bad)?;
+    list.iter()
+        .map(|t| {
+            t.as_str()
+                .or_else(|| t.get("name").and_then(Value::as_str))
+                .map(str::to_string)
+                .ok_or_else(bad)
+        })
+        .collect()
+}
+
+fn expand_map(map: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, String> {
+    map.iter()
+        .map(|(k, v)| Ok((k.clone(), expand(v)?)))
+        .collect()
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` from the environment. A variable
+/// that is unset (and has no default) is an error naming it.
+pub fn expand(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("unclosed \"${{\" in {text:?}"))?;
+        let inner = &after[..end];
+        let (var, default) = match inner.split_once(":-") {
+            Some((v, d)) => (v, Some(d)),
+            None => (inner, None),
+        };
+        match (std::env::var(var), default) {
+            (Ok(value), _) => out.push_str(&value),
+            (Err(_), Some(d)) => out.push_str(d),
+            (Err(_), None) => {
+                return Err(format!(
+                    "environment variable {var} is not set (used as ${{{var}}})"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_json(agent: Option<&str>, claude: Option<&str>) -> McpConfig {
+        let ws = tempfile::tempdir().unwrap();
+        if let Some(text) = agent {
+            std::fs::create_dir_all(ws.path().join(".agent")).unwrap();
+            std::fs::write(ws.path().join(".agent/mcp.json"), text).unwrap();
+        }
+        if let Some(text) = claude {
+            std::fs::write(ws.path().join(".mcp.json"), text).unwrap();
+        }
+        McpConfig::load(&BTreeMap::new(), Path::new("config.toml"), ws.path())
+    }
+
+    #[test]
+    fn claude_code_format_reads_stdio_and_http_servers() {
+        let c = load_json(
+            None,
+            Some(
+                r#"{"mcpServers": {
+                "fs": {"command": "npx", "args": ["-y", "srv"], "env": {"A": "1"}},
+                "web": {"type": "http", "url": "https://example.com/mcp", "headers": {"X-Key": "k"}}
+            }}"#,
+            ),
+        );
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        assert_eq!(c.servers.len(), 2);
+        assert!(
+            matches!(&c.servers[0].transport, Transport::Stdio { command, args, .. } if command == "npx" && args == &["-y", "srv"])
+        );
+        assert!(
+            matches!(&c.servers[1].transport, Transport::Http { headers, .. } if headers["X-Key"] == "k")
+        );
+    }
+
+    #[test]
+    fn later_files_replace_earlier_definitions_and_disabled_servers_are_skipped() {
+        let c = load_json(
+            Some(
+                r#"{"mcpServers": {"a": {"command": "one"}, "b": {"command": "x", "disabled": true}, "c": {"command": "c", "tools": ["t1", {"name": "t2"}]}}}"#,
+            ),
+            Some(r#"{"mcpServers": {"a": {"command": "two"}}}"#),
+        );
+        assert_eq!(c.disabled, ["b"]);
+        let a = c.servers.iter().find(|s| s.name == "a").unwrap();
+        assert!(matches!(&a.transport, Transport::Stdio { command, .. } if command == "two"));
+        let srv = c.servers.iter().find(|s| s.name == "c").unwrap();
+        assert!(srv.offers("t2") && !srv.offers("t3"));
+    }
+
+    #[test]
+    fn a_missing_variable_is_an_error_for_that_server_only() {
+        let c = load_json(
+            None,
+            Some(
+                r#"{"mcpServers": {"bad": {"command": "x", "env": {"K": "${FERROCLAW_TEST_SURELY_UNSET}"}}, "good": {"command": "${FERROCLAW_TEST_SURELY_UNSET:-fallback}"}}}"#,
+            ),
+        );
+        assert_eq!(c.servers.len(), 1);
+        assert!(
+            matches!(&c.servers[0].transport, Transport::Stdio { command, .. } if command == "fallback")
+        );
+        let msg = c.problems[0].to_string();
+        assert!(msg.contains("\"bad\""), "{msg}");
+        assert!(
+            msg.contains("FERROCLAW_TEST_SURELY_UNSET is not set"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn config_toml_entries_are_strict_and_carry_timeouts_and_tool_filters() {
+        let text = "[mcp_servers.gh]\nurl = \"http://127.0.0.1:1/mcp\"\ndenied_tools = [\"delete\"]\ntool_timeout_secs = 5\n[mcp_servers.typo]\ncomand = \"x\"\n";
+        #[derive(Deserialize)]
+        struct F {
+            mcp_servers: BTreeMap<String, toml::Table>,
+        }
+        let f: F = toml::from_str(text).unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let c = McpConfig::load(&f.mcp_servers, Path::new("config.toml"), ws.path());
+        assert_eq!(c.servers[0].tool_timeout, Duration::from_secs(5));
+        assert!(!c.servers[0].offers("delete") && c.servers[0].offers("list"));
+        assert_eq!(
+            c.problems[0].to_string(),
+            "config.toml: mcp server \"typo\": unknown key \"comand\" (did you mean \"command\"?)"
+        );
+    }
+
+    #[test]
+    fn broken_json_names_the_file_and_position() {
+        let c = load_json(None, Some("{\"mcpServers\": {"));
+        let msg = c.problems[0].to_string();
+        assert!(msg.contains(".mcp.json") && msg.contains("line 1"), "{msg}");
+    }
+}
