@@ -75,11 +75,15 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Check the setup: config, provider keys, sandbox support.
+    Doctor,
     /// List or show saved conversations.
     Sessions {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// Print this project's task board (.agent/tasks/).
+    Tasks,
     /// MCP servers: list, get, add, remove; or serve ferroclaw's tools.
     Mcp {
         #[command(subcommand)]

@@ -1,6 +1,7 @@
 //! The `ferroclaw` binary: REPL, one-shot `-p`, and subcommands.
 
 mod args;
+mod doctor;
 mod exit;
 mod interrupt;
 mod markdown;
@@ -10,6 +11,7 @@ mod render;
 mod repl;
 mod sessions;
 mod setup;
+mod tasks_cmd;
 
 use clap::Parser;
 
@@ -44,6 +46,8 @@ fn main() {
 async fn run(cli: &Cli) -> Result<i32, SetupError> {
     match &cli.command {
         Some(Command::Init { force }) => init(*force),
+        Some(Command::Doctor) => doctor::run(cli).map(|()| exit::OK),
+        Some(Command::Tasks) => tasks_cmd::run(cli),
         Some(Command::Mcp { action }) => mcp_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Sessions { action }) => {
             let config = setup::load_config(cli)?;

@@ -111,7 +111,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     .map(str::to_string)
                     .unwrap_or_else(|| input.to_string());
                 eprint!(
-                    "{YELLOW}? allow {name}({})?{RESET} [y]es / [n]o (or \"n, reason\") / [a]lways this session: ",
+                    "{YELLOW}? allow {name}({})?{RESET} [y]es / [n]o (or \"n, reason\") / [a]lways this session / always in this [p]roject: ",
                     shorten(&subject, 100)
                 );
             }

@@ -342,6 +342,7 @@ impl Approver for TerminalApprover {
         match word.as_str() {
             "y" | "yes" => Approval::Yes,
             "a" | "always" => Approval::AlwaysForSession,
+            "p" | "project" => Approval::AlwaysForProject,
             _ if reason.is_empty() => Approval::No("the user declined this call".into()),
             _ => Approval::No(format!("the user declined this call: {reason}")),
         }

@@ -75,6 +75,9 @@ fn print_entry(entry: Entry) {
             }
         }
         Entry::Error { message, .. } => println!("error: {message}\n"),
+        Entry::Compaction { replaced, .. } => {
+            println!("— {replaced} earlier messages compacted into a summary —\n")
+        }
         Entry::Usage { .. } | Entry::Permission { .. } => {}
     }
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ferroclaw_core::config::WebSearchSection;
 use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
 use ferroclaw_core::subagent::{self, SubAgents, TaskTool};
@@ -11,6 +12,7 @@ use ferroclaw_core::todo::{TodoList, TodoWriteTool};
 use ferroclaw_core::{
     Agent, Approver, Config, Overrides, PermissionMode, Permissions, SessionStore,
 };
+use ferroclaw_tools::{SearchBackend, WebSearchTool};
 
 use crate::args::Cli;
 
@@ -128,6 +130,9 @@ pub fn open_agent(
     let permissions = Arc::new(permissions);
     let system = ferroclaw_core::prompt::system_prompt(&config.workspace);
     let mut tools = ferroclaw_tools::builtin_tools();
+    if let Some(search) = &config.file.web_search {
+        tools.register(web_search_tool(search)?);
+    }
     let todos = TodoList::restore(&messages);
     tools.register(TodoWriteTool(todos.clone()));
     tools.register(ExitPlanModeTool {
@@ -188,4 +193,29 @@ pub fn open_agent(
         resumed: was_resumed,
         skipped_bytes,
     })
+}
+
+/// The `web_search` tool for the configured backend; a missing key or URL is
+/// a configuration error.
+fn web_search_tool(search: &WebSearchSection) -> Result<WebSearchTool, SetupError> {
+    let backend = SearchBackend::parse(&search.backend)
+        .map_err(|e| SetupError::Other(format!("[web_search] {e}")))?;
+    let key_env = search.api_key_env.clone().or(match backend {
+        SearchBackend::Brave => Some("BRAVE_API_KEY".to_string()),
+        SearchBackend::Tavily => Some("TAVILY_API_KEY".to_string()),
+        SearchBackend::Searxng => None,
+    });
+    let key = key_env
+        .as_deref()
+        .and_then(|v| std::env::var(v).ok())
+        .filter(|k| !k.is_empty());
+    if let (None, Some(env)) = (&key, &key_env)
+        && backend != SearchBackend::Searxng
+    {
+        return Err(SetupError::Other(format!(
+            "[web_search] {} needs an API key: set {env}",
+            search.backend
+        )));
+    }
+    WebSearchTool::new(backend, search.url.clone(), key).map_err(SetupError::Other)
 }

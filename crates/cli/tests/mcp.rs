@@ -237,8 +237,18 @@ async fn mcp_serve_over_stdio_offers_read_only_tools_by_default_and_reads_files(
     hub.shutdown().await;
 }
 
+/// A child process killed when the test ends, even by a failed assertion.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `ferroclaw mcp serve --http 0`, and the port it bound.
-fn serve_http(env: &Env) -> (std::process::Child, u16) {
+fn serve_http(env: &Env) -> (KillOnDrop, u16) {
     let mut child = env
         .std_cmd()
         .args(["mcp", "serve", "--http", "0"])
@@ -259,7 +269,7 @@ fn serve_http(env: &Env) -> (std::process::Child, u16) {
     };
     // Keep draining stderr: a closed pipe would break the server's logging.
     std::thread::spawn(move || lines.for_each(drop));
-    (child, port)
+    (KillOnDrop(child), port)
 }
 
 /// The status line of a raw POST to the server with the given headers.
@@ -289,7 +299,7 @@ fn raw_post_status(port: u16, extra_headers: &str) -> String {
 async fn mcp_serve_over_http_answers_on_loopback_and_refuses_foreign_hosts_and_origins() {
     let env = Env::new(Wire::Anthropic, vec![]);
     std::fs::write(env.ws().join("a.txt"), "over http\n").unwrap();
-    let (mut child, port) = serve_http(&env);
+    let (_server, port) = serve_http(&env);
     let url = format!("http://127.0.0.1:{port}/mcp");
     let (hub, tools) = start(vec![ServerConfig::http("web", &url)], env.ws()).await;
     let out = tools
@@ -308,6 +318,4 @@ async fn mcp_serve_over_http_answers_on_loopback_and_refuses_foreign_hosts_and_o
         &format!("Host: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n"),
     );
     assert_eq!(foreign_origin, "HTTP/1.1 403 Forbidden");
-    let _ = child.kill();
-    let _ = child.wait();
 }

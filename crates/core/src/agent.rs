@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approval, Approver};
 use crate::clock;
+use crate::config;
 use crate::permission::{Decision, PermissionMode, Permissions, Rule, call_subject};
 use crate::session::{Entry, SessionLog};
 use crate::todo::{self, TodoList};
@@ -428,6 +429,22 @@ impl Agent {
                     Approval::Yes => Ok(()),
                     Approval::AlwaysForSession => {
                         self.permissions.allow_for_session(session_rule(call));
+                        Ok(())
+                    }
+                    Approval::AlwaysForProject => {
+                        let rule = session_rule(call);
+                        if let Err(e) =
+                            config::add_project_allow_rule(&self.workspace, &rule.to_string())
+                        {
+                            emit(
+                                events,
+                                AgentEvent::Error {
+                                    message: format!("cannot save the rule {rule}: {e}"),
+                                    fatal: false,
+                                },
+                            );
+                        }
+                        self.permissions.allow_for_session(rule);
                         Ok(())
                     }
                     Approval::No(reason) => Err(reason),

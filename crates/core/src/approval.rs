@@ -12,6 +12,9 @@ pub enum Approval {
     Yes,
     /// Run this call and, for the rest of the session, calls like it.
     AlwaysForSession,
+    /// Run it, and allow calls like it in this project from now on (the rule
+    /// is written to `.agent/config.toml`).
+    AlwaysForProject,
     /// Do not run it; the text goes to the model.
     No(String),
 }

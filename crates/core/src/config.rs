@@ -35,6 +35,16 @@ pub struct ConfigFile {
     pub providers: BTreeMap<String, ProviderSection>,
     pub retry: Option<RetrySection>,
     pub timeouts: Option<TimeoutsSection>,
+    /// The model's context window in tokens (default: by model name).
+    pub context_window: Option<u64>,
+    /// Share of the context window at which history is compacted (default 0.8).
+    pub compaction_threshold: Option<f64>,
+    /// `[memory]`: limits of the memory files.
+    pub memory: Option<crate::memory::MemorySection>,
+    /// `[web_search]`: without it the `web_search` tool is not offered.
+    pub web_search: Option<WebSearchSection>,
+    /// `[sandbox]`: how `bash` is confined.
+    pub sandbox: Option<SandboxSection>,
     /// `[mcp_servers.NAME]`: MCP servers, validated by `ferroclaw-mcp`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, toml::Table>,
@@ -48,6 +58,29 @@ pub struct PermissionsSection {
     pub allow: Vec<String>,
     #[serde(default)]
     pub deny: Vec<String>,
+}
+
+/// `[web_search]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSearchSection {
+    /// `brave`, `tavily` or `searxng`.
+    pub backend: String,
+    /// The service URL (required for searxng; overrides the default for the others).
+    pub url: Option<String>,
+    /// Environment variable with the key (default `BRAVE_API_KEY` / `TAVILY_API_KEY`).
+    pub api_key_env: Option<String>,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// Confine `bash` writes with Landlock where the kernel has it (default true).
+    pub enabled: Option<bool>,
+    /// Folders `bash` may write besides the workspace and temp (e.g. `~/.cargo`).
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
 }
 
 /// `[providers.NAME]`.
@@ -345,7 +378,12 @@ impl ConfigFile {
             permission_mode,
             allowed_dirs,
             retry,
-            timeouts
+            timeouts,
+            context_window,
+            compaction_threshold,
+            memory,
+            web_search,
+            sandbox
         );
         self.permissions.allow.extend(later.permissions.allow);
         self.permissions.deny.extend(later.permissions.deny);
@@ -436,6 +474,60 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// Adds `rule` to `allow` in the project's `.agent/config.toml` (created if
+/// missing), keeping the file's comments and layout; atomic write.
+pub fn add_project_allow_rule(workspace: &Path, rule: &str) -> Result<PathBuf, ConfigError> {
+    let dir = workspace.join(".agent");
+    let path = dir.join("config.toml");
+    let read_err = |source| ConfigError::Read {
+        path: path.clone(),
+        source,
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(read_err(e)),
+    };
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        let (line, column) = line_and_column(&text, e.span().map_or(0, |s| s.start));
+        ConfigError::Parse {
+            path: path.clone(),
+            line,
+            column,
+            message: e.message().to_string(),
+        }
+    })?;
+    let table = doc
+        .entry("permissions")
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+        .as_table_mut()
+        .ok_or_else(|| ConfigError::Parse {
+            path: path.clone(),
+            line: 1,
+            column: 1,
+            message: "permissions is not a table".into(),
+        })?;
+    let allow = table
+        .entry("allow")
+        .or_insert_with(|| toml_edit::value(toml_edit::Array::new()))
+        .as_array_mut()
+        .ok_or_else(|| ConfigError::Parse {
+            path: path.clone(),
+            line: 1,
+            column: 1,
+            message: "permissions.allow is not a list".into(),
+        })?;
+    if !allow.iter().any(|v| v.as_str() == Some(rule)) {
+        allow.push(rule);
+    }
+    std::fs::create_dir_all(&dir).map_err(read_err)?;
+    let tmp = dir.join(".config.toml.tmp");
+    std::fs::write(&tmp, doc.to_string())
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(read_err)?;
+    Ok(path)
+}
+
 /// The commented config `ferroclaw init` writes.
 pub const CONFIG_TEMPLATE: &str = r#"# ferroclaw configuration. Layers: this file, then the project's
 # .agent/config.toml, then environment variables, then command-line flags.
@@ -472,6 +564,24 @@ pub const CONFIG_TEMPLATE: &str = r#"# ferroclaw configuration. Layers: this fil
 # [timeouts]
 # connect_secs = 10
 # idle_secs = 120
+
+# The model's context window in tokens (default by model name: claude 200k,
+# gpt-5 400k, gpt-4.1 1M, deepseek-chat 128k, others 128k) and the share of it
+# at which older history is summarised.
+# context_window = 200000
+# compaction_threshold = 0.8
+
+# [memory]
+# memory_chars = 4000    # cap on workspace/memory/MEMORY.md
+# user_chars = 2000      # cap on workspace/USER.md
+
+# MCP servers (also read from the project's .mcp.json and .agent/mcp.json):
+# [mcp_servers.fs]
+# command = "npx"
+# args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+# [mcp_servers.web]
+# url = "https://example.com/mcp"
+# headers = { Authorization = "Bearer ${WEB_TOKEN}" }
 "#;
 
 #[cfg(test)]
@@ -494,6 +604,23 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.starts_with("c.toml:3:"), "{msg}");
         assert!(msg.contains("invalid type"), "{msg}");
+    }
+
+    #[test]
+    fn an_always_for_this_project_rule_is_added_keeping_comments() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join(".agent")).unwrap();
+        std::fs::write(
+            ws.path().join(".agent/config.toml"),
+            "# mine\nmax_turns = 4\n",
+        )
+        .unwrap();
+        add_project_allow_rule(ws.path(), "bash(cargo test)").unwrap();
+        add_project_allow_rule(ws.path(), "bash(cargo test)").unwrap();
+        let text = std::fs::read_to_string(ws.path().join(".agent/config.toml")).unwrap();
+        assert!(text.starts_with("# mine\nmax_turns = 4\n"), "{text}");
+        let parsed = parse_layer(Path::new("c"), &text).unwrap();
+        assert_eq!(parsed.permissions.allow, ["bash(cargo test)"]);
     }
 
     #[test]

@@ -62,6 +62,14 @@ pub enum Entry {
         ts: u64,
         message: String,
     },
+    /// The history was compacted: `replaced` messages gave way to one user
+    /// message holding `summary` (see `compaction::compacted_history`).
+    /// Resuming starts from the last such entry; the lines before it stay.
+    Compaction {
+        ts: u64,
+        summary: String,
+        replaced: usize,
+    },
 }
 
 /// Problems with session files.
@@ -459,6 +467,10 @@ fn read_messages(
         }
         match serde_json::from_str::<Entry>(line.trim_end()) {
             Ok(Entry::Message { message, .. }) => messages.push(message),
+            Ok(Entry::Compaction { summary, .. }) => {
+                messages.clear();
+                messages.push(Message::user(summary));
+            }
             Ok(_) => {}
             Err(_) if serde_json::from_str::<serde_json::Value>(&line).is_ok() => {} // a newer entry type
             Err(e) => {

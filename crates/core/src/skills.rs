@@ -23,7 +23,7 @@ mod requirements;
 use std::path::{Path, PathBuf};
 
 pub use builtin::BUILTIN_SKILLS;
-pub use load_skill::LoadSkillTool;
+pub use load_skill::{LoadSkillTool, render_skill};
 pub use parse::{MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, check_name};
 pub use requirements::Requirements;
 
@@ -215,7 +215,11 @@ impl SkillSet {
     /// Empty when there are no skills.
     pub fn prompt_layer(&self) -> String {
         let mut out = String::new();
-        for skill in self.skills.iter().filter(|s| s.always && s.unavailable.is_none()) {
+        for skill in self
+            .skills
+            .iter()
+            .filter(|s| s.always && s.unavailable.is_none())
+        {
             out.push_str(&format!(
                 "# Skill: {}\n\n{}\n\n",
                 skill.name,
@@ -340,7 +344,10 @@ mod tests {
             ),
             "{layer}"
         );
-        assert!(!layer.contains("- style:"), "always skills are not listed twice");
+        assert!(
+            !layer.contains("- style:"),
+            "always skills are not listed twice"
+        );
     }
 
     #[test]

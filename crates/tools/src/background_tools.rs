@@ -90,7 +90,9 @@ impl Tool for BackgroundRunTool {
             JobOptions { timeout, detached },
         )?;
         let survives = if detached {
-            format!(" It is detached: it keeps running after the session; output in .agent/jobs/{id}.log.")
+            format!(
+                " It is detached: it keeps running after the session; output in .agent/jobs/{id}.log."
+            )
         } else {
             String::new()
         };
@@ -129,7 +131,9 @@ impl Tool for CheckBackgroundTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        self.0.check(optional_str(&input, "id")).map(ToolOutput::text)
+        self.0
+            .check(optional_str(&input, "id"))
+            .map(ToolOutput::text)
     }
 }
 

@@ -44,6 +44,7 @@
 
 mod args;
 mod background;
+mod background_job;
 mod background_tools;
 mod bash;
 mod bash_output;
@@ -55,6 +56,7 @@ mod glob;
 mod grep;
 mod grep_sink;
 mod html;
+pub mod landlock;
 mod lines;
 mod list_dir;
 mod multi_edit;
@@ -63,11 +65,12 @@ mod registry;
 mod sandbox;
 mod walk;
 mod web_fetch;
+mod web_search;
 mod write;
 
 pub use background::{
-    DEFAULT_JOB_TIMEOUT, JobManager, JobOptions, JobResult, JobStatus, JobSummary,
-    MAX_JOB_TIMEOUT, MAX_RUNNING_JOBS, RESULT_KEEP_CHARS, format_results,
+    DEFAULT_JOB_TIMEOUT, JobManager, JobOptions, JobResult, JobStatus, JobSummary, MAX_JOB_TIMEOUT,
+    MAX_RUNNING_JOBS, RESULT_KEEP_CHARS, format_results,
 };
 pub use background_tools::{
     BackgroundRunTool, CheckBackgroundTool, KillBackgroundTool, background_tools,
@@ -87,14 +90,15 @@ pub use read::{DEFAULT_READ_LINES, MAX_IMAGE_BYTES, ReadTool};
 pub use registry::ToolRegistry;
 pub use sandbox::Sandbox;
 pub use web_fetch::{DEFAULT_MAX_CHARS, MAX_BODY_BYTES, MAX_REDIRECTS, WebFetchTool};
+pub use web_search::{DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, SearchBackend, WebSearchTool};
 pub use write::WriteTool;
 
 use std::path::PathBuf;
 
 use async_trait::async_trait;
 use ferroclaw_protocol::{AgentEvent, ResultPart};
-use tokio::sync::mpsc::UnboundedSender;
 use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 /// A capability the model can call.

@@ -91,11 +91,10 @@ pub fn read_root(dir: &Path, source: SkillSource) -> Vec<Parsed> {
             let skill_md = path.join("SKILL.md");
             if skill_md.is_file() {
                 out.push(read_file(&skill_md).and_then(|text| {
-                    parse_skill_md(&skill_md, &file_name, &text, source)
-                        .map(|(mut s, w)| {
-                            s.dir = Some(path.clone());
-                            (s, w)
-                        })
+                    parse_skill_md(&skill_md, &file_name, &text, source).map(|(mut s, w)| {
+                        s.dir = Some(path.clone());
+                        (s, w)
+                    })
                 }));
             }
             continue;
@@ -258,11 +257,19 @@ fn parse_json(path: &Path, stem: &str, text: &str, source: SkillSource) -> Parse
 
 /// The common part of nanoAgent's formats, which predate the standard: the
 /// name is not held to the standard's character rules, but must be usable.
-fn legacy(path: &Path, stem: &str, f: &Map<String, Value>, body: String, source: SkillSource) -> Parsed {
+fn legacy(
+    path: &Path,
+    stem: &str,
+    f: &Map<String, Value>,
+    body: String,
+    source: SkillSource,
+) -> Parsed {
     let mut errors = Vec::new();
     let name = optional_string(f, "name", &mut errors).unwrap_or_else(|| stem.to_string());
     if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        errors.push(format!("name {name:?} must be 1-{MAX_NAME_CHARS} characters"));
+        errors.push(format!(
+            "name {name:?} must be 1-{MAX_NAME_CHARS} characters"
+        ));
     }
     let metadata = metadata(f, &mut errors);
     let extras = Extras::read(f, &metadata, &mut errors);
@@ -280,7 +287,9 @@ fn legacy(path: &Path, stem: &str, f: &Map<String, Value>, body: String, source:
     if let Err(e) = check_name(&name) {
         warnings.push(warning(
             path,
-            format!("{e} (fine for a nanoAgent skill, but not portable to the Agent Skills standard)"),
+            format!(
+                "{e} (fine for a nanoAgent skill, but not portable to the Agent Skills standard)"
+            ),
         ));
     }
     let skill = Skill {
@@ -312,7 +321,11 @@ struct Extras {
 }
 
 impl Extras {
-    fn read(f: &Map<String, Value>, metadata: &Map<String, Value>, errors: &mut Vec<String>) -> Extras {
+    fn read(
+        f: &Map<String, Value>,
+        metadata: &Map<String, Value>,
+        errors: &mut Vec<String>,
+    ) -> Extras {
         let scopes: Vec<&Map<String, Value>> = std::iter::once(f)
             .chain(std::iter::once(metadata))
             .chain(
@@ -476,7 +489,16 @@ mod tests {
         for good in ["a", "pdf-tools", "x9", &"a".repeat(64)] {
             assert!(check_name(good).is_ok(), "{good}");
         }
-        for bad in ["", "PDF", "pdf_tools", "-pdf", "pdf-", "pdf--tools", "ünï", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "PDF",
+            "pdf_tools",
+            "-pdf",
+            "pdf-",
+            "pdf--tools",
+            "ünï",
+            &"a".repeat(65),
+        ] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
     }
@@ -492,7 +514,10 @@ mod tests {
         let long = "d".repeat(1025);
         let e = error(
             "Bad_Name",
-            &format!("---\nname: Bad_Name\ndescription: {long}\ncompatibility: {}\n---\n", "c".repeat(501)),
+            &format!(
+                "---\nname: Bad_Name\ndescription: {long}\ncompatibility: {}\n---\n",
+                "c".repeat(501)
+            ),
         );
         assert!(e.contains("use only a-z"), "{e}");
         assert!(e.contains("description is 1025 characters"), "{e}");
@@ -502,9 +527,15 @@ mod tests {
     #[test]
     fn missing_or_mistyped_fields_are_named() {
         assert!(error("x", "---\nname: x\n---\n").contains("description is missing"));
-        assert!(error("x", "---\nname: x\ndescription: [a]\n---\n").contains("description must be a string, not a list"));
+        assert!(
+            error("x", "---\nname: x\ndescription: [a]\n---\n")
+                .contains("description must be a string, not a list")
+        );
         assert!(error("x", "no frontmatter").contains("no frontmatter"));
-        assert!(error("x", "---\nname: x\ndescription: d\nalways: maybe\n---\n").contains("always must be true or false"));
+        assert!(
+            error("x", "---\nname: x\ndescription: d\nalways: maybe\n---\n")
+                .contains("always must be true or false")
+        );
     }
 
     #[test]
@@ -518,7 +549,10 @@ mod tests {
             assert!(skill.always);
             assert!(warnings.is_empty());
         }
-        let e = error("gh", "---\nname: gh\ndescription: d\nmetadata: '{not json'\n---\n");
+        let e = error(
+            "gh",
+            "---\nname: gh\ndescription: d\nmetadata: '{not json'\n---\n",
+        );
         assert!(e.contains("metadata is a string but not valid JSON"), "{e}");
     }
 
@@ -533,7 +567,11 @@ mod tests {
         assert_eq!(skill.allowed_tools, ["Bash(git:*)", "Read"]);
         assert_eq!(skill.body, "body");
         assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].message.contains("unknown frontmatter field \"flavour\""));
+        assert!(
+            warnings[0]
+                .message
+                .contains("unknown frontmatter field \"flavour\"")
+        );
     }
 
     #[test]

@@ -20,7 +20,12 @@ impl Requirements {
     /// is met. Names every missing piece so the user can install it.
     pub fn missing(&self) -> Option<String> {
         let mut reasons = Vec::new();
-        if !self.os.is_empty() && !self.os.iter().any(|os| os_matches(os, std::env::consts::OS)) {
+        if !self.os.is_empty()
+            && !self
+                .os
+                .iter()
+                .any(|os| os_matches(os, std::env::consts::OS))
+        {
             reasons.push(format!(
                 "only for {} (this is {})",
                 self.os.join(", "),
@@ -101,8 +106,14 @@ mod tests {
         };
         let reason = r.missing().unwrap();
         assert!(reason.contains("only for plan9"), "{reason}");
-        assert!(reason.contains("needs `ferroclaw-no-such-binary` on PATH"), "{reason}");
-        assert!(reason.contains("needs environment variable FERROCLAW_NO_SUCH_VARIABLE"), "{reason}");
+        assert!(
+            reason.contains("needs `ferroclaw-no-such-binary` on PATH"),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("needs environment variable FERROCLAW_NO_SUCH_VARIABLE"),
+            "{reason}"
+        );
     }
 
     #[test]

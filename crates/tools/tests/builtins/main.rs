@@ -8,6 +8,7 @@ mod grep;
 mod list_dir;
 mod read;
 mod web_fetch;
+mod web_search;
 mod write;
 
 use std::path::PathBuf;

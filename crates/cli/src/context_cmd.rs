@@ -1,0 +1,47 @@
+//! `ferroclaw context`: the system prompt as the model will get it, layer by
+//! layer with each layer's size, so a user can see what costs what.
+
+use ferroclaw_core::compaction::estimate_tokens;
+use ferroclaw_core::{Config, ContextBuilder};
+
+use crate::exit;
+use crate::setup::SetupError;
+
+/// Prints the assembled prompt (exactly, with `raw`) and a size table.
+pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
+    let context = ContextBuilder::for_config(config).build();
+    for w in &context.warnings {
+        eprintln!("{w}");
+    }
+    if raw {
+        println!("{}", context.system_prompt());
+        return Ok(exit::OK);
+    }
+    for layer in context.layers.iter().filter(|l| !l.text.is_empty()) {
+        println!(
+            "\x1b[2m──── {} · ~{} tokens ────\x1b[0m\n{}\n",
+            layer.name,
+            layer.tokens(),
+            layer.text
+        );
+    }
+    let mut tools = ferroclaw_tools::builtin_tools();
+    context.register_tools(&mut tools, None);
+    let tool_tokens = estimate_tokens("", &[], &tools.specs());
+    println!("{:<12} {:>8} {:>9}", "layer", "chars", "~tokens");
+    let mut total = 0;
+    for layer in &context.layers {
+        total += layer.tokens();
+        println!("{:<12} {:>8} {:>9}", layer.name, layer.text.len(), layer.tokens());
+    }
+    println!(
+        "{:<12} {:>8} {:>9}   ({} built-in and context tools; MCP and agent tools not counted)",
+        "tools",
+        "",
+        tool_tokens,
+        tools.len()
+    );
+    println!("{:<12} {:>8} {:>9}", "total", "", total + tool_tokens);
+    println!("\x1b[2m(tokens estimated as characters / 4)\x1b[0m");
+    Ok(exit::OK)
+}

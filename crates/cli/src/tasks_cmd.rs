@@ -1,0 +1,23 @@
+//! `ferroclaw tasks`: prints the project's task board (`.agent/tasks/`).
+
+use ferroclaw_team::{TaskBoard, render_board};
+
+use crate::args::Cli;
+use crate::exit;
+use crate::setup::{self, SetupError};
+
+/// Prints the board of the workspace; a board that cannot be read is an
+/// error, single unreadable task files are listed with the rest.
+pub fn run(cli: &Cli) -> Result<i32, SetupError> {
+    let board = TaskBoard::open(setup::workspace(cli)?);
+    match board.list() {
+        Ok(listing) => {
+            println!("{}", render_board(&listing));
+            Ok(exit::OK)
+        }
+        Err(e) => {
+            eprintln!("ferroclaw: task board {}: {e}", board.dir().display());
+            Ok(exit::FAILED)
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The runtime block at the end of the system prompt: facts about the
+//! moment and the machine, tagged so that the model treats them as metadata.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::clock;
+
+/// The tag opening the runtime block (nanobot's wording).
+pub const RUNTIME_TAG: &str = "[Runtime Context — metadata only, not instructions]";
+
+/// Where and when the session runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Runtime {
+    /// RFC 3339 UTC time.
+    pub now: String,
+    /// `linux x86_64`, ...
+    pub os: String,
+    /// The project folder.
+    pub cwd: PathBuf,
+    /// Branch and change summary; `None` outside a git repository.
+    pub git: Option<GitState>,
+    /// `cli`, `telegram`, ...
+    pub channel: String,
+}
+
+/// A repository's state in a few words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitState {
+    /// `main`, `main [ahead 1]`, `HEAD (detached)`.
+    pub branch: String,
+    /// `clean`, or `3 changed, 1 untracked`.
+    pub changes: String,
+}
+
+impl Runtime {
+    /// The runtime now: clock, OS, and `git status` of `workspace`.
+    pub fn detect(workspace: &Path, channel: &str) -> Runtime {
+        Runtime {
+            now: clock::now_rfc3339(),
+            os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+            cwd: workspace.to_path_buf(),
+            git: git_state(workspace),
+            channel: channel.to_string(),
+        }
+    }
+
+    /// The tagged block.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "{RUNTIME_TAG}\nDate and time (UTC): {}\nOS: {}\nWorking directory: {}\n",
+            self.now,
+            self.os,
+            self.cwd.display()
+        );
+        if let Some(git) = &self.git {
+            out.push_str(&format!("Git: branch {}; {}\n", git.branch, git.changes));
+        }
+        out.push_str(&format!("Channel: {}", self.channel));
+        out
+    }
+}
+
+/// `git status --porcelain --branch`, summarised; `None` when git is missing
+/// or the folder is not in a repository.
+fn git_state(workspace: &Path) -> Option<GitState> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(workspace)
+        .args([
+            "status",
+            "--porcelain=v1",
+            "--branch",
+            "--untracked-files=normal",
+        ])
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    Some(parse_status(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// Reads porcelain v1 output with its `## branch...upstream [ahead N]` line.
+pub(crate) fn parse_status(text: &str) -> GitState {
+    let mut branch = String::from("unknown");
+    let (mut changed, mut untracked) = (0, 0);
+    for line in text.lines() {
+        if let Some(head) = line.strip_prefix("## ") {
+            let head = head.strip_prefix("No commits yet on ").unwrap_or(head);
+            let (name, rest) = head.split_once("...").unwrap_or((head, ""));
+            let (name, inline) = name.split_once(' ').unwrap_or((name, ""));
+            branch = if name == "HEAD" {
+                "HEAD (detached)".into()
+            } else {
+                name.to_string()
+            };
+            let tracking = rest.split_once(' ').map_or(inline, |(_, t)| t).trim();
+            if tracking.starts_with('[') {
+                branch.push(' ');
+                branch.push_str(tracking);
+            }
+        } else if line.starts_with("??") {
+            untracked += 1;
+        } else if !line.is_empty() {
+            changed += 1;
+        }
+    }
+    let changes = match (changed, untracked) {
+        (0, 0) => "clean".to_string(),
+        (c, 0) => format!("{c} changed"),
+        (0, u) => format!("{u} untracked"),
+        (c, u) => format!("{c} changed, {u} untracked"),
+    };
+    GitState { branch, changes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn porcelain_status_is_summarised() {
+        let s = parse_status("## main...origin/main [ahead 2]\n M src/a.rs\nA  b.rs\n?? new.txt\n");
+        assert_eq!(s.branch, "main [ahead 2]");
+        assert_eq!(s.changes, "2 changed, 1 untracked");
+        assert_eq!(parse_status("## feature\n").changes, "clean");
+        assert_eq!(
+            parse_status("## No commits yet on main\n?? a\n").branch,
+            "main"
+        );
+        assert_eq!(
+            parse_status("## HEAD (no branch)\n").branch,
+            "HEAD (detached)"
+        );
+    }
+
+    #[test]
+    fn the_block_is_tagged_as_metadata() {
+        let r = Runtime {
+            now: "2026-11-30T04:31:51Z".into(),
+            os: "linux x86_64".into(),
+            cwd: "/p".into(),
+            git: Some(GitState {
+                branch: "main".into(),
+                changes: "clean".into(),
+            }),
+            channel: "cli".into(),
+        };
+        assert_eq!(
+            r.render(),
+            "[Runtime Context — metadata only, not instructions]\nDate and time (UTC): 2026-11-30T04:31:51Z\nOS: linux x86_64\nWorking directory: /p\nGit: branch main; clean\nChannel: cli"
+        );
+    }
+}

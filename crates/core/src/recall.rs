@@ -1,0 +1,307 @@
+//! Recall: every finished request (the user's text and the final answer) is
+//! indexed in an embedded SQLite database with full-text search (FTS5, BM25
+//! ranking) at `$FERROCLAW_HOME/recall.db`, and the `session_search` tool
+//! ([`SessionSearchTool`]) lets the model find what was said in earlier
+//! sessions, with the session id to resume or read.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
+use rusqlite::{Connection, params};
+use serde_json::{Value, json};
+
+use crate::clock;
+
+/// Default number of hits `session_search` returns.
+pub const DEFAULT_SEARCH_LIMIT: usize = 5;
+/// Most hits `session_search` returns.
+pub const MAX_SEARCH_LIMIT: usize = 20;
+/// Characters of an answer stored for recall: long answers are cut, since
+/// what matters for finding a session is its topic, not every line.
+pub const MAX_INDEXED_CHARS: usize = 20_000;
+
+/// A recall database problem.
+#[derive(Debug, thiserror::Error)]
+pub enum RecallError {
+    #[error("recall database {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("cannot create {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub session_id: String,
+    pub cwd: String,
+    /// Unix seconds when the request finished.
+    pub ts: u64,
+    /// The matching part of the request or answer, terms in `[brackets]`.
+    pub snippet: String,
+    /// The request's first line, for context.
+    pub request: String,
+}
+
+/// The recall index.
+pub struct Recall {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Recall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recall").field("path", &self.path).finish()
+    }
+}
+
+impl Recall {
+    /// Opens (creating when needed) `home/recall.db`.
+    pub fn open(home: &Path) -> Result<Recall, RecallError> {
+        std::fs::create_dir_all(home).map_err(|source| RecallError::Io {
+            path: home.to_path_buf(),
+            source,
+        })?;
+        Self::open_file(&home.join("recall.db"))
+    }
+
+    /// Opens (creating when needed) the database at `path`.
+    pub fn open_file(path: &Path) -> Result<Recall, RecallError> {
+        let err = |source| RecallError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(err)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE VIRTUAL TABLE IF NOT EXISTS turns USING fts5(
+                 user, answer,
+                 session_id UNINDEXED, cwd UNINDEXED, ts UNINDEXED,
+                 tokenize = 'porter unicode61'
+             );",
+        )
+        .map_err(err)?;
+        Ok(Recall {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn err(&self, source: rusqlite::Error) -> RecallError {
+        RecallError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves a usable connection.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Indexes one finished request: the user's text and the final answer.
+    pub fn index_turn(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        user: &str,
+        answer: &str,
+        ts: u64,
+    ) -> Result<(), RecallError> {
+        self.conn()
+            .execute(
+                "INSERT INTO turns (user, answer, session_id, cwd, ts) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    crate::context::cap(user, MAX_INDEXED_CHARS),
+                    crate::context::cap(answer, MAX_INDEXED_CHARS),
+                    session_id,
+                    cwd.to_string_lossy(),
+                    ts as i64
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// The best `limit` matches for `query`, best first (BM25). Any text is
+    /// a valid query: it is split into words, each matched as a term (or a
+    /// prefix, with a trailing `*`), any of them sufficing.
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, RecallError> {
+        let Some(expr) = fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT session_id, cwd, ts, snippet(turns, -1, '[', ']', '…', 16), user
+                 FROM turns WHERE turns MATCH ?1 ORDER BY bm25(turns, 2.0, 1.0) LIMIT ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![expr, limit as i64], |row| {
+                let user: String = row.get(4)?;
+                Ok(Hit {
+                    session_id: row.get(0)?,
+                    cwd: row.get(1)?,
+                    ts: row.get::<_, i64>(2)?.max(0) as u64,
+                    snippet: row.get::<_, String>(3)?.replace('\n', " "),
+                    request: user
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .chars()
+                        .take(100)
+                        .collect(),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Number of indexed requests.
+    pub fn len(&self) -> Result<u64, RecallError> {
+        self.conn()
+            .query_row("SELECT count(*) FROM turns", [], |r| r.get::<_, i64>(0))
+            .map(|n| n.max(0) as u64)
+            .map_err(|e| self.err(e))
+    }
+
+    /// True when nothing is indexed.
+    pub fn is_empty(&self) -> Result<bool, RecallError> {
+        self.len().map(|n| n == 0)
+    }
+}
+
+/// An FTS5 expression from free text: each word quoted (so no character is
+/// FTS syntax), a trailing `*` kept as a prefix match, words joined by OR so
+/// that BM25 ranks the sessions matching most of them first.
+fn fts_query(query: &str) -> Option<String> {
+    let terms: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '*' || c == '_'))
+        .filter_map(|w| {
+            let prefix = w.ends_with('*');
+            let word: String = w.chars().filter(|c| *c != '*').collect();
+            (!word.is_empty()).then(|| {
+                if prefix {
+                    format!("\"{word}\"*")
+                } else {
+                    format!("\"{word}\"")
+                }
+            })
+        })
+        .collect();
+    (!terms.is_empty()).then(|| terms.join(" OR "))
+}
+
+/// `session_search(query, limit?)`.
+pub struct SessionSearchTool {
+    recall: Arc<Recall>,
+}
+
+impl SessionSearchTool {
+    /// A tool searching `recall`.
+    pub fn new(recall: Arc<Recall>) -> Self {
+        Self { recall }
+    }
+}
+
+#[async_trait]
+impl Tool for SessionSearchTool {
+    fn name(&self) -> &str {
+        "session_search"
+    }
+
+    fn description(&self) -> &str {
+        "Searches what the user asked and what you answered in earlier sessions (all \
+         projects), best matches first, with each session's id, date and folder. Use it \
+         when the user refers to earlier work (\"like last time\", \"what did we decide \
+         about X\"). Words are matched in any order and form; end a word with * for a \
+         prefix. Example: {\"query\": \"release workflow tags\", \"limit\": 5}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let query = input["query"].as_str().unwrap_or_default();
+        let limit = input["limit"].as_u64().map_or(DEFAULT_SEARCH_LIMIT, |n| {
+            (n as usize).clamp(1, MAX_SEARCH_LIMIT)
+        });
+        let hits = self
+            .recall
+            .search(query, limit)
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        if hits.is_empty() {
+            return Ok(ToolOutput::text(format!(
+                "no earlier session mentions {query:?}"
+            )));
+        }
+        Ok(ToolOutput::text(render_hits(&hits)))
+    }
+}
+
+/// One block per hit: id, date, folder, request, snippet.
+pub fn render_hits(hits: &[Hit]) -> String {
+    let mut out = String::new();
+    for h in hits {
+        out.push_str(&format!(
+            "session {} · {} · {}\n  asked: {}\n  match: {}\n",
+            h.session_id,
+            &clock::rfc3339(h.ts)[..10],
+            h.cwd,
+            h.request,
+            h.snippet
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_text_becomes_a_safe_fts_expression() {
+        assert_eq!(
+            fts_query("release \"tags"),
+            Some("\"release\" OR \"tags\"".into())
+        );
+        assert_eq!(
+            fts_query("deploy* AND (x"),
+            Some("\"deploy\"* OR \"AND\" OR \"x\"".into())
+        );
+        assert_eq!(fts_query("  -- ()"), None);
+    }
+
+    #[test]
+    fn fts5_is_compiled_into_the_bundled_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = Recall::open(dir.path()).unwrap();
+        assert!(r.is_empty().unwrap());
+        assert!(dir.path().join("recall.db").is_file());
+    }
+}

@@ -1,0 +1,74 @@
+//! The board as compact text, for the model (`task_list`) and for people
+//! (`ferroclaw tasks`).
+
+use crate::board::Listing;
+use crate::error::list;
+use crate::task::{Task, TaskStatus};
+
+/// One line per task (`[x]` completed, `[>]` in progress, `[ ]` pending)
+/// with owner and open blockers, then the tasks ready now and any unreadable
+/// task files.
+///
+/// ```
+/// use ferroclaw_team::{Listing, render_board};
+/// assert!(render_board(&Listing::default()).starts_with("The task board is empty"));
+/// ```
+pub fn render_board(listing: &Listing) -> String {
+    if listing.tasks.is_empty() && listing.unreadable.is_empty() {
+        return "The task board is empty. task_create adds a task.".to_string();
+    }
+    let done = listing
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Completed)
+        .count();
+    let mut out = format!("Tasks ({done}/{} completed):\n", listing.tasks.len());
+    for task in &listing.tasks {
+        out.push_str(&task_line(task, &listing.open_blockers(task)));
+        out.push('\n');
+    }
+    let ready = listing.ready();
+    if !ready.is_empty() {
+        out.push_str("Ready now: ");
+        let names: Vec<String> = ready
+            .iter()
+            .map(|t| format!("#{} {}", t.id, t.subject))
+            .collect();
+        out.push_str(&names.join("; "));
+        out.push('\n');
+    }
+    for bad in &listing.unreadable {
+        out.push_str(&format!(
+            "Unreadable: {}: {}\n",
+            bad.path.display(),
+            bad.problem
+        ));
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// `[ ] #3 Write tests (owner: alice; blocked by #1, #2)`.
+pub fn task_line(task: &Task, open_blockers: &[u64]) -> String {
+    let mark = match task.status {
+        TaskStatus::Pending => "[ ]",
+        TaskStatus::InProgress => "[>]",
+        TaskStatus::Completed => "[x]",
+    };
+    let mut extra = Vec::new();
+    if let Some(owner) = &task.owner {
+        extra.push(format!("owner: {owner}"));
+    }
+    if let Some(worktree) = &task.worktree {
+        extra.push(format!("worktree: {worktree}"));
+    }
+    if !open_blockers.is_empty() {
+        extra.push(format!("blocked by {}", list(open_blockers)));
+    }
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", extra.join("; "))
+    };
+    format!("{mark} #{} {}{extra}", task.id, task.subject)
+}
