@@ -126,6 +126,24 @@ def main():
         print("harness overhead per turn (20-turn session, incl. a tiny read): median %.3f ms, p90 %.3f ms, max %.3f ms (n=%d)"
               % (statistics.median(gaps), sorted(gaps)[int(len(gaps) * 0.9)], max(gaps), len(gaps)))
 
+        # 5. sub-agent spawn overhead: a request whose one tool call is a
+        # sub-agent (that answers at once) against one whose call is a tiny read.
+        read_script = [{"kind": "reply", "tool_calls": [{"name": "read", "arguments": {"path": "tiny.txt"}}]},
+                       {"kind": "reply", "text": "done"}]
+        task_script = [{"kind": "reply", "tool_calls": [{"name": "task", "arguments": {
+                           "description": "d", "prompt": "say hi", "agent_type": "explore"}}]},
+                       {"kind": "reply", "text": "hi"}, {"kind": "reply", "text": "done"}]
+        for label, script in (("request with a read call", read_script), ("request with a sub-agent", task_script)):
+            samples = []
+            for _ in range(args.runs):
+                llm, url = start_llm(script, tmp)
+                s = measure([BIN, "-p", "go", "--model", "anthropic/bench"], env_for(home, url), ws)
+                llm.kill()
+                llm.wait()
+                assert s[2] == 0, s
+                samples.append(s)
+            summary(label, samples)
+
         # 4. resume a large session
         sessions = os.path.join(home, "sessions", "bench")
         os.makedirs(sessions, exist_ok=True)

@@ -89,6 +89,22 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::mcp_cmd::McpAction,
     },
+    /// Print the system prompt layer by layer, with each layer's size in tokens.
+    Context {
+        /// Print only the prompt, exactly as sent.
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Skills: list, show one, or check every skill file.
+    Skills {
+        #[command(subcommand)]
+        action: crate::skills_cmd::SkillsAction,
+    },
+    /// Local models: list, pull from the catalogue or a URL, import a GGUF file, remove.
+    Model {
+        #[command(subcommand)]
+        action: crate::model_cmd::ModelAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,6 +1,8 @@
 //! `ferroclaw context`: the system prompt as the model will get it, layer by
 //! layer with each layer's size, so a user can see what costs what.
 
+use std::io::IsTerminal;
+
 use ferroclaw_core::compaction::estimate_tokens;
 use ferroclaw_core::{Config, ContextBuilder};
 
@@ -17,9 +19,14 @@ pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
         println!("{}", context.system_prompt());
         return Ok(exit::OK);
     }
+    let (dim, plain) = if std::io::stdout().is_terminal() {
+        ("\x1b[2m", "\x1b[0m")
+    } else {
+        ("", "")
+    };
     for layer in context.layers.iter().filter(|l| !l.text.is_empty()) {
         println!(
-            "\x1b[2m──── {} · ~{} tokens ────\x1b[0m\n{}\n",
+            "{dim}──── {} · ~{} tokens ────{plain}\n{}\n",
             layer.name,
             layer.tokens(),
             layer.text
@@ -32,7 +39,12 @@ pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     let mut total = 0;
     for layer in &context.layers {
         total += layer.tokens();
-        println!("{:<12} {:>8} {:>9}", layer.name, layer.text.len(), layer.tokens());
+        println!(
+            "{:<12} {:>8} {:>9}",
+            layer.name,
+            layer.text.len(),
+            layer.tokens()
+        );
     }
     println!(
         "{:<12} {:>8} {:>9}   ({} built-in and context tools; MCP and agent tools not counted)",
@@ -42,6 +54,6 @@ pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
         tools.len()
     );
     println!("{:<12} {:>8} {:>9}", "total", "", total + tool_tokens);
-    println!("\x1b[2m(tokens estimated as characters / 4)\x1b[0m");
+    println!("{dim}(tokens estimated as characters / 4){plain}");
     Ok(exit::OK)
 }

@@ -1,16 +1,20 @@
 //! The `ferroclaw` binary: REPL, one-shot `-p`, and subcommands.
 
+mod archive;
 mod args;
+mod context_cmd;
 mod doctor;
 mod exit;
 mod interrupt;
 mod markdown;
 mod mcp_cmd;
+mod model_cmd;
 mod oneshot;
 mod render;
 mod repl;
 mod sessions;
 mod setup;
+mod skills_cmd;
 mod tasks_cmd;
 
 use clap::Parser;
@@ -49,6 +53,9 @@ async fn run(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Doctor) => doctor::run(cli).map(|()| exit::OK),
         Some(Command::Tasks) => tasks_cmd::run(cli),
         Some(Command::Mcp { action }) => mcp_cmd::run(action, &setup::load_config(cli)?).await,
+        Some(Command::Context { raw }) => context_cmd::run(&setup::load_config(cli)?, *raw),
+        Some(Command::Skills { action }) => skills_cmd::run(action, &setup::load_config(cli)?),
+        Some(Command::Model { action }) => model_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Sessions { action }) => {
             let config = setup::load_config(cli)?;
             sessions::run(action, &config)?;
@@ -59,9 +66,16 @@ async fn run(cli: &Cli) -> Result<i32, SetupError> {
     }
 }
 
-/// `ferroclaw init`: writes the commented config unless one exists.
+/// `ferroclaw init`: writes the agent workspace's missing templates, and the
+/// commented config unless one exists.
 fn init(force: bool) -> Result<i32, SetupError> {
     let home = ferroclaw_core::Config::default_home();
+    let templates = ferroclaw_core::context::write_workspace_templates(&home).map_err(|e| {
+        SetupError::Other(format!("cannot write {}/workspace: {e}", home.display()))
+    })?;
+    for path in templates {
+        println!("wrote {}", path.display());
+    }
     let path = home.join("config.toml");
     if path.exists() && !force {
         println!("{} exists; use --force to overwrite it", path.display());

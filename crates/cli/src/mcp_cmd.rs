@@ -1,4 +1,4 @@
-//! `ferroclaw mcp ...` (list, get, add, remove, serve), the session's MCP
+//! `ferroclaw mcp ...` (list, get, add, remove, login, logout, serve), the session's MCP
 //! hub (started with the agent, its problems reported once), and the REPL's
 //! `/mcp` and `/mcp__SERVER__PROMPT` commands with their terminal hooks.
 
@@ -12,8 +12,8 @@ use clap::{Subcommand, ValueEnum};
 use ferroclaw_core::{Config, Decision, PermissionMode, Permissions};
 use ferroclaw_llm::{ChatRequest, Provider};
 use ferroclaw_mcp::{
-    ClientHooks, Elicitation, Elicitor, HubOptions, McpConfig, McpHub, NewServer, Sampler,
-    SamplingRequest, ServerState, ToolServer, Transport,
+    ClientHooks, Consent, Elicitation, Elicitor, HubOptions, McpConfig, McpHub, NewServer, Sampler,
+    SamplingRequest, ServerConfig, ServerState, TokenStore, ToolServer, Transport,
 };
 use ferroclaw_protocol::{Message, ProviderEvent};
 use ferroclaw_tools::{ToolContext, ToolRegistry};
@@ -56,6 +56,11 @@ pub enum McpAction {
         #[arg(long, value_enum, default_value_t = Scope::Project)]
         scope: Scope,
     },
+    /// Logs in to an HTTP server that asks for OAuth: prints the address to
+    /// open in a browser and waits for the redirect on a loopback port.
+    Login { name: String },
+    /// Forgets the OAuth tokens `login` saved for a server.
+    Logout { name: String },
     /// Serves ferroclaw's built-in tools over MCP (stdio, or HTTP on 127.0.0.1).
     Serve {
         /// Serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio.
@@ -131,6 +136,28 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
             yes,
             permission_mode,
         } => serve(config, *http, *yes, *permission_mode).await,
+        McpAction::Login { name } => {
+            let url = http_url(config, name)?;
+            ferroclaw_mcp::login(name, &url, &token_store(config), Consent::Browser, None)
+                .await
+                .map_err(|e| other(e.to_string()))?;
+            println!(
+                "logged in to mcp server {name}; tokens saved in {}",
+                token_store(config).path(name).display()
+            );
+            Ok(exit::OK)
+        }
+        McpAction::Logout { name } => {
+            let store = token_store(config);
+            if store.remove(name).map_err(|e| other(e.to_string()))? {
+                println!("removed the OAuth tokens of mcp server {name}");
+                Ok(exit::OK)
+            } else {
+                Err(other(format!(
+                    "mcp server {name} has no saved OAuth tokens"
+                )))
+            }
+        }
     }
 }
 
@@ -157,6 +184,37 @@ fn scope_file(config: &Config, scope: Scope) -> PathBuf {
     }
 }
 
+/// Where `ferroclaw mcp login` keeps OAuth tokens: `$FERROCLAW_HOME/mcp-tokens/`.
+pub fn token_store(config: &Config) -> TokenStore {
+    TokenStore::new(config.home.join("mcp-tokens"))
+}
+
+/// The URL of the configured HTTP server `name`.
+fn http_url(config: &Config, name: &str) -> Result<String, SetupError> {
+    let servers = load(config);
+    if let Some(p) = servers.problems.iter().find(|p| p.server == name) {
+        return Err(other(p.to_string()));
+    }
+    match servers.servers.iter().find(|s| s.name == name) {
+        Some(ServerConfig {
+            transport: Transport::Http { url, .. },
+            ..
+        }) => Ok(url.clone()),
+        Some(_) => Err(other(format!(
+            "mcp server {name} is a stdio server; OAuth login is for HTTP servers"
+        ))),
+        None => Err(other(format!(
+            "no mcp server named {name:?}; configured: {}",
+            servers
+                .servers
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
 /// The configured servers of this workspace.
 pub fn load(config: &Config) -> McpConfig {
     McpConfig::load(
@@ -177,6 +235,7 @@ pub async fn start_hub(config: &Config, hooks: ClientHooks) -> McpHub {
         HubOptions {
             workspace: config.workspace.clone(),
             hooks,
+            tokens: Some(token_store(config)),
         },
     )
     .await;
@@ -204,6 +263,7 @@ async fn list(config: &Config) -> Result<i32, SetupError> {
         HubOptions {
             workspace: config.workspace.clone(),
             hooks: ClientHooks::default(),
+            tokens: Some(token_store(config)),
         },
     )
     .await;
@@ -253,6 +313,7 @@ async fn get(config: &Config, name: &str) -> Result<i32, SetupError> {
         HubOptions {
             workspace: config.workspace.clone(),
             hooks: ClientHooks::default(),
+            tokens: Some(token_store(config)),
         },
     )
     .await;

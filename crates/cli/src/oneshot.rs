@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::sync::Arc;
 
 use ferroclaw_core::{Config, NoOneToAsk, Outcome};
-use ferroclaw_protocol::{AgentEvent, Message};
+use ferroclaw_protocol::AgentEvent;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
@@ -58,8 +58,17 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     });
     let cancel = CancellationToken::new();
     crate::interrupt::watch(cancel.clone());
-    let report = agent.run(Message::user(prompt), &tx, &cancel).await;
+    let report = agent
+        .run(
+            ferroclaw_core::mentions::user_message(&prompt, &agent.workspace),
+            &tx,
+            &cancel,
+        )
+        .await;
     mcp.shutdown().await;
+    if let Some(jobs) = &agent.jobs {
+        jobs.shutdown();
+    }
     drop(tx);
     let _ = consumer.await;
     let mut stdout = std::io::stdout().lock();

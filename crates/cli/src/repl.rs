@@ -8,7 +8,7 @@ use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
 use ferroclaw_core::{
     Agent, Approval, Approver, Config, PermissionMode, PlanVerdict, SessionStore, pricing,
 };
-use ferroclaw_protocol::{Message, ToolCall};
+use ferroclaw_protocol::ToolCall;
 use rustyline::completion::Completer;
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
@@ -27,7 +27,11 @@ use crate::setup::{Resume, SetupError, open_agent};
 /// Slash commands and what they do, for `/help` and completion.
 const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
-    ("/clear", "start a new conversation"),
+    (
+        "/new",
+        "start a new conversation; this one is archived to memory",
+    ),
+    ("/clear", "same as /new"),
     ("/model", "show the model, or switch: /model PROVIDER/MODEL"),
     ("/sessions", "this project's conversations"),
     (
@@ -40,6 +44,7 @@ const COMMANDS: &[(&str, &str)] = &[
         "plan mode on/off: read-only tools until you approve a plan",
     ),
     ("/todos", "the model's todo list"),
+    ("/jobs", "background jobs and their status"),
     ("/mcp", "MCP servers and prompts: /mcp__SERVER__PROMPT ARGS"),
     ("/exit", "leave (also /quit, Ctrl-D)"),
 ];
@@ -60,6 +65,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         let line = match first.take() {
             Some(p) => Ok(p),
             None => {
+                show_running_jobs(&agent);
                 let (result, ed) = tokio::task::spawn_blocking(move || {
                     let r = editor.readline("\x1b[1m›\x1b[0m ");
                     (r, editor)
@@ -113,6 +119,9 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         run_request(&mut agent, input).await;
     }
     mcp.shutdown().await;
+    if let Some(jobs) = &agent.jobs {
+        jobs.shutdown();
+    }
     Ok(exit::OK)
 }
 
@@ -129,7 +138,8 @@ async fn run_request(agent: &mut Agent, input: &str) {
     ));
     let cancel = CancellationToken::new();
     let watcher = crate::interrupt::watch(cancel.clone());
-    agent.run(Message::user(input), &tx, &cancel).await;
+    let message = ferroclaw_core::mentions::user_message(input, &agent.workspace);
+    agent.run(message, &tx, &cancel).await;
     watcher.abort();
     drop(tx);
     let _ = renderer.await;
@@ -156,7 +166,8 @@ fn command(
                 "  End a line with \\ to continue it; Ctrl-C interrupts a request, twice exits."
             );
         }
-        "/clear" => {
+        "/clear" | "/new" => {
+            crate::archive::spawn(agent, config);
             agent.session = store
                 .create(&config.workspace, &agent.model_spec)
                 .map_err(|e| e.to_string())?;
@@ -201,6 +212,21 @@ fn command(
             agent.permissions.set_mode(now);
             println!("permission mode: {}", ferroclaw_core::plan::mode_name(now));
         }
+        "/jobs" => {
+            let jobs = agent.jobs.as_ref().map(|j| j.jobs()).unwrap_or_default();
+            if jobs.is_empty() {
+                println!("no background jobs");
+            }
+            for j in jobs {
+                println!(
+                    "{}  {:<9} {:>6.1}s  {}",
+                    j.id,
+                    format!("{:?}", j.status).to_lowercase(),
+                    j.elapsed.as_secs_f64(),
+                    j.command
+                );
+            }
+        }
         "/todos" => {
             let list = agent.todos.render();
             println!("{}", if list.is_empty() { "no todos" } else { &list });
@@ -224,6 +250,23 @@ fn command(
         }
     }
     Ok(true)
+}
+
+/// One line above the prompt while background jobs run.
+fn show_running_jobs(agent: &Agent) {
+    let running = agent.jobs.as_ref().map(|j| j.running()).unwrap_or_default();
+    if !running.is_empty() {
+        let names: Vec<String> = running
+            .iter()
+            .map(|j| format!("{} {}", j.id, crate::render::shorten(&j.command, 30)))
+            .collect();
+        eprintln!(
+            "\x1b[2m⧗ {} background job{} running: {} (/jobs)\x1b[0m",
+            running.len(),
+            if running.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+    }
 }
 
 fn print_banner(agent: &Agent, resumed: bool, skipped_bytes: u64) {

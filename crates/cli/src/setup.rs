@@ -12,7 +12,7 @@ use ferroclaw_core::todo::{TodoList, TodoWriteTool};
 use ferroclaw_core::{
     Agent, Approver, Config, Overrides, PermissionMode, Permissions, SessionStore,
 };
-use ferroclaw_tools::{SearchBackend, WebSearchTool};
+use ferroclaw_tools::{JobManager, SandboxPolicy, SearchBackend, WebSearchTool, background_tools};
 
 use crate::args::Cli;
 
@@ -110,8 +110,14 @@ pub fn open_agent(
         (None, Some(r)) => r.log.meta().model.clone(),
         _ => config.model_spec()?,
     };
-    let (provider_config, model) = config.resolve_model(&spec)?;
-    let provider = ferroclaw_llm::connect(provider_config);
+    let announce = config.file.model.is_none() && resumed.is_none();
+    let (provider, model) = match crate::model_cmd::local_provider(config, &spec, announce) {
+        Some(local) => (local?, spec.clone()),
+        None => {
+            let (provider_config, model) = config.resolve_model(&spec)?;
+            (ferroclaw_llm::connect(provider_config), model)
+        }
+    };
     let permissions = Permissions::new(
         config.permission_mode(),
         &config.file.permissions.allow,
@@ -128,11 +134,25 @@ pub fn open_agent(
         ),
     };
     let permissions = Arc::new(permissions);
-    let system = ferroclaw_core::prompt::system_prompt(&config.workspace);
+    let context = ferroclaw_core::ContextBuilder::for_config(config).build();
+    for w in &context.warnings {
+        tracing::warn!("{w}");
+    }
+    let system = context.system_prompt();
     let mut tools = ferroclaw_tools::builtin_tools();
+    let recall = ferroclaw_core::recall::Recall::open(&config.home)
+        .map_err(|e| tracing::warn!("session_search is off: {e}"))
+        .ok();
+    context.register_tools(&mut tools, recall.map(Arc::new));
     if let Some(search) = &config.file.web_search {
         tools.register(web_search_tool(search)?);
     }
+    ferroclaw_team::register_board_tools(&mut tools, config.workspace.clone());
+    let jobs = JobManager::new();
+    for tool in background_tools(&jobs) {
+        tools.register_arc(tool);
+    }
+    let sandbox = sandbox_policy(config);
     let todos = TodoList::restore(&messages);
     tools.register(TodoWriteTool(todos.clone()));
     tools.register(ExitPlanModeTool {
@@ -150,6 +170,11 @@ pub fn open_agent(
         model: model.clone(),
         model_spec: spec.clone(),
         resolve_model: Some(Arc::new(move |spec: &str| {
+            if let Some(local) = crate::model_cmd::local_provider(&resolver_config, spec, false) {
+                return local
+                    .map(|p| (p, spec.to_string()))
+                    .map_err(|e| e.to_string());
+            }
             let (p, m) = resolver_config
                 .resolve_model(spec)
                 .map_err(|e| e.to_string())?;
@@ -163,6 +188,7 @@ pub fn open_agent(
         system: system.clone(),
         workspace: config.workspace.clone(),
         allowed_dirs: config.file.allowed_dirs.clone().unwrap_or_default(),
+        sandbox: sandbox.clone(),
         types,
         max_turns: subagent::DEFAULT_MAX_TURNS,
         max_tokens: config.max_tokens(),
@@ -187,6 +213,8 @@ pub fn open_agent(
         max_tokens: config.max_tokens(),
         total_usage: Default::default(),
         todos,
+        jobs: Some(jobs),
+        sandbox,
     };
     Ok(Opened {
         agent,
@@ -218,4 +246,23 @@ fn web_search_tool(search: &WebSearchSection) -> Result<WebSearchTool, SetupErro
         )));
     }
     WebSearchTool::new(backend, search.url.clone(), key).map_err(SetupError::Other)
+}
+
+/// The `[sandbox]` config as the tools' policy; `~` in writable folders is
+/// the user's home.
+pub fn sandbox_policy(config: &Config) -> SandboxPolicy {
+    let section = config.file.sandbox.clone().unwrap_or_default();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let writable = section
+        .writable
+        .iter()
+        .map(|p| match (p.strip_prefix("~"), &home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ => p.clone(),
+        })
+        .collect();
+    SandboxPolicy {
+        confine_writes: section.enabled.unwrap_or(true),
+        writable,
+    }
 }

@@ -256,3 +256,85 @@ fn a_custom_agent_type_gets_its_instructions_and_only_its_tools() {
     let parent_tools = tool_names(&env.request_body(0));
     assert!(parent_tools.contains(&"task".to_string()));
 }
+
+#[test]
+fn a_background_job_result_arrives_exactly_once_while_the_model_keeps_working() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool(
+                "background_run",
+                json!({"command": "sleep 0.3; echo bg-$((40 + 2))"}),
+            )
+            .into(),
+            Turn::tool("bash", json!({"command": "sleep 1; echo foreground"})).into(),
+            Turn::tool("glob", json!({"pattern": "*"})).into(),
+            Turn::text("all done").into(),
+        ],
+    );
+    let (code, stdout, stderr) = run(&mut env.oneshot("work", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "all done\n");
+    let count = |i: usize| env.request_body(i).to_string().matches("bg-42").count();
+    assert_eq!(count(1), 0, "still running when the model was asked again");
+    assert_eq!(count(2), 1, "delivered before the next request");
+    assert_eq!(count(3), 1, "and never again");
+    assert!(
+        env.request_body(2)
+            .to_string()
+            .contains("<background-results>")
+    );
+}
+
+#[test]
+fn a_dependency_chain_is_completed_in_order_and_the_board_stays_consistent() {
+    let update = |id: u64, extra: serde_json::Value| {
+        let mut v = json!({"task_id": id});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        Turn::tool("task_update", v).into()
+    };
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            Turn::tools(vec![
+                ScriptedToolCall::new("task_create", json!({"subject": "design"})),
+                ScriptedToolCall::new("task_create", json!({"subject": "build"})),
+                ScriptedToolCall::new("task_create", json!({"subject": "ship"})),
+            ])
+            .into(),
+            update(2, json!({"addBlockedBy": [1]})),
+            update(3, json!({"addBlockedBy": [2]})),
+            update(3, json!({"status": "in_progress"})),
+            update(1, json!({"status": "completed"})),
+            update(2, json!({"status": "completed"})),
+            Turn::tool("task_list", json!({})).into(),
+            Turn::text("shipped").into(),
+        ],
+    );
+    let (code, _, stderr) = run(&mut env.oneshot("plan the release", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    let refused = tool_results(&env.request_body(4));
+    assert!(
+        refused.last().unwrap().0.contains("blocked"),
+        "ship cannot start before build: {refused:?}"
+    );
+    let task = |id: u64| -> serde_json::Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(env.ws().join(format!(".agent/tasks/task_{id}.json")))
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(task(1)["status"], "completed");
+    assert_eq!(task(2)["status"], "completed");
+    assert_eq!(task(3)["blockedBy"], json!([]), "completing unblocked it");
+    assert_eq!(task(3)["status"], "pending");
+    let (code, board, _) = run(env.cmd().arg("tasks"));
+    assert_eq!(code, 0);
+    assert!(
+        board.contains("ship") && board.contains("design"),
+        "{board}"
+    );
+}

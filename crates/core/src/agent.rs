@@ -13,7 +13,9 @@ use ferroclaw_llm::{ChatRequest, LlmError, Provider};
 use ferroclaw_protocol::{
     AgentEvent, ContentBlock, Message, ProviderEvent, Role, StopReason, ToolCall, Usage,
 };
-use ferroclaw_tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
+use ferroclaw_tools::{
+    JobManager, SandboxPolicy, Tool, ToolContext, ToolOutput, ToolRegistry, format_results,
+};
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
@@ -57,6 +59,11 @@ pub struct Agent {
     pub total_usage: Usage,
     /// The model's todo list (shared with the `todo_write` tool).
     pub todos: TodoList,
+    /// Background jobs whose results are handed to the model (once each)
+    /// before its next request; `None` where background tools are not offered.
+    pub jobs: Option<JobManager>,
+    /// How commands are confined.
+    pub sandbox: SandboxPolicy,
 }
 
 /// How a request ended.
@@ -136,6 +143,7 @@ impl Agent {
                 break self.report(Outcome::MaxTurns, text, turn, usage);
             }
             turn += 1;
+            self.deliver_background_results();
             emit(events, AgentEvent::TurnStarted { turn });
             let answer = match self.call_model(events, cancel).await {
                 Ok(answer) => answer,
@@ -325,6 +333,7 @@ impl Agent {
             cancel: cancel.child_token(),
             call_id: String::new(),
             events: Some(events.clone()),
+            sandbox: self.sandbox.clone(),
         };
         let mut results = Vec::with_capacity(calls.len());
         let mut start = 0;
@@ -479,6 +488,16 @@ impl Agent {
         match called {
             "spawn" => "task",
             other => ferroclaw_tools::canonical_tool_name(other),
+        }
+    }
+
+    /// Hands finished background jobs to the model, each exactly once, as a
+    /// `<background-results>` message before the next request.
+    fn deliver_background_results(&mut self) {
+        let Some(jobs) = &self.jobs else { return };
+        let block = format_results(&jobs.drain_finished());
+        if !block.is_empty() {
+            self.record(Message::user(block));
         }
     }
 

@@ -155,7 +155,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     #[error(
-        "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or another provider's key), pass --model PROVIDER/MODEL, or run `ferroclaw init` to write a config"
+        "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or another provider's key), pass --model PROVIDER/MODEL, run `ferroclaw init` to write a config, or run `ferroclaw model pull smollm2-135m-instruct` to use a local model with no key"
     )]
     NoModel,
     #[error("model {spec:?} is not PROVIDER/MODEL; providers: {valid}")]
@@ -251,7 +251,7 @@ impl Config {
     }
 
     /// The model spec in force: configured, or the default for whichever
-    /// provider key is set.
+    /// provider key is set, or else the installed local model.
     pub fn model_spec(&self) -> Result<String, ConfigError> {
         if let Some(m) = &self.file.model {
             return Ok(m.clone());
@@ -261,6 +261,9 @@ impl Config {
         }
         if env_nonempty("OPENAI_API_KEY").is_some() {
             return Ok("openai/gpt-5".into());
+        }
+        if let Some(name) = installed_local_model(&self.home) {
+            return Ok(format!("local/{name}"));
         }
         Err(ConfigError::NoModel)
     }
@@ -468,6 +471,20 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// The first model (by name) in `home/models`, which `ferroclaw model`
+/// manages: the default when no provider key is set.
+fn installed_local_model(home: &Path) -> Option<String> {
+    let mut names: Vec<String> = std::fs::read_dir(home.join("models"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gguf"))
+        .filter_map(|p| p.file_stem()?.to_str().map(str::to_string))
+        .collect();
+    names.sort();
+    names.into_iter().next()
 }
 
 fn env_nonempty(name: &str) -> Option<String> {

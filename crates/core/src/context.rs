@@ -88,7 +88,8 @@ pub struct Context {
     pub skills: Arc<SkillSet>,
     /// The memory files (for the `memory` tool).
     pub memory: MemoryStore,
-    /// Problems worth telling the user (skipped skills, ...).
+    /// Problems worth telling the user at start-up (skipped skill files);
+    /// `skills.problems()` has the warnings too.
     pub warnings: Vec<String>,
 }
 
@@ -143,7 +144,12 @@ impl ContextBuilder {
             &SkillSet::roots(&self.workspace, &self.home),
             self.builtin_skills,
         );
-        let warnings = skills.problems().iter().map(ToString::to_string).collect();
+        let warnings = skills
+            .problems()
+            .iter()
+            .filter(|p| p.fatal)
+            .map(|p| format!("skill skipped: {p}"))
+            .collect();
         let runtime = self
             .runtime
             .clone()
@@ -300,12 +306,18 @@ fn rules_layer(workspace: &Path, home: &Path) -> String {
             rules.insert(stem, body);
         }
     }
-    rules
+    let sections: Vec<String> = rules
         .iter()
         .filter(|(_, body)| !body.is_empty())
         .map(|(name, body)| format!("# {name}\n\n{body}"))
-        .collect::<Vec<_>>()
-        .join("\n\n")
+        .collect();
+    if sections.is_empty() {
+        return String::new();
+    }
+    format!(
+        "The rules below apply to all your work here.\n\n{}",
+        sections.join("\n\n")
+    )
 }
 
 fn memory_layer(memory: &str) -> String {

@@ -67,12 +67,12 @@ fn mentions(text: &str) -> Vec<String> {
             rest = after;
             continue;
         }
-        if let Some(quoted) = after.strip_prefix('"') {
-            if let Some(end) = quoted.find('"') {
-                out.push(quoted[..end].to_string());
-                rest = &quoted[end + 1..];
-                continue;
-            }
+        if let Some(quoted) = after.strip_prefix('"')
+            && let Some(end) = quoted.find('"')
+        {
+            out.push(quoted[..end].to_string());
+            rest = &quoted[end + 1..];
+            continue;
         }
         let end = after.find(char::is_whitespace).unwrap_or(after.len());
         let word = &after[..end];

@@ -263,7 +263,7 @@ fn summary_line(skill: &Skill) -> String {
     if let Some(when) = &skill.when_to_use
         && when.trim() != skill.description.trim()
     {
-        line.push_str(&format!(" Use when: {}", one_line(when)));
+        line.push_str(&format!(" (use when: {})", one_line(when)));
     }
     if let Some(reason) = &skill.unavailable {
         line.push_str(&format!(" (unavailable: {reason})"));

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use ferroclaw_llm::Provider;
 use ferroclaw_protocol::{AgentEvent, Message};
-use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use ferroclaw_tools::{SandboxPolicy, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -63,6 +63,7 @@ pub struct SubAgents {
     pub system: String,
     pub workspace: PathBuf,
     pub allowed_dirs: Vec<PathBuf>,
+    pub sandbox: SandboxPolicy,
     pub types: Vec<AgentType>,
     pub max_turns: u32,
     pub max_tokens: u32,
@@ -146,6 +147,8 @@ impl SubAgents {
             max_tokens: self.max_tokens,
             total_usage: Default::default(),
             todos,
+            jobs: None,
+            sandbox: self.sandbox.clone(),
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let forward = {

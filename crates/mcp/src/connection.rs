@@ -10,14 +10,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
+use rmcp::service::{
+    ClientInitializeError, Peer, RoleClient, RunningService, ServiceError, ServiceExt,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::{AuthClient, StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::AsyncBufReadExt;
 
 use crate::config::{ServerConfig, Transport};
 use crate::error::McpError;
 use crate::hooks::{ClientHooks, Handler};
+use crate::oauth::{self, TokenStore};
 
 /// Restarts allowed after crashes before a server is marked failed. One, as
 /// the issue asks: a server that dies twice is broken, not unlucky.
@@ -53,6 +56,8 @@ pub(crate) struct Connection {
     pub config: ServerConfig,
     workspace: PathBuf,
     hooks: ClientHooks,
+    /// Saved OAuth tokens of HTTP servers.
+    tokens: Option<TokenStore>,
     pub tools_changed: Arc<AtomicBool>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     life: tokio::sync::Mutex<Life>,
@@ -65,11 +70,13 @@ impl Connection {
         config: ServerConfig,
         workspace: &Path,
         hooks: ClientHooks,
+        tokens: Option<TokenStore>,
     ) -> Result<Connection, (Connection, McpError)> {
         let conn = Connection {
             config,
             workspace: workspace.to_path_buf(),
             hooks,
+            tokens,
             tools_changed: Arc::new(AtomicBool::new(false)),
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             life: tokio::sync::Mutex::new(Life::Down),
@@ -111,6 +118,10 @@ impl Connection {
         let timeout = self.config.tool_timeout;
         match tokio::time::timeout(timeout, send(peer.clone())).await {
             Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) if e.auth_challenge().is_some() => Err(McpError::NeedsLogin {
+                server: self.name().to_string(),
+                challenge: e.auth_challenge().map(str::to_string),
+            }),
             Ok(Err(e)) => {
                 let closed = peer.is_transport_closed()
                     || matches!(
@@ -270,17 +281,42 @@ impl Connection {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom)
                     .reinit_on_expired_session(true);
-                let transport = StreamableHttpClientTransport::with_client(
-                    http_client().map_err(start_error)?,
-                    config,
-                );
-                (handler.serve(transport).boxed(), None)
+                let client = http_client().map_err(start_error)?;
+                let handshake = match self
+                    .tokens
+                    .as_ref()
+                    .filter(|t| t.has_tokens(self.name(), url))
+                {
+                    Some(tokens) => {
+                        let auth_error = |e: rmcp::transport::AuthError| {
+                            start_error(format!("cannot use the saved OAuth tokens: {e}"))
+                        };
+                        let mut manager = oauth::manager(tokens, self.name(), url)
+                            .await
+                            .map_err(auth_error)?;
+                        manager.initialize_from_store().await.map_err(auth_error)?;
+                        let client = AuthClient::new(client, manager);
+                        handler
+                            .serve(StreamableHttpClientTransport::with_client(client, config))
+                            .boxed()
+                    }
+                    None => handler
+                        .serve(StreamableHttpClientTransport::with_client(client, config))
+                        .boxed(),
+                };
+                (handshake, None)
             }
         };
         match tokio::time::timeout(timeout, handshake).await {
             Ok(Ok(client)) => Ok(Live { client, pgid }),
             Ok(Err(e)) => {
                 kill_group(pgid);
+                if let Some(challenge) = auth_challenge(&e) {
+                    return Err(McpError::NeedsLogin {
+                        server: self.name().to_string(),
+                        challenge,
+                    });
+                }
                 Err(start_error(self.exit_reason(&e.to_string())))
             }
             Err(_) => {
@@ -330,15 +366,29 @@ impl Connection {
     }
 }
 
-/// The HTTP client for streamable HTTP servers (rustls with ring).
-fn http_client() -> Result<reqwest::Client, String> {
+/// Makes ring rustls's crypto provider (reqwest is built without one).
+pub(crate) fn install_crypto() {
     // Ignore the error: another crate installed a provider already.
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The HTTP client for streamable HTTP servers (rustls with ring).
+pub(crate) fn http_client() -> Result<reqwest::Client, String> {
+    install_crypto();
     reqwest::Client::builder()
         .user_agent(concat!("ferroclaw/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// `Some(challenge)` when the handshake failed because the server wants
+/// authorization: the `WWW-Authenticate` header, when there was one.
+fn auth_challenge(e: &ClientInitializeError) -> Option<Option<String>> {
+    match e.auth_challenge() {
+        Some(challenge) => Some(Some(challenge.to_string())),
+        None => e.is_authorization_required().then_some(None),
+    }
 }
 
 /// Kills a stdio server's whole process group (`npx` spawns children).

@@ -28,6 +28,13 @@ pub enum McpError {
         what: String,
         message: String,
     },
+    /// The HTTP server answered 401 and no usable OAuth tokens are saved.
+    #[error("mcp server {server} needs you to log in (OAuth): run `ferroclaw mcp login {server}`")]
+    NeedsLogin {
+        server: String,
+        /// The `WWW-Authenticate` header of the 401, when there was one.
+        challenge: Option<String>,
+    },
     /// No server of that name is configured.
     #[error("no mcp server named {server:?}; configured: {known}")]
     UnknownServer { server: String, known: String },

@@ -17,6 +17,7 @@ use crate::connection::Connection;
 use crate::content;
 use crate::error::McpError;
 use crate::hooks::ClientHooks;
+use crate::oauth::TokenStore;
 use crate::tool::{ListResources, McpTool, ReadResource};
 
 /// What the hub needs besides the server list.
@@ -25,6 +26,9 @@ pub struct HubOptions {
     /// The workspace: the servers' root and default working directory.
     pub workspace: PathBuf,
     pub hooks: ClientHooks,
+    /// Saved OAuth tokens of HTTP servers (`$FERROCLAW_HOME/mcp-tokens`);
+    /// `None` sends none.
+    pub tokens: Option<TokenStore>,
 }
 
 /// How a server stands.
@@ -386,30 +390,42 @@ impl Inner {
                     continue;
                 }
             };
-            for r in serde_json::to_value(&resources)
-                .unwrap_or_default()
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                let mut line = format!(
-                    "{}: {} ({}",
-                    conn.name(),
-                    r["uri"].as_str().unwrap_or_default(),
-                    r["name"].as_str().unwrap_or_default()
-                );
-                if let Some(mime) = r["mimeType"].as_str() {
-                    line.push_str(&format!(", {mime}"));
-                }
-                line.push(')');
-                if let Some(d) = r["description"].as_str() {
-                    line.push_str(&format!(" {d}"));
-                }
-                lines.push(line);
+            let templates = conn
+                .request("resources/templates/list", |peer| async move {
+                    peer.list_all_resource_templates().await
+                })
+                .await
+                // Servers without templates may answer "method not found".
+                .unwrap_or_default();
+            let listed = serde_json::to_value(&resources).unwrap_or_default();
+            for r in listed.as_array().into_iter().flatten() {
+                lines.push(resource_line(conn.name(), r, "uri", ""));
+            }
+            let listed = serde_json::to_value(&templates).unwrap_or_default();
+            for t in listed.as_array().into_iter().flatten() {
+                lines.push(resource_line(conn.name(), t, "uriTemplate", "template, "));
             }
         }
         Ok(lines)
     }
+}
+
+/// `server: uri (kind name, mime) description` for one resource or template
+/// (whose URI is under `uri_key`).
+fn resource_line(server: &str, r: &Value, uri_key: &str, kind: &str) -> String {
+    let mut line = format!(
+        "{server}: {} ({kind}{}",
+        r[uri_key].as_str().unwrap_or_default(),
+        r["name"].as_str().unwrap_or_default()
+    );
+    if let Some(mime) = r["mimeType"].as_str() {
+        line.push_str(&format!(", {mime}"));
+    }
+    line.push(')');
+    if let Some(d) = r["description"].as_str() {
+        line.push_str(&format!(" {d}"));
+    }
+    line
 }
 
 /// Whether the server announced `capability` in its handshake.
@@ -426,7 +442,14 @@ async fn start_one(
 ) -> Result<(Arc<Connection>, Vec<Arc<McpTool>>), (String, McpError)> {
     let name = server.name.clone();
     let timeout = server.startup_timeout;
-    let conn = match Connection::start(server, &options.workspace, options.hooks.clone()).await {
+    let conn = match Connection::start(
+        server,
+        &options.workspace,
+        options.hooks.clone(),
+        options.tokens.clone(),
+    )
+    .await
+    {
         Ok(conn) => Arc::new(conn),
         Err((_, e)) => return Err((name, e)),
     };

@@ -9,6 +9,9 @@
 //! REPL's `/mcp__SERVER__PROMPT` commands. [`McpConfig::load`] reads the
 //! servers from config.toml, `.agent/mcp.json` and `.mcp.json`.
 //!
+//! HTTP servers that answer 401 get OAuth ([`login`], [`TokenStore`]): the
+//! tokens `ferroclaw mcp login` saved are sent and refreshed.
+//!
 //! As a server, [`ToolServer`] offers a [`ToolRegistry`](ferroclaw_tools::ToolRegistry)
 //! over stdio or streamable HTTP.
 //!
@@ -36,6 +39,7 @@ mod edit;
 mod error;
 mod hooks;
 mod hub;
+mod oauth;
 mod serve;
 mod tool;
 
@@ -49,5 +53,6 @@ pub use edit::{EditError, NewServer, add_server, remove_server};
 pub use error::McpError;
 pub use hooks::{ClientHooks, Elicitation, Elicitor, Sampler, SamplingRequest};
 pub use hub::{HubOptions, McpHub, PromptInfo, ServerState, ServerStatus};
+pub use oauth::{Consent, LOGIN_TIMEOUT, OAuthError, TokenStore, login};
 pub use serve::{Gate, ServeError, ToolServer};
 pub use tool::{MAX_TOOL_NAME_LEN, exposed_name};

@@ -124,7 +124,7 @@ impl Tool for ListResources {
         "mcp_list_resources"
     }
     fn description(&self) -> &str {
-        "Lists the resources (files, records, documents) that connected MCP servers offer, one per line as `server: uri (name, mime type) description`. Give `server` to list one server's only. Read one with mcp_read_resource."
+        "Lists the resources (files, records, documents) that connected MCP servers offer, one per line as `server: uri (name, mime type) description`, and their resource templates as `server: uri-template (template, name, mime type) description` (fill in the {placeholders} to get a URI). Give `server` to list one server's only. Read one with mcp_read_resource."
     }
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {"server": {"type": "string", "description": "Only this server's resources."}}, "additionalProperties": false})

@@ -34,6 +34,7 @@ async fn start(
         HubOptions {
             workspace: workspace.to_path_buf(),
             hooks,
+            ..Default::default()
         },
     )
     .await;
@@ -160,6 +161,10 @@ async fn resources_and_prompts_are_listed_and_read() {
             "ev: demo://resource/static/document/architecture.md (architecture.md, text/markdown)"
         ),
         "{listed:?}"
+    );
+    assert!(
+        listed.joined_text().contains("(template, "),
+        "resource templates are listed too: {listed:?}"
     );
     let read = call(
         &tools,

@@ -15,7 +15,7 @@ use crate::task::{Task, TaskStatus};
 /// ```
 pub fn render_board(listing: &Listing) -> String {
     if listing.tasks.is_empty() && listing.unreadable.is_empty() {
-        return "The task board is empty. task_create adds a task.".to_string();
+        return "The task board is empty.".to_string();
     }
     let done = listing
         .tasks

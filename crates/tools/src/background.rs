@@ -115,6 +115,8 @@ pub struct JobOptions {
     pub timeout: Option<Duration>,
     /// Keep running after the session ends (output goes to a log file).
     pub detached: bool,
+    /// Landlock write confinement for the job (see [`ToolContext::write_confinement`](crate::ToolContext::write_confinement)).
+    pub confinement: Option<std::sync::Arc<crate::landlock::WriteConfinement>>,
 }
 
 /// Runs and tracks background jobs. Cheap to clone; all clones share the
@@ -199,7 +201,13 @@ impl JobManager {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| ToolError::Failed("background jobs need a tokio runtime".to_string()))?;
         let id = fresh_id(&jobs);
-        let (job, run) = Job::spawn(&id, command, workspace, options.detached)?;
+        let (job, run) = Job::spawn(
+            &id,
+            command,
+            workspace,
+            options.detached,
+            options.confinement.clone(),
+        )?;
         forget_old_jobs(&mut jobs);
         jobs.push(job.clone());
         drop(jobs);

@@ -87,6 +87,7 @@ impl Job {
         command: &str,
         workspace: &Path,
         detached: bool,
+        confinement: Option<Arc<crate::landlock::WriteConfinement>>,
     ) -> Result<(Arc<Job>, Run), ToolError> {
         let (output, fd, reader, script) = if detached {
             let dir = workspace.join(".agent").join("jobs");
@@ -108,7 +109,7 @@ impl Job {
                 command.to_string(),
             )
         };
-        let (child, mut group) = spawn_in_group(&script, workspace, fd)?;
+        let (child, mut group) = spawn_in_group(&script, workspace, fd, confinement)?;
         let pipe = reader
             .map(|r| Receiver::from_owned_fd(OwnedFd::from(r)))
             .transpose()

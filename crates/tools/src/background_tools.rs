@@ -87,7 +87,11 @@ impl Tool for BackgroundRunTool {
         let id = self.0.start(
             command,
             sandbox.workspace(),
-            JobOptions { timeout, detached },
+            JobOptions {
+                timeout,
+                detached,
+                confinement: ctx.write_confinement()?,
+            },
         )?;
         let survives = if detached {
             format!(

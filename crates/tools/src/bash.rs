@@ -5,7 +5,7 @@
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use crate::args::{optional_positive, required_str};
 use crate::bash_output::Capture;
 use crate::deny::dangerous_command;
+use crate::landlock::WriteConfinement;
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Timeout when none is given, in milliseconds (Claude Code's Bash default).
@@ -246,12 +247,14 @@ impl Drop for GroupKill {
 }
 
 /// Spawns `bash -c script` in `cwd` in a new process group, stdin closed,
-/// stdout and stderr both written to `output` (a pipe or a file). The guard
-/// kills the whole group when dropped while armed.
+/// stdout and stderr both written to `output` (a pipe or a file), writes
+/// confined by `confinement` when given. The guard kills the whole group when
+/// dropped while armed.
 pub(crate) fn spawn_in_group(
     script: &str,
     cwd: &Path,
     output: OwnedFd,
+    confinement: Option<Arc<WriteConfinement>>,
 ) -> Result<(tokio::process::Child, GroupKill), ToolError> {
     let output_err = output
         .try_clone()
@@ -268,6 +271,12 @@ pub(crate) fn spawn_in_group(
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0);
+    if let Some(confinement) = confinement {
+        // SAFETY: apply_in_child makes only async-signal-safe syscalls.
+        unsafe {
+            command.pre_exec(move || confinement.apply_in_child());
+        }
+    }
     let child = command
         .spawn()
         .map_err(|e| ToolError::io("cannot start bash", e))?;
@@ -285,7 +294,8 @@ async fn run(
     ctx: &ToolContext,
 ) -> Result<(End, Capture), ToolError> {
     let (reader, writer) = std::io::pipe().map_err(|e| ToolError::io("cannot create a pipe", e))?;
-    let (mut child, mut group) = spawn_in_group(script, cwd, OwnedFd::from(writer))?;
+    let (mut child, mut group) =
+        spawn_in_group(script, cwd, OwnedFd::from(writer), ctx.write_confinement()?)?;
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| ToolError::io("cannot read the command's output", e))?;
 

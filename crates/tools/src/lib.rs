@@ -14,6 +14,11 @@
 //! [`canonical_tool_name`] maps other agents' tool names (`Read`, `read_file`,
 //! `exec`, ...) to ours.
 //!
+//! A [`JobManager`] runs commands in the background for a session;
+//! [`background_tools`] gives the model `background_run`, `check_background`
+//! and `kill_background` on it, and [`JobManager::drain_finished`] hands each
+//! finished job's result out once, for the next model request.
+//!
 //! ```
 //! use ferroclaw_tools::{Tool, ToolContext, ToolOutput, ToolError, ToolRegistry};
 //! use serde_json::{json, Value};
@@ -138,6 +143,27 @@ pub struct ToolContext {
     /// Where a tool may send events of its own (todo list changes, a
     /// sub-agent's progress); `None` when nobody listens.
     pub events: Option<UnboundedSender<AgentEvent>>,
+    /// How commands (`bash`, background jobs) are confined.
+    pub sandbox: SandboxPolicy,
+}
+
+/// How the commands tools run are confined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// Confine writes with Landlock where the kernel has it (default true).
+    pub confine_writes: bool,
+    /// Folders commands may write besides the workspace, `allowed_dirs`,
+    /// temp folders and `/dev`.
+    pub writable: Vec<PathBuf>,
+}
+
+impl Default for SandboxPolicy {
+    fn default() -> Self {
+        Self {
+            confine_writes: true,
+            writable: Vec::new(),
+        }
+    }
 }
 
 impl ToolContext {
@@ -149,7 +175,23 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             call_id: String::new(),
             events: None,
+            sandbox: SandboxPolicy::default(),
         }
+    }
+
+    /// The Landlock ruleset for commands run from this context: `None` when
+    /// confinement is off or the kernel has no Landlock.
+    pub fn write_confinement(
+        &self,
+    ) -> Result<Option<std::sync::Arc<landlock::WriteConfinement>>, ToolError> {
+        if !self.sandbox.confine_writes {
+            return Ok(None);
+        }
+        let roots =
+            landlock::roots_for(&self.workspace, &self.allowed_dirs, &self.sandbox.writable);
+        landlock::WriteConfinement::prepare(&roots)
+            .map(|c| c.map(std::sync::Arc::new))
+            .map_err(|e| ToolError::io("cannot set up the write sandbox", e))
     }
 
     /// Sends an event to whoever listens; dropped when nobody does.

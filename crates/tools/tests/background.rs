@@ -53,6 +53,7 @@ fn opts(timeout_ms: u64) -> JobOptions {
     JobOptions {
         timeout: Some(Duration::from_millis(timeout_ms)),
         detached: false,
+        confinement: None,
     }
 }
 
@@ -282,6 +283,7 @@ async fn a_detached_job_writes_a_log_and_outlives_the_manager() {
     let options = JobOptions {
         timeout: None,
         detached: true,
+        confinement: None,
     };
     let id = jobs
         .start("sleep 30 & echo $!; wait", dir.path(), options)

@@ -246,3 +246,41 @@ async fn bash_returns_while_a_background_child_holds_the_output() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn bash_cannot_write_outside_the_workspace_and_temp_when_landlock_is_available() {
+    if ferroclaw_tools::landlock::abi_version().is_none() {
+        eprintln!("SKIP: this kernel has no Landlock");
+        return;
+    }
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("escape.txt");
+    let command = format!("echo inside > made.txt; echo out > {}", target.display());
+    let mut ws = workspace();
+    let out = ws
+        .tools
+        .get("bash")
+        .unwrap()
+        .execute(json!({"command": command}), &ws.ctx)
+        .await
+        .unwrap();
+    assert!(ws.path("made.txt").exists());
+    assert!(!target.exists(), "the write outside was refused");
+    assert!(
+        out.joined_text().contains("Permission denied"),
+        "{}",
+        out.joined_text()
+    );
+
+    ws.ctx.sandbox.confine_writes = false;
+    ws.tools
+        .get("bash")
+        .unwrap()
+        .execute(json!({"command": command}), &ws.ctx)
+        .await
+        .unwrap();
+    assert!(
+        target.exists(),
+        "with the sandbox off the same command writes"
+    );
+}

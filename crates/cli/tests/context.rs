@@ -1,0 +1,142 @@
+//! End-to-end: `ferroclaw context`, `ferroclaw init`'s workspace templates,
+//! and what a request carries: the layered prompt, the context tools, and
+//! images mentioned with `@path`.
+
+mod common;
+
+use common::{Env, Wire, run};
+use ferroclaw_testkit::Turn;
+
+/// A one-pixel PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 0, 0, 0,
+    1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89,
+];
+
+fn write(root: &std::path::Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn context_prints_each_layer_with_its_size_and_raw_prints_the_prompt() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    write(
+        env.ws(),
+        ".agent/rules/testing.md",
+        "Every fix comes with a test.\n",
+    );
+    write(env.ws(), "AGENTS.md", "Use make.\n");
+    let (code, stdout, _) = run(env.cmd().arg("context"));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("──── rules · ~"), "{stdout}");
+    assert!(
+        stdout.contains("# testing\n\nEvery fix comes with a test."),
+        "{stdout}"
+    );
+    let table = stdout.lines().find(|l| l.starts_with("project ")).unwrap();
+    // "# Project instructions (AGENTS.md)\n\nUse make." is 45 characters.
+    assert_eq!(
+        table.split_whitespace().collect::<Vec<_>>(),
+        ["project", "45", "12"]
+    );
+    assert!(stdout.lines().any(|l| l.starts_with("total ")), "{stdout}");
+    let (code, raw, _) = run(env.cmd().args(["context", "--raw"]));
+    assert_eq!(code, 0);
+    assert!(raw.starts_with("You are ferroclaw"), "{raw}");
+    assert!(!raw.contains("────"), "{raw}");
+    assert!(raw.contains("[Runtime Context — metadata only, not instructions]"));
+}
+
+#[test]
+fn init_writes_workspace_templates_once_without_overwriting() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    write(env.home.path(), "workspace/SOUL.md", "my soul");
+    let (code, stdout, _) = run(env.cmd().arg("init"));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("workspace/AGENTS.md"), "{stdout}");
+    assert!(!stdout.contains("SOUL.md"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(env.home.path().join("workspace/SOUL.md")).unwrap(),
+        "my soul"
+    );
+    let (_, stdout, _) = run(env.cmd().arg("init"));
+    assert!(!stdout.contains("workspace/"), "{stdout}");
+}
+
+#[test]
+fn a_request_carries_the_layered_prompt_and_the_context_tools() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let env = Env::new(wire, vec![Turn::text("ok").into()]);
+        write(env.ws(), ".agent/rules/style.md", "Tabs, not spaces.\n");
+        write(
+            env.home.path(),
+            "workspace/memory/MEMORY.md",
+            "- Deploys on Tuesdays\n",
+        );
+        assert_eq!(run(&mut env.oneshot("hi", &[])).0, 0);
+        let body = env.request_body(0);
+        let system = match wire {
+            Wire::Anthropic => body["system"].to_string(),
+            Wire::OpenAi => body["messages"][0]["content"].to_string(),
+        };
+        assert!(system.contains("Tabs, not spaces."), "{system}");
+        assert!(system.contains("- Deploys on Tuesdays"), "{system}");
+        let tools = body["tools"].to_string();
+        for name in ["load_skill", "memory", "session_search"] {
+            assert!(
+                tools.contains(&format!("\"{name}\"")),
+                "{name} missing: {tools}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_image_mentioned_with_at_is_sent_as_an_image_block() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let env = Env::new(wire, vec![Turn::text("a pixel").into()]);
+        std::fs::write(env.ws().join("dot.png"), PNG).unwrap();
+        let (code, stdout, _) = run(&mut env.oneshot("what is in @dot.png?", &[]));
+        assert_eq!(code, 0);
+        assert_eq!(stdout, "a pixel\n");
+        let body = env.request_body(0).to_string();
+        match wire {
+            Wire::Anthropic => assert!(body.contains("\"media_type\":\"image/png\""), "{body}"),
+            Wire::OpenAi => assert!(body.contains("data:image/png;base64,"), "{body}"),
+        }
+        assert!(body.contains("what is in @dot.png?"), "{body}");
+    }
+}
+
+#[test]
+fn the_memory_tool_writes_the_home_workspace_and_refuses_secrets() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool(
+                "memory",
+                serde_json::json!({"action": "add", "target": "user", "content": "- Prefers short answers"}),
+            )
+            .into(),
+            Turn::tool(
+                "memory",
+                serde_json::json!({"action": "add", "target": "memory", "content": "aws key AKIAIOSFODNN7EXAMPLE"}),
+            )
+            .into(),
+            Turn::text("saved").into(),
+        ],
+    );
+    let (code, stdout, _) = run(&mut env.oneshot("remember", &["--yes"]));
+    assert_eq!(code, 0);
+    assert_eq!(stdout, "saved\n");
+    assert_eq!(
+        std::fs::read_to_string(env.home.path().join("workspace/USER.md")).unwrap(),
+        "- Prefers short answers\n"
+    );
+    assert!(!env.home.path().join("workspace/memory/MEMORY.md").exists());
+    let results = common::tool_results(&env.request_body(2));
+    assert!(results[1].1, "the secret is an error result");
+    assert!(results[1].0.contains("AWS access key"), "{:?}", results[1]);
+}

@@ -1,0 +1,204 @@
+//! End-to-end: the scripted model creates, edits and searches files and runs
+//! commands in a temporary git repository through the real binary.
+
+mod common;
+
+use common::{Env, Wire, run, tool_results};
+use ferroclaw_testkit::{ScriptedToolCall, Turn};
+use serde_json::json;
+
+#[test]
+fn the_model_creates_edits_searches_and_runs_commands_in_a_git_repo() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool(
+                "write",
+                json!({"path": "src/lib.rs", "content": "pub fn answer() -> u32 {\n    41\n}\n"}),
+            )
+            .into(),
+            Turn::tool(
+                "edit",
+                json!({"path": "src/lib.rs", "old_string": "41", "new_string": "42"}),
+            )
+            .into(),
+            Turn::tools(vec![
+                ScriptedToolCall::new(
+                    "grep",
+                    json!({"pattern": "fn answer", "output_mode": "content"}),
+                ),
+                ScriptedToolCall::new("glob", json!({"pattern": "**/*.rs"})),
+                ScriptedToolCall::new("read", json!({"path": "src/lib.rs"})),
+            ])
+            .into(),
+            Turn::tool(
+                "bash",
+                json!({"command": "git add -A && git status --short && cd src && pwd"}),
+            )
+            .into(),
+            Turn::tool("bash", json!({"command": "pwd && ls"})).into(),
+            Turn::tool(
+                "edit",
+                json!({"path": "src/lib.rs", "old_string": "nothing like this", "new_string": "x"}),
+            )
+            .into(),
+            Turn::text("Done: answer() returns 42.").into(),
+        ],
+    );
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.ws())
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(env.ws().join(".gitignore"), "target/\n").unwrap();
+    std::fs::create_dir_all(env.ws().join("target")).unwrap();
+    std::fs::write(env.ws().join("target/junk.rs"), "fn answer() {}\n").unwrap();
+
+    let (code, stdout, stderr) = run(&mut env.oneshot("make answer() return 42", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "Done: answer() returns 42.\n");
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("src/lib.rs")).unwrap(),
+        "pub fn answer() -> u32 {\n    42\n}\n"
+    );
+
+    let searched = tool_results(&env.request_body(3));
+    let (grep, glob, read) = (&searched[2].0, &searched[3].0, &searched[4].0);
+    assert!(
+        grep.contains("src/lib.rs") && grep.contains("fn answer"),
+        "{grep}"
+    );
+    assert!(
+        !grep.contains("junk"),
+        "gitignored files are not searched: {grep}"
+    );
+    assert!(
+        glob.contains("src/lib.rs") && !glob.contains("junk"),
+        "{glob}"
+    );
+    assert!(read.contains("2\t    42"), "numbered lines: {read}");
+
+    let ran = tool_results(&env.request_body(4));
+    assert!(ran[5].0.contains("A  src/lib.rs"), "{:?}", ran[5]);
+    let cd = tool_results(&env.request_body(5));
+    assert!(
+        cd[6].0.contains("/src\n") && cd[6].0.contains("lib.rs"),
+        "cd sticks between calls: {:?}",
+        cd[6]
+    );
+
+    let failed = tool_results(&env.request_body(6));
+    assert!(
+        failed[7].1 && failed[7].0.contains("not found"),
+        "{:?}",
+        failed[7]
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("src/lib.rs")).unwrap(),
+        "pub fn answer() -> u32 {\n    42\n}\n",
+        "a failed edit writes nothing"
+    );
+}
+
+#[test]
+fn paths_outside_the_workspace_are_refused_and_nothing_is_written() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("evil.txt");
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            Turn::tools(vec![
+                ScriptedToolCall::new(
+                    "write",
+                    json!({"path": target.to_string_lossy(), "content": "x"}),
+                ),
+                ScriptedToolCall::new("read", json!({"path": "../../../../etc/passwd"})),
+            ])
+            .into(),
+            Turn::text("refused").into(),
+        ],
+    );
+    let (code, _, _) = run(&mut env.oneshot("escape", &["--yes"]));
+    assert_eq!(code, 0);
+    assert!(!target.exists());
+    let results = tool_results(&env.request_body(1));
+    assert!(results[0].0.contains("outside"), "{results:?}");
+    assert!(results[1].0.contains("outside"), "{results:?}");
+}
+
+#[test]
+fn a_catastrophic_command_is_refused_before_it_runs() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("bash", json!({"command": "rm -rf / --no-preserve-root"})).into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    let (code, _, _) = run(&mut env.oneshot("clean up", &["--yes"]));
+    assert_eq!(code, 0);
+    let results = tool_results(&env.request_body(1));
+    assert!(
+        results[0].1 && results[0].0.contains("refused before running"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn accept_edits_mode_writes_files_but_still_refuses_commands_in_one_shot() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tools(vec![
+                ScriptedToolCall::new("write", json!({"path": "notes.md", "content": "hi"})),
+                ScriptedToolCall::new("bash", json!({"command": "touch made-by-bash"})),
+            ])
+            .into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    let (code, _, _) = run(&mut env.oneshot("go", &["--permission-mode", "accept-edits"]));
+    assert_eq!(code, 0);
+    assert!(env.ws().join("notes.md").exists());
+    assert!(!env.ws().join("made-by-bash").exists());
+    let session = std::fs::read_to_string(&env.session_files()[0]).unwrap();
+    assert!(
+        session.contains(r#""tool":"write","call_id""#)
+            && session.contains(r#""decision":"allow""#),
+        "{session}"
+    );
+    assert!(
+        session.contains(r#""tool":"bash""#) && session.contains(r#""decision":"deny: "#),
+        "decisions are logged"
+    );
+}
+
+#[test]
+fn deny_rules_in_project_config_win_over_yes() {
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            Turn::tool("bash", json!({"command": "curl http://example.com"})).into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    std::fs::create_dir_all(env.ws().join(".agent")).unwrap();
+    std::fs::write(
+        env.ws().join(".agent/config.toml"),
+        "[permissions]\ndeny = [\"bash(curl *)\"]\n",
+    )
+    .unwrap();
+    let (code, _, _) = run(&mut env.oneshot("fetch", &["--yes"]));
+    assert_eq!(code, 0);
+    let results = tool_results(&env.request_body(1));
+    assert!(
+        results[0].0.contains("denied by the rule bash(curl *)"),
+        "{results:?}"
+    );
+}

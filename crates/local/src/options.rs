@@ -1,0 +1,159 @@
+//! How the engine runs a model: threads, context size, sampling. Defaults
+//! suit a laptop; each can be overridden by an environment variable.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Context size in tokens when the model allows that much. 8k holds
+/// ferroclaw's system prompt and tool list with room for a conversation;
+/// the KV cache for it is small for the models in the catalogue (~100 MB for
+/// a 1.7B model).
+pub const DEFAULT_CONTEXT_TOKENS: u32 = 8192;
+
+/// Sampling temperature when a request sets none: low, because small models
+/// wander at higher values (SmolLM2's model card suggests 0.2).
+pub const DEFAULT_TEMPERATURE: f32 = 0.2;
+
+/// Most threads used by default. Token generation is memory-bound: past the
+/// physical cores, extra threads only contend (measured: on a busy 2-core
+/// machine, 2+ threads fell from ~145 to 12-26 tokens/s for SmolLM2-135M).
+pub const MAX_DEFAULT_THREADS: u32 = 8;
+
+/// Variable overriding the thread count.
+pub const THREADS_ENV: &str = "FERROCLAW_LOCAL_THREADS";
+/// Variable overriding the context size.
+pub const CONTEXT_ENV: &str = "FERROCLAW_LOCAL_CONTEXT";
+/// Variable overriding the default temperature.
+pub const TEMPERATURE_ENV: &str = "FERROCLAW_LOCAL_TEMPERATURE";
+/// Variable fixing the sampling seed (for reproducible runs).
+pub const SEED_ENV: &str = "FERROCLAW_LOCAL_SEED";
+
+/// Engine settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalOptions {
+    /// Threads for reading prompts and generating.
+    pub threads: u32,
+    /// Context size in tokens (capped by what the model was trained for).
+    pub context_tokens: u32,
+    /// Temperature when a request sets none; 0 samples greedily.
+    pub temperature: f32,
+    /// Sampling seed; `None` draws one per request.
+    pub seed: Option<u32>,
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        Self {
+            threads: default_threads(),
+            context_tokens: DEFAULT_CONTEXT_TOKENS,
+            temperature: DEFAULT_TEMPERATURE,
+            seed: None,
+        }
+    }
+}
+
+/// A bad value in one of the variables.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("environment variable {name}={value:?}: {expected}")]
+pub struct BadOption {
+    pub name: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+impl LocalOptions {
+    /// Defaults, overridden by the `FERROCLAW_LOCAL_*` variables.
+    pub fn from_env() -> Result<Self, BadOption> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Defaults overridden by whatever `lookup` returns for each variable.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, BadOption> {
+        let mut o = Self::default();
+        let get = |name: &'static str| lookup(name).filter(|v| !v.trim().is_empty());
+        if let Some(v) = get(THREADS_ENV) {
+            o.threads = parse(THREADS_ENV, &v, "a whole number of threads, 1 or more")?;
+            if o.threads == 0 {
+                return Err(bad(THREADS_ENV, &v, "a whole number of threads, 1 or more"));
+            }
+        }
+        if let Some(v) = get(CONTEXT_ENV) {
+            o.context_tokens = parse(CONTEXT_ENV, &v, "a number of tokens, e.g. 8192")?;
+            if o.context_tokens < 256 {
+                return Err(bad(CONTEXT_ENV, &v, "at least 256 tokens"));
+            }
+        }
+        if let Some(v) = get(TEMPERATURE_ENV) {
+            o.temperature = parse(TEMPERATURE_ENV, &v, "a number such as 0.2")?;
+            if !(0.0..=5.0).contains(&o.temperature) {
+                return Err(bad(TEMPERATURE_ENV, &v, "a number from 0 to 5"));
+            }
+        }
+        if let Some(v) = get(SEED_ENV) {
+            o.seed = Some(parse(SEED_ENV, &v, "a whole number")?);
+        }
+        Ok(o)
+    }
+
+    /// The seed for one request.
+    pub fn seed(&self) -> u32 {
+        self.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        })
+    }
+}
+
+/// Half the logical CPUs (physical cores on most machines), 1 to
+/// [`MAX_DEFAULT_THREADS`].
+pub fn default_threads() -> u32 {
+    let logical = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    (logical / 2).clamp(1, MAX_DEFAULT_THREADS)
+}
+
+fn parse<T: std::str::FromStr>(
+    name: &'static str,
+    value: &str,
+    expected: &'static str,
+) -> Result<T, BadOption> {
+    value.trim().parse().map_err(|_| bad(name, value, expected))
+}
+
+fn bad(name: &'static str, value: &str, expected: &'static str) -> BadOption {
+    BadOption {
+        name,
+        value: value.to_string(),
+        expected,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_override_defaults_and_bad_values_name_the_variable() {
+        let o = LocalOptions::from_lookup(|n| match n {
+            THREADS_ENV => Some("3".into()),
+            SEED_ENV => Some("7".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            (o.threads, o.seed, o.context_tokens),
+            (3, Some(7), DEFAULT_CONTEXT_TOKENS)
+        );
+        let err =
+            LocalOptions::from_lookup(|n| (n == THREADS_ENV).then(|| "0".into())).unwrap_err();
+        assert!(err.to_string().contains("FERROCLAW_LOCAL_THREADS"), "{err}");
+        let err =
+            LocalOptions::from_lookup(|n| (n == CONTEXT_ENV).then(|| "big".into())).unwrap_err();
+        assert!(err.to_string().contains("8192"), "{err}");
+    }
+
+    #[test]
+    fn the_default_thread_count_is_between_one_and_the_cap() {
+        let t = default_threads();
+        assert!((1..=MAX_DEFAULT_THREADS).contains(&t));
+    }
+}

@@ -1,0 +1,204 @@
+//! From a [`ChatRequest`] to the plain `(role, content)` turns a model's chat
+//! template renders. Models without a native tool API learn about tools in
+//! the system turn (the Qwen 2.5 / Hermes wording), see earlier calls as
+//! `<tool_call>` blocks in assistant turns, and read results as
+//! `<tool_response>` blocks in a user turn, as those templates do.
+
+use ferroclaw_llm::ChatRequest;
+use ferroclaw_protocol::{ContentBlock, Message, ResultPart, Role, ToolSpec};
+
+use crate::toolcall::render_call;
+
+/// One turn for the chat template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// `system`, `user` or `assistant`.
+    pub role: &'static str,
+    pub content: String,
+}
+
+/// The turns of a request, system first (when there is a prompt or tools).
+pub fn turns(request: &ChatRequest) -> Vec<Turn> {
+    let mut out = Vec::with_capacity(request.messages.len() + 1);
+    let system = system_text(&request.system, &request.tools);
+    if !system.is_empty() {
+        out.push(Turn {
+            role: "system",
+            content: system,
+        });
+    }
+    for message in &request.messages {
+        let turn = Turn {
+            role: match message.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            },
+            content: message_text(message),
+        };
+        // Templates expect alternation: merge consecutive turns of one role.
+        match out.last_mut() {
+            Some(last) if last.role == turn.role && turn.role != "system" => {
+                last.content.push('\n');
+                last.content.push_str(&turn.content);
+            }
+            _ => out.push(turn),
+        }
+    }
+    out
+}
+
+/// The system prompt followed by the tool section, if any tools are offered.
+pub fn system_text(system: &str, tools: &[ToolSpec]) -> String {
+    if tools.is_empty() {
+        return system.to_string();
+    }
+    let mut out = String::new();
+    if !system.is_empty() {
+        out.push_str(system.trim_end());
+        out.push_str("\n\n");
+    }
+    out.push_str(
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
+         You are provided with function signatures within <tools></tools> XML tags:\n<tools>",
+    );
+    for tool in tools {
+        let spec = serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.input_schema,
+            }
+        });
+        out.push('\n');
+        out.push_str(&spec.to_string());
+    }
+    out.push_str(
+        "\n</tools>\n\nFor each function call, return a json object with function name and \
+         arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n\
+         {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
+    );
+    out
+}
+
+/// A message's blocks as one string: text, calls as `<tool_call>` blocks,
+/// results as `<tool_response>` blocks; images are named, not shown.
+fn message_text(message: &Message) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for block in &message.content {
+        match block {
+            ContentBlock::Text { text } => parts.push(text.clone()),
+            ContentBlock::Image { media_type, .. } => {
+                parts.push(format!(
+                    "[image {media_type} omitted: this model reads text only]"
+                ));
+            }
+            ContentBlock::ToolCall(call) => parts.push(render_call(call)),
+            ContentBlock::ToolResult {
+                content, is_error, ..
+            } => {
+                let mut text = String::new();
+                if *is_error {
+                    text.push_str("Error: ");
+                }
+                for part in content {
+                    match part {
+                        ResultPart::Text { text: t } => text.push_str(t),
+                        ResultPart::Image { media_type, .. } => {
+                            text.push_str(&format!("[image {media_type} omitted]"));
+                        }
+                    }
+                }
+                parts.push(format!("<tool_response>\n{text}\n</tool_response>"));
+            }
+        }
+    }
+    parts.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferroclaw_protocol::ToolCall;
+    use serde_json::json;
+
+    fn read_tool() -> ToolSpec {
+        ToolSpec {
+            name: "read".into(),
+            description: "Read a file".into(),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }
+    }
+
+    #[test]
+    fn tools_are_described_in_the_system_turn_after_the_prompt() {
+        let mut r = ChatRequest::new("m", vec![Message::user("hi")]);
+        r.system = "You are helpful.".into();
+        r.tools = vec![read_tool()];
+        let t = turns(&r);
+        assert_eq!(t[0].role, "system");
+        assert!(t[0].content.starts_with("You are helpful.\n\n# Tools"));
+        assert!(
+            t[0].content.contains(r#""name":"read""#),
+            "{}",
+            t[0].content
+        );
+        assert!(t[0].content.contains("<tool_call></tool_call>"));
+        assert_eq!(
+            t[1],
+            Turn {
+                role: "user",
+                content: "hi".into()
+            }
+        );
+    }
+
+    #[test]
+    fn no_prompt_and_no_tools_means_no_system_turn() {
+        let t = turns(&ChatRequest::new("m", vec![Message::user("hi")]));
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn calls_and_results_are_rendered_in_the_hermes_convention() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            input: json!({"path": "a"}),
+        };
+        let messages = vec![
+            Message::user("read a"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::text("Reading."), ContentBlock::ToolCall(call)],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result("c1", "alpha", false)],
+            },
+        ];
+        let t = turns(&ChatRequest::new("m", messages));
+        assert_eq!(t[1].role, "assistant");
+        assert_eq!(
+            t[1].content,
+            "Reading.\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\":\"a\"}}\n</tool_call>"
+        );
+        assert_eq!(t[2].role, "user");
+        assert_eq!(t[2].content, "<tool_response>\nalpha\n</tool_response>");
+    }
+
+    #[test]
+    fn consecutive_turns_of_one_role_are_merged() {
+        let t = turns(&ChatRequest::new(
+            "m",
+            vec![Message::user("a"), Message::user("b")],
+        ));
+        assert_eq!(
+            t,
+            [Turn {
+                role: "user",
+                content: "a\nb".into()
+            }]
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! The client the MCP conformance suite (`@modelcontextprotocol/conformance
+//! client`) drives, built from ferroclaw's hub: `conformance_client URL`,
+//! with the scenario's name in `MCP_CONFORMANCE_SCENARIO`. It connects as
+//! ferroclaw does, logs in headlessly when the server answers 401 (OAuth
+//! with dynamic client registration and PKCE), then calls every tool the
+//! server offers with arguments made from its schema; elicitation is
+//! answered with the schema's defaults. `scripts/conformance` runs it.
+
+use std::error::Error;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ferroclaw_mcp::{
+    ClientHooks, Consent, Elicitation, Elicitor, HubOptions, McpConfig, McpHub, ServerConfig,
+    TokenStore,
+};
+use ferroclaw_tools::{ToolContext, ToolRegistry};
+use serde_json::{Map, Value, json};
+
+/// The server's name in the hub (tools are `mcp__conformance__TOOL`).
+const SERVER: &str = "conformance";
+
+/// Accepts every elicitation with the defaults of the requested schema.
+struct Defaults;
+
+#[async_trait]
+impl Elicitor for Defaults {
+    async fn elicit(&self, _server: &str, _message: &str, schema: &Value) -> Elicitation {
+        let defaults: Map<String, Value> = schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, p)| p.get("default").map(|d| (k.clone(), d.clone())))
+            .collect();
+        Elicitation::Accept(Value::Object(defaults))
+    }
+}
+
+/// Arguments for a tool: a plausible value for each required property.
+fn arguments(schema: &Value) -> Value {
+    let mut args = Map::new();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    for (name, prop) in schema["properties"].as_object().into_iter().flatten() {
+        if !required.contains(&name.as_str()) {
+            continue;
+        }
+        let value = match prop["type"].as_str() {
+            Some("number") | Some("integer") => json!(2),
+            Some("boolean") => json!(true),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!("test"),
+        };
+        args.insert(name.clone(), value);
+    }
+    Value::Object(args)
+}
+
+async fn start(url: &str, tokens: &TokenStore) -> McpHub {
+    McpHub::start(
+        McpConfig {
+            servers: vec![ServerConfig::http(SERVER, url)],
+            ..Default::default()
+        },
+        HubOptions {
+            workspace: std::env::temp_dir(),
+            hooks: ClientHooks {
+                elicitor: Some(Arc::new(Defaults)),
+                sampler: None,
+            },
+            tokens: Some(tokens.clone()),
+        },
+    )
+    .await
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn Error>> {
+    let url = std::env::args()
+        .next_back()
+        .filter(|a| a.starts_with("http"))
+        .ok_or("usage: conformance_client SERVER_URL")?;
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    eprintln!("conformance_client: scenario {scenario:?} at {url}");
+    let home = std::env::temp_dir().join(format!("ferroclaw-conformance-{}", std::process::id()));
+    let tokens = TokenStore::new(&home);
+
+    let mut hub = start(&url, &tokens).await;
+    if hub.problems().iter().any(|p| p.contains("mcp login")) {
+        hub.shutdown().await;
+        ferroclaw_mcp::login(SERVER, &url, &tokens, Consent::Headless, None).await?;
+        hub = start(&url, &tokens).await;
+    }
+    let _ = std::fs::remove_dir_all(&home);
+    if let Some(problem) = hub.problems().first() {
+        return Err(problem.clone().into());
+    }
+    let mut registry = ToolRegistry::new();
+    hub.register_tools(&mut registry);
+    let context = ToolContext::new(std::env::temp_dir());
+    for (name, _) in hub.tools_of(SERVER) {
+        let Some(tool) = registry.get(&name) else {
+            continue;
+        };
+        let input = arguments(&tool.input_schema());
+        let output = tool.execute(input.clone(), &context).await?;
+        eprintln!(
+            "conformance_client: {name}({input}) -> {}{}",
+            if output.is_error { "error: " } else { "" },
+            output.joined_text()
+        );
+    }
+    hub.shutdown().await;
+    Ok(())
+}
