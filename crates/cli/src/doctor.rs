@@ -32,6 +32,12 @@ pub fn run(cli: &Cli) -> Result<(), SetupError> {
 fn model(config: &Config) {
     match config.model_spec() {
         Err(e) => println!("!! model: {e}"),
+        Ok(spec) if let Some(local) = crate::model_cmd::local_model_path(config, &spec) => {
+            match local {
+                Ok(path) => println!("ok model: {spec} in process from {}", path.display()),
+                Err(e) => println!("!! model {spec}: {e}"),
+            }
+        }
         Ok(spec) => match config.resolve_model(&spec) {
             Ok((p, _)) => println!(
                 "ok model: {spec} via {} ({}, key {})",

@@ -128,6 +128,16 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             AgentEvent::Error { message, .. } if opts.status => {
                 eprintln!("{RED}error: {message}{RESET}");
             }
+            AgentEvent::Compaction {
+                before_tokens,
+                after_tokens,
+            } if opts.status => {
+                eprintln!(
+                    "{DIM}⇣ context compacted: ~{} → ~{} tokens{RESET}",
+                    tokens(before_tokens),
+                    tokens(after_tokens)
+                );
+            }
             AgentEvent::Todos { items } if opts.status => {
                 for item in items {
                     match item.status {

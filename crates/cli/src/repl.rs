@@ -44,6 +44,10 @@ const COMMANDS: &[(&str, &str)] = &[
         "plan mode on/off: read-only tools until you approve a plan",
     ),
     ("/todos", "the model's todo list"),
+    (
+        "/compact",
+        "summarise the conversation to free context: /compact [what to keep]",
+    ),
     ("/jobs", "background jobs and their status"),
     ("/mcp", "MCP servers and prompts: /mcp__SERVER__PROMPT ARGS"),
     ("/exit", "leave (also /quit, Ctrl-D)"),
@@ -103,6 +107,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 Ok(None) => {}
                 Err(e) => eprintln!("\x1b[31m{e}\x1b[0m"),
             }
+            continue;
+        }
+        if let Some(focus) = input.strip_prefix("/compact") {
+            compact_now(&mut agent, focus.trim()).await;
             continue;
         }
         if input.starts_with('/') {
@@ -250,6 +258,33 @@ fn command(
         }
     }
     Ok(true)
+}
+
+/// `/compact [focus]`: summarise the history now.
+async fn compact_now(agent: &mut Agent, focus: &str) {
+    let (tx, rx) = unbounded_channel();
+    let renderer = tokio::spawn(render(
+        rx,
+        agent.model_spec.clone(),
+        RenderOptions {
+            answer: false,
+            status: true,
+        },
+    ));
+    let cancel = CancellationToken::new();
+    let watcher = crate::interrupt::watch(cancel.clone());
+    let focus = (!focus.is_empty()).then_some(focus);
+    match agent.compact(focus, &tx, &cancel).await {
+        Ok(()) => eprintln!(
+            "compacted: {} messages now, the full transcript stays in {}",
+            agent.messages.len(),
+            agent.session.path().display()
+        ),
+        Err(e) => eprintln!("\x1b[31m{e}\x1b[0m"),
+    }
+    watcher.abort();
+    drop(tx);
+    let _ = renderer.await;
 }
 
 /// One line above the prompt while background jobs run.

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ferroclaw_core::agent::{CompactTool, Compaction};
 use ferroclaw_core::config::WebSearchSection;
 use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
@@ -153,6 +154,14 @@ pub fn open_agent(
         tools.register_arc(tool);
     }
     let sandbox = sandbox_policy(config);
+    let compaction = Compaction::new(
+        ferroclaw_core::compaction::context_window(&model, config.file.context_window),
+        config
+            .file
+            .compaction_threshold
+            .unwrap_or(ferroclaw_core::compaction::DEFAULT_COMPACTION_THRESHOLD),
+    );
+    tools.register(CompactTool(compaction.requested.clone()));
     let todos = TodoList::restore(&messages);
     tools.register(TodoWriteTool(todos.clone()));
     tools.register(ExitPlanModeTool {
@@ -189,6 +198,7 @@ pub fn open_agent(
         workspace: config.workspace.clone(),
         allowed_dirs: config.file.allowed_dirs.clone().unwrap_or_default(),
         sandbox: sandbox.clone(),
+        compaction: compaction.clone(),
         types,
         max_turns: subagent::DEFAULT_MAX_TURNS,
         max_tokens: config.max_tokens(),
@@ -215,6 +225,7 @@ pub fn open_agent(
         todos,
         jobs: Some(jobs),
         sandbox,
+        compaction,
     };
     Ok(Opened {
         agent,

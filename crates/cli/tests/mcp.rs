@@ -319,3 +319,39 @@ async fn mcp_serve_over_http_answers_on_loopback_and_refuses_foreign_hosts_and_o
     );
     assert_eq!(foreign_origin, "HTTP/1.1 403 Forbidden");
 }
+
+#[test]
+fn mcp_login_is_for_http_servers_and_logout_says_when_there_is_nothing_to_forget() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let config = json!({"mcpServers": {"local": {"command": "some-server"}}});
+    std::fs::write(env.ws().join(".mcp.json"), config.to_string()).unwrap();
+    let (code, _, stderr) = run(env.cmd().args(["mcp", "login", "local"]));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("mcp server local is a stdio server; OAuth login is for HTTP servers"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(env.cmd().args(["mcp", "login", "nope"]));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("no mcp server named \"nope\"; configured: local"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(env.cmd().args(["mcp", "logout", "local"]));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("mcp server local has no saved OAuth tokens"),
+        "{stderr}"
+    );
+
+    let tokens = env.home.path().join("mcp-tokens");
+    std::fs::create_dir_all(&tokens).unwrap();
+    std::fs::write(tokens.join("local.json"), "{}").unwrap();
+    let (code, stdout, stderr) = run(env.cmd().args(["mcp", "logout", "local"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("removed the OAuth tokens of mcp server local"),
+        "{stdout}"
+    );
+    assert!(!tokens.join("local.json").exists());
+}

@@ -19,8 +19,13 @@ use ferroclaw_tools::{
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
+mod compact;
+
+pub use compact::{CompactTool, Compaction};
+
 use crate::approval::{Approval, Approver};
 use crate::clock;
+use crate::compaction;
 use crate::config;
 use crate::permission::{Decision, PermissionMode, Permissions, Rule, call_subject};
 use crate::session::{Entry, SessionLog};
@@ -64,6 +69,8 @@ pub struct Agent {
     pub jobs: Option<JobManager>,
     /// How commands are confined.
     pub sandbox: SandboxPolicy,
+    /// Context-window settings and state.
+    pub compaction: Compaction,
 }
 
 /// How a request ended.
@@ -105,6 +112,8 @@ struct Answer {
     stop: StopReason,
     /// Tool call id -> why its arguments could not be parsed.
     bad_arguments: Vec<(String, String)>,
+    /// Our estimate of the request's input tokens, to learn from the real count.
+    estimated_input: u64,
 }
 
 /// Why a model call produced no answer.
@@ -117,33 +126,26 @@ impl Agent {
     /// Handles one user request to the end, streaming events to `events`.
     pub async fn run(
         &mut self,
-        input: Message,
+        mut input: Message,
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Report {
-        let mut usage = Usage::default();
-        let mut input = input;
         if self.permissions.mode() == PermissionMode::Plan {
             input.content.push(ContentBlock::text(PLAN_MODE_REMINDER));
         }
         self.record(input);
+        let mut usage = Usage::default();
         let mut turn = 0;
         let report = loop {
             if turn == self.max_turns {
                 let text = format!(
                     "stopped after {turn} model turns without a final answer (raise --max-turns or max_turns in config)"
                 );
-                emit(
-                    events,
-                    AgentEvent::Error {
-                        message: text.clone(),
-                        fatal: true,
-                    },
-                );
-                break self.report(Outcome::MaxTurns, text, turn, usage);
+                break self.fail(Outcome::MaxTurns, text, turn, usage, events);
             }
             turn += 1;
             self.deliver_background_results();
+            self.fit_context(events, cancel).await;
             emit(events, AgentEvent::TurnStarted { turn });
             let answer = match self.call_model(events, cancel).await {
                 Ok(answer) => answer,
@@ -162,34 +164,11 @@ impl Agent {
                 }
                 Err(CallError::Provider(e)) => {
                     let text = e.to_string();
-                    emit(
-                        events,
-                        AgentEvent::Error {
-                            message: text.clone(),
-                            fatal: true,
-                        },
-                    );
-                    self.log(Entry::Error {
-                        ts: clock::unix_seconds(),
-                        message: text.clone(),
-                    });
-                    break self.report(Outcome::Failed(text.clone()), text, turn, usage);
+                    break self.fail(Outcome::Failed(text.clone()), text, turn, usage, events);
                 }
             };
             usage.add(&answer.usage);
-            self.total_usage.add(&answer.usage);
-            self.log(Entry::Usage {
-                ts: clock::unix_seconds(),
-                model: self.model_spec.clone(),
-                usage: answer.usage,
-            });
-            emit(
-                events,
-                AgentEvent::Usage {
-                    usage: answer.usage,
-                },
-            );
-            self.todos.note_model_turn();
+            self.account(&answer, events);
             let text = answer.message.text();
             let calls: Vec<ToolCall> = answer.message.tool_calls().cloned().collect();
             self.record(answer.message);
@@ -244,17 +223,60 @@ impl Agent {
         report
     }
 
+    /// Books a model answer's usage: totals, the session file, the event, the
+    /// token estimator and the todo reminder's turn count.
+    fn account(&mut self, answer: &Answer, events: &EventSink) {
+        self.total_usage.add(&answer.usage);
+        let u = answer.usage;
+        let counted = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
+        self.compaction
+            .estimator
+            .observe(answer.estimated_input, counted);
+        self.log(Entry::Usage {
+            ts: clock::unix_seconds(),
+            model: self.model_spec.clone(),
+            usage: u,
+        });
+        emit(events, AgentEvent::Usage { usage: u });
+        self.todos.note_model_turn();
+    }
+
+    /// Ends a request with an error: event, session entry, report.
+    fn fail(
+        &mut self,
+        outcome: Outcome,
+        text: String,
+        turn: u32,
+        usage: Usage,
+        events: &EventSink,
+    ) -> Report {
+        emit(
+            events,
+            AgentEvent::Error {
+                message: text.clone(),
+                fatal: true,
+            },
+        );
+        self.log(Entry::Error {
+            ts: clock::unix_seconds(),
+            message: text.clone(),
+        });
+        self.report(outcome, text, turn, usage)
+    }
+
     /// Sends the conversation to the model and assembles its streamed answer.
     async fn call_model(
         &self,
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<Answer, CallError> {
+        let tools = self.tools.specs();
+        let estimated_input = compaction::estimate_tokens(&self.system, &self.messages, &tools);
         let request = ChatRequest {
             model: self.model.clone(),
             system: self.system.clone(),
             messages: self.messages.clone(),
-            tools: self.tools.specs(),
+            tools,
             max_tokens: self.max_tokens,
             temperature: None,
         };
@@ -315,6 +337,7 @@ impl Agent {
             usage,
             stop,
             bad_arguments,
+            estimated_input,
         })
     }
 

@@ -1,7 +1,8 @@
 //! The agent engine: the loop that turns a user request into model calls and
 //! tool runs ([`Agent::run`]), configuration layering ([`Config`]), sessions
-//! on disk ([`SessionStore`], [`SessionLog`]) and permissions
-//! ([`Permissions`]).
+//! on disk ([`SessionStore`], [`SessionLog`]), permissions
+//! ([`Permissions`]), and context engineering: the layered system prompt
+//! ([`ContextBuilder`]), skills, memory, recall and compaction.
 //!
 //! It does not render anything: it emits [`ferroclaw_protocol::AgentEvent`]s
 //! to whoever listens (terminal, gateway, JSON stream, test).

@@ -16,6 +16,7 @@
 //! [`SkillProblem`] naming the file, never a crash.
 
 mod builtin;
+mod fields;
 mod load_skill;
 mod parse;
 mod requirements;

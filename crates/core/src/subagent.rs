@@ -18,7 +18,7 @@ use ferroclaw_tools::{SandboxPolicy, Tool, ToolContext, ToolError, ToolOutput, T
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use crate::agent::{Agent, Outcome};
+use crate::agent::{Agent, Compaction, Outcome};
 use crate::agents::AgentType;
 use crate::approval::Approver;
 use crate::permission::Permissions;
@@ -32,6 +32,7 @@ pub const PARENT_ONLY_TOOLS: &[&str] = &[
     "spawn",
     "todo_write",
     "exit_plan_mode",
+    "compact",
     "background_run",
     "check_background",
     "kill_background",
@@ -64,6 +65,8 @@ pub struct SubAgents {
     pub workspace: PathBuf,
     pub allowed_dirs: Vec<PathBuf>,
     pub sandbox: SandboxPolicy,
+    /// Context-window settings for children (their state starts fresh).
+    pub compaction: Compaction,
     pub types: Vec<AgentType>,
     pub max_turns: u32,
     pub max_tokens: u32,
@@ -149,6 +152,7 @@ impl SubAgents {
             todos,
             jobs: None,
             sandbox: self.sandbox.clone(),
+            compaction: Compaction::new(self.compaction.context_window, self.compaction.threshold),
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let forward = {

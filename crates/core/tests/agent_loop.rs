@@ -96,6 +96,7 @@ fn agent(
         todos: Default::default(),
         jobs: None,
         sandbox: Default::default(),
+        compaction: ferroclaw_core::agent::Compaction::for_model("m"),
     }
 }
 
@@ -303,6 +304,7 @@ async fn cancelling_the_parent_cancels_its_sub_agents() {
         workspace: home.path().to_path_buf(),
         allowed_dirs: Vec::new(),
         sandbox: Default::default(),
+        compaction: ferroclaw_core::agent::Compaction::for_model("m"),
         types: ferroclaw_core::agents::builtin(),
         max_turns: 5,
         max_tokens: 100,

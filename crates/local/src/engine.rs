@@ -12,7 +12,7 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock, mpsc};
 use std::time::Instant;
 
 use ferroclaw_llm::{ChatRequest, LlmError};
-use ferroclaw_protocol::{ProviderEvent, StopReason, Usage};
+use ferroclaw_protocol::{ProviderEvent, Role, StopReason, Usage};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -22,7 +22,7 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
-use crate::options::LocalOptions;
+use crate::options::{LocalOptions, ToolChoice};
 use crate::toolcall::{CALL_OPEN, CallSplitter, Segment, parse_call};
 use crate::{LocalError, grammar, prompt};
 
@@ -399,10 +399,14 @@ impl Session<'_> {
                     l.reason
                 );
             }
-            let g = LlamaSampler::grammar_lazy(self.model, &gbnf, "root", [CALL_OPEN], &[])
-                .map_err(|e| {
-                    stream_error(format!("llama.cpp rejected the tool-call grammar: {e}"))
-                })?;
+            let forced =
+                self.options.tool_choice == ToolChoice::First && awaits_first_answer(request);
+            let g = if forced {
+                LlamaSampler::grammar(self.model, &gbnf, "root")
+            } else {
+                LlamaSampler::grammar_lazy(self.model, &gbnf, "root", [CALL_OPEN], &[])
+            }
+            .map_err(|e| stream_error(format!("llama.cpp rejected the tool-call grammar: {e}")))?;
             chain.push(g);
         }
         let temperature = request.temperature.unwrap_or(self.options.temperature);
@@ -416,6 +420,15 @@ impl Session<'_> {
         }
         Ok(LlamaSampler::chain_simple(chain))
     }
+}
+
+/// True when the request ends with the user's own message (not tool
+/// results): the model is about to give its first answer to it.
+fn awaits_first_answer(request: &ChatRequest) -> bool {
+    request
+        .messages
+        .last()
+        .is_some_and(|m| m.role == Role::User && !m.is_tool_results())
 }
 
 /// Sends one event; `Err` when the receiver is gone.

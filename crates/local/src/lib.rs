@@ -65,7 +65,7 @@ use std::path::PathBuf;
 
 pub use catalogue::{CATALOGUE, CatalogueEntry};
 pub use download::{DownloadError, Downloaded, Progress, download};
-pub use options::{BadOption, LocalOptions};
+pub use options::{BadOption, LocalOptions, ToolChoice};
 #[cfg(feature = "engine")]
 pub use provider::LocalProvider;
 pub use store::{InstalledModel, ModelStore};

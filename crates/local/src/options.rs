@@ -26,6 +26,20 @@ pub const CONTEXT_ENV: &str = "FERROCLAW_LOCAL_CONTEXT";
 pub const TEMPERATURE_ENV: &str = "FERROCLAW_LOCAL_TEMPERATURE";
 /// Variable fixing the sampling seed (for reproducible runs).
 pub const SEED_ENV: &str = "FERROCLAW_LOCAL_SEED";
+/// Variable choosing the [`ToolChoice`]: `auto` or `first`.
+pub const TOOL_CHOICE_ENV: &str = "FERROCLAW_LOCAL_TOOL_CHOICE";
+
+/// When the model must call a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// The model decides; a call, once started, is held to the grammar.
+    #[default]
+    Auto,
+    /// The first answer to each user message must be a tool call; later
+    /// answers (after tool results) are `Auto`. Makes tiny models act
+    /// instead of describing how they would.
+    First,
+}
 
 /// Engine settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +52,8 @@ pub struct LocalOptions {
     pub temperature: f32,
     /// Sampling seed; `None` draws one per request.
     pub seed: Option<u32>,
+    /// When the model must call a tool.
+    pub tool_choice: ToolChoice,
 }
 
 impl Default for LocalOptions {
@@ -47,6 +63,7 @@ impl Default for LocalOptions {
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             temperature: DEFAULT_TEMPERATURE,
             seed: None,
+            tool_choice: ToolChoice::Auto,
         }
     }
 }
@@ -90,6 +107,13 @@ impl LocalOptions {
         }
         if let Some(v) = get(SEED_ENV) {
             o.seed = Some(parse(SEED_ENV, &v, "a whole number")?);
+        }
+        if let Some(v) = get(TOOL_CHOICE_ENV) {
+            o.tool_choice = match v.trim() {
+                "auto" => ToolChoice::Auto,
+                "first" => ToolChoice::First,
+                _ => return Err(bad(TOOL_CHOICE_ENV, &v, "auto or first")),
+            };
         }
         Ok(o)
     }

@@ -36,7 +36,7 @@ pub enum OAuthError {
     Auth {
         server: String,
         #[source]
-        source: AuthError,
+        source: Box<AuthError>,
     },
     #[error("mcp server {server}: cannot listen for the OAuth redirect on 127.0.0.1: {source}")]
     Listen {
@@ -234,7 +234,7 @@ pub async fn login(
 ) -> Result<(), OAuthError> {
     let auth = |source| OAuthError::Auth {
         server: server.to_string(),
-        source,
+        source: Box::new(source),
     };
     let challenge = match challenge {
         Some(c) => Some(c),

@@ -108,11 +108,22 @@ impl rmcp::ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
         let value = json!({
             "protocolVersion": rmcp::model::ProtocolVersion::LATEST,
-            "capabilities": {"tools": {"listChanged": false}},
+            "capabilities": {"tools": {"listChanged": false}, "logging": {}},
             "serverInfo": {"name": "ferroclaw", "version": env!("CARGO_PKG_VERSION")},
             "instructions": "ferroclaw's built-in tools: file reads and edits confined to the workspace, search, shell commands, web fetch.",
         });
         serde_json::from_value(value).unwrap_or_else(|_| ServerConfig::default())
+    }
+
+    /// Accepts any level: this server sends no log notifications to filter.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tracing::debug!("mcp client set the log level to {:?}", request.level);
+        Ok(())
     }
 
     async fn list_tools(

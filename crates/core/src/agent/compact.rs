@@ -1,0 +1,210 @@
+//! Keeping the conversation inside the context window, for the loop:
+//! micro-compaction once the context is half-way to the threshold, a
+//! model-written summary that replaces the history past it, and compaction on
+//! request (the `compact` tool, `/compact`). The session file keeps every
+//! original message; compaction is an entry in it.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ferroclaw_llm::ChatRequest;
+use ferroclaw_protocol::{AgentEvent, ProviderEvent};
+use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{Agent, EventSink, emit};
+use crate::compaction::{
+    self, DEFAULT_COMPACTION_THRESHOLD, MicroPolicy, TokenEstimator, compacted_history,
+    compaction_entry, needs_compaction, summary_request,
+};
+
+/// Compaction settings and state of one agent.
+#[derive(Debug, Clone)]
+pub struct Compaction {
+    /// The model's context window in tokens.
+    pub context_window: u64,
+    /// Share of the window at which the history is summarised.
+    pub threshold: f64,
+    pub micro: MicroPolicy,
+    /// Estimates corrected by the provider's real counts.
+    pub estimator: TokenEstimator,
+    /// Set by the `compact` tool: compact before the next request, with this focus.
+    pub requested: Arc<Mutex<Option<String>>>,
+}
+
+impl Compaction {
+    /// Settings for a window and threshold, nothing requested yet.
+    pub fn new(context_window: u64, threshold: f64) -> Self {
+        Self {
+            context_window,
+            threshold,
+            micro: MicroPolicy::default(),
+            estimator: TokenEstimator::default(),
+            requested: Arc::default(),
+        }
+    }
+
+    /// Settings for a model, from its known window.
+    pub fn for_model(model: &str) -> Self {
+        Self::new(
+            compaction::context_window(model, None),
+            DEFAULT_COMPACTION_THRESHOLD,
+        )
+    }
+}
+
+impl Agent {
+    /// The request estimate, corrected by what the provider counted so far.
+    pub fn estimated_tokens(&self) -> u64 {
+        self.compaction
+            .estimator
+            .estimate(&self.system, &self.messages, &self.tools.specs())
+    }
+
+    /// Before a model request: compacts when asked to or when the context
+    /// passed the threshold; old tool results are trimmed (micro) once it is
+    /// half-way there (not earlier: rewriting old results breaks the
+    /// provider's prompt cache, so it is done only when it pays).
+    pub(super) async fn fit_context(&mut self, events: &EventSink, cancel: &CancellationToken) {
+        let requested = self
+            .compaction
+            .requested
+            .lock()
+            .map(|mut r| r.take())
+            .unwrap_or(None);
+        let limit = self.compaction.context_window as f64 * self.compaction.threshold;
+        if self.estimated_tokens() as f64 >= limit / 2.0 {
+            compaction::micro_compact_with(&mut self.messages, &self.compaction.micro);
+        }
+        // Compaction only shrinks the messages: when they are a small part of
+        // the request (the system prompt and tools fill the window), or just
+        // the request itself, it would repeat on every turn for nothing.
+        let estimate = self.estimated_tokens();
+        let fixed = self
+            .compaction
+            .estimator
+            .estimate(&self.system, &[], &self.tools.specs());
+        let shrinkable =
+            self.messages.len() > 2 && (estimate.saturating_sub(fixed) as f64) >= limit / 2.0;
+        let over = needs_compaction(
+            estimate,
+            self.compaction.context_window,
+            self.compaction.threshold,
+        );
+        if (requested.is_some() && self.messages.len() > 1) || (over && shrinkable) {
+            let _ = self.compact(requested.as_deref(), events, cancel).await;
+        }
+    }
+
+    /// Replaces the history with a model-written summary (plus the transcript
+    /// path and the todo list). On failure the history is left as it was.
+    pub async fn compact(
+        &mut self,
+        focus: Option<&str>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        if self.messages.is_empty() {
+            return Err("nothing to compact yet".into());
+        }
+        let before = self.estimated_tokens();
+        let request = summary_request(&self.messages, focus);
+        let mut stream = self.provider.stream(ChatRequest {
+            model: self.model.clone(),
+            system: request.system,
+            messages: request.messages,
+            tools: Vec::new(),
+            max_tokens: self.max_tokens,
+            temperature: None,
+        });
+        let mut summary = String::new();
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return Err("compaction cancelled".into()),
+                next = stream.next() => next,
+            };
+            match next {
+                None => break,
+                Some(Ok(ProviderEvent::TextDelta(t))) => summary.push_str(&t),
+                Some(Ok(ProviderEvent::Usage(u))) => self.total_usage.add(&u),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    let message = format!("compaction failed, the history is kept as it was: {e}");
+                    emit(
+                        events,
+                        AgentEvent::Error {
+                            message: message.clone(),
+                            fatal: false,
+                        },
+                    );
+                    return Err(message);
+                }
+            }
+        }
+        if summary.trim().is_empty() {
+            return Err("the model returned an empty summary; the history is kept".into());
+        }
+        let todos = self.todos.render();
+        let history = compacted_history(
+            &summary,
+            self.session.path(),
+            Some(todos).filter(|t| !t.is_empty()),
+            None,
+        );
+        self.log(compaction_entry(&history, self.messages.len()));
+        self.messages = history;
+        if let Err(e) = self.session.sync() {
+            tracing::error!("{e}");
+        }
+        let after = self.estimated_tokens();
+        emit(
+            events,
+            AgentEvent::Compaction {
+                before_tokens: before,
+                after_tokens: after,
+            },
+        );
+        Ok(())
+    }
+}
+
+/// The `compact` tool: the model asks for its own history to be summarised.
+pub struct CompactTool(pub Arc<Mutex<Option<String>>>);
+
+#[async_trait]
+impl Tool for CompactTool {
+    fn name(&self) -> &str {
+        "compact"
+    }
+
+    fn description(&self) -> &str {
+        "Summarise the conversation so far and continue from the summary, freeing context. Use it \
+         when a long task moves to a new phase and old details no longer matter. The full transcript \
+         stays on disk. Example: {\"focus\": \"the API design decisions\"}"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"focus": {"type": "string", "description": "what the summary must keep"}},
+            "additionalProperties": false
+        })
+    }
+
+    /// Only the in-memory history changes; the transcript keeps everything.
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let focus = input["focus"].as_str().unwrap_or_default().to_string();
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(focus);
+        }
+        Ok(ToolOutput::text(
+            "The conversation will be compacted before your next turn.",
+        ))
+    }
+}
