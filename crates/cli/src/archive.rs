@@ -16,12 +16,8 @@ pub fn spawn(agent: &Agent, config: &Config) {
         return;
     }
     let store = MemoryStore::new(&config.home).with_limits(config.file.memory);
-    let task = consolidate(
-        agent.provider.clone(),
-        agent.model.clone(),
-        store,
-        agent.messages.clone(),
-    );
+    let task =
+        consolidate(agent.provider.clone(), agent.model.clone(), store, agent.messages.clone());
     eprintln!("\x1b[2marchiving the conversation to memory in the background\x1b[0m");
     tokio::spawn(async move {
         match task.await {

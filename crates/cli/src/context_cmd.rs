@@ -19,11 +19,8 @@ pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
         println!("{}", context.system_prompt());
         return Ok(exit::OK);
     }
-    let (dim, plain) = if std::io::stdout().is_terminal() {
-        ("\x1b[2m", "\x1b[0m")
-    } else {
-        ("", "")
-    };
+    let (dim, plain) =
+        if std::io::stdout().is_terminal() { ("\x1b[2m", "\x1b[0m") } else { ("", "") };
     for layer in context.layers.iter().filter(|l| !l.text.is_empty()) {
         println!(
             "{dim}──── {} · ~{} tokens ────{plain}\n{}\n",
@@ -39,12 +36,7 @@ pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     let mut total = 0;
     for layer in &context.layers {
         total += layer.tokens();
-        println!(
-            "{:<12} {:>8} {:>9}",
-            layer.name,
-            layer.text.len(),
-            layer.tokens()
-        );
+        println!("{:<12} {:>8} {:>9}", layer.name, layer.text.len(), layer.tokens());
     }
     println!(
         "{:<12} {:>8} {:>9}   ({} built-in and context tools; MCP and agent tools not counted)",

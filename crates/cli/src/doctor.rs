@@ -42,16 +42,8 @@ fn model(config: &Config) {
             Ok((p, _)) => println!(
                 "ok model: {spec} via {} ({}, key {})",
                 p.base_url,
-                if p.stream {
-                    "streaming"
-                } else {
-                    "not streaming"
-                },
-                if p.api_key.is_some() {
-                    "set"
-                } else {
-                    "not needed"
-                }
+                if p.stream { "streaming" } else { "not streaming" },
+                if p.api_key.is_some() { "set" } else { "not needed" }
             ),
             Err(e) => println!("!! model {spec}: {e}"),
         },
@@ -59,12 +51,7 @@ fn model(config: &Config) {
 }
 
 fn sandbox(config: &Config) {
-    let enabled = config
-        .file
-        .sandbox
-        .as_ref()
-        .and_then(|s| s.enabled)
-        .unwrap_or(true);
+    let enabled = config.file.sandbox.as_ref().and_then(|s| s.enabled).unwrap_or(true);
     match (enabled, landlock::abi_version()) {
         (false, _) => println!(
             "-- sandbox: disabled in config ([sandbox] enabled = false); bash relies on the deny list"
@@ -95,10 +82,7 @@ fn sandbox(config: &Config) {
         match &config.file.allowed_dirs {
             Some(dirs) if !dirs.is_empty() => format!(
                 " and {}",
-                dirs.iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                dirs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
             ),
             _ => String::new(),
         }

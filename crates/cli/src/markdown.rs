@@ -25,10 +25,7 @@ pub struct MarkdownStream {
 impl MarkdownStream {
     /// A renderer at the start of a line.
     pub fn new() -> Self {
-        Self {
-            at_line_start: true,
-            ..Self::default()
-        }
+        Self { at_line_start: true, ..Self::default() }
     }
 
     /// Feeds a piece of text; returns what can be printed now.
@@ -133,10 +130,7 @@ impl MarkdownStream {
             }
         }
         let indent = &head[..head.len() - trimmed.len()];
-        if let Some(rest) = trimmed
-            .strip_prefix("- ")
-            .or_else(|| trimmed.strip_prefix("* "))
-        {
+        if let Some(rest) = trimmed.strip_prefix("- ").or_else(|| trimmed.strip_prefix("* ")) {
             out.push_str(indent);
             out.push_str("• ");
             for c in rest.chars() {
@@ -222,9 +216,6 @@ mod tests {
 
     #[test]
     fn a_lone_star_and_hash_stay_literal() {
-        assert_eq!(
-            plain(&render(&["2 * 3 = 6\n#hashtag"])),
-            "2 * 3 = 6\n#hashtag"
-        );
+        assert_eq!(plain(&render(&["2 * 3 = 6\n#hashtag"])), "2 * 3 = 6\n#hashtag");
     }
 }

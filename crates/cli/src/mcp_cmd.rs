@@ -87,14 +87,7 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
     match action {
         McpAction::List => list(config).await,
         McpAction::Get { name } => get(config, name).await,
-        McpAction::Add {
-            name,
-            url,
-            headers,
-            env,
-            scope,
-            command,
-        } => {
+        McpAction::Add { name, url, headers, env, scope, command } => {
             let server = match (url, command.split_first()) {
                 (Some(_), Some(_)) => {
                     return Err(other("give either --url URL or -- CMD ARGS, not both"));
@@ -104,10 +97,9 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
                         "nothing to run: `ferroclaw mcp add NAME -- CMD ARGS...` or `ferroclaw mcp add NAME --url URL`",
                     ));
                 }
-                (Some(url), None) => NewServer::Http {
-                    url: url.clone(),
-                    headers: pairs(headers, "--header")?,
-                },
+                (Some(url), None) => {
+                    NewServer::Http { url: url.clone(), headers: pairs(headers, "--header")? }
+                }
                 (None, Some((cmd, args))) => NewServer::Stdio {
                     command: cmd.clone(),
                     args: args.to_vec(),
@@ -125,17 +117,12 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
                 println!("removed mcp server {name} from {}", path.display());
                 Ok(exit::OK)
             } else {
-                Err(other(format!(
-                    "{} has no mcp server named {name:?}",
-                    path.display()
-                )))
+                Err(other(format!("{} has no mcp server named {name:?}", path.display())))
             }
         }
-        McpAction::Serve {
-            http,
-            yes,
-            permission_mode,
-        } => serve(config, *http, *yes, *permission_mode).await,
+        McpAction::Serve { http, yes, permission_mode } => {
+            serve(config, *http, *yes, *permission_mode).await
+        }
         McpAction::Login { name } => {
             let url = http_url(config, name)?;
             ferroclaw_mcp::login(name, &url, &token_store(config), Consent::Browser, None)
@@ -153,9 +140,7 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
                 println!("removed the OAuth tokens of mcp server {name}");
                 Ok(exit::OK)
             } else {
-                Err(other(format!(
-                    "mcp server {name} has no saved OAuth tokens"
-                )))
+                Err(other(format!("mcp server {name} has no saved OAuth tokens")))
             }
         }
     }
@@ -196,32 +181,20 @@ fn http_url(config: &Config, name: &str) -> Result<String, SetupError> {
         return Err(other(p.to_string()));
     }
     match servers.servers.iter().find(|s| s.name == name) {
-        Some(ServerConfig {
-            transport: Transport::Http { url, .. },
-            ..
-        }) => Ok(url.clone()),
+        Some(ServerConfig { transport: Transport::Http { url, .. }, .. }) => Ok(url.clone()),
         Some(_) => Err(other(format!(
             "mcp server {name} is a stdio server; OAuth login is for HTTP servers"
         ))),
         None => Err(other(format!(
             "no mcp server named {name:?}; configured: {}",
-            servers
-                .servers
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            servers.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
         ))),
     }
 }
 
 /// The configured servers of this workspace.
 pub fn load(config: &Config) -> McpConfig {
-    McpConfig::load(
-        &config.file.mcp_servers,
-        &config.home.join("config.toml"),
-        &config.workspace,
-    )
+    McpConfig::load(&config.file.mcp_servers, &config.home.join("config.toml"), &config.workspace)
 }
 
 /// Starts the session's servers and reports, once, those that failed.
@@ -247,11 +220,8 @@ pub async fn start_hub(config: &Config, hooks: ClientHooks) -> McpHub {
 
 async fn list(config: &Config) -> Result<i32, SetupError> {
     let servers = load(config);
-    let describe: BTreeMap<String, String> = servers
-        .servers
-        .iter()
-        .map(|s| (s.name.clone(), describe(&s.transport)))
-        .collect();
+    let describe: BTreeMap<String, String> =
+        servers.servers.iter().map(|s| (s.name.clone(), describe(&s.transport))).collect();
     if servers.servers.is_empty() && servers.problems.is_empty() && servers.disabled.is_empty() {
         println!(
             "no mcp servers configured; add one with `ferroclaw mcp add NAME -- CMD ARGS` or `ferroclaw mcp add NAME --url URL`"
@@ -294,18 +264,10 @@ async fn get(config: &Config, name: &str) -> Result<i32, SetupError> {
     let Some(server) = servers.servers.first() else {
         return Err(other(format!(
             "no mcp server named {name:?}; configured: {}",
-            if known.is_empty() {
-                "(none)".to_string()
-            } else {
-                known.join(", ")
-            }
+            if known.is_empty() { "(none)".to_string() } else { known.join(", ") }
         )));
     };
-    println!(
-        "{name}: {} (from {})",
-        describe(&server.transport),
-        server.source.display()
-    );
+    println!("{name}: {} (from {})", describe(&server.transport), server.source.display());
     servers.problems.clear();
     servers.disabled.clear();
     let hub = McpHub::start(
@@ -357,18 +319,11 @@ async fn serve(
     yes: bool,
     mode: Option<PermissionMode>,
 ) -> Result<i32, SetupError> {
-    let mode = if yes {
-        PermissionMode::Bypass
-    } else {
-        mode.unwrap_or_else(|| config.permission_mode())
-    };
+    let mode =
+        if yes { PermissionMode::Bypass } else { mode.unwrap_or_else(|| config.permission_mode()) };
     let permissions = Arc::new(
-        Permissions::new(
-            mode,
-            &config.file.permissions.allow,
-            &config.file.permissions.deny,
-        )
-        .map_err(other)?,
+        Permissions::new(mode, &config.file.permissions.allow, &config.file.permissions.deny)
+            .map_err(other)?,
     );
     let builtins = ferroclaw_tools::builtin_tools();
     let mut tools = ToolRegistry::new();
@@ -436,13 +391,8 @@ pub async fn repl_command(input: &str, hub: &McpHub) -> Option<Result<Option<Str
     let rest = name.strip_prefix("/mcp__")?;
     let (server, prompt) = rest.split_once("__")?;
     let prompts = hub.prompts().await;
-    let Some(info) = prompts
-        .iter()
-        .find(|p| p.server == server && p.name == prompt)
-    else {
-        return Some(Err(format!(
-            "no prompt {prompt} on mcp server {server}; /mcp lists them"
-        )));
+    let Some(info) = prompts.iter().find(|p| p.server == server && p.name == prompt) else {
+        return Some(Err(format!("no prompt {prompt} on mcp server {server}; /mcp lists them")));
     };
     // Arguments: `k=v` pairs, or plain words filling the arguments in order.
     let mut args = BTreeMap::new();
@@ -471,19 +421,10 @@ pub async fn repl_command(input: &str, hub: &McpHub) -> Option<Result<Option<Str
             info.command(),
             missing.join(", "),
             info.command(),
-            missing
-                .iter()
-                .map(|m| format!("{m}=..."))
-                .collect::<Vec<_>>()
-                .join(" ")
+            missing.iter().map(|m| format!("{m}=...")).collect::<Vec<_>>().join(" ")
         )));
     }
-    Some(
-        hub.get_prompt(server, prompt, args)
-            .await
-            .map(Some)
-            .map_err(|e| e.to_string()),
-    )
+    Some(hub.get_prompt(server, prompt, args).await.map(Some).map_err(|e| e.to_string()))
 }
 
 /// The REPL's hooks: elicitation on the terminal; sampling with the agent's
@@ -524,10 +465,7 @@ impl Elicitor for TerminalElicitor {
         }
         let mut answer = serde_json::Map::new();
         for (key, prop) in schema["properties"].as_object().into_iter().flatten() {
-            let hint = prop["description"]
-                .as_str()
-                .or(prop["title"].as_str())
-                .unwrap_or("");
+            let hint = prop["description"].as_str().or(prop["title"].as_str()).unwrap_or("");
             let line = read_line(format!(
                 "  {key} ({}) {hint}: ",
                 prop["type"].as_str().unwrap_or("string")
@@ -558,11 +496,7 @@ struct ProviderSampler {
 #[async_trait]
 impl Sampler for ProviderSampler {
     async fn sample(&self, request: SamplingRequest) -> Result<(String, String), String> {
-        let preview = request
-            .messages
-            .last()
-            .map(|(_, t)| t.as_str())
-            .unwrap_or_default();
+        let preview = request.messages.last().map(|(_, t)| t.as_str()).unwrap_or_default();
         let answer = read_line(format!(
             "\nmcp server {} asks the model: {:.200}\nallow? [y/N] ",
             request.server, preview
@@ -595,5 +529,16 @@ impl Sampler for ProviderSampler {
             }
         }
         Ok((text, self.model.clone()))
+    }
+}
+
+/// Refreshes the MCP tools before each model request, so a server's
+/// `tools/list_changed` takes effect during a request and in `-p` too.
+pub struct McpRefresh(pub McpHub);
+
+#[async_trait::async_trait]
+impl ferroclaw_core::agent::TurnHook for McpRefresh {
+    async fn before_model_call(&self, tools: &mut ferroclaw_tools::ToolRegistry) {
+        self.0.refresh_tools(tools).await;
     }
 }

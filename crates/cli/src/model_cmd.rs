@@ -53,19 +53,12 @@ pub async fn run(action: &ModelAction, config: &Config) -> Result<i32, SetupErro
             list(&store).map_err(local)?;
             Ok(exit::OK)
         }
-        ModelAction::Pull {
-            model,
-            name,
-            sha256,
-        } => pull(&store, model, name.as_deref(), sha256.as_deref()).await,
+        ModelAction::Pull { model, name, sha256 } => {
+            pull(&store, model, name.as_deref(), sha256.as_deref()).await
+        }
         ModelAction::Import { path, name } => {
             let m = store.import(path, name.as_deref()).map_err(local)?;
-            println!(
-                "imported {} as local/{} ({})",
-                path.display(),
-                m.name,
-                size(m.size)
-            );
+            println!("imported {} as local/{} ({})", path.display(), m.name, size(m.size));
             Ok(exit::OK)
         }
         ModelAction::Rm { name } => {
@@ -87,22 +80,9 @@ fn list(store: &ModelStore) -> Result<(), ferroclaw_local::LocalError> {
     }
     println!("catalogue (ferroclaw model pull NAME):");
     for e in &CATALOGUE {
-        let mark = if installed.iter().any(|m| m.name == e.name) {
-            "*"
-        } else {
-            " "
-        };
-        let checksum = if e.sha256.is_some() {
-            ""
-        } else {
-            " [no checksum]"
-        };
-        println!(
-            "{mark} {:<30} {:>9}  {}{checksum}",
-            e.name,
-            size(e.size),
-            e.description
-        );
+        let mark = if installed.iter().any(|m| m.name == e.name) { "*" } else { " " };
+        let checksum = if e.sha256.is_some() { "" } else { " [no checksum]" };
+        println!("{mark} {:<30} {:>9}  {}{checksum}", e.name, size(e.size), e.description);
     }
     Ok(())
 }
@@ -116,9 +96,7 @@ async fn pull(
     let (url, default_name, expected) =
         if model.starts_with("https://") || model.starts_with("http://") {
             let stem = url_stem(model).ok_or_else(|| {
-                SetupError::Other(format!(
-                    "cannot tell a model name from {model}; pass --name"
-                ))
+                SetupError::Other(format!("cannot tell a model name from {model}; pass --name"))
             })?;
             (model.to_string(), stem, sha256.map(str::to_string))
         } else {
@@ -132,9 +110,7 @@ async fn pull(
             (entry.url.to_string(), entry.name.to_string(), expected)
         };
     let name = name.unwrap_or(&default_name);
-    let dest = store
-        .path_of(name)
-        .map_err(|e| SetupError::Other(e.to_string()))?;
+    let dest = store.path_of(name).map_err(|e| SetupError::Other(e.to_string()))?;
     if dest.exists() {
         println!("local/{name} is already installed ({})", dest.display());
         return Ok(exit::OK);
@@ -150,11 +126,7 @@ async fn pull(
             got.sha256
         );
     }
-    println!(
-        "installed local/{name} ({}, {})",
-        size(got.size),
-        dest.display()
-    );
+    println!("installed local/{name} ({}, {})", size(got.size), dest.display());
     Ok(exit::OK)
 }
 
@@ -194,22 +166,14 @@ impl ProgressBar {
             (p.done - p.resumed_from) as f64 / self.started.elapsed().as_secs_f64().max(0.001);
         let mut stderr = std::io::stderr();
         if self.tty {
-            if !complete
-                && self
-                    .last_draw
-                    .is_some_and(|t| t.elapsed() < PROGRESS_INTERVAL)
-            {
+            if !complete && self.last_draw.is_some_and(|t| t.elapsed() < PROGRESS_INTERVAL) {
                 return;
             }
             self.last_draw = Some(Instant::now());
             let bar = match percent {
                 Some(pc) => {
                     let filled = (pc as usize * 30 / 100).min(30);
-                    format!(
-                        "[{}{}] {pc:>3}%",
-                        "#".repeat(filled),
-                        ".".repeat(30 - filled)
-                    )
+                    format!("[{}{}] {pc:>3}%", "#".repeat(filled), ".".repeat(30 - filled))
                 }
                 None => String::new(),
             };
@@ -227,13 +191,8 @@ impl ProgressBar {
                 return;
             }
             self.last_tenth = tenth;
-            let _ = writeln!(
-                stderr,
-                "{}: {}% ({})",
-                self.label,
-                percent.unwrap_or(0),
-                size(p.done)
-            );
+            let _ =
+                writeln!(stderr, "{}: {}% ({})", self.label, percent.unwrap_or(0), size(p.done));
         }
         let _ = stderr.flush();
     }
@@ -254,11 +213,7 @@ fn size(bytes: u64) -> String {
         value /= 1000.0;
         unit += 1;
     }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
 }
 
 /// The provider for a `local/NAME` or `local:PATH` spec; `None` for any
@@ -301,11 +256,7 @@ fn open_local(_: &Config, _: &LocalTarget) -> Result<Arc<dyn Provider>, SetupErr
 /// The path a spec's model would load from, for `doctor`.
 pub fn local_model_path(config: &Config, spec: &str) -> Option<Result<PathBuf, String>> {
     let target = LocalTarget::parse(spec)?;
-    Some(
-        target
-            .path(&ModelStore::new(&config.home))
-            .map_err(|e| e.to_string()),
-    )
+    Some(target.path(&ModelStore::new(&config.home)).map_err(|e| e.to_string()))
 }
 
 #[cfg(test)]

@@ -37,16 +37,14 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let mut agent = opened.agent;
     let mcp = crate::mcp_cmd::start_hub(&config, Default::default()).await;
     mcp.register_tools(&mut agent.tools);
+    agent.turn_hook = Some(std::sync::Arc::new(crate::mcp_cmd::McpRefresh(mcp.clone())));
     let (tx, rx) = unbounded_channel();
     let status = std::io::stderr().is_terminal();
     let consumer = match cli.output_format {
         OutputFormat::Text => tokio::spawn(render(
             rx,
             agent.model_spec.clone(),
-            RenderOptions {
-                answer: false,
-                status,
-            },
+            RenderOptions { answer: false, status },
         )),
         OutputFormat::StreamJson => tokio::spawn(json_lines(rx)),
         OutputFormat::Json => tokio::spawn(drain(rx)),
@@ -59,16 +57,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let cancel = CancellationToken::new();
     crate::interrupt::watch(cancel.clone());
     let report = agent
-        .run(
-            ferroclaw_core::mentions::user_message(&prompt, &agent.workspace),
-            &tx,
-            &cancel,
-        )
+        .run(ferroclaw_core::mentions::user_message(&prompt, &agent.workspace), &tx, &cancel)
         .await;
     mcp.shutdown().await;
-    if let Some(jobs) = &agent.jobs {
-        jobs.shutdown();
-    }
+    agent.finish().await;
     drop(tx);
     let _ = consumer.await;
     let mut stdout = std::io::stdout().lock();

@@ -50,21 +50,13 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             }
         };
         let Some(event) = event else { break };
-        if waiting
-            && !matches!(
-                event,
-                AgentEvent::Usage { .. } | AgentEvent::Retrying { .. }
-            )
-        {
+        if waiting && !matches!(event, AgentEvent::Usage { .. } | AgentEvent::Retrying { .. }) {
             waiting = false;
             if status_tty {
                 eprint!("\r\x1b[2K");
             }
         }
-        let status_line = !matches!(
-            event,
-            AgentEvent::TextDelta { .. } | AgentEvent::Usage { .. }
-        );
+        let status_line = !matches!(event, AgentEvent::TextDelta { .. } | AgentEvent::Usage { .. });
         if line_open && opts.status && status_line {
             let _ = out.write_all(b"\n");
             let _ = out.flush();
@@ -89,17 +81,11 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 let _ = out.flush();
             }
             AgentEvent::ToolCallStarted { name, input, .. } if opts.status => {
-                let subject = call_subject(&input)
-                    .map(str::to_string)
-                    .unwrap_or_else(|| input.to_string());
+                let subject =
+                    call_subject(&input).map(str::to_string).unwrap_or_else(|| input.to_string());
                 eprintln!("{GREEN}⏺{RESET} {name}({})", shorten(&subject, 80));
             }
-            AgentEvent::ToolCallFinished {
-                is_error,
-                duration_ms,
-                preview,
-                ..
-            } if opts.status => {
+            AgentEvent::ToolCallFinished { is_error, duration_ms, preview, .. } if opts.status => {
                 if is_error {
                     eprintln!("  {RED}⎿ {}{RESET}", shorten(&preview, 160));
                 } else {
@@ -107,19 +93,14 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 }
             }
             AgentEvent::PermissionRequested { name, input, .. } if opts.answer => {
-                let subject = call_subject(&input)
-                    .map(str::to_string)
-                    .unwrap_or_else(|| input.to_string());
+                let subject =
+                    call_subject(&input).map(str::to_string).unwrap_or_else(|| input.to_string());
                 eprint!(
                     "{YELLOW}? allow {name}({})?{RESET} [y]es / [n]o (or \"n, reason\") / [a]lways this session / always in this [p]roject: ",
                     shorten(&subject, 100)
                 );
             }
-            AgentEvent::Retrying {
-                attempt,
-                delay_ms,
-                reason,
-            } if opts.status => {
+            AgentEvent::Retrying { attempt, delay_ms, reason } if opts.status => {
                 eprintln!(
                     "{YELLOW}⟳ {reason}; retry {attempt} in {:.1}s{RESET}",
                     delay_ms as f64 / 1000.0
@@ -128,10 +109,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             AgentEvent::Error { message, .. } if opts.status => {
                 eprintln!("{RED}error: {message}{RESET}");
             }
-            AgentEvent::Compaction {
-                before_tokens,
-                after_tokens,
-            } if opts.status => {
+            AgentEvent::Compaction { before_tokens, after_tokens } if opts.status => {
                 eprintln!(
                     "{DIM}⇣ context compacted: ~{} → ~{} tokens{RESET}",
                     tokens(before_tokens),
@@ -159,23 +137,14 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     "{YELLOW}? carry out this plan?{RESET} [y]es / [e] yes, and accept edits / [n]o (or \"n, what to change\"): "
                 );
             }
-            AgentEvent::SubAgent {
-                agent_type, event, ..
-            } if opts.status => match *event {
+            AgentEvent::SubAgent { agent_type, event, .. } if opts.status => match *event {
                 AgentEvent::ToolCallStarted { name, input, .. } => {
                     let subject = call_subject(&input)
                         .map(str::to_string)
                         .unwrap_or_else(|| input.to_string());
-                    eprintln!(
-                        "    {DIM}↳ {agent_type}:{RESET} {name}({})",
-                        shorten(&subject, 70)
-                    );
+                    eprintln!("    {DIM}↳ {agent_type}:{RESET} {name}({})", shorten(&subject, 70));
                 }
-                AgentEvent::ToolCallFinished {
-                    is_error: true,
-                    preview,
-                    ..
-                } => {
+                AgentEvent::ToolCallFinished { is_error: true, preview, .. } => {
                     eprintln!("      {RED}⎿ {}{RESET}", shorten(&preview, 140));
                 }
                 AgentEvent::PermissionRequested { name, input, .. } if opts.answer => {
@@ -187,23 +156,13 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                         shorten(&subject, 90)
                     );
                 }
-                AgentEvent::Finished {
-                    num_turns,
-                    is_error,
-                    ..
-                } => {
-                    let how = if is_error {
-                        format!("{RED}failed")
-                    } else {
-                        format!("{DIM}done")
-                    };
+                AgentEvent::Finished { num_turns, is_error, .. } => {
+                    let how = if is_error { format!("{RED}failed") } else { format!("{DIM}done") };
                     eprintln!("    {how} · {agent_type} sub-agent · {num_turns} turns{RESET}");
                 }
                 _ => {}
             },
-            AgentEvent::Finished {
-                usage, num_turns, ..
-            } if opts.status => {
+            AgentEvent::Finished { usage, num_turns, .. } if opts.status => {
                 let cost = pricing::cost(&model, &usage)
                     .map(|c| format!(" · ${c:.4}"))
                     .unwrap_or_default();
@@ -221,11 +180,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
 
 /// `12.3k` style counts.
 fn tokens(n: u64) -> String {
-    if n >= 1000 {
-        format!("{:.1}k", n as f64 / 1000.0)
-    } else {
-        n.to_string()
-    }
+    if n >= 1000 { format!("{:.1}k", n as f64 / 1000.0) } else { n.to_string() }
 }
 
 /// One line of at most `max` characters.

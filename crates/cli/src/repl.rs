@@ -27,27 +27,15 @@ use crate::setup::{Resume, SetupError, open_agent};
 /// Slash commands and what they do, for `/help` and completion.
 const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
-    (
-        "/new",
-        "start a new conversation; this one is archived to memory",
-    ),
+    ("/new", "start a new conversation; this one is archived to memory"),
     ("/clear", "same as /new"),
     ("/model", "show the model, or switch: /model PROVIDER/MODEL"),
     ("/sessions", "this project's conversations"),
-    (
-        "/resume",
-        "continue a conversation: /resume ID (latest without ID)",
-    ),
+    ("/resume", "continue a conversation: /resume ID (latest without ID)"),
     ("/usage", "tokens and cost of this session"),
-    (
-        "/plan",
-        "plan mode on/off: read-only tools until you approve a plan",
-    ),
+    ("/plan", "plan mode on/off: read-only tools until you approve a plan"),
     ("/todos", "the model's todo list"),
-    (
-        "/compact",
-        "summarise the conversation to free context: /compact [what to keep]",
-    ),
+    ("/compact", "summarise the conversation to free context: /compact [what to keep]"),
     ("/jobs", "background jobs and their status"),
     ("/mcp", "MCP servers and prompts: /mcp__SERVER__PROMPT ARGS"),
     ("/exit", "leave (also /quit, Ctrl-D)"),
@@ -61,6 +49,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let hooks = crate::mcp_cmd::terminal_hooks(agent.provider.clone(), agent.model.clone());
     let mcp = crate::mcp_cmd::start_hub(&config, hooks).await;
     mcp.register_tools(&mut agent.tools);
+    agent.turn_hook = Some(Arc::new(crate::mcp_cmd::McpRefresh(mcp.clone())));
     print_banner(&agent, opened.resumed, opened.skipped_bytes);
     let mut editor = new_editor(&config)?;
     let mut first = cli.prompt.clone();
@@ -123,13 +112,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 }
             }
         }
-        mcp.refresh_tools(&mut agent.tools).await;
         run_request(&mut agent, input).await;
     }
     mcp.shutdown().await;
-    if let Some(jobs) = &agent.jobs {
-        jobs.shutdown();
-    }
+    agent.finish().await;
     Ok(exit::OK)
 }
 
@@ -139,10 +125,7 @@ async fn run_request(agent: &mut Agent, input: &str) {
     let renderer = tokio::spawn(render(
         rx,
         agent.model_spec.clone(),
-        RenderOptions {
-            answer: true,
-            status: true,
-        },
+        RenderOptions { answer: true, status: true },
     ));
     let cancel = CancellationToken::new();
     let watcher = crate::interrupt::watch(cancel.clone());
@@ -176,9 +159,8 @@ fn command(
         }
         "/clear" | "/new" => {
             crate::archive::spawn(agent, config);
-            agent.session = store
-                .create(&config.workspace, &agent.model_spec)
-                .map_err(|e| e.to_string())?;
+            agent.session =
+                store.create(&config.workspace, &agent.model_spec).map_err(|e| e.to_string())?;
             agent.messages.clear();
             println!("new conversation {}", agent.session.meta().id);
         }
@@ -193,20 +175,12 @@ fn command(
         "/sessions" => crate::sessions::print_list(&store.list(&config.workspace)),
         "/resume" => {
             let path = if arg.is_empty() {
-                store
-                    .latest(&config.workspace)
-                    .ok_or("no conversation to resume")?
+                store.latest(&config.workspace).ok_or("no conversation to resume")?
             } else {
-                store
-                    .find(&config.workspace, arg)
-                    .map_err(|e| e.to_string())?
+                store.find(&config.workspace, arg).map_err(|e| e.to_string())?
             };
             let r = SessionLog::resume(&path, RESUME_TAIL_BYTES).map_err(|e| e.to_string())?;
-            println!(
-                "resumed {} ({} messages)",
-                r.log.meta().id,
-                r.messages.len()
-            );
+            println!("resumed {} ({} messages)", r.log.meta().id, r.messages.len());
             agent.session = r.log;
             agent.messages = r.messages;
             let _ = approver;
@@ -251,10 +225,7 @@ fn command(
         }
         other => {
             let names: Vec<&str> = COMMANDS.iter().map(|(c, _)| *c).collect();
-            return Err(format!(
-                "unknown command {other}; commands: {}",
-                names.join(" ")
-            ));
+            return Err(format!("unknown command {other}; commands: {}", names.join(" ")));
         }
     }
     Ok(true)
@@ -266,10 +237,7 @@ async fn compact_now(agent: &mut Agent, focus: &str) {
     let renderer = tokio::spawn(render(
         rx,
         agent.model_spec.clone(),
-        RenderOptions {
-            answer: false,
-            status: true,
-        },
+        RenderOptions { answer: false, status: true },
     ));
     let cancel = CancellationToken::new();
     let watcher = crate::interrupt::watch(cancel.clone());

@@ -43,13 +43,9 @@ pub fn print_list(list: &[SessionSummary]) {
 
 fn print_entry(entry: Entry) {
     match entry {
-        Entry::Meta(m) => println!(
-            "# session {} · {} · {} · {}\n",
-            m.id,
-            m.created,
-            m.model,
-            m.cwd.display()
-        ),
+        Entry::Meta(m) => {
+            println!("# session {} · {} · {} · {}\n", m.id, m.created, m.model, m.cwd.display())
+        }
         Entry::Message { message, .. } => {
             for block in &message.content {
                 match (message.role, block) {
@@ -61,12 +57,7 @@ fn print_entry(entry: Entry) {
                     (_, ContentBlock::ToolCall(call)) => {
                         println!("⏺ {}({})", call.name, shorten(&call.input.to_string(), 100))
                     }
-                    (
-                        _,
-                        ContentBlock::ToolResult {
-                            content, is_error, ..
-                        },
-                    ) => {
+                    (_, ContentBlock::ToolResult { content, is_error, .. }) => {
                         let text: String = content.iter().filter_map(ResultPart::as_text).collect();
                         let mark = if *is_error { "error: " } else { "" };
                         println!("  ⎿ {mark}{}\n", shorten(&text, 100));

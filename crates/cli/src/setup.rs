@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ferroclaw_core::agent::{CompactTool, Compaction};
+use ferroclaw_core::agent::{CompactTool, Compaction, Remembering};
 use ferroclaw_core::config::WebSearchSection;
 use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
@@ -54,8 +54,7 @@ pub fn workspace(cli: &Cli) -> Result<PathBuf, SetupError> {
         None => std::env::current_dir()
             .map_err(|e| SetupError::Other(format!("cannot read the current directory: {e}")))?,
     };
-    dir.canonicalize()
-        .map_err(|e| SetupError::Other(format!("workspace {}: {e}", dir.display())))
+    dir.canonicalize().map_err(|e| SetupError::Other(format!("workspace {}: {e}", dir.display())))
 }
 
 /// Loads the config for the flags given.
@@ -64,16 +63,9 @@ pub fn load_config(cli: &Cli) -> Result<Config, SetupError> {
     if cli.yes {
         mode = Some(PermissionMode::Bypass);
     }
-    let overrides = Overrides {
-        model: cli.model.clone(),
-        max_turns: cli.max_turns,
-        permission_mode: mode,
-    };
-    Ok(Config::load(
-        Config::default_home(),
-        workspace(cli)?,
-        &overrides,
-    )?)
+    let overrides =
+        Overrides { model: cli.model.clone(), max_turns: cli.max_turns, permission_mode: mode };
+    Ok(Config::load(Config::default_home(), workspace(cli)?, &overrides)?)
 }
 
 /// What was opened, for the renderer.
@@ -127,12 +119,7 @@ pub fn open_agent(
     .map_err(SetupError::Other)?;
     let (session, messages, skipped_bytes, was_resumed) = match resumed {
         Some(r) => (r.log, r.messages, r.skipped_bytes, true),
-        None => (
-            store.create(&config.workspace, &spec)?,
-            Vec::new(),
-            0,
-            false,
-        ),
+        None => (store.create(&config.workspace, &spec)?, Vec::new(), 0, false),
     };
     let permissions = Arc::new(permissions);
     let context = ferroclaw_core::ContextBuilder::for_config(config).build();
@@ -143,8 +130,11 @@ pub fn open_agent(
     let mut tools = ferroclaw_tools::builtin_tools();
     let recall = ferroclaw_core::recall::Recall::open(&config.home)
         .map_err(|e| tracing::warn!("session_search is off: {e}"))
-        .ok();
-    context.register_tools(&mut tools, recall.map(Arc::new));
+        .ok()
+        .map(Arc::new);
+    context.register_tools(&mut tools, recall.clone());
+    let memory = ferroclaw_core::memory::MemoryStore::new(&config.home)
+        .with_limits(config.file.memory.clone());
     if let Some(search) = &config.file.web_search {
         tools.register(web_search_tool(search)?);
     }
@@ -180,13 +170,9 @@ pub fn open_agent(
         model_spec: spec.clone(),
         resolve_model: Some(Arc::new(move |spec: &str| {
             if let Some(local) = crate::model_cmd::local_provider(&resolver_config, spec, false) {
-                return local
-                    .map(|p| (p, spec.to_string()))
-                    .map_err(|e| e.to_string());
+                return local.map(|p| (p, spec.to_string())).map_err(|e| e.to_string());
             }
-            let (p, m) = resolver_config
-                .resolve_model(spec)
-                .map_err(|e| e.to_string())?;
+            let (p, m) = resolver_config.resolve_model(spec).map_err(|e| e.to_string())?;
             Ok((ferroclaw_llm::connect(p), m))
         })),
         tools: tools.clone(),
@@ -226,12 +212,10 @@ pub fn open_agent(
         jobs: Some(jobs),
         sandbox,
         compaction,
+        remembering: Remembering::new(recall, Some(memory)),
+        turn_hook: None,
     };
-    Ok(Opened {
-        agent,
-        resumed: was_resumed,
-        skipped_bytes,
-    })
+    Ok(Opened { agent, resumed: was_resumed, skipped_bytes })
 }
 
 /// The `web_search` tool for the configured backend; a missing key or URL is
@@ -244,10 +228,7 @@ fn web_search_tool(search: &WebSearchSection) -> Result<WebSearchTool, SetupErro
         SearchBackend::Tavily => Some("TAVILY_API_KEY".to_string()),
         SearchBackend::Searxng => None,
     });
-    let key = key_env
-        .as_deref()
-        .and_then(|v| std::env::var(v).ok())
-        .filter(|k| !k.is_empty());
+    let key = key_env.as_deref().and_then(|v| std::env::var(v).ok()).filter(|k| !k.is_empty());
     if let (None, Some(env)) = (&key, &key_env)
         && backend != SearchBackend::Searxng
     {
@@ -272,8 +253,5 @@ pub fn sandbox_policy(config: &Config) -> SandboxPolicy {
             _ => p.clone(),
         })
         .collect();
-    SandboxPolicy {
-        confine_writes: section.enabled.unwrap_or(true),
-        writable,
-    }
+    SandboxPolicy { confine_writes: section.enabled.unwrap_or(true), writable }
 }

@@ -61,11 +61,7 @@ pub fn run(action: &SkillsAction, config: &Config) -> Result<i32, SetupError> {
             }
             let errors = set.problems().iter().filter(|p| p.fatal).count();
             let warnings = set.problems().len() - errors;
-            let unavailable = set
-                .skills()
-                .iter()
-                .filter(|s| s.unavailable.is_some())
-                .count();
+            let unavailable = set.skills().iter().filter(|s| s.unavailable.is_some()).count();
             println!(
                 "{} skills ({} unavailable here), {errors} errors, {warnings} warnings",
                 set.skills().len(),

@@ -23,15 +23,11 @@ fn past_the_threshold_the_history_is_summarised_and_replaced_but_kept_on_disk() 
     // The scripted server reports 10 input tokens a call, which drives the
     // estimate down to its floor (a quarter): the window is sized for that.
     env.write_home_config("context_window = 4000\ncompaction_threshold = 0.5\n");
-    let big: String = (0..400)
-        .map(|i| format!("line {i:04} {}\n", "x".repeat(90)))
-        .collect();
+    let big: String = (0..400).map(|i| format!("line {i:04} {}\n", "x".repeat(90))).collect();
     std::fs::write(env.ws().join("big.txt"), big).unwrap();
 
-    let (code, stdout, stderr) = run(&mut env.oneshot(
-        "what is in big.txt?",
-        &["--yes", "--output-format", "stream-json"],
-    ));
+    let (code, stdout, stderr) =
+        run(&mut env.oneshot("what is in big.txt?", &["--yes", "--output-format", "stream-json"]));
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains(r#""type":"compaction""#), "{stdout}");
     let reqs = env.server.requests();
@@ -44,15 +40,8 @@ fn past_the_threshold_the_history_is_summarised_and_replaced_but_kept_on_disk() 
     assert!(summary_req.to_string().contains("<transcript>"));
     let after = &reqs[2].body;
     let history = after["messages"].to_string();
-    assert!(
-        history.len() < 3_000,
-        "the next request's history is small: {} chars",
-        history.len()
-    );
-    assert!(
-        !history.contains("line 0399"),
-        "the big tool result is gone from it"
-    );
+    assert!(history.len() < 3_000, "the next request's history is small: {} chars", history.len());
+    assert!(!history.contains("line 0399"), "the big tool result is gone from it");
     let first = after["messages"][0]["content"].to_string();
     assert!(
         first.contains("SUMMARY: the user asked about big.txt") && first.contains(".jsonl"),
@@ -60,10 +49,7 @@ fn past_the_threshold_the_history_is_summarised_and_replaced_but_kept_on_disk() 
     );
 
     let session = std::fs::read_to_string(&env.session_files()[0]).unwrap();
-    assert!(
-        session.contains("line 0399"),
-        "the transcript keeps the original tool result"
-    );
+    assert!(session.contains("line 0399"), "the transcript keeps the original tool result");
     assert!(session.contains(r#""type":"compaction""#));
 
     let (code, stdout, stderr) = run(&mut env.oneshot("sure?", &["--continue"]));
@@ -75,10 +61,7 @@ fn past_the_threshold_the_history_is_summarised_and_replaced_but_kept_on_disk() 
         msgs[0]["content"].to_string().contains("SUMMARY"),
         "resume starts from the summary: {msgs:?}"
     );
-    assert!(
-        !resumed.to_string().contains("line 0399"),
-        "not from the original history"
-    );
+    assert!(!resumed.to_string().contains("line 0399"), "not from the original history");
 }
 
 #[test]
@@ -96,8 +79,5 @@ fn the_model_can_ask_for_compaction_with_a_focus() {
     assert_eq!(code, 0);
     assert_eq!(stdout, "continuing\n");
     let summary_req = env.request_body(2).to_string();
-    assert!(
-        summary_req.contains("Pay particular attention to: the file list"),
-        "{summary_req}"
-    );
+    assert!(summary_req.contains("Pay particular attention to: the file list"), "{summary_req}");
 }

@@ -9,10 +9,7 @@ use ferroclaw_testkit::Turn;
 fn no_api_key_names_the_variables_and_init() {
     let env = Env::new(Wire::Anthropic, vec![]);
     let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ferroclaw"));
-    cmd.env_clear()
-        .env("FERROCLAW_HOME", env.home.path())
-        .current_dir(env.ws())
-        .args(["-p", "hi"]);
+    cmd.env_clear().env("FERROCLAW_HOME", env.home.path()).current_dir(env.ws()).args(["-p", "hi"]);
     let (code, _, stderr) = run(&mut cmd);
     assert_eq!(code, 2);
     assert!(
@@ -46,11 +43,7 @@ fn unknown_provider_and_bad_model_syntax_list_the_valid_providers() {
 fn a_bad_config_file_is_reported_with_its_path_and_line() {
     let env = Env::new(Wire::Anthropic, vec![Turn::text("unused").into()]);
     std::fs::create_dir_all(env.ws().join(".agent")).unwrap();
-    std::fs::write(
-        env.ws().join(".agent/config.toml"),
-        "max_turns = 3\nmodle = \"x\"\n",
-    )
-    .unwrap();
+    std::fs::write(env.ws().join(".agent/config.toml"), "max_turns = 3\nmodle = \"x\"\n").unwrap();
     let (code, _, stderr) = run(&mut env.oneshot("hi", &[]));
     assert_eq!(code, 2);
     assert!(

@@ -22,25 +22,15 @@ fn write(root: &std::path::Path, rel: &str, text: &str) {
 #[test]
 fn context_prints_each_layer_with_its_size_and_raw_prints_the_prompt() {
     let env = Env::new(Wire::Anthropic, vec![]);
-    write(
-        env.ws(),
-        ".agent/rules/testing.md",
-        "Every fix comes with a test.\n",
-    );
+    write(env.ws(), ".agent/rules/testing.md", "Every fix comes with a test.\n");
     write(env.ws(), "AGENTS.md", "Use make.\n");
     let (code, stdout, _) = run(env.cmd().arg("context"));
     assert_eq!(code, 0);
     assert!(stdout.contains("──── rules · ~"), "{stdout}");
-    assert!(
-        stdout.contains("# testing\n\nEvery fix comes with a test."),
-        "{stdout}"
-    );
+    assert!(stdout.contains("# testing\n\nEvery fix comes with a test."), "{stdout}");
     let table = stdout.lines().find(|l| l.starts_with("project ")).unwrap();
     // "# Project instructions (AGENTS.md)\n\nUse make." is 45 characters.
-    assert_eq!(
-        table.split_whitespace().collect::<Vec<_>>(),
-        ["project", "45", "12"]
-    );
+    assert_eq!(table.split_whitespace().collect::<Vec<_>>(), ["project", "45", "12"]);
     assert!(stdout.lines().any(|l| l.starts_with("total ")), "{stdout}");
     let (code, raw, _) = run(env.cmd().args(["context", "--raw"]));
     assert_eq!(code, 0);
@@ -70,11 +60,7 @@ fn a_request_carries_the_layered_prompt_and_the_context_tools() {
     for wire in [Wire::Anthropic, Wire::OpenAi] {
         let env = Env::new(wire, vec![Turn::text("ok").into()]);
         write(env.ws(), ".agent/rules/style.md", "Tabs, not spaces.\n");
-        write(
-            env.home.path(),
-            "workspace/memory/MEMORY.md",
-            "- Deploys on Tuesdays\n",
-        );
+        write(env.home.path(), "workspace/memory/MEMORY.md", "- Deploys on Tuesdays\n");
         assert_eq!(run(&mut env.oneshot("hi", &[])).0, 0);
         let body = env.request_body(0);
         let system = match wire {
@@ -85,10 +71,7 @@ fn a_request_carries_the_layered_prompt_and_the_context_tools() {
         assert!(system.contains("- Deploys on Tuesdays"), "{system}");
         let tools = body["tools"].to_string();
         for name in ["load_skill", "memory", "session_search"] {
-            assert!(
-                tools.contains(&format!("\"{name}\"")),
-                "{name} missing: {tools}"
-            );
+            assert!(tools.contains(&format!("\"{name}\"")), "{name} missing: {tools}");
         }
     }
 }

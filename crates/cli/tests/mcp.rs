@@ -27,10 +27,8 @@ fn everything_bin() -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
-    let advice = format!(
-        "{} is missing: run .ci/run or set FERROCLAW_MCP_SERVERS_DIR",
-        path.display()
-    );
+    let advice =
+        format!("{} is missing: run .ci/run or set FERROCLAW_MCP_SERVERS_DIR", path.display());
     if std::env::var_os("CI").is_some() {
         panic!("{advice}");
     }
@@ -79,15 +77,8 @@ fn a_broken_server_is_reported_once_and_the_request_still_runs() {
     let (code, stdout, stderr) = run(&mut env.oneshot("hi", &[]));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "fine\n");
-    assert_eq!(
-        stderr.matches("mcp server gone did not start").count(),
-        1,
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("FERROCLAW_TEST_UNSET_VAR is not set"),
-        "{stderr}"
-    );
+    assert_eq!(stderr.matches("mcp server gone did not start").count(), 1, "{stderr}");
+    assert!(stderr.contains("FERROCLAW_TEST_UNSET_VAR is not set"), "{stderr}");
 }
 
 #[test]
@@ -98,14 +89,8 @@ fn the_repl_shows_server_status_and_runs_a_server_prompt() {
     let input = "/mcp\n/mcp__ev__args-prompt\n/mcp__ev__args-prompt city=Paris\n/exit\n";
     let (code, stdout, stderr) = run(env.cmd().write_stdin(input));
     assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stdout.contains("ev") && stdout.contains("ready"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("/mcp__ev__args-prompt"),
-        "/mcp lists prompts: {stdout}"
-    );
+    assert!(stdout.contains("ev") && stdout.contains("ready"), "{stdout}");
+    assert!(stdout.contains("/mcp__ev__args-prompt"), "/mcp lists prompts: {stdout}");
     assert!(stderr.contains("needs city"), "{stderr}");
     assert!(stdout.contains("it is sunny"), "{stdout}");
     let body = env.request_body(0).to_string();
@@ -140,24 +125,15 @@ fn mcp_add_list_get_and_remove_edit_the_project_mcp_json() {
     let (code, stdout, stderr) = run(env.cmd().args(["mcp", "list"]));
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("ev: ready, "), "{stdout}");
-    assert!(
-        stdout.contains("web: failed: mcp server web did not start"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("web: failed: mcp server web did not start"), "{stdout}");
 
     let (code, stdout, stderr) = run(env.cmd().args(["mcp", "get", "ev"]));
     assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stdout.contains("mcp__ev__echo  Echoes back the input string"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("mcp__ev__echo  Echoes back the input string"), "{stdout}");
 
     let (code, _, stderr) = run(env.cmd().args(["mcp", "get", "nope"]));
     assert_eq!(code, 2);
-    assert!(
-        stderr.contains("no mcp server named \"nope\"; configured: ev, web"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("no mcp server named \"nope\"; configured: ev, web"), "{stderr}");
 
     let (code, _, _) = run(env.cmd().args(["mcp", "remove", "ev"]));
     assert_eq!(code, 0);
@@ -173,10 +149,7 @@ fn serve_config(env: &Env, args: &[&str]) -> ServerConfig {
     all.extend_from_slice(args);
     let mut config = ServerConfig::stdio("ferro", env!("CARGO_BIN_EXE_ferroclaw"), &all);
     if let Transport::Stdio { env: vars, cwd, .. } = &mut config.transport {
-        vars.insert(
-            "FERROCLAW_HOME".into(),
-            env.home.path().display().to_string(),
-        );
+        vars.insert("FERROCLAW_HOME".into(), env.home.path().display().to_string());
         *cwd = Some(env.ws().to_path_buf());
     }
     config
@@ -184,14 +157,8 @@ fn serve_config(env: &Env, args: &[&str]) -> ServerConfig {
 
 async fn start(servers: Vec<ServerConfig>, ws: &Path) -> (McpHub, ToolRegistry) {
     let hub = McpHub::start(
-        McpConfig {
-            servers,
-            ..Default::default()
-        },
-        HubOptions {
-            workspace: ws.to_path_buf(),
-            ..Default::default()
-        },
+        McpConfig { servers, ..Default::default() },
+        HubOptions { workspace: ws.to_path_buf(), ..Default::default() },
     )
     .await;
     assert!(hub.problems().is_empty(), "{:?}", hub.problems());
@@ -207,33 +174,20 @@ async fn mcp_serve_over_stdio_offers_read_only_tools_by_default_and_reads_files(
     let (hub, tools) = start(vec![serve_config(&env, &[])], env.ws()).await;
     let names = hub.tool_names()["ferro"].clone();
     assert!(names.contains(&"mcp__ferro__read".to_string()), "{names:?}");
-    assert!(
-        !names
-            .iter()
-            .any(|n| n.ends_with("__bash") || n.ends_with("__write")),
-        "{names:?}"
-    );
+    assert!(!names.iter().any(|n| n.ends_with("__bash") || n.ends_with("__write")), "{names:?}");
     let read = tools.get("mcp__ferro__read").unwrap();
     assert!(read.read_only());
-    let out = read
-        .execute(json!({"path": "notes.txt"}), &ToolContext::new("/"))
-        .await
-        .unwrap();
+    let out = read.execute(json!({"path": "notes.txt"}), &ToolContext::new("/")).await.unwrap();
     assert!(!out.is_error, "{out:?}");
     assert!(out.joined_text().contains("second line"), "{out:?}");
-    let outside = read
-        .execute(json!({"path": "/etc/passwd"}), &ToolContext::new("/"))
-        .await
-        .unwrap();
+    let outside =
+        read.execute(json!({"path": "/etc/passwd"}), &ToolContext::new("/")).await.unwrap();
     assert!(outside.is_error, "the sandbox still applies: {outside:?}");
     hub.shutdown().await;
 
     let (hub, _) = start(vec![serve_config(&env, &["--yes"])], env.ws()).await;
     let names = hub.tool_names()["ferro"].clone();
-    assert!(
-        names.contains(&"mcp__ferro__bash".to_string()),
-        "--yes offers every tool: {names:?}"
-    );
+    assert!(names.contains(&"mcp__ferro__bash".to_string()), "--yes offers every tool: {names:?}");
     hub.shutdown().await;
 }
 
@@ -259,10 +213,7 @@ fn serve_http(env: &Env) -> (KillOnDrop, u16) {
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let port = loop {
-        let line = lines
-            .next()
-            .expect("the server printed its address")
-            .unwrap();
+        let line = lines.next().expect("the server printed its address").unwrap();
         if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
             break rest.trim_end_matches("/mcp").parse().unwrap();
         }
@@ -276,9 +227,7 @@ fn serve_http(env: &Env) -> (KillOnDrop, u16) {
 fn raw_post_status(port: u16, extra_headers: &str) -> String {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     write!(
         stream,
         "POST /mcp HTTP/1.1\r\n{extra_headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -288,11 +237,7 @@ fn raw_post_status(port: u16, extra_headers: &str) -> String {
     // The status line arrives in the first read; the connection may stay open.
     let mut buf = [0u8; 256];
     let n = stream.read(&mut buf).unwrap_or(0);
-    String::from_utf8_lossy(&buf[..n])
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_string()
+    String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or_default().to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -333,25 +278,16 @@ fn mcp_login_is_for_http_servers_and_logout_says_when_there_is_nothing_to_forget
     );
     let (code, _, stderr) = run(env.cmd().args(["mcp", "login", "nope"]));
     assert_eq!(code, 2);
-    assert!(
-        stderr.contains("no mcp server named \"nope\"; configured: local"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("no mcp server named \"nope\"; configured: local"), "{stderr}");
     let (code, _, stderr) = run(env.cmd().args(["mcp", "logout", "local"]));
     assert_eq!(code, 2);
-    assert!(
-        stderr.contains("mcp server local has no saved OAuth tokens"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("mcp server local has no saved OAuth tokens"), "{stderr}");
 
     let tokens = env.home.path().join("mcp-tokens");
     std::fs::create_dir_all(&tokens).unwrap();
     std::fs::write(tokens.join("local.json"), "{}").unwrap();
     let (code, stdout, stderr) = run(env.cmd().args(["mcp", "logout", "local"]));
     assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stdout.contains("removed the OAuth tokens of mcp server local"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("removed the OAuth tokens of mcp server local"), "{stdout}");
     assert!(!tokens.join("local.json").exists());
 }

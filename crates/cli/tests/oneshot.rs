@@ -39,17 +39,9 @@ fn prints_the_answer_and_sends_a_well_formed_request() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|t| {
-                t["name"]
-                    .as_str()
-                    .or(t["function"]["name"].as_str())
-                    .unwrap()
-            })
+            .map(|t| t["name"].as_str().or(t["function"]["name"].as_str()).unwrap())
             .collect();
-        assert!(
-            names.contains(&"read") && names.contains(&"bash"),
-            "{names:?}"
-        );
+        assert!(names.contains(&"read") && names.contains(&"bash"), "{names:?}");
     }
 }
 
@@ -83,9 +75,7 @@ fn a_tool_round_trip_feeds_the_result_back_and_reports_json() {
         let env = Env::new(
             wire,
             vec![
-                Turn::tool("read", json!({"path": "notes.txt"}))
-                    .with_text("Let me look.")
-                    .into(),
+                Turn::tool("read", json!({"path": "notes.txt"})).with_text("Let me look.").into(),
                 Turn::text("The notes say hi.").with_usage(100, 7).into(),
             ],
         );
@@ -102,10 +92,7 @@ fn a_tool_round_trip_feeds_the_result_back_and_reports_json() {
         assert!(v["session_id"].as_str().unwrap().len() > 10);
         let results = tool_results(&env.request_body(1));
         assert_eq!(results.len(), 1);
-        assert!(
-            results[0].0.contains("hi from notes") && !results[0].1,
-            "{results:?}"
-        );
+        assert!(results[0].0.contains("hi from notes") && !results[0].1, "{results:?}");
     }
 }
 
@@ -121,10 +108,8 @@ fn stream_json_emits_one_agent_event_per_line() {
     std::fs::write(env.ws().join("x.txt"), "x").unwrap();
     let (code, stdout, _) = run(&mut env.oneshot("list", &["--output-format", "stream-json"]));
     assert_eq!(code, 0);
-    let events: Vec<AgentEvent> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events: Vec<AgentEvent> =
+        stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let kinds: Vec<String> = stdout
         .lines()
         .map(|l| {
@@ -183,10 +168,7 @@ fn unknown_tools_and_bad_arguments_become_error_results_and_the_loop_goes_on() {
             results[0].0.contains("unknown tool \"teleport\"") && results[0].0.contains("read"),
             "{results:?}"
         );
-        assert!(
-            results[1].0.contains("/path") && results[1].0.contains("string"),
-            "{results:?}"
-        );
+        assert!(results[1].0.contains("/path") && results[1].0.contains("string"), "{results:?}");
     }
 }
 
@@ -203,40 +185,24 @@ fn writes_need_approval_in_one_shot_unless_yes_is_given() {
     assert_eq!(code, 0);
     assert!(!env.ws().join("out.txt").exists(), "refused without --yes");
     let results = tool_results(&env.request_body(1));
-    assert!(
-        results[0].1 && results[0].0.contains("--yes"),
-        "{results:?}"
-    );
+    assert!(results[0].1 && results[0].0.contains("--yes"), "{results:?}");
 
     let env = Env::new(Wire::Anthropic, script());
     let (code, _, stderr) = run(&mut env.oneshot("write it", &["--yes"]));
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        std::fs::read_to_string(env.ws().join("out.txt")).unwrap(),
-        "made"
-    );
+    assert_eq!(std::fs::read_to_string(env.ws().join("out.txt")).unwrap(), "made");
 }
 
 #[test]
 fn a_provider_that_stays_down_fails_with_a_clear_error_and_keeps_the_session() {
     for wire in WIRES {
-        let down = || {
-            Step::Fault(Fault::Status {
-                status: 500,
-                body: None,
-                retry_after: None,
-            })
-        };
+        let down = || Step::Fault(Fault::Status { status: 500, body: None, retry_after: None });
         let env = Env::new(wire, vec![down(), down(), down()]);
         let (code, stdout, stderr) = run(&mut env.oneshot("hello?", &[]));
         assert_eq!(code, 1, "{stderr}");
         assert!(stdout.is_empty());
         assert!(stderr.contains("500"), "{stderr}");
-        let provider = if wire == Wire::Anthropic {
-            "anthropic"
-        } else {
-            "openai"
-        };
+        let provider = if wire == Wire::Anthropic { "anthropic" } else { "openai" };
         assert!(stderr.contains(provider), "{stderr}");
         assert_eq!(env.server.requests().len(), 3, "max_attempts = 3");
         let files = env.session_files();
@@ -252,18 +218,8 @@ fn transient_failures_are_retried() {
         let env = Env::new(
             wire,
             vec![
-                Fault::Status {
-                    status: 429,
-                    body: None,
-                    retry_after: Some(0),
-                }
-                .into(),
-                Fault::Status {
-                    status: 529,
-                    body: None,
-                    retry_after: None,
-                }
-                .into(),
+                Fault::Status { status: 429, body: None, retry_after: Some(0) }.into(),
+                Fault::Status { status: 529, body: None, retry_after: None }.into(),
                 Turn::text("third time lucky").into(),
             ],
         );
@@ -279,20 +235,13 @@ fn malformed_and_cut_streams_are_errors_not_hangs() {
         for fault in [Fault::MalformedSse, Fault::CutMidStream] {
             let env = Env::new(
                 wire,
-                vec![
-                    fault.clone().into(),
-                    fault.clone().into(),
-                    fault.clone().into(),
-                ],
+                vec![fault.clone().into(), fault.clone().into(), fault.clone().into()],
             );
             let (code, _, stderr) = run(&mut env.oneshot("hi", &[]));
             assert_eq!(code, 1, "{wire:?} {fault:?}: {stderr}");
             assert!(stderr.contains("error"), "{stderr}");
             if fault == Fault::MalformedSse {
-                assert!(
-                    stderr.contains("nope"),
-                    "the offending snippet is shown: {stderr}"
-                );
+                assert!(stderr.contains("nope"), "the offending snippet is shown: {stderr}");
             }
         }
     }
@@ -300,9 +249,8 @@ fn malformed_and_cut_streams_are_errors_not_hangs() {
 
 #[test]
 fn max_turns_stops_a_model_that_never_finishes() {
-    let steps: Vec<Step> = (0..5)
-        .map(|_| Turn::tool("glob", json!({"pattern": "*"})).into())
-        .collect();
+    let steps: Vec<Step> =
+        (0..5).map(|_| Turn::tool("glob", json!({"pattern": "*"})).into()).collect();
     let env = Env::new(Wire::OpenAi, steps);
     let (code, stdout, _) =
         run(&mut env.oneshot("loop", &["--max-turns", "2", "--output-format", "json"]));
@@ -320,8 +268,5 @@ fn prompt_can_come_from_stdin() {
     let (code, stdout, _) = run(env.cmd().arg("-p").write_stdin("from stdin\n"));
     assert_eq!(code, 0);
     assert_eq!(stdout, "got it\n");
-    assert_eq!(
-        env.request_body(0)["messages"][0]["content"][0]["text"],
-        "from stdin\n"
-    );
+    assert_eq!(env.request_body(0)["messages"][0]["content"][0]["text"], "from stdin\n");
 }

@@ -12,13 +12,7 @@ fn tool_names(body: &serde_json::Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| {
-            t["name"]
-                .as_str()
-                .or(t["function"]["name"].as_str())
-                .unwrap()
-                .to_string()
-        })
+        .map(|t| t["name"].as_str().or(t["function"]["name"].as_str()).unwrap().to_string())
         .collect()
 }
 
@@ -42,16 +36,10 @@ fn the_todo_list_allows_one_item_in_progress() {
         run(&mut env.oneshot("plan the work", &["--output-format", "stream-json"]));
     assert_eq!(code, 0);
     let first = tool_results(&env.request_body(1));
-    assert!(
-        first[0].1 && first[0].0.contains("only ONE item may be in_progress"),
-        "{first:?}"
-    );
+    assert!(first[0].1 && first[0].0.contains("only ONE item may be in_progress"), "{first:?}");
     let second = tool_results(&env.request_body(2));
     assert!(!second[1].1 && second[1].0.contains("[>] a"), "{second:?}");
-    assert!(
-        stdout.contains(r#""type":"todos""#),
-        "the list change is an event"
-    );
+    assert!(stdout.contains(r#""type":"todos""#), "the list change is an event");
 }
 
 #[test]
@@ -70,17 +58,9 @@ fn an_open_todo_list_left_alone_for_three_turns_gets_a_reminder_once() {
         ],
     );
     assert_eq!(run(&mut env.oneshot("work", &[])).0, 0);
-    let has_reminder = |i: usize| {
-        env.request_body(i)
-            .to_string()
-            .matches("Update your todos")
-            .count()
-    };
-    assert_eq!(
-        has_reminder(3),
-        0,
-        "two turns without an update: no reminder yet"
-    );
+    let has_reminder =
+        |i: usize| env.request_body(i).to_string().matches("Update your todos").count();
+    assert_eq!(has_reminder(3), 0, "two turns without an update: no reminder yet");
     assert_eq!(has_reminder(4), 1, "after the third turn without an update");
     assert_eq!(has_reminder(5), 1, "given once, not again the next turn");
 }
@@ -99,17 +79,12 @@ fn plan_mode_refuses_changes_until_the_user_approves_the_plan() {
     );
     // Prompt, reject with feedback, approve with accept-edits, leave.
     let input = "make the file\nn, use b.txt\ne\n/exit\n";
-    let (code, stdout, stderr) = run(env
-        .cmd()
-        .args(["--permission-mode", "plan"])
-        .write_stdin(input));
+    let (code, stdout, stderr) =
+        run(env.cmd().args(["--permission-mode", "plan"]).write_stdin(input));
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("written"), "{stdout}");
     let refused = tool_results(&env.request_body(1));
-    assert!(
-        refused[0].1 && refused[0].0.contains("plan mode"),
-        "{refused:?}"
-    );
+    assert!(refused[0].1 && refused[0].0.contains("plan mode"), "{refused:?}");
     assert!(!env.ws().join("a.txt").exists());
     let rejected = tool_results(&env.request_body(2));
     assert!(
@@ -138,26 +113,13 @@ fn plan_mode_in_one_shot_cannot_be_approved_and_says_so() {
     let (code, stdout, _) = run(&mut env.oneshot("plan", &["--permission-mode", "plan"]));
     assert_eq!(code, 0);
     assert_eq!(stdout, "Plan: do it\n");
-    assert!(
-        tool_results(&env.request_body(1))[0]
-            .0
-            .contains("non-interactive")
-    );
-    assert!(
-        env.request_body(0).to_string().contains("Plan mode is on"),
-        "the model is told"
-    );
+    assert!(tool_results(&env.request_body(1))[0].0.contains("non-interactive"));
+    assert!(env.request_body(0).to_string().contains("Plan mode is on"), "the model is told");
 }
 
 #[test]
 fn two_sub_agents_run_in_parallel_with_restricted_tools() {
-    let slow = |text: &str| {
-        Fault::SlowFirstByte {
-            delay_ms: 600,
-            then: Turn::text(text),
-        }
-        .into()
-    };
+    let slow = |text: &str| Fault::SlowFirstByte { delay_ms: 600, then: Turn::text(text) }.into();
     let env = Env::new(
         Wire::Anthropic,
         vec![
@@ -193,15 +155,9 @@ fn two_sub_agents_run_in_parallel_with_restricted_tools() {
             "{names:?}"
         );
         for banned in ["task", "write", "edit", "bash"] {
-            assert!(
-                !names.contains(&banned.to_string()),
-                "explore has no {banned}: {names:?}"
-            );
+            assert!(!names.contains(&banned.to_string()), "explore has no {banned}: {names:?}");
         }
-        assert!(
-            child.body["messages"].as_array().unwrap().len() == 1,
-            "a fresh context"
-        );
+        assert!(child.body["messages"].as_array().unwrap().len() == 1, "a fresh context");
     }
     let results = tool_results(&reqs[3].body);
     let texts: Vec<&str> = results.iter().map(|r| r.0.as_str()).collect();
@@ -210,17 +166,9 @@ fn two_sub_agents_run_in_parallel_with_restricted_tools() {
         "{texts:?}"
     );
     assert!(texts[0].contains("explore sub-agent: 1 turn"), "{texts:?}");
-    assert_eq!(
-        env.session_files().len(),
-        3,
-        "one transcript per child beside the parent's"
-    );
+    assert_eq!(env.session_files().len(), 3, "one transcript per child beside the parent's");
     let (_, listed, _) = run(env.cmd().args(["sessions", "list"]));
-    assert_eq!(
-        listed.lines().count(),
-        1,
-        "children are not listed as sessions: {listed}"
-    );
+    assert_eq!(listed.lines().count(), 1, "children are not listed as sessions: {listed}");
 }
 
 #[test]
@@ -247,12 +195,7 @@ fn a_custom_agent_type_gets_its_instructions_and_only_its_tools() {
     let mut names = tool_names(&child);
     names.sort();
     assert_eq!(names, ["grep", "read", "todo_write"]);
-    assert!(
-        child["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .contains("strict code reviewer")
-    );
+    assert!(child["messages"][0]["content"].as_str().unwrap().contains("strict code reviewer"));
     let parent_tools = tool_names(&env.request_body(0));
     assert!(parent_tools.contains(&"task".to_string()));
 }
@@ -262,11 +205,8 @@ fn a_background_job_result_arrives_exactly_once_while_the_model_keeps_working() 
     let env = Env::new(
         Wire::Anthropic,
         vec![
-            Turn::tool(
-                "background_run",
-                json!({"command": "sleep 0.3; echo bg-$((40 + 2))"}),
-            )
-            .into(),
+            Turn::tool("background_run", json!({"command": "sleep 0.3; echo bg-$((40 + 2))"}))
+                .into(),
             Turn::tool("bash", json!({"command": "sleep 1; echo foreground"})).into(),
             Turn::tool("glob", json!({"pattern": "*"})).into(),
             Turn::text("all done").into(),
@@ -279,20 +219,14 @@ fn a_background_job_result_arrives_exactly_once_while_the_model_keeps_working() 
     assert_eq!(count(1), 0, "still running when the model was asked again");
     assert_eq!(count(2), 1, "delivered before the next request");
     assert_eq!(count(3), 1, "and never again");
-    assert!(
-        env.request_body(2)
-            .to_string()
-            .contains("<background-results>")
-    );
+    assert!(env.request_body(2).to_string().contains("<background-results>"));
 }
 
 #[test]
 fn a_dependency_chain_is_completed_in_order_and_the_board_stays_consistent() {
     let update = |id: u64, extra: serde_json::Value| {
         let mut v = json!({"task_id": id});
-        v.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         Turn::tool("task_update", v).into()
     };
     let env = Env::new(
@@ -333,8 +267,5 @@ fn a_dependency_chain_is_completed_in_order_and_the_board_stays_consistent() {
     assert_eq!(task(3)["status"], "pending");
     let (code, board, _) = run(env.cmd().arg("tasks"));
     assert_eq!(code, 0);
-    assert!(
-        board.contains("ship") && board.contains("design"),
-        "{board}"
-    );
+    assert!(board.contains("ship") && board.contains("design"), "{board}");
 }

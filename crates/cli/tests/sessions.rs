@@ -15,12 +15,7 @@ fn texts(env: &Env, i: usize) -> Vec<String> {
         .filter(|m| m["role"] != "system")
         .map(|m| match &m["content"] {
             serde_json::Value::String(s) => s.clone(),
-            v => v
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect(),
+            v => v.as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect(),
         })
         .collect()
 }
@@ -40,10 +35,7 @@ fn continue_picks_up_the_last_conversation_of_the_project() {
         let (code, stdout, _) = run(&mut env.oneshot("what did I say?", &["--continue"]));
         assert_eq!(code, 0);
         assert_eq!(stdout, "You said 42.\n");
-        assert_eq!(
-            texts(&env, 1),
-            ["remember 42", "Noted: 42.", "what did I say?"]
-        );
+        assert_eq!(texts(&env, 1), ["remember 42", "Noted: 42.", "what did I say?"]);
         // Without --continue a new conversation starts.
         assert_eq!(run(&mut env.oneshot("new topic", &[])).0, 0);
         assert_eq!(texts(&env, 2), ["new topic"]);
@@ -79,18 +71,12 @@ fn resume_by_id_and_list_and_show() {
 
     let (code, stdout, _) = run(env.cmd().args(["sessions", "show", &id]));
     assert_eq!(code, 0);
-    assert!(
-        stdout.contains("› first question") && stdout.contains("first answer"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("› first question") && stdout.contains("first answer"), "{stdout}");
     assert!(!stdout.contains("other question"));
 
     let (code, _, stderr) = run(&mut env.oneshot("and then?", &["--resume", &id[..17]]));
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        texts(&env, 2),
-        ["first question", "first answer", "and then?"]
-    );
+    assert_eq!(texts(&env, 2), ["first question", "first answer", "and then?"]);
 
     let (code, _, stderr) = run(&mut env.oneshot("x", &["--resume", "nope"]));
     assert_eq!(code, 2);
@@ -107,21 +93,35 @@ fn continue_without_any_session_is_a_clear_error() {
 
 #[test]
 fn a_failed_request_leaves_a_session_that_can_be_continued() {
-    let down = || {
-        Fault::Status {
-            status: 503,
-            body: None,
-            retry_after: None,
-        }
-        .into()
-    };
-    let env = Env::new(
-        Wire::OpenAi,
-        vec![down(), down(), down(), Turn::text("back up").into()],
-    );
+    let down = || Fault::Status { status: 503, body: None, retry_after: None }.into();
+    let env = Env::new(Wire::OpenAi, vec![down(), down(), down(), Turn::text("back up").into()]);
     assert_eq!(run(&mut env.oneshot("are you there?", &[])).0, 1);
     let (code, stdout, _) = run(&mut env.oneshot("hello again", &["--continue"]));
     assert_eq!(code, 0);
     assert_eq!(stdout, "back up\n");
     assert_eq!(texts(&env, 3), ["are you there?", "hello again"]);
+}
+
+#[test]
+fn answered_requests_are_indexed_and_found_by_session_search_later() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::text("The deploy key rotates every 90 days.").into(),
+            Turn::tool("session_search", serde_json::json!({"query": "deploy key rotation"}))
+                .into(),
+            Turn::text("You asked before: every 90 days.").into(),
+        ],
+    );
+    let (_, first, _) = run(
+        &mut env.oneshot("how often does the deploy key rotate?", &["--output-format", "json"])
+    );
+    let id = serde_json::from_str::<serde_json::Value>(&first).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, _, stderr) = run(&mut env.oneshot("did I ask about keys before?", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let found = common::tool_results(&env.request_body(2));
+    assert!(found[0].0.contains(&id) && found[0].0.contains("deploy key rotate"), "{found:?}");
 }

@@ -31,15 +31,9 @@ fn list_shows_every_skill_with_its_source_and_status() {
     let (code, stdout, _) = run(env.cmd().args(["skills", "list"]));
     assert_eq!(code, 0);
     let deploy = stdout.lines().find(|l| l.starts_with("deploy")).unwrap();
-    assert!(
-        deploy.contains("project") && deploy.contains("unavailable"),
-        "{deploy}"
-    );
+    assert!(deploy.contains("project") && deploy.contains("unavailable"), "{deploy}");
     let notes = stdout.lines().find(|l| l.starts_with("notes")).unwrap();
-    assert!(
-        notes.contains("user") && notes.contains("available"),
-        "{notes}"
-    );
+    assert!(notes.contains("user") && notes.contains("available"), "{notes}");
     assert!(stdout.contains("skill-creator"), "{stdout}");
 }
 
@@ -52,16 +46,10 @@ fn show_prints_the_skill_and_an_unknown_name_lists_the_others() {
         stdout.contains("unavailable: needs environment variable FERROCLAW_TEST_DEPLOY_TOKEN"),
         "{stdout}"
     );
-    assert!(
-        stdout.contains("<skill name=\"deploy\">\nRun make deploy.\n</skill>"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("<skill name=\"deploy\">\nRun make deploy.\n</skill>"), "{stdout}");
     let (code, _, stderr) = run(env.cmd().args(["skills", "show", "nope"]));
     assert_eq!(code, 2);
-    assert!(
-        stderr.contains("no skill \"nope\"; skills: deploy, github, notes"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("no skill \"nope\"; skills: deploy, github, notes"), "{stderr}");
 }
 
 #[test]
@@ -79,9 +67,6 @@ fn check_passes_on_valid_skills_and_fails_naming_the_malformed_file() {
     assert_eq!(code, 1, "{stdout}");
     let line = stdout.lines().find(|l| l.starts_with("error:")).unwrap();
     assert!(line.contains(".agent/skills/pdf/SKILL.md"), "{line}");
-    assert!(
-        line.contains("name \"PDF\" has 'P'; use only a-z, 0-9 and hyphens"),
-        "{line}"
-    );
+    assert!(line.contains("name \"PDF\" has 'P'; use only a-z, 0-9 and hyphens"), "{line}");
     assert!(stdout.contains("1 errors"), "{stdout}");
 }

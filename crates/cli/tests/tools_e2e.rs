@@ -70,18 +70,9 @@ fn the_model_creates_edits_searches_and_runs_commands_in_a_git_repo() {
 
     let searched = tool_results(&env.request_body(3));
     let (grep, glob, read) = (&searched[2].0, &searched[3].0, &searched[4].0);
-    assert!(
-        grep.contains("src/lib.rs") && grep.contains("fn answer"),
-        "{grep}"
-    );
-    assert!(
-        !grep.contains("junk"),
-        "gitignored files are not searched: {grep}"
-    );
-    assert!(
-        glob.contains("src/lib.rs") && !glob.contains("junk"),
-        "{glob}"
-    );
+    assert!(grep.contains("src/lib.rs") && grep.contains("fn answer"), "{grep}");
+    assert!(!grep.contains("junk"), "gitignored files are not searched: {grep}");
+    assert!(glob.contains("src/lib.rs") && !glob.contains("junk"), "{glob}");
     assert!(read.contains("2\t    42"), "numbered lines: {read}");
 
     let ran = tool_results(&env.request_body(4));
@@ -94,11 +85,7 @@ fn the_model_creates_edits_searches_and_runs_commands_in_a_git_repo() {
     );
 
     let failed = tool_results(&env.request_body(6));
-    assert!(
-        failed[7].1 && failed[7].0.contains("not found"),
-        "{:?}",
-        failed[7]
-    );
+    assert!(failed[7].1 && failed[7].0.contains("not found"), "{:?}", failed[7]);
     assert_eq!(
         std::fs::read_to_string(env.ws().join("src/lib.rs")).unwrap(),
         "pub fn answer() -> u32 {\n    42\n}\n",
@@ -144,10 +131,7 @@ fn a_catastrophic_command_is_refused_before_it_runs() {
     let (code, _, _) = run(&mut env.oneshot("clean up", &["--yes"]));
     assert_eq!(code, 0);
     let results = tool_results(&env.request_body(1));
-    assert!(
-        results[0].1 && results[0].0.contains("refused before running"),
-        "{results:?}"
-    );
+    assert!(results[0].1 && results[0].0.contains("refused before running"), "{results:?}");
 }
 
 #[test]
@@ -197,8 +181,5 @@ fn deny_rules_in_project_config_win_over_yes() {
     let (code, _, _) = run(&mut env.oneshot("fetch", &["--yes"]));
     assert_eq!(code, 0);
     let results = tool_results(&env.request_body(1));
-    assert!(
-        results[0].0.contains("denied by the rule bash(curl *)"),
-        "{results:?}"
-    );
+    assert!(results[0].0.contains("denied by the rule bash(curl *)"), "{results:?}");
 }

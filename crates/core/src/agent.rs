@@ -20,8 +20,10 @@ use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 mod compact;
+mod remember;
 
 pub use compact::{CompactTool, Compaction};
+pub use remember::Remembering;
 
 use crate::approval::{Approval, Approver};
 use crate::clock;
@@ -71,6 +73,17 @@ pub struct Agent {
     pub sandbox: SandboxPolicy,
     /// Context-window settings and state.
     pub compaction: Compaction,
+    /// Recall index and memory consolidation.
+    pub remembering: Remembering,
+    /// Called before each model request (MCP refreshes changed tool lists).
+    pub turn_hook: Option<Arc<dyn TurnHook>>,
+}
+
+/// Something to do before each model request, with the tools at hand.
+#[async_trait::async_trait]
+pub trait TurnHook: Send + Sync {
+    /// Runs before each model request; may change the tools offered.
+    async fn before_model_call(&self, tools: &mut ToolRegistry);
 }
 
 /// How a request ended.
@@ -130,6 +143,7 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Report {
+        let request = input.text();
         if self.permissions.mode() == PermissionMode::Plan {
             input.content.push(ContentBlock::text(PLAN_MODE_REMINDER));
         }
@@ -146,6 +160,9 @@ impl Agent {
             turn += 1;
             self.deliver_background_results();
             self.fit_context(events, cancel).await;
+            if let Some(hook) = &self.turn_hook {
+                hook.before_model_call(&mut self.tools).await;
+            }
             emit(events, AgentEvent::TurnStarted { turn });
             let answer = match self.call_model(events, cancel).await {
                 Ok(answer) => answer,
@@ -172,44 +189,23 @@ impl Agent {
             let text = answer.message.text();
             let calls: Vec<ToolCall> = answer.message.tool_calls().cloned().collect();
             self.record(answer.message);
-            emit(
-                events,
-                AgentEvent::TurnFinished {
-                    turn,
-                    stop_reason: answer.stop,
-                },
-            );
+            emit(events, AgentEvent::TurnFinished { turn, stop_reason: answer.stop });
             if calls.is_empty() {
                 break self.report(Outcome::Answered, text, turn, usage);
             }
-            let mut results = self
-                .run_tools(&calls, &answer.bad_arguments, events, cancel)
-                .await;
+            let mut results = self.run_tools(&calls, &answer.bad_arguments, events, cancel).await;
             if self.todos.take_reminder() {
                 todo::add_reminder(&mut results);
             }
-            self.record(Message {
-                role: Role::User,
-                content: results,
-            });
+            self.record(Message { role: Role::User, content: results });
             if cancel.is_cancelled() {
-                break self.report(
-                    Outcome::Cancelled,
-                    "cancelled by the user".into(),
-                    turn,
-                    usage,
-                );
+                break self.report(Outcome::Cancelled, "cancelled by the user".into(), turn, usage);
             }
         };
         if let Err(e) = self.session.sync() {
-            emit(
-                events,
-                AgentEvent::Error {
-                    message: e.to_string(),
-                    fatal: false,
-                },
-            );
+            emit(events, AgentEvent::Error { message: e.to_string(), fatal: false });
         }
+        self.remember(&request, &report);
         emit(
             events,
             AgentEvent::Finished {
@@ -229,9 +225,7 @@ impl Agent {
         self.total_usage.add(&answer.usage);
         let u = answer.usage;
         let counted = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
-        self.compaction
-            .estimator
-            .observe(answer.estimated_input, counted);
+        self.compaction.estimator.observe(answer.estimated_input, counted);
         self.log(Entry::Usage {
             ts: clock::unix_seconds(),
             model: self.model_spec.clone(),
@@ -250,17 +244,8 @@ impl Agent {
         usage: Usage,
         events: &EventSink,
     ) -> Report {
-        emit(
-            events,
-            AgentEvent::Error {
-                message: text.clone(),
-                fatal: true,
-            },
-        );
-        self.log(Entry::Error {
-            ts: clock::unix_seconds(),
-            message: text.clone(),
-        });
+        emit(events, AgentEvent::Error { message: text.clone(), fatal: true });
+        self.log(Entry::Error { ts: clock::unix_seconds(), message: text.clone() });
         self.report(outcome, text, turn, usage)
     }
 
@@ -308,19 +293,8 @@ impl Agent {
                 }
                 Some(Ok(ProviderEvent::Usage(u))) => usage.merge(&u),
                 Some(Ok(ProviderEvent::Stop(reason))) => stop = reason,
-                Some(Ok(ProviderEvent::Retrying {
-                    attempt,
-                    delay_ms,
-                    reason,
-                })) => {
-                    emit(
-                        events,
-                        AgentEvent::Retrying {
-                            attempt,
-                            delay_ms,
-                            reason,
-                        },
-                    );
+                Some(Ok(ProviderEvent::Retrying { attempt, delay_ms, reason })) => {
+                    emit(events, AgentEvent::Retrying { attempt, delay_ms, reason });
                 }
             }
         }
@@ -330,10 +304,7 @@ impl Agent {
         }
         content.extend(calls);
         Ok(Answer {
-            message: Message {
-                role: Role::Assistant,
-                content,
-            },
+            message: Message { role: Role::Assistant, content },
             usage,
             stop,
             bad_arguments,
@@ -381,10 +352,7 @@ impl Agent {
                 checked.push(self.check(call, bad_arguments, events, cancel).await);
             }
             let runs = batch.iter().zip(checked).map(|(call, checked)| {
-                let ctx = ToolContext {
-                    call_id: call.id.clone(),
-                    ..ctx.clone()
-                };
+                let ctx = ToolContext { call_id: call.id.clone(), ..ctx.clone() };
                 async move {
                     let started = Instant::now();
                     let output = match checked {
@@ -442,9 +410,7 @@ impl Agent {
         if cancel.is_cancelled() {
             return Err("cancelled by the user before it ran".into());
         }
-        let decision = self
-            .permissions
-            .decide(&call.name, tool.read_only(), &call.input);
+        let decision = self.permissions.decide(&call.name, tool.read_only(), &call.input);
         let verdict = match decision {
             Decision::Allow => Ok(()),
             Decision::Deny(reason) => Err(format!("permission denied: {reason}")),
@@ -497,9 +463,7 @@ impl Agent {
     }
 
     fn is_concurrent(&self, call: &ToolCall) -> bool {
-        self.tools
-            .get(self.tool_name(&call.name))
-            .is_some_and(|t| t.concurrent())
+        self.tools.get(self.tool_name(&call.name)).is_some_and(|t| t.concurrent())
     }
 
     /// The registered name for what the model called: itself, or the tool it
@@ -539,12 +503,7 @@ impl Agent {
     }
 
     fn report(&self, outcome: Outcome, text: String, num_turns: u32, usage: Usage) -> Report {
-        Report {
-            outcome,
-            text,
-            num_turns,
-            usage,
-        }
+        Report { outcome, text, num_turns, usage }
     }
 }
 
@@ -555,18 +514,12 @@ fn session_rule(call: &ToolCall) -> Rule {
         "bash" => call_subject(&call.input).map(str::to_string),
         _ => None,
     };
-    Rule {
-        tool: call.name.clone(),
-        pattern,
-    }
+    Rule { tool: call.name.clone(), pattern }
 }
 
 /// Runs one tool; an error or a panic becomes an error result naming it.
 async fn execute(tool: Arc<dyn Tool>, call: &ToolCall, ctx: &ToolContext) -> ToolOutput {
-    match AssertUnwindSafe(tool.execute(call.input.clone(), ctx))
-        .catch_unwind()
-        .await
-    {
+    match AssertUnwindSafe(tool.execute(call.input.clone(), ctx)).catch_unwind().await {
         Ok(Ok(output)) => output,
         Ok(Err(e)) => ToolOutput::error(format!("{} failed: {e}", call.name)),
         Err(panic) => {
@@ -586,11 +539,8 @@ async fn execute(tool: Arc<dyn Tool>, call: &ToolCall, ctx: &ToolContext) -> Too
 /// The first characters of a result, on one line.
 fn preview(output: &ToolOutput) -> String {
     let text = output.joined_text();
-    let mut out: String = text
-        .chars()
-        .take(PREVIEW_CHARS)
-        .map(|c| if c == '\n' { ' ' } else { c })
-        .collect();
+    let mut out: String =
+        text.chars().take(PREVIEW_CHARS).map(|c| if c == '\n' { ' ' } else { c }).collect();
     if text.chars().count() > PREVIEW_CHARS {
         out.push('…');
     }

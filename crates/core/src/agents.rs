@@ -81,29 +81,18 @@ pub fn load(workspace: &Path, home: &Path) -> (Vec<AgentType>, Vec<String>) {
 fn parse(path: &Path) -> Result<AgentType, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let doc = frontmatter::parse(&text).map_err(|e| e.to_string())?;
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let field = |k: &str| {
-        doc.fields
-            .get(k)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
+        doc.fields.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
     };
     let name = field("name").map_or(stem, str::to_string);
-    let description = field("description")
-        .ok_or("the frontmatter needs a description")?
-        .to_string();
+    let description =
+        field("description").ok_or("the frontmatter needs a description")?.to_string();
     let tools = match doc.fields.get("tools") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(
-            s.split(',')
-                .map(|t| t.trim().to_string())
-                .filter(|t| !t.is_empty())
-                .collect(),
-        ),
+        Some(Value::String(s)) => {
+            Some(s.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect())
+        }
         Some(Value::Array(list)) => Some(
             list.iter()
                 .map(|v| v.as_str().map(str::to_string).ok_or("tools must be names"))
@@ -141,17 +130,10 @@ mod tests {
             "---\nname: reviewer\ndescription: reviews diffs\ntools: read, grep\n---\nReview carefully.\n",
         )
         .unwrap();
-        std::fs::write(
-            dir.join("broken.md"),
-            "---\nname: broken\n---\nno description\n",
-        )
-        .unwrap();
+        std::fs::write(dir.join("broken.md"), "---\nname: broken\n---\nno description\n").unwrap();
         let (types, warnings) = load(ws.path(), home.path());
         let r = types.iter().find(|t| t.name == "reviewer").unwrap();
-        assert_eq!(
-            r.tools.as_deref(),
-            Some(&["read".to_string(), "grep".to_string()][..])
-        );
+        assert_eq!(r.tools.as_deref(), Some(&["read".to_string(), "grep".to_string()][..]));
         assert_eq!(r.prompt, "Review carefully.");
         assert!(types.iter().any(|t| t.name == "explore" && t.read_only));
         assert_eq!(warnings.len(), 1);

@@ -5,9 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Seconds since the Unix epoch.
 pub fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// `2026-11-30T04:31:51Z` for the current time.
@@ -25,10 +23,7 @@ pub fn rfc3339(secs: u64) -> String {
 /// Sorts by creation time; short enough to type after `--resume`.
 pub fn session_id() -> String {
     let (y, m, d, hh, mm, ss) = civil(unix_seconds());
-    format!(
-        "{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}-{:04x}",
-        fastrand::u16(..)
-    )
+    format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}-{:04x}", fastrand::u16(..))
 }
 
 /// Year, month, day, hour, minute, second of a Unix time (proleptic Gregorian, UTC).

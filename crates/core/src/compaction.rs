@@ -58,11 +58,7 @@ pub fn context_window(model: &str, configured: Option<u64>) -> u64 {
     if let Some(n) = configured {
         return n;
     }
-    let name = model
-        .rsplit('/')
-        .next()
-        .unwrap_or(model)
-        .to_ascii_lowercase();
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
     CONTEXT_WINDOWS
         .iter()
         .find(|(prefix, _)| name.starts_with(prefix))
@@ -94,14 +90,7 @@ impl Default for MicroPolicy {
 /// `min_chars` with `[Previous: used TOOL]`, keeping results of `read`.
 /// Returns how many were replaced. Idempotent.
 pub fn micro_compact(messages: &mut [Message], keep_recent: usize, min_chars: usize) -> usize {
-    micro_compact_with(
-        messages,
-        &MicroPolicy {
-            keep_recent,
-            min_chars,
-            ..MicroPolicy::default()
-        },
-    )
+    micro_compact_with(messages, &MicroPolicy { keep_recent, min_chars, ..MicroPolicy::default() })
 }
 
 /// [`micro_compact`] with a full policy.
@@ -124,17 +113,11 @@ pub fn micro_compact_with(messages: &mut [Message], policy: &MicroPolicy) -> usi
     let old = positions.len().saturating_sub(policy.keep_recent);
     let mut replaced = 0;
     for &(mi, bi) in &positions[..old] {
-        let ContentBlock::ToolResult {
-            tool_call_id,
-            content,
-            ..
-        } = &mut messages[mi].content[bi]
+        let ContentBlock::ToolResult { tool_call_id, content, .. } = &mut messages[mi].content[bi]
         else {
             continue;
         };
-        let name = names
-            .get(tool_call_id.as_str())
-            .map_or("a tool", String::as_str);
+        let name = names.get(tool_call_id.as_str()).map_or("a tool", String::as_str);
         if policy.keep_tools.iter().any(|k| k == name) {
             continue;
         }
@@ -248,10 +231,7 @@ pub fn summary_request(messages: &[Message], focus: Option<&str>) -> SummaryRequ
     if let Some(focus) = focus.map(str::trim).filter(|f| !f.is_empty()) {
         prompt.push_str(&format!("\n\nPay particular attention to: {focus}"));
     }
-    SummaryRequest {
-        system: SUMMARY_SYSTEM.into(),
-        messages: vec![Message::user(prompt)],
-    }
+    SummaryRequest { system: SUMMARY_SYSTEM.into(), messages: vec![Message::user(prompt)] }
 }
 
 /// A conversation as plain text, one `[role]` block per message, tool calls
@@ -272,9 +252,7 @@ pub fn transcript_text(messages: &[Message], max_result_chars: usize) -> String 
                     out.push_str(&format!("(image {media_type})"))
                 }
                 ContentBlock::ToolCall(c) => out.push_str(&format!("→ {}({})", c.name, c.input)),
-                ContentBlock::ToolResult {
-                    content, is_error, ..
-                } => {
+                ContentBlock::ToolResult { content, is_error, .. } => {
                     let text: String = content.iter().filter_map(ResultPart::as_text).collect();
                     let mark = if *is_error { "← error: " } else { "← " };
                     out.push_str(mark);
@@ -325,11 +303,7 @@ pub fn compacted_history(
 pub fn compaction_entry(history: &[Message], replaced: usize) -> Entry {
     Entry::Compaction {
         ts: clock::unix_seconds(),
-        summary: history
-            .iter()
-            .map(Message::text)
-            .collect::<Vec<_>>()
-            .join("\n\n"),
+        summary: history.iter().map(Message::text).collect::<Vec<_>>().join("\n\n"),
         replaced,
     }
 }

@@ -142,12 +142,7 @@ pub struct Overrides {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Parse { path: PathBuf, line: usize, column: usize, message: String },
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
@@ -169,11 +164,7 @@ pub enum ConfigError {
     )]
     MissingKey { provider: String, env: String },
     #[error("environment variable {name}={value:?}: {message}")]
-    BadEnv {
-        name: String,
-        value: String,
-        message: String,
-    },
+    BadEnv { name: String, value: String, message: String },
 }
 
 impl Config {
@@ -185,10 +176,7 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let mut file = ConfigFile::default();
         let mut sources = Vec::new();
-        for path in [
-            home.join("config.toml"),
-            workspace.join(".agent").join("config.toml"),
-        ] {
+        for path in [home.join("config.toml"), workspace.join(".agent").join("config.toml")] {
             if let Some(layer) = read_layer(&path)? {
                 file.merge(layer);
                 sources.push(path);
@@ -198,13 +186,11 @@ impl Config {
             file.model = Some(model);
         }
         if let Some(v) = env_nonempty("FERROCLAW_MAX_TURNS") {
-            let n = v
-                .parse()
-                .map_err(|e: std::num::ParseIntError| ConfigError::BadEnv {
-                    name: "FERROCLAW_MAX_TURNS".into(),
-                    value: v.clone(),
-                    message: e.to_string(),
-                })?;
+            let n = v.parse().map_err(|e: std::num::ParseIntError| ConfigError::BadEnv {
+                name: "FERROCLAW_MAX_TURNS".into(),
+                value: v.clone(),
+                message: e.to_string(),
+            })?;
             file.max_turns = Some(n);
         }
         if overrides.model.is_some() {
@@ -216,12 +202,7 @@ impl Config {
         if overrides.permission_mode.is_some() {
             file.permission_mode = overrides.permission_mode;
         }
-        Ok(Config {
-            home,
-            workspace,
-            file,
-            sources,
-        })
+        Ok(Config { home, workspace, file, sources })
     }
 
     /// The home folder from `$FERROCLAW_HOME`, else `~/.ferroclaw`.
@@ -240,9 +221,7 @@ impl Config {
 
     /// Cap on tokens per answer.
     pub fn max_tokens(&self) -> u32 {
-        self.file
-            .max_tokens
-            .unwrap_or(ferroclaw_llm::DEFAULT_MAX_TOKENS)
+        self.file.max_tokens.unwrap_or(ferroclaw_llm::DEFAULT_MAX_TOKENS)
     }
 
     /// The permission mode in force.
@@ -270,10 +249,8 @@ impl Config {
 
     /// Names of every provider: presets and those from config.
     pub fn provider_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = ferroclaw_llm::presets()
-            .iter()
-            .map(|p| p.name.to_string())
-            .collect();
+        let mut names: Vec<String> =
+            ferroclaw_llm::presets().iter().map(|p| p.name.to_string()).collect();
         for name in self.file.providers.keys() {
             if !names.contains(name) {
                 names.push(name.clone());
@@ -285,11 +262,9 @@ impl Config {
     /// Resolves a `PROVIDER/MODEL` spec into a provider config and the model name.
     pub fn resolve_model(&self, spec: &str) -> Result<(ProviderConfig, String), ConfigError> {
         let valid = self.provider_names().join(", ");
-        let parsed =
-            ferroclaw_llm::ModelSpec::parse(spec).map_err(|_| ConfigError::BadModelSpec {
-                spec: spec.to_string(),
-                valid: valid.clone(),
-            })?;
+        let parsed = ferroclaw_llm::ModelSpec::parse(spec).map_err(|_| {
+            ConfigError::BadModelSpec { spec: spec.to_string(), valid: valid.clone() }
+        })?;
         let name = parsed.provider.clone();
         let preset = ferroclaw_llm::preset(&name);
         let section = self.file.providers.get(&name);
@@ -302,18 +277,12 @@ impl Config {
                 "anthropic" => WireFormat::Anthropic,
                 "openai" => WireFormat::OpenAi,
                 other => {
-                    return Err(ConfigError::BadWire {
-                        provider: name,
-                        wire: other.to_string(),
-                    });
+                    return Err(ConfigError::BadWire { provider: name, wire: other.to_string() });
                 }
             },
             (None, Some(p)) => p.wire,
             (None, None) => {
-                return Err(ConfigError::BadWire {
-                    provider: name,
-                    wire: String::new(),
-                });
+                return Err(ConfigError::BadWire { provider: name, wire: String::new() });
             }
         };
         let base_url = preset
@@ -326,17 +295,11 @@ impl Config {
             .api_key_env
             .clone()
             .or_else(|| preset.and_then(|p| p.key_env).map(str::to_string));
-        let api_key = section
-            .api_key
-            .clone()
-            .or_else(|| key_env.as_deref().and_then(env_nonempty));
+        let api_key = section.api_key.clone().or_else(|| key_env.as_deref().and_then(env_nonempty));
         if api_key.is_none()
             && let Some(env) = key_env
         {
-            return Err(ConfigError::MissingKey {
-                provider: name,
-                env,
-            });
+            return Err(ConfigError::MissingKey { provider: name, env });
         }
         let mut config = ProviderConfig::new(name, wire, base_url);
         config.api_key = api_key;
@@ -346,14 +309,8 @@ impl Config {
             let d = RetryPolicy::default();
             config.retry = RetryPolicy {
                 max_attempts: r.max_attempts.unwrap_or(d.max_attempts).max(1),
-                base_delay: r
-                    .base_delay_ms
-                    .map(Duration::from_millis)
-                    .unwrap_or(d.base_delay),
-                max_delay: r
-                    .max_delay_ms
-                    .map(Duration::from_millis)
-                    .unwrap_or(d.max_delay),
+                base_delay: r.base_delay_ms.map(Duration::from_millis).unwrap_or(d.base_delay),
+                max_delay: r.max_delay_ms.map(Duration::from_millis).unwrap_or(d.max_delay),
             };
         }
         if let Some(t) = self.file.timeouts {
@@ -401,10 +358,7 @@ fn read_layer(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
-            return Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
+            return Err(ConfigError::Read { path: path.to_path_buf(), source });
         }
     };
     parse_layer(path, &text).map(Some)
@@ -415,12 +369,7 @@ pub fn parse_layer(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     toml::from_str::<ConfigFile>(text).map_err(|e| {
         let offset = e.span().map(|s| s.start).unwrap_or(0);
         let (line, column) = line_and_column(text, offset);
-        ConfigError::Parse {
-            path: path.to_path_buf(),
-            line,
-            column,
-            message: explain(e.message()),
-        }
+        ConfigError::Parse { path: path.to_path_buf(), line, column, message: explain(e.message()) }
     })
 }
 
@@ -443,17 +392,10 @@ fn explain(message: &str) -> String {
         return message.to_string();
     };
     let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
-    match candidates
-        .iter()
-        .map(|c| (edit_distance(unknown, c), *c))
-        .filter(|(d, _)| *d <= 2)
-        .min()
+    match candidates.iter().map(|c| (edit_distance(unknown, c), *c)).filter(|(d, _)| *d <= 2).min()
     {
         Some((_, best)) => format!("unknown key \"{unknown}\" (did you mean \"{best}\"?)"),
-        None => format!(
-            "unknown key \"{unknown}\"; valid keys: {}",
-            candidates.join(", ")
-        ),
+        None => format!("unknown key \"{unknown}\"; valid keys: {}", candidates.join(", ")),
     }
 }
 
@@ -496,10 +438,7 @@ fn env_nonempty(name: &str) -> Option<String> {
 pub fn add_project_allow_rule(workspace: &Path, rule: &str) -> Result<PathBuf, ConfigError> {
     let dir = workspace.join(".agent");
     let path = dir.join("config.toml");
-    let read_err = |source| ConfigError::Read {
-        path: path.clone(),
-        source,
-    };
+    let read_err = |source| ConfigError::Read { path: path.clone(), source };
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -507,12 +446,7 @@ pub fn add_project_allow_rule(workspace: &Path, rule: &str) -> Result<PathBuf, C
     };
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         let (line, column) = line_and_column(&text, e.span().map_or(0, |s| s.start));
-        ConfigError::Parse {
-            path: path.clone(),
-            line,
-            column,
-            message: e.message().to_string(),
-        }
+        ConfigError::Parse { path: path.clone(), line, column, message: e.message().to_string() }
     })?;
     let table = doc
         .entry("permissions")
@@ -627,11 +561,7 @@ mod tests {
     fn an_always_for_this_project_rule_is_added_keeping_comments() {
         let ws = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(ws.path().join(".agent")).unwrap();
-        std::fs::write(
-            ws.path().join(".agent/config.toml"),
-            "# mine\nmax_turns = 4\n",
-        )
-        .unwrap();
+        std::fs::write(ws.path().join(".agent/config.toml"), "# mine\nmax_turns = 4\n").unwrap();
         add_project_allow_rule(ws.path(), "bash(cargo test)").unwrap();
         add_project_allow_rule(ws.path(), "bash(cargo test)").unwrap();
         let text = std::fs::read_to_string(ws.path().join(".agent/config.toml")).unwrap();
@@ -649,20 +579,14 @@ mod tests {
     fn project_layer_overrides_home_and_flags_override_both() {
         let home = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
-        std::fs::write(
-            home.path().join("config.toml"),
-            "model = \"a/one\"\nmax_turns = 5\n",
-        )
-        .unwrap();
+        std::fs::write(home.path().join("config.toml"), "model = \"a/one\"\nmax_turns = 5\n")
+            .unwrap();
         std::fs::create_dir_all(ws.path().join(".agent")).unwrap();
         std::fs::write(ws.path().join(".agent/config.toml"), "model = \"b/two\"\n").unwrap();
         let c = Config::load(home.path().into(), ws.path().into(), &Overrides::default()).unwrap();
         assert_eq!(c.file.model.as_deref(), Some("b/two"));
         assert_eq!(c.max_turns(), 5);
-        let flags = Overrides {
-            max_turns: Some(9),
-            ..Default::default()
-        };
+        let flags = Overrides { max_turns: Some(9), ..Default::default() };
         let c = Config::load(home.path().into(), ws.path().into(), &flags).unwrap();
         assert_eq!(c.max_turns(), 9);
     }
@@ -673,10 +597,7 @@ mod tests {
         let c = Config::load(ws.path().into(), ws.path().into(), &Overrides::default()).unwrap();
         let err = c.resolve_model("nope/m").unwrap_err().to_string();
         assert!(err.contains("unknown provider \"nope\""), "{err}");
-        assert!(
-            err.contains("anthropic") && err.contains("openrouter"),
-            "{err}"
-        );
+        assert!(err.contains("anthropic") && err.contains("openrouter"), "{err}");
         let err = c.resolve_model("no-slash").unwrap_err().to_string();
         assert!(err.contains("not PROVIDER/MODEL"), "{err}");
     }

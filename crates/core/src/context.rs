@@ -150,46 +150,18 @@ impl ContextBuilder {
             .filter(|p| p.fatal)
             .map(|p| format!("skill skipped: {p}"))
             .collect();
-        let runtime = self
-            .runtime
-            .clone()
-            .unwrap_or_else(|| Runtime::detect(&self.workspace, &self.channel));
+        let runtime =
+            self.runtime.clone().unwrap_or_else(|| Runtime::detect(&self.workspace, &self.channel));
         let layers = vec![
-            Layer {
-                name: "identity",
-                text: IDENTITY.to_string(),
-            },
-            Layer {
-                name: "workspace",
-                text: self.bootstrap_layer(),
-            },
-            Layer {
-                name: "project",
-                text: project_layer(&self.workspace),
-            },
-            Layer {
-                name: "rules",
-                text: rules_layer(&self.workspace, &self.home),
-            },
-            Layer {
-                name: "memory",
-                text: memory_layer(&self.memory.read(Target::Memory)),
-            },
-            Layer {
-                name: "skills",
-                text: skills.prompt_layer(),
-            },
-            Layer {
-                name: "runtime",
-                text: runtime.render(),
-            },
+            Layer { name: "identity", text: IDENTITY.to_string() },
+            Layer { name: "workspace", text: self.bootstrap_layer() },
+            Layer { name: "project", text: project_layer(&self.workspace) },
+            Layer { name: "rules", text: rules_layer(&self.workspace, &self.home) },
+            Layer { name: "memory", text: memory_layer(&self.memory.read(Target::Memory)) },
+            Layer { name: "skills", text: skills.prompt_layer() },
+            Layer { name: "runtime", text: runtime.render() },
         ];
-        Context {
-            layers,
-            skills: Arc::new(skills),
-            memory: self.memory.clone(),
-            warnings,
-        }
+        Context { layers, skills: Arc::new(skills), memory: self.memory.clone(), warnings }
     }
 
     /// The agent workspace's bootstrap files, each under `## NAME`. HTML
@@ -314,10 +286,7 @@ fn rules_layer(workspace: &Path, home: &Path) -> String {
     if sections.is_empty() {
         return String::new();
     }
-    format!(
-        "The rules below apply to all your work here.\n\n{}",
-        sections.join("\n\n")
-    )
+    format!("The rules below apply to all your work here.\n\n{}", sections.join("\n\n"))
 }
 
 fn memory_layer(memory: &str) -> String {
@@ -336,11 +305,7 @@ fn memory_layer(memory: &str) -> String {
 /// empty. With `strip_comments`, `<!-- ... -->` blocks are removed first.
 fn read_capped(path: &Path, strip_comments: bool) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    let text = if strip_comments {
-        without_html_comments(&text)
-    } else {
-        text
-    };
+    let text = if strip_comments { without_html_comments(&text) } else { text };
     let text = text.trim();
     (!text.is_empty()).then(|| cap(text, MAX_FILE_CHARS))
 }

@@ -34,11 +34,7 @@ pub struct Document {
 pub fn parse(text: &str) -> Result<Document, FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some((yaml, body)) = split(text)? else {
-        return Ok(Document {
-            fields: Map::new(),
-            body: text.to_string(),
-            has_frontmatter: false,
-        });
+        return Ok(Document { fields: Map::new(), body: text.to_string(), has_frontmatter: false });
     };
     let value: Value = if yaml.trim().is_empty() {
         Value::Object(Map::new())
@@ -120,14 +116,8 @@ mod tests {
     #[test]
     fn an_unclosed_block_and_bad_yaml_are_errors_not_panics() {
         assert_eq!(parse("---\nname: x\n"), Err(FrontmatterError::Unclosed));
-        assert!(matches!(
-            parse("---\nname: [unclosed\n---\n"),
-            Err(FrontmatterError::Yaml(_))
-        ));
-        assert_eq!(
-            parse("---\n- a\n- b\n---\n"),
-            Err(FrontmatterError::NotAMapping("a list"))
-        );
+        assert!(matches!(parse("---\nname: [unclosed\n---\n"), Err(FrontmatterError::Yaml(_))));
+        assert_eq!(parse("---\n- a\n- b\n---\n"), Err(FrontmatterError::NotAMapping("a list")));
     }
 
     #[test]

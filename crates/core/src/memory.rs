@@ -84,11 +84,7 @@ pub enum MemoryError {
     #[error(
         "{file} would be {chars} characters, over its limit of {limit}; remove or shorten entries first (replace or remove)"
     )]
-    TooLong {
-        file: &'static str,
-        chars: usize,
-        limit: usize,
-    },
+    TooLong { file: &'static str, chars: usize, limit: usize },
     #[error("refused: {0}")]
     Refused(String),
     #[error("{0}")]
@@ -216,20 +212,13 @@ impl MemoryStore {
     pub fn append_history(&self, date: &str, entry: &str) -> Result<PathBuf, MemoryError> {
         use std::io::Write;
         let path = self.history_path();
-        let io = |source| MemoryError::Io {
-            path: path.clone(),
-            source,
-        };
+        let io = |source| MemoryError::Io { path: path.clone(), source };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io)?;
-        file.write_all(format!("## {date}\n\n{}\n\n", entry.trim()).as_bytes())
-            .map_err(io)?;
+        let mut file =
+            std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io)?;
+        file.write_all(format!("## {date}\n\n{}\n\n", entry.trim()).as_bytes()).map_err(io)?;
         Ok(path)
     }
 
@@ -272,10 +261,7 @@ fn unique(text: &str, needle: &str, file: &'static str) -> Result<usize, MemoryE
     match (found.next(), found.count()) {
         (None, _) => Err(MemoryError::NotFound { file }),
         (Some((at, _)), 0) => Ok(at),
-        (Some(_), more) => Err(MemoryError::Ambiguous {
-            file,
-            count: more + 1,
-        }),
+        (Some(_), more) => Err(MemoryError::Ambiguous { file, count: more + 1 }),
     }
 }
 
@@ -283,10 +269,7 @@ fn unique(text: &str, needle: &str, file: &'static str) -> Result<usize, MemoryE
 /// crash leaves the old file or the new one, never half of one.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), MemoryError> {
     use std::io::Write;
-    let io = |source| MemoryError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| MemoryError::Io { path: path.to_path_buf(), source };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
@@ -326,8 +309,7 @@ mod tests {
     #[test]
     fn old_text_must_occur_exactly_once_and_the_file_is_left_untouched_otherwise() {
         let (_h, s) = store();
-        s.add(Target::Memory, "- uses tabs\n- uses tabs in Go")
-            .unwrap();
+        s.add(Target::Memory, "- uses tabs\n- uses tabs in Go").unwrap();
         let before = s.read(Target::Memory);
         let e = s.replace(Target::Memory, "uses tabs", "x").unwrap_err();
         assert!(matches!(e, MemoryError::Ambiguous { count: 2, .. }), "{e}");
@@ -339,10 +321,8 @@ mod tests {
     #[test]
     fn a_change_over_the_limit_is_refused_with_the_sizes() {
         let home = tempfile::tempdir().unwrap();
-        let s = MemoryStore::new(home.path()).with_limits(Some(MemorySection {
-            memory_chars: Some(20),
-            user_chars: None,
-        }));
+        let s = MemoryStore::new(home.path())
+            .with_limits(Some(MemorySection { memory_chars: Some(20), user_chars: None }));
         s.add(Target::Memory, "0123456789").unwrap();
         let e = s.add(Target::Memory, "0123456789").unwrap_err().to_string();
         assert_eq!(

@@ -44,10 +44,7 @@ pub fn expand_mentions(text: &str, workspace: &Path) -> Vec<ContentBlock> {
 
 /// A user message for `text` with its mentioned images attached.
 pub fn user_message(text: &str, workspace: &Path) -> Message {
-    Message {
-        role: Role::User,
-        content: expand_mentions(text, workspace),
-    }
+    Message { role: Role::User, content: expand_mentions(text, workspace) }
 }
 
 /// The raw mention strings of a text, without the `@` or quotes.
@@ -56,11 +53,7 @@ fn mentions(text: &str) -> Vec<String> {
     let mut rest = text;
     let mut at_start = true;
     while let Some(i) = rest.find('@') {
-        let before_ok = if i == 0 {
-            at_start
-        } else {
-            rest[..i].ends_with(char::is_whitespace)
-        };
+        let before_ok = if i == 0 { at_start } else { rest[..i].ends_with(char::is_whitespace) };
         let after = &rest[i + 1..];
         at_start = false;
         if !before_ok {
@@ -154,12 +147,7 @@ mod tests {
         match &blocks[0] {
             ContentBlock::Image { media_type, data } => {
                 assert_eq!(media_type, "image/png");
-                assert_eq!(
-                    base64::engine::general_purpose::STANDARD
-                        .decode(data)
-                        .unwrap(),
-                    PNG
-                );
+                assert_eq!(base64::engine::general_purpose::STANDARD.decode(data).unwrap(), PNG);
             }
             other => panic!("{other:?}"),
         }
@@ -170,9 +158,6 @@ mod tests {
     fn a_prompt_without_images_is_a_plain_user_message() {
         let ws = tempfile::tempdir().unwrap();
         std::fs::write(ws.path().join("fake.png"), "not an image").unwrap();
-        assert_eq!(
-            user_message("see @fake.png", ws.path()),
-            Message::user("see @fake.png")
-        );
+        assert_eq!(user_message("see @fake.png", ws.path()), Message::user("see @fake.png"));
     }
 }

@@ -36,6 +36,10 @@ impl std::str::FromStr for PermissionMode {
     }
 }
 
+/// Tools that change only the agent's own state (its memory files, which
+/// refuse secrets and injected instructions): they run without asking.
+pub const SELF_STATE_TOOLS: &[&str] = &["memory"];
+
 /// Tools that change files in the workspace (and nothing else).
 pub const EDIT_TOOLS: &[&str] = &["write", "edit", "multi_edit"];
 
@@ -63,17 +67,12 @@ impl Rule {
     pub fn parse(text: &str) -> Result<Rule, String> {
         let text = text.trim();
         match text.split_once('(') {
-            None if !text.is_empty() => Ok(Rule {
-                tool: text.to_string(),
-                pattern: None,
-            }),
+            None if !text.is_empty() => Ok(Rule { tool: text.to_string(), pattern: None }),
             Some((tool, rest)) if !tool.is_empty() && rest.ends_with(')') => Ok(Rule {
                 tool: tool.trim().to_string(),
                 pattern: Some(rest[..rest.len() - 1].to_string()),
             }),
-            _ => Err(format!(
-                "bad permission rule {text:?}: write TOOL or TOOL(PATTERN)"
-            )),
+            _ => Err(format!("bad permission rule {text:?}: write TOOL or TOOL(PATTERN)")),
         }
     }
 
@@ -139,11 +138,7 @@ pub struct Permissions {
 impl Permissions {
     /// Builds the state from a mode and rule texts; a bad rule is an error naming it.
     pub fn new(mode: PermissionMode, allow: &[String], deny: &[String]) -> Result<Self, String> {
-        let parse = |v: &[String]| {
-            v.iter()
-                .map(|r| Rule::parse(r))
-                .collect::<Result<Vec<_>, _>>()
-        };
+        let parse = |v: &[String]| v.iter().map(|r| Rule::parse(r)).collect::<Result<Vec<_>, _>>();
         Ok(Self {
             mode: Mutex::new(mode),
             allow: parse(allow)?,
@@ -154,18 +149,12 @@ impl Permissions {
 
     /// The mode in force.
     pub fn mode(&self) -> PermissionMode {
-        *self
-            .mode
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self.mode.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Switches the mode (plan approved, `/plan` in the REPL).
     pub fn set_mode(&self, mode: PermissionMode) {
-        *self
-            .mode
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = mode;
+        *self.mode.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = mode;
     }
 
     /// Decides a call of `tool` (read-only or not) with `input`.
@@ -184,7 +173,8 @@ impl Permissions {
             .lock()
             .map(|rules| rules.iter().any(|r| r.matches(tool, input)))
             .unwrap_or(false);
-        if read_only || approved || self.allow.iter().any(|r| r.matches(tool, input)) {
+        let free = read_only || SELF_STATE_TOOLS.contains(&tool);
+        if free || approved || self.allow.iter().any(|r| r.matches(tool, input)) {
             return Decision::Allow;
         }
         match mode {
@@ -215,77 +205,36 @@ mod tests {
     #[test]
     fn default_mode_runs_reads_and_asks_for_writes_and_commands() {
         let p = perms(PermissionMode::Default, &[], &[]);
-        assert_eq!(
-            p.decide("read", true, &json!({"path": "a"})),
-            Decision::Allow
-        );
-        assert_eq!(
-            p.decide("write", false, &json!({"path": "a"})),
-            Decision::Ask
-        );
-        assert_eq!(
-            p.decide("bash", false, &json!({"command": "ls"})),
-            Decision::Ask
-        );
+        assert_eq!(p.decide("read", true, &json!({"path": "a"})), Decision::Allow);
+        assert_eq!(p.decide("write", false, &json!({"path": "a"})), Decision::Ask);
+        assert_eq!(p.decide("bash", false, &json!({"command": "ls"})), Decision::Ask);
     }
 
     #[test]
     fn accept_edits_runs_edits_but_asks_for_bash() {
         let p = perms(PermissionMode::AcceptEdits, &[], &[]);
-        assert_eq!(
-            p.decide("edit", false, &json!({"path": "a"})),
-            Decision::Allow
-        );
-        assert_eq!(
-            p.decide("bash", false, &json!({"command": "ls"})),
-            Decision::Ask
-        );
+        assert_eq!(p.decide("edit", false, &json!({"path": "a"})), Decision::Allow);
+        assert_eq!(p.decide("bash", false, &json!({"command": "ls"})), Decision::Ask);
     }
 
     #[test]
     fn deny_rules_win_even_in_bypass_mode() {
-        let p = perms(
-            PermissionMode::Bypass,
-            &["bash"],
-            &["bash(curl *)", "read(.env)"],
-        );
+        let p = perms(PermissionMode::Bypass, &["bash"], &["bash(curl *)", "read(.env)"]);
         assert!(matches!(
             p.decide("bash", false, &json!({"command": "curl x"})),
             Decision::Deny(_)
         ));
-        assert!(matches!(
-            p.decide("read", true, &json!({"path": "./.env"})),
-            Decision::Deny(_)
-        ));
-        assert_eq!(
-            p.decide("bash", false, &json!({"command": "ls"})),
-            Decision::Allow
-        );
+        assert!(matches!(p.decide("read", true, &json!({"path": "./.env"})), Decision::Deny(_)));
+        assert_eq!(p.decide("bash", false, &json!({"command": "ls"})), Decision::Allow);
     }
 
     #[test]
     fn allow_rules_match_command_prefixes_and_path_globs() {
-        let p = perms(
-            PermissionMode::Default,
-            &["bash(git status*)", "edit(src/**)"],
-            &[],
-        );
-        assert_eq!(
-            p.decide("bash", false, &json!({"command": "git status -s"})),
-            Decision::Allow
-        );
-        assert_eq!(
-            p.decide("bash", false, &json!({"command": "git push"})),
-            Decision::Ask
-        );
-        assert_eq!(
-            p.decide("edit", false, &json!({"path": "src/a/b.rs"})),
-            Decision::Allow
-        );
-        assert_eq!(
-            p.decide("edit", false, &json!({"path": "Cargo.toml"})),
-            Decision::Ask
-        );
+        let p = perms(PermissionMode::Default, &["bash(git status*)", "edit(src/**)"], &[]);
+        assert_eq!(p.decide("bash", false, &json!({"command": "git status -s"})), Decision::Allow);
+        assert_eq!(p.decide("bash", false, &json!({"command": "git push"})), Decision::Ask);
+        assert_eq!(p.decide("edit", false, &json!({"path": "src/a/b.rs"})), Decision::Allow);
+        assert_eq!(p.decide("edit", false, &json!({"path": "Cargo.toml"})), Decision::Ask);
     }
 
     #[test]
@@ -294,20 +243,14 @@ mod tests {
         assert!(
             matches!(p.decide("bash", false, &json!({"command": "ls"})), Decision::Deny(m) if m.contains("plan mode"))
         );
-        assert_eq!(
-            p.decide("grep", true, &json!({"pattern": "x"})),
-            Decision::Allow
-        );
+        assert_eq!(p.decide("grep", true, &json!({"pattern": "x"})), Decision::Allow);
     }
 
     #[test]
     fn session_approvals_apply_to_later_calls() {
         let p = perms(PermissionMode::Default, &[], &[]);
         p.allow_for_session(Rule::parse("bash(cargo test*)").unwrap());
-        assert_eq!(
-            p.decide("bash", false, &json!({"command": "cargo test -q"})),
-            Decision::Allow
-        );
+        assert_eq!(p.decide("bash", false, &json!({"command": "cargo test -q"})), Decision::Allow);
         assert!(Rule::parse("bash(oops").is_err());
     }
 }

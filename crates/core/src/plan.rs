@@ -56,9 +56,7 @@ impl Tool for ExitPlanModeTool {
         if plan.is_empty() {
             return Err(ToolError::InvalidArguments("the plan is empty".into()));
         }
-        ctx.emit(AgentEvent::PlanProposed {
-            plan: plan.to_string(),
-        });
+        ctx.emit(AgentEvent::PlanProposed { plan: plan.to_string() });
         match self.approver.approve_plan(plan).await {
             PlanVerdict::Approved(mode) => {
                 self.permissions.set_mode(mode);

@@ -11,7 +11,5 @@ use crate::context::ContextBuilder;
 /// `~/.ferroclaw`) as the agent home. Prefer [`ContextBuilder`], which also
 /// gives the skills and memory the context tools need.
 pub fn system_prompt(workspace: &Path) -> String {
-    ContextBuilder::new(&Config::default_home(), workspace)
-        .build()
-        .system_prompt()
+    ContextBuilder::new(&Config::default_home(), workspace).build().system_prompt()
 }

@@ -67,22 +67,16 @@ impl std::fmt::Debug for Recall {
 impl Recall {
     /// Opens (creating when needed) `home/recall.db`.
     pub fn open(home: &Path) -> Result<Recall, RecallError> {
-        std::fs::create_dir_all(home).map_err(|source| RecallError::Io {
-            path: home.to_path_buf(),
-            source,
-        })?;
+        std::fs::create_dir_all(home)
+            .map_err(|source| RecallError::Io { path: home.to_path_buf(), source })?;
         Self::open_file(&home.join("recall.db"))
     }
 
     /// Opens (creating when needed) the database at `path`.
     pub fn open_file(path: &Path) -> Result<Recall, RecallError> {
-        let err = |source| RecallError::Sqlite {
-            path: path.to_path_buf(),
-            source,
-        };
+        let err = |source| RecallError::Sqlite { path: path.to_path_buf(), source };
         let conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(err)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
              CREATE VIRTUAL TABLE IF NOT EXISTS turns USING fts5(
@@ -92,17 +86,11 @@ impl Recall {
              );",
         )
         .map_err(err)?;
-        Ok(Recall {
-            path: path.to_path_buf(),
-            conn: Mutex::new(conn),
-        })
+        Ok(Recall { path: path.to_path_buf(), conn: Mutex::new(conn) })
     }
 
     fn err(&self, source: rusqlite::Error) -> RecallError {
-        RecallError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+        RecallError::Sqlite { path: self.path.clone(), source }
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -156,13 +144,7 @@ impl Recall {
                     cwd: row.get(1)?,
                     ts: row.get::<_, i64>(2)?.max(0) as u64,
                     snippet: row.get::<_, String>(3)?.replace('\n', " "),
-                    request: user
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .chars()
-                        .take(100)
-                        .collect(),
+                    request: user.lines().next().unwrap_or_default().chars().take(100).collect(),
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -192,13 +174,8 @@ fn fts_query(query: &str) -> Option<String> {
         .filter_map(|w| {
             let prefix = w.ends_with('*');
             let word: String = w.chars().filter(|c| *c != '*').collect();
-            (!word.is_empty()).then(|| {
-                if prefix {
-                    format!("\"{word}\"*")
-                } else {
-                    format!("\"{word}\"")
-                }
-            })
+            (!word.is_empty())
+                .then(|| if prefix { format!("\"{word}\"*") } else { format!("\"{word}\"") })
         })
         .collect();
     (!terms.is_empty()).then(|| terms.join(" OR "))
@@ -248,17 +225,13 @@ impl Tool for SessionSearchTool {
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let query = input["query"].as_str().unwrap_or_default();
-        let limit = input["limit"].as_u64().map_or(DEFAULT_SEARCH_LIMIT, |n| {
-            (n as usize).clamp(1, MAX_SEARCH_LIMIT)
-        });
-        let hits = self
-            .recall
-            .search(query, limit)
-            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let limit = input["limit"]
+            .as_u64()
+            .map_or(DEFAULT_SEARCH_LIMIT, |n| (n as usize).clamp(1, MAX_SEARCH_LIMIT));
+        let hits =
+            self.recall.search(query, limit).map_err(|e| ToolError::Failed(e.to_string()))?;
         if hits.is_empty() {
-            return Ok(ToolOutput::text(format!(
-                "no earlier session mentions {query:?}"
-            )));
+            return Ok(ToolOutput::text(format!("no earlier session mentions {query:?}")));
         }
         Ok(ToolOutput::text(render_hits(&hits)))
     }
@@ -286,14 +259,8 @@ mod tests {
 
     #[test]
     fn free_text_becomes_a_safe_fts_expression() {
-        assert_eq!(
-            fts_query("release \"tags"),
-            Some("\"release\" OR \"tags\"".into())
-        );
-        assert_eq!(
-            fts_query("deploy* AND (x"),
-            Some("\"deploy\"* OR \"AND\" OR \"x\"".into())
-        );
+        assert_eq!(fts_query("release \"tags"), Some("\"release\" OR \"tags\"".into()));
+        assert_eq!(fts_query("deploy* AND (x"), Some("\"deploy\"* OR \"AND\" OR \"x\"".into()));
         assert_eq!(fts_query("  -- ()"), None);
     }
 

@@ -90,10 +90,7 @@ pub enum SessionError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SessionError + '_ {
-    move |source| SessionError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| SessionError::Io { path: path.to_path_buf(), source }
 }
 
 /// Where the sessions of every project live.
@@ -119,9 +116,7 @@ pub struct SessionSummary {
 impl SessionStore {
     /// The store under `home/sessions`.
     pub fn new(home: &Path) -> Self {
-        Self {
-            root: home.join("sessions"),
-        }
+        Self { root: home.join("sessions") }
     }
 
     /// The folder of one project's sessions: its path with separators as `-`.
@@ -129,13 +124,7 @@ impl SessionStore {
         let key: String = cwd
             .to_string_lossy()
             .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
-                    c
-                } else {
-                    '-'
-                }
-            })
+            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' { c } else { '-' })
             .collect();
         self.root.join(key)
     }
@@ -175,11 +164,8 @@ impl SessionStore {
         let dir = self.project_dir(&meta.cwd);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         let path = dir.join(format!("{}.jsonl", meta.id));
-        let file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let file =
+            OpenOptions::new().create_new(true).append(true).open(&path).map_err(io(&path))?;
         let mut log = SessionLog { path, file, meta };
         log.append(&Entry::Meta(log.meta.clone()))?;
         log.sync()?;
@@ -199,16 +185,8 @@ impl SessionStore {
             return Ok(direct);
         }
         let mut matches = Vec::new();
-        for dir in std::fs::read_dir(&self.root)
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            for file in std::fs::read_dir(dir.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
+        for dir in std::fs::read_dir(&self.root).into_iter().flatten().flatten() {
+            for file in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
                 let name = file.file_name().to_string_lossy().into_owned();
                 let stem = name.trim_end_matches(".jsonl");
                 // Sub-agent transcripts (`PARENT.LABEL`) only when asked for by such an id.
@@ -220,10 +198,7 @@ impl SessionStore {
         }
         match matches.len() {
             1 => Ok(matches.remove(0)),
-            0 => Err(SessionError::NotFound {
-                id: id.to_string(),
-                dir: self.root.clone(),
-            }),
+            0 => Err(SessionError::NotFound { id: id.to_string(), dir: self.root.clone() }),
             _ => Err(SessionError::Ambiguous {
                 id: id.to_string(),
                 matches: matches
@@ -257,16 +232,10 @@ fn summarise(path: &Path) -> Result<SessionSummary, SessionError> {
     let file = File::open(path).map_err(io(path))?;
     let md = file.metadata().map_err(io(path))?;
     let mut lines = BufReader::new(file).lines();
-    let meta = match lines
-        .next()
-        .and_then(Result::ok)
-        .map(|l| serde_json::from_str::<Entry>(&l))
-    {
+    let meta = match lines.next().and_then(Result::ok).map(|l| serde_json::from_str::<Entry>(&l)) {
         Some(Ok(Entry::Meta(m))) => m,
         _ => {
-            return Err(SessionError::NotASession {
-                path: path.to_path_buf(),
-            });
+            return Err(SessionError::NotASession { path: path.to_path_buf() });
         }
     };
     let title = lines
@@ -292,13 +261,7 @@ fn summarise(path: &Path) -> Result<SessionSummary, SessionError> {
         path: path.to_path_buf(),
         created: meta.created,
         model: meta.model,
-        title: title
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .chars()
-            .take(80)
-            .collect(),
+        title: title.lines().next().unwrap_or_default().chars().take(80).collect(),
         bytes: md.len(),
         modified,
         parent: meta.parent,
@@ -348,10 +311,7 @@ impl SessionLog {
 
     /// Appends a message of the conversation.
     pub fn append_message(&mut self, message: &Message) -> Result<(), SessionError> {
-        self.append(&Entry::Message {
-            ts: clock::unix_seconds(),
-            message: message.clone(),
-        })
+        self.append(&Entry::Message { ts: clock::unix_seconds(), message: message.clone() })
     }
 
     /// Flushes the file to disk: called at turn boundaries.
@@ -364,23 +324,14 @@ impl SessionLog {
     /// starts at a user request), and cuts off a torn last line so that the
     /// next append starts on a fresh line.
     pub fn resume(path: &Path, tail_bytes: u64) -> Result<Resumed, SessionError> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(io(path))?;
+        let mut file = OpenOptions::new().read(true).append(true).open(path).map_err(io(path))?;
         let len = file.metadata().map_err(io(path))?.len();
         let mut first = String::new();
-        BufReader::new(&mut file)
-            .take(1 << 20)
-            .read_line(&mut first)
-            .map_err(io(path))?;
+        BufReader::new(&mut file).take(1 << 20).read_line(&mut first).map_err(io(path))?;
         let meta = match serde_json::from_str::<Entry>(first.trim_end()) {
             Ok(Entry::Meta(m)) => m,
             _ => {
-                return Err(SessionError::NotASession {
-                    path: path.to_path_buf(),
-                });
+                return Err(SessionError::NotASession { path: path.to_path_buf() });
             }
         };
         let body_start = first.len() as u64;
@@ -391,9 +342,7 @@ impl SessionLog {
             let start = end.saturating_sub(window).max(body_start);
             let (msgs, bad, skipped) =
                 read_messages(&mut file, start, end, body_start).map_err(io(path))?;
-            let boundary = msgs
-                .iter()
-                .position(|m| m.role == Role::User && !m.is_tool_results());
+            let boundary = msgs.iter().position(|m| m.role == Role::User && !m.is_tool_results());
             match boundary {
                 Some(i) => {
                     bad_lines += bad;
@@ -411,11 +360,7 @@ impl SessionLog {
             tracing::warn!(path = %path.display(), "cut off a torn last line ({} bytes)", len - end);
         }
         Ok(Resumed {
-            log: SessionLog {
-                path: path.to_path_buf(),
-                file,
-                meta,
-            },
+            log: SessionLog { path: path.to_path_buf(), file, meta },
             messages,
             skipped_bytes,
             bad_lines,
@@ -516,18 +461,12 @@ mod tests {
         let path = log.path().to_path_buf();
         assert_eq!(store.latest(cwd), Some(path.clone()));
         let r = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
-        assert_eq!(
-            r.messages,
-            vec![Message::user("hello"), Message::assistant("hi")]
-        );
+        assert_eq!(r.messages, vec![Message::user("hello"), Message::assistant("hi")]);
         assert_eq!(r.log.meta().model, "anthropic/x");
         let listed = store.list(cwd);
         assert_eq!(listed[0].title, "hello");
         let id = &listed[0].id;
-        assert_eq!(
-            store.find(Path::new("/elsewhere"), &id[..17]).unwrap(),
-            path
-        );
+        assert_eq!(store.find(Path::new("/elsewhere"), &id[..17]).unwrap(), path);
     }
 
     #[test]
@@ -538,18 +477,14 @@ mod tests {
         let path = log.path().to_path_buf();
         drop(log);
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(br#"{"type":"message","ts":1,"message":{"role":"assis"#)
-            .unwrap();
+        f.write_all(br#"{"type":"message","ts":1,"message":{"role":"assis"#).unwrap();
         drop(f);
         let mut r = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
         assert_eq!(r.messages, vec![Message::user("one")]);
         assert_eq!(r.bad_lines, 1);
         r.log.append_message(&Message::user("two")).unwrap();
         let again = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
-        assert_eq!(
-            again.messages,
-            vec![Message::user("one"), Message::user("two")]
-        );
+        assert_eq!(again.messages, vec![Message::user("one"), Message::user("two")]);
         assert_eq!(again.bad_lines, 0);
     }
 
@@ -558,39 +493,26 @@ mod tests {
         let (_d, store) = store();
         let mut log = store.create(Path::new("/p"), "m/m").unwrap();
         for i in 0..200 {
-            log.append_message(&Message::user(format!("question {i}")))
-                .unwrap();
+            log.append_message(&Message::user(format!("question {i}"))).unwrap();
             let call = ContentBlock::ToolCall(ferroclaw_protocol::ToolCall {
                 id: format!("c{i}"),
                 name: "read".into(),
                 input: serde_json::json!({"path": "x"}),
             });
-            log.append_message(&Message {
-                role: Role::Assistant,
-                content: vec![call],
-            })
-            .unwrap();
+            log.append_message(&Message { role: Role::Assistant, content: vec![call] }).unwrap();
             log.append_message(&Message {
                 role: Role::User,
-                content: vec![ContentBlock::tool_result(
-                    format!("c{i}"),
-                    "x".repeat(100),
-                    false,
-                )],
+                content: vec![ContentBlock::tool_result(format!("c{i}"), "x".repeat(100), false)],
             })
             .unwrap();
-            log.append_message(&Message::assistant(format!("answer {i}")))
-                .unwrap();
+            log.append_message(&Message::assistant(format!("answer {i}"))).unwrap();
         }
         let path = log.path().to_path_buf();
         let r = SessionLog::resume(&path, 2000).unwrap();
         assert!(r.skipped_bytes > 0);
         assert!(r.messages.len() < 800);
         assert_eq!(r.messages[0].role, Role::User);
-        assert!(
-            !r.messages[0].is_tool_results(),
-            "never starts on orphaned tool results"
-        );
+        assert!(!r.messages[0].is_tool_results(), "never starts on orphaned tool results");
         assert_eq!(r.messages.last().unwrap().text(), "answer 199");
     }
 
@@ -599,9 +521,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.jsonl");
         std::fs::write(&p, "hello\n").unwrap();
-        assert!(matches!(
-            SessionLog::resume(&p, 100),
-            Err(SessionError::NotASession { .. })
-        ));
+        assert!(matches!(SessionLog::resume(&p, 100), Err(SessionError::NotASession { .. })));
     }
 }

@@ -127,10 +127,7 @@ impl SkillSet {
                 dir: workspace.join(".claude").join("skills"),
                 source: SkillSource::Project,
             },
-            SkillRoot {
-                dir: home.join("skills"),
-                source: SkillSource::User,
-            },
+            SkillRoot { dir: home.join("skills"), source: SkillSource::User },
         ]
     }
 
@@ -216,11 +213,7 @@ impl SkillSet {
     /// Empty when there are no skills.
     pub fn prompt_layer(&self) -> String {
         let mut out = String::new();
-        for skill in self
-            .skills
-            .iter()
-            .filter(|s| s.always && s.unavailable.is_none())
-        {
+        for skill in self.skills.iter().filter(|s| s.always && s.unavailable.is_none()) {
             out.push_str(&format!(
                 "# Skill: {}\n\n{}\n\n",
                 skill.name,
@@ -237,11 +230,8 @@ impl SkillSet {
     /// The one-line-per-skill list, under a heading that tells the model how
     /// to load one. Skills already included in full are left out.
     pub fn summary(&self) -> String {
-        let listed: Vec<&Skill> = self
-            .skills
-            .iter()
-            .filter(|s| !(s.always && s.unavailable.is_none()))
-            .collect();
+        let listed: Vec<&Skill> =
+            self.skills.iter().filter(|s| !(s.always && s.unavailable.is_none())).collect();
         if listed.is_empty() {
             return String::new();
         }
@@ -288,10 +278,7 @@ mod tests {
     }
 
     fn project_root(dir: &Path) -> Vec<SkillRoot> {
-        vec![SkillRoot {
-            dir: dir.to_path_buf(),
-            source: SkillSource::Project,
-        }]
+        vec![SkillRoot { dir: dir.to_path_buf(), source: SkillSource::Project }]
     }
 
     #[test]
@@ -316,10 +303,7 @@ mod tests {
         let set = SkillSet::discover(ws.path(), home.path());
         assert_eq!(set.get("summarize").unwrap().description, "project version");
         assert_eq!(set.get("github").unwrap().source, SkillSource::User);
-        assert_eq!(
-            set.get("skill-creator").unwrap().source,
-            SkillSource::Builtin
-        );
+        assert_eq!(set.get("skill-creator").unwrap().source, SkillSource::Builtin);
         assert!(!set.has_errors(), "{:?}", set.problems());
     }
 
@@ -345,21 +329,14 @@ mod tests {
             ),
             "{layer}"
         );
-        assert!(
-            !layer.contains("- style:"),
-            "always skills are not listed twice"
-        );
+        assert!(!layer.contains("- style:"), "always skills are not listed twice");
     }
 
     #[test]
     fn a_malformed_skill_is_skipped_with_a_problem_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "broken/SKILL.md", "---\nname: [oops\n---\n");
-        write(
-            dir.path(),
-            "good/SKILL.md",
-            "---\nname: good\ndescription: fine\n---\n",
-        );
+        write(dir.path(), "good/SKILL.md", "---\nname: good\ndescription: fine\n---\n");
         let set = SkillSet::from_roots(&project_root(dir.path()), false);
         assert_eq!(set.names(), ["good"]);
         assert!(set.has_errors());

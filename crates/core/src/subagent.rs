@@ -82,10 +82,7 @@ impl SubAgents {
         let mut tools = ToolRegistry::new();
         for name in base.names() {
             let Some(tool) = base.get(name) else { continue };
-            let allowed = kind
-                .tools
-                .as_ref()
-                .is_none_or(|list| list.iter().any(|t| t == name));
+            let allowed = kind.tools.as_ref().is_none_or(|list| list.iter().any(|t| t == name));
             if allowed && (!kind.read_only || tool.read_only()) {
                 tools.register_arc(tool.clone());
             }
@@ -111,20 +108,13 @@ impl SubAgents {
                     .map_err(|e| ToolError::Failed(format!("agent type {}: {e}", kind.name)))?;
                 (p, m, spec.clone())
             }
-            _ => (
-                self.provider.clone(),
-                self.model.clone(),
-                self.model_spec.clone(),
-            ),
+            _ => (self.provider.clone(), self.model.clone(), self.model_spec.clone()),
         };
         let n = self.started.fetch_add(1, Ordering::Relaxed) + 1;
         let label = format!("{}-{n}", kind.name);
-        let session = self
-            .store
-            .create_child(&self.parent, &label, &model_spec)
-            .map_err(|e| {
-                ToolError::Failed(format!("cannot start the sub-agent's transcript: {e}"))
-            })?;
+        let session = self.store.create_child(&self.parent, &label, &model_spec).map_err(|e| {
+            ToolError::Failed(format!("cannot start the sub-agent's transcript: {e}"))
+        })?;
         let transcript = session.path().to_path_buf();
         let todos = TodoList::default();
         let mut tools = self.child_tools(kind);
@@ -153,6 +143,8 @@ impl SubAgents {
             jobs: None,
             sandbox: self.sandbox.clone(),
             compaction: Compaction::new(self.compaction.context_window, self.compaction.threshold),
+            remembering: Default::default(),
+            turn_hook: None,
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let forward = {
@@ -185,11 +177,7 @@ impl SubAgents {
             "[{} sub-agent: {} turn{}, {calls} tool call{}, {} tokens, {:.1} s; transcript {}]",
             kind.name,
             report.as_ref().map_or(0, |r| r.num_turns),
-            if report.as_ref().map_or(0, |r| r.num_turns) == 1 {
-                ""
-            } else {
-                "s"
-            },
+            if report.as_ref().map_or(0, |r| r.num_turns) == 1 { "" } else { "s" },
             if calls == 1 { "" } else { "s" },
             child.total_usage.total(),
             elapsed.as_secs_f64(),
@@ -233,12 +221,8 @@ impl Tool for TaskTool {
 
     fn input_schema(&self) -> Value {
         let types: Vec<String> = self.0.types.iter().map(|t| t.name.clone()).collect();
-        let listing: Vec<String> = self
-            .0
-            .types
-            .iter()
-            .map(|t| format!("{}: {}", t.name, t.description))
-            .collect();
+        let listing: Vec<String> =
+            self.0.types.iter().map(|t| format!("{}: {}", t.name, t.description)).collect();
         json!({
             "type": "object",
             "properties": {
@@ -259,18 +243,13 @@ impl Tool for TaskTool {
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let kind_name = input["agent_type"].as_str().unwrap_or("general");
-        let kind = self
-            .0
-            .types
-            .iter()
-            .find(|t| t.name == kind_name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = self.0.types.iter().map(|t| t.name.as_str()).collect();
-                ToolError::InvalidArguments(format!(
-                    "unknown agent_type {kind_name:?}; available: {}",
-                    names.join(", ")
-                ))
-            })?;
+        let kind = self.0.types.iter().find(|t| t.name == kind_name).ok_or_else(|| {
+            let names: Vec<&str> = self.0.types.iter().map(|t| t.name.as_str()).collect();
+            ToolError::InvalidArguments(format!(
+                "unknown agent_type {kind_name:?}; available: {}",
+                names.join(", ")
+            ))
+        })?;
         let description = input["description"].as_str().unwrap_or_default();
         let prompt = input["prompt"].as_str().unwrap_or_default();
         if prompt.trim().is_empty() {

@@ -46,9 +46,7 @@ impl TodoList {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The items, in order.
@@ -94,10 +92,7 @@ impl TodoList {
     /// updated it for [`REMINDER_AFTER_TURNS`] turns; the count restarts.
     pub fn take_reminder(&self) -> bool {
         let mut state = self.lock();
-        let open = state
-            .items
-            .iter()
-            .any(|i| i.status != TodoStatus::Completed);
+        let open = state.items.iter().any(|i| i.status != TodoStatus::Completed);
         if open && state.turns_since_update >= REMINDER_AFTER_TURNS {
             state.turns_since_update = 0;
             return true;
@@ -182,13 +177,8 @@ impl Tool for TodoWriteTool {
         let items: Vec<TodoItem> = serde_json::from_value(input["items"].clone())
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
         self.0.replace(items.clone()).map_err(ToolError::Refused)?;
-        ctx.emit(AgentEvent::Todos {
-            items: items.clone(),
-        });
-        let done = items
-            .iter()
-            .filter(|i| i.status == TodoStatus::Completed)
-            .count();
+        ctx.emit(AgentEvent::Todos { items: items.clone() });
+        let done = items.iter().filter(|i| i.status == TodoStatus::Completed).count();
         Ok(ToolOutput::text(format!(
             "Todo list updated ({done}/{} completed):\n{}",
             items.len(),
@@ -202,26 +192,16 @@ mod tests {
     use super::*;
 
     fn item(content: &str, status: TodoStatus) -> TodoItem {
-        TodoItem {
-            content: content.into(),
-            status,
-            active_form: None,
-        }
+        TodoItem { content: content.into(), status, active_form: None }
     }
 
     #[test]
     fn two_items_in_progress_are_refused_and_the_list_is_unchanged() {
         let list = TodoList::default();
-        list.replace(vec![
-            item("a", TodoStatus::InProgress),
-            item("b", TodoStatus::Pending),
-        ])
-        .unwrap();
+        list.replace(vec![item("a", TodoStatus::InProgress), item("b", TodoStatus::Pending)])
+            .unwrap();
         let err = list
-            .replace(vec![
-                item("a", TodoStatus::InProgress),
-                item("b", TodoStatus::InProgress),
-            ])
+            .replace(vec![item("a", TodoStatus::InProgress), item("b", TodoStatus::InProgress)])
             .unwrap_err();
         assert!(err.contains("only ONE item"), "{err}");
         assert_eq!(list.items()[1].status, TodoStatus::Pending);
@@ -229,15 +209,8 @@ mod tests {
 
     #[test]
     fn more_than_fifty_items_are_refused() {
-        let many = (0..51)
-            .map(|i| item(&i.to_string(), TodoStatus::Pending))
-            .collect();
-        assert!(
-            TodoList::default()
-                .replace(many)
-                .unwrap_err()
-                .contains("50")
-        );
+        let many = (0..51).map(|i| item(&i.to_string(), TodoStatus::Pending)).collect();
+        assert!(TodoList::default().replace(many).unwrap_err().contains("50"));
     }
 
     #[test]
@@ -251,8 +224,7 @@ mod tests {
         list.note_model_turn();
         assert!(list.take_reminder());
         assert!(!list.take_reminder(), "the count restarts");
-        list.replace(vec![item("a", TodoStatus::Completed)])
-            .unwrap();
+        list.replace(vec![item("a", TodoStatus::Completed)]).unwrap();
         for _ in 0..5 {
             list.note_model_turn();
         }

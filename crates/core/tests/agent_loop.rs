@@ -97,14 +97,14 @@ fn agent(
         jobs: None,
         sandbox: Default::default(),
         compaction: ferroclaw_core::agent::Compaction::for_model("m"),
+        remembering: Default::default(),
+        turn_hook: None,
     }
 }
 
 async fn run(agent: &mut Agent, prompt: &str) -> (ferroclaw_core::Report, Vec<AgentEvent>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let report = agent
-        .run(Message::user(prompt), &tx, &CancellationToken::new())
-        .await;
+    let report = agent.run(Message::user(prompt), &tx, &CancellationToken::new()).await;
     drop(tx);
     let mut events = Vec::new();
     while let Some(e) = rx.recv().await {
@@ -119,12 +119,9 @@ fn results(agent: &Agent) -> Vec<(String, bool)> {
         .iter()
         .flat_map(|m| m.content.iter())
         .filter_map(|b| match b {
-            ContentBlock::ToolResult {
-                content, is_error, ..
-            } => Some((
-                content.iter().filter_map(|p| p.as_text()).collect(),
-                *is_error,
-            )),
+            ContentBlock::ToolResult { content, is_error, .. } => {
+                Some((content.iter().filter_map(|p| p.as_text()).collect(), *is_error))
+            }
             _ => None,
         })
         .collect()
@@ -143,23 +140,12 @@ async fn independent_read_only_calls_run_in_parallel_and_results_keep_call_order
     let home = tempfile::tempdir().unwrap();
     let mut tools = ToolRegistry::new();
     tools.register(Rendezvous(Arc::new(Barrier::new(2))));
-    let mut a = agent(
-        &server,
-        tools,
-        PermissionMode::Default,
-        Arc::new(NoOneToAsk),
-        home.path(),
-    );
+    let mut a = agent(&server, tools, PermissionMode::Default, Arc::new(NoOneToAsk), home.path());
     let (report, events) = run(&mut a, "meet").await;
     assert_eq!(report.outcome, Outcome::Answered);
-    assert_eq!(
-        results(&a),
-        vec![("met".to_string(), false), ("met".to_string(), false)]
-    );
-    let finished = events
-        .iter()
-        .filter(|e| matches!(e, AgentEvent::ToolCallFinished { .. }))
-        .count();
+    assert_eq!(results(&a), vec![("met".to_string(), false), ("met".to_string(), false)]);
+    let finished =
+        events.iter().filter(|e| matches!(e, AgentEvent::ToolCallFinished { .. })).count();
     assert_eq!(finished, 2);
 }
 
@@ -172,20 +158,11 @@ async fn a_panicking_tool_becomes_an_error_result_and_the_loop_goes_on() {
     let home = tempfile::tempdir().unwrap();
     let mut tools = ToolRegistry::new();
     tools.register(Panics);
-    let mut a = agent(
-        &server,
-        tools,
-        PermissionMode::Bypass,
-        Arc::new(NoOneToAsk),
-        home.path(),
-    );
+    let mut a = agent(&server, tools, PermissionMode::Bypass, Arc::new(NoOneToAsk), home.path());
     let (report, _) = run(&mut a, "go").await;
     assert_eq!(report.text, "recovered");
     let r = results(&a);
-    assert!(
-        r[0].1 && r[0].0.contains("panics crashed (index out of bounds)"),
-        "{r:?}"
-    );
+    assert!(r[0].1 && r[0].0.contains("panics crashed (index out of bounds)"), "{r:?}");
 }
 
 #[tokio::test]
@@ -197,13 +174,7 @@ async fn an_approved_call_runs_and_the_decision_is_logged_in_the_session() {
     let home = tempfile::tempdir().unwrap();
     let mut tools = ToolRegistry::new();
     tools.register(Panics);
-    let mut a = agent(
-        &server,
-        tools,
-        PermissionMode::Default,
-        Arc::new(AlwaysYes),
-        home.path(),
-    );
+    let mut a = agent(&server, tools, PermissionMode::Default, Arc::new(AlwaysYes), home.path());
     run(&mut a, "go").await;
     assert!(results(&a)[0].0.contains("crashed"), "it ran");
     let log = std::fs::read_to_string(a.session.path()).unwrap();
@@ -222,13 +193,7 @@ async fn plan_mode_refuses_tools_that_change_things() {
     let home = tempfile::tempdir().unwrap();
     let mut tools = ToolRegistry::new();
     tools.register(Panics);
-    let mut a = agent(
-        &server,
-        tools,
-        PermissionMode::Plan,
-        Arc::new(AlwaysYes),
-        home.path(),
-    );
+    let mut a = agent(&server, tools, PermissionMode::Plan, Arc::new(AlwaysYes), home.path());
     run(&mut a, "go").await;
     let r = results(&a);
     assert!(r[0].1 && r[0].0.contains("plan mode"), "{r:?}");
@@ -236,12 +201,8 @@ async fn plan_mode_refuses_tools_that_change_things() {
 
 #[tokio::test]
 async fn cancelling_before_the_answer_ends_the_request_without_losing_it() {
-    let steps: Vec<Step> = vec![
-        ferroclaw_testkit::Fault::Stall {
-            after_text: "hmm".into(),
-        }
-        .into(),
-    ];
+    let steps: Vec<Step> =
+        vec![ferroclaw_testkit::Fault::Stall { after_text: "hmm".into() }.into()];
     let server = ScriptedServer::start(steps);
     let home = tempfile::tempdir().unwrap();
     let mut a = agent(
@@ -260,11 +221,7 @@ async fn cancelling_before_the_answer_ends_the_request_without_losing_it() {
     });
     let report = a.run(Message::user("think"), &tx, &cancel).await;
     assert_eq!(report.outcome, Outcome::Cancelled);
-    assert_eq!(
-        a.messages.len(),
-        2,
-        "the request and the partial answer are kept"
-    );
+    assert_eq!(a.messages.len(), 2, "the request and the partial answer are kept");
     assert!(a.messages[1].text().starts_with("hmm"));
 }
 
@@ -272,15 +229,8 @@ async fn cancelling_before_the_answer_ends_the_request_without_losing_it() {
 async fn cancelling_the_parent_cancels_its_sub_agents() {
     use ferroclaw_core::subagent::{SubAgents, TaskTool};
     let server = ScriptedServer::start(vec![
-        Turn::tool(
-            "task",
-            json!({"description": "wait", "prompt": "think forever"}),
-        )
-        .into(),
-        ferroclaw_testkit::Fault::Stall {
-            after_text: "pondering".into(),
-        }
-        .into(),
+        Turn::tool("task", json!({"description": "wait", "prompt": "think forever"})).into(),
+        ferroclaw_testkit::Fault::Stall { after_text: "pondering".into() }.into(),
     ]);
     let home = tempfile::tempdir().unwrap();
     let mut a = agent(
@@ -336,10 +286,7 @@ async fn cancelling_the_parent_cancels_its_sub_agents() {
             saw_child_text = true;
         }
     }
-    assert!(
-        saw_child_text,
-        "the child's events reached the parent's stream"
-    );
+    assert!(saw_child_text, "the child's events reached the parent's stream");
     let r = results(&a);
     assert!(r[0].1 && r[0].0.contains("cancelled"), "{r:?}");
 }

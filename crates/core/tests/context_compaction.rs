@@ -14,19 +14,14 @@ fn a_resumed_session_starts_from_its_last_compaction() {
     let mut log = store.create(std::path::Path::new("/p"), "m/m").unwrap();
     for i in 0..10 {
         log.append_message(&Message::user(format!("q{i}"))).unwrap();
-        log.append_message(&Message::assistant(format!("a{i}")))
-            .unwrap();
+        log.append_message(&Message::assistant(format!("a{i}"))).unwrap();
     }
     let history = compacted_history("## Goal\nfirst summary", log.path(), None, None);
     log.append(&compaction_entry(&history, 20)).unwrap();
     log.append_message(&Message::user("q10")).unwrap();
     log.append_message(&Message::assistant("a10")).unwrap();
-    let history = compacted_history(
-        "## Goal\nsecond summary",
-        log.path(),
-        Some("[ ] ship".into()),
-        None,
-    );
+    let history =
+        compacted_history("## Goal\nsecond summary", log.path(), Some("[ ] ship".into()), None);
     log.append(&compaction_entry(&history, 3)).unwrap();
     log.append_message(&Message::user("q11")).unwrap();
     log.append_message(&Message::assistant("a11")).unwrap();

@@ -18,38 +18,25 @@ async fn consolidation_asks_the_model_and_writes_history_and_memory() {
     config.api_key = Some("k".into());
     let home = tempfile::tempdir().unwrap();
     let store = MemoryStore::new(home.path());
-    store
-        .add(Target::Memory, "- The user prefers squash merges")
-        .unwrap();
+    store.add(Target::Memory, "- The user prefers squash merges").unwrap();
     let older = vec![
         Message::user("move CI to GitHub Actions"),
         Message::assistant("Done: .github/workflows/ci.yml"),
     ];
-    let done = consolidate(
-        ferroclaw_llm::connect(config),
-        "m".into(),
-        store.clone(),
-        older,
-    )
-    .await
-    .unwrap();
+    let done = consolidate(ferroclaw_llm::connect(config), "m".into(), store.clone(), older)
+        .await
+        .unwrap();
     assert!(done.memory_updated);
     assert_eq!(
         store.read(Target::Memory),
         "- CI runs on GitHub Actions\n- The user prefers squash merges\n"
     );
     let history = std::fs::read_to_string(store.history_path()).unwrap();
-    assert!(
-        history.ends_with("\n\nMoved CI to GitHub Actions.\n\n"),
-        "{history}"
-    );
+    assert!(history.ends_with("\n\nMoved CI to GitHub Actions.\n\n"), "{history}");
     let body = server.requests()[0].body.to_string();
     assert!(body.contains("move CI to GitHub Actions"), "{body}");
     assert!(body.contains("- The user prefers squash merges"), "{body}");
-    assert!(
-        !body.contains("\"tools\":[{"),
-        "no tools are offered: {body}"
-    );
+    assert!(!body.contains("\"tools\":[{"), "no tools are offered: {body}");
 }
 
 #[tokio::test]

@@ -22,31 +22,16 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Fixture {
-        let f = Fixture {
-            home: tempfile::tempdir().unwrap(),
-            repo: tempfile::tempdir().unwrap(),
-        };
+        let f = Fixture { home: tempfile::tempdir().unwrap(), repo: tempfile::tempdir().unwrap() };
         let home = f.home.path();
         write(
             home,
             "workspace/SOUL.md",
             "# Soul\n\n- Terse.\n<!-- guidance the model never sees -->\n",
         );
-        write(
-            home,
-            "workspace/USER.md",
-            "- Name: Ada\n- Timezone: Europe/Paris\n",
-        );
-        write(
-            home,
-            "workspace/TOOLS.md",
-            "<!-- only a comment: left out -->\n",
-        );
-        write(
-            home,
-            "workspace/memory/MEMORY.md",
-            "- The team deploys on Tuesdays\n",
-        );
+        write(home, "workspace/USER.md", "- Name: Ada\n- Timezone: Europe/Paris\n");
+        write(home, "workspace/TOOLS.md", "<!-- only a comment: left out -->\n");
+        write(home, "workspace/memory/MEMORY.md", "- The team deploys on Tuesdays\n");
         write(home, "rules/style.md", "User style: spaces.\n");
         write(home, "rules/commits.md", "Conventional commits.\n");
         write(
@@ -56,27 +41,15 @@ impl Fixture {
         );
         let repo = f.repo.path();
         std::fs::create_dir_all(repo.join(".git")).unwrap();
-        write(
-            repo,
-            "AGENTS.md",
-            "Monorepo: run `make test` from the root.\n",
-        );
+        write(repo, "AGENTS.md", "Monorepo: run `make test` from the root.\n");
         let ws = repo.join("app");
-        write(
-            &ws,
-            "CLAUDE.md",
-            "The app is a CLI; keep startup under 10 ms.\n",
-        );
+        write(&ws, "CLAUDE.md", "The app is a CLI; keep startup under 10 ms.\n");
         write(
             &ws,
             ".agent/rules/style.md",
             "---\nglobs: \"*.rs\"\n---\nProject style: rustfmt defaults.\n",
         );
-        write(
-            &ws,
-            ".agent/rules/testing.md",
-            "Every bug fix comes with a test.\n",
-        );
+        write(&ws, ".agent/rules/testing.md", "Every bug fix comes with a test.\n");
         write(
             &ws,
             ".agent/skills/deploy/SKILL.md",
@@ -87,11 +60,7 @@ impl Fixture {
             ".agent/skills/review/SKILL.md",
             "---\nname: review\ndescription: How this team reviews code.\nalways: true\n---\nCheck tests first, then naming.\n",
         );
-        write(
-            &ws,
-            ".agent/skills/broken/SKILL.md",
-            "---\nname: Broken Skill\n---\nbody\n",
-        );
+        write(&ws, ".agent/skills/broken/SKILL.md", "---\nname: Broken Skill\n---\nbody\n");
         write(
             &ws,
             ".agent/skills/triage.md",
@@ -146,38 +115,15 @@ fn layer_sizes_of_the_fixture_project() {
         .build()
         .layers
         .iter()
-        .map(|l| {
-            format!(
-                "{:<10} {:>5} chars {:>4} tokens\n",
-                l.name,
-                l.text.len(),
-                l.tokens()
-            )
-        })
+        .map(|l| format!("{:<10} {:>5} chars {:>4} tokens\n", l.name, l.text.len(), l.tokens()))
         .collect();
     insta::assert_snapshot!(f.redact(&table));
 }
 
 #[test]
 fn layers_come_in_the_documented_order_with_the_runtime_last() {
-    let names: Vec<&str> = Fixture::new()
-        .build()
-        .layers
-        .iter()
-        .map(|l| l.name)
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "identity",
-            "workspace",
-            "project",
-            "rules",
-            "memory",
-            "skills",
-            "runtime"
-        ]
-    );
+    let names: Vec<&str> = Fixture::new().build().layers.iter().map(|l| l.name).collect();
+    assert_eq!(names, ["identity", "workspace", "project", "rules", "memory", "skills", "runtime"]);
 }
 
 #[test]
@@ -211,17 +157,11 @@ fn an_empty_home_and_project_give_identity_skills_and_runtime_only() {
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     let context = ContextBuilder::new(home.path(), ws.path()).build();
-    let present: Vec<&str> = context
-        .layers
-        .iter()
-        .filter(|l| !l.text.is_empty())
-        .map(|l| l.name)
-        .collect();
+    let present: Vec<&str> =
+        context.layers.iter().filter(|l| !l.text.is_empty()).map(|l| l.name).collect();
     assert_eq!(present, ["identity", "skills", "runtime"]);
     assert!(context.system_prompt().contains("- summarize: "));
     assert!(
-        context
-            .system_prompt()
-            .contains("[Runtime Context — metadata only, not instructions]")
+        context.system_prompt().contains("[Runtime Context — metadata only, not instructions]")
     );
 }

@@ -44,9 +44,7 @@ fn fixture() -> (tempfile::TempDir, Arc<Recall>) {
     let home = tempfile::tempdir().unwrap();
     let recall = Recall::open(home.path()).unwrap();
     for (session, cwd, user, answer, ts) in HISTORY {
-        recall
-            .index_turn(session, Path::new(cwd), user, answer, *ts)
-            .unwrap();
+        recall.index_turn(session, Path::new(cwd), user, answer, *ts).unwrap();
     }
     (home, Arc::new(recall))
 }
@@ -97,21 +95,12 @@ async fn the_session_search_tool_returns_ids_dates_and_snippets() {
     let tool = SessionSearchTool::new(recall);
     assert!(tool.read_only());
     let ctx = ToolContext::new("/");
-    let out = tool
-        .execute(json!({"query": "index on user_id", "limit": 1}), &ctx)
-        .await
-        .unwrap();
+    let out = tool.execute(json!({"query": "index on user_id", "limit": 1}), &ctx).await.unwrap();
     let text = out.joined_text();
     assert!(
         text.starts_with("session 20261101-090000-aaaa · 2026-11-01 · /work/shop\n  asked: Why is checkout slow?\n  match: "),
         "{text}"
     );
-    let out = tool
-        .execute(json!({"query": "kubernetes"}), &ctx)
-        .await
-        .unwrap();
-    assert_eq!(
-        out.joined_text(),
-        "no earlier session mentions \"kubernetes\""
-    );
+    let out = tool.execute(json!({"query": "kubernetes"}), &ctx).await.unwrap();
+    assert_eq!(out.joined_text(), "no earlier session mentions \"kubernetes\"");
 }

@@ -40,9 +40,7 @@ fn one_hundred_installed_skills_cost_about_five_thousand_tokens_in_the_prompt() 
     let ws = tempfile::tempdir().unwrap();
     install(home.path(), 100);
     let started = Instant::now();
-    let context = ContextBuilder::new(home.path(), ws.path())
-        .without_builtin_skills()
-        .build();
+    let context = ContextBuilder::new(home.path(), ws.path()).without_builtin_skills().build();
     let elapsed = started.elapsed();
     let layer = context.layer("skills").unwrap();
     let per_skill = layer.tokens() as f64 / 100.0;
@@ -52,10 +50,7 @@ fn one_hundred_installed_skills_cost_about_five_thousand_tokens_in_the_prompt() 
         layer.tokens(),
     );
     assert_eq!(context.skills.skills().len(), 100);
-    assert!(
-        !layer.text.contains("Step."),
-        "bodies are not in the prompt"
-    );
+    assert!(!layer.text.contains("Step."), "bodies are not in the prompt");
     assert!(layer.tokens() < 6_000, "{}", layer.tokens());
 }
 
@@ -67,32 +62,17 @@ async fn load_skill_runs_through_the_registry_with_schema_validation() {
     let mut tools = ToolRegistry::new();
     tools.register(LoadSkillTool::new(Arc::new(skills)));
     assert!(tools.validate("load_skill", &json!({})).is_err());
-    assert!(
-        tools
-            .validate("load_skill", &json!({"name": "task-001"}))
-            .is_ok()
-    );
+    assert!(tools.validate("load_skill", &json!({"name": "task-001"})).is_ok());
     let tool = tools.get("load_skill").unwrap();
     assert!(tool.read_only());
-    let out = tool
-        .execute(json!({"name": "task-001"}), &ToolContext::new("/"))
-        .await
-        .unwrap();
-    assert!(
-        out.joined_text()
-            .starts_with("<skill name=\"task-001\">\nStep.")
-    );
-    let out = tool
-        .execute(json!({"name": "nope"}), &ToolContext::new("/"))
-        .await
-        .unwrap();
+    let out = tool.execute(json!({"name": "task-001"}), &ToolContext::new("/")).await.unwrap();
+    assert!(out.joined_text().starts_with("<skill name=\"task-001\">\nStep."));
+    let out = tool.execute(json!({"name": "nope"}), &ToolContext::new("/")).await.unwrap();
     assert!(out.is_error);
     assert!(
         out.joined_text()
             .contains("task-000, task-001, task-002, github, skill-creator, summarize")
-            || out
-                .joined_text()
-                .contains("github, skill-creator, summarize, task-000"),
+            || out.joined_text().contains("github, skill-creator, summarize, task-000"),
         "{}",
         out.joined_text()
     );

@@ -75,12 +75,8 @@ fn message_json(m: &Message) -> Value {
     };
     // The API rejects empty text blocks; drop them unless nothing else is left.
     let has_other = m.content.iter().any(|b| !is_empty_text(b));
-    let content: Vec<Value> = m
-        .content
-        .iter()
-        .filter(|b| !has_other || !is_empty_text(b))
-        .map(block_json)
-        .collect();
+    let content: Vec<Value> =
+        m.content.iter().filter(|b| !has_other || !is_empty_text(b)).map(block_json).collect();
     json!({"role": role, "content": content})
 }
 
@@ -99,18 +95,10 @@ fn block_json(b: &ContentBlock) -> Value {
         ContentBlock::ToolCall(call) => {
             // The API insists on an object; a call whose arguments failed to
             // parse (kept as a string) is replayed as `{}`.
-            let input = if call.input.is_object() {
-                call.input.clone()
-            } else {
-                json!({})
-            };
+            let input = if call.input.is_object() { call.input.clone() } else { json!({}) };
             json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
         }
-        ContentBlock::ToolResult {
-            tool_call_id,
-            content,
-            is_error,
-        } => {
+        ContentBlock::ToolResult { tool_call_id, content, is_error } => {
             let parts: Vec<Value> = content
                 .iter()
                 .filter_map(|p| match p {
@@ -226,12 +214,7 @@ impl StreamAssembler {
                             name: name.clone(),
                         });
                         let initial = block.get("input").cloned().unwrap_or(Value::Null);
-                        OpenBlock::Tool {
-                            id,
-                            name,
-                            json: String::new(),
-                            initial,
-                        }
+                        OpenBlock::Tool { id, name, json: String::new(), initial }
                     }
                     _ => OpenBlock::Ignored,
                 };
@@ -250,22 +233,16 @@ impl StreamAssembler {
                 }
             }
             "content_block_stop" => {
-                if let Some(OpenBlock::Tool {
-                    id,
-                    name,
-                    json,
-                    initial,
-                }) = self.blocks.remove(&index)
+                if let Some(OpenBlock::Tool { id, name, json, initial }) =
+                    self.blocks.remove(&index)
                 {
                     self.saw_tool_call = true;
                     out.push(finish_tool(id, name, &json, initial));
                 }
             }
             "message_delta" => {
-                if let Some(reason) = data
-                    .get("delta")
-                    .and_then(|d| d.get("stop_reason"))
-                    .and_then(Value::as_str)
+                if let Some(reason) =
+                    data.get("delta").and_then(|d| d.get("stop_reason")).and_then(Value::as_str)
                 {
                     reason.clone_into(&mut self.stop_reason);
                 }
@@ -278,10 +255,7 @@ impl StreamAssembler {
                 if self.usage != Usage::default() {
                     out.push(ProviderEvent::Usage(self.usage));
                 }
-                out.push(ProviderEvent::Stop(stop_reason(
-                    &self.stop_reason,
-                    self.saw_tool_call,
-                )));
+                out.push(ProviderEvent::Stop(stop_reason(&self.stop_reason, self.saw_tool_call)));
             }
             "error" => return Err(api_error(&data)),
             _ => {} // `ping` and event types added after this was written.
@@ -291,11 +265,7 @@ impl StreamAssembler {
 
     /// Ends the body: without `message_stop` the answer is incomplete.
     pub(crate) fn finish(&mut self, _out: &mut Vec<ProviderEvent>) -> Result<(), DecodeError> {
-        if self.done {
-            Ok(())
-        } else {
-            Err(DecodeError::Incomplete)
-        }
+        if self.done { Ok(()) } else { Err(DecodeError::Incomplete) }
     }
 
     /// Whether `message_stop` has been seen.
@@ -316,10 +286,7 @@ fn finish_tool(id: String, name: String, json: &str, initial: Value) -> Provider
     } else {
         parse_arguments(json)
     };
-    ProviderEvent::ToolCall {
-        call: ToolCall { id, name, input },
-        parse_error,
-    }
+    ProviderEvent::ToolCall { call: ToolCall { id, name, input }, parse_error }
 }
 
 /// Decodes a whole (non-streaming) Messages response.
@@ -336,14 +303,9 @@ pub(crate) fn parse_response(v: &Value) -> Result<Vec<ProviderEvent>, DecodeErro
         match str_field(block, "type") {
             "text" => push_text(&mut out, str_field(block, "text")),
             "tool_use" => {
-                let (id, name) = (
-                    str_field(block, "id").to_string(),
-                    str_field(block, "name").to_string(),
-                );
-                out.push(ProviderEvent::ToolCallStarted {
-                    id: id.clone(),
-                    name: name.clone(),
-                });
+                let (id, name) =
+                    (str_field(block, "id").to_string(), str_field(block, "name").to_string());
+                out.push(ProviderEvent::ToolCallStarted { id: id.clone(), name: name.clone() });
                 let input = match block.get("input") {
                     Some(input @ Value::Object(_)) => input.clone(),
                     _ => json!({}),
@@ -361,10 +323,7 @@ pub(crate) fn parse_response(v: &Value) -> Result<Vec<ProviderEvent>, DecodeErro
     if usage != Usage::default() {
         out.push(ProviderEvent::Usage(usage));
     }
-    out.push(ProviderEvent::Stop(stop_reason(
-        str_field(v, "stop_reason"),
-        saw_tool_call,
-    )));
+    out.push(ProviderEvent::Stop(stop_reason(str_field(v, "stop_reason"), saw_tool_call)));
     Ok(out)
 }
 

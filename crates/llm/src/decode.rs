@@ -53,15 +53,10 @@ impl DecodeError {
     pub(crate) fn into_llm(self, provider: &str) -> LlmError {
         let provider = provider.to_string();
         match self {
-            Self::Malformed { detail, snippet } => LlmError::Stream {
-                provider,
-                message: format!("{detail}: {snippet}"),
-            },
-            Self::Api { kind, message } => LlmError::Api {
-                provider,
-                kind,
-                message,
-            },
+            Self::Malformed { detail, snippet } => {
+                LlmError::Stream { provider, message: format!("{detail}: {snippet}") }
+            }
+            Self::Api { kind, message } => LlmError::Api { provider, kind, message },
             Self::Incomplete => LlmError::Stream {
                 provider,
                 message: "stream ended before the answer was complete".into(),
@@ -89,10 +84,7 @@ pub(crate) fn parse_arguments(raw: &str) -> (Value, Option<String>) {
         Ok(value) => (value, None),
         Err(err) => (
             Value::String(raw.to_string()),
-            Some(format!(
-                "tool arguments are not valid JSON ({err}): {}",
-                snippet(raw)
-            )),
+            Some(format!("tool arguments are not valid JSON ({err}): {}", snippet(raw))),
         ),
     }
 }
@@ -126,10 +118,7 @@ impl SseDecoder {
             WireFormat::Anthropic => Assembler::Anthropic(anthropic::StreamAssembler::default()),
             WireFormat::OpenAi => Assembler::OpenAi(openai::StreamAssembler::default()),
         };
-        Self {
-            parser: SseParser::new(),
-            assembler,
-        }
+        Self { parser: SseParser::new(), assembler }
     }
 
     /// Feeds one body chunk; returns the events it completed.
@@ -220,11 +209,8 @@ pub(crate) mod tests {
 
     /// Splits a body into chunks of `size` bytes (cutting anywhere).
     pub(crate) fn chunked(body: &str, size: usize) -> impl Stream<Item = Bytes> + Unpin {
-        let pieces: Vec<Bytes> = body
-            .as_bytes()
-            .chunks(size.max(1))
-            .map(Bytes::copy_from_slice)
-            .collect();
+        let pieces: Vec<Bytes> =
+            body.as_bytes().chunks(size.max(1)).map(Bytes::copy_from_slice).collect();
         stream::iter(pieces)
     }
 
@@ -247,10 +233,7 @@ pub(crate) mod tests {
         let (input, err) = parse_arguments("{\"path\": ");
         assert_eq!(input, Value::String("{\"path\": ".into()));
         let err = err.unwrap_or_default();
-        assert!(
-            err.contains("not valid JSON") && err.contains("{\"path\": "),
-            "{err}"
-        );
+        assert!(err.contains("not valid JSON") && err.contains("{\"path\": "), "{err}");
     }
 
     #[tokio::test]
@@ -258,14 +241,9 @@ pub(crate) mod tests {
         let body = "data: {\"choices\": [oops this is not json\n\n";
         let (events, err) = decode_chunks(WireFormat::OpenAi, chunked(body, 9)).await;
         assert!(events.is_empty());
-        let err = err
-            .map(|e| e.into_llm("groq").to_string())
-            .unwrap_or_default();
+        let err = err.map(|e| e.into_llm("groq").to_string()).unwrap_or_default();
         assert!(err.starts_with("groq: malformed JSON"), "{err}");
-        assert!(
-            err.contains("{\"choices\": [oops this is not json"),
-            "{err}"
-        );
+        assert!(err.contains("{\"choices\": [oops this is not json"), "{err}");
     }
 
     #[tokio::test]
@@ -275,10 +253,7 @@ pub(crate) mod tests {
             assert_eq!(err, Some(DecodeError::Incomplete), "{wire:?}");
         }
         let err = DecodeError::Incomplete.into_llm("anthropic").to_string();
-        assert_eq!(
-            err,
-            "anthropic: stream ended before the answer was complete"
-        );
+        assert_eq!(err, "anthropic: stream ended before the answer was complete");
     }
 
     #[test]

@@ -47,13 +47,7 @@ impl HttpProvider {
             WireFormat::Anthropic => format!("{base}{}", anthropic::PATH),
             WireFormat::OpenAi => format!("{base}{}", openai::PATH),
         };
-        Self {
-            shared: Arc::new(Shared {
-                config,
-                url,
-                client,
-            }),
-        }
+        Self { shared: Arc::new(Shared { config, url, client }) }
     }
 }
 
@@ -103,13 +97,10 @@ impl Provider for HttpProvider {
             committed: false,
             rng: fastrand::Rng::new(),
         };
-        Box::pin(futures_util::stream::unfold(
-            exchange,
-            |mut exchange| async move {
-                let item = exchange.next().await?;
-                Some((item, exchange))
-            },
-        ))
+        Box::pin(futures_util::stream::unfold(exchange, |mut exchange| async move {
+            let item = exchange.next().await?;
+            Some((item, exchange))
+        }))
     }
 }
 
@@ -123,10 +114,7 @@ enum Phase {
     /// Waiting before a retry.
     Backoff(Duration),
     /// Reading an SSE body.
-    Streaming {
-        body: Body,
-        decoder: Box<SseDecoder>,
-    },
+    Streaming { body: Body, decoder: Box<SseDecoder> },
     /// Nothing more to do once `ready` is drained.
     Done,
 }
@@ -157,19 +145,11 @@ struct Failure {
 
 impl Failure {
     fn permanent(error: LlmError) -> Self {
-        Self {
-            error,
-            transient: false,
-            server_delay: None,
-        }
+        Self { error, transient: false, server_delay: None }
     }
 
     fn transient(error: LlmError) -> Self {
-        Self {
-            error,
-            transient: true,
-            server_delay: None,
-        }
+        Self { error, transient: true, server_delay: None }
     }
 }
 
@@ -190,14 +170,13 @@ impl Exchange {
                         self.fail(failure);
                     }
                 }
-                Phase::Streaming {
-                    mut body,
-                    mut decoder,
-                } => match self.read_chunk(&mut body, &mut decoder).await {
-                    Ok(true) => self.phase = Phase::Streaming { body, decoder },
-                    Ok(false) => {}
-                    Err(failure) => self.fail(failure),
-                },
+                Phase::Streaming { mut body, mut decoder } => {
+                    match self.read_chunk(&mut body, &mut decoder).await {
+                        Ok(true) => self.phase = Phase::Streaming { body, decoder },
+                        Ok(false) => {}
+                        Err(failure) => self.fail(failure),
+                    }
+                }
             }
         }
     }
@@ -273,10 +252,7 @@ impl Exchange {
         };
         let body: Body = Box::pin(response.bytes_stream());
         if is_sse {
-            self.phase = Phase::Streaming {
-                body,
-                decoder: Box::new(SseDecoder::new(config.wire)),
-            };
+            self.phase = Phase::Streaming { body, decoder: Box::new(SseDecoder::new(config.wire)) };
             return Ok(());
         }
         // One JSON answer.
@@ -326,20 +302,15 @@ impl Exchange {
     async fn http_failure(&mut self, response: reqwest::Response) -> Failure {
         let status = response.status();
         let headers = response.headers();
-        let server_delay = server_delay(
-            header_str(headers, "retry-after-ms"),
-            header_str(headers, "retry-after"),
-        );
+        let server_delay =
+            server_delay(header_str(headers, "retry-after-ms"), header_str(headers, "retry-after"));
         let body = self
             .read_all(Box::pin(response.bytes_stream()), ERROR_BODY_LIMIT)
             .await
             .unwrap_or_default();
         let parsed = parse_error_body(&body);
         let message = match parsed.message.as_str() {
-            "" => status
-                .canonical_reason()
-                .unwrap_or("no error message")
-                .to_string(),
+            "" => status.canonical_reason().unwrap_or("no error message").to_string(),
             _ => parsed.message,
         };
         Failure {
@@ -355,11 +326,7 @@ impl Exchange {
 
     fn decode_failure(&self, error: DecodeError) -> Failure {
         let transient = error.is_transient();
-        Failure {
-            error: error.into_llm(&self.config().name),
-            transient,
-            server_delay: None,
-        }
+        Failure { error: error.into_llm(&self.config().name), transient, server_delay: None }
     }
 
     fn idle_error(&self) -> LlmError {
@@ -468,32 +435,17 @@ mod tests {
 
     #[test]
     fn the_endpoint_is_the_base_url_without_trailing_slash_plus_the_wire_path() {
-        let a = HttpProvider::new(ProviderConfig::new(
-            "a",
-            WireFormat::Anthropic,
-            "http://h:1/",
-        ));
+        let a = HttpProvider::new(ProviderConfig::new("a", WireFormat::Anthropic, "http://h:1/"));
         assert_eq!(a.shared.url, "http://h:1/v1/messages");
-        let o = HttpProvider::new(ProviderConfig::new(
-            "o",
-            WireFormat::OpenAi,
-            "http://h:1/v1",
-        ));
+        let o = HttpProvider::new(ProviderConfig::new("o", WireFormat::OpenAi, "http://h:1/v1"));
         assert_eq!(o.shared.url, "http://h:1/v1/chat/completions");
         assert_eq!(o.name(), "o");
     }
 
     #[test]
     fn a_gave_up_note_names_the_attempt_count() {
-        let mut e = LlmError::Http {
-            provider: "p".into(),
-            status: 500,
-            message: "boom".into(),
-        };
+        let mut e = LlmError::Http { provider: "p".into(), status: 500, message: "boom".into() };
         note_attempts(&mut e, 4);
-        assert_eq!(
-            e.to_string(),
-            "p: HTTP 500: boom (gave up after 4 attempts)"
-        );
+        assert_eq!(e.to_string(), "p: HTTP 500: boom (gave up after 4 attempts)");
     }
 }

@@ -182,28 +182,16 @@ impl Default for RetryPolicy {
 pub enum LlmError {
     /// The provider answered with an error status (after retries, if transient).
     #[error("{provider}: HTTP {status}: {message}")]
-    Http {
-        provider: String,
-        status: u16,
-        message: String,
-    },
+    Http { provider: String, status: u16, message: String },
     /// The request never got an answer (connection refused, reset, DNS, timeout).
     #[error("{provider}: cannot reach {url}: {message}")]
-    Connect {
-        provider: String,
-        url: String,
-        message: String,
-    },
+    Connect { provider: String, url: String, message: String },
     /// The stream broke or carried something we cannot parse.
     #[error("{provider}: {message}")]
     Stream { provider: String, message: String },
     /// The provider sent an error in the stream (e.g. Anthropic `overloaded_error`).
     #[error("{provider}: {kind}: {message}")]
-    Api {
-        provider: String,
-        kind: String,
-        message: String,
-    },
+    Api { provider: String, kind: String, message: String },
 }
 
 /// Builds a provider for a config: one HTTP client, nothing connected yet.

@@ -27,11 +27,7 @@ pub(crate) const PATH: &str = "/chat/completions";
 /// for its reasoning models (o-series, gpt-5) and wants
 /// `max_completion_tokens`; most compatible servers know only `max_tokens`.
 pub(crate) fn max_tokens_field(base_url: &str) -> &'static str {
-    if base_url.contains("://api.openai.com") {
-        "max_completion_tokens"
-    } else {
-        "max_tokens"
-    }
+    if base_url.contains("://api.openai.com") { "max_completion_tokens" } else { "max_tokens" }
 }
 
 /// Builds the JSON body of a Chat Completions request.
@@ -85,11 +81,7 @@ fn push_user(messages: &mut Vec<Value>, m: &Message) {
     let mut has_image = false;
     for block in &m.content {
         match block {
-            ContentBlock::ToolResult {
-                tool_call_id,
-                content,
-                ..
-            } => {
+            ContentBlock::ToolResult { tool_call_id, content, .. } => {
                 let mut text: Vec<&str> = content.iter().filter_map(ResultPart::as_text).collect();
                 let images: Vec<Value> = content
                     .iter()
@@ -123,13 +115,7 @@ fn push_user(messages: &mut Vec<Value>, m: &Message) {
     let content = if has_image {
         Value::Array(parts)
     } else {
-        Value::String(
-            parts
-                .iter()
-                .map(|p| str_field(p, "text"))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )
+        Value::String(parts.iter().map(|p| str_field(p, "text")).collect::<Vec<_>>().join("\n"))
     };
     messages.push(json!({"role": "user", "content": content}));
 }
@@ -244,12 +230,7 @@ impl StreamAssembler {
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage.get_or_insert_default().merge(&usage_json(u));
         }
-        for choice in chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for choice in chunk.get("choices").and_then(Value::as_array).into_iter().flatten() {
             let delta = choice.get("delta").unwrap_or(&Value::Null);
             if let Some(text) = delta.get("content").and_then(Value::as_str)
                 && !text.is_empty()
@@ -257,11 +238,7 @@ impl StreamAssembler {
                 out.push(ProviderEvent::TextDelta(text.to_string()));
             }
             if !self.calls_flushed {
-                for call in delta
-                    .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
+                for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten()
                 {
                     self.on_tool_delta(call, out);
                 }
@@ -349,11 +326,7 @@ impl StreamAssembler {
         self.calls_flushed = true;
         self.saw_tool_call = !self.calls.is_empty();
         for (n, call) in self.calls.drain(..).enumerate() {
-            let id = if call.id.is_empty() {
-                format!("call_{n}")
-            } else {
-                call.id
-            };
+            let id = if call.id.is_empty() { format!("call_{n}") } else { call.id };
             if !call.announced {
                 out.push(ProviderEvent::ToolCallStarted {
                     id: id.clone(),
@@ -362,11 +335,7 @@ impl StreamAssembler {
             }
             let (input, parse_error) = parse_arguments(&call.arguments);
             out.push(ProviderEvent::ToolCall {
-                call: ToolCall {
-                    id,
-                    name: call.name,
-                    input,
-                },
+                call: ToolCall { id, name: call.name, input },
                 parse_error,
             });
         }
@@ -388,11 +357,7 @@ pub(crate) fn parse_response(v: &Value) -> Result<Vec<ProviderEvent>, DecodeErro
     if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
         return Err(api_error(err));
     }
-    let Some(choice) = v
-        .get("choices")
-        .and_then(Value::as_array)
-        .and_then(|c| c.first())
-    else {
+    let Some(choice) = v.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
         return Err(DecodeError::unexpected("no `choices` in the completion", v));
     };
     let message = choice.get("message").unwrap_or(&Value::Null);
@@ -402,20 +367,11 @@ pub(crate) fn parse_response(v: &Value) -> Result<Vec<ProviderEvent>, DecodeErro
         out.push(ProviderEvent::TextDelta(text.to_string()));
     }
     let mut assembler = StreamAssembler::default();
-    for call in message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
         // Complete calls, announced only once whole: no index, so none match.
         assembler.calls.push(PendingCall {
             id: str_field(call, "id").to_string(),
-            name: call
-                .get("function")
-                .map(|f| str_field(f, "name"))
-                .unwrap_or("")
-                .to_string(),
+            name: call.get("function").map(|f| str_field(f, "name")).unwrap_or("").to_string(),
             arguments: match call.get("function").and_then(|f| f.get("arguments")) {
                 Some(Value::String(s)) => s.clone(),
                 Some(args @ Value::Object(_)) => args.to_string(),

@@ -35,13 +35,7 @@ const fn entry(
     key_env: Option<&'static str>,
     base_url_env: &'static str,
 ) -> Preset {
-    Preset {
-        name,
-        wire,
-        base_url,
-        key_env,
-        base_url_env: Some(base_url_env),
-    }
+    Preset { name, wire, base_url, key_env, base_url_env: Some(base_url_env) }
 }
 
 use WireFormat::{Anthropic, OpenAi};
@@ -54,13 +48,7 @@ static PRESETS: [Preset; 9] = [
         Some("ANTHROPIC_API_KEY"),
         "ANTHROPIC_BASE_URL",
     ),
-    entry(
-        "openai",
-        OpenAi,
-        "https://api.openai.com/v1",
-        Some("OPENAI_API_KEY"),
-        "OPENAI_BASE_URL",
-    ),
+    entry("openai", OpenAi, "https://api.openai.com/v1", Some("OPENAI_API_KEY"), "OPENAI_BASE_URL"),
     entry(
         "openrouter",
         OpenAi,
@@ -75,13 +63,7 @@ static PRESETS: [Preset; 9] = [
         Some("DEEPSEEK_API_KEY"),
         "DEEPSEEK_BASE_URL",
     ),
-    entry(
-        "groq",
-        OpenAi,
-        "https://api.groq.com/openai/v1",
-        Some("GROQ_API_KEY"),
-        "GROQ_BASE_URL",
-    ),
+    entry("groq", OpenAi, "https://api.groq.com/openai/v1", Some("GROQ_API_KEY"), "GROQ_BASE_URL"),
     entry(
         "gemini",
         OpenAi,
@@ -89,27 +71,9 @@ static PRESETS: [Preset; 9] = [
         Some("GEMINI_API_KEY"),
         "GEMINI_BASE_URL",
     ),
-    entry(
-        "ollama",
-        OpenAi,
-        "http://localhost:11434/v1",
-        None,
-        "OLLAMA_BASE_URL",
-    ),
-    entry(
-        "vllm",
-        OpenAi,
-        "http://localhost:8000/v1",
-        None,
-        "VLLM_BASE_URL",
-    ),
-    entry(
-        "llamacpp",
-        OpenAi,
-        "http://localhost:8080/v1",
-        None,
-        "LLAMACPP_BASE_URL",
-    ),
+    entry("ollama", OpenAi, "http://localhost:11434/v1", None, "OLLAMA_BASE_URL"),
+    entry("vllm", OpenAi, "http://localhost:8000/v1", None, "VLLM_BASE_URL"),
+    entry("llamacpp", OpenAi, "http://localhost:8080/v1", None, "LLAMACPP_BASE_URL"),
 ];
 
 /// Every preset, in the order they are listed to users.
@@ -145,24 +109,17 @@ pub struct ModelSpecError {
 }
 
 fn preset_names() -> String {
-    PRESETS
-        .iter()
-        .map(|p| p.name)
-        .collect::<Vec<_>>()
-        .join(", ")
+    PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
 }
 
 impl ModelSpec {
     /// Parses `PROVIDER/MODEL`; both parts must be non-empty.
     pub fn parse(spec: &str) -> Result<Self, ModelSpecError> {
         match spec.trim().split_once('/') {
-            Some((provider, model)) if !provider.is_empty() && !model.is_empty() => Ok(Self {
-                provider: provider.to_string(),
-                model: model.to_string(),
-            }),
-            _ => Err(ModelSpecError {
-                spec: spec.to_string(),
-            }),
+            Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
+                Ok(Self { provider: provider.to_string(), model: model.to_string() })
+            }
+            _ => Err(ModelSpecError { spec: spec.to_string() }),
         }
     }
 }
@@ -228,14 +185,8 @@ mod tests {
         assert_eq!(anthropic.wire, WireFormat::Anthropic);
         assert_eq!(anthropic.base_url, "https://api.anthropic.com");
         assert_eq!(anthropic.base_url_env, Some("ANTHROPIC_BASE_URL"));
-        let others = presets()
-            .iter()
-            .filter(|p| p.wire == WireFormat::OpenAi)
-            .count();
+        let others = presets().iter().filter(|p| p.wire == WireFormat::OpenAi).count();
         assert_eq!(others, 8);
-        assert_eq!(
-            preset("groq").map(|p| p.base_url),
-            Some("https://api.groq.com/openai/v1")
-        );
+        assert_eq!(preset("groq").map(|p| p.base_url), Some("https://api.groq.com/openai/v1"));
     }
 }

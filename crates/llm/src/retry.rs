@@ -56,9 +56,7 @@ pub(crate) fn server_delay(
             .filter(|n| n.is_finite() && *n >= 0.0)
             .and_then(|n| Duration::try_from_secs_f64(n * scale).ok())
     };
-    retry_after_ms
-        .and_then(|s| parse(s, 0.001))
-        .or_else(|| retry_after.and_then(|s| parse(s, 1.0)))
+    retry_after_ms.and_then(|s| parse(s, 0.001)).or_else(|| retry_after.and_then(|s| parse(s, 1.0)))
 }
 
 /// The wait before retry number `retry` (0 for the first): the server's
@@ -74,10 +72,7 @@ pub(crate) fn delay_before_retry(
         return wanted.min(policy.max_delay);
     }
     let factor = 1u32.checked_shl(retry).unwrap_or(u32::MAX);
-    let exponential = policy
-        .base_delay
-        .saturating_mul(factor)
-        .min(policy.max_delay);
+    let exponential = policy.base_delay.saturating_mul(factor).min(policy.max_delay);
     exponential.mul_f64(1.0 - JITTER * rng.f64())
 }
 
@@ -96,10 +91,7 @@ pub(crate) struct ErrorBody {
 pub(crate) fn parse_error_body(body: &[u8]) -> ErrorBody {
     let text = String::from_utf8_lossy(body);
     let Ok(mut value) = serde_json::from_str::<Value>(&text) else {
-        return ErrorBody {
-            kind: None,
-            message: quote_body(&text),
-        };
+        return ErrorBody { kind: None, message: quote_body(&text) };
     };
     if let Value::Array(items) = &mut value
         && !items.is_empty()
@@ -107,13 +99,11 @@ pub(crate) fn parse_error_body(body: &[u8]) -> ErrorBody {
         value = items.swap_remove(0);
     }
     let err = value.get("error").unwrap_or(&value);
-    let kind = ["type", "code", "status"]
-        .iter()
-        .find_map(|k| match err.get(*k) {
-            Some(Value::String(s)) if !s.is_empty() && s != "error" => Some(s.clone()),
-            Some(Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        });
+    let kind = ["type", "code", "status"].iter().find_map(|k| match err.get(*k) {
+        Some(Value::String(s)) if !s.is_empty() && s != "error" => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    });
     let mut message = match err {
         Value::String(s) => s.clone(),
         _ => ["message", "detail", "error"]
@@ -126,11 +116,7 @@ pub(crate) fn parse_error_body(body: &[u8]) -> ErrorBody {
             .unwrap_or_else(|| quote_body(&text)),
     };
     // OpenRouter wraps the upstream provider's own words here.
-    if let Some(raw) = err
-        .get("metadata")
-        .map(|m| str_field(m, "raw"))
-        .filter(|r| !r.is_empty())
-    {
+    if let Some(raw) = err.get("metadata").map(|m| str_field(m, "raw")).filter(|r| !r.is_empty()) {
         message = format!("{message} ({})", quote_body(raw));
     }
     ErrorBody { kind, message }
@@ -183,31 +169,16 @@ mod tests {
         let p = policy(100, 5_000);
         let mut rng = fastrand::Rng::with_seed(3);
         let asked = server_delay(None, Some("2"));
-        assert_eq!(
-            delay_before_retry(&p, 0, asked, &mut rng),
-            Duration::from_secs(2)
-        );
+        assert_eq!(delay_before_retry(&p, 0, asked, &mut rng), Duration::from_secs(2));
         let greedy = server_delay(None, Some("3600"));
-        assert_eq!(
-            delay_before_retry(&p, 0, greedy, &mut rng),
-            Duration::from_secs(5)
-        );
+        assert_eq!(delay_before_retry(&p, 0, greedy, &mut rng), Duration::from_secs(5));
     }
 
     #[test]
     fn retry_after_ms_wins_and_bad_values_are_ignored() {
-        assert_eq!(
-            server_delay(Some("250"), Some("9")),
-            Some(Duration::from_millis(250))
-        );
-        assert_eq!(
-            server_delay(Some("soon"), Some("1.5")),
-            Some(Duration::from_millis(1500))
-        );
-        assert_eq!(
-            server_delay(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")),
-            None
-        );
+        assert_eq!(server_delay(Some("250"), Some("9")), Some(Duration::from_millis(250)));
+        assert_eq!(server_delay(Some("soon"), Some("1.5")), Some(Duration::from_millis(1500)));
+        assert_eq!(server_delay(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
         assert_eq!(server_delay(None, Some("-1")), None);
         assert_eq!(server_delay(None, Some("1e300")), None);
         assert_eq!(server_delay(None, None), None);
@@ -221,13 +192,8 @@ mod tests {
         for s in [400, 401, 403, 404, 422] {
             assert!(!is_transient_status(s), "{s}");
         }
-        for k in [
-            "overloaded_error",
-            "rate_limit_error",
-            "rate_limit_exceeded",
-            "api_error",
-            "529",
-        ] {
+        for k in ["overloaded_error", "rate_limit_error", "rate_limit_exceeded", "api_error", "529"]
+        {
             assert!(is_transient_kind(k), "{k}");
         }
         for k in ["invalid_request_error", "authentication_error", "400", ""] {
@@ -250,10 +216,7 @@ mod tests {
             br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         assert_eq!(
             parse_error_body(anthropic),
-            ErrorBody {
-                kind: Some("overloaded_error".into()),
-                message: "Overloaded".into()
-            }
+            ErrorBody { kind: Some("overloaded_error".into()), message: "Overloaded".into() }
         );
         let openai = br#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
         let e = parse_error_body(openai);
@@ -266,19 +229,10 @@ mod tests {
         let gemini = br#"[{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}]"#;
         assert_eq!(parse_error_body(gemini).message, "Resource exhausted");
         assert_eq!(parse_error_body(gemini).kind.as_deref(), Some("429"));
-        assert_eq!(
-            parse_error_body(br#"{"error":"model not found"}"#).message,
-            "model not found"
-        );
-        assert_eq!(
-            parse_error_body(br#"{"detail":"Not Found"}"#).message,
-            "Not Found"
-        );
+        assert_eq!(parse_error_body(br#"{"error":"model not found"}"#).message, "model not found");
+        assert_eq!(parse_error_body(br#"{"detail":"Not Found"}"#).message, "Not Found");
         let openrouter = br#"{"error":{"message":"Provider returned error","code":502,"metadata":{"raw":"upstream died"}}}"#;
-        assert_eq!(
-            parse_error_body(openrouter).message,
-            "Provider returned error (upstream died)"
-        );
+        assert_eq!(parse_error_body(openrouter).message, "Provider returned error (upstream died)");
     }
 
     #[test]

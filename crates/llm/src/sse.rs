@@ -34,10 +34,7 @@ pub struct SseParser {
 impl SseParser {
     /// A parser at the start of a stream.
     pub fn new() -> Self {
-        Self {
-            at_start: true,
-            ..Self::default()
-        }
+        Self { at_start: true, ..Self::default() }
     }
 
     /// Feeds one chunk; returns the events it completed, in order.
@@ -67,11 +64,7 @@ impl SseParser {
                         break;
                     }
                     self.take_line(start, i, &mut out);
-                    start = if self.buf[i + 1] == b'\n' {
-                        i + 2
-                    } else {
-                        i + 1
-                    };
+                    start = if self.buf[i + 1] == b'\n' { i + 2 } else { i + 1 };
                     i = start;
                     continue;
                 }
@@ -129,10 +122,7 @@ impl SseParser {
         if !std::mem::take(&mut self.has_data) {
             return None;
         }
-        Some(SseEvent {
-            event,
-            data: std::mem::take(&mut self.data),
-        })
+        Some(SseEvent { event, data: std::mem::take(&mut self.data) })
     }
 }
 
@@ -141,10 +131,7 @@ mod tests {
     use super::*;
 
     fn ev(event: &str, data: &str) -> SseEvent {
-        SseEvent {
-            event: event.into(),
-            data: data.into(),
-        }
+        SseEvent { event: event.into(), data: data.into() }
     }
 
     fn parse_in_chunks(input: &[u8], chunk: usize) -> Vec<SseEvent> {
@@ -160,19 +147,12 @@ mod tests {
     const SAMPLE: &str = "event: message_start\ndata: {\"a\":1}\n\n: keep-alive comment\n\nevent: delta\ndata: line one\ndata: line two\n\ndata: é漢🦀\n\n";
 
     fn sample_events() -> Vec<SseEvent> {
-        vec![
-            ev("message_start", "{\"a\":1}"),
-            ev("delta", "line one\nline two"),
-            ev("", "é漢🦀"),
-        ]
+        vec![ev("message_start", "{\"a\":1}"), ev("delta", "line one\nline two"), ev("", "é漢🦀")]
     }
 
     #[test]
     fn events_and_multi_line_data_are_parsed() {
-        assert_eq!(
-            parse_in_chunks(SAMPLE.as_bytes(), usize::MAX),
-            sample_events()
-        );
+        assert_eq!(parse_in_chunks(SAMPLE.as_bytes(), usize::MAX), sample_events());
     }
 
     #[test]
@@ -221,10 +201,8 @@ mod tests {
 
     #[test]
     fn event_name_does_not_leak_into_the_next_frame() {
-        let out = parse_in_chunks(
-            b"event: a\ndata: 1\n\ndata: 2\n\nevent: lonely\n\ndata: 3\n\n",
-            2,
-        );
+        let out =
+            parse_in_chunks(b"event: a\ndata: 1\n\ndata: 2\n\nevent: lonely\n\ndata: 3\n\n", 2);
         assert_eq!(out, vec![ev("a", "1"), ev("", "2"), ev("", "3")]);
     }
 
@@ -232,32 +210,19 @@ mod tests {
     fn a_leading_byte_order_mark_is_ignored_even_when_split() {
         let input = b"\xEF\xBB\xBFdata: x\n\n";
         for size in 1..=input.len() {
-            assert_eq!(
-                parse_in_chunks(input, size),
-                vec![ev("", "x")],
-                "size {size}"
-            );
+            assert_eq!(parse_in_chunks(input, size), vec![ev("", "x")], "size {size}");
         }
     }
 
     #[test]
     fn a_final_event_without_blank_line_is_dispatched_at_finish() {
-        assert_eq!(
-            parse_in_chunks(b"data: [DONE]\n", 5),
-            vec![ev("", "[DONE]")]
-        );
-        assert_eq!(
-            parse_in_chunks(b"data: [DONE]\r", 5),
-            vec![ev("", "[DONE]")]
-        );
+        assert_eq!(parse_in_chunks(b"data: [DONE]\n", 5), vec![ev("", "[DONE]")]);
+        assert_eq!(parse_in_chunks(b"data: [DONE]\r", 5), vec![ev("", "[DONE]")]);
     }
 
     #[test]
     fn an_unterminated_last_line_is_dropped_as_cut() {
-        assert_eq!(
-            parse_in_chunks(b"data: 1\n\ndata: {\"half", 4),
-            vec![ev("", "1")]
-        );
+        assert_eq!(parse_in_chunks(b"data: 1\n\ndata: {\"half", 4), vec![ev("", "1")]);
     }
 
     #[test]

@@ -14,25 +14,17 @@ use serde_json::json;
 #[tokio::test]
 async fn a_text_answer_arrives_as_text_then_usage_then_end_turn() {
     for (wire, stream) in MODES {
-        let server = ScriptedServer::start(vec![
-            Turn::text("Hello there, friend").with_usage(12, 7).into(),
-        ]);
+        let server =
+            ScriptedServer::start(vec![Turn::text("Hello there, friend").with_usage(12, 7).into()]);
         let outcome = run(config(&server, wire, stream), ask("hi")).await;
         let mode = format!("{wire:?} stream={stream}");
         assert!(outcome.error.is_none(), "{mode}: {:?}", outcome.error);
         assert_eq!(outcome.text(), "Hello there, friend", "{mode}");
         let tail = &outcome.events[outcome.events.len() - 2..];
-        let usage = Usage {
-            input_tokens: 12,
-            output_tokens: 7,
-            ..Usage::default()
-        };
+        let usage = Usage { input_tokens: 12, output_tokens: 7, ..Usage::default() };
         assert_eq!(
             tail,
-            [
-                ProviderEvent::Usage(usage),
-                ProviderEvent::Stop(StopReason::EndTurn)
-            ],
+            [ProviderEvent::Usage(usage), ProviderEvent::Stop(StopReason::EndTurn)],
             "{mode}"
         );
         assert!(outcome.retries().is_empty(), "{mode}");
@@ -48,9 +40,7 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
     for (wire, stream) in MODES {
         let mode = format!("{wire:?} stream={stream}");
         let server = ScriptedServer::start(vec![
-            Turn::tool("read", json!({"path": "a.txt"}))
-                .with_text("Let me look.")
-                .into(),
+            Turn::tool("read", json!({"path": "a.txt"})).with_text("Let me look.").into(),
             Turn::text("It says hello.").into(),
         ]);
         let mut request = ask("what is in a.txt?");
@@ -64,10 +54,7 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
         assert!(first.error.is_none(), "{mode}: {:?}", first.error);
         assert_eq!(first.stop(), Some(&StopReason::ToolUse), "{mode}");
         let Some(call) = first.events.iter().find_map(|e| match e {
-            ProviderEvent::ToolCall {
-                call,
-                parse_error: None,
-            } => Some(call.clone()),
+            ProviderEvent::ToolCall { call, parse_error: None } => Some(call.clone()),
             _ => None,
         }) else {
             panic!("{mode}: no tool call in {:?}", first.events);
@@ -87,10 +74,7 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
 
         request.messages.push(Message {
             role: Role::Assistant,
-            content: vec![
-                ContentBlock::text(first.text()),
-                ContentBlock::ToolCall(call.clone()),
-            ],
+            content: vec![ContentBlock::text(first.text()), ContentBlock::ToolCall(call.clone())],
         });
         request.messages.push(Message {
             role: Role::User,
@@ -111,11 +95,7 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
                 let result = &sent["messages"][2]["content"][0];
                 assert_eq!(result["type"], json!("tool_result"), "{mode}");
                 assert_eq!(result["tool_use_id"], json!(call.id), "{mode}");
-                assert_eq!(
-                    result["content"],
-                    json!([{"type": "text", "text": "hello"}]),
-                    "{mode}"
-                );
+                assert_eq!(result["content"], json!([{"type": "text", "text": "hello"}]), "{mode}");
                 assert_eq!(result["is_error"], json!(false), "{mode}");
             }
             WireFormat::OpenAi => {
@@ -182,10 +162,7 @@ async fn anthropic_requests_carry_the_key_version_and_configured_headers() {
     let outcome = run(config, ask("hi")).await;
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     let request = &server.requests()[0];
-    assert_eq!(
-        (request.method.as_str(), request.path.as_str()),
-        ("POST", "/v1/messages")
-    );
+    assert_eq!((request.method.as_str(), request.path.as_str()), ("POST", "/v1/messages"));
     assert_eq!(request.header("x-api-key"), Some("sk-test-key"));
     assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(request.header("content-type"), Some("application/json"));
@@ -204,14 +181,8 @@ async fn openai_requests_carry_a_bearer_key_only_when_one_is_set() {
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     let requests = server.requests();
     assert_eq!(requests[0].path, "/v1/chat/completions");
-    assert_eq!(
-        requests[0].header("authorization"),
-        Some("Bearer sk-test-key")
-    );
-    assert_eq!(
-        requests[0].body["stream_options"],
-        json!({"include_usage": true})
-    );
+    assert_eq!(requests[0].header("authorization"), Some("Bearer sk-test-key"));
+    assert_eq!(requests[0].body["stream_options"], json!({"include_usage": true}));
     assert_eq!(requests[1].header("authorization"), None);
     assert_eq!(requests[1].header("x-api-key"), None);
 }

@@ -10,12 +10,7 @@ use ferroclaw_llm::{LlmError, WireFormat};
 use ferroclaw_testkit::{Fault, ScriptedServer, Step, Turn};
 
 fn status(status: u16, retry_after: Option<u64>) -> Step {
-    Fault::Status {
-        status,
-        body: None,
-        retry_after,
-    }
-    .into()
+    Fault::Status { status, body: None, retry_after }.into()
 }
 
 #[tokio::test]
@@ -30,11 +25,7 @@ async fn a_429_with_retry_after_is_retried_after_the_capped_delay_then_succeeds(
         let retries = outcome.retries();
         assert_eq!(retries.len(), 1, "{mode}");
         let (attempt, delay_ms, reason) = &retries[0];
-        assert_eq!(
-            (*attempt, *delay_ms),
-            (2, 50),
-            "{mode}: retry-after 30 s capped at max_delay"
-        );
+        assert_eq!((*attempt, *delay_ms), (2, 50), "{mode}: retry-after 30 s capped at max_delay");
         assert!(reason.contains("HTTP 429"), "{mode}: {reason}");
         assert_eq!(server.requests().len(), 2, "{mode}");
     }
@@ -44,33 +35,19 @@ async fn a_429_with_retry_after_is_retried_after_the_capped_delay_then_succeeds(
 async fn server_errors_on_every_attempt_end_in_an_http_error_naming_provider_status_and_message() {
     for (wire, stream) in MODES {
         let mode = format!("{wire:?} stream={stream}");
-        let server = ScriptedServer::start(vec![
-            status(500, None),
-            status(500, None),
-            status(500, None),
-        ]);
+        let server =
+            ScriptedServer::start(vec![status(500, None), status(500, None), status(500, None)]);
         let outcome = run(config(&server, wire, stream), ask("hi")).await;
         assert_eq!(server.requests().len(), 3, "{mode}: max_attempts is 3");
         assert_eq!(outcome.retries().len(), 2, "{mode}");
-        let Some(LlmError::Http {
-            provider,
-            status,
-            message,
-        }) = &outcome.error
-        else {
+        let Some(LlmError::Http { provider, status, message }) = &outcome.error else {
             panic!("{mode}: expected an HTTP error, got {:?}", outcome.error);
         };
         assert_eq!(*status, 500, "{mode}");
         assert!(provider.starts_with("scripted-"), "{mode}");
-        assert!(
-            message.contains("scripted-llm"),
-            "{mode}: the provider's own message: {message}"
-        );
+        assert!(message.contains("scripted-llm"), "{mode}: the provider's own message: {message}");
         let text = outcome.error_text();
-        assert!(
-            text.contains("HTTP 500") && text.contains("gave up after 3 attempts"),
-            "{text}"
-        );
+        assert!(text.contains("HTTP 500") && text.contains("gave up after 3 attempts"), "{text}");
     }
 }
 
@@ -79,11 +56,7 @@ async fn an_overloaded_529_is_retried() {
     for stream in [true, false] {
         let server = ScriptedServer::start(vec![status(529, None), Turn::text("Fine now").into()]);
         let outcome = run(config(&server, WireFormat::Anthropic, stream), ask("hi")).await;
-        assert!(
-            outcome.error.is_none(),
-            "stream={stream}: {:?}",
-            outcome.error
-        );
+        assert!(outcome.error.is_none(), "stream={stream}: {:?}", outcome.error);
         assert_eq!(outcome.text(), "Fine now");
         let retries = outcome.retries();
         assert_eq!(retries.len(), 1);
@@ -143,20 +116,13 @@ async fn a_stream_cut_after_output_ends_in_an_error_without_retrying() {
         let server =
             ScriptedServer::start(vec![Fault::CutMidStream.into(), Turn::text("never").into()]);
         let outcome = run(config(&server, wire, true), ask("hi")).await;
-        assert!(
-            !outcome.text().is_empty(),
-            "{wire:?}: the text before the cut arrives"
-        );
+        assert!(!outcome.text().is_empty(), "{wire:?}: the text before the cut arrives");
         assert!(
             matches!(outcome.error, Some(LlmError::Stream { .. })),
             "{wire:?}: {:?}",
             outcome.error
         );
-        assert_eq!(
-            server.requests().len(),
-            1,
-            "{wire:?}: output was shown, so no retry"
-        );
+        assert_eq!(server.requests().len(), 1, "{wire:?}: output was shown, so no retry");
         assert!(outcome.stop().is_none());
     }
 }
@@ -181,19 +147,9 @@ async fn malformed_data_ends_in_an_error_quoting_it() {
             ScriptedServer::start(vec![Fault::MalformedSse.into(), Turn::text("never").into()]);
         let outcome = run(config(&server, wire, stream), ask("hi")).await;
         let text = outcome.error_text();
-        assert!(
-            matches!(outcome.error, Some(LlmError::Stream { .. })),
-            "{mode}: {text}"
-        );
-        assert!(
-            text.contains("malformed JSON") && text.contains(": nope"),
-            "{mode}: {text}"
-        );
-        assert_eq!(
-            server.requests().len(),
-            1,
-            "{mode}: malformed data is not retried"
-        );
+        assert!(matches!(outcome.error, Some(LlmError::Stream { .. })), "{mode}: {text}");
+        assert!(text.contains("malformed JSON") && text.contains(": nope"), "{mode}: {text}");
+        assert_eq!(server.requests().len(), 1, "{mode}: malformed data is not retried");
     }
 }
 
@@ -201,23 +157,15 @@ async fn malformed_data_ends_in_an_error_quoting_it() {
 async fn a_stall_after_output_ends_in_an_idle_timeout_error() {
     for wire in [WireFormat::Anthropic, WireFormat::OpenAi] {
         let server = ScriptedServer::start(vec![
-            Fault::Stall {
-                after_text: "Thinking about it".into(),
-            }
-            .into(),
+            Fault::Stall { after_text: "Thinking about it".into() }.into(),
         ]);
         let mut config = config(&server, wire, true);
         config.idle_timeout = Duration::from_millis(300);
         let outcome = run(config, ask("hi")).await;
         assert_eq!(outcome.text(), "Thinking about it", "{wire:?}");
+        assert!(matches!(outcome.error, Some(LlmError::Stream { .. })), "{wire:?}");
         assert!(
-            matches!(outcome.error, Some(LlmError::Stream { .. })),
-            "{wire:?}"
-        );
-        assert!(
-            outcome
-                .error_text()
-                .contains("no data from the provider for 0.3 s"),
+            outcome.error_text().contains("no data from the provider for 0.3 s"),
             "{}",
             outcome.error_text()
         );
@@ -230,36 +178,19 @@ async fn a_slow_first_byte_within_the_idle_timeout_is_fine_and_beyond_it_is_retr
     for (wire, stream) in MODES {
         let mode = format!("{wire:?} stream={stream}");
         let server = ScriptedServer::start(vec![
-            Fault::SlowFirstByte {
-                delay_ms: 100,
-                then: Turn::text("Slow but sure"),
-            }
-            .into(),
-            Fault::SlowFirstByte {
-                delay_ms: 2_000,
-                then: Turn::text("too late"),
-            }
-            .into(),
+            Fault::SlowFirstByte { delay_ms: 100, then: Turn::text("Slow but sure") }.into(),
+            Fault::SlowFirstByte { delay_ms: 2_000, then: Turn::text("too late") }.into(),
             Turn::text("Quick").into(),
         ]);
         let mut slow = config(&server, wire, stream);
         slow.idle_timeout = Duration::from_millis(500);
         let outcome = run(slow.clone(), ask("hi")).await;
-        assert_eq!(
-            outcome.text(),
-            "Slow but sure",
-            "{mode}: {:?}",
-            outcome.error
-        );
+        assert_eq!(outcome.text(), "Slow but sure", "{mode}: {:?}", outcome.error);
         let outcome = run(slow, ask("hi")).await;
         assert_eq!(outcome.text(), "Quick", "{mode}: {:?}", outcome.error);
         let retries = outcome.retries();
         assert_eq!(retries.len(), 1, "{mode}");
-        assert!(
-            retries[0].2.contains("no data from the provider"),
-            "{mode}: {}",
-            retries[0].2
-        );
+        assert!(retries[0].2.contains("no data from the provider"), "{mode}: {}", retries[0].2);
     }
 }
 
@@ -279,13 +210,7 @@ async fn an_unreachable_server_is_a_connect_error_naming_the_url_after_retries()
     let outcome = run(config, ask("hi")).await;
     assert_eq!(outcome.retries().len(), 1);
     let text = outcome.error_text();
-    assert!(
-        matches!(outcome.error, Some(LlmError::Connect { .. })),
-        "{text}"
-    );
-    assert!(
-        text.starts_with("nowhere: cannot reach http://127.0.0.1:"),
-        "{text}"
-    );
+    assert!(matches!(outcome.error, Some(LlmError::Connect { .. })), "{text}");
+    assert!(text.starts_with("nowhere: cannot reach http://127.0.0.1:"), "{text}");
     assert!(text.contains("/v1/chat/completions"), "{text}");
 }

@@ -83,11 +83,7 @@ pub fn find(name: &str) -> Option<&'static CatalogueEntry> {
 
 /// Every catalogue name, comma-separated, for messages.
 pub fn names() -> String {
-    CATALOGUE
-        .iter()
-        .map(|e| e.name)
-        .collect::<Vec<_>>()
-        .join(", ")
+    CATALOGUE.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
@@ -97,17 +93,10 @@ mod tests {
     #[test]
     fn every_entry_is_an_https_gguf_with_a_well_formed_checksum_or_none() {
         for e in &CATALOGUE {
-            assert!(
-                e.url.starts_with("https://") && e.url.ends_with(".gguf"),
-                "{}",
-                e.name
-            );
+            assert!(e.url.starts_with("https://") && e.url.ends_with(".gguf"), "{}", e.name);
             if let Some(sha) = e.sha256 {
                 assert_eq!(sha.len(), 64, "{}", e.name);
-                assert!(
-                    sha.bytes()
-                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-                );
+                assert!(sha.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
             }
             assert!(!e.checksum_source.is_empty());
             assert_eq!(find(&e.name.to_uppercase()), Some(e));

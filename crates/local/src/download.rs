@@ -45,19 +45,11 @@ pub enum DownloadError {
     #[error(
         "download of {url} was interrupted after {done} bytes ({message}); run the same command again to resume"
     )]
-    Interrupted {
-        url: String,
-        done: u64,
-        message: String,
-    },
+    Interrupted { url: String, done: u64, message: String },
     #[error(
         "checksum mismatch for {url}: expected sha256 {expected}, got {actual}; the file was deleted"
     )]
-    ChecksumMismatch {
-        url: String,
-        expected: String,
-        actual: String,
-    },
+    ChecksumMismatch { url: String, expected: String, actual: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -83,18 +75,16 @@ pub async fn download(
         std::fs::create_dir_all(dir).map_err(io(dir))?;
     }
     let mut have = std::fs::metadata(&part).map_or(0, |m| m.len());
-    let client = client().map_err(|message| DownloadError::Connect {
-        url: url.to_string(),
-        message,
-    })?;
+    let client =
+        client().map_err(|message| DownloadError::Connect { url: url.to_string(), message })?;
     let mut request = client.get(url);
     if have > 0 {
         request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
     }
-    let mut response = request.send().await.map_err(|e| DownloadError::Connect {
-        url: url.to_string(),
-        message: describe(&e),
-    })?;
+    let mut response = request
+        .send()
+        .await
+        .map_err(|e| DownloadError::Connect { url: url.to_string(), message: describe(&e) })?;
     let status = response.status().as_u16();
     let append = match status {
         206 => true,
@@ -106,17 +96,11 @@ pub async fn download(
         // Nothing left to fetch: the partial file is already whole.
         416 if have > 0 => true,
         _ => {
-            return Err(DownloadError::Status {
-                url: url.to_string(),
-                status,
-            });
+            return Err(DownloadError::Status { url: url.to_string(), status });
         }
     };
-    let total = if status == 416 {
-        Some(have)
-    } else {
-        response.content_length().map(|n| n + have)
-    };
+    let total =
+        if status == 416 { Some(have) } else { response.content_length().map(|n| n + have) };
     let mut hasher = Sha256::new();
     if append {
         hash_file(&part, &mut hasher).map_err(io(&part))?;
@@ -130,11 +114,7 @@ pub async fn download(
         .map_err(io(&part))?;
     let resumed_from = have;
     let mut done = have;
-    progress(Progress {
-        done,
-        total,
-        resumed_from,
-    });
+    progress(Progress { done, total, resumed_from });
     if status != 416 {
         loop {
             let chunk = match response.chunk().await {
@@ -152,11 +132,7 @@ pub async fn download(
             file.write_all(&chunk).map_err(io(&part))?;
             hasher.update(&chunk);
             done += chunk.len() as u64;
-            progress(Progress {
-                done,
-                total,
-                resumed_from,
-            });
+            progress(Progress { done, total, resumed_from });
         }
     }
     file.sync_all().map_err(io(&part))?;

@@ -49,9 +49,11 @@ pub struct Engine {
     jobs: Mutex<mpsc::Sender<Job>>,
 }
 
-/// A request waiting for the worker.
+/// A request waiting for the worker, with the sampling settings of the
+/// provider that sent it.
 struct Job {
     request: ChatRequest,
+    options: LocalOptions,
     events: EventSender,
 }
 
@@ -73,14 +75,12 @@ fn backend() -> Result<&'static LlamaBackend, LocalError> {
 }
 
 /// The engine for a model file: loaded on first use, then shared by every
-/// caller in the process. Options of the first caller win.
+/// caller in the process. Threads and context size of the first caller win;
+/// sampling settings travel with each request.
 pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalError> {
     let key = path
         .canonicalize()
-        .map_err(|source| LocalError::ModelFile {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        .map_err(|source| LocalError::ModelFile { path: path.to_path_buf(), source })?;
     let mut engines = ENGINES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(engine) = engines.get(&key) {
         return Ok(engine.clone());
@@ -88,13 +88,8 @@ pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalErr
     crate::store::check_gguf(&key)?;
     let backend = backend()?;
     let started = Instant::now();
-    let model =
-        LlamaModel::load_from_file(backend, &key, &LlamaModelParams::default()).map_err(|e| {
-            LocalError::Load {
-                path: key.clone(),
-                message: e.to_string(),
-            }
-        })?;
+    let model = LlamaModel::load_from_file(backend, &key, &LlamaModelParams::default())
+        .map_err(|e| LocalError::Load { path: key.clone(), message: e.to_string() })?;
     let context_tokens = options.context_tokens.min(model.n_ctx_train().max(1));
     tracing::info!(
         "loaded {} in {} ms ({} parameters, context {context_tokens} tokens, {} threads)",
@@ -104,45 +99,33 @@ pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalErr
         options.threads,
     );
     let (tx, rx) = mpsc::channel();
-    let worker_options = LocalOptions {
-        context_tokens,
-        ..options.clone()
-    };
+    let worker_options = LocalOptions { context_tokens, ..options.clone() };
     std::thread::Builder::new()
         .name("ferroclaw-local".into())
         .spawn(move || worker(model, worker_options, rx))
         .map_err(|e| LocalError::Backend(format!("cannot start the model thread: {e}")))?;
-    let engine = Arc::new(Engine {
-        path: key.clone(),
-        context_tokens,
-        jobs: Mutex::new(tx),
-    });
+    let engine = Arc::new(Engine { path: key.clone(), context_tokens, jobs: Mutex::new(tx) });
     engines.insert(key, engine.clone());
     Ok(engine)
 }
 
 impl Engine {
     /// Queues a request; its events arrive on `events`.
-    pub fn submit(&self, request: ChatRequest, events: EventSender) {
-        let job = Job { request, events };
-        let sent = self
-            .jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(job);
+    pub fn submit(&self, request: ChatRequest, options: LocalOptions, events: EventSender) {
+        let job = Job {
+            request,
+            options,
+            events,
+        };
+        let sent = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
         if let Err(mpsc::SendError(job)) = sent {
-            let _ = job
-                .events
-                .try_send(Err(stream_error("the model thread has stopped")));
+            let _ = job.events.try_send(Err(stream_error("the model thread has stopped")));
         }
     }
 }
 
 fn stream_error(message: impl Into<String>) -> LlmError {
-    LlmError::Stream {
-        provider: PROVIDER.into(),
-        message: message.into(),
-    }
+    LlmError::Stream { provider: PROVIDER.into(), message: message.into() }
 }
 
 /// The worker: owns the context, answers jobs in order.
@@ -159,14 +142,10 @@ fn worker(model: LlamaModel, options: LocalOptions, jobs: mpsc::Receiver<Job>) {
     });
     let mut session = match context {
         Ok(ctx) => Session {
-            template: model
-                .chat_template(None)
-                .or_else(|_| LlamaChatTemplate::new("chatml"))
-                .ok(),
+            template: model.chat_template(None).or_else(|_| LlamaChatTemplate::new("chatml")).ok(),
             model: &model,
             ctx,
             cached: Vec::new(),
-            options,
         },
         Err(e) => {
             for job in jobs {
@@ -192,7 +171,6 @@ struct Session<'m> {
     template: Option<LlamaChatTemplate>,
     /// The tokens whose keys and values are in the cache, in order.
     cached: Vec<LlamaToken>,
-    options: LocalOptions,
 }
 
 /// Why generation stopped early.
@@ -222,7 +200,7 @@ impl Session<'_> {
         }
         let prompt_done = Instant::now();
         let budget = (request.max_tokens as usize).min(n_ctx - tokens.len() - 1);
-        let mut sampler = self.sampler(request)?;
+        let mut sampler = self.sampler(request, &job.options)?;
         let mut splitter = CallSplitter::new();
         let mut utf8 = Utf8Pieces::default();
         let mut calls = 0usize;
@@ -329,12 +307,7 @@ impl Session<'_> {
     /// returns its length. At least one token is always left to read, since
     /// reading is what produces the next token's probabilities.
     fn reuse_prefix(&mut self, tokens: &[LlamaToken]) -> usize {
-        let mut common = self
-            .cached
-            .iter()
-            .zip(tokens)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let mut common = self.cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
         if common == tokens.len() {
             common = common.saturating_sub(1);
         }
@@ -374,9 +347,7 @@ impl Session<'_> {
         let start = self.cached.len();
         for (i, token) in tokens.iter().enumerate() {
             let last = i + 1 == tokens.len();
-            batch
-                .add(*token, (start + i) as i32, &[0], last && logits_for_last)
-                .map_err(|_| ())?;
+            batch.add(*token, (start + i) as i32, &[0], last && logits_for_last).map_err(|_| ())?;
         }
         self.ctx.decode(&mut batch).map_err(|e| {
             tracing::warn!("local: decode failed: {e}");
@@ -387,20 +358,20 @@ impl Session<'_> {
 
     /// The sampler chain: the tool-call grammar (lazy, when tools are
     /// offered), top-k, top-p, temperature, then a seeded draw.
-    fn sampler(&self, request: &ChatRequest) -> Result<LlamaSampler, LlmError> {
+    fn sampler(
+        &self,
+        request: &ChatRequest,
+        options: &LocalOptions,
+    ) -> Result<LlamaSampler, LlmError> {
         let mut chain = Vec::new();
         if !request.tools.is_empty() {
             let (gbnf, loose) = grammar::tool_call_grammar(&request.tools)
                 .map_err(|e| stream_error(format!("cannot build the tool-call grammar: {e}")))?;
             for l in loose {
-                tracing::warn!(
-                    "local: tool {} arguments not constrained: {}",
-                    l.name,
-                    l.reason
-                );
+                tracing::warn!("local: tool {} arguments not constrained: {}", l.name, l.reason);
             }
             let forced =
-                self.options.tool_choice == ToolChoice::First && awaits_first_answer(request);
+                options.tool_choice == ToolChoice::First && awaits_first_answer(request);
             let g = if forced {
                 LlamaSampler::grammar(self.model, &gbnf, "root")
             } else {
@@ -409,14 +380,14 @@ impl Session<'_> {
             .map_err(|e| stream_error(format!("llama.cpp rejected the tool-call grammar: {e}")))?;
             chain.push(g);
         }
-        let temperature = request.temperature.unwrap_or(self.options.temperature);
+        let temperature = request.temperature.unwrap_or(options.temperature);
         if temperature <= 0.0 {
             chain.push(LlamaSampler::greedy());
         } else {
             chain.push(LlamaSampler::top_k(TOP_K));
             chain.push(LlamaSampler::top_p(TOP_P, 1));
             chain.push(LlamaSampler::temp(temperature));
-            chain.push(LlamaSampler::dist(self.options.seed()));
+            chain.push(LlamaSampler::dist(options.seed()));
         }
         Ok(LlamaSampler::chain_simple(chain))
     }
@@ -425,10 +396,7 @@ impl Session<'_> {
 /// True when the request ends with the user's own message (not tool
 /// results): the model is about to give its first answer to it.
 fn awaits_first_answer(request: &ChatRequest) -> bool {
-    request
-        .messages
-        .last()
-        .is_some_and(|m| m.role == Role::User && !m.is_tool_results())
+    request.messages.last().is_some_and(|m| m.role == Role::User && !m.is_tool_results())
 }
 
 /// Sends one event; `Err` when the receiver is gone.
@@ -456,10 +424,7 @@ fn emit_segment(segment: Segment, events: &EventSender, calls: &mut usize) -> Re
             };
             send(
                 events,
-                ProviderEvent::ToolCallStarted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                },
+                ProviderEvent::ToolCallStarted { id: call.id.clone(), name: call.name.clone() },
             )?;
             send(events, ProviderEvent::ToolCall { call, parse_error })
         }

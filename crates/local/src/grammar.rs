@@ -37,11 +37,8 @@ pub fn union_schema(tools: &[ToolSpec], loose: &[LooseTool]) -> String {
     let alternatives: Vec<String> = tools
         .iter()
         .map(|t| {
-            let args = if loose.iter().any(|l| l.name == t.name) {
-                &any_object
-            } else {
-                &t.input_schema
-            };
+            let args =
+                if loose.iter().any(|l| l.name == t.name) { &any_object } else { &t.input_schema };
             call_schema(&t.name, args)
         })
         .collect();
@@ -91,10 +88,7 @@ pub fn tool_call_grammar(tools: &[ToolSpec]) -> Result<(String, Vec<LooseTool>),
         .filter_map(|t| {
             convert(&call_schema(&t.name, &t.input_schema))
                 .err()
-                .map(|reason| LooseTool {
-                    name: t.name.clone(),
-                    reason,
-                })
+                .map(|reason| LooseTool { name: t.name.clone(), reason })
         })
         .collect();
     let g = convert(&union_schema(tools, &loose))?;
@@ -107,11 +101,7 @@ mod tests {
     use serde_json::json;
 
     fn tool(name: &str, schema: Value) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            description: String::new(),
-            input_schema: schema,
-        }
+        ToolSpec { name: name.into(), description: String::new(), input_schema: schema }
     }
 
     #[test]
@@ -128,26 +118,14 @@ mod tests {
     #[test]
     fn a_loose_tool_keeps_its_name_but_takes_any_object() {
         let tools = [
-            tool(
-                "a",
-                json!({"type": "object", "properties": {"x": {"type": "string"}}}),
-            ),
+            tool("a", json!({"type": "object", "properties": {"x": {"type": "string"}}})),
             tool("b", json!({"weird": true})),
         ];
-        let loose = [LooseTool {
-            name: "b".into(),
-            reason: "r".into(),
-        }];
+        let loose = [LooseTool { name: "b".into(), reason: "r".into() }];
         let v: Value = serde_json::from_str(&union_schema(&tools, &loose)).unwrap();
-        assert_eq!(
-            v["oneOf"][0]["properties"]["arguments"]["properties"]["x"]["type"],
-            "string"
-        );
+        assert_eq!(v["oneOf"][0]["properties"]["arguments"]["properties"]["x"]["type"], "string");
         assert_eq!(v["oneOf"][1]["properties"]["name"]["const"], "b");
-        assert_eq!(
-            v["oneOf"][1]["properties"]["arguments"],
-            json!({"type": "object"})
-        );
+        assert_eq!(v["oneOf"][1]["properties"]["arguments"], json!({"type": "object"}));
     }
 
     #[test]

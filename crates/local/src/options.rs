@@ -121,9 +121,7 @@ impl LocalOptions {
     /// The seed for one request.
     pub fn seed(&self) -> u32 {
         self.seed.unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos())
+            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
         })
     }
 }
@@ -144,11 +142,7 @@ fn parse<T: std::str::FromStr>(
 }
 
 fn bad(name: &'static str, value: &str, expected: &'static str) -> BadOption {
-    BadOption {
-        name,
-        value: value.to_string(),
-        expected,
-    }
+    BadOption { name, value: value.to_string(), expected }
 }
 
 #[cfg(test)]
@@ -163,10 +157,7 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        assert_eq!(
-            (o.threads, o.seed, o.context_tokens),
-            (3, Some(7), DEFAULT_CONTEXT_TOKENS)
-        );
+        assert_eq!((o.threads, o.seed, o.context_tokens), (3, Some(7), DEFAULT_CONTEXT_TOKENS));
         let err =
             LocalOptions::from_lookup(|n| (n == THREADS_ENV).then(|| "0".into())).unwrap_err();
         assert!(err.to_string().contains("FERROCLAW_LOCAL_THREADS"), "{err}");

@@ -22,10 +22,7 @@ pub fn turns(request: &ChatRequest) -> Vec<Turn> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     let system = system_text(&request.system, &request.tools);
     if !system.is_empty() {
-        out.push(Turn {
-            role: "system",
-            content: system,
-        });
+        out.push(Turn { role: "system", content: system });
     }
     for message in &request.messages {
         let turn = Turn {
@@ -89,14 +86,10 @@ fn message_text(message: &Message) -> String {
         match block {
             ContentBlock::Text { text } => parts.push(text.clone()),
             ContentBlock::Image { media_type, .. } => {
-                parts.push(format!(
-                    "[image {media_type} omitted: this model reads text only]"
-                ));
+                parts.push(format!("[image {media_type} omitted: this model reads text only]"));
             }
             ContentBlock::ToolCall(call) => parts.push(render_call(call)),
-            ContentBlock::ToolResult {
-                content, is_error, ..
-            } => {
+            ContentBlock::ToolResult { content, is_error, .. } => {
                 let mut text = String::new();
                 if *is_error {
                     text.push_str("Error: ");
@@ -138,19 +131,9 @@ mod tests {
         let t = turns(&r);
         assert_eq!(t[0].role, "system");
         assert!(t[0].content.starts_with("You are helpful.\n\n# Tools"));
-        assert!(
-            t[0].content.contains(r#""name":"read""#),
-            "{}",
-            t[0].content
-        );
+        assert!(t[0].content.contains(r#""name":"read""#), "{}", t[0].content);
         assert!(t[0].content.contains("<tool_call></tool_call>"));
-        assert_eq!(
-            t[1],
-            Turn {
-                role: "user",
-                content: "hi".into()
-            }
-        );
+        assert_eq!(t[1], Turn { role: "user", content: "hi".into() });
     }
 
     #[test]
@@ -161,11 +144,7 @@ mod tests {
 
     #[test]
     fn calls_and_results_are_rendered_in_the_hermes_convention() {
-        let call = ToolCall {
-            id: "c1".into(),
-            name: "read".into(),
-            input: json!({"path": "a"}),
-        };
+        let call = ToolCall { id: "c1".into(), name: "read".into(), input: json!({"path": "a"}) };
         let messages = vec![
             Message::user("read a"),
             Message {
@@ -189,16 +168,7 @@ mod tests {
 
     #[test]
     fn consecutive_turns_of_one_role_are_merged() {
-        let t = turns(&ChatRequest::new(
-            "m",
-            vec![Message::user("a"), Message::user("b")],
-        ));
-        assert_eq!(
-            t,
-            [Turn {
-                role: "user",
-                content: "a\nb".into()
-            }]
-        );
+        let t = turns(&ChatRequest::new("m", vec![Message::user("a"), Message::user("b")]));
+        assert_eq!(t, [Turn { role: "user", content: "a\nb".into() }]);
     }
 }

@@ -17,14 +17,15 @@ const EVENT_BUFFER: usize = 256;
 #[derive(Clone)]
 pub struct LocalProvider {
     engine: Arc<Engine>,
+    options: LocalOptions,
 }
 
 impl LocalProvider {
     /// Loads the model at `path` (once per process) and starts its thread.
+    /// Threads and context size come from the first `open` of a file;
+    /// sampling settings are this provider's own.
     pub fn open(path: &Path, options: &LocalOptions) -> Result<Self, LocalError> {
-        Ok(Self {
-            engine: engine::open(path, options)?,
-        })
+        Ok(Self { engine: engine::open(path, options)?, options: options.clone() })
     }
 
     /// The model file, canonical.
@@ -47,7 +48,7 @@ impl Provider for LocalProvider {
     /// generation at the next token.
     fn stream(&self, request: ChatRequest) -> EventStream {
         let (tx, rx) = tokio::sync::mpsc::channel(EVENT_BUFFER);
-        self.engine.submit(request, tx);
+        self.engine.submit(request, self.options.clone(), tx);
         Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|event| (event, rx))
         }))

@@ -35,9 +35,7 @@ pub struct ModelStore {
 impl ModelStore {
     /// The store of `home` (`$FERROCLAW_HOME`): `home/models`.
     pub fn new(home: &Path) -> Self {
-        Self {
-            dir: home.join("models"),
-        }
+        Self { dir: home.join("models") }
     }
 
     /// The folder the models live in.
@@ -62,11 +60,7 @@ impl ModelStore {
                 continue;
             };
             let size = entry.metadata().map_or(0, |m| m.len());
-            out.push(InstalledModel {
-                name: name.to_string(),
-                path: path.clone(),
-                size,
-            });
+            out.push(InstalledModel { name: name.to_string(), path: path.clone(), size });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
@@ -82,11 +76,7 @@ impl ModelStore {
     pub fn find(&self, name: &str) -> Result<InstalledModel, LocalError> {
         let path = self.path_of(name)?;
         match std::fs::metadata(&path) {
-            Ok(m) => Ok(InstalledModel {
-                name: name.to_string(),
-                path,
-                size: m.len(),
-            }),
+            Ok(m) => Ok(InstalledModel { name: name.to_string(), path, size: m.len() }),
             Err(_) => {
                 let installed: Vec<String> = self.list()?.into_iter().map(|m| m.name).collect();
                 Err(LocalError::NotInstalled {
@@ -109,9 +99,7 @@ impl ModelStore {
             None => source
                 .file_stem()
                 .and_then(|s| s.to_str())
-                .ok_or_else(|| LocalError::BadName {
-                    name: source.display().to_string(),
-                })?
+                .ok_or_else(|| LocalError::BadName { name: source.display().to_string() })?
                 .to_string(),
         };
         let dest = self.path_of(&name)?;
@@ -119,10 +107,7 @@ impl ModelStore {
         let tmp = self.dir.join(format!(".{name}.{EXTENSION}.import"));
         let copied = std::fs::copy(source, &tmp)
             .and_then(|_| std::fs::rename(&tmp, &dest))
-            .map_err(|source| LocalError::Io {
-                path: dest.clone(),
-                source,
-            });
+            .map_err(|source| LocalError::Io { path: dest.clone(), source });
         if copied.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -133,19 +118,14 @@ impl ModelStore {
     /// Deletes the model `name`, and any partial download of it.
     pub fn remove(&self, name: &str) -> Result<InstalledModel, LocalError> {
         let model = self.find(name)?;
-        std::fs::remove_file(&model.path).map_err(|source| LocalError::Io {
-            path: model.path.clone(),
-            source,
-        })?;
+        std::fs::remove_file(&model.path)
+            .map_err(|source| LocalError::Io { path: model.path.clone(), source })?;
         let _ = std::fs::remove_file(partial_path(&model.path));
         Ok(model)
     }
 
     fn io(&self, source: std::io::Error) -> LocalError {
-        LocalError::Io {
-            path: self.dir.clone(),
-            source,
-        }
+        LocalError::Io { path: self.dir.clone(), source }
     }
 }
 
@@ -160,16 +140,8 @@ pub fn partial_path(dest: &Path) -> PathBuf {
 fn check_name(name: &str) -> Result<(), LocalError> {
     let ok = !name.is_empty()
         && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
-    if ok {
-        Ok(())
-    } else {
-        Err(LocalError::BadName {
-            name: name.to_string(),
-        })
-    }
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if ok { Ok(()) } else { Err(LocalError::BadName { name: name.to_string() }) }
 }
 
 /// Checks that `path` is a readable GGUF file (by its magic bytes).
@@ -177,16 +149,11 @@ pub fn check_gguf(path: &Path) -> Result<(), LocalError> {
     let mut magic = [0u8; 4];
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut magic))
-        .map_err(|source| LocalError::ModelFile {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        .map_err(|source| LocalError::ModelFile { path: path.to_path_buf(), source })?;
     if &magic == GGUF_MAGIC {
         Ok(())
     } else {
-        Err(LocalError::NotGguf {
-            path: path.to_path_buf(),
-        })
+        Err(LocalError::NotGguf { path: path.to_path_buf() })
     }
 }
 

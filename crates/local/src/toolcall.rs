@@ -112,11 +112,7 @@ pub enum CallError {
 /// be missing (no arguments) or, as some models write it, a JSON string.
 pub fn parse_call(id: String, body: &str) -> Result<ToolCall, CallError> {
     let value: Value = serde_json::from_str(body).map_err(|e| CallError::Json(e.to_string()))?;
-    let name = value
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or(CallError::NoName)?
-        .to_string();
+    let name = value.get("name").and_then(Value::as_str).ok_or(CallError::NoName)?.to_string();
     let input = match value.get("arguments") {
         None | Some(Value::Null) => Value::Object(Default::default()),
         Some(Value::String(s)) => {
@@ -130,10 +126,7 @@ pub fn parse_call(id: String, body: &str) -> Result<ToolCall, CallError> {
 /// Writes a call back in the convention, for earlier turns of a conversation.
 pub fn render_call(call: &ToolCall) -> String {
     let name = Value::String(call.name.clone());
-    format!(
-        "{CALL_OPEN}\n{{\"name\": {name}, \"arguments\": {}}}\n{CALL_CLOSE}",
-        call.input
-    )
+    format!("{CALL_OPEN}\n{{\"name\": {name}, \"arguments\": {}}}\n{CALL_CLOSE}", call.input)
 }
 
 #[cfg(test)]
@@ -153,13 +146,7 @@ mod tests {
     #[test]
     fn plain_text_streams_through_unchanged() {
         let (out, rest) = split_all(&["Hello", ", world"]);
-        assert_eq!(
-            out,
-            [
-                Segment::Text("Hello".into()),
-                Segment::Text(", world".into())
-            ]
-        );
+        assert_eq!(out, [Segment::Text("Hello".into()), Segment::Text(", world".into())]);
         assert_eq!(rest, Ok(None));
     }
 
@@ -184,10 +171,7 @@ mod tests {
     #[test]
     fn a_lone_angle_bracket_that_is_not_a_tag_is_released() {
         let (out, rest) = split_all(&["a <", "b"]);
-        assert_eq!(
-            out,
-            [Segment::Text("a ".into()), Segment::Text("<b".into())]
-        );
+        assert_eq!(out, [Segment::Text("a ".into()), Segment::Text("<b".into())]);
         assert_eq!(rest, Ok(None));
     }
 
@@ -198,10 +182,7 @@ mod tests {
         ]);
         assert_eq!(
             out,
-            [
-                Segment::Call("{\"name\":\"a\"}".into()),
-                Segment::Call("{\"name\":\"b\"}".into())
-            ]
+            [Segment::Call("{\"name\":\"a\"}".into()), Segment::Call("{\"name\":\"b\"}".into())]
         );
     }
 
@@ -215,11 +196,8 @@ mod tests {
     fn a_call_parses_with_object_string_or_missing_arguments() {
         let c = parse_call("c1".into(), r#"{"name":"read","arguments":{"path":"a"}}"#).unwrap();
         assert_eq!((c.name.as_str(), c.input), ("read", json!({"path": "a"})));
-        let c = parse_call(
-            "c2".into(),
-            r#"{"name":"read","arguments":"{\"path\":\"b\"}"}"#,
-        )
-        .unwrap();
+        let c =
+            parse_call("c2".into(), r#"{"name":"read","arguments":"{\"path\":\"b\"}"}"#).unwrap();
         assert_eq!(c.input, json!({"path": "b"}));
         let c = parse_call("c3".into(), r#"{"name":"now"}"#).unwrap();
         assert_eq!(c.input, json!({}));
@@ -227,28 +205,17 @@ mod tests {
 
     #[test]
     fn a_call_without_a_name_or_with_bad_json_is_an_error() {
-        assert_eq!(
-            parse_call("c".into(), r#"{"arguments":{}}"#),
-            Err(CallError::NoName)
-        );
-        assert!(matches!(
-            parse_call("c".into(), "{nope"),
-            Err(CallError::Json(_))
-        ));
+        assert_eq!(parse_call("c".into(), r#"{"arguments":{}}"#), Err(CallError::NoName));
+        assert!(matches!(parse_call("c".into(), "{nope"), Err(CallError::Json(_))));
     }
 
     #[test]
     fn a_rendered_call_parses_back_to_the_same_call() {
-        let call = ToolCall {
-            id: "x".into(),
-            name: "bash".into(),
-            input: json!({"command": "ls"}),
-        };
+        let call =
+            ToolCall { id: "x".into(), name: "bash".into(), input: json!({"command": "ls"}) };
         let text = render_call(&call);
         let (out, _) = split_all(&[&text]);
-        let [Segment::Call(body)] = out.as_slice() else {
-            panic!("{out:?}")
-        };
+        let [Segment::Call(body)] = out.as_slice() else { panic!("{out:?}") };
         assert_eq!(parse_call("x".into(), body).unwrap(), call);
     }
 }

@@ -73,10 +73,7 @@ fn serve(mut stream: TcpStream, body: &[u8], cut: Option<usize>) -> Option<Strin
             body.len()
         )
     } else {
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            rest.len()
-        )
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", rest.len())
     };
     let _ = stream.write_all(head.as_bytes());
     let sent = cut.map_or(rest.len(), |c| c.min(rest.len()));
@@ -102,9 +99,7 @@ async fn a_whole_download_is_verified_and_lands_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let dest = dir.path().join("models/m.gguf");
     let mut last = None;
-    let got = download(&server.url, &dest, Some(&sha(&body)), |p| last = Some(p))
-        .await
-        .unwrap();
+    let got = download(&server.url, &dest, Some(&sha(&body)), |p| last = Some(p)).await.unwrap();
     assert!(got.verified);
     assert_eq!(std::fs::read(&dest).unwrap(), body);
     assert!(!dir.path().join("models/m.gguf.part").exists());
@@ -118,15 +113,11 @@ async fn an_interrupted_download_resumes_with_a_range_request() {
     let server = Server::start(body.clone(), Some(120_000));
     let dir = tempfile::tempdir().unwrap();
     let dest = dir.path().join("m.gguf");
-    let err = download(&server.url, &dest, Some(&sha(&body)), |_| {})
-        .await
-        .unwrap_err();
+    let err = download(&server.url, &dest, Some(&sha(&body)), |_| {}).await.unwrap_err();
     assert!(matches!(err, DownloadError::Interrupted { .. }), "{err}");
     assert!(err.to_string().contains("again to resume"), "{err}");
     assert!(!dest.exists(), "no half file under the final name");
-    let part = std::fs::metadata(dir.path().join("m.gguf.part"))
-        .unwrap()
-        .len();
+    let part = std::fs::metadata(dir.path().join("m.gguf.part")).unwrap().len();
     assert!(part > 0 && part <= 120_000, "{part}");
 
     let mut first = None;
@@ -148,9 +139,7 @@ async fn a_checksum_mismatch_is_an_error_and_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let dest = dir.path().join("m.gguf");
     let wrong = "0".repeat(64);
-    let err = download(&server.url, &dest, Some(&wrong), |_| {})
-        .await
-        .unwrap_err();
+    let err = download(&server.url, &dest, Some(&wrong), |_| {}).await.unwrap_err();
     let DownloadError::ChecksumMismatch { expected, .. } = &err else {
         panic!("{err}");
     };
@@ -164,9 +153,7 @@ async fn without_a_known_checksum_the_digest_is_reported_unverified() {
     let body = fixture();
     let server = Server::start(body.clone(), None);
     let dir = tempfile::tempdir().unwrap();
-    let got = download(&server.url, &dir.path().join("m.gguf"), None, |_| {})
-        .await
-        .unwrap();
+    let got = download(&server.url, &dir.path().join("m.gguf"), None, |_| {}).await.unwrap();
     assert!(!got.verified);
     assert_eq!(got.sha256, sha(&body));
 }
@@ -186,11 +173,6 @@ async fn a_missing_file_is_an_http_error() {
         }
     });
     let dir = tempfile::tempdir().unwrap();
-    let err = download(&url, &dir.path().join("m.gguf"), None, |_| {})
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, DownloadError::Status { status: 404, .. }),
-        "{err}"
-    );
+    let err = download(&url, &dir.path().join("m.gguf"), None, |_| {}).await.unwrap_err();
+    assert!(matches!(err, DownloadError::Status { status: 404, .. }), "{err}");
 }

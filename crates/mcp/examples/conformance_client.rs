@@ -39,12 +39,8 @@ impl Elicitor for Defaults {
 /// Arguments for a tool: a plausible value for each required property.
 fn arguments(schema: &Value) -> Value {
     let mut args = Map::new();
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let required: Vec<&str> =
+        schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     for (name, prop) in schema["properties"].as_object().into_iter().flatten() {
         if !required.contains(&name.as_str()) {
             continue;
@@ -63,16 +59,10 @@ fn arguments(schema: &Value) -> Value {
 
 async fn start(url: &str, tokens: &TokenStore) -> McpHub {
     McpHub::start(
-        McpConfig {
-            servers: vec![ServerConfig::http(SERVER, url)],
-            ..Default::default()
-        },
+        McpConfig { servers: vec![ServerConfig::http(SERVER, url)], ..Default::default() },
         HubOptions {
             workspace: std::env::temp_dir(),
-            hooks: ClientHooks {
-                elicitor: Some(Arc::new(Defaults)),
-                sampler: None,
-            },
+            hooks: ClientHooks { elicitor: Some(Arc::new(Defaults)), sampler: None },
             tokens: Some(tokens.clone()),
         },
     )

@@ -29,10 +29,7 @@ pub enum Transport {
         cwd: Option<PathBuf>,
     },
     /// Streamable HTTP at `url`, with extra headers on every request.
-    Http {
-        url: String,
-        headers: BTreeMap<String, String>,
-    },
+    Http { url: String, headers: BTreeMap<String, String> },
 }
 
 /// One server, validated and with `${VAR}`s expanded.
@@ -66,13 +63,7 @@ impl ServerConfig {
 
     /// A streamable HTTP server with default settings.
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::with_transport(
-            name,
-            Transport::Http {
-                url: url.into(),
-                headers: BTreeMap::new(),
-            },
-        )
+        Self::with_transport(name, Transport::Http { url: url.into(), headers: BTreeMap::new() })
     }
 
     fn with_transport(name: impl Into<String>, transport: Transport) -> Self {
@@ -89,10 +80,7 @@ impl ServerConfig {
 
     /// Whether the remote tool `tool` may be offered to the model.
     pub fn offers(&self, tool: &str) -> bool {
-        let allowed = self
-            .allowed_tools
-            .as_ref()
-            .is_none_or(|a| a.iter().any(|t| t == tool));
+        let allowed = self.allowed_tools.as_ref().is_none_or(|a| a.iter().any(|t| t == tool));
         allowed && !self.denied_tools.iter().any(|t| t == tool)
     }
 }
@@ -139,10 +127,7 @@ impl McpConfig {
                     .map_err(|message| problem(name, config_toml, message)),
             );
         }
-        for path in [
-            workspace.join(".agent").join("mcp.json"),
-            workspace.join(".mcp.json"),
-        ] {
+        for path in [workspace.join(".agent").join("mcp.json"), workspace.join(".mcp.json")] {
             match read_json_servers(&path) {
                 Ok(servers) => {
                     for (name, value) in servers {
@@ -158,8 +143,7 @@ impl McpConfig {
         let mut config = McpConfig::default();
         for (name, entry) in entries {
             let server = entry.and_then(|(e, source)| {
-                e.into_server(&name, &source)
-                    .map_err(|message| problem(&name, &source, message))
+                e.into_server(&name, &source).map_err(|message| problem(&name, &source, message))
             });
             match server {
                 Ok(None) => config.disabled.push(name),
@@ -188,11 +172,7 @@ fn read_json_servers(path: &Path) -> Result<Vec<(String, Value)>, ConfigProblem>
         Err(e) => return Err(file_problem(format!("cannot read the file: {e}"))),
     };
     let value: Value = serde_json::from_str(&text).map_err(|e| {
-        file_problem(format!(
-            "invalid JSON at line {} column {}: {e}",
-            e.line(),
-            e.column()
-        ))
+        file_problem(format!("invalid JSON at line {} column {}: {e}", e.line(), e.column()))
     })?;
     match value.get("mcpServers") {
         None => Ok(Vec::new()),
@@ -276,9 +256,7 @@ impl RawEntry {
             return Ok(None);
         }
         if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
             return Err("server names may hold only letters, digits, '_' and '-'".into());
         }
@@ -296,18 +274,9 @@ impl RawEntry {
             }
             (_, Some(command), None) => Transport::Stdio {
                 command: expand(&command)?,
-                args: self
-                    .args
-                    .iter()
-                    .map(|a| expand(a))
-                    .collect::<Result<_, _>>()?,
+                args: self.args.iter().map(|a| expand(a)).collect::<Result<_, _>>()?,
                 env: expand_map(&self.env)?,
-                cwd: self
-                    .cwd
-                    .as_deref()
-                    .map(expand)
-                    .transpose()?
-                    .map(PathBuf::from),
+                cwd: self.cwd.as_deref().map(expand).transpose()?.map(PathBuf::from),
             },
             (_, None, Some(url)) => {
                 let url = expand(&url)?;
@@ -341,9 +310,7 @@ impl RawEntry {
             startup_timeout: self
                 .startup_timeout_secs
                 .map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_secs),
-            tool_timeout: self
-                .tool_timeout_secs
-                .map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_secs),
+            tool_timeout: self.tool_timeout_secs.map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_secs),
             source: source.to_path_buf(),
         }))
     }
@@ -364,9 +331,7 @@ fn tool_names(tools: &Value) -> Result<Vec<String>, String> {
 }
 
 fn expand_map(map: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, String> {
-    map.iter()
-        .map(|(k, v)| Ok((k.clone(), expand(v)?)))
-        .collect()
+    map.iter().map(|(k, v)| Ok((k.clone(), expand(v)?))).collect()
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` from the environment. A variable
@@ -377,9 +342,7 @@ pub fn expand(text: &str) -> Result<String, String> {
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("unclosed \"${{\" in {text:?}"))?;
+        let end = after.find('}').ok_or_else(|| format!("unclosed \"${{\" in {text:?}"))?;
         let inner = &after[..end];
         let (var, default) = match inner.split_once(":-") {
             Some((v, d)) => (v, Some(d)),
@@ -389,9 +352,7 @@ pub fn expand(text: &str) -> Result<String, String> {
             (Ok(value), _) => out.push_str(&value),
             (Err(_), Some(d)) => out.push_str(d),
             (Err(_), None) => {
-                return Err(format!(
-                    "environment variable {var} is not set (used as ${{{var}}})"
-                ));
+                return Err(format!("environment variable {var} is not set (used as ${{{var}}})"));
             }
         }
         rest = &after[end + 1..];
@@ -482,10 +443,7 @@ mod tests {
         );
         let msg = c.problems[0].to_string();
         assert!(msg.contains("\"bad\""), "{msg}");
-        assert!(
-            msg.contains("FERROCLAW_TEST_SURELY_UNSET is not set"),
-            "{msg}"
-        );
+        assert!(msg.contains("FERROCLAW_TEST_SURELY_UNSET is not set"), "{msg}");
     }
 
     #[test]

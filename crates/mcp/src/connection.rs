@@ -124,16 +124,10 @@ impl Connection {
             }),
             Ok(Err(e)) => {
                 let closed = peer.is_transport_closed()
-                    || matches!(
-                        e,
-                        ServiceError::TransportClosed | ServiceError::TransportSend(_)
-                    );
+                    || matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_));
                 if closed {
                     let reason = self.died(&e.to_string()).await;
-                    Err(McpError::Crashed {
-                        server: self.name().to_string(),
-                        reason,
-                    })
+                    Err(McpError::Crashed { server: self.name().to_string(), reason })
                 } else {
                     Err(McpError::Request {
                         server: self.name().to_string(),
@@ -173,10 +167,7 @@ impl Connection {
         if restarts > MAX_RESTARTS {
             let reason = format!("it crashed {restarts} times; not restarted again");
             *life = Life::Failed(reason.clone());
-            return Err(McpError::Failed {
-                server: self.name().to_string(),
-                reason,
-            });
+            return Err(McpError::Failed { server: self.name().to_string(), reason });
         }
         tracing::warn!("mcp server {}: restarting after a crash", self.name());
         match self.connect().await {
@@ -210,12 +201,7 @@ impl Connection {
 
     /// `what` plus the server's last stderr line, if any.
     fn exit_reason(&self, what: &str) -> String {
-        let tail = self
-            .stderr_tail
-            .lock()
-            .map(|t| t.back().cloned())
-            .ok()
-            .flatten();
+        let tail = self.stderr_tail.lock().map(|t| t.back().cloned()).ok().flatten();
         match tail {
             Some(line) => format!("{what} (last stderr line: {line})"),
             None => what.to_string(),
@@ -240,18 +226,11 @@ impl Connection {
             hooks: self.hooks.clone(),
             tools_changed: Arc::clone(&self.tools_changed),
         };
-        let start_error = |message: String| McpError::Start {
-            server: self.name().to_string(),
-            message,
-        };
+        let start_error =
+            |message: String| McpError::Start { server: self.name().to_string(), message };
         let timeout = self.config.startup_timeout;
         let (handshake, pgid) = match &self.config.transport {
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
+            Transport::Stdio { command, args, env, cwd } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)
                     .envs(env)
@@ -282,28 +261,25 @@ impl Connection {
                     .custom_headers(custom)
                     .reinit_on_expired_session(true);
                 let client = http_client().map_err(start_error)?;
-                let handshake = match self
-                    .tokens
-                    .as_ref()
-                    .filter(|t| t.has_tokens(self.name(), url))
-                {
-                    Some(tokens) => {
-                        let auth_error = |e: rmcp::transport::AuthError| {
-                            start_error(format!("cannot use the saved OAuth tokens: {e}"))
-                        };
-                        let mut manager = oauth::manager(tokens, self.name(), url)
-                            .await
-                            .map_err(auth_error)?;
-                        manager.initialize_from_store().await.map_err(auth_error)?;
-                        let client = AuthClient::new(client, manager);
-                        handler
+                let handshake =
+                    match self.tokens.as_ref().filter(|t| t.has_tokens(self.name(), url)) {
+                        Some(tokens) => {
+                            let auth_error = |e: rmcp::transport::AuthError| {
+                                start_error(format!("cannot use the saved OAuth tokens: {e}"))
+                            };
+                            let mut manager = oauth::manager(tokens, self.name(), url)
+                                .await
+                                .map_err(auth_error)?;
+                            manager.initialize_from_store().await.map_err(auth_error)?;
+                            let client = AuthClient::new(client, manager);
+                            handler
+                                .serve(StreamableHttpClientTransport::with_client(client, config))
+                                .boxed()
+                        }
+                        None => handler
                             .serve(StreamableHttpClientTransport::with_client(client, config))
-                            .boxed()
-                    }
-                    None => handler
-                        .serve(StreamableHttpClientTransport::with_client(client, config))
-                        .boxed(),
-                };
+                            .boxed(),
+                    };
                 (handshake, None)
             }
         };

@@ -9,28 +9,17 @@ use serde_json::Value;
 /// A `tools/call` result (as JSON) to a tool output: `isError` carries over;
 /// `structuredContent` is shown when the content is empty.
 pub fn tool_output(result: &Value) -> ToolOutput {
-    let mut content: Vec<ResultPart> = result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(result_part)
-        .collect();
+    let mut content: Vec<ResultPart> =
+        result["content"].as_array().into_iter().flatten().map(result_part).collect();
     if content.is_empty()
         && let Some(structured) = result.get("structuredContent")
     {
-        content.push(ResultPart::Text {
-            text: structured.to_string(),
-        });
+        content.push(ResultPart::Text { text: structured.to_string() });
     }
     if content.is_empty() {
-        content.push(ResultPart::Text {
-            text: "(no content)".into(),
-        });
+        content.push(ResultPart::Text { text: "(no content)".into() });
     }
-    ToolOutput {
-        content,
-        is_error: result["isError"].as_bool().unwrap_or(false),
-    }
+    ToolOutput { content, is_error: result["isError"].as_bool().unwrap_or(false) }
 }
 
 /// One MCP content block (`text`, `image`, `audio`, `resource`, `resource_link`).
@@ -39,10 +28,9 @@ pub fn result_part(block: &Value) -> ResultPart {
     let str_of = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_string();
     match block["type"].as_str().unwrap_or_default() {
         "text" => text(str_of(block, "text")),
-        "image" => ResultPart::Image {
-            media_type: str_of(block, "mimeType"),
-            data: str_of(block, "data"),
-        },
+        "image" => {
+            ResultPart::Image { media_type: str_of(block, "mimeType"), data: str_of(block, "data") }
+        }
         "audio" => text(format!(
             "[audio: {}, {} bytes; audio cannot be shown to the model]",
             str_of(block, "mimeType"),
@@ -52,14 +40,8 @@ pub fn result_part(block: &Value) -> ResultPart {
         "resource_link" => text(format!(
             "[resource link: {}{}{}; read it with mcp_read_resource]",
             str_of(block, "uri"),
-            block["name"]
-                .as_str()
-                .map(|n| format!(" ({n})"))
-                .unwrap_or_default(),
-            block["mimeType"]
-                .as_str()
-                .map(|m| format!(", {m}"))
-                .unwrap_or_default(),
+            block["name"].as_str().map(|n| format!(" ({n})")).unwrap_or_default(),
+            block["mimeType"].as_str().map(|m| format!(", {m}")).unwrap_or_default(),
         )),
         other => text(format!("[unsupported MCP content type {other:?}]: {block}")),
     }
@@ -69,27 +51,18 @@ pub fn result_part(block: &Value) -> ResultPart {
 /// any other blob as a note with its type and size.
 pub fn resource_part(resource: &Value) -> ResultPart {
     let uri = resource["uri"].as_str().unwrap_or_default();
-    let mime = resource["mimeType"]
-        .as_str()
-        .unwrap_or("application/octet-stream");
+    let mime = resource["mimeType"].as_str().unwrap_or("application/octet-stream");
     if let Some(text) = resource["text"].as_str() {
-        return ResultPart::Text {
-            text: format!("[resource {uri}]\n{text}"),
-        };
+        return ResultPart::Text { text: format!("[resource {uri}]\n{text}") };
     }
     let blob = resource["blob"].as_str().unwrap_or_default();
     if is_text_mime(mime)
         && let Some(text) = decode_utf8(blob)
     {
-        return ResultPart::Text {
-            text: format!("[resource {uri}]\n{text}"),
-        };
+        return ResultPart::Text { text: format!("[resource {uri}]\n{text}") };
     }
     if mime.starts_with("image/") {
-        return ResultPart::Image {
-            media_type: mime.to_string(),
-            data: blob.to_string(),
-        };
+        return ResultPart::Image { media_type: mime.to_string(), data: blob.to_string() };
     }
     ResultPart::Text {
         text: format!(
@@ -107,9 +80,7 @@ fn is_text_mime(mime: &str) -> bool {
 /// A base64 blob as UTF-8 text, when it is that.
 fn decode_utf8(blob: &str) -> Option<String> {
     use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(blob.trim())
-        .ok()?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(blob.trim()).ok()?;
     String::from_utf8(bytes).ok()
 }
 
@@ -137,18 +108,10 @@ mod tests {
             {"type": "resource_link", "uri": "demo://x", "name": "x"}
         ]}));
         assert!(!out.is_error);
-        assert_eq!(
-            out.content[0],
-            ResultPart::Text {
-                text: "hello".into()
-            }
-        );
+        assert_eq!(out.content[0], ResultPart::Text { text: "hello".into() });
         assert_eq!(
             out.content[1],
-            ResultPart::Image {
-                media_type: "image/png".into(),
-                data: "AAAA".into()
-            }
+            ResultPart::Image { media_type: "image/png".into(), data: "AAAA".into() }
         );
         let text = out.joined_text();
         assert!(text.contains("[audio: audio/wav, 4 bytes"), "{text}");

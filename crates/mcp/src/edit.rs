@@ -10,15 +10,8 @@ use serde_json::{Map, Value, json};
 /// A server to add.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NewServer {
-    Stdio {
-        command: String,
-        args: Vec<String>,
-        env: BTreeMap<String, String>,
-    },
-    Http {
-        url: String,
-        headers: BTreeMap<String, String>,
-    },
+    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String> },
+    Http { url: String, headers: BTreeMap<String, String> },
 }
 
 /// Why a file could not be edited.
@@ -60,10 +53,7 @@ pub fn remove_server(path: &Path, name: &str) -> Result<bool, EditError> {
     if text.is_empty() {
         return Ok(false);
     }
-    let invalid = |message: String| EditError::Invalid {
-        path: path.to_path_buf(),
-        message,
-    };
+    let invalid = |message: String| EditError::Invalid { path: path.to_path_buf(), message };
     let new_text = if is_toml(path) {
         let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| invalid(format!("{e}")))?;
         let removed = doc
@@ -76,10 +66,8 @@ pub fn remove_server(path: &Path, name: &str) -> Result<bool, EditError> {
         doc.to_string()
     } else {
         let mut value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        let removed = value
-            .get_mut("mcpServers")
-            .and_then(Value::as_object_mut)
-            .and_then(|m| m.remove(name));
+        let removed =
+            value.get_mut("mcpServers").and_then(Value::as_object_mut).and_then(|m| m.remove(name));
         if removed.is_none() {
             return Ok(false);
         }
@@ -93,28 +81,21 @@ fn is_toml(path: &Path) -> bool {
 }
 
 fn add_json(path: &Path, text: &str, name: &str, server: &NewServer) -> Result<String, EditError> {
-    let invalid = |message: String| EditError::Invalid {
-        path: path.to_path_buf(),
-        message,
-    };
+    let invalid = |message: String| EditError::Invalid { path: path.to_path_buf(), message };
     let mut value: Value = if text.trim().is_empty() {
         json!({})
     } else {
         serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?
     };
-    let root = value
-        .as_object_mut()
-        .ok_or_else(|| invalid("the top level is not an object".into()))?;
+    let root =
+        value.as_object_mut().ok_or_else(|| invalid("the top level is not an object".into()))?;
     let servers = root
         .entry("mcpServers")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
         .ok_or_else(|| invalid("\"mcpServers\" is not an object".into()))?;
     if servers.contains_key(name) {
-        return Err(EditError::Exists {
-            path: path.to_path_buf(),
-            name: name.to_string(),
-        });
+        return Err(EditError::Exists { path: path.to_path_buf(), name: name.to_string() });
     }
     let entry = match server {
         NewServer::Stdio { command, args, env } => {
@@ -137,10 +118,7 @@ fn add_json(path: &Path, text: &str, name: &str, server: &NewServer) -> Result<S
 }
 
 fn add_toml(path: &Path, text: &str, name: &str, server: &NewServer) -> Result<String, EditError> {
-    let invalid = |message: String| EditError::Invalid {
-        path: path.to_path_buf(),
-        message,
-    };
+    let invalid = |message: String| EditError::Invalid { path: path.to_path_buf(), message };
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| invalid(format!("{e}")))?;
     let servers = doc
         .entry("mcp_servers")
@@ -152,10 +130,7 @@ fn add_toml(path: &Path, text: &str, name: &str, server: &NewServer) -> Result<S
         .as_table_mut()
         .ok_or_else(|| invalid("mcp_servers is not a table".into()))?;
     if servers.contains_key(name) {
-        return Err(EditError::Exists {
-            path: path.to_path_buf(),
-            name: name.to_string(),
-        });
+        return Err(EditError::Exists { path: path.to_path_buf(), name: name.to_string() });
     }
     let mut entry = toml_edit::Table::new();
     let map_item = |m: &BTreeMap<String, String>| {
@@ -168,11 +143,8 @@ fn add_toml(path: &Path, text: &str, name: &str, server: &NewServer) -> Result<S
     match server {
         NewServer::Stdio { command, args, env } => {
             entry["command"] = toml_edit::value(command.as_str());
-            entry["args"] = toml_edit::value(
-                args.iter()
-                    .map(String::as_str)
-                    .collect::<toml_edit::Array>(),
-            );
+            entry["args"] =
+                toml_edit::value(args.iter().map(String::as_str).collect::<toml_edit::Array>());
             if !env.is_empty() {
                 entry["env"] = map_item(env);
             }
@@ -198,18 +170,12 @@ fn read_or_empty(path: &Path) -> Result<String, EditError> {
     match std::fs::read_to_string(path) {
         Ok(t) => Ok(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(source) => Err(EditError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(source) => Err(EditError::Read { path: path.to_path_buf(), source }),
     }
 }
 
 fn write(path: &Path, text: &str) -> Result<(), EditError> {
-    let err = |source| EditError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
+    let err = |source| EditError::Write { path: path.to_path_buf(), source };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;
     }
@@ -232,20 +198,13 @@ mod tests {
     fn json_add_keeps_other_servers_and_refuses_a_duplicate_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".mcp.json");
-        std::fs::write(
-            &path,
-            r#"{"mcpServers": {"old": {"command": "x"}}, "other": 1}"#,
-        )
-        .unwrap();
+        std::fs::write(&path, r#"{"mcpServers": {"old": {"command": "x"}}, "other": 1}"#).unwrap();
         add_server(&path, "new", &stdio()).unwrap();
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["mcpServers"]["new"]["args"][1], "srv");
         assert_eq!(v["mcpServers"]["old"]["command"], "x");
         assert_eq!(v["other"], 1);
-        assert!(matches!(
-            add_server(&path, "new", &stdio()),
-            Err(EditError::Exists { .. })
-        ));
+        assert!(matches!(add_server(&path, "new", &stdio()), Err(EditError::Exists { .. })));
         assert!(remove_server(&path, "new").unwrap());
         assert!(!remove_server(&path, "new").unwrap());
     }
@@ -264,10 +223,7 @@ mod tests {
         assert!(text.starts_with("# my config\n"), "{text}");
         assert!(text.contains("[mcp_servers.web]"), "{text}");
         let table: toml::Table = toml::from_str(&text).unwrap();
-        assert_eq!(
-            table["mcp_servers"]["web"]["url"].as_str(),
-            Some("https://x/mcp")
-        );
+        assert_eq!(table["mcp_servers"]["web"]["url"].as_str(), Some("https://x/mcp"));
         assert!(remove_server(&path, "web").unwrap());
         assert!(!std::fs::read_to_string(&path).unwrap().contains("web"));
     }

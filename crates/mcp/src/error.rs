@@ -16,18 +16,10 @@ pub enum McpError {
     Failed { server: String, reason: String },
     /// No answer within `tool_timeout_secs`.
     #[error("mcp server {server} did not answer {what} within {} s (tool_timeout_secs)", after.as_secs())]
-    Timeout {
-        server: String,
-        what: String,
-        after: Duration,
-    },
+    Timeout { server: String, what: String, after: Duration },
     /// The server answered with an error.
     #[error("mcp server {server} refused {what}: {message}")]
-    Request {
-        server: String,
-        what: String,
-        message: String,
-    },
+    Request { server: String, what: String, message: String },
     /// The HTTP server answered 401 and no usable OAuth tokens are saved.
     #[error("mcp server {server} needs you to log in (OAuth): run `ferroclaw mcp login {server}`")]
     NeedsLogin {

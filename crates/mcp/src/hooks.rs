@@ -151,10 +151,8 @@ impl rmcp::ClientHandler for Handler {
                 "sampling declined: nobody can approve it in this non-interactive run",
             ));
         };
-        let request = sampling_request(
-            &self.server,
-            &serde_json::to_value(&params).unwrap_or_default(),
-        );
+        let request =
+            sampling_request(&self.server, &serde_json::to_value(&params).unwrap_or_default());
         let (text, model) = sampler.sample(request).await.map_err(error)?;
         serde_json::from_value(json!({
             "role": "assistant",
@@ -193,11 +191,9 @@ fn sampling_request(server: &str, params: &Value) -> SamplingRequest {
         .flatten()
         .map(|m| {
             let text = match &m["content"] {
-                Value::Array(parts) => parts
-                    .iter()
-                    .map(content_text)
-                    .collect::<Vec<_>>()
-                    .join("\n"),
+                Value::Array(parts) => {
+                    parts.iter().map(content_text).collect::<Vec<_>>().join("\n")
+                }
                 c => content_text(c),
             };
             (m["role"].as_str().unwrap_or("user").to_string(), text)

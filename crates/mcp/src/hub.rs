@@ -98,17 +98,14 @@ impl McpHub {
                 state: ServerState::Failed(p.message.clone()),
             })
             .collect();
-        not_started.extend(config.disabled.iter().map(|name| ServerStatus {
-            name: name.clone(),
-            state: ServerState::Disabled,
-        }));
-        let started = join_all(
+        not_started.extend(
             config
-                .servers
-                .into_iter()
-                .map(|server| start_one(server, &options)),
-        )
-        .await;
+                .disabled
+                .iter()
+                .map(|name| ServerStatus { name: name.clone(), state: ServerState::Disabled }),
+        );
+        let started =
+            join_all(config.servers.into_iter().map(|server| start_one(server, &options))).await;
         let mut connections = Vec::new();
         let mut tools = BTreeMap::new();
         for result in started {
@@ -119,10 +116,8 @@ impl McpHub {
                 }
                 Err((name, e)) => {
                     problems.push(e.to_string());
-                    not_started.push(ServerStatus {
-                        name,
-                        state: ServerState::Failed(e.to_string()),
-                    });
+                    not_started
+                        .push(ServerStatus { name, state: ServerState::Failed(e.to_string()) });
                 }
             }
         }
@@ -192,9 +187,7 @@ impl McpHub {
             };
             let old = {
                 let mut tools = self.inner.tools.lock().unwrap_or_else(|e| e.into_inner());
-                tools
-                    .insert(conn.name().to_string(), listed.clone())
-                    .unwrap_or_default()
+                tools.insert(conn.name().to_string(), listed.clone()).unwrap_or_default()
             };
             let stale: Vec<&str> = old.iter().map(|t| t.name.as_str()).collect();
             *registry = registry.without(&stale);
@@ -216,14 +209,9 @@ impl McpHub {
         for conn in &self.inner.connections {
             let state = match conn.failure().await {
                 Some(reason) => ServerState::Failed(reason),
-                None => ServerState::Ready {
-                    tools: counts.get(conn.name()).copied().unwrap_or(0),
-                },
+                None => ServerState::Ready { tools: counts.get(conn.name()).copied().unwrap_or(0) },
             };
-            out.push(ServerStatus {
-                name: conn.name().to_string(),
-                state,
-            });
+            out.push(ServerStatus { name: conn.name().to_string(), state });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
@@ -232,10 +220,7 @@ impl McpHub {
     /// The names of the tools offered, `mcp__SERVER__TOOL`, by server.
     pub fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
         let tools = self.inner.tools.lock().unwrap_or_else(|e| e.into_inner());
-        tools
-            .iter()
-            .map(|(k, v)| (k.clone(), v.iter().map(|t| t.name.clone()).collect()))
-            .collect()
+        tools.iter().map(|(k, v)| (k.clone(), v.iter().map(|t| t.name.clone()).collect())).collect()
     }
 
     /// The tools of one server as `(exposed name, description)`.
@@ -257,16 +242,11 @@ impl McpHub {
                 continue;
             }
             let listed = conn
-                .request("prompts/list", |peer| async move {
-                    peer.list_all_prompts().await
-                })
+                .request("prompts/list", |peer| async move { peer.list_all_prompts().await })
                 .await;
             let Ok(prompts) = listed else { continue };
-            for p in serde_json::to_value(&prompts)
-                .unwrap_or_default()
-                .as_array()
-                .into_iter()
-                .flatten()
+            for p in
+                serde_json::to_value(&prompts).unwrap_or_default().as_array().into_iter().flatten()
             {
                 out.push(PromptInfo {
                     server: conn.name().to_string(),
@@ -300,19 +280,12 @@ impl McpHub {
         let mut params = GetPromptRequestParams::new(name);
         if !arguments.is_empty() {
             params = params.with_arguments(
-                arguments
-                    .into_iter()
-                    .map(|(k, v)| (k, Value::String(v)))
-                    .collect(),
+                arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect(),
             );
         }
         let what = format!("the prompt {name}");
-        let response = conn
-            .request(
-                &what,
-                |peer| async move { peer.get_prompt_once(params).await },
-            )
-            .await?;
+        let response =
+            conn.request(&what, |peer| async move { peer.get_prompt_once(params).await }).await?;
         let GetPromptResponse::Complete(result) = response else {
             return Err(McpError::Request {
                 server: server.to_string(),
@@ -350,18 +323,10 @@ impl McpHub {
 impl Inner {
     /// The connected server called `name`.
     pub(crate) fn connection(&self, name: &str) -> Result<&Arc<Connection>, McpError> {
-        self.connections
-            .iter()
-            .find(|c| c.name() == name)
-            .ok_or_else(|| McpError::UnknownServer {
-                server: name.to_string(),
-                known: self
-                    .connections
-                    .iter()
-                    .map(|c| c.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+        self.connections.iter().find(|c| c.name() == name).ok_or_else(|| McpError::UnknownServer {
+            server: name.to_string(),
+            known: self.connections.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
+        })
     }
 
     pub(crate) async fn list_resources(
@@ -378,9 +343,7 @@ impl Inner {
                 continue;
             }
             let listed = conn
-                .request("resources/list", |peer| async move {
-                    peer.list_all_resources().await
-                })
+                .request("resources/list", |peer| async move { peer.list_all_resources().await })
                 .await;
             let resources = match listed {
                 Ok(r) => r,
@@ -430,9 +393,7 @@ fn resource_line(server: &str, r: &Value, uri_key: &str, kind: &str) -> String {
 
 /// Whether the server announced `capability` in its handshake.
 async fn has_capability(conn: &Connection, capability: &str) -> bool {
-    conn.server_capabilities()
-        .await
-        .is_some_and(|c| !c[capability].is_null())
+    conn.server_capabilities().await.is_some_and(|c| !c[capability].is_null())
 }
 
 /// Starts one server and lists its tools, within its startup timeout.
@@ -481,12 +442,8 @@ async fn list_tools(conn: &Arc<Connection>) -> Result<Vec<Arc<McpTool>>, McpErro
     if !has_capability(conn, "tools").await {
         return Ok(Vec::new());
     }
-    let tools = conn
-        .request(
-            "tools/list",
-            |peer| async move { peer.list_all_tools().await },
-        )
-        .await?;
+    let tools =
+        conn.request("tools/list", |peer| async move { peer.list_all_tools().await }).await?;
     let listed = serde_json::to_value(&tools).unwrap_or_default();
     Ok(listed
         .as_array()

@@ -118,10 +118,7 @@ impl TokenStore {
 
     /// rmcp's view of one server's tokens.
     pub(crate) fn credentials(&self, server: &str, url: &str) -> FileCredentials {
-        FileCredentials {
-            path: self.path(server),
-            url: url.to_string(),
-        }
+        FileCredentials { path: self.path(server), url: url.to_string() }
     }
 }
 
@@ -157,11 +154,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
     }
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.unwrap_or_default(),
-        std::process::id()
-    ));
+    let tmp = dir.join(format!(".{}.{}.tmp", name.unwrap_or_default(), std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let written = options.open(&tmp).and_then(|mut f| {
         f.write_all(bytes)?;
@@ -184,10 +177,7 @@ impl CredentialStore for FileCredentials {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let file = TokenFile {
-            url: self.url.clone(),
-            credentials,
-        };
+        let file = TokenFile { url: self.url.clone(), credentials };
         let bytes = serde_json::to_vec_pretty(&file)
             .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
         write_private(&self.path, &bytes)
@@ -198,10 +188,7 @@ impl CredentialStore for FileCredentials {
         match std::fs::remove_file(&self.path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(AuthError::CredentialStoreError(format!(
-                "{}: {e}",
-                self.path.display()
-            ))),
+            Err(e) => Err(AuthError::CredentialStoreError(format!("{}: {e}", self.path.display()))),
         }
     }
 }
@@ -232,10 +219,7 @@ pub async fn login(
     consent: Consent,
     challenge: Option<String>,
 ) -> Result<(), OAuthError> {
-    let auth = |source| OAuthError::Auth {
-        server: server.to_string(),
-        source: Box::new(source),
-    };
+    let auth = |source| OAuthError::Auth { server: server.to_string(), source: Box::new(source) };
     let challenge = match challenge {
         Some(c) => Some(c),
         None => probe_challenge(url).await,
@@ -244,16 +228,10 @@ pub async fn login(
         Consent::Browser => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
                 .await
-                .map_err(|source| OAuthError::Listen {
-                    server: server.to_string(),
-                    source,
-                })?;
+                .map_err(|source| OAuthError::Listen { server: server.to_string(), source })?;
             let port = listener
                 .local_addr()
-                .map_err(|source| OAuthError::Listen {
-                    server: server.to_string(),
-                    source,
-                })?
+                .map_err(|source| OAuthError::Listen { server: server.to_string(), source })?
                 .port();
             (Some(listener), format!("http://127.0.0.1:{port}/callback"))
         }
@@ -274,21 +252,14 @@ pub async fn login(
             open_browser(&page);
             tokio::time::timeout(LOGIN_TIMEOUT, wait_for_redirect(listener))
                 .await
-                .map_err(|_| OAuthError::TimedOut {
-                    server: server.to_string(),
-                })?
-                .map_err(|source| OAuthError::Listen {
-                    server: server.to_string(),
-                    source,
-                })?
+                .map_err(|_| OAuthError::TimedOut { server: server.to_string() })?
+                .map_err(|source| OAuthError::Listen { server: server.to_string(), source })?
         }
         None => follow_redirect(&page).await.map_err(auth)?,
     };
-    let parsed =
-        AuthorizationCallback::from_redirect_url(&callback).map_err(|_| OAuthError::Refused {
-            server: server.to_string(),
-            message: redirect_error(&callback),
-        })?;
+    let parsed = AuthorizationCallback::from_redirect_url(&callback).map_err(|_| {
+        OAuthError::Refused { server: server.to_string(), message: redirect_error(&callback) }
+    })?;
     state
         .handle_callback_with_issuer(&parsed.code, &parsed.csrf_token, parsed.issuer.as_deref())
         .await
@@ -312,12 +283,7 @@ async fn probe_challenge(url: &str) -> Option<String> {
     if response.status() != reqwest::StatusCode::UNAUTHORIZED {
         return None;
     }
-    response
-        .headers()
-        .get(reqwest::header::WWW_AUTHENTICATE)?
-        .to_str()
-        .ok()
-        .map(str::to_string)
+    response.headers().get(reqwest::header::WWW_AUTHENTICATE)?.to_str().ok().map(str::to_string)
 }
 
 /// Fetches the authorization page without a browser and returns where its
@@ -369,10 +335,7 @@ async fn wait_for_redirect(listener: tokio::net::TcpListener) -> std::io::Result
             .filter(|t| t.starts_with("/callback"))
             .map(str::to_string);
         let (status, text) = match &target {
-            Some(_) => (
-                "200 OK",
-                "ferroclaw got the authorization; you can close this window.",
-            ),
+            Some(_) => ("200 OK", "ferroclaw got the authorization; you can close this window."),
             None => ("404 Not Found", "not the OAuth redirect"),
         };
         let reply = format!(
@@ -392,11 +355,7 @@ fn redirect_error(callback: &str) -> String {
     let Ok(url) = reqwest::Url::parse(callback) else {
         return format!("unreadable redirect {callback:?}");
     };
-    let get = |key: &str| {
-        url.query_pairs()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.into_owned())
-    };
+    let get = |key: &str| url.query_pairs().find(|(k, _)| k == key).map(|(_, v)| v.into_owned());
     match (get("error"), get("error_description")) {
         (Some(e), Some(d)) => format!("{e}: {d}"),
         (Some(e), None) => e,
@@ -406,11 +365,7 @@ fn redirect_error(callback: &str) -> String {
 
 /// Tries to open `url` in the user's browser; the printed address is the fallback.
 fn open_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
+    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
     let _ = std::process::Command::new(opener)
         .arg(url)
         .stdin(std::process::Stdio::null())
@@ -452,15 +407,11 @@ mod tests {
 
     #[tokio::test]
     async fn the_loopback_listener_ignores_other_requests_and_returns_the_redirect() {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .unwrap();
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let waiting = tokio::spawn(wait_for_redirect(listener));
         for path in ["/favicon.ico", "/callback?code=c1&state=s1"] {
-            let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .unwrap();
+            let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
             let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
             stream.write_all(request.as_bytes()).await.unwrap();
             let mut reply = String::new();
@@ -469,10 +420,7 @@ mod tests {
             assert!(reply.contains(expected), "{path}: {reply}");
         }
         let url = waiting.await.unwrap().unwrap();
-        assert_eq!(
-            url,
-            format!("http://127.0.0.1:{port}/callback?code=c1&state=s1")
-        );
+        assert_eq!(url, format!("http://127.0.0.1:{port}/callback?code=c1&state=s1"));
     }
 
     #[test]

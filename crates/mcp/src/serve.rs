@@ -42,11 +42,7 @@ pub struct ToolServer {
 impl ToolServer {
     /// Offers `tools`, run in `context`; `gate` may refuse a call.
     pub fn new(tools: ToolRegistry, context: ToolContext, gate: Gate) -> Self {
-        Self {
-            tools,
-            context,
-            gate,
-        }
+        Self { tools, context, gate }
     }
 
     /// Serves one client on stdin/stdout until it disconnects.
@@ -55,10 +51,7 @@ impl ToolServer {
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| ServeError::Session(e.to_string()))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| ServeError::Session(e.to_string()))?;
+        running.waiting().await.map_err(|e| ServeError::Session(e.to_string()))?;
         Ok(())
     }
 
@@ -73,10 +66,8 @@ impl ToolServer {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .map_err(|source| ServeError::Bind { port, source })?;
-        let port = listener
-            .local_addr()
-            .map_err(|source| ServeError::Bind { port, source })?
-            .port();
+        let port =
+            listener.local_addr().map_err(|source| ServeError::Bind { port, source })?.port();
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts([
                 format!("127.0.0.1:{port}"),
@@ -157,22 +148,16 @@ impl rmcp::ServerHandler for ToolServer {
         let name = request.name.to_string();
         let input = Value::Object(request.arguments.unwrap_or_default());
         let Some(tool) = self.tools.get(&name).cloned() else {
-            return Err(ErrorData::invalid_params(
-                self.tools.unknown_tool_message(&name),
-                None,
-            ));
+            return Err(ErrorData::invalid_params(self.tools.unknown_tool_message(&name), None));
         };
-        let output = match self
-            .tools
-            .validate(&name, &input)
-            .and_then(|()| (self.gate)(&name, &input))
-        {
-            Err(reason) => ferroclaw_tools::ToolOutput::error(reason),
-            Ok(()) => match tool.execute(input, &self.context).await {
-                Ok(out) => out,
-                Err(e) => ferroclaw_tools::ToolOutput::error(e.to_string()),
-            },
-        };
+        let output =
+            match self.tools.validate(&name, &input).and_then(|()| (self.gate)(&name, &input)) {
+                Err(reason) => ferroclaw_tools::ToolOutput::error(reason),
+                Ok(()) => match tool.execute(input, &self.context).await {
+                    Ok(out) => out,
+                    Err(e) => ferroclaw_tools::ToolOutput::error(e.to_string()),
+                },
+            };
         let content: Vec<Value> = output
             .content
             .iter()

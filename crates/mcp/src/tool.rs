@@ -20,13 +20,7 @@ pub const MAX_TOOL_NAME_LEN: usize = 64;
 pub fn exposed_name(server: &str, tool: &str) -> Option<String> {
     let clean = |s: &str| -> String {
         s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
             .collect()
     };
     let name = format!("mcp__{}__{}", clean(server), clean(tool));
@@ -68,9 +62,7 @@ impl McpTool {
             remote_name,
             description,
             schema,
-            read_only: tool["annotations"]["readOnlyHint"]
-                .as_bool()
-                .unwrap_or(false),
+            read_only: tool["annotations"]["readOnlyHint"].as_bool().unwrap_or(false),
             conn: Arc::clone(conn),
         })
     }
@@ -102,9 +94,7 @@ impl Tool for McpTool {
         };
         let params = CallToolRequestParams::new(self.remote_name.clone()).with_arguments(arguments);
         let what = format!("the call of {}", self.remote_name);
-        let call = self
-            .conn
-            .request(&what, |peer| async move { peer.call_tool(params).await });
+        let call = self.conn.request(&what, |peer| async move { peer.call_tool(params).await });
         tokio::select! {
             result = call => Ok(match result {
                 Ok(result) => content::tool_output(&serde_json::to_value(&result).unwrap_or_default()),
@@ -172,8 +162,7 @@ impl Tool for ReadResource {
         let what = format!("the read of {uri}");
         let result = conn
             .request(&what, |peer| async move {
-                peer.read_resource(ReadResourceRequestParams::new(uri))
-                    .await
+                peer.read_resource(ReadResourceRequestParams::new(uri)).await
             })
             .await;
         Ok(match result {
@@ -188,10 +177,7 @@ impl Tool for ReadResource {
                 if content.is_empty() {
                     ToolOutput::text("(empty resource)")
                 } else {
-                    ToolOutput {
-                        content,
-                        is_error: false,
-                    }
+                    ToolOutput { content, is_error: false }
                 }
             }
             Err(e) => ToolOutput::error(e.to_string()),

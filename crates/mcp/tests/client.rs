@@ -25,17 +25,10 @@ async fn start(
     workspace: &Path,
     hooks: ClientHooks,
 ) -> (McpHub, ToolRegistry) {
-    let config = McpConfig {
-        servers,
-        ..Default::default()
-    };
+    let config = McpConfig { servers, ..Default::default() };
     let hub = McpHub::start(
         config,
-        HubOptions {
-            workspace: workspace.to_path_buf(),
-            hooks,
-            ..Default::default()
-        },
+        HubOptions { workspace: workspace.to_path_buf(), hooks, ..Default::default() },
     )
     .await;
     let mut tools = ToolRegistry::new();
@@ -56,30 +49,19 @@ async fn stdio_server_tools_appear_with_schema_and_read_only_hint_and_echo_round
         return;
     };
     let ws = tempfile::tempdir().unwrap();
-    let (hub, tools) = start(
-        vec![everything("everything", &bin)],
-        ws.path(),
-        ClientHooks::default(),
-    )
-    .await;
+    let (hub, tools) =
+        start(vec![everything("everything", &bin)], ws.path(), ClientHooks::default()).await;
     assert!(hub.problems().is_empty(), "{:?}", hub.problems());
     let echo = tools.get("mcp__everything__echo").unwrap();
     assert_eq!(echo.description(), "Echoes back the input string");
     assert_eq!(echo.input_schema()["required"], json!(["message"]));
     assert!(echo.read_only(), "echo carries readOnlyHint: true");
-    assert!(
-        !tools
-            .get("mcp__everything__toggle-simulated-logging")
-            .unwrap()
-            .read_only()
-    );
+    assert!(!tools.get("mcp__everything__toggle-simulated-logging").unwrap().read_only());
     let out = call(&tools, "mcp__everything__echo", json!({"message": "hi"})).await;
     assert_eq!(out, ToolOutput::text("Echo: hi"));
     assert_eq!(
         hub.statuses().await[0].state,
-        ServerState::Ready {
-            tools: hub.tool_names()["everything"].len()
-        }
+        ServerState::Ready { tools: hub.tool_names()["everything"].len() }
     );
     hub.shutdown().await;
 }
@@ -90,12 +72,7 @@ async fn results_map_images_embedded_resources_links_and_errors() {
         return;
     };
     let ws = tempfile::tempdir().unwrap();
-    let (hub, tools) = start(
-        vec![everything("ev", &bin)],
-        ws.path(),
-        ClientHooks::default(),
-    )
-    .await;
+    let (hub, tools) = start(vec![everything("ev", &bin)], ws.path(), ClientHooks::default()).await;
 
     let image = call(&tools, "mcp__ev__get-tiny-image", json!({})).await;
     assert!(
@@ -109,9 +86,7 @@ async fn results_map_images_embedded_resources_links_and_errors() {
     )
     .await;
     assert!(
-        text_resource
-            .joined_text()
-            .contains("[resource demo://resource/dynamic/text/1]"),
+        text_resource.joined_text().contains("[resource demo://resource/dynamic/text/1]"),
         "{text_resource:?}"
     );
     let blob = call(
@@ -120,24 +95,12 @@ async fn results_map_images_embedded_resources_links_and_errors() {
         json!({"resourceType": "Blob", "resourceId": 2}),
     )
     .await;
-    assert!(
-        blob.joined_text()
-            .contains("[resource demo://resource/dynamic/blob/2]"),
-        "{blob:?}"
-    );
+    assert!(blob.joined_text().contains("[resource demo://resource/dynamic/blob/2]"), "{blob:?}");
     let links = call(&tools, "mcp__ev__get-resource-links", json!({"count": 2})).await;
-    assert!(
-        links
-            .joined_text()
-            .contains("[resource link: demo://resource/"),
-        "{links:?}"
-    );
+    assert!(links.joined_text().contains("[resource link: demo://resource/"), "{links:?}");
 
     let refused = call(&tools, "mcp__ev__echo", json!({})).await;
-    assert!(
-        refused.is_error,
-        "a server-side validation error is an error result"
-    );
+    assert!(refused.is_error, "a server-side validation error is an error result");
     assert!(refused.joined_text().contains("message"), "{refused:?}");
     hub.shutdown().await;
 }
@@ -148,12 +111,7 @@ async fn resources_and_prompts_are_listed_and_read() {
         return;
     };
     let ws = tempfile::tempdir().unwrap();
-    let (hub, tools) = start(
-        vec![everything("ev", &bin)],
-        ws.path(),
-        ClientHooks::default(),
-    )
-    .await;
+    let (hub, tools) = start(vec![everything("ev", &bin)], ws.path(), ClientHooks::default()).await;
 
     let listed = call(&tools, "mcp_list_resources", json!({})).await;
     assert!(
@@ -173,27 +131,15 @@ async fn resources_and_prompts_are_listed_and_read() {
     )
     .await;
     assert!(!read.is_error && read.joined_text().len() > 200, "{read:?}");
-    let unknown = call(
-        &tools,
-        "mcp_read_resource",
-        json!({"server": "nope", "uri": "x"}),
-    )
-    .await;
-    assert_eq!(
-        unknown.joined_text(),
-        "no mcp server named \"nope\"; configured: ev"
-    );
+    let unknown = call(&tools, "mcp_read_resource", json!({"server": "nope", "uri": "x"})).await;
+    assert_eq!(unknown.joined_text(), "no mcp server named \"nope\"; configured: ev");
 
     let prompts = hub.prompts().await;
     let args_prompt = prompts.iter().find(|p| p.name == "args-prompt").unwrap();
     assert_eq!(args_prompt.command(), "/mcp__ev__args-prompt");
     assert_eq!(args_prompt.arguments[0], ("city".to_string(), true));
     let text = hub
-        .get_prompt(
-            "ev",
-            "args-prompt",
-            [("city".to_string(), "Paris".to_string())].into(),
-        )
+        .get_prompt("ev", "args-prompt", [("city".to_string(), "Paris".to_string())].into())
         .await
         .unwrap();
     assert!(text.contains("Paris"), "{text}");
@@ -211,31 +157,18 @@ async fn filesystem_server_reads_a_file_of_the_workspace_it_gets_as_root() {
     let server = ServerConfig::stdio("fs", bin.to_string_lossy(), &[ws_path.to_str().unwrap()]);
     let (hub, tools) = start(vec![server], &ws_path, ClientHooks::default()).await;
     assert!(hub.problems().is_empty(), "{:?}", hub.problems());
-    let out = call(
-        &tools,
-        "mcp__fs__read_text_file",
-        json!({"path": ws_path.join("notes.txt")}),
-    )
-    .await;
+    let out =
+        call(&tools, "mcp__fs__read_text_file", json!({"path": ws_path.join("notes.txt")})).await;
     assert!(!out.is_error, "{out:?}");
     assert!(out.joined_text().contains("alpha beta"), "{out:?}");
-    let outside = call(
-        &tools,
-        "mcp__fs__read_text_file",
-        json!({"path": "/etc/hostname"}),
-    )
-    .await;
+    let outside = call(&tools, "mcp__fs__read_text_file", json!({"path": "/etc/hostname"})).await;
     assert!(outside.is_error, "{outside:?}");
     hub.shutdown().await;
 }
 
 /// A free local port (bound, then released).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// `server-everything streamableHttp` on a free port, killed on drop.
@@ -256,16 +189,10 @@ impl HttpEverything {
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "server-everything did not listen on {port}"
-            );
+            assert!(Instant::now() < deadline, "server-everything did not listen on {port}");
             std::thread::sleep(Duration::from_millis(100));
         }
-        HttpEverything {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        }
+        HttpEverything { child, url: format!("http://127.0.0.1:{port}/mcp") }
     }
 }
 
@@ -298,10 +225,7 @@ async fn streamable_http_server_lists_and_calls_tools_with_sse_progress_and_head
         json!({"duration": 1, "steps": 2}),
     )
     .await;
-    assert!(
-        !long.is_error && long.joined_text().contains("completed"),
-        "{long:?}"
-    );
+    assert!(!long.is_error && long.joined_text().contains("completed"), "{long:?}");
     let sum = call(&tools, "mcp__web__get-sum", json!({"a": 2, "b": 3})).await;
     assert!(sum.joined_text().contains('5'), "{sum:?}");
     hub.shutdown().await;
@@ -317,17 +241,10 @@ async fn a_server_that_never_answers_fails_alone_within_its_startup_timeout() {
     silent.startup_timeout = Duration::from_secs(2);
     let missing = ServerConfig::stdio("missing", "/nonexistent/mcp-server", &[]);
     let began = Instant::now();
-    let (hub, tools) = start(
-        vec![silent, missing, everything("ev", &bin)],
-        ws.path(),
-        ClientHooks::default(),
-    )
-    .await;
-    assert!(
-        began.elapsed() < Duration::from_secs(15),
-        "took {:?}",
-        began.elapsed()
-    );
+    let (hub, tools) =
+        start(vec![silent, missing, everything("ev", &bin)], ws.path(), ClientHooks::default())
+            .await;
+    assert!(began.elapsed() < Duration::from_secs(15), "took {:?}", began.elapsed());
     let problems = hub.problems().join("\n");
     assert!(
         problems.contains("mcp server silent did not start: no answer to the handshake within 2 s"),
@@ -339,9 +256,7 @@ async fn a_server_that_never_answers_fails_alone_within_its_startup_timeout() {
         "{problems}"
     );
     assert_eq!(
-        call(&tools, "mcp__ev__echo", json!({"message": "still here"}))
-            .await
-            .joined_text(),
+        call(&tools, "mcp__ev__echo", json!({"message": "still here"})).await.joined_text(),
         "Echo: still here"
     );
     let states: Vec<(String, bool)> = hub
@@ -350,14 +265,7 @@ async fn a_server_that_never_answers_fails_alone_within_its_startup_timeout() {
         .into_iter()
         .map(|s| (s.name, matches!(s.state, ServerState::Failed(_))))
         .collect();
-    assert_eq!(
-        states,
-        [
-            ("ev".into(), false),
-            ("missing".into(), true),
-            ("silent".into(), true)
-        ]
-    );
+    assert_eq!(states, [("ev".into(), false), ("missing".into(), true), ("silent".into(), true)]);
     hub.shutdown().await;
 }
 
@@ -388,20 +296,13 @@ async fn a_call_that_takes_too_long_times_out_with_the_server_named() {
 
 /// A stdio server wrapped so the test knows its pid (it leads its group).
 fn killable_everything(bin: &Path, pid_file: &Path) -> ServerConfig {
-    let script = format!(
-        "echo $$ > '{}'; exec '{}' stdio",
-        pid_file.display(),
-        bin.display()
-    );
+    let script = format!("echo $$ > '{}'; exec '{}' stdio", pid_file.display(), bin.display());
     ServerConfig::stdio("fragile", "sh", &["-c", &script])
 }
 
 fn kill_server(pid_file: &Path) {
     let pid = std::fs::read_to_string(pid_file).unwrap();
-    let status = std::process::Command::new("kill")
-        .args(["-9", pid.trim()])
-        .status()
-        .unwrap();
+    let status = std::process::Command::new("kill").args(["-9", pid.trim()]).status().unwrap();
     assert!(status.success());
 }
 
@@ -412,12 +313,8 @@ async fn a_server_killed_mid_call_errors_that_call_restarts_once_then_is_marked_
     };
     let ws = tempfile::tempdir().unwrap();
     let pid_file: PathBuf = ws.path().join("pid");
-    let (hub, tools) = start(
-        vec![killable_everything(&bin, &pid_file)],
-        ws.path(),
-        ClientHooks::default(),
-    )
-    .await;
+    let (hub, tools) =
+        start(vec![killable_everything(&bin, &pid_file)], ws.path(), ClientHooks::default()).await;
     assert!(hub.problems().is_empty(), "{:?}", hub.problems());
 
     let long = tokio::spawn({
@@ -441,10 +338,7 @@ async fn a_server_killed_mid_call_errors_that_call_restarts_once_then_is_marked_
     assert!(began.elapsed() < Duration::from_secs(5));
     assert!(out.is_error);
     let text = out.joined_text();
-    assert!(
-        text.starts_with("mcp server fragile crashed during the call"),
-        "{text}"
-    );
+    assert!(text.starts_with("mcp server fragile crashed during the call"), "{text}");
     assert!(text.contains("restarted on the next call"), "{text}");
 
     // The next call restarts it.
@@ -457,16 +351,8 @@ async fn a_server_killed_mid_call_errors_that_call_restarts_once_then_is_marked_
     let after = call(&tools, "mcp__fragile__echo", json!({"message": "x"})).await;
     assert!(after.is_error);
     let after = call(&tools, "mcp__fragile__echo", json!({"message": "x"})).await;
-    assert!(
-        after
-            .joined_text()
-            .starts_with("mcp server fragile is unavailable"),
-        "{after:?}"
-    );
-    assert!(matches!(
-        hub.statuses().await[0].state,
-        ServerState::Failed(_)
-    ));
+    assert!(after.joined_text().starts_with("mcp server fragile is unavailable"), "{after:?}");
+    assert!(matches!(hub.statuses().await[0].state, ServerState::Failed(_)));
     hub.shutdown().await;
 }
 
@@ -477,17 +363,9 @@ async fn shutdown_kills_the_server_process() {
     };
     let ws = tempfile::tempdir().unwrap();
     let pid_file = ws.path().join("pid");
-    let (hub, _tools) = start(
-        vec![killable_everything(&bin, &pid_file)],
-        ws.path(),
-        ClientHooks::default(),
-    )
-    .await;
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let (hub, _tools) =
+        start(vec![killable_everything(&bin, &pid_file)], ws.path(), ClientHooks::default()).await;
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     hub.shutdown().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     // SAFETY: signal 0 only checks that the process exists.
@@ -526,10 +404,7 @@ struct Canned;
 impl Sampler for Canned {
     async fn sample(&self, request: SamplingRequest) -> Result<(String, String), String> {
         assert_eq!(request.server, "ev");
-        Ok((
-            format!("canned answer to {}", request.messages.len()),
-            "test-model".into(),
-        ))
+        Ok((format!("canned answer to {}", request.messages.len()), "test-model".into()))
     }
 }
 
@@ -539,50 +414,22 @@ async fn elicitation_and_sampling_are_declined_without_hooks_and_answered_with_t
         return;
     };
     let ws = tempfile::tempdir().unwrap();
-    let (hub, tools) = start(
-        vec![everything("ev", &bin)],
-        ws.path(),
-        ClientHooks::default(),
-    )
-    .await;
+    let (hub, tools) = start(vec![everything("ev", &bin)], ws.path(), ClientHooks::default()).await;
     let declined = call(&tools, "mcp__ev__trigger-elicitation-request", json!({})).await;
     assert!(declined.joined_text().contains("declined"), "{declined:?}");
-    let refused = call(
-        &tools,
-        "mcp__ev__trigger-sampling-request",
-        json!({"prompt": "hi"}),
-    )
-    .await;
-    assert!(
-        refused.joined_text().contains("sampling declined"),
-        "{refused:?}"
-    );
+    let refused = call(&tools, "mcp__ev__trigger-sampling-request", json!({"prompt": "hi"})).await;
+    assert!(refused.joined_text().contains("sampling declined"), "{refused:?}");
     let roots = call(&tools, "mcp__ev__get-roots-list", json!({})).await;
-    assert!(
-        roots
-            .joined_text()
-            .contains(&format!("file://{}", ws.path().display())),
-        "{roots:?}"
-    );
+    assert!(roots.joined_text().contains(&format!("file://{}", ws.path().display())), "{roots:?}");
     hub.shutdown().await;
 
-    let hooks = ClientHooks {
-        elicitor: Some(Arc::new(Answering)),
-        sampler: Some(Arc::new(Canned)),
-    };
+    let hooks =
+        ClientHooks { elicitor: Some(Arc::new(Answering)), sampler: Some(Arc::new(Canned)) };
     let (hub, tools) = start(vec![everything("ev", &bin)], ws.path(), hooks).await;
     let accepted = call(&tools, "mcp__ev__trigger-elicitation-request", json!({})).await;
     assert!(accepted.joined_text().contains("accept"), "{accepted:?}");
-    let sampled = call(
-        &tools,
-        "mcp__ev__trigger-sampling-request",
-        json!({"prompt": "hi"}),
-    )
-    .await;
-    assert!(
-        sampled.joined_text().contains("canned answer to 1"),
-        "{sampled:?}"
-    );
+    let sampled = call(&tools, "mcp__ev__trigger-sampling-request", json!({"prompt": "hi"})).await;
+    assert!(sampled.joined_text().contains("canned answer to 1"), "{sampled:?}");
     hub.shutdown().await;
 }
 
@@ -611,38 +458,20 @@ async fn three_stdio_servers_start_in_parallel() {
         let script = format!("sleep 1; exec '{}' stdio", bin.display());
         ServerConfig::stdio(name, "sh", &["-c", &script])
     };
-    let (hub, _) = start(
-        vec![slow("a"), slow("b"), slow("c")],
-        ws.path(),
-        ClientHooks::default(),
-    )
-    .await;
+    let (hub, _) =
+        start(vec![slow("a"), slow("b"), slow("c")], ws.path(), ClientHooks::default()).await;
     assert!(hub.problems().is_empty(), "{:?}", hub.problems());
-    eprintln!(
-        "MEASURE three delayed stdio servers ready after {:?}",
-        hub.ready_after()
-    );
-    assert!(
-        hub.ready_after() < Duration::from_millis(2900),
-        "{:?}",
-        hub.ready_after()
-    );
+    eprintln!("MEASURE three delayed stdio servers ready after {:?}", hub.ready_after());
+    assert!(hub.ready_after() < Duration::from_millis(2900), "{:?}", hub.ready_after());
     hub.shutdown().await;
 
     let (hub, _) = start(
-        vec![
-            everything("a", &bin),
-            everything("b", &bin),
-            everything("c", &bin),
-        ],
+        vec![everything("a", &bin), everything("b", &bin), everything("c", &bin)],
         ws.path(),
         ClientHooks::default(),
     )
     .await;
     assert!(hub.problems().is_empty(), "{:?}", hub.problems());
-    eprintln!(
-        "MEASURE three stdio server-everything ready after {:?}",
-        hub.ready_after()
-    );
+    eprintln!("MEASURE three stdio server-everything ready after {:?}", hub.ready_after());
     hub.shutdown().await;
 }

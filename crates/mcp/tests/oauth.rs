@@ -67,38 +67,26 @@ async fn authorize(
 ) -> Response {
     let ok = q.get("response_type").map(String::as_str) == Some("code")
         && q.get("code_challenge_method").map(String::as_str) == Some("S256");
-    let (Some(challenge), Some(redirect), Some(state), true) = (
-        q.get("code_challenge"),
-        q.get("redirect_uri"),
-        q.get("state"),
-        ok,
-    ) else {
+    let (Some(challenge), Some(redirect), Some(state), true) =
+        (q.get("code_challenge"), q.get("redirect_uri"), q.get("state"), ok)
+    else {
         return (StatusCode::BAD_REQUEST, "bad authorization request").into_response();
     };
     let code = fake.next("code");
-    fake.codes
-        .lock()
-        .unwrap()
-        .insert(code.clone(), challenge.clone());
+    fake.codes.lock().unwrap().insert(code.clone(), challenge.clone());
     Redirect::to(&format!("{redirect}?code={code}&state={state}")).into_response()
 }
 
 async fn token(State(fake): State<Arc<Fake>>, body: String) -> Response {
-    let form: HashMap<&str, &str> = body
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .collect();
+    let form: HashMap<&str, &str> =
+        body.split('&').filter_map(|pair| pair.split_once('=')).collect();
     let (access, expires_in) = match form.get("grant_type").copied() {
         Some("authorization_code") => {
-            let known = form
-                .get("code")
-                .is_some_and(|c| fake.codes.lock().unwrap().remove(*c).is_some());
+            let known =
+                form.get("code").is_some_and(|c| fake.codes.lock().unwrap().remove(*c).is_some());
             let verifier_ok = form.get("code_verifier").is_some_and(|v| v.len() >= 43);
             if !known || !verifier_ok {
-                return (
-                    StatusCode::BAD_REQUEST,
-                    Json(json!({"error": "invalid_grant"})),
-                )
+                return (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_grant"})))
                     .into_response();
             }
             // Already expired: the first use must refresh it.
@@ -109,10 +97,7 @@ async fn token(State(fake): State<Arc<Fake>>, body: String) -> Response {
             (fake.next("refreshed"), 3600)
         }
         _ => {
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(json!({"error": "unsupported_grant_type"})),
-            )
+            return (StatusCode::BAD_REQUEST, Json(json!({"error": "unsupported_grant_type"})))
                 .into_response();
         }
     };
@@ -135,22 +120,14 @@ async fn require_token(State(fake): State<Arc<Fake>>, request: Request, next: Ne
         "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
         fake.base
     );
-    (
-        StatusCode::UNAUTHORIZED,
-        [("www-authenticate", challenge)],
-        "unauthorized",
-    )
-        .into_response()
+    (StatusCode::UNAUTHORIZED, [("www-authenticate", challenge)], "unauthorized").into_response()
 }
 
 /// Starts the fake on a free loopback port.
 async fn start_fake() -> Arc<Fake> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let fake = Arc::new(Fake {
-        base: format!("http://127.0.0.1:{port}"),
-        ..Default::default()
-    });
+    let fake = Arc::new(Fake { base: format!("http://127.0.0.1:{port}"), ..Default::default() });
     let mut tools = ToolRegistry::new();
     let builtins = ferroclaw_tools::builtin_tools();
     tools.register_arc(Arc::clone(builtins.get("read").unwrap()));
@@ -161,22 +138,13 @@ async fn start_fake() -> Arc<Fake> {
         StreamableHttpServerConfig::default()
             .with_allowed_hosts([format!("127.0.0.1:{port}"), "127.0.0.1".to_string()]),
     );
-    let mcp = axum::Router::new().nest_service("/mcp", service).layer(
-        axum::middleware::from_fn_with_state(Arc::clone(&fake), require_token),
-    );
+    let mcp = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&fake), require_token));
     let oauth = axum::Router::new()
-        .route(
-            "/.well-known/oauth-protected-resource/mcp",
-            get(resource_metadata),
-        )
-        .route(
-            "/.well-known/oauth-protected-resource",
-            get(resource_metadata),
-        )
-        .route(
-            "/.well-known/oauth-authorization-server",
-            get(server_metadata),
-        )
+        .route("/.well-known/oauth-protected-resource/mcp", get(resource_metadata))
+        .route("/.well-known/oauth-protected-resource", get(resource_metadata))
+        .route("/.well-known/oauth-authorization-server", get(server_metadata))
         .route("/register", post(register))
         .route("/authorize", get(authorize))
         .route("/token", post(token))
@@ -189,10 +157,7 @@ async fn start_fake() -> Arc<Fake> {
 
 async fn start_hub(url: &str, tokens: &TokenStore) -> McpHub {
     McpHub::start(
-        McpConfig {
-            servers: vec![ServerConfig::http("web", url)],
-            ..Default::default()
-        },
+        McpConfig { servers: vec![ServerConfig::http("web", url)], ..Default::default() },
         HubOptions {
             workspace: std::env::temp_dir(),
             tokens: Some(tokens.clone()),
@@ -216,19 +181,14 @@ async fn a_server_that_answers_401_needs_login_then_works_with_refreshed_tokens(
     );
     hub.shutdown().await;
 
-    ferroclaw_mcp::login("web", &url, &tokens, Consent::Headless, None)
-        .await
-        .unwrap();
+    ferroclaw_mcp::login("web", &url, &tokens, Consent::Headless, None).await.unwrap();
     assert_eq!(fake.registrations.load(Ordering::SeqCst), 1);
     assert!(tokens.has_tokens("web", &url));
     assert!(!tokens.has_tokens("web", "http://127.0.0.1:1/other"));
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(tokens.path("web"))
-            .unwrap()
-            .permissions()
-            .mode();
+        let mode = std::fs::metadata(tokens.path("web")).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "tokens are readable by the user only");
     }
 
@@ -241,10 +201,7 @@ async fn a_server_that_answers_401_needs_login_then_works_with_refreshed_tokens(
     let out = registry
         .get("mcp__web__read")
         .unwrap()
-        .execute(
-            json!({"path": dir.path().join("a.txt")}),
-            &ToolContext::new("/"),
-        )
+        .execute(json!({"path": dir.path().join("a.txt")}), &ToolContext::new("/"))
         .await
         .unwrap();
     assert!(out.joined_text().contains("behind oauth"), "{out:?}");
@@ -254,10 +211,7 @@ async fn a_server_that_answers_401_needs_login_then_works_with_refreshed_tokens(
         "the expired access token was refreshed once"
     );
     let saved = std::fs::read_to_string(tokens.path("web")).unwrap();
-    assert!(
-        saved.contains("refreshed-"),
-        "the refreshed token is saved: {saved}"
-    );
+    assert!(saved.contains("refreshed-"), "the refreshed token is saved: {saved}");
     hub.shutdown().await;
 
     assert!(tokens.remove("web").unwrap());

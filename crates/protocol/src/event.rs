@@ -52,20 +52,13 @@ pub enum ProviderEvent {
     ToolCallStarted { id: String, name: String },
     /// A complete tool call. `parse_error` is set when the arguments the model
     /// streamed are not valid JSON (then `input` holds the raw text as a string).
-    ToolCall {
-        call: ToolCall,
-        parse_error: Option<String>,
-    },
+    ToolCall { call: ToolCall, parse_error: Option<String> },
     /// Token usage for this call (may come more than once; later reports merge).
     Usage(Usage),
     /// The answer is complete.
     Stop(StopReason),
     /// The provider is retrying after a transient failure.
-    Retrying {
-        attempt: u32,
-        delay_ms: u64,
-        reason: String,
-    },
+    Retrying { attempt: u32, delay_ms: u64, reason: String },
 }
 
 /// The one event type that flows out of the agent loop to whoever renders it:
@@ -74,34 +67,18 @@ pub enum ProviderEvent {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
     /// A session is open (new or resumed).
-    SessionStarted {
-        session_id: String,
-        model: String,
-        resumed: bool,
-    },
+    SessionStarted { session_id: String, model: String, resumed: bool },
     /// A model round-trip begins (1-based within the user's request).
     TurnStarted { turn: u32 },
     /// A piece of the model's answer.
     TextDelta { text: String },
     /// The provider hit a transient failure and will retry.
-    Retrying {
-        attempt: u32,
-        delay_ms: u64,
-        reason: String,
-    },
+    Retrying { attempt: u32, delay_ms: u64, reason: String },
     /// A tool call is about to run.
-    ToolCallStarted {
-        id: String,
-        name: String,
-        input: Value,
-    },
+    ToolCallStarted { id: String, name: String, input: Value },
     /// A tool call needs the user's approval; the answer comes through the
     /// approver (REPL prompt, chat message), the event lets renderers show it.
-    PermissionRequested {
-        id: String,
-        name: String,
-        input: Value,
-    },
+    PermissionRequested { id: String, name: String, input: Value },
     /// A tool call finished (or was refused).
     ToolCallFinished {
         id: String,
@@ -114,10 +91,7 @@ pub enum AgentEvent {
     /// Tokens used by the model round-trip that just ended.
     Usage { usage: Usage },
     /// The conversation was compacted.
-    Compaction {
-        before_tokens: u64,
-        after_tokens: u64,
-    },
+    Compaction { before_tokens: u64, after_tokens: u64 },
     /// Something went wrong; `fatal` errors end the request.
     Error { message: String, fatal: bool },
     /// A model round-trip ended.
@@ -127,19 +101,9 @@ pub enum AgentEvent {
     /// In plan mode the model presented its plan for approval.
     PlanProposed { plan: String },
     /// An event of a sub-agent started by the tool call `call_id`.
-    SubAgent {
-        call_id: String,
-        agent_type: String,
-        event: Box<AgentEvent>,
-    },
+    SubAgent { call_id: String, agent_type: String, event: Box<AgentEvent> },
     /// The user's request is done: the final answer and totals.
-    Finished {
-        result: String,
-        session_id: String,
-        num_turns: u32,
-        usage: Usage,
-        is_error: bool,
-    },
+    Finished { result: String, session_id: String, num_turns: u32, usage: Usage, is_error: bool },
 }
 
 #[cfg(test)]
@@ -148,18 +112,13 @@ mod tests {
 
     #[test]
     fn agent_events_serialise_as_one_tagged_json_object_per_event() {
-        let e = AgentEvent::TurnFinished {
-            turn: 2,
-            stop_reason: StopReason::ToolUse,
-        };
+        let e = AgentEvent::TurnFinished { turn: 2, stop_reason: StopReason::ToolUse };
         assert_eq!(
             serde_json::to_string(&e).unwrap(),
             r#"{"type":"turn_finished","turn":2,"stop_reason":"tool_use"}"#
         );
-        let other = AgentEvent::TurnFinished {
-            turn: 1,
-            stop_reason: StopReason::Other("refusal".into()),
-        };
+        let other =
+            AgentEvent::TurnFinished { turn: 1, stop_reason: StopReason::Other("refusal".into()) };
         let s = serde_json::to_string(&other).unwrap();
         assert_eq!(serde_json::from_str::<AgentEvent>(&s).unwrap(), other);
     }

@@ -65,18 +65,12 @@ pub struct ToolSpec {
 impl Message {
     /// A user message holding one text block.
     pub fn user(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::User,
-            content: vec![ContentBlock::text(text)],
-        }
+        Self { role: Role::User, content: vec![ContentBlock::text(text)] }
     }
 
     /// An assistant message holding one text block.
     pub fn assistant(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::Assistant,
-            content: vec![ContentBlock::text(text)],
-        }
+        Self { role: Role::Assistant, content: vec![ContentBlock::text(text)] }
     }
 
     /// All text blocks joined, tool calls and results left out.
@@ -103,10 +97,7 @@ impl Message {
     pub fn is_tool_results(&self) -> bool {
         self.role == Role::User
             && !self.content.is_empty()
-            && self
-                .content
-                .iter()
-                .all(|b| matches!(b, ContentBlock::ToolResult { .. }))
+            && self.content.iter().all(|b| matches!(b, ContentBlock::ToolResult { .. }))
     }
 
     /// Rough size in characters, the basis of token estimates (chars / 4).

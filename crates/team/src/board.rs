@@ -58,9 +58,7 @@ impl TaskBoard {
     /// The board of `workspace`. Touches nothing until used; reading a board
     /// that was never written gives an empty listing.
     pub fn open(workspace: impl AsRef<Path>) -> Self {
-        Self {
-            dir: workspace.as_ref().join(BOARD_DIR),
-        }
+        Self { dir: workspace.as_ref().join(BOARD_DIR) }
     }
 
     /// The folder holding the task files.
@@ -147,10 +145,7 @@ impl TaskBoard {
                 unblocked = board.release(id, &mut changed, &mut notes);
             }
         }
-        let task = board
-            .tasks
-            .get_mut(&id)
-            .ok_or(BoardError::UnknownTask { id })?;
+        let task = board.tasks.get_mut(&id).ok_or(BoardError::UnknownTask { id })?;
         if let Some(status) = update.status {
             task.status = status;
         }
@@ -178,15 +173,8 @@ impl TaskBoard {
         }
         self.sync_dir();
         let task = board.tasks[&id].clone();
-        let unblocked = unblocked
-            .iter()
-            .filter_map(|id| board.tasks.get(id).cloned())
-            .collect();
-        Ok(Updated {
-            task,
-            unblocked,
-            notes,
-        })
+        let unblocked = unblocked.iter().filter_map(|id| board.tasks.get(id).cloned()).collect();
+        Ok(Updated { task, unblocked, notes })
     }
 
     /// Takes the board's lock for a change, creating the folder if needed.
@@ -236,20 +224,13 @@ impl TaskBoard {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => {
-                return Err(BoardError::io(
-                    format!("cannot list {}", self.dir.display()),
-                    e,
-                ));
+                return Err(BoardError::io(format!("cannot list {}", self.dir.display()), e));
             }
         };
         let mut ids: Vec<u64> = entries
             .filter_map(|entry| {
                 let name = entry.ok()?.file_name();
-                name.to_str()?
-                    .strip_prefix("task_")?
-                    .strip_suffix(".json")?
-                    .parse()
-                    .ok()
+                name.to_str()?.strip_prefix("task_")?.strip_suffix(".json")?.parse().ok()
             })
             .collect();
         ids.sort_unstable();
@@ -263,10 +244,7 @@ impl TaskBoard {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
-                return Err(BoardError::Unreadable {
-                    path,
-                    problem: e.to_string(),
-                });
+                return Err(BoardError::Unreadable { path, problem: e.to_string() });
             }
         };
         let problem = match serde_json::from_str::<Task>(&text) {
@@ -287,9 +265,7 @@ impl TaskBoard {
                 }
                 Ok(None) => {} // removed by hand since listing
                 Err(BoardError::Unreadable { path, problem }) => {
-                    board
-                        .unreadable
-                        .insert(id, Unreadable { id, path, problem });
+                    board.unreadable.insert(id, Unreadable { id, path, problem });
                 }
                 Err(e) => return Err(e),
             }
@@ -313,8 +289,7 @@ impl TaskBoard {
         tmp.write_all(&json)
             .and_then(|()| tmp.as_file().sync_all())
             .map_err(|e| BoardError::io(context(), e))?;
-        tmp.persist(&path)
-            .map_err(|e| BoardError::io(context(), e.error))?;
+        tmp.persist(&path).map_err(|e| BoardError::io(context(), e.error))?;
         Ok(())
     }
 
@@ -405,9 +380,7 @@ impl Board {
         notes: &mut Vec<String>,
     ) -> Result<(), BoardError> {
         if waiter == blocker {
-            return Err(BoardError::Cycle {
-                cycle: vec![waiter, waiter],
-            });
+            return Err(BoardError::Cycle { cycle: vec![waiter, waiter] });
         }
         let waiter_status = self.require(waiter)?.status;
         if self.require(blocker)?.status == TaskStatus::Completed {
@@ -429,11 +402,7 @@ impl Board {
         }
         for (id, list, other) in [(waiter, true, blocker), (blocker, false, waiter)] {
             if let Some(task) = self.tasks.get_mut(&id) {
-                let list = if list {
-                    &mut task.blocked_by
-                } else {
-                    &mut task.blocks
-                };
+                let list = if list { &mut task.blocked_by } else { &mut task.blocks };
                 if !list.contains(&other) {
                     list.push(other);
                     changed.insert(id);
@@ -493,12 +462,8 @@ impl Board {
         changed: &mut BTreeSet<u64>,
         notes: &mut Vec<String>,
     ) -> Vec<u64> {
-        let waiters: Vec<u64> = self
-            .tasks
-            .values()
-            .filter(|t| t.blocked_by.contains(&id))
-            .map(|t| t.id)
-            .collect();
+        let waiters: Vec<u64> =
+            self.tasks.values().filter(|t| t.blocked_by.contains(&id)).map(|t| t.id).collect();
         for &waiter in &waiters {
             self.unlink(waiter, id, changed);
         }
@@ -516,9 +481,7 @@ impl Board {
         waiters
             .into_iter()
             .filter(|w| {
-                self.tasks
-                    .get(w)
-                    .is_some_and(|t| t.status == TaskStatus::Pending)
+                self.tasks.get(w).is_some_and(|t| t.status == TaskStatus::Pending)
                     && self.open_blockers(*w).is_empty()
             })
             .collect()

@@ -4,9 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The current time, e.g. `2026-05-01T12:30:00Z`.
 pub(crate) fn now() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     rfc3339(secs)
 }
 

@@ -38,25 +38,16 @@ pub enum BoardError {
 impl BoardError {
     /// An I/O error about `context` (a path or an operation).
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Self::Io {
-            context: context.into(),
-            source,
-        }
+        Self::Io { context: context.into(), source }
     }
 }
 
 /// `#1 → #2 → #1`: who waits for whom.
 fn chain(ids: &[u64]) -> String {
-    ids.iter()
-        .map(|id| format!("#{id}"))
-        .collect::<Vec<_>>()
-        .join(" waits for ")
+    ids.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(" waits for ")
 }
 
 /// `#1, #2`.
 pub(crate) fn list(ids: &[u64]) -> String {
-    ids.iter()
-        .map(|id| format!("#{id}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    ids.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ")
 }

@@ -17,11 +17,7 @@ pub fn render_board(listing: &Listing) -> String {
     if listing.tasks.is_empty() && listing.unreadable.is_empty() {
         return "The task board is empty.".to_string();
     }
-    let done = listing
-        .tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Completed)
-        .count();
+    let done = listing.tasks.iter().filter(|t| t.status == TaskStatus::Completed).count();
     let mut out = format!("Tasks ({done}/{} completed):\n", listing.tasks.len());
     for task in &listing.tasks {
         out.push_str(&task_line(task, &listing.open_blockers(task)));
@@ -30,19 +26,12 @@ pub fn render_board(listing: &Listing) -> String {
     let ready = listing.ready();
     if !ready.is_empty() {
         out.push_str("Ready now: ");
-        let names: Vec<String> = ready
-            .iter()
-            .map(|t| format!("#{} {}", t.id, t.subject))
-            .collect();
+        let names: Vec<String> = ready.iter().map(|t| format!("#{} {}", t.id, t.subject)).collect();
         out.push_str(&names.join("; "));
         out.push('\n');
     }
     for bad in &listing.unreadable {
-        out.push_str(&format!(
-            "Unreadable: {}: {}\n",
-            bad.path.display(),
-            bad.problem
-        ));
+        out.push_str(&format!("Unreadable: {}: {}\n", bad.path.display(), bad.problem));
     }
     out.truncate(out.trim_end().len());
     out
@@ -65,10 +54,6 @@ pub fn task_line(task: &Task, open_blockers: &[u64]) -> String {
     if !open_blockers.is_empty() {
         extra.push(format!("blocked by {}", list(open_blockers)));
     }
-    let extra = if extra.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", extra.join("; "))
-    };
+    let extra = if extra.is_empty() { String::new() } else { format!(" ({})", extra.join("; ")) };
     format!("{mark} #{} {}{extra}", task.id, task.subject)
 }

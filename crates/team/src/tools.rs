@@ -76,9 +76,7 @@ impl Tool for TaskCreateTool {
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let subject = string(&input, "subject").unwrap_or_default().to_string();
-        let description = string(&input, "description")
-            .unwrap_or_default()
-            .to_string();
+        let description = string(&input, "description").unwrap_or_default().to_string();
         let board = self.0.clone();
         let task = blocking(move || board.create(&subject, &description)).await?;
         Ok(ToolOutput::text(task_json(&task)))
@@ -145,11 +143,8 @@ impl Tool for TaskUpdateTool {
         let updated = blocking(move || board.update(id, &update)).await?;
         let mut text = task_json(&updated.task);
         if !updated.unblocked.is_empty() {
-            let ready: Vec<String> = updated
-                .unblocked
-                .iter()
-                .map(|t| format!("#{} {}", t.id, t.subject))
-                .collect();
+            let ready: Vec<String> =
+                updated.unblocked.iter().map(|t| format!("#{} {}", t.id, t.subject)).collect();
             text.push_str(&format!("\nNow ready: {}", ready.join("; ")));
         }
         for note in &updated.notes {

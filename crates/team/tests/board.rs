@@ -18,12 +18,7 @@ fn on_disk(board: &TaskBoard, id: u64) -> Value {
 }
 
 fn ids(value: &Value) -> Vec<u64> {
-    value
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect()
+    value.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect()
 }
 
 /// Every file on disk agrees: `a.blockedBy` holds `b` exactly when `b.blocks` holds `a`.
@@ -41,32 +36,20 @@ fn assert_consistent_on_disk(board: &TaskBoard) {
     for t in &tasks {
         let id = t["id"].as_u64().unwrap();
         for b in ids(&t["blockedBy"]) {
-            assert!(
-                ids(&find(b)["blocks"]).contains(&id),
-                "#{b}.blocks lacks #{id}"
-            );
+            assert!(ids(&find(b)["blocks"]).contains(&id), "#{b}.blocks lacks #{id}");
         }
         for w in ids(&t["blocks"]) {
-            assert!(
-                ids(&find(w)["blockedBy"]).contains(&id),
-                "#{w}.blockedBy lacks #{id}"
-            );
+            assert!(ids(&find(w)["blockedBy"]).contains(&id), "#{w}.blockedBy lacks #{id}");
         }
     }
 }
 
 fn blocked_by(ids: &[u64]) -> TaskUpdate {
-    TaskUpdate {
-        add_blocked_by: ids.to_vec(),
-        ..Default::default()
-    }
+    TaskUpdate { add_blocked_by: ids.to_vec(), ..Default::default() }
 }
 
 fn status(status: TaskStatus) -> TaskUpdate {
-    TaskUpdate {
-        status: Some(status),
-        ..Default::default()
-    }
+    TaskUpdate { status: Some(status), ..Default::default() }
 }
 
 /// The bytes of every file in the board's folder, to prove nothing changed.
@@ -99,10 +82,7 @@ fn tasks_are_files_in_the_reference_format_with_ids_counting_up() {
     for key in ["id", "description", "blocks", "updated_at"] {
         assert!(json.get(key).is_some(), "{key} missing");
     }
-    assert!(matches!(
-        board.create("  ", ""),
-        Err(BoardError::Invalid(_))
-    ));
+    assert!(matches!(board.create("  ", ""), Err(BoardError::Invalid(_))));
 }
 
 #[test]
@@ -115,24 +95,15 @@ fn dependencies_are_kept_on_both_sides_on_disk() {
     assert_eq!(ids(&on_disk(&board, 1)["blockedBy"]), [2]);
     assert_eq!(ids(&on_disk(&board, 2)["blocks"]), [1]);
 
-    let blocks_c = TaskUpdate {
-        add_blocks: vec![3],
-        ..Default::default()
-    };
+    let blocks_c = TaskUpdate { add_blocks: vec![3], ..Default::default() };
     board.update(2, &blocks_c).unwrap();
     assert_eq!(ids(&on_disk(&board, 3)["blockedBy"]), [2]);
     assert_eq!(ids(&on_disk(&board, 2)["blocks"]), [1, 3]);
     assert_consistent_on_disk(&board);
 
-    let unlink = TaskUpdate {
-        remove_blocked_by: vec![2],
-        ..Default::default()
-    };
+    let unlink = TaskUpdate { remove_blocked_by: vec![2], ..Default::default() };
     board.update(1, &unlink).unwrap();
-    let unlink_c = TaskUpdate {
-        remove_blocks: vec![3],
-        ..Default::default()
-    };
+    let unlink_c = TaskUpdate { remove_blocks: vec![3], ..Default::default() };
     board.update(2, &unlink_c).unwrap();
     for id in 1..=3 {
         let json = on_disk(&board, id);
@@ -151,11 +122,7 @@ fn a_dependency_cycle_is_refused_naming_it_and_nothing_changes() {
     let before = snapshot(&dir.path().join(".agent/tasks"));
     let err = board.update(1, &blocked_by(&[3])).unwrap_err();
     assert!(matches!(err, BoardError::Cycle { .. }), "{err}");
-    assert!(
-        err.to_string()
-            .contains("#1 waits for #3 waits for #2 waits for #1"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("#1 waits for #3 waits for #2 waits for #1"), "{err}");
     let err = board.update(2, &blocked_by(&[2])).unwrap_err();
     assert!(err.to_string().contains("#2 waits for #2"), "{err}");
     assert_eq!(snapshot(&dir.path().join(".agent/tasks")), before);
@@ -170,14 +137,8 @@ fn unknown_ids_are_refused_and_nothing_changes() {
         board.update(9, &status(TaskStatus::Completed)),
         Err(BoardError::UnknownTask { id: 9 })
     ));
-    assert!(matches!(
-        board.update(1, &blocked_by(&[7])),
-        Err(BoardError::UnknownTask { id: 7 })
-    ));
-    assert!(matches!(
-        board.get(5),
-        Err(BoardError::UnknownTask { id: 5 })
-    ));
+    assert!(matches!(board.update(1, &blocked_by(&[7])), Err(BoardError::UnknownTask { id: 7 })));
+    assert!(matches!(board.get(5), Err(BoardError::UnknownTask { id: 5 })));
     assert_eq!(snapshot(&dir.path().join(".agent/tasks")), before);
 }
 
@@ -192,15 +153,10 @@ fn completing_tasks_in_a_chain_unblocks_each_dependent_in_turn() {
     let ready: Vec<u64> = board.ready().unwrap().iter().map(|t| t.id).collect();
     assert_eq!(ready, [a]);
 
-    let err = board
-        .update(b, &status(TaskStatus::InProgress))
-        .unwrap_err();
+    let err = board.update(b, &status(TaskStatus::InProgress)).unwrap_err();
     assert!(matches!(err, BoardError::Blocked { id, ref blockers } if id == b && blockers == &[a]));
     assert!(err.to_string().contains("blocked by #1"), "{err}");
-    assert!(
-        board.update(c, &status(TaskStatus::Completed)).is_err(),
-        "cannot complete early"
-    );
+    assert!(board.update(c, &status(TaskStatus::Completed)).is_err(), "cannot complete early");
 
     board.update(a, &status(TaskStatus::InProgress)).unwrap();
     let done = board.update(a, &status(TaskStatus::Completed)).unwrap();
@@ -231,30 +187,17 @@ fn a_completed_task_is_not_added_as_a_blocker() {
     board.update(1, &status(TaskStatus::Completed)).unwrap();
     let updated = board.update(2, &blocked_by(&[1])).unwrap();
     assert!(updated.task.blocked_by.is_empty());
-    assert!(
-        updated.notes[0].contains("already completed"),
-        "{:?}",
-        updated.notes
-    );
+    assert!(updated.notes[0].contains("already completed"), "{:?}", updated.notes);
 }
 
 #[test]
 fn owner_can_be_set_and_cleared() {
     let (_dir, board) = board();
     board.create("a", "").unwrap();
-    let set = TaskUpdate {
-        owner: Some("alice".into()),
-        ..Default::default()
-    };
-    assert_eq!(
-        board.update(1, &set).unwrap().task.owner.as_deref(),
-        Some("alice")
-    );
+    let set = TaskUpdate { owner: Some("alice".into()), ..Default::default() };
+    assert_eq!(board.update(1, &set).unwrap().task.owner.as_deref(), Some("alice"));
     assert_eq!(on_disk(&board, 1)["owner"], "alice");
-    let clear = TaskUpdate {
-        owner: Some(String::new()),
-        ..Default::default()
-    };
+    let clear = TaskUpdate { owner: Some(String::new()), ..Default::default() };
     assert_eq!(board.update(1, &clear).unwrap().task.owner, None);
     assert_eq!(on_disk(&board, 1)["owner"], "");
 }
@@ -272,10 +215,7 @@ fn concurrent_writers_lose_no_task_and_no_dependency() {
             })
         })
         .collect();
-    let mut all: Vec<u64> = threads
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
+    let mut all: Vec<u64> = threads.into_iter().flat_map(|h| h.join().unwrap()).collect();
     all.sort_unstable();
     assert_eq!(all, (1..=160).collect::<Vec<u64>>(), "160 distinct ids");
     assert_eq!(board.list().unwrap().tasks.len(), 160, "no lost task");
@@ -298,13 +238,7 @@ fn concurrent_writers_lose_no_task_and_no_dependency() {
     assert_consistent_on_disk(&board);
     let leftovers = std::fs::read_dir(board.dir())
         .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".tmp")
-        })
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".tmp"))
         .count();
     assert_eq!(leftovers, 0, "no temporary files left behind");
 }
@@ -316,34 +250,19 @@ fn a_corrupt_task_file_is_reported_with_its_path_and_hides_nothing_else() {
     board.create("b", "").unwrap();
     let bad = board.dir().join("task_3.json");
     std::fs::write(&bad, "{ not json").unwrap();
-    std::fs::write(
-        board.dir().join("task_7.json"),
-        on_disk(&board, 1).to_string(),
-    )
-    .unwrap();
+    std::fs::write(board.dir().join("task_7.json"), on_disk(&board, 1).to_string()).unwrap();
 
     let listing = board.list().unwrap();
     assert_eq!(listing.tasks.len(), 2);
     assert_eq!(listing.unreadable.len(), 2);
     assert_eq!(listing.unreadable[0].path, bad);
-    assert!(
-        listing.unreadable[1].problem.contains("holds task #1"),
-        "{:?}",
-        listing.unreadable
-    );
+    assert!(listing.unreadable[1].problem.contains("holds task #1"), "{:?}", listing.unreadable);
     let err = board.get(3).unwrap_err().to_string();
     assert!(err.contains("task_3.json"), "{err}");
     let text = render_board(&listing);
-    assert!(
-        text.contains("Unreadable: ") && text.contains("task_3.json"),
-        "{text}"
-    );
+    assert!(text.contains("Unreadable: ") && text.contains("task_3.json"), "{text}");
 
-    assert_eq!(
-        board.create("c", "").unwrap().id,
-        8,
-        "ids of broken files are not reused"
-    );
+    assert_eq!(board.create("c", "").unwrap().id, 8, "ids of broken files are not reused");
     let err = board.update(1, &blocked_by(&[3])).unwrap_err();
     assert!(matches!(err, BoardError::Unreadable { .. }), "{err}");
     board.update(2, &blocked_by(&[1])).unwrap();

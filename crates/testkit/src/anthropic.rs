@@ -49,10 +49,8 @@ pub(crate) fn stream(turn: &Turn, ex: &Exchange) -> Vec<Bytes> {
 pub(crate) fn opening(text: &str, input_tokens: u64, ex: &Exchange) -> Vec<Bytes> {
     let mut message = envelope(ex, json!([]), Value::Null);
     message["usage"] = json!({"input_tokens": input_tokens, "output_tokens": 1});
-    let mut frames = vec![sse_event(
-        "message_start",
-        &json!({"type": "message_start", "message": message}),
-    )];
+    let mut frames =
+        vec![sse_event("message_start", &json!({"type": "message_start", "message": message}))];
     if !text.is_empty() {
         let block = json!({"type": "text", "text": ""});
         frames.push(sse_event(
@@ -73,11 +71,8 @@ pub(crate) fn message(turn: &Turn, ex: &Exchange) -> Value {
     let tools = turn.tool_calls.iter().map(|call| {
         json!({"type": "tool_use", "id": call.id_or_new("toolu"), "name": call.name, "input": call.arguments})
     });
-    let mut message = envelope(
-        ex,
-        text.into_iter().chain(tools).collect(),
-        json!(stop_reason(turn)),
-    );
+    let mut message =
+        envelope(ex, text.into_iter().chain(tools).collect(), json!(stop_reason(turn)));
     message["usage"] =
         json!({"input_tokens": turn.input_tokens, "output_tokens": turn.output_tokens});
     message
@@ -95,10 +90,8 @@ pub(crate) fn error_body(status: u16, message: Option<&str>) -> Value {
         529 => "overloaded_error",
         _ => "api_error",
     };
-    let message = message.map_or_else(
-        || format!("scripted-llm: {kind} (HTTP {status})"),
-        str::to_string,
-    );
+    let message =
+        message.map_or_else(|| format!("scripted-llm: {kind} (HTTP {status})"), str::to_string);
     json!({"type": "error", "error": {"type": kind, "message": message}})
 }
 
@@ -115,11 +108,7 @@ fn envelope(ex: &Exchange, content: Value, stop_reason: Value) -> Value {
 }
 
 fn stop_reason(turn: &Turn) -> &'static str {
-    if turn.tool_calls.is_empty() {
-        "end_turn"
-    } else {
-        "tool_use"
-    }
+    if turn.tool_calls.is_empty() { "end_turn" } else { "tool_use" }
 }
 
 fn block_delta(index: usize, delta: Value) -> Bytes {
@@ -130,8 +119,5 @@ fn block_delta(index: usize, delta: Value) -> Bytes {
 }
 
 fn block_stop(index: usize) -> Bytes {
-    sse_event(
-        "content_block_stop",
-        &json!({"type": "content_block_stop", "index": index}),
-    )
+    sse_event("content_block_stop", &json!({"type": "content_block_stop", "index": index}))
 }

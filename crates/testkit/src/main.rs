@@ -27,9 +27,8 @@ fn run() -> Result<(), String> {
             "--script" => script = Some(PathBuf::from(value()?)),
             "--port" => {
                 let port = value()?;
-                options.port = port
-                    .parse()
-                    .map_err(|_| format!("--port {port}: not a port number"))?;
+                options.port =
+                    port.parse().map_err(|_| format!("--port {port}: not a port number"))?;
             }
             "--record" => options.record_path = Some(PathBuf::from(value()?)),
             "--repeat" => options.repeat = true,

@@ -45,19 +45,14 @@ pub(crate) fn stream(turn: &Turn, ex: &Exchange) -> Vec<Bytes> {
 /// The role chunk and the content deltas: a stream with no ending.
 pub(crate) fn opening(text: &str, ex: &Exchange) -> Vec<Bytes> {
     let role = delta_chunk(ex, json!({"role": "assistant", "content": ""}));
-    let deltas = text_deltas(text)
-        .into_iter()
-        .map(|piece| delta_chunk(ex, json!({"content": piece})));
+    let deltas =
+        text_deltas(text).into_iter().map(|piece| delta_chunk(ex, json!({"content": piece})));
     std::iter::once(role).chain(deltas).collect()
 }
 
 /// The non-streaming `chat.completion` for `turn`.
 pub(crate) fn completion(turn: &Turn, ex: &Exchange) -> Value {
-    let content = if turn.text.is_empty() {
-        Value::Null
-    } else {
-        json!(turn.text)
-    };
+    let content = if turn.text.is_empty() { Value::Null } else { json!(turn.text) };
     let mut message = json!({"role": "assistant", "content": content});
     if !turn.tool_calls.is_empty() {
         let calls = turn.tool_calls.iter().map(|call| {
@@ -80,19 +75,14 @@ pub(crate) fn error_body(status: u16, message: Option<&str>) -> Value {
         500.. => ("server_error", Value::Null),
         _ => ("invalid_request_error", Value::Null),
     };
-    let message = message.map_or_else(
-        || format!("scripted-llm: {kind} (HTTP {status})"),
-        str::to_string,
-    );
+    let message =
+        message.map_or_else(|| format!("scripted-llm: {kind} (HTTP {status})"), str::to_string);
     json!({"error": {"message": message, "type": kind, "code": code}})
 }
 
 /// A data chunk carrying an error object instead of choices.
 pub(crate) fn error_frame() -> Bytes {
-    sse_data(&error_body(
-        503,
-        Some("scripted-llm: the server had an error while streaming"),
-    ))
+    sse_data(&error_body(503, Some("scripted-llm: the server had an error while streaming")))
 }
 
 /// The `GET /v1/models` list.
@@ -106,10 +96,7 @@ fn chunk(ex: &Exchange, choices: Value) -> Value {
 }
 
 fn delta_chunk(ex: &Exchange, delta: Value) -> Bytes {
-    sse_data(&chunk(
-        ex,
-        json!([{"index": 0, "delta": delta, "finish_reason": null}]),
-    ))
+    sse_data(&chunk(ex, json!([{"index": 0, "delta": delta, "finish_reason": null}])))
 }
 
 fn usage(turn: &Turn) -> Value {
@@ -118,11 +105,7 @@ fn usage(turn: &Turn) -> Value {
 }
 
 fn finish_reason(turn: &Turn) -> &'static str {
-    if turn.tool_calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    }
+    if turn.tool_calls.is_empty() { "stop" } else { "tool_calls" }
 }
 
 fn id(ex: &Exchange) -> String {
@@ -130,7 +113,5 @@ fn id(ex: &Exchange) -> String {
 }
 
 fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
 }

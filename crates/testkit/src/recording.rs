@@ -57,10 +57,7 @@ impl Recorder {
     pub fn push(self: &Arc<Self>, request: RecordedRequest) -> Completion {
         let mut requests = lock(&self.requests);
         requests.push(request);
-        Completion {
-            recorder: Arc::clone(self),
-            index: requests.len() - 1,
-        }
+        Completion { recorder: Arc::clone(self), index: requests.len() - 1 }
     }
 
     /// A copy of the log in arrival order.

@@ -43,10 +43,7 @@ impl<'a> Exchange<'a> {
     pub fn new(seq: usize, body: &Value, options: &'a ServerOptions) -> Exchange<'a> {
         Exchange {
             seq,
-            model: body["model"]
-                .as_str()
-                .unwrap_or("scripted-model")
-                .to_string(),
+            model: body["model"].as_str().unwrap_or("scripted-model").to_string(),
             stream: body["stream"] == Value::Bool(true),
             include_usage: body["stream_options"]["include_usage"] == Value::Bool(true),
             options,
@@ -96,22 +93,14 @@ impl Wire {
             Step::Fault(fault) => fault,
         };
         match fault {
-            Fault::Status {
-                status,
-                body,
-                retry_after,
-            } => {
+            Fault::Status { status, body, retry_after } => {
                 let Ok(code) = StatusCode::from_u16(*status) else {
                     let message = format!("scripted-llm: invalid HTTP status {status} in script");
                     return self.error(StatusCode::INTERNAL_SERVER_ERROR, Some(&message));
                 };
-                let body = body
-                    .clone()
-                    .unwrap_or_else(|| self.error_body(*status, None).to_string());
-                Reply {
-                    retry_after: *retry_after,
-                    ..Reply::raw_json(code, body, Ending::Complete)
-                }
+                let body =
+                    body.clone().unwrap_or_else(|| self.error_body(*status, None).to_string());
+                Reply { retry_after: *retry_after, ..Reply::raw_json(code, body, Ending::Complete) }
             }
             Fault::CutMidStream => self.unfinished(CUT_TEXT, ex, Ending::Cut),
             Fault::Stall { after_text } => self.unfinished(after_text, ex, Ending::Hang),
@@ -127,11 +116,7 @@ impl Wire {
             }
             Fault::StreamErrorEvent if !ex.stream => {
                 let status = if self == Wire::Anthropic { 529 } else { 503 };
-                let status = Fault::Status {
-                    status,
-                    body: None,
-                    retry_after: None,
-                };
+                let status = Fault::Status { status, body: None, retry_after: None };
                 self.render(&status.into(), ex)
             }
             Fault::StreamErrorEvent => {
@@ -141,10 +126,9 @@ impl Wire {
                 };
                 Reply::sse(vec![frame], Ending::Complete)
             }
-            Fault::SlowFirstByte { delay_ms, then } => Reply {
-                delay: Duration::from_millis(*delay_ms),
-                ..self.answer(then, ex)
-            },
+            Fault::SlowFirstByte { delay_ms, then } => {
+                Reply { delay: Duration::from_millis(*delay_ms), ..self.answer(then, ex) }
+            }
         }
     }
 }

@@ -91,10 +91,7 @@ impl Reply {
         let mut response = Response::new(Body::from_stream(body));
         *response.status_mut() = self.status;
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(self.content_type),
-        );
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(self.content_type));
         if self.content_type == "text/event-stream" {
             headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         }
@@ -120,15 +117,8 @@ pub(crate) fn sse_data(data: &Value) -> Bytes {
 
 /// Text deltas: one per word (whitespace kept) when there are 3+ words, else 3 even pieces.
 pub(crate) fn text_deltas(text: &str) -> Vec<String> {
-    let words: Vec<String> = text
-        .split_inclusive(char::is_whitespace)
-        .map(String::from)
-        .collect();
-    if words.len() >= 3 {
-        words
-    } else {
-        split_even(text, 3)
-    }
+    let words: Vec<String> = text.split_inclusive(char::is_whitespace).map(String::from).collect();
+    if words.len() >= 3 { words } else { split_even(text, 3) }
 }
 
 /// Argument deltas: the compact JSON text cut into 4 pieces at arbitrary character boundaries.
@@ -140,10 +130,7 @@ pub(crate) fn argument_deltas(arguments: &Value) -> Vec<String> {
 fn split_even(text: &str, pieces: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let size = chars.len().div_ceil(pieces.max(1)).max(1);
-    chars
-        .chunks(size)
-        .map(|chunk| chunk.iter().collect())
-        .collect()
+    chars.chunks(size).map(|chunk| chunk.iter().collect()).collect()
 }
 
 #[cfg(test)]
@@ -155,10 +142,7 @@ mod tests {
         for text in ["", "hi", "hello", "one two three four", "héllo wörld ✓"] {
             let deltas = text_deltas(text);
             assert_eq!(deltas.concat(), text);
-            assert!(
-                text.chars().count() < 3 || deltas.len() >= 3,
-                "{text:?} -> {deltas:?}"
-            );
+            assert!(text.chars().count() < 3 || deltas.len() >= 3, "{text:?} -> {deltas:?}");
         }
     }
 
@@ -167,9 +151,6 @@ mod tests {
         let args = serde_json::json!({"path": "a.txt"});
         let deltas = argument_deltas(&args);
         assert_eq!(deltas.len(), 4);
-        assert_eq!(
-            serde_json::from_str::<Value>(&deltas.concat()).ok(),
-            Some(args)
-        );
+        assert_eq!(serde_json::from_str::<Value>(&deltas.concat()).ok(), Some(args));
     }
 }

@@ -97,10 +97,7 @@ impl Default for Turn {
 impl Turn {
     /// A plain text answer.
     pub fn text(text: impl Into<String>) -> Turn {
-        Turn {
-            text: text.into(),
-            ..Turn::default()
-        }
+        Turn { text: text.into(), ..Turn::default() }
     }
 
     /// An answer making a single tool call, with a generated unique id.
@@ -110,10 +107,7 @@ impl Turn {
 
     /// An answer making these tool calls (parallel calls when more than one).
     pub fn tools(tool_calls: Vec<ScriptedToolCall>) -> Turn {
-        Turn {
-            tool_calls,
-            ..Turn::default()
-        }
+        Turn { tool_calls, ..Turn::default() }
     }
 
     /// Replaces the text streamed before the tool calls.
@@ -133,11 +127,7 @@ impl Turn {
 impl ScriptedToolCall {
     /// A tool call with a generated unique id (`call_N`).
     pub fn new(name: impl Into<String>, arguments: Value) -> ScriptedToolCall {
-        ScriptedToolCall {
-            id: next_call_id("call"),
-            name: name.into(),
-            arguments,
-        }
+        ScriptedToolCall { id: next_call_id("call"), name: name.into(), arguments }
     }
 }
 
@@ -156,11 +146,7 @@ impl From<Fault> for Step {
 impl ScriptedToolCall {
     /// The scripted id, or a fresh `{prefix}_N` when the script left it empty.
     pub(crate) fn id_or_new(&self, prefix: &str) -> String {
-        if self.id.is_empty() {
-            next_call_id(prefix)
-        } else {
-            self.id.clone()
-        }
+        if self.id.is_empty() { next_call_id(prefix) } else { self.id.clone() }
     }
 }
 

@@ -103,26 +103,16 @@ impl ScriptedServer {
         };
         let recorder = Arc::new(Recorder::new(sink));
         let shared = Arc::new(Shared {
-            script: Mutex::new(Cursor {
-                steps: script,
-                served: 0,
-            }),
+            script: Mutex::new(Cursor { steps: script, served: 0 }),
             options,
             recorder: Arc::clone(&recorder),
         });
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let (shutdown, signal) = watch::channel(false);
         let thread = std::thread::Builder::new()
             .name(format!("scripted-llm-{}", addr.port()))
             .spawn(move || runtime.block_on(serve(listener, shared, signal)))?;
-        Ok(ScriptedServer {
-            addr,
-            recorder,
-            shutdown,
-            thread: Some(thread),
-        })
+        Ok(ScriptedServer { addr, recorder, shutdown, thread: Some(thread) })
     }
 
     /// The root URL, `http://127.0.0.1:PORT` (the Anthropic base URL).
@@ -156,10 +146,7 @@ async fn serve(listener: StdListener, shared: Arc<Shared>, signal: watch::Receiv
         Ok(listener) => listener,
         Err(error) => return eprintln!("scripted-llm: cannot listen: {error}"),
     };
-    let app = Router::new()
-        .fallback(handle)
-        .layer(DefaultBodyLimit::disable())
-        .with_state(shared);
+    let app = Router::new().fallback(handle).layer(DefaultBodyLimit::disable()).with_state(shared);
     let (mut graceful, mut deadline) = (signal.clone(), signal);
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = graceful.wait_for(|stop| *stop).await;
@@ -195,9 +182,7 @@ async fn handle(
             .iter()
             .map(|(name, value)| (name.to_string(), lossy(value.as_bytes())))
             .collect(),
-        body: parsed
-            .clone()
-            .unwrap_or_else(|_| Value::String(lossy(&body))),
+        body: parsed.clone().unwrap_or_else(|_| Value::String(lossy(&body))),
         received_at,
         finished_at: None,
     });
@@ -216,10 +201,7 @@ fn route(shared: &Shared, method: &Method, path: &str, body: Result<Value, Strin
         ("POST", "/v1/chat/completions") => Wire::OpenAi,
         _ => {
             let message = format!("scripted-llm: no route for {method} {path}");
-            return Reply::json(
-                StatusCode::NOT_FOUND,
-                &json!({"error": {"message": message}}),
-            );
+            return Reply::json(StatusCode::NOT_FOUND, &json!({"error": {"message": message}}));
         }
     };
     let body = match body {
@@ -235,17 +217,10 @@ fn route(shared: &Shared, method: &Method, path: &str, body: Result<Value, Strin
             return wire.error(StatusCode::BAD_REQUEST, Some(&message));
         }
     };
-    let next = shared
-        .script
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .next(shared.options.repeat);
+    let next =
+        shared.script.lock().unwrap_or_else(PoisonError::into_inner).next(shared.options.repeat);
     let Some((seq, step)) = next else {
-        let served = shared
-            .script
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .served;
+        let served = shared.script.lock().unwrap_or_else(PoisonError::into_inner).served;
         let message = format!("scripted-llm: script exhausted after {served} requests");
         return wire.error(StatusCode::INTERNAL_SERVER_ERROR, Some(&message));
     };

@@ -28,9 +28,7 @@ fn binary_serves_a_script_file_and_appends_timed_records() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line
         .trim()
         .strip_prefix("listening on ")
@@ -60,9 +58,7 @@ fn binary_serves_a_script_file_and_appends_timed_records() {
 
 #[test]
 fn binary_rejects_a_missing_script_with_usage() {
-    let output = Command::new(env!("CARGO_BIN_EXE_scripted-llm"))
-        .output()
-        .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_scripted-llm")).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--script is required"));
 }

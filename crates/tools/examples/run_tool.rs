@@ -27,9 +27,7 @@ async fn main() {
         eprintln!("{e}");
         std::process::exit(2);
     }
-    let Some(tool) = tools.get(name) else {
-        unreachable!("validated")
-    };
+    let Some(tool) = tools.get(name) else { unreachable!("validated") };
     match tool.execute(input, &ToolContext::new(workspace)).await {
         Ok(out) => {
             println!("{}", out.joined_text());

@@ -40,9 +40,7 @@ pub(crate) fn optional_count(input: &Value, key: &str) -> Result<Option<u64>, To
 /// Like [`optional_count`], and also at least 1.
 pub(crate) fn optional_positive(input: &Value, key: &str) -> Result<Option<u64>, ToolError> {
     match optional_count(input, key)? {
-        Some(0) => Err(ToolError::InvalidArguments(format!(
-            "`{key}` must be 1 or more, got 0"
-        ))),
+        Some(0) => Err(ToolError::InvalidArguments(format!("`{key}` must be 1 or more, got 0"))),
         other => Ok(other),
     }
 }

@@ -140,9 +140,7 @@ impl Default for JobManager {
 
 impl fmt::Debug for JobManager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JobManager")
-            .field("jobs", &self.jobs().len())
-            .finish()
+        f.debug_struct("JobManager").field("jobs", &self.jobs().len()).finish()
     }
 }
 
@@ -186,10 +184,7 @@ impl JobManager {
                 "refused before running: {reason}. If this is really intended, ask the user to run it themselves."
             )));
         }
-        let timeout = options
-            .timeout
-            .unwrap_or(DEFAULT_JOB_TIMEOUT)
-            .min(self.inner.max_timeout);
+        let timeout = options.timeout.unwrap_or(DEFAULT_JOB_TIMEOUT).min(self.inner.max_timeout);
         let mut jobs = lock(&self.inner.jobs);
         let running = jobs.iter().filter(|j| j.is_running()).count();
         if running >= MAX_RUNNING_JOBS {
@@ -201,13 +196,8 @@ impl JobManager {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| ToolError::Failed("background jobs need a tokio runtime".to_string()))?;
         let id = fresh_id(&jobs);
-        let (job, run) = Job::spawn(
-            &id,
-            command,
-            workspace,
-            options.detached,
-            options.confinement.clone(),
-        )?;
+        let (job, run) =
+            Job::spawn(&id, command, workspace, options.detached, options.confinement.clone())?;
         forget_old_jobs(&mut jobs);
         jobs.push(job.clone());
         drop(jobs);
@@ -238,10 +228,7 @@ impl JobManager {
 
     /// The jobs still running, oldest first.
     pub fn running(&self) -> Vec<JobSummary> {
-        self.jobs()
-            .into_iter()
-            .filter(|j| j.status == JobStatus::Running)
-            .collect()
+        self.jobs().into_iter().filter(|j| j.status == JobStatus::Running).collect()
     }
 
     /// Every job remembered (running and recently finished), oldest first.
@@ -276,11 +263,7 @@ impl JobManager {
             out.push_str(&format!("[output file: {}]\n", path.display()));
         }
         let text = job.output_text();
-        out.push_str(if text.is_empty() {
-            "(no output yet)"
-        } else {
-            &text
-        });
+        out.push_str(if text.is_empty() { "(no output yet)" } else { &text });
         Ok(out)
     }
 
@@ -309,11 +292,7 @@ impl JobManager {
         let known: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
         Err(ToolError::InvalidArguments(format!(
             "no background job {id:?}; known jobs: {}",
-            if known.is_empty() {
-                "(none)".to_string()
-            } else {
-                known.join(", ")
-            }
+            if known.is_empty() { "(none)".to_string() } else { known.join(", ") }
         )))
     }
 }
@@ -354,16 +333,9 @@ fn fresh_id(jobs: &[Arc<Job>]) -> String {
 
 /// One line about a job: id, status, exit code, elapsed time, command.
 fn summary_line(j: &JobSummary) -> String {
-    let code = j
-        .exit_code
-        .map(|c| format!(" (exit code {c})"))
-        .unwrap_or_default();
+    let code = j.exit_code.map(|c| format!(" (exit code {c})")).unwrap_or_default();
     let detached = if j.detached { " [detached]" } else { "" };
-    let when = if j.status == JobStatus::Running {
-        "for"
-    } else {
-        "after"
-    };
+    let when = if j.status == JobStatus::Running { "for" } else { "after" };
     format!(
         "[{}] {}{code} {when} {}{detached}: {}",
         j.id,
@@ -396,10 +368,7 @@ pub fn format_results(results: &[JobResult]) -> String {
     }
     let mut out = String::from("<background-results>\n");
     for r in results {
-        let code = r
-            .exit_code
-            .map(|c| format!(" (exit code {c})"))
-            .unwrap_or_default();
+        let code = r.exit_code.map(|c| format!(" (exit code {c})")).unwrap_or_default();
         out.push_str(&format!(
             "[bg:{}] {}{code} after {}: {}\n{}\n",
             r.task_id,

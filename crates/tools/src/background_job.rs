@@ -102,12 +102,7 @@ impl Job {
             let (reader, writer) =
                 std::io::pipe().map_err(|e| ToolError::io("cannot create a pipe", e))?;
             let output = Output::Pipe(Mutex::new(Capture::default()));
-            (
-                output,
-                OwnedFd::from(writer),
-                Some(reader),
-                command.to_string(),
-            )
+            (output, OwnedFd::from(writer), Some(reader), command.to_string())
         };
         let (child, mut group) = spawn_in_group(&script, workspace, fd, confinement)?;
         let pipe = reader
@@ -197,11 +192,7 @@ impl Run {
     /// Waits for the job to end (exit, timeout or kill), records how, and queues
     /// its result.
     pub(crate) async fn supervise(self, job: Arc<Job>, timeout: Duration, queue: Arc<Queue>) {
-        let Run {
-            mut child,
-            mut group,
-            mut pipe,
-        } = self;
+        let Run { mut child, mut group, mut pipe } = self;
         let deadline = job.started + timeout;
         let mut buf = vec![0u8; 64 * 1024];
         let mut exited: Option<std::process::ExitStatus> = None;
@@ -259,13 +250,12 @@ impl Run {
             End::Exited(status) if status.code().is_none() && job.stop.is_cancelled() => {
                 (JobStatus::Killed, None, None)
             }
-            End::Exited(status) => match (
-                status.code(),
-                std::os::unix::process::ExitStatusExt::signal(&status),
-            ) {
-                (Some(code), _) => (JobStatus::Completed, Some(code), None),
-                (None, signal) => (JobStatus::Error, None, signal),
-            },
+            End::Exited(status) => {
+                match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                    (Some(code), _) => (JobStatus::Completed, Some(code), None),
+                    (None, signal) => (JobStatus::Error, None, signal),
+                }
+            }
             End::WaitFailed => (JobStatus::Error, None, None),
             End::TimedOut => (JobStatus::Timeout, None, None),
             End::Killed => (JobStatus::Killed, None, None),
@@ -273,12 +263,7 @@ impl Run {
         let ended = Instant::now();
         {
             let mut state = lock(&job.state);
-            *state = JobState {
-                status,
-                exit_code,
-                ended: Some(ended),
-                pgid: None,
-            };
+            *state = JobState { status, exit_code, ended: Some(ended), pgid: None };
         }
         let mut result = head_and_tail(&job.output_text(), RESULT_KEEP_CHARS);
         match (status, signal) {

@@ -87,11 +87,7 @@ impl Tool for BackgroundRunTool {
         let id = self.0.start(
             command,
             sandbox.workspace(),
-            JobOptions {
-                timeout,
-                detached,
-                confinement: ctx.write_confinement()?,
-            },
+            JobOptions { timeout, detached, confinement: ctx.write_confinement()? },
         )?;
         let survives = if detached {
             format!(
@@ -135,9 +131,7 @@ impl Tool for CheckBackgroundTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        self.0
-            .check(optional_str(&input, "id"))
-            .map(ToolOutput::text)
+        self.0.check(optional_str(&input, "id")).map(ToolOutput::text)
     }
 }
 

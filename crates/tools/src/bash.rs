@@ -87,9 +87,8 @@ impl Tool for BashTool {
         let mut notes = Vec::new();
         let timeout_ms = match optional_positive(&input, "timeout")?.unwrap_or(DEFAULT_TIMEOUT_MS) {
             ms if ms > MAX_TIMEOUT_MS => {
-                notes.push(format!(
-                    "timeout {ms} ms is over the maximum; used {MAX_TIMEOUT_MS} ms"
-                ));
+                notes
+                    .push(format!("timeout {ms} ms is over the maximum; used {MAX_TIMEOUT_MS} ms"));
                 MAX_TIMEOUT_MS
             }
             ms => ms,
@@ -104,10 +103,7 @@ impl Tool for BashTool {
         }
 
         let cwd_file = tempfile::NamedTempFile::new().map_err(|e| {
-            ToolError::io(
-                "cannot create a temp file for the shell's working directory",
-                e,
-            )
+            ToolError::io("cannot create a temp file for the shell's working directory", e)
         })?;
         let script = format!(
             "trap 'pwd -P > {} 2>/dev/null' EXIT\n{command}",
@@ -126,14 +122,13 @@ impl Tool for BashTool {
             text.push('\n');
         }
         let (status, is_error) = match end {
-            End::Exited(status) => match (
-                status.code(),
-                std::os::unix::process::ExitStatusExt::signal(&status),
-            ) {
-                (Some(code), _) => (format!("[exit code {code}]"), code != 0),
-                (None, Some(signal)) => (format!("[killed by signal {signal}]"), true),
-                (None, None) => ("[exited]".to_string(), true),
-            },
+            End::Exited(status) => {
+                match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                    (Some(code), _) => (format!("[exit code {code}]"), code != 0),
+                    (None, Some(signal)) => (format!("[killed by signal {signal}]"), true),
+                    (None, None) => ("[exited]".to_string(), true),
+                }
+            }
             End::TimedOut => (
                 format!(
                     "[timed out after {}; the command and every process it started were killed]",
@@ -151,10 +146,7 @@ impl Tool for BashTool {
         for note in notes {
             text.push_str(&format!("\n[note: {note}]"));
         }
-        Ok(ToolOutput {
-            is_error,
-            ..ToolOutput::text(text)
-        })
+        Ok(ToolOutput { is_error, ..ToolOutput::text(text) })
     }
 }
 
@@ -163,10 +155,7 @@ impl BashTool {
     /// exists inside the sandbox, else the workspace.
     fn current_dir(&self, sandbox: &Sandbox, notes: &mut Vec<String>) -> PathBuf {
         let workspace = sandbox.workspace().to_path_buf();
-        let mut slot = self
-            .cwd
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self.cwd.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match slot.as_ref() {
             Some(dir) if dir.is_dir() && sandbox.contains(dir) => dir.clone(),
             Some(dir) => {
@@ -192,10 +181,7 @@ impl BashTool {
         if dir.as_os_str().is_empty() {
             return;
         }
-        let mut slot = self
-            .cwd
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self.cwd.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if sandbox.contains(&dir) {
             *slot = (dir != sandbox.workspace()).then_some(dir);
         } else {
@@ -277,9 +263,7 @@ pub(crate) fn spawn_in_group(
             command.pre_exec(move || confinement.apply_in_child());
         }
     }
-    let child = command
-        .spawn()
-        .map_err(|e| ToolError::io("cannot start bash", e))?;
+    let child = command.spawn().map_err(|e| ToolError::io("cannot start bash", e))?;
     drop(command); // closes our copies of the output's write end
     let group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
     Ok((child, group))

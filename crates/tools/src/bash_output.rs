@@ -64,10 +64,8 @@ impl Capture {
             let head: String = head_text.chars().take(KEEP_CHARS).collect();
             let tail_text = String::from_utf8_lossy(&self.tail);
             let tail_chars = tail_text.chars().count();
-            let tail: String = tail_text
-                .chars()
-                .skip(tail_chars.saturating_sub(KEEP_CHARS))
-                .collect();
+            let tail: String =
+                tail_text.chars().skip(tail_chars.saturating_sub(KEEP_CHARS)).collect();
             format!(
                 "{head}\n\n[... output cut: {} bytes in all; showing the first and last {KEEP_CHARS} characters ...]\n\n{}",
                 self.total,

@@ -111,10 +111,7 @@ mod tests {
             "WebFetch",
         ] {
             let name = canonical_tool_name(alias);
-            assert!(
-                tools.get(name).is_some(),
-                "{alias} -> {name} is not a builtin"
-            );
+            assert!(tools.get(name).is_some(), "{alias} -> {name} is not a builtin");
         }
         assert_eq!(canonical_tool_name("todo"), "todo");
     }

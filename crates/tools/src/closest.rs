@@ -74,11 +74,7 @@ fn whitespace_only_difference(content: &str, needle: &str) -> Option<String> {
         "old_string matches line{} {} when whitespace is ignored; copy the exact \
          indentation and spacing from the file:\n",
         if wanted.len() == 1 { "" } else { "s" },
-        if wanted.len() == 1 {
-            (first + 1).to_string()
-        } else {
-            format!("{}-{last}", first + 1)
-        }
+        if wanted.len() == 1 { (first + 1).to_string() } else { format!("{}-{last}", first + 1) }
     );
     out.push_str(&numbered_excerpt(content, first + 1, last));
     Some(out)
@@ -124,10 +120,7 @@ mod tests {
     fn a_whitespace_difference_names_the_lines() {
         let content = "fn main() {\n    let x = 1;\n    let y = 2;\n}\n";
         let hint = closest_lines(content, "let x = 1;\n  let y = 2;");
-        assert!(
-            hint.contains("lines 2-3 when whitespace is ignored"),
-            "{hint}"
-        );
+        assert!(hint.contains("lines 2-3 when whitespace is ignored"), "{hint}");
         assert!(hint.contains("     2\t    let x = 1;"), "{hint}");
     }
 

@@ -12,19 +12,15 @@
 use std::path::{Component, Path, PathBuf};
 
 /// Devices that are raw disks: writing to them destroys filesystems.
-const DISK_PREFIXES: &[&str] = &[
-    "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "dm-", "md", "loop",
-];
+const DISK_PREFIXES: &[&str] =
+    &["sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "dm-", "md", "loop"];
 /// `of=` targets of `dd` under /dev/ that are harmless.
 const HARMLESS_DEVICES: &[&str] = &["null", "zero", "stdout", "stderr", "tty"];
 /// Programs that run the rest of their arguments as a command.
-const WRAPPERS: &[&str] = &[
-    "sudo", "doas", "env", "nohup", "time", "command", "exec", "nice", "ionice", "builtin",
-];
+const WRAPPERS: &[&str] =
+    &["sudo", "doas", "env", "nohup", "time", "command", "exec", "nice", "ionice", "builtin"];
 /// Shell words that may open a simple command without being its program.
-const KEYWORDS: &[&str] = &[
-    "{", "}", "!", "if", "then", "else", "elif", "do", "while", "until",
-];
+const KEYWORDS: &[&str] = &["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until"];
 
 /// Why `command` is refused, or `None` when it may run. `workspace` is the
 /// workspace root and `cwd` the folder the command runs in.
@@ -34,13 +30,9 @@ pub fn dangerous_command(command: &str, workspace: &Path, cwd: &Path) -> Option<
         return Some("a fork bomb would exhaust the machine's processes".to_string());
     }
     if let Some(device) = raw_disk_redirect(command) {
-        return Some(format!(
-            "writing to the raw disk {device} would destroy its filesystem"
-        ));
+        return Some(format!("writing to the raw disk {device} would destroy its filesystem"));
     }
-    simple_commands(command)
-        .iter()
-        .find_map(|words| check_simple(words, workspace, cwd))
+    simple_commands(command).iter().find_map(|words| check_simple(words, workspace, cwd))
 }
 
 fn check_simple(words: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
@@ -74,12 +66,8 @@ fn check_simple(words: &[String], workspace: &Path, cwd: &Path) -> Option<String
                 .then(|| format!("dd writing to /dev/{device} would overwrite a device"))
         }),
         "chmod" | "chown" | "chgrp" => {
-            let recursive = args
-                .iter()
-                .any(|a| a == "--recursive" || is_short_flag_with(a, 'R'));
-            let root = args
-                .iter()
-                .any(|a| matches!(a.trim_end_matches('/'), "" | "/*"));
+            let recursive = args.iter().any(|a| a == "--recursive" || is_short_flag_with(a, 'R'));
+            let root = args.iter().any(|a| matches!(a.trim_end_matches('/'), "" | "/*"));
             (recursive && root).then(|| format!("{name} -R on / would break the whole system"))
         }
         "shutdown" | "reboot" | "halt" | "poweroff" => {
@@ -129,16 +117,10 @@ fn check_rm(args: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     targets.into_iter().find_map(|target| {
-        if home.is_none()
-            && ["~", "$HOME", "${HOME}"]
-                .iter()
-                .any(|p| target.starts_with(p))
-        {
+        if home.is_none() && ["~", "$HOME", "${HOME}"].iter().any(|p| target.starts_with(p)) {
             return Some(format!("rm -r {target} would delete in your home folder"));
         }
-        let (dir, star) = match target
-            .strip_suffix("/*")
-            .or_else(|| (target == "*").then_some("."))
+        let (dir, star) = match target.strip_suffix("/*").or_else(|| (target == "*").then_some("."))
         {
             Some("") => ("/", true),
             Some(dir) => (dir, true),
@@ -150,11 +132,7 @@ fn check_rm(args: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
         } else if home.as_deref().is_some_and(|h| normalize(h) == path) {
             "your home folder"
         } else if workspace.starts_with(&path) {
-            if path == workspace {
-                "the workspace"
-            } else {
-                "a folder holding the workspace"
-            }
+            if path == workspace { "the workspace" } else { "a folder holding the workspace" }
         } else {
             return None;
         };
@@ -210,18 +188,10 @@ fn is_fork_bomb(squeezed: &str) -> bool {
 /// The raw disk a `>`/`>>` redirection writes to, if any.
 fn raw_disk_redirect(command: &str) -> Option<String> {
     command.match_indices('>').find_map(|(at, _)| {
-        let target = command[at + 1..]
-            .trim_start_matches(['>', '|', '&'])
-            .trim_start();
+        let target = command[at + 1..].trim_start_matches(['>', '|', '&']).trim_start();
         let device = target.strip_prefix("/dev/")?;
-        let name: String = device
-            .chars()
-            .take_while(|c| !c.is_whitespace() && *c != ';')
-            .collect();
-        DISK_PREFIXES
-            .iter()
-            .any(|p| name.starts_with(p))
-            .then(|| format!("/dev/{name}"))
+        let name: String = device.chars().take_while(|c| !c.is_whitespace() && *c != ';').collect();
+        DISK_PREFIXES.iter().any(|p| name.starts_with(p)).then(|| format!("/dev/{name}"))
     })
 }
 
@@ -318,13 +288,9 @@ mod tests {
 
     #[test]
     fn rm_rf_of_home_is_refused() {
-        for command in [
-            "rm -rf ~",
-            "rm -rf ~/",
-            "rm -rf $HOME",
-            "rm -rf ${HOME}",
-            "rm -rf \"$HOME\"",
-        ] {
+        for command in
+            ["rm -rf ~", "rm -rf ~/", "rm -rf $HOME", "rm -rf ${HOME}", "rm -rf \"$HOME\""]
+        {
             let reason = refused(command);
             assert!(
                 reason.contains("home folder") || reason.contains("holding the workspace"),
@@ -386,14 +352,9 @@ mod tests {
 
     #[test]
     fn shutdown_and_friends_are_refused() {
-        for command in [
-            "shutdown -h now",
-            "reboot",
-            "sudo halt",
-            "poweroff",
-            "systemctl reboot",
-            "init 0",
-        ] {
+        for command in
+            ["shutdown -h now", "reboot", "sudo halt", "poweroff", "systemctl reboot", "init 0"]
+        {
             refused(command);
         }
     }

@@ -111,10 +111,9 @@ impl EditFailure {
             Self::Unchanged => {
                 "old_string and new_string are the same; nothing to change".to_string()
             }
-            Self::NotFound => format!(
-                "old_string was not found in {shown}. {}",
-                closest_lines(content, old)
-            ),
+            Self::NotFound => {
+                format!("old_string was not found in {shown}. {}", closest_lines(content, old))
+            }
             Self::Ambiguous { count, lines } => {
                 let listed: Vec<String> = lines.iter().map(usize::to_string).collect();
                 format!(
@@ -141,10 +140,7 @@ impl Applied {
     /// The first change with a few lines around it, numbered.
     pub(crate) fn excerpt(&self) -> String {
         let first = line_of(&self.content, self.first.start);
-        let last = line_of(
-            &self.content,
-            self.first.end.saturating_sub(1).max(self.first.start),
-        );
+        let last = line_of(&self.content, self.first.end.saturating_sub(1).max(self.first.start));
         numbered_excerpt(
             &self.content,
             first.saturating_sub(CONTEXT_LINES).max(1),
@@ -183,11 +179,7 @@ fn apply_exact(
         0 => Err(EditFailure::NotFound),
         n if n > 1 && !replace_all => Err(EditFailure::Ambiguous {
             count: n,
-            lines: starts
-                .iter()
-                .take(MAX_LISTED_MATCHES)
-                .map(|&i| line_of(content, i))
-                .collect(),
+            lines: starts.iter().take(MAX_LISTED_MATCHES).map(|&i| line_of(content, i)).collect(),
         }),
         n => Ok(Applied {
             content: content.replace(old, new),
@@ -206,9 +198,7 @@ pub(crate) fn resolve_existing(
     let path = sandbox.resolve(raw)?;
     let shown = sandbox.display(&path);
     if path.is_dir() {
-        return Err(ToolError::InvalidArguments(format!(
-            "{shown} is a folder, not a file"
-        )));
+        return Err(ToolError::InvalidArguments(format!("{shown} is a folder, not a file")));
     }
     if !path.exists() {
         return Err(ToolError::Failed(format!(

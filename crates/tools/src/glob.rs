@@ -72,36 +72,33 @@ impl Tool for GlobTool {
         let walk_base = base.clone();
         let mut found = tokio::task::spawn_blocking(move || {
             let (tx, rx) = mpsc::channel::<(SystemTime, PathBuf)>();
-            walker(&walk_base)
-                .threads(walk_threads())
-                .build_parallel()
-                .run(|| {
-                    let tx = tx.clone();
-                    let matcher = &matcher;
-                    let base = &walk_base;
-                    let cancel = &cancel;
-                    Box::new(move |entry| {
-                        if cancel.is_cancelled() {
-                            return WalkState::Quit;
-                        }
-                        let Ok(entry) = entry else {
-                            return WalkState::Continue;
-                        };
-                        if entry.file_type().is_some_and(|t| t.is_dir()) {
-                            return WalkState::Continue;
-                        }
-                        let rel = entry.path().strip_prefix(base).unwrap_or(entry.path());
-                        if matcher.is_match(rel) {
-                            let mtime = entry
-                                .metadata()
-                                .ok()
-                                .and_then(|m| m.modified().ok())
-                                .unwrap_or(SystemTime::UNIX_EPOCH);
-                            let _ = tx.send((mtime, entry.into_path()));
-                        }
-                        WalkState::Continue
-                    })
-                });
+            walker(&walk_base).threads(walk_threads()).build_parallel().run(|| {
+                let tx = tx.clone();
+                let matcher = &matcher;
+                let base = &walk_base;
+                let cancel = &cancel;
+                Box::new(move |entry| {
+                    if cancel.is_cancelled() {
+                        return WalkState::Quit;
+                    }
+                    let Ok(entry) = entry else {
+                        return WalkState::Continue;
+                    };
+                    if entry.file_type().is_some_and(|t| t.is_dir()) {
+                        return WalkState::Continue;
+                    }
+                    let rel = entry.path().strip_prefix(base).unwrap_or(entry.path());
+                    if matcher.is_match(rel) {
+                        let mtime = entry
+                            .metadata()
+                            .ok()
+                            .and_then(|m| m.modified().ok())
+                            .unwrap_or(SystemTime::UNIX_EPOCH);
+                        let _ = tx.send((mtime, entry.into_path()));
+                    }
+                    WalkState::Continue
+                })
+            });
             drop(tx);
             rx.into_iter().collect::<Vec<_>>()
         })
@@ -118,11 +115,8 @@ impl Tool for GlobTool {
         }
         found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let total = found.len();
-        let mut out: String = found
-            .iter()
-            .take(MAX_GLOB_RESULTS)
-            .map(|(_, p)| sandbox.display(p) + "\n")
-            .collect();
+        let mut out: String =
+            found.iter().take(MAX_GLOB_RESULTS).map(|(_, p)| sandbox.display(p) + "\n").collect();
         if total > MAX_GLOB_RESULTS {
             out.push_str(&format!(
                 "({} more not shown; {total} files match. Use a narrower pattern or path.)\n",

@@ -89,11 +89,7 @@ impl Tool for GrepTool {
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        Ok(ToolOutput::text(render(
-            &query,
-            found,
-            &sandbox.display(&root),
-        )))
+        Ok(ToolOutput::text(render(&query, found, &sandbox.display(&root))))
     }
 }
 
@@ -197,22 +193,14 @@ fn search(
     let collected = AtomicUsize::new(0);
     let stopped = AtomicBool::new(false);
     let display = |path: &Path| -> String {
-        path.strip_prefix(workspace)
-            .unwrap_or(path)
-            .to_string_lossy()
-            .into_owned()
+        path.strip_prefix(workspace).unwrap_or(path).to_string_lossy().into_owned()
     };
 
     if root.is_file() {
         let mut buf = Vec::new();
-        if let Some(hit) = search_file(
-            query,
-            &matcher,
-            &mut query.searcher(),
-            root,
-            &mut buf,
-            &display,
-        ) {
+        if let Some(hit) =
+            search_file(query, &matcher, &mut query.searcher(), root, &mut buf, &display)
+        {
             let _ = tx.send(hit);
         }
     } else {
@@ -256,14 +244,9 @@ fn search(
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
                 }
-                if let Some(hit) = search_file(
-                    query,
-                    matcher,
-                    &mut searcher,
-                    entry.path(),
-                    &mut buf,
-                    display,
-                ) {
+                if let Some(hit) =
+                    search_file(query, matcher, &mut searcher, entry.path(), &mut buf, display)
+                {
                     let size = hit.lines.len() + hit.path.len();
                     if collected.fetch_add(size, Ordering::Relaxed) + size > MAX_COLLECTED_BYTES {
                         stopped.store(true, Ordering::Relaxed);
@@ -277,10 +260,7 @@ fn search(
         });
     }
     drop(tx);
-    Ok(Found {
-        hits: rx.into_iter().collect(),
-        stopped_early: stopped.load(Ordering::Relaxed),
-    })
+    Ok(Found { hits: rx.into_iter().collect(), stopped_early: stopped.load(Ordering::Relaxed) })
 }
 
 /// Searches one file; `None` when it has no match, is binary or unreadable.
@@ -299,11 +279,7 @@ fn search_file(
         return None;
     }
     let matches = sink.matches;
-    Some(FileHit {
-        path: display(path),
-        matches,
-        lines: std::mem::take(buf),
-    })
+    Some(FileHit { path: display(path), matches, lines: std::mem::take(buf) })
 }
 
 /// The sorted, capped text the model sees.
@@ -336,11 +312,7 @@ fn render(query: &Query, found: Found, root: &str) -> String {
         }
     }
     let total = lines.len();
-    let mut out = lines
-        .into_iter()
-        .take(query.head_limit)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let mut out = lines.into_iter().take(query.head_limit).collect::<Vec<_>>().join("\n");
     out.push('\n');
     if total > query.head_limit {
         let unit = match query.mode {

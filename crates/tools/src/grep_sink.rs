@@ -41,14 +41,7 @@ pub(crate) struct Collect<'a> {
 impl<'a> Collect<'a> {
     /// A sink writing into `out` (cleared by the caller).
     pub(crate) fn new(mode: OutputMode, line_numbers: bool, out: &'a mut Vec<u8>) -> Self {
-        Self {
-            mode,
-            line_numbers,
-            out,
-            matches: 0,
-            binary: false,
-            scratch: String::new(),
-        }
+        Self { mode, line_numbers, out, matches: 0, binary: false, scratch: String::new() }
     }
 
     fn push_line(&mut self, kind: u8, number: Option<u64>, line: &[u8]) {
@@ -62,11 +55,7 @@ impl<'a> Collect<'a> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         self.scratch.clear();
-        push_cut(
-            &mut self.scratch,
-            &String::from_utf8_lossy(line),
-            MAX_GREP_LINE_CHARS,
-        );
+        push_cut(&mut self.scratch, &String::from_utf8_lossy(line), MAX_GREP_LINE_CHARS);
         self.out.extend_from_slice(self.scratch.as_bytes());
         self.out.push(b'\n');
     }

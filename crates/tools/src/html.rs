@@ -12,12 +12,7 @@ const DROPPED_TAGS: &[&str] = &[
 
 /// The page as Markdown, preceded by its title.
 pub(crate) fn html_to_markdown(html: &str) -> String {
-    convert(
-        html,
-        HtmlToMarkdown::builder()
-            .skip_tags(DROPPED_TAGS.to_vec())
-            .build(),
-    )
+    convert(html, HtmlToMarkdown::builder().skip_tags(DROPPED_TAGS.to_vec()).build())
 }
 
 /// The page as plain text: Markdown without link targets, images or emphasis marks.
@@ -26,11 +21,7 @@ pub(crate) fn html_to_text(html: &str) -> String {
         Some(handlers.walk_children(element.node).content.into())
     };
     let alt = |_: &dyn Handlers, element: Element| -> Option<HandlerResult> {
-        element
-            .attrs
-            .iter()
-            .find(|a| &*a.name.local == "alt")
-            .map(|a| a.value.to_string().into())
+        element.attrs.iter().find(|a| &*a.name.local == "alt").map(|a| a.value.to_string().into())
     };
     let converter = HtmlToMarkdown::builder()
         .skip_tags(DROPPED_TAGS.to_vec())
@@ -56,12 +47,7 @@ fn title(html: &str) -> Option<String> {
     let open = lower.find("<title")?;
     let start = open + lower[open..].find('>')? + 1;
     let end = start + lower[start..].find("</title>")?;
-    Some(
-        html[start..end]
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" "),
-    )
+    Some(html[start..end].split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// The `<main>` element when the page has exactly one: the content without
@@ -79,10 +65,7 @@ fn main_element(html: &str) -> Option<&str> {
 /// Position of tag `open` (e.g. `<main`) followed by `>` or whitespace.
 fn find_tag(lower: &str, open: &str) -> Option<usize> {
     lower.match_indices(open).map(|(i, _)| i).find(|&i| {
-        lower[i + open.len()..]
-            .chars()
-            .next()
-            .is_some_and(|c| c == '>' || c.is_whitespace())
+        lower[i + open.len()..].chars().next().is_some_and(|c| c == '>' || c.is_whitespace())
     })
 }
 

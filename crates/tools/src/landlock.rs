@@ -101,9 +101,7 @@ impl WriteConfinement {
             return Ok(None);
         };
         let access = write_access(abi);
-        let attr = RulesetAttr {
-            handled_access_fs: access,
-        };
+        let attr = RulesetAttr { handled_access_fs: access };
         // SAFETY: attr is a valid, initialised struct of the size passed.
         let fd = unsafe {
             libc::syscall(
@@ -123,10 +121,7 @@ impl WriteConfinement {
             let Ok(dir) = std::fs::File::open(root) else {
                 continue;
             };
-            let rule = PathBeneathAttr {
-                allowed_access: access,
-                parent_fd: dir.as_raw_fd(),
-            };
+            let rule = PathBeneathAttr { allowed_access: access, parent_fd: dir.as_raw_fd() };
             // SAFETY: rule is valid for the call; both fds are open.
             let r = unsafe {
                 libc::syscall(
@@ -146,10 +141,7 @@ impl WriteConfinement {
             }
             added.push(root.clone());
         }
-        Ok(Some(Self {
-            ruleset,
-            roots: added,
-        }))
+        Ok(Some(Self { ruleset, roots: added }))
     }
 
     /// The folders writes are allowed beneath.
@@ -165,11 +157,7 @@ impl WriteConfinement {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if libc::syscall(
-                libc::SYS_landlock_restrict_self,
-                self.ruleset.as_raw_fd(),
-                0u32,
-            ) != 0
+            if libc::syscall(libc::SYS_landlock_restrict_self, self.ruleset.as_raw_fd(), 0u32) != 0
             {
                 return Err(std::io::Error::last_os_error());
             }
@@ -201,9 +189,7 @@ mod tests {
         }
         let ws = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
-        let confinement = WriteConfinement::prepare(&[ws.path().to_path_buf()])
-            .unwrap()
-            .unwrap();
+        let confinement = WriteConfinement::prepare(&[ws.path().to_path_buf()]).unwrap().unwrap();
         let target = outside.path().join("escape.txt");
         let script = format!(
             "echo in > {0}/in.txt; echo out > {1}; cat /etc/hostname >/dev/null",
@@ -217,14 +203,8 @@ mod tests {
             cmd.pre_exec(move || confinement.apply_in_child());
         }
         let out = cmd.output().unwrap();
-        assert!(
-            ws.path().join("in.txt").exists(),
-            "writes inside the workspace work"
-        );
+        assert!(ws.path().join("in.txt").exists(), "writes inside the workspace work");
         assert!(!target.exists(), "writes outside are refused");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
-            "{out:?}"
-        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"), "{out:?}");
     }
 }

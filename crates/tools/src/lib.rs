@@ -159,10 +159,7 @@ pub struct SandboxPolicy {
 
 impl Default for SandboxPolicy {
     fn default() -> Self {
-        Self {
-            confine_writes: true,
-            writable: Vec::new(),
-        }
+        Self { confine_writes: true, writable: Vec::new() }
     }
 }
 
@@ -213,18 +210,12 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A successful text result.
     pub fn text(text: impl Into<String>) -> Self {
-        Self {
-            content: vec![ResultPart::Text { text: text.into() }],
-            is_error: false,
-        }
+        Self { content: vec![ResultPart::Text { text: text.into() }], is_error: false }
     }
 
     /// An error result: the message tells the model what was wrong.
     pub fn error(text: impl Into<String>) -> Self {
-        Self {
-            content: vec![ResultPart::Text { text: text.into() }],
-            is_error: true,
-        }
+        Self { content: vec![ResultPart::Text { text: text.into() }], is_error: true }
     }
 
     /// The text parts joined.
@@ -267,9 +258,6 @@ pub enum ToolError {
 impl ToolError {
     /// An I/O error about `context` (a path or an operation).
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Self::Io {
-            context: context.into(),
-            source,
-        }
+        Self::Io { context: context.into(), source }
     }
 }

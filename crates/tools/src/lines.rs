@@ -28,11 +28,7 @@ pub(crate) fn push_cut(out: &mut String, line: &str, max_chars: usize) {
 
 /// 1-based line number of byte offset `at` in `text`.
 pub(crate) fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
+    text.as_bytes()[..at.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1
 }
 
 /// Lines `first..=last` (1-based, clamped) of `text`, numbered.
@@ -65,10 +61,7 @@ mod tests {
     fn long_lines_are_cut_with_their_length() {
         let mut out = String::new();
         push_cut(&mut out, &"é".repeat(30), 10);
-        assert_eq!(
-            out,
-            format!("{}… [line cut: 30 chars in all]", "é".repeat(10))
-        );
+        assert_eq!(out, format!("{}… [line cut: 30 chars in all]", "é".repeat(10)));
     }
 
     #[test]

@@ -72,14 +72,9 @@ impl Tool for ListDirTool {
                         Some(t) if t.is_file() => "file",
                         _ => "other",
                     };
-                    let size = (kind == "file")
-                        .then(|| e.metadata().ok().map(|m| m.len()))
-                        .flatten();
-                    Entry {
-                        name: e.file_name().to_string_lossy().into_owned(),
-                        kind,
-                        size,
-                    }
+                    let size =
+                        (kind == "file").then(|| e.metadata().ok().map(|m| m.len())).flatten();
+                    Entry { name: e.file_name().to_string_lossy().into_owned(), kind, size }
                 })
                 .collect::<Vec<_>>()
         })
@@ -89,17 +84,12 @@ impl Tool for ListDirTool {
             return Ok(ToolOutput::text(format!("{shown} is empty.")));
         }
         entries.sort_by(|a, b| {
-            (a.kind != "dir")
-                .cmp(&(b.kind != "dir"))
-                .then_with(|| a.name.cmp(&b.name))
+            (a.kind != "dir").cmp(&(b.kind != "dir")).then_with(|| a.name.cmp(&b.name))
         });
         let total = entries.len();
         let mut out = format!("{shown}:\n");
         for e in entries.iter().take(MAX_LIST_ENTRIES) {
-            let size = e
-                .size
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "-".to_string());
+            let size = e.size.map(|s| s.to_string()).unwrap_or_else(|| "-".to_string());
             let slash = if e.kind == "dir" { "/" } else { "" };
             out.push_str(&format!("{:<7} {size:>10}  {}{slash}\n", e.kind, e.name));
         }

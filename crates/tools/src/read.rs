@@ -204,10 +204,7 @@ fn image_type(path: &Path, head: &[u8]) -> Result<Option<&'static str>, ToolErro
     } else {
         None
     };
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     let by_ext = match ext.as_deref() {
         Some("png") => Some("image/png"),
         Some("jpg" | "jpeg") => Some("image/jpeg"),
@@ -219,9 +216,7 @@ fn image_type(path: &Path, head: &[u8]) -> Result<Option<&'static str>, ToolErro
         (Some(expected), found) if found != Some(expected) => Err(ToolError::Failed(format!(
             "{} has an image extension but its content is not {expected}{}",
             path.display(),
-            found
-                .map(|f| format!(" (it looks like {f})"))
-                .unwrap_or_default()
+            found.map(|f| format!(" (it looks like {f})")).unwrap_or_default()
         ))),
         (_, found) => Ok(found),
     }
@@ -255,13 +250,8 @@ fn read_image(
     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
     Ok(ToolOutput {
         content: vec![
-            ResultPart::Text {
-                text: format!("{shown}: {media_type}, {} bytes", bytes.len()),
-            },
-            ResultPart::Image {
-                media_type: media_type.to_string(),
-                data,
-            },
+            ResultPart::Text { text: format!("{shown}: {media_type}, {} bytes", bytes.len()) },
+            ResultPart::Image { media_type: media_type.to_string(), data },
         ],
         is_error: false,
     })

@@ -33,15 +33,8 @@ impl ToolRegistry {
 
     /// Adds an already shared tool; a tool with the same name is replaced in place.
     pub fn register_arc(&mut self, tool: Arc<dyn Tool>) {
-        let entry = Entry {
-            tool,
-            validator: Arc::new(OnceLock::new()),
-        };
-        match self
-            .entries
-            .iter_mut()
-            .find(|e| e.tool.name() == entry.tool.name())
-        {
+        let entry = Entry { tool, validator: Arc::new(OnceLock::new()) };
+        match self.entries.iter_mut().find(|e| e.tool.name() == entry.tool.name()) {
             Some(slot) => *slot = entry,
             None => self.entries.push(entry),
         }
@@ -49,10 +42,7 @@ impl ToolRegistry {
 
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.entries
-            .iter()
-            .find(|e| e.tool.name() == name)
-            .map(|e| &e.tool)
+        self.entries.iter().find(|e| e.tool.name() == name).map(|e| &e.tool)
     }
 
     /// Names in order.
@@ -111,11 +101,7 @@ impl ToolRegistry {
             .iter_errors(input)
             .map(|e| {
                 let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
+                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
             })
             .collect();
         if problems.is_empty() {
@@ -133,11 +119,7 @@ impl ToolRegistry {
     pub fn unknown_tool_message(&self, name: &str) -> String {
         format!(
             "unknown tool {name:?}; available tools: {}",
-            if self.is_empty() {
-                "(none)".to_string()
-            } else {
-                self.names().join(", ")
-            }
+            if self.is_empty() { "(none)".to_string() } else { self.names().join(", ") }
         )
     }
 }
@@ -207,9 +189,6 @@ mod tests {
     #[test]
     fn unknown_tool_lists_the_available_ones() {
         let err = registry().validate("rm", &json!({})).unwrap_err();
-        assert_eq!(
-            err,
-            "unknown tool \"rm\"; available tools: read, write, task"
-        );
+        assert_eq!(err, "unknown tool \"rm\"; available tools: read, write, task");
     }
 }

@@ -67,9 +67,7 @@ impl Sandbox {
     /// `$HOME`) to a canonical path inside one of the roots, or refuses it.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
         if path.contains('\0') {
-            return Err(ToolError::Refused(format!(
-                "path {path:?} contains a NUL byte"
-            )));
+            return Err(ToolError::Refused(format!("path {path:?} contains a NUL byte")));
         }
         if path.trim().is_empty() {
             return Err(ToolError::InvalidArguments(
@@ -137,10 +135,7 @@ impl Sandbox {
         // A missing folder followed by `..` ends the name with `..`, which has no
         // file_name: the loop above refused it. A `..` elsewhere in the tail:
         let missing = joined.strip_prefix(&cursor).unwrap_or(joined);
-        if missing
-            .components()
-            .any(|c| matches!(c, Component::ParentDir))
-        {
+        if missing.components().any(|c| matches!(c, Component::ParentDir)) {
             return Err(ToolError::Refused(format!(
                 "path {path} uses `..` after a folder that does not exist"
             )));
@@ -216,10 +211,7 @@ mod tests {
     fn relative_paths_resolve_against_the_workspace() {
         let (ws, _out, sb) = setup();
         let got = sb.resolve("src/main.rs").unwrap();
-        assert_eq!(
-            got,
-            fs::canonicalize(ws.path().join("src/main.rs")).unwrap()
-        );
+        assert_eq!(got, fs::canonicalize(ws.path().join("src/main.rs")).unwrap());
         assert_eq!(sb.display(&got), "src/main.rs");
     }
 
@@ -283,10 +275,7 @@ mod tests {
     fn fifo_is_refused() {
         let (ws, _out, sb) = setup();
         let fifo = ws.path().join("pipe");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
         assert!(status.success());
         let msg = refused(sb.resolve("pipe"));
         assert!(msg.contains("fifo"), "{msg}");
@@ -310,9 +299,7 @@ mod tests {
     fn missing_path_reattaches_its_tail_under_the_existing_ancestor() {
         let (ws, _out, sb) = setup();
         let got = sb.resolve("src/new/deeper/file.rs").unwrap();
-        let expected = fs::canonicalize(ws.path())
-            .unwrap()
-            .join("src/new/deeper/file.rs");
+        let expected = fs::canonicalize(ws.path()).unwrap().join("src/new/deeper/file.rs");
         assert_eq!(got, expected);
     }
 

@@ -16,18 +16,10 @@ const SKIPPED_DIRS: &[&str] = &[".git", ".hg", ".svn", ".jj"];
 /// A walker over `root` with ferroclaw's rules.
 pub(crate) fn walker(root: &Path) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry(|entry| {
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir
-                && entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|n| SKIPPED_DIRS.contains(&n)))
-        });
+    builder.hidden(false).require_git(false).follow_links(false).filter_entry(|entry| {
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        !(is_dir && entry.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
+    });
     builder
 }
 

@@ -127,11 +127,7 @@ async fn fetch(
     max_chars: usize,
 ) -> Result<ToolOutput, ToolError> {
     let shown = url.to_string();
-    let mut response = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| request_error(&shown, &e))?;
+    let mut response = client.get(url).send().await.map_err(|e| request_error(&shown, &e))?;
     let final_url = response.url().to_string();
     let status = response.status();
     let content_type = response
@@ -150,11 +146,7 @@ async fn fetch(
 
     let mut bytes = Vec::new();
     let mut cut = false;
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| request_error(&final_url, &e))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|e| request_error(&final_url, &e))? {
         let room = MAX_BODY_BYTES - bytes.len();
         if chunk.len() > room {
             bytes.extend_from_slice(&chunk[..room]);
@@ -175,11 +167,7 @@ async fn fetch(
     let body = String::from_utf8_lossy(&bytes).into_owned();
     let text = match kind {
         Body::Html => tokio::task::spawn_blocking(move || {
-            if markdown {
-                html_to_markdown(&body)
-            } else {
-                html_to_text(&body)
-            }
+            if markdown { html_to_markdown(&body) } else { html_to_text(&body) }
         })
         .await
         .map_err(|e| ToolError::Failed(format!("HTML conversion failed: {e}")))?,
@@ -207,9 +195,7 @@ async fn fetch(
         ));
     }
     if !status.is_success() {
-        return Ok(ToolOutput::error(format!(
-            "HTTP {status} from {final_url}\n\n{out}"
-        )));
+        return Ok(ToolOutput::error(format!("HTTP {status} from {final_url}\n\n{out}")));
     }
     Ok(ToolOutput::text(out))
 }

@@ -33,9 +33,9 @@ impl SearchBackend {
             "brave" => Ok(Self::Brave),
             "tavily" => Ok(Self::Tavily),
             "searxng" => Ok(Self::Searxng),
-            other => Err(format!(
-                "unknown web search backend {other:?}; valid: brave, tavily, searxng"
-            )),
+            other => {
+                Err(format!("unknown web search backend {other:?}; valid: brave, tavily, searxng"))
+            }
         }
     }
 
@@ -87,12 +87,7 @@ impl WebSearchTool {
             .user_agent(concat!("ferroclaw/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("web_search: cannot build the HTTP client: {e}"))?;
-        Ok(Self {
-            backend,
-            url,
-            api_key,
-            client,
-        })
+        Ok(Self { backend, url, api_key, client })
     }
 
     async fn search(&self, query: &str, count: u64) -> Result<Vec<Hit>, ToolError> {
@@ -112,9 +107,9 @@ impl WebSearchTool {
                 .post(&self.url)
                 .bearer_auth(key)
                 .json(&json!({"query": query, "max_results": count})),
-            SearchBackend::Searxng => self
-                .client
-                .get(with_params(&[("q", query), ("format", "json")])?),
+            SearchBackend::Searxng => {
+                self.client.get(with_params(&[("q", query), ("format", "json")])?)
+            }
         };
         let response = request.send().await.map_err(|e| {
             ToolError::Failed(format!("web search ({:?}) failed: {e}", self.backend))
@@ -205,10 +200,8 @@ impl Tool for WebSearchTool {
         if query.is_empty() {
             return Err(ToolError::InvalidArguments("the query is empty".into()));
         }
-        let count = input["count"]
-            .as_u64()
-            .unwrap_or(DEFAULT_SEARCH_RESULTS)
-            .clamp(1, MAX_SEARCH_RESULTS);
+        let count =
+            input["count"].as_u64().unwrap_or(DEFAULT_SEARCH_RESULTS).clamp(1, MAX_SEARCH_RESULTS);
         let hits = tokio::select! {
             hits = self.search(query, count) => hits?,
             _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),

@@ -52,9 +52,7 @@ impl Tool for WriteTool {
             .map_err(|e| ToolError::Failed(format!("write task failed: {e}")))??;
         let len = input["content"].as_str().map_or(0, str::len);
         let verb = if created { "Created" } else { "Overwrote" };
-        Ok(ToolOutput::text(format!(
-            "{verb} {shown} ({len} bytes written)"
-        )))
+        Ok(ToolOutput::text(format!("{verb} {shown} ({len} bytes written)")))
     }
 }
 
@@ -84,17 +82,12 @@ pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> Result<bool, ToolError>
         .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(parent)
         .map_err(|e| {
-            ToolError::io(
-                format!("cannot create a temp file in {}", parent.display()),
-                e,
-            )
+            ToolError::io(format!("cannot create a temp file in {}", parent.display()), e)
         })?;
     let io = |e| ToolError::io(format!("cannot write {shown}"), e);
     temp.write_all(bytes).map_err(io)?;
     if let Some(permissions) = &existing {
-        temp.as_file()
-            .set_permissions(permissions.clone())
-            .map_err(io)?;
+        temp.as_file().set_permissions(permissions.clone()).map_err(io)?;
     }
     temp.as_file().sync_all().map_err(io)?;
     temp.persist(path).map_err(|e| io(e.error))?;

@@ -11,10 +11,7 @@ use serde_json::{Value, json};
 /// True while process `pid` exists and is not a zombie.
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
         Err(_) => false,
     }
 }
@@ -78,9 +75,7 @@ async fn call(tools: &ToolRegistry, ctx: &ToolContext, name: &str, input: Value)
 async fn a_finished_job_is_drained_exactly_once_while_other_work_happens() {
     let dir = tempfile::tempdir().unwrap();
     let jobs = JobManager::new();
-    let id = jobs
-        .start("sleep 0.3; echo done", dir.path(), JobOptions::default())
-        .unwrap();
+    let id = jobs.start("sleep 0.3; echo done", dir.path(), JobOptions::default()).unwrap();
     assert_eq!(id.len(), 8);
     assert!(jobs.drain_finished().is_empty(), "nothing finished yet");
     assert_eq!(jobs.running().len(), 1);
@@ -95,16 +90,11 @@ async fn a_finished_job_is_drained_exactly_once_while_other_work_happens() {
     );
     assert_eq!(r.command, "sleep 0.3; echo done");
     assert!(r.result.contains("done"), "{}", r.result);
-    assert!(
-        jobs.drain_finished().is_empty(),
-        "a result is never repeated"
-    );
+    assert!(jobs.drain_finished().is_empty(), "a result is never repeated");
     assert!(jobs.running().is_empty());
 
     let block = format_results(&results);
-    assert!(block.starts_with(&format!(
-        "<background-results>\n[bg:{id}] completed (exit code 0)"
-    )));
+    assert!(block.starts_with(&format!("<background-results>\n[bg:{id}] completed (exit code 0)")));
     assert!(block.contains("done"), "{block}");
 }
 
@@ -138,19 +128,14 @@ async fn results_of_several_jobs_are_neither_lost_nor_repeated() {
 async fn a_timeout_kills_the_whole_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let jobs = JobManager::new();
-    let id = jobs
-        .start("sleep 30 & echo $!; wait", dir.path(), opts(700))
-        .unwrap();
+    let id = jobs.start("sleep 30 & echo $!; wait", dir.path(), opts(700)).unwrap();
     let child = printed_pid(&jobs, &id).await;
     finished(&jobs).await;
     let r = jobs.drain_finished().remove(0);
     assert_eq!(r.status, JobStatus::Timeout);
     assert_eq!(r.exit_code, None);
     assert!(r.result.contains("timed out"), "{}", r.result);
-    assert!(
-        gone(child).await,
-        "the child sleep {child} survived the timeout"
-    );
+    assert!(gone(child).await, "the child sleep {child} survived the timeout");
 }
 
 #[tokio::test]
@@ -159,23 +144,15 @@ async fn kill_background_kills_the_job_and_its_children() {
     let jobs = JobManager::new();
     let tools = registry(&jobs);
     let ctx = ToolContext::new(dir.path());
-    let started = call(
-        &tools,
-        &ctx,
-        "background_run",
-        json!({"command": "sleep 30 & echo $!; wait"}),
-    )
-    .await;
+    let started =
+        call(&tools, &ctx, "background_run", json!({"command": "sleep 30 & echo $!; wait"})).await;
     let id = jobs.running()[0].id.clone();
     assert!(started.contains(&id), "{started}");
     let child = printed_pid(&jobs, &id).await;
 
     let killed = call(&tools, &ctx, "kill_background", json!({"id": id})).await;
     assert!(killed.contains("Killed background job"), "{killed}");
-    assert!(
-        gone(child).await,
-        "the child sleep {child} survived the kill"
-    );
+    assert!(gone(child).await, "the child sleep {child} survived the kill");
     assert_eq!(jobs.job(&id).unwrap().status, JobStatus::Killed);
     let results = jobs.drain_finished();
     assert_eq!(results.len(), 1);
@@ -193,15 +170,10 @@ async fn check_background_shows_status_exit_code_and_output() {
     assert!(tools.get("check_background").unwrap().read_only());
     assert!(!tools.get("background_run").unwrap().read_only());
     let ctx = ToolContext::new(dir.path());
-    let id = jobs
-        .start("echo partial; exit 3", dir.path(), JobOptions::default())
-        .unwrap();
+    let id = jobs.start("echo partial; exit 3", dir.path(), JobOptions::default()).unwrap();
     finished(&jobs).await;
     let report = call(&tools, &ctx, "check_background", json!({"id": id})).await;
-    assert!(
-        report.starts_with(&format!("[{id}] completed (exit code 3) after ")),
-        "{report}"
-    );
+    assert!(report.starts_with(&format!("[{id}] completed (exit code 3) after ")), "{report}");
     assert!(report.contains("partial"), "{report}");
     let all = call(&tools, &ctx, "check_background", json!({})).await;
     assert!(all.contains(&format!("[{id}] completed")), "{all}");
@@ -212,10 +184,7 @@ async fn check_background_shows_status_exit_code_and_output() {
         .execute(json!({"id": "nope"}), &ctx)
         .await
         .unwrap_err();
-    assert!(
-        err.to_string().contains(&id),
-        "the error lists known jobs: {err}"
-    );
+    assert!(err.to_string().contains(&id), "the error lists known jobs: {err}");
 }
 
 #[tokio::test]
@@ -231,10 +200,7 @@ async fn output_is_bounded_in_memory_and_in_the_result() {
         .unwrap();
     finished(&jobs).await;
     let report = jobs.check(Some(&id)).unwrap();
-    assert!(
-        report.chars().count() < MAX_OUTPUT_CHARS + 500,
-        "check output is capped"
-    );
+    assert!(report.chars().count() < MAX_OUTPUT_CHARS + 500, "check output is capped");
     assert!(report.contains("FIRST") && report.contains("LAST"));
     assert!(report.contains("bytes in all"), "the cut is marked");
     let r = jobs.drain_finished().remove(0);
@@ -246,31 +212,20 @@ async fn output_is_bounded_in_memory_and_in_the_result() {
 async fn dropping_the_manager_kills_jobs_that_are_not_detached() {
     let dir = tempfile::tempdir().unwrap();
     let jobs = JobManager::new();
-    let id = jobs
-        .start(
-            "sleep 30 & echo $!; wait",
-            dir.path(),
-            JobOptions::default(),
-        )
-        .unwrap();
+    let id = jobs.start("sleep 30 & echo $!; wait", dir.path(), JobOptions::default()).unwrap();
     let child = printed_pid(&jobs, &id).await;
     let clone = jobs.clone();
     drop(jobs);
     assert!(alive(child), "a live clone keeps the jobs");
     drop(clone);
-    assert!(
-        gone(child).await,
-        "the child sleep {child} survived the manager"
-    );
+    assert!(gone(child).await, "the child sleep {child} survived the manager");
 }
 
 #[tokio::test]
 async fn shutdown_kills_running_jobs_and_records_them_killed() {
     let dir = tempfile::tempdir().unwrap();
     let jobs = JobManager::new();
-    let id = jobs
-        .start("sleep 30", dir.path(), JobOptions::default())
-        .unwrap();
+    let id = jobs.start("sleep 30", dir.path(), JobOptions::default()).unwrap();
     jobs.shutdown();
     finished(&jobs).await;
     assert_eq!(jobs.job(&id).unwrap().status, JobStatus::Killed);
@@ -280,26 +235,15 @@ async fn shutdown_kills_running_jobs_and_records_them_killed() {
 async fn a_detached_job_writes_a_log_and_outlives_the_manager() {
     let dir = tempfile::tempdir().unwrap();
     let jobs = JobManager::new();
-    let options = JobOptions {
-        timeout: None,
-        detached: true,
-        confinement: None,
-    };
-    let id = jobs
-        .start("sleep 30 & echo $!; wait", dir.path(), options)
-        .unwrap();
+    let options = JobOptions { timeout: None, detached: true, confinement: None };
+    let id = jobs.start("sleep 30 & echo $!; wait", dir.path(), options).unwrap();
     let child = printed_pid(&jobs, &id).await;
     let log = dir.path().join(format!(".agent/jobs/{id}.log"));
-    assert_eq!(
-        std::fs::read_to_string(&log).unwrap().trim(),
-        child.to_string()
-    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap().trim(), child.to_string());
     drop(jobs);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let survived = alive(child);
-    let _ = std::process::Command::new("kill")
-        .args(["-9", &child.to_string()])
-        .status();
+    let _ = std::process::Command::new("kill").args(["-9", &child.to_string()]).status();
     assert!(survived, "a detached job survives its manager");
 }
 
@@ -307,9 +251,7 @@ async fn a_detached_job_writes_a_log_and_outlives_the_manager() {
 async fn the_bash_deny_list_applies_to_background_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let jobs = JobManager::new();
-    let err = jobs
-        .start("rm -rf /", dir.path(), JobOptions::default())
-        .unwrap_err();
+    let err = jobs.start("rm -rf /", dir.path(), JobOptions::default()).unwrap_err();
     assert!(matches!(err, ToolError::Refused(_)), "{err}");
     assert!(err.to_string().contains("root folder"), "{err}");
     assert!(jobs.jobs().is_empty(), "nothing was started");
@@ -321,13 +263,8 @@ async fn timeouts_over_the_maximum_are_capped() {
     let jobs = JobManager::with_max_timeout(Duration::from_millis(500));
     let tools = registry(&jobs);
     let ctx = ToolContext::new(dir.path());
-    let started = call(
-        &tools,
-        &ctx,
-        "background_run",
-        json!({"command": "sleep 30", "timeout": 3600}),
-    )
-    .await;
+    let started =
+        call(&tools, &ctx, "background_run", json!({"command": "sleep 30", "timeout": 3600})).await;
     assert!(started.contains("over the maximum"), "{started}");
     finished(&jobs).await;
     assert_eq!(jobs.drain_finished()[0].status, JobStatus::Timeout);

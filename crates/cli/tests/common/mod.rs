@@ -94,16 +94,10 @@ impl Env {
     /// Every session file of this home.
     pub fn session_files(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        for dir in std::fs::read_dir(self.home.path().join("sessions"))
-            .into_iter()
-            .flatten()
-            .flatten()
+        for dir in
+            std::fs::read_dir(self.home.path().join("sessions")).into_iter().flatten().flatten()
         {
-            for f in std::fs::read_dir(dir.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
+            for f in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
                 out.push(f.path());
             }
         }

@@ -48,19 +48,14 @@ impl Compaction {
 
     /// Settings for a model, from its known window.
     pub fn for_model(model: &str) -> Self {
-        Self::new(
-            compaction::context_window(model, None),
-            DEFAULT_COMPACTION_THRESHOLD,
-        )
+        Self::new(compaction::context_window(model, None), DEFAULT_COMPACTION_THRESHOLD)
     }
 }
 
 impl Agent {
     /// The request estimate, corrected by what the provider counted so far.
     pub fn estimated_tokens(&self) -> u64 {
-        self.compaction
-            .estimator
-            .estimate(&self.system, &self.messages, &self.tools.specs())
+        self.compaction.estimator.estimate(&self.system, &self.messages, &self.tools.specs())
     }
 
     /// Before a model request: compacts when asked to or when the context
@@ -68,12 +63,7 @@ impl Agent {
     /// half-way there (not earlier: rewriting old results breaks the
     /// provider's prompt cache, so it is done only when it pays).
     pub(super) async fn fit_context(&mut self, events: &EventSink, cancel: &CancellationToken) {
-        let requested = self
-            .compaction
-            .requested
-            .lock()
-            .map(|mut r| r.take())
-            .unwrap_or(None);
+        let requested = self.compaction.requested.lock().map(|mut r| r.take()).unwrap_or(None);
         let limit = self.compaction.context_window as f64 * self.compaction.threshold;
         if self.estimated_tokens() as f64 >= limit / 2.0 {
             compaction::micro_compact_with(&mut self.messages, &self.compaction.micro);
@@ -82,17 +72,11 @@ impl Agent {
         // the request (the system prompt and tools fill the window), or just
         // the request itself, it would repeat on every turn for nothing.
         let estimate = self.estimated_tokens();
-        let fixed = self
-            .compaction
-            .estimator
-            .estimate(&self.system, &[], &self.tools.specs());
+        let fixed = self.compaction.estimator.estimate(&self.system, &[], &self.tools.specs());
         let shrinkable =
             self.messages.len() > 2 && (estimate.saturating_sub(fixed) as f64) >= limit / 2.0;
-        let over = needs_compaction(
-            estimate,
-            self.compaction.context_window,
-            self.compaction.threshold,
-        );
+        let over =
+            needs_compaction(estimate, self.compaction.context_window, self.compaction.threshold);
         if (requested.is_some() && self.messages.len() > 1) || (over && shrinkable) {
             let _ = self.compact(requested.as_deref(), events, cancel).await;
         }
@@ -132,13 +116,7 @@ impl Agent {
                 Some(Ok(_)) => {}
                 Some(Err(e)) => {
                     let message = format!("compaction failed, the history is kept as it was: {e}");
-                    emit(
-                        events,
-                        AgentEvent::Error {
-                            message: message.clone(),
-                            fatal: false,
-                        },
-                    );
+                    emit(events, AgentEvent::Error { message: message.clone(), fatal: false });
                     return Err(message);
                 }
             }
@@ -155,17 +133,12 @@ impl Agent {
         );
         self.log(compaction_entry(&history, self.messages.len()));
         self.messages = history;
+        self.remembering.history_replaced();
         if let Err(e) = self.session.sync() {
             tracing::error!("{e}");
         }
         let after = self.estimated_tokens();
-        emit(
-            events,
-            AgentEvent::Compaction {
-                before_tokens: before,
-                after_tokens: after,
-            },
-        );
+        emit(events, AgentEvent::Compaction { before_tokens: before, after_tokens: after });
         Ok(())
     }
 }
@@ -203,8 +176,6 @@ impl Tool for CompactTool {
         if let Ok(mut slot) = self.0.lock() {
             *slot = Some(focus);
         }
-        Ok(ToolOutput::text(
-            "The conversation will be compacted before your next turn.",
-        ))
+        Ok(ToolOutput::text("The conversation will be compacted before your next turn."))
     }
 }

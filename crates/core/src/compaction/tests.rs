@@ -18,10 +18,7 @@ fn call(id: &str, name: &str) -> Message {
 }
 
 fn result(id: &str, text: &str) -> Message {
-    Message {
-        role: Role::User,
-        content: vec![ContentBlock::tool_result(id, text, false)],
-    }
+    Message { role: Role::User, content: vec![ContentBlock::tool_result(id, text, false)] }
 }
 
 fn result_text(m: &Message) -> String {
@@ -62,16 +59,8 @@ fn micro_compaction_replaces_old_long_results_but_keeps_reads_and_the_recent_one
 
 #[test]
 fn micro_compaction_keeps_short_results_and_names_unknown_calls_generically() {
-    let mut m = vec![
-        result("orphan", &"y".repeat(300)),
-        result("c1", "tiny"),
-        result("c2", "z"),
-    ];
-    let policy = MicroPolicy {
-        keep_recent: 1,
-        min_chars: 10,
-        keep_tools: vec![],
-    };
+    let mut m = vec![result("orphan", &"y".repeat(300)), result("c1", "tiny"), result("c2", "z")];
+    let policy = MicroPolicy { keep_recent: 1, min_chars: 10, keep_tools: vec![] };
     assert_eq!(micro_compact_with(&mut m, &policy), 1);
     assert_eq!(result_text(&m[0]), "[Previous: used a tool]");
     assert_eq!(result_text(&m[1]), "tiny");
@@ -106,10 +95,7 @@ fn the_estimator_learns_the_ratio_from_real_usage_within_bounds() {
 fn compaction_is_needed_at_the_threshold_share_of_the_window() {
     assert!(!needs_compaction(159_999, 200_000, 0.8));
     assert!(needs_compaction(160_000, 200_000, 0.8));
-    assert!(
-        needs_compaction(64_000, 64_000, 7.0),
-        "shares above 1 are clamped"
-    );
+    assert!(needs_compaction(64_000, 64_000, 7.0), "shares above 1 are clamped");
 }
 
 #[test]
@@ -166,9 +152,7 @@ fn the_compacted_history_is_one_user_message_naming_the_transcript_todos_and_ide
 fn the_compaction_entry_carries_the_replacement_text() {
     let h = compacted_history("S", Path::new("t.jsonl"), None, None);
     match compaction_entry(&h, 42) {
-        Entry::Compaction {
-            summary, replaced, ..
-        } => {
+        Entry::Compaction { summary, replaced, .. } => {
             assert_eq!(summary, h[0].text());
             assert_eq!(replaced, 42);
         }

@@ -67,12 +67,7 @@ fn git_state(workspace: &Path) -> Option<GitState> {
     let output = Command::new("git")
         .arg("-C")
         .arg(workspace)
-        .args([
-            "status",
-            "--porcelain=v1",
-            "--branch",
-            "--untracked-files=normal",
-        ])
+        .args(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"])
         .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -93,11 +88,7 @@ pub(crate) fn parse_status(text: &str) -> GitState {
             let head = head.strip_prefix("No commits yet on ").unwrap_or(head);
             let (name, rest) = head.split_once("...").unwrap_or((head, ""));
             let (name, inline) = name.split_once(' ').unwrap_or((name, ""));
-            branch = if name == "HEAD" {
-                "HEAD (detached)".into()
-            } else {
-                name.to_string()
-            };
+            branch = if name == "HEAD" { "HEAD (detached)".into() } else { name.to_string() };
             let tracking = rest.split_once(' ').map_or(inline, |(_, t)| t).trim();
             if tracking.starts_with('[') {
                 branch.push(' ');
@@ -128,14 +119,8 @@ mod tests {
         assert_eq!(s.branch, "main [ahead 2]");
         assert_eq!(s.changes, "2 changed, 1 untracked");
         assert_eq!(parse_status("## feature\n").changes, "clean");
-        assert_eq!(
-            parse_status("## No commits yet on main\n?? a\n").branch,
-            "main"
-        );
-        assert_eq!(
-            parse_status("## HEAD (no branch)\n").branch,
-            "HEAD (detached)"
-        );
+        assert_eq!(parse_status("## No commits yet on main\n?? a\n").branch, "main");
+        assert_eq!(parse_status("## HEAD (no branch)\n").branch, "HEAD (detached)");
     }
 
     #[test]
@@ -144,10 +129,7 @@ mod tests {
             now: "2026-11-30T04:31:51Z".into(),
             os: "linux x86_64".into(),
             cwd: "/p".into(),
-            git: Some(GitState {
-                branch: "main".into(),
-                changes: "clean".into(),
-            }),
+            git: Some(GitState { branch: "main".into(), changes: "clean".into() }),
             channel: "cli".into(),
         };
         assert_eq!(

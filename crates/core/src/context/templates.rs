@@ -47,11 +47,7 @@ pub fn write_workspace_templates(home: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for (name, text) in WORKSPACE_TEMPLATES {
         let path = dir.join(name);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
             Ok(mut file) => {
                 file.write_all(text.as_bytes())?;
                 written.push(path);
@@ -89,10 +85,7 @@ mod tests {
             .build();
         let layer = ctx.layer("workspace").unwrap();
         assert!(layer.text.contains("## SOUL.md"), "{}", layer.text);
-        assert!(
-            !layer.text.contains("USER.md"),
-            "comment-only files are left out"
-        );
+        assert!(!layer.text.contains("USER.md"), "comment-only files are left out");
         assert!(layer.tokens() < 100, "{}", layer.tokens());
     }
 }

@@ -82,11 +82,7 @@ pub fn consolidation_request(
     );
     let prompt = format!(
         "<current_memory>\n{}\n</current_memory>\n\n<conversation>\n{}</conversation>",
-        if memory.trim().is_empty() {
-            "(empty)"
-        } else {
-            memory.trim()
-        },
+        if memory.trim().is_empty() { "(empty)" } else { memory.trim() },
         transcript_text(older, RESULT_CHARS)
     );
     let mut request = ChatRequest::new(model, vec![Message::user(prompt)]);
@@ -107,16 +103,12 @@ pub fn parse_consolidation(answer: &str) -> Result<Consolidation, MemoryError> {
         )));
     };
     if end < start {
-        return Err(MemoryError::Consolidation(
-            "malformed JSON in the model's answer".into(),
-        ));
+        return Err(MemoryError::Consolidation("malformed JSON in the model's answer".into()));
     }
     let c: Consolidation = serde_json::from_str(&answer[start..=end])
         .map_err(|e| MemoryError::Consolidation(format!("the model's JSON is not usable: {e}")))?;
     if c.history_entry.trim().is_empty() {
-        return Err(MemoryError::Consolidation(
-            "the history entry is empty".into(),
-        ));
+        return Err(MemoryError::Consolidation("the history entry is empty".into()));
     }
     Ok(c)
 }
@@ -131,10 +123,7 @@ pub fn apply_consolidation(
 ) -> Result<Consolidated, MemoryError> {
     super::screen(&c.history_entry).map_err(MemoryError::Refused)?;
     store.append_history(today, &c.history_entry)?;
-    let mut out = Consolidated {
-        memory_updated: false,
-        memory_refused: None,
-    };
+    let mut out = Consolidated { memory_updated: false, memory_refused: None };
     if let Some(update) = c.memory_update.as_deref().filter(|u| !u.trim().is_empty()) {
         match store.overwrite(Target::Memory, update) {
             Ok(_) => out.memory_updated = true,
@@ -219,10 +208,7 @@ mod tests {
         assert!(out.memory_refused.unwrap().contains("GitHub token"));
         assert_eq!(store.read(Target::Memory), "- Releases are tagged vX.Y.Z\n");
         let history = std::fs::read_to_string(store.history_path()).unwrap();
-        assert!(
-            history.contains("## 2026-12-01\n\nConfigured the deploy."),
-            "{history}"
-        );
+        assert!(history.contains("## 2026-12-01\n\nConfigured the deploy."), "{history}");
     }
 
     #[test]
@@ -236,10 +222,7 @@ mod tests {
         );
         assert!(r.system.contains("2026-11-30") && r.system.contains("4000"));
         let text = r.messages[0].text();
-        assert!(
-            text.contains("<current_memory>\n- old fact\n</current_memory>"),
-            "{text}"
-        );
+        assert!(text.contains("<current_memory>\n- old fact\n</current_memory>"), "{text}");
         assert!(text.contains("[user]\nwe use tabs"), "{text}");
         assert!(r.tools.is_empty());
     }

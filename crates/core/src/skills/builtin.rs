@@ -3,16 +3,7 @@
 
 /// `(folder name, SKILL.md text)` of every built-in skill.
 pub const BUILTIN_SKILLS: &[(&str, &str)] = &[
-    (
-        "github",
-        include_str!("../../builtin-skills/github/SKILL.md"),
-    ),
-    (
-        "skill-creator",
-        include_str!("../../builtin-skills/skill-creator/SKILL.md"),
-    ),
-    (
-        "summarize",
-        include_str!("../../builtin-skills/summarize/SKILL.md"),
-    ),
+    ("github", include_str!("../../builtin-skills/github/SKILL.md")),
+    ("skill-creator", include_str!("../../builtin-skills/skill-creator/SKILL.md")),
+    ("summarize", include_str!("../../builtin-skills/summarize/SKILL.md")),
 ];

@@ -88,10 +88,7 @@ pub(super) fn metadata(f: &Map<String, Value>, errors: &mut Vec<String>) -> Map<
             }
         },
         Some(other) => {
-            errors.push(format!(
-                "metadata must be a mapping, not {}",
-                frontmatter::kind(other)
-            ));
+            errors.push(format!("metadata must be a mapping, not {}", frontmatter::kind(other)));
             Map::new()
         }
     }
@@ -113,10 +110,7 @@ pub(super) fn required_string(
         }
         Some(Value::String(s)) => Some(s.trim().to_string()),
         Some(other) => {
-            errors.push(format!(
-                "{key} must be a string, not {}",
-                frontmatter::kind(other)
-            ));
+            errors.push(format!("{key} must be a string, not {}", frontmatter::kind(other)));
             None
         }
     }
@@ -131,10 +125,7 @@ pub(super) fn optional_string(
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.trim().to_string()),
         Some(other) => {
-            errors.push(format!(
-                "{key} must be a string, not {}",
-                frontmatter::kind(other)
-            ));
+            errors.push(format!("{key} must be a string, not {}", frontmatter::kind(other)));
             None
         }
     }
@@ -154,19 +145,15 @@ pub(super) fn words(value: Option<&Value>, key: &str, errors: &mut Vec<String>) 
             for item in items {
                 match item {
                     Value::String(s) => out.push(s.clone()),
-                    other => errors.push(format!(
-                        "{key} must hold strings, not {}",
-                        frontmatter::kind(other)
-                    )),
+                    other => errors
+                        .push(format!("{key} must hold strings, not {}", frontmatter::kind(other))),
                 }
             }
             out
         }
         Some(other) => {
-            errors.push(format!(
-                "{key} must be a list of strings, not {}",
-                frontmatter::kind(other)
-            ));
+            errors
+                .push(format!("{key} must be a list of strings, not {}", frontmatter::kind(other)));
             Vec::new()
         }
     }

@@ -64,11 +64,7 @@ impl Tool for LoadSkillTool {
             let names = self.skills.names();
             return Ok(ToolOutput::error(format!(
                 "unknown skill {name:?}; available skills: {}",
-                if names.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    names.join(", ")
-                }
+                if names.is_empty() { "(none)".to_string() } else { names.join(", ") }
             )));
         };
         match input["file"].as_str() {
@@ -81,11 +77,7 @@ impl Tool for LoadSkillTool {
 /// `<skill name="...">body</skill>`, a note when unavailable, and the
 /// resource files.
 pub fn render_skill(skill: &Skill) -> String {
-    let mut out = format!(
-        "<skill name=\"{}\">\n{}\n</skill>",
-        skill.name,
-        skill.body.trim()
-    );
+    let mut out = format!("<skill name=\"{}\">\n{}\n</skill>", skill.name, skill.body.trim());
     if let Some(reason) = &skill.unavailable {
         out.push_str(&format!(
             "\n\nNote: this skill is unavailable on this machine ({reason}); tell the user what is missing before relying on it."
@@ -103,9 +95,7 @@ pub fn render_skill(skill: &Skill) -> String {
                 out.push_str(&format!("- {}\n", f.display()));
             }
             if files.len() == MAX_LISTED_RESOURCES {
-                out.push_str(&format!(
-                    "(only the first {MAX_LISTED_RESOURCES} are listed)\n"
-                ));
+                out.push_str(&format!("(only the first {MAX_LISTED_RESOURCES} are listed)\n"));
             }
         }
     }
@@ -154,9 +144,7 @@ fn resource(skill: &Skill, file: &str) -> Result<ToolOutput, ToolError> {
     };
     let rel = Path::new(file);
     if rel.is_absolute()
-        || rel
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+        || rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
     {
         return Err(ToolError::Refused(format!(
             "{file:?} is not a path inside the skill folder; use a path from the resource list"
@@ -168,26 +156,16 @@ fn resource(skill: &Skill, file: &str) -> Result<ToolOutput, ToolError> {
         _ => false,
     };
     if !inside {
-        let listed: Vec<String> = resources(dir)
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
+        let listed: Vec<String> = resources(dir).iter().map(|p| p.display().to_string()).collect();
         return Ok(ToolOutput::error(format!(
             "skill {:?} has no file {file:?}; its files: {}",
             skill.name,
-            if listed.is_empty() {
-                "(none)".into()
-            } else {
-                listed.join(", ")
-            }
+            if listed.is_empty() { "(none)".into() } else { listed.join(", ") }
         )));
     }
     let text =
         std::fs::read_to_string(&path).map_err(|e| ToolError::io(path.display().to_string(), e))?;
-    Ok(ToolOutput::text(crate::context::cap(
-        &text,
-        MAX_RESOURCE_CHARS,
-    )))
+    Ok(ToolOutput::text(crate::context::cap(&text, MAX_RESOURCE_CHARS)))
 }
 
 #[cfg(test)]
@@ -206,13 +184,8 @@ mod tests {
         .unwrap();
         std::fs::write(root.join("pdf/scripts/fill.py"), "print('fill')").unwrap();
         std::fs::write(dir.path().join("secret.txt"), "no").unwrap();
-        let set = SkillSet::from_roots(
-            &[SkillRoot {
-                dir: root,
-                source: SkillSource::Project,
-            }],
-            false,
-        );
+        let set =
+            SkillSet::from_roots(&[SkillRoot { dir: root, source: SkillSource::Project }], false);
         (dir, LoadSkillTool::new(Arc::new(set)))
     }
 
@@ -229,10 +202,7 @@ mod tests {
         let out = call(&tool, json!({"name": "pdf"})).await;
         let text = out.joined_text();
         assert!(!out.is_error);
-        assert!(
-            text.starts_with("<skill name=\"pdf\">\nRun scripts/fill.py.\n</skill>"),
-            "{text}"
-        );
+        assert!(text.starts_with("<skill name=\"pdf\">\nRun scripts/fill.py.\n</skill>"), "{text}");
         assert!(text.contains("- scripts/fill.py"), "{text}");
     }
 
@@ -241,10 +211,7 @@ mod tests {
         let (_d, tool) = fixture();
         let out = call(&tool, json!({"name": "pfd"})).await;
         assert!(out.is_error);
-        assert_eq!(
-            out.joined_text(),
-            "unknown skill \"pfd\"; available skills: pdf"
-        );
+        assert_eq!(out.joined_text(), "unknown skill \"pfd\"; available skills: pdf");
     }
 
     #[tokio::test]
@@ -255,17 +222,9 @@ mod tests {
         for bad in ["../../secret.txt", "/etc/passwd"] {
             let out = call(&tool, json!({"name": "pdf", "file": bad})).await;
             assert!(out.is_error, "{bad}");
-            assert!(
-                out.joined_text().contains("not a path inside"),
-                "{}",
-                out.joined_text()
-            );
+            assert!(out.joined_text().contains("not a path inside"), "{}", out.joined_text());
         }
         let out = call(&tool, json!({"name": "pdf", "file": "nope.md"})).await;
-        assert!(
-            out.joined_text().contains("its files: scripts/fill.py"),
-            "{}",
-            out.joined_text()
-        );
+        assert!(out.joined_text().contains("its files: scripts/fill.py"), "{}", out.joined_text());
     }
 }

@@ -18,14 +18,8 @@ pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 pub const MAX_COMPATIBILITY_CHARS: usize = 500;
 
 /// Frontmatter fields the standard defines.
-const STANDARD_FIELDS: &[&str] = &[
-    "name",
-    "description",
-    "license",
-    "compatibility",
-    "metadata",
-    "allowed-tools",
-];
+const STANDARD_FIELDS: &[&str] =
+    &["name", "description", "license", "compatibility", "metadata", "allowed-tools"];
 
 /// Fields other agents add that we accept without a warning (nanobot's
 /// `always`, nanoAgent's `when_to_use`/`triggers`, Claude Code's extras).
@@ -51,22 +45,15 @@ pub fn check_name(name: &str) -> Result<(), String> {
         return Err("name is empty".into());
     }
     if name.chars().count() > MAX_NAME_CHARS {
-        return Err(format!(
-            "name {name:?} is longer than {MAX_NAME_CHARS} characters"
-        ));
+        return Err(format!("name {name:?} is longer than {MAX_NAME_CHARS} characters"));
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    if let Some(c) =
+        name.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
     {
-        return Err(format!(
-            "name {name:?} has {c:?}; use only a-z, 0-9 and hyphens"
-        ));
+        return Err(format!("name {name:?} has {c:?}; use only a-z, 0-9 and hyphens"));
     }
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
-        return Err(format!(
-            "name {name:?} must not start or end with a hyphen or contain \"--\""
-        ));
+        return Err(format!("name {name:?} must not start or end with a hyphen or contain \"--\""));
     }
     Ok(())
 }
@@ -81,10 +68,8 @@ pub fn read_root(dir: &Path, source: SkillSource) -> Vec<Parsed> {
     paths.sort();
     let mut out = Vec::new();
     for path in paths {
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let file_name =
+            path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if file_name.starts_with('.') {
             continue;
         }
@@ -100,10 +85,7 @@ pub fn read_root(dir: &Path, source: SkillSource) -> Vec<Parsed> {
             }
             continue;
         }
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         match path.extension().and_then(|e| e.to_str()) {
             Some("md") if !stem.eq_ignore_ascii_case("readme") => {
                 out.push(read_file(&path).and_then(|t| parse_single_md(&path, &stem, &t, source)));
@@ -122,19 +104,11 @@ fn read_file(path: &Path) -> Result<String, SkillProblem> {
 }
 
 fn fatal(path: &Path, message: impl Into<String>) -> SkillProblem {
-    SkillProblem {
-        path: path.to_path_buf(),
-        message: message.into(),
-        fatal: true,
-    }
+    SkillProblem { path: path.to_path_buf(), message: message.into(), fatal: true }
 }
 
 fn warning(path: &Path, message: impl Into<String>) -> SkillProblem {
-    SkillProblem {
-        path: path.to_path_buf(),
-        message: message.into(),
-        fatal: false,
-    }
+    SkillProblem { path: path.to_path_buf(), message: message.into(), fatal: false }
 }
 
 /// A built-in skill (compiled in; `name` is its folder).
@@ -160,9 +134,7 @@ pub fn parse_skill_md(path: &Path, folder: &str, text: &str, source: SkillSource
         if let Err(e) = check_name(name) {
             errors.push(e);
         } else if name != folder {
-            errors.push(format!(
-                "name {name:?} differs from its folder name {folder:?}"
-            ));
+            errors.push(format!("name {name:?} differs from its folder name {folder:?}"));
         }
     }
     let description = required_string(f, "description", &mut errors);
@@ -268,9 +240,7 @@ fn legacy(
     let mut errors = Vec::new();
     let name = optional_string(f, "name", &mut errors).unwrap_or_else(|| stem.to_string());
     if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        errors.push(format!(
-            "name {name:?} must be 1-{MAX_NAME_CHARS} characters"
-        ));
+        errors.push(format!("name {name:?} must be 1-{MAX_NAME_CHARS} characters"));
     }
     let metadata = metadata(f, &mut errors);
     let extras = Extras::read(f, &metadata, &mut errors);
@@ -332,16 +302,8 @@ mod tests {
         for good in ["a", "pdf-tools", "x9", &"a".repeat(64)] {
             assert!(check_name(good).is_ok(), "{good}");
         }
-        for bad in [
-            "",
-            "PDF",
-            "pdf_tools",
-            "-pdf",
-            "pdf-",
-            "pdf--tools",
-            "ünï",
-            &"a".repeat(65),
-        ] {
+        for bad in ["", "PDF", "pdf_tools", "-pdf", "pdf-", "pdf--tools", "ünï", &"a".repeat(65)]
+        {
             assert!(check_name(bad).is_err(), "{bad}");
         }
     }
@@ -392,10 +354,7 @@ mod tests {
             assert!(skill.always);
             assert!(warnings.is_empty());
         }
-        let e = error(
-            "gh",
-            "---\nname: gh\ndescription: d\nmetadata: '{not json'\n---\n",
-        );
+        let e = error("gh", "---\nname: gh\ndescription: d\nmetadata: '{not json'\n---\n");
         assert!(e.contains("metadata is a string but not valid JSON"), "{e}");
     }
 
@@ -410,11 +369,7 @@ mod tests {
         assert_eq!(skill.allowed_tools, ["Bash(git:*)", "Read"]);
         assert_eq!(skill.body, "body");
         assert_eq!(warnings.len(), 1);
-        assert!(
-            warnings[0]
-                .message
-                .contains("unknown frontmatter field \"flavour\"")
-        );
+        assert!(warnings[0].message.contains("unknown frontmatter field \"flavour\""));
     }
 
     #[test]

@@ -20,12 +20,7 @@ impl Requirements {
     /// is met. Names every missing piece so the user can install it.
     pub fn missing(&self) -> Option<String> {
         let mut reasons = Vec::new();
-        if !self.os.is_empty()
-            && !self
-                .os
-                .iter()
-                .any(|os| os_matches(os, std::env::consts::OS))
-        {
+        if !self.os.is_empty() && !self.os.iter().any(|os| os_matches(os, std::env::consts::OS)) {
             reasons.push(format!(
                 "only for {} (this is {})",
                 self.os.join(", "),
@@ -73,8 +68,7 @@ fn on_path(bin: &str, path: &std::ffi::OsStr) -> bool {
 #[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(not(unix))]
@@ -106,10 +100,7 @@ mod tests {
         };
         let reason = r.missing().unwrap();
         assert!(reason.contains("only for plan9"), "{reason}");
-        assert!(
-            reason.contains("needs `ferroclaw-no-such-binary` on PATH"),
-            "{reason}"
-        );
+        assert!(reason.contains("needs `ferroclaw-no-such-binary` on PATH"), "{reason}");
         assert!(
             reason.contains("needs environment variable FERROCLAW_NO_SUCH_VARIABLE"),
             "{reason}"

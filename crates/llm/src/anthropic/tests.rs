@@ -14,11 +14,7 @@ fn spec(name: &str) -> ToolSpec {
 }
 
 fn call(id: &str, name: &str, input: Value) -> ContentBlock {
-    ContentBlock::ToolCall(ToolCall {
-        id: id.into(),
-        name: name.into(),
-        input,
-    })
+    ContentBlock::ToolCall(ToolCall { id: id.into(), name: name.into(), input })
 }
 
 #[test]
@@ -33,15 +29,9 @@ fn system_prompt_last_tool_and_last_block_carry_cache_breakpoints() {
         json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}])
     );
     assert_eq!(body["tools"][0].get("cache_control"), None);
-    assert_eq!(
-        body["tools"][1]["cache_control"],
-        json!({"type": "ephemeral"})
-    );
+    assert_eq!(body["tools"][1]["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!(body["tools"][1]["input_schema"], json!({"type": "object"}));
-    assert_eq!(
-        body["messages"][0]["content"][0]["cache_control"],
-        json!({"type": "ephemeral"})
-    );
+    assert_eq!(body["messages"][0]["content"][0]["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!(body["temperature"], json!(0.5));
     assert_eq!(body["stream"], json!(true));
     assert_eq!(body["max_tokens"], json!(crate::DEFAULT_MAX_TOKENS));
@@ -72,13 +62,8 @@ fn tool_calls_and_results_map_to_tool_use_and_tool_result_blocks() {
             ContentBlock::ToolResult {
                 tool_call_id: "c1".into(),
                 content: vec![
-                    ResultPart::Text {
-                        text: "pixels:".into(),
-                    },
-                    ResultPart::Image {
-                        media_type: "image/png".into(),
-                        data: "AAAA".into(),
-                    },
+                    ResultPart::Text { text: "pixels:".into() },
+                    ResultPart::Image { media_type: "image/png".into(), data: "AAAA".into() },
                 ],
                 is_error: false,
             },
@@ -102,10 +87,7 @@ fn tool_calls_and_results_map_to_tool_use_and_tool_result_blocks() {
         ]})
     );
     assert_eq!(body["messages"][2]["content"][1]["is_error"], json!(true));
-    assert_eq!(
-        body["messages"][2]["content"][1]["tool_use_id"],
-        json!("c2")
-    );
+    assert_eq!(body["messages"][2]["content"][1]["tool_use_id"], json!("c2"));
 }
 
 #[test]
@@ -113,10 +95,7 @@ fn user_images_become_base64_image_blocks() {
     let m = Message {
         role: Role::User,
         content: vec![
-            ContentBlock::Image {
-                media_type: "image/jpeg".into(),
-                data: "Zm9v".into(),
-            },
+            ContentBlock::Image { media_type: "image/jpeg".into(), data: "Zm9v".into() },
             ContentBlock::text("what is this?"),
         ],
     };
@@ -160,10 +139,7 @@ fn tool_stream_events() -> Vec<ProviderEvent> {
     vec![
         ProviderEvent::TextDelta("Let me ".into()),
         ProviderEvent::TextDelta("look.".into()),
-        ProviderEvent::ToolCallStarted {
-            id: "toolu_1".into(),
-            name: "read".into(),
-        },
+        ProviderEvent::ToolCallStarted { id: "toolu_1".into(), name: "read".into() },
         ProviderEvent::ToolCall {
             call: ToolCall {
                 id: "toolu_1".into(),
@@ -172,16 +148,9 @@ fn tool_stream_events() -> Vec<ProviderEvent> {
             },
             parse_error: None,
         },
-        ProviderEvent::ToolCallStarted {
-            id: "toolu_2".into(),
-            name: "list".into(),
-        },
+        ProviderEvent::ToolCallStarted { id: "toolu_2".into(), name: "list".into() },
         ProviderEvent::ToolCall {
-            call: ToolCall {
-                id: "toolu_2".into(),
-                name: "list".into(),
-                input: json!({}),
-            },
+            call: ToolCall { id: "toolu_2".into(), name: "list".into(), input: json!({}) },
             parse_error: None,
         },
         ProviderEvent::Usage(Usage {
@@ -225,15 +194,8 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
         panic!("no tool call in {events:?}");
     };
     assert_eq!(call.input, Value::String("{\"a\": tru".into()));
-    assert!(
-        parse_error
-            .as_deref()
-            .is_some_and(|e| e.contains("not valid JSON"))
-    );
-    assert_eq!(
-        events.last(),
-        Some(&ProviderEvent::Stop(StopReason::ToolUse))
-    );
+    assert!(parse_error.as_deref().is_some_and(|e| e.contains("not valid JSON")));
+    assert_eq!(events.last(), Some(&ProviderEvent::Stop(StopReason::ToolUse)));
 }
 
 #[tokio::test]
@@ -246,10 +208,7 @@ event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"
     assert!(err.is_transient());
     assert_eq!(
         err,
-        DecodeError::Api {
-            kind: "overloaded_error".into(),
-            message: "Overloaded".into()
-        }
+        DecodeError::Api { kind: "overloaded_error".into(), message: "Overloaded".into() }
     );
 }
 
@@ -258,11 +217,7 @@ async fn a_stream_cut_before_message_stop_is_incomplete() {
     let cut = &TOOL_STREAM[..TOOL_STREAM.find("event: message_delta").unwrap_or(0)];
     let (events, err) = decode_chunks(WireFormat::Anthropic, chunked(cut, 50)).await;
     assert_eq!(err, Some(DecodeError::Incomplete));
-    assert_eq!(
-        events.len(),
-        6,
-        "content before the cut still arrives: {events:?}"
-    );
+    assert_eq!(events.len(), 6, "content before the cut still arrives: {events:?}");
 }
 
 #[test]
@@ -290,9 +245,6 @@ fn an_error_body_decodes_to_an_api_error() {
         json!({"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}});
     assert_eq!(
         parse_response(&body),
-        Err(DecodeError::Api {
-            kind: "invalid_request_error".into(),
-            message: "bad".into()
-        })
+        Err(DecodeError::Api { kind: "invalid_request_error".into(), message: "bad".into() })
     );
 }

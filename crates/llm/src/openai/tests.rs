@@ -25,19 +25,12 @@ async fn decode(body: &str) -> Vec<ProviderEvent> {
 }
 
 fn started(id: &str, name: &str) -> ProviderEvent {
-    ProviderEvent::ToolCallStarted {
-        id: id.into(),
-        name: name.into(),
-    }
+    ProviderEvent::ToolCallStarted { id: id.into(), name: name.into() }
 }
 
 fn tool_call(id: &str, name: &str, input: Value) -> ProviderEvent {
     ProviderEvent::ToolCall {
-        call: ToolCall {
-            id: id.into(),
-            name: name.into(),
-            input,
-        },
+        call: ToolCall { id: id.into(), name: name.into(), input },
         parse_error: None,
     }
 }
@@ -70,11 +63,7 @@ fn system_comes_first_and_plain_user_text_is_a_string() {
 
 #[test]
 fn no_tools_no_system_and_no_stream_options_when_not_streaming() {
-    let body = request_body(
-        &ChatRequest::new("m", vec![Message::user("hi")]),
-        false,
-        "max_tokens",
-    );
+    let body = request_body(&ChatRequest::new("m", vec![Message::user("hi")]), false, "max_tokens");
     assert_eq!(body.get("tools"), None);
     assert_eq!(body.get("stream_options"), None);
     assert_eq!(body["messages"].as_array().map(Vec::len), Some(1));
@@ -83,16 +72,9 @@ fn no_tools_no_system_and_no_stream_options_when_not_streaming() {
 
 #[test]
 fn official_openai_gets_max_completion_tokens_others_max_tokens() {
-    assert_eq!(
-        max_tokens_field("https://api.openai.com/v1"),
-        "max_completion_tokens"
-    );
+    assert_eq!(max_tokens_field("https://api.openai.com/v1"), "max_completion_tokens");
     assert_eq!(max_tokens_field("http://localhost:11434/v1"), "max_tokens");
-    let body = request_body(
-        &ChatRequest::new("m", vec![]),
-        true,
-        "max_completion_tokens",
-    );
+    let body = request_body(&ChatRequest::new("m", vec![]), true, "max_completion_tokens");
     assert_eq!(body.get("max_tokens"), None);
     assert!(body.get("max_completion_tokens").is_some());
 }
@@ -133,13 +115,8 @@ fn each_tool_result_is_a_tool_message_and_its_images_follow_in_a_user_message() 
             ContentBlock::ToolResult {
                 tool_call_id: "c2".into(),
                 content: vec![
-                    ResultPart::Text {
-                        text: "screenshot".into(),
-                    },
-                    ResultPart::Image {
-                        media_type: "image/png".into(),
-                        data: "AAAA".into(),
-                    },
+                    ResultPart::Text { text: "screenshot".into() },
+                    ResultPart::Image { media_type: "image/png".into(), data: "AAAA".into() },
                 ],
                 is_error: false,
             },
@@ -168,10 +145,7 @@ fn user_images_become_data_url_content_parts() {
         role: Role::User,
         content: vec![
             ContentBlock::text("what is this?"),
-            ContentBlock::Image {
-                media_type: "image/jpeg".into(),
-                data: "Zm9v".into(),
-            },
+            ContentBlock::Image { media_type: "image/jpeg".into(), data: "Zm9v".into() },
         ],
     };
     let body = request_body(&ChatRequest::new("m", vec![m]), true, "max_tokens");
@@ -194,12 +168,8 @@ async fn text_then_a_usage_only_chunk_gives_text_usage_and_end_turn() {
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
         json!({"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 100}}}),
     ]);
-    let usage = Usage {
-        input_tokens: 20,
-        output_tokens: 5,
-        cache_read_tokens: 100,
-        cache_write_tokens: 0,
-    };
+    let usage =
+        Usage { input_tokens: 20, output_tokens: 5, cache_read_tokens: 100, cache_write_tokens: 0 };
     assert_eq!(
         decode(&body).await,
         vec![
@@ -245,11 +215,7 @@ async fn id_and_name_repeated_in_every_chunk_are_not_duplicated() {
         vec![
             started("c1", "grep"),
             tool_call("c1", "grep", json!({"pattern": "fn main"})),
-            ProviderEvent::Usage(Usage {
-                input_tokens: 9,
-                output_tokens: 3,
-                ..Usage::default()
-            }),
+            ProviderEvent::Usage(Usage { input_tokens: 9, output_tokens: 3, ..Usage::default() }),
             ProviderEvent::Stop(StopReason::ToolUse),
         ]
     );
@@ -288,21 +254,11 @@ async fn usage_in_every_chunk_is_reported_once_with_the_final_numbers() {
         json!({"choices": [{"delta": {}, "finish_reason": "length"}], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}),
     ]);
     let events = decode(&body).await;
-    assert_eq!(
-        events
-            .iter()
-            .filter(|e| matches!(e, ProviderEvent::Usage(_)))
-            .count(),
-        1
-    );
+    assert_eq!(events.iter().filter(|e| matches!(e, ProviderEvent::Usage(_))).count(), 1);
     assert_eq!(
         &events[2..],
         [
-            ProviderEvent::Usage(Usage {
-                input_tokens: 10,
-                output_tokens: 3,
-                ..Usage::default()
-            }),
+            ProviderEvent::Usage(Usage { input_tokens: 10, output_tokens: 3, ..Usage::default() }),
             ProviderEvent::Stop(StopReason::MaxTokens),
         ]
     );
@@ -314,10 +270,7 @@ async fn a_body_ending_cleanly_after_finish_reason_needs_no_done() {
         "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\n";
     let (events, err) = decode_chunks(WireFormat::OpenAi, chunked(body, 3)).await;
     assert_eq!(err, None);
-    assert_eq!(
-        events,
-        vec![text("hi"), ProviderEvent::Stop(StopReason::EndTurn)]
-    );
+    assert_eq!(events, vec![text("hi"), ProviderEvent::Stop(StopReason::EndTurn)]);
 }
 
 #[tokio::test]
@@ -358,11 +311,7 @@ fn a_full_completion_decodes_to_text_calls_usage_and_stop() {
             text("Reading."),
             started("c1", "read"),
             tool_call("c1", "read", json!({"path": "a"})),
-            ProviderEvent::Usage(Usage {
-                input_tokens: 7,
-                output_tokens: 2,
-                ..Usage::default()
-            }),
+            ProviderEvent::Usage(Usage { input_tokens: 7, output_tokens: 2, ..Usage::default() }),
             ProviderEvent::Stop(StopReason::ToolUse),
         ]
     );

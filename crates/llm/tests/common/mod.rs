@@ -68,11 +68,9 @@ impl Outcome {
         self.events
             .iter()
             .filter_map(|e| match e {
-                ProviderEvent::Retrying {
-                    attempt,
-                    delay_ms,
-                    reason,
-                } => Some((*attempt, *delay_ms, reason.clone())),
+                ProviderEvent::Retrying { attempt, delay_ms, reason } => {
+                    Some((*attempt, *delay_ms, reason.clone()))
+                }
                 _ => None,
             })
             .collect()
@@ -88,10 +86,7 @@ impl Outcome {
 
     /// The error's message, or "" when the stream ended cleanly.
     pub fn error_text(&self) -> String {
-        self.error
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default()
+        self.error.as_ref().map(ToString::to_string).unwrap_or_default()
     }
 }
 
@@ -105,21 +100,12 @@ pub async fn run(config: ProviderConfig, request: ChatRequest) -> Outcome {
             match item {
                 Ok(event) => events.push(event),
                 Err(error) => {
-                    assert!(
-                        stream.next().await.is_none(),
-                        "the stream went on after an error"
-                    );
-                    return Outcome {
-                        events,
-                        error: Some(error),
-                    };
+                    assert!(stream.next().await.is_none(), "the stream went on after an error");
+                    return Outcome { events, error: Some(error) };
                 }
             }
         }
-        Outcome {
-            events,
-            error: None,
-        }
+        Outcome { events, error: None }
     };
     match tokio::time::timeout(HANG_GUARD, collect).await {
         Ok(outcome) => outcome,

@@ -23,10 +23,7 @@ pub struct RawResponse {
 
 impl RawResponse {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     pub fn json(&self) -> Value {
@@ -39,10 +36,7 @@ impl RawResponse {
         frames
             .map(|frame| {
                 let field = |name: &str| {
-                    frame
-                        .lines()
-                        .find_map(|l| l.strip_prefix(name))
-                        .map(str::to_string)
+                    frame.lines().find_map(|l| l.strip_prefix(name)).map(str::to_string)
                 };
                 (field("event: "), field("data: ").unwrap_or_default())
             })
@@ -51,13 +45,8 @@ impl RawResponse {
 
     /// The data lines parsed as JSON (skipping `[DONE]`).
     pub fn data(&self) -> Vec<Value> {
-        let events = self
-            .events()
-            .into_iter()
-            .filter(|(_, data)| data != "[DONE]");
-        events
-            .map(|(_, data)| serde_json::from_str(&data).expect("data line is JSON"))
-            .collect()
+        let events = self.events().into_iter().filter(|(_, data)| data != "[DONE]");
+        events.map(|(_, data)| serde_json::from_str(&data).expect("data line is JSON")).collect()
     }
 }
 
@@ -114,21 +103,9 @@ fn parse(raw: &[u8], timed_out: bool) -> RawResponse {
         .filter_map(|l| l.split_once(": "))
         .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
         .collect();
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k == "transfer-encoding" && v == "chunked");
-    let (body, complete) = if chunked {
-        dechunk(rest)
-    } else {
-        (rest.to_string(), !timed_out)
-    };
-    RawResponse {
-        status,
-        headers,
-        body,
-        complete,
-        timed_out,
-    }
+    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v == "chunked");
+    let (body, complete) = if chunked { dechunk(rest) } else { (rest.to_string(), !timed_out) };
+    RawResponse { status, headers, body, complete, timed_out }
 }
 
 fn dechunk(mut rest: &str) -> (String, bool) {

@@ -7,10 +7,7 @@ use crate::workspace;
 /// True while process `pid` exists and is not a zombie.
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
         Err(_) => false,
     }
 }
@@ -34,38 +31,21 @@ fn pids(text: &str) -> Vec<i32> {
 async fn bash_runs_in_the_workspace_and_reports_the_exit_code() {
     let ws = workspace();
     ws.write("hello.txt", "hi");
-    let out = ws
-        .ok("bash", json!({"command": "cat hello.txt; echo; pwd"}))
-        .await;
+    let out = ws.ok("bash", json!({"command": "cat hello.txt; echo; pwd"})).await;
     assert!(out.starts_with("hi\n"), "{out}");
     assert!(
-        out.contains(
-            &std::fs::canonicalize(ws.dir.path())
-                .unwrap()
-                .display()
-                .to_string()
-        ),
+        out.contains(&std::fs::canonicalize(ws.dir.path()).unwrap().display().to_string()),
         "{out}"
     );
     assert!(out.ends_with("[exit code 0]"), "{out}");
-    let err = ws
-        .err("bash", json!({"command": "echo failing; exit 3"}))
-        .await;
-    assert!(
-        err.contains("failing") && err.contains("[exit code 3]"),
-        "{err}"
-    );
+    let err = ws.err("bash", json!({"command": "echo failing; exit 3"})).await;
+    assert!(err.contains("failing") && err.contains("[exit code 3]"), "{err}");
 }
 
 #[tokio::test]
 async fn bash_merges_stdout_and_stderr_in_order() {
     let ws = workspace();
-    let out = ws
-        .ok(
-            "bash",
-            json!({"command": "echo one; echo two >&2; echo three"}),
-        )
-        .await;
+    let out = ws.ok("bash", json!({"command": "echo one; echo two >&2; echo three"})).await;
     assert!(out.starts_with("one\ntwo\nthree\n"), "{out}");
 }
 
@@ -74,25 +54,13 @@ async fn bash_timeout_kills_the_whole_process_group() {
     let ws = workspace();
     let started = Instant::now();
     let command = "sleep 100 & echo $!; sleep 100 & echo $!; sleep 100";
-    let out = ws
-        .err("bash", json!({"command": command, "timeout": 1000}))
-        .await;
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        started.elapsed()
-    );
-    assert!(
-        out.contains("timed out after 1 s") && out.contains("killed"),
-        "{out}"
-    );
+    let out = ws.err("bash", json!({"command": command, "timeout": 1000})).await;
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(out.contains("timed out after 1 s") && out.contains("killed"), "{out}");
     let children = pids(&out);
     assert_eq!(children.len(), 2, "{out}");
     for pid in children {
-        assert!(
-            gone(pid).await,
-            "background child {pid} survived the timeout"
-        );
+        assert!(gone(pid).await, "background child {pid} survived the timeout");
     }
 }
 
@@ -104,9 +72,7 @@ async fn cancelling_kills_the_whole_process_group() {
         tokio::time::sleep(Duration::from_millis(500)).await;
         cancel.cancel();
     });
-    let out = ws
-        .err("bash", json!({"command": "sleep 100 & echo $!; sleep 100"}))
-        .await;
+    let out = ws.err("bash", json!({"command": "sleep 100 & echo $!; sleep 100"})).await;
     assert!(out.contains("cancelled by the user"), "{out}");
     for pid in pids(&out) {
         assert!(gone(pid).await, "child {pid} survived the cancel");
@@ -131,31 +97,17 @@ async fn bash_does_not_block_the_runtime_while_a_command_is_silent() {
 #[tokio::test]
 async fn bash_cuts_long_output_keeping_head_and_tail() {
     let ws = workspace();
-    let out = ws
-        .ok(
-            "bash",
-            json!({"command": "echo FIRST; seq 1 100000; echo LAST"}),
-        )
-        .await;
+    let out = ws.ok("bash", json!({"command": "echo FIRST; seq 1 100000; echo LAST"})).await;
     assert!(out.starts_with("FIRST\n"), "{}", &out[..40]);
-    assert!(
-        out.contains("LAST\n[exit code 0]"),
-        "{}",
-        &out[out.len() - 60..]
-    );
-    assert!(
-        out.contains("output cut:") && out.contains("bytes in all"),
-        "no marker"
-    );
+    assert!(out.contains("LAST\n[exit code 0]"), "{}", &out[out.len() - 60..]);
+    assert!(out.contains("output cut:") && out.contains("bytes in all"), "no marker");
     assert!(out.chars().count() < 31_000);
 }
 
 #[tokio::test]
 async fn bash_output_is_lossy_utf8() {
     let ws = workspace();
-    let out = ws
-        .ok("bash", json!({"command": "printf 'ok \\377 done'"}))
-        .await;
+    let out = ws.ok("bash", json!({"command": "printf 'ok \\377 done'"})).await;
     assert!(out.starts_with("ok \u{FFFD} done"), "{out}");
 }
 
@@ -165,10 +117,7 @@ async fn bash_cd_persists_between_calls() {
     std::fs::create_dir(ws.path("sub")).unwrap();
     ws.ok("bash", json!({"command": "cd sub"})).await;
     let out = ws.ok("bash", json!({"command": "pwd"})).await;
-    assert!(
-        out.lines().next().is_some_and(|l| l.ends_with("/sub")),
-        "{out}"
-    );
+    assert!(out.lines().next().is_some_and(|l| l.ends_with("/sub")), "{out}");
 }
 
 #[tokio::test]
@@ -184,13 +133,8 @@ async fn bash_cd_outside_the_workspace_is_reset_with_a_note() {
 #[tokio::test]
 async fn bash_refuses_catastrophic_commands_before_running() {
     let ws = workspace();
-    let err = ws
-        .err("bash", json!({"command": "touch ran.txt; rm -rf /"}))
-        .await;
-    assert!(
-        err.contains("refused before running") && err.contains("root folder"),
-        "{err}"
-    );
+    let err = ws.err("bash", json!({"command": "touch ran.txt; rm -rf /"})).await;
+    assert!(err.contains("refused before running") && err.contains("root folder"), "{err}");
     assert!(!ws.path("ran.txt").exists(), "nothing may run when refused");
 }
 
@@ -211,20 +155,11 @@ async fn bash_clamps_an_excessive_timeout_and_refuses_empty_commands() {
         .call_unvalidated("bash", json!({"command": "true", "timeout": 9_000_000}))
         .await
         .unwrap();
-    assert!(
-        out.joined_text().contains("over the maximum"),
-        "{}",
-        out.joined_text()
-    );
-    let err = ws
-        .call_unvalidated("bash", json!({"command": "  "}))
-        .await
-        .unwrap_err();
+    assert!(out.joined_text().contains("over the maximum"), "{}", out.joined_text());
+    let err = ws.call_unvalidated("bash", json!({"command": "  "})).await.unwrap_err();
     assert!(err.to_string().contains("empty"), "{err}");
-    let err = ws
-        .call_unvalidated("bash", json!({"command": "true", "timeout": 0}))
-        .await
-        .unwrap_err();
+    let err =
+        ws.call_unvalidated("bash", json!({"command": "true", "timeout": 0})).await.unwrap_err();
     assert!(err.to_string().contains("`timeout`"), "{err}");
 }
 
@@ -232,19 +167,10 @@ async fn bash_clamps_an_excessive_timeout_and_refuses_empty_commands() {
 async fn bash_returns_while_a_background_child_holds_the_output() {
     let ws = workspace();
     let started = Instant::now();
-    let out = ws
-        .ok("bash", json!({"command": "sleep 5 & echo started"}))
-        .await;
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        started.elapsed()
-    );
+    let out = ws.ok("bash", json!({"command": "sleep 5 & echo started"})).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
     assert!(out.starts_with("started\n"), "{out}");
-    assert!(
-        out.contains("background processes are still running"),
-        "{out}"
-    );
+    assert!(out.contains("background processes are still running"), "{out}");
 }
 
 #[tokio::test]
@@ -257,30 +183,13 @@ async fn bash_cannot_write_outside_the_workspace_and_temp_when_landlock_is_avail
     let target = outside.path().join("escape.txt");
     let command = format!("echo inside > made.txt; echo out > {}", target.display());
     let mut ws = workspace();
-    let out = ws
-        .tools
-        .get("bash")
-        .unwrap()
-        .execute(json!({"command": command}), &ws.ctx)
-        .await
-        .unwrap();
+    let out =
+        ws.tools.get("bash").unwrap().execute(json!({"command": command}), &ws.ctx).await.unwrap();
     assert!(ws.path("made.txt").exists());
     assert!(!target.exists(), "the write outside was refused");
-    assert!(
-        out.joined_text().contains("Permission denied"),
-        "{}",
-        out.joined_text()
-    );
+    assert!(out.joined_text().contains("Permission denied"), "{}", out.joined_text());
 
     ws.ctx.sandbox.confine_writes = false;
-    ws.tools
-        .get("bash")
-        .unwrap()
-        .execute(json!({"command": command}), &ws.ctx)
-        .await
-        .unwrap();
-    assert!(
-        target.exists(),
-        "with the sandbox off the same command writes"
-    );
+    ws.tools.get("bash").unwrap().execute(json!({"command": command}), &ws.ctx).await.unwrap();
+    assert!(target.exists(), "with the sandbox off the same command writes");
 }

@@ -11,10 +11,7 @@ async fn edit_replaces_a_unique_match_and_shows_numbered_context() {
     let out = ws
         .ok("edit", json!({"path": "main.rs", "old_string": "println!(\"{x}\");", "new_string": "dbg!(x);"}))
         .await;
-    assert_eq!(
-        ws.read("main.rs"),
-        SOURCE.replace("println!(\"{x}\");", "dbg!(x);")
-    );
+    assert_eq!(ws.read("main.rs"), SOURCE.replace("println!(\"{x}\");", "dbg!(x);"));
     assert!(out.contains("1 replacement"), "{out}");
     assert!(out.contains("     3\t    dbg!(x);"), "{out}");
     assert!(out.contains("     1\tfn main() {"), "context before: {out}");
@@ -30,10 +27,7 @@ async fn edit_refuses_ambiguous_match_and_leaves_file_untouched() {
             json!({"path": "main.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"}),
         )
         .await;
-    assert!(
-        err.contains("occurs 2 times") && err.contains("lines 2, 4"),
-        "{err}"
-    );
+    assert!(err.contains("occurs 2 times") && err.contains("lines 2, 4"), "{err}");
     assert!(err.contains("replace_all"), "{err}");
     assert_eq!(ws.read("main.rs"), SOURCE);
 }
@@ -77,28 +71,17 @@ async fn edit_with_wrong_indentation_names_the_lines_to_copy() {
             json!({"path": "main.rs", "old_string": "fn main() {\nlet x = 1;", "new_string": "x"}),
         )
         .await;
-    assert!(
-        err.contains("lines 1-2 when whitespace is ignored"),
-        "{err}"
-    );
+    assert!(err.contains("lines 1-2 when whitespace is ignored"), "{err}");
 }
 
 #[tokio::test]
 async fn edit_refuses_empty_or_unchanged_strings() {
     let ws = workspace();
     ws.write("main.rs", SOURCE);
-    let err = ws
-        .err(
-            "edit",
-            json!({"path": "main.rs", "old_string": "", "new_string": "x"}),
-        )
-        .await;
+    let err = ws.err("edit", json!({"path": "main.rs", "old_string": "", "new_string": "x"})).await;
     assert!(err.contains("old_string is empty"), "{err}");
     let err = ws
-        .err(
-            "edit",
-            json!({"path": "main.rs", "old_string": "main", "new_string": "main"}),
-        )
+        .err("edit", json!({"path": "main.rs", "old_string": "main", "new_string": "main"}))
         .await;
     assert!(err.contains("the same"), "{err}");
     assert_eq!(ws.read("main.rs"), SOURCE);
@@ -107,27 +90,15 @@ async fn edit_refuses_empty_or_unchanged_strings() {
 #[tokio::test]
 async fn edit_of_a_missing_file_points_to_write() {
     let ws = workspace();
-    let err = ws
-        .err(
-            "edit",
-            json!({"path": "new.rs", "old_string": "a", "new_string": "b"}),
-        )
-        .await;
-    assert!(
-        err.contains("does not exist") && err.contains("write"),
-        "{err}"
-    );
+    let err = ws.err("edit", json!({"path": "new.rs", "old_string": "a", "new_string": "b"})).await;
+    assert!(err.contains("does not exist") && err.contains("write"), "{err}");
 }
 
 #[tokio::test]
 async fn edit_matches_lf_strings_in_crlf_files() {
     let ws = workspace();
     ws.write("win.txt", "one\r\ntwo\r\nthree\r\n");
-    ws.ok(
-        "edit",
-        json!({"path": "win.txt", "old_string": "one\ntwo", "new_string": "1\n2"}),
-    )
-    .await;
+    ws.ok("edit", json!({"path": "win.txt", "old_string": "one\ntwo", "new_string": "1\n2"})).await;
     assert_eq!(ws.read("win.txt"), "1\r\n2\r\nthree\r\n");
 }
 
@@ -165,10 +136,7 @@ async fn multi_edit_is_all_or_nothing_and_names_the_failing_edit() {
             ]}),
         )
         .await;
-    assert!(
-        err.contains("edit #2 of 2 failed") && err.contains("occurs 2 times"),
-        "{err}"
-    );
+    assert!(err.contains("edit #2 of 2 failed") && err.contains("occurs 2 times"), "{err}");
     assert!(err.contains("Nothing was written"), "{err}");
     assert_eq!(ws.read("main.rs"), SOURCE);
 }

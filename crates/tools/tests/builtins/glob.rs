@@ -6,12 +6,8 @@ use crate::{Ws, workspace};
 
 fn touch(ws: &Ws, rel: &str, seconds_ago: u64) {
     ws.write(rel, rel);
-    let file = std::fs::File::options()
-        .write(true)
-        .open(ws.path(rel))
-        .unwrap();
-    file.set_modified(SystemTime::now() - Duration::from_secs(seconds_ago))
-        .unwrap();
+    let file = std::fs::File::options().write(true).open(ws.path(rel)).unwrap();
+    file.set_modified(SystemTime::now() - Duration::from_secs(seconds_ago)).unwrap();
 }
 
 #[tokio::test]
@@ -53,11 +49,7 @@ async fn glob_within_a_path_reports_workspace_relative_paths() {
     let ws = workspace();
     touch(&ws, "docs/a.md", 0);
     touch(&ws, "b.md", 0);
-    assert_eq!(
-        ws.ok("glob", json!({"pattern": "*.md", "path": "docs"}))
-            .await,
-        "docs/a.md\n"
-    );
+    assert_eq!(ws.ok("glob", json!({"pattern": "*.md", "path": "docs"})).await, "docs/a.md\n");
 }
 
 #[tokio::test]
@@ -74,15 +66,9 @@ async fn glob_caps_its_results_with_a_note() {
 #[tokio::test]
 async fn glob_says_when_nothing_matches_and_refuses_bad_patterns() {
     let ws = workspace();
-    assert!(
-        ws.ok("glob", json!({"pattern": "*.zig"}))
-            .await
-            .contains("No files match")
-    );
+    assert!(ws.ok("glob", json!({"pattern": "*.zig"})).await.contains("No files match"));
     let err = ws.err("glob", json!({"pattern": "src/[unclosed"})).await;
     assert!(err.contains("bad glob pattern"), "{err}");
-    let err = ws
-        .err("glob", json!({"pattern": "*.rs", "path": "../"}))
-        .await;
+    let err = ws.err("glob", json!({"pattern": "*.rs", "path": "../"})).await;
     assert!(err.contains("outside the workspace"), "{err}");
 }

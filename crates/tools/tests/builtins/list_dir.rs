@@ -11,11 +11,8 @@ async fn list_dir_shows_kinds_and_sizes_folders_first() {
     ws.write(".env.example", "X=1");
     std::os::unix::fs::symlink("b.txt", ws.path("link")).unwrap();
     let out = ws.ok("list_dir", json!({})).await;
-    let rows: Vec<Vec<&str>> = out
-        .lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().collect())
-        .collect();
+    let rows: Vec<Vec<&str>> =
+        out.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
     assert_eq!(
         rows,
         [
@@ -37,10 +34,7 @@ async fn list_dir_skips_git_and_gitignored_entries() {
     ws.write("Cargo.toml", "");
     let out = ws.ok("list_dir", json!({"path": "."})).await;
     assert!(!out.contains(".git/") && !out.contains("target"), "{out}");
-    assert!(
-        out.contains(".gitignore") && out.contains("Cargo.toml"),
-        "{out}"
-    );
+    assert!(out.contains(".gitignore") && out.contains("Cargo.toml"), "{out}");
 }
 
 #[tokio::test]
@@ -57,14 +51,6 @@ async fn list_dir_caps_entries_with_a_note() {
 async fn list_dir_refuses_files_and_outside_paths() {
     let ws = workspace();
     ws.write("a.txt", "");
-    assert!(
-        ws.err("list_dir", json!({"path": "a.txt"}))
-            .await
-            .contains("not a folder")
-    );
-    assert!(
-        ws.err("list_dir", json!({"path": "/"}))
-            .await
-            .contains("outside the workspace")
-    );
+    assert!(ws.err("list_dir", json!({"path": "a.txt"})).await.contains("not a folder"));
+    assert!(ws.err("list_dir", json!({"path": "/"})).await.contains("outside the workspace"));
 }

@@ -27,11 +27,7 @@ pub struct Ws {
 pub fn workspace() -> Ws {
     let dir = tempfile::tempdir().expect("temp dir");
     let ctx = ToolContext::new(dir.path());
-    Ws {
-        dir,
-        ctx,
-        tools: builtin_tools(),
-    }
+    Ws { dir, ctx, tools: builtin_tools() }
 }
 
 impl Ws {
@@ -56,9 +52,7 @@ impl Ws {
 
     /// Validates `input` and runs tool `name`, as the agent loop does.
     pub async fn call(&self, name: &str, input: Value) -> Result<ToolOutput, ToolError> {
-        self.tools
-            .validate(name, &input)
-            .map_err(ToolError::InvalidArguments)?;
+        self.tools.validate(name, &input).map_err(ToolError::InvalidArguments)?;
         let tool = self.tools.get(name).expect("builtin tool");
         tool.execute(input, &self.ctx).await
     }
@@ -77,10 +71,7 @@ impl Ws {
     pub async fn ok(&self, name: &str, input: Value) -> String {
         match self.call(name, input.clone()).await {
             Ok(out) if !out.is_error => out.joined_text(),
-            Ok(out) => panic!(
-                "{name} {input} returned an error result: {}",
-                out.joined_text()
-            ),
+            Ok(out) => panic!("{name} {input} returned an error result: {}", out.joined_text()),
             Err(e) => panic!("{name} {input} failed: {e}"),
         }
     }

@@ -32,13 +32,8 @@ async fn read_shows_the_first_2000_lines_and_says_how_to_read_on() {
 async fn read_honours_offset_and_limit_and_counts_what_remains() {
     let ws = workspace();
     ws.write("f.txt", lines(10));
-    let out = ws
-        .ok("read", json!({"path": "f.txt", "offset": 4, "limit": 3}))
-        .await;
-    assert!(
-        out.starts_with("     4\tline 4\n     5\tline 5\n     6\tline 6\n"),
-        "{out}"
-    );
+    let out = ws.ok("read", json!({"path": "f.txt", "offset": 4, "limit": 3})).await;
+    assert!(out.starts_with("     4\tline 4\n     5\tline 5\n     6\tline 6\n"), "{out}");
     assert!(
         out.contains("Showing lines 4-6 of 10. 4 more lines; call read with offset=7"),
         "{out}"
@@ -57,21 +52,12 @@ async fn read_to_the_end_has_no_trailer() {
 async fn read_refuses_offset_zero_and_offset_past_the_end() {
     let ws = workspace();
     ws.write("f.txt", lines(3));
-    let err = ws
-        .call_unvalidated("read", json!({"path": "f.txt", "offset": 0}))
-        .await
-        .unwrap_err();
+    let err = ws.call_unvalidated("read", json!({"path": "f.txt", "offset": 0})).await.unwrap_err();
     assert!(err.to_string().contains("1-based"), "{err}");
-    let err = ws
-        .call_unvalidated("read", json!({"path": "f.txt", "limit": -5}))
-        .await
-        .unwrap_err();
+    let err = ws.call_unvalidated("read", json!({"path": "f.txt", "limit": -5})).await.unwrap_err();
     assert!(err.to_string().contains("`limit`"), "{err}");
     let err = ws.err("read", json!({"path": "f.txt", "offset": 9})).await;
-    assert!(
-        err.contains("past the end") && err.contains("3 lines"),
-        "{err}"
-    );
+    assert!(err.contains("past the end") && err.contains("3 lines"), "{err}");
 }
 
 #[tokio::test]
@@ -137,11 +123,7 @@ async fn read_cuts_very_long_lines() {
     let ws = workspace();
     ws.write("min.js", "x".repeat(5000));
     let out = ws.ok("read", json!({"path": "min.js"})).await;
-    assert!(
-        out.contains("[line cut: 5000 chars in all]"),
-        "{}",
-        &out[out.len() - 60..]
-    );
+    assert!(out.contains("[line cut: 5000 chars in all]"), "{}", &out[out.len() - 60..]);
     assert!(out.len() < 2100);
 }
 
@@ -149,11 +131,7 @@ async fn read_cuts_very_long_lines() {
 async fn read_says_when_a_file_is_empty() {
     let ws = workspace();
     ws.write("empty.txt", "");
-    assert!(
-        ws.ok("read", json!({"path": "empty.txt"}))
-            .await
-            .contains("empty")
-    );
+    assert!(ws.ok("read", json!({"path": "empty.txt"})).await.contains("empty"));
 }
 
 #[tokio::test]

@@ -55,16 +55,10 @@ async fn web_search_asks_each_backend_its_own_way_and_lists_the_hits() {
     let base = serve(seen.clone()).await;
     let ctx = ToolContext::new(std::env::temp_dir());
 
-    let brave = WebSearchTool::new(
-        SearchBackend::Brave,
-        Some(format!("{base}/brave")),
-        Some("bk".into()),
-    )
-    .unwrap();
-    let out = brave
-        .execute(json!({"query": "tokio runtime", "count": 1}), &ctx)
-        .await
-        .unwrap();
+    let brave =
+        WebSearchTool::new(SearchBackend::Brave, Some(format!("{base}/brave")), Some("bk".into()))
+            .unwrap();
+    let out = brave.execute(json!({"query": "tokio runtime", "count": 1}), &ctx).await.unwrap();
     let text = out.joined_text();
     assert_eq!(text, "1. Tokio\n   https://tokio.rs\n   An async runtime");
 
@@ -74,40 +68,20 @@ async fn web_search_asks_each_backend_its_own_way_and_lists_the_hits() {
         Some("tk".into()),
     )
     .unwrap();
-    let text = tavily
-        .execute(json!({"query": "q2"}), &ctx)
-        .await
-        .unwrap()
-        .joined_text();
+    let text = tavily.execute(json!({"query": "q2"}), &ctx).await.unwrap().joined_text();
     assert!(text.contains("tavily says"), "{text}");
 
-    let searx = WebSearchTool::new(
-        SearchBackend::Searxng,
-        Some(format!("{base}/searxng")),
-        None,
-    )
-    .unwrap();
-    let text = searx
-        .execute(json!({"query": "nothing"}), &ctx)
-        .await
-        .unwrap()
-        .joined_text();
+    let searx =
+        WebSearchTool::new(SearchBackend::Searxng, Some(format!("{base}/searxng")), None).unwrap();
+    let text = searx.execute(json!({"query": "nothing"}), &ctx).await.unwrap().joined_text();
     assert_eq!(text, "no results for \"nothing\"");
 
     let seen = seen.lock().unwrap().clone();
     assert_eq!(
         seen,
         vec![
-            (
-                "brave".to_string(),
-                "bk".to_string(),
-                "tokio runtime".to_string()
-            ),
-            (
-                "tavily".to_string(),
-                "Bearer tk".to_string(),
-                "q2".to_string()
-            ),
+            ("brave".to_string(), "bk".to_string(), "tokio runtime".to_string()),
+            ("tavily".to_string(), "Bearer tk".to_string(), "q2".to_string()),
             ("searxng".to_string(), String::new(), "nothing".to_string()),
         ]
     );
@@ -115,19 +89,7 @@ async fn web_search_asks_each_backend_its_own_way_and_lists_the_hits() {
 
 #[test]
 fn web_search_needs_a_key_or_a_url_depending_on_the_backend() {
-    assert!(
-        WebSearchTool::new(SearchBackend::Brave, None, None)
-            .unwrap_err()
-            .contains("API key")
-    );
-    assert!(
-        WebSearchTool::new(SearchBackend::Searxng, None, None)
-            .unwrap_err()
-            .contains("url")
-    );
-    assert!(
-        SearchBackend::parse("bing")
-            .unwrap_err()
-            .contains("brave, tavily, searxng")
-    );
+    assert!(WebSearchTool::new(SearchBackend::Brave, None, None).unwrap_err().contains("API key"));
+    assert!(WebSearchTool::new(SearchBackend::Searxng, None, None).unwrap_err().contains("url"));
+    assert!(SearchBackend::parse("bing").unwrap_err().contains("brave, tavily, searxng"));
 }
