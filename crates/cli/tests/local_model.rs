@@ -40,7 +40,8 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let env = Env { home: tempfile::tempdir().unwrap(), workspace: tempfile::tempdir().unwrap() };
+        let env =
+            Env { home: tempfile::tempdir().unwrap(), workspace: tempfile::tempdir().unwrap() };
         std::fs::write(env.workspace.path().join("notes.txt"), "alpha\n").unwrap();
         std::fs::write(env.workspace.path().join("plan.md"), "# plan\n").unwrap();
         env
@@ -75,7 +76,7 @@ fn run(cmd: &mut Command) -> (i32, String, String) {
 }
 
 /// Tools a wrong guess of a tiny model must not run in these tests.
-const DENY_WRITES: &str = "[permissions]\ndeny = [\"bash\", \"write\", \"edit\", \"web_fetch\", \"web_search\", \"task\"]\n";
+const DENY_WRITES: &str = "[permissions]\ndeny = [\"bash\", \"background_run\", \"kill_background\", \"write\", \"*edit\", \"memory\", \"web_*\", \"task\"]\n";
 
 #[test]
 fn the_real_model_makes_a_grammar_constrained_tool_call_and_answers() {
@@ -102,7 +103,8 @@ fn the_real_model_makes_a_grammar_constrained_tool_call_and_answers() {
     assert!(!started.is_empty(), "the first answer is a tool call: {stdout}\n{stderr}");
     let (id, name, input) = started[0];
     assert!(input.is_object(), "{name} {input}");
-    let finished = events.iter().any(|e| matches!(e, AgentEvent::ToolCallFinished { id: f, .. } if f == id));
+    let finished =
+        events.iter().any(|e| matches!(e, AgentEvent::ToolCallFinished { id: f, .. } if f == id));
     assert!(finished, "the call ran and its result went back: {stdout}");
     let Some(AgentEvent::Finished { result, num_turns, usage, .. }) = events.last() else {
         panic!("no finished event: {stdout}\n{stderr}");
@@ -196,7 +198,10 @@ fn model_pull_downloads_a_url_verifies_it_and_installs_it() {
                 line.clear();
             }
             let mut s = stream;
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", served.len());
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                served.len()
+            );
             let _ = s.write_all(head.as_bytes());
             let _ = s.write_all(&served);
             let _ = s.read(&mut [0u8; 1]);

@@ -392,27 +392,15 @@ fn explain(message: &str) -> String {
         return message.to_string();
     };
     let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
-    match candidates.iter().map(|c| (edit_distance(unknown, c), *c)).filter(|(d, _)| *d <= 2).min()
+    match candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(unknown, c), *c))
+        .filter(|(d, _)| *d <= 2)
+        .min()
     {
         Some((_, best)) => format!("unknown key \"{unknown}\" (did you mean \"{best}\"?)"),
         None => format!("unknown key \"{unknown}\"; valid keys: {}", candidates.join(", ")),
     }
-}
-
-/// Levenshtein distance, for "did you mean".
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 /// The first model (by name) in `home/models`, which `ferroclaw model`

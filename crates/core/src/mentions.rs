@@ -108,18 +108,7 @@ fn media_type(path: &Path) -> Option<&'static str> {
     use std::io::Read;
     let mut head = [0u8; 12];
     let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
-    let head = &head[..n];
-    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if head.starts_with(&[0xff, 0xd8, 0xff]) {
-        Some("image/jpeg")
-    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
+    ferroclaw_tools::image_media_type(&head[..n])
 }
 
 #[cfg(test)]

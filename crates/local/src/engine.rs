@@ -112,11 +112,7 @@ pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalErr
 impl Engine {
     /// Queues a request; its events arrive on `events`.
     pub fn submit(&self, request: ChatRequest, options: LocalOptions, events: EventSender) {
-        let job = Job {
-            request,
-            options,
-            events,
-        };
+        let job = Job { request, options, events };
         let sent = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
         if let Err(mpsc::SendError(job)) = sent {
             let _ = job.events.try_send(Err(stream_error("the model thread has stopped")));
@@ -370,8 +366,7 @@ impl Session<'_> {
             for l in loose {
                 tracing::warn!("local: tool {} arguments not constrained: {}", l.name, l.reason);
             }
-            let forced =
-                options.tool_choice == ToolChoice::First && awaits_first_answer(request);
+            let forced = options.tool_choice == ToolChoice::First && awaits_first_answer(request);
             let g = if forced {
                 LlamaSampler::grammar(self.model, &gbnf, "root")
             } else {

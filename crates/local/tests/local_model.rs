@@ -135,7 +135,9 @@ async fn the_second_turn_reads_only_what_the_first_did_not() {
         events2.push(e.unwrap());
     }
     let usage2 = usage_of(&events2);
-    eprintln!("turn 1: {usage1:?}, first token {ttft1:?}; turn 2: {usage2:?}, first token {ttft2:?}");
+    eprintln!(
+        "turn 1: {usage1:?}, first token {ttft1:?}; turn 2: {usage2:?}, first token {ttft2:?}"
+    );
     // Everything turn 1 read is reused (the last prompt token may be re-read).
     assert!(usage2.cache_read_tokens + 1 >= usage1.input_tokens, "{usage1:?} {usage2:?}");
     assert!(usage2.input_tokens * 5 < usage2.cache_read_tokens, "{usage2:?}");
@@ -175,7 +177,8 @@ async fn a_tool_call_names_a_real_tool_with_schema_valid_arguments() {
             &LocalOptions { seed: Some(seed), ..options(ToolChoice::First) },
         )
         .unwrap();
-        let mut r = request(vec![Message::user("What will the weather be in Paris this week?")], 120);
+        let mut r =
+            request(vec![Message::user("What will the weather be in Paris this week?")], 120);
         r.tools = vec![list_tool(), weather_tool()];
         let events = answer(&provider, r).await;
         let calls: Vec<_> = events

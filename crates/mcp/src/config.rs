@@ -236,7 +236,7 @@ impl RawEntry {
         if let Some(key) = entry.unknown.keys().next() {
             let hint = KNOWN_KEYS
                 .iter()
-                .map(|k| (edit_distance(key, k), *k))
+                .map(|k| (strsim::levenshtein(key, k), *k))
                 .filter(|(d, _)| *d <= 2)
                 .min()
                 .map(|(_, k)| format!(" (did you mean \"{k}\"?)"))
@@ -359,22 +359,6 @@ pub fn expand(text: &str) -> Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
-}
-
-/// Levenshtein distance, for "did you mean".
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

@@ -91,7 +91,7 @@ pub use grep_sink::MAX_GREP_LINE_CHARS;
 pub use lines::MAX_LINE_CHARS;
 pub use list_dir::{ListDirTool, MAX_LIST_ENTRIES};
 pub use multi_edit::MultiEditTool;
-pub use read::{DEFAULT_READ_LINES, MAX_IMAGE_BYTES, ReadTool};
+pub use read::{DEFAULT_READ_LINES, MAX_IMAGE_BYTES, ReadTool, image_media_type};
 pub use registry::ToolRegistry;
 pub use sandbox::Sandbox;
 pub use web_fetch::{DEFAULT_MAX_CHARS, MAX_BODY_BYTES, MAX_REDIRECTS, WebFetchTool};

@@ -190,10 +190,10 @@ fn trim_newline(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-/// The media type when the file is an image we can show: decided by magic
-/// bytes; an image extension on a file that is not that image is an error.
-fn image_type(path: &Path, head: &[u8]) -> Result<Option<&'static str>, ToolError> {
-    let by_magic = if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+/// The media type of an image we can show (PNG, JPEG, GIF, WebP), from the
+/// file's first 12 bytes; `None` for anything else.
+pub fn image_media_type(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
         Some("image/png")
     } else if head.starts_with(b"\xff\xd8\xff") {
         Some("image/jpeg")
@@ -203,7 +203,13 @@ fn image_type(path: &Path, head: &[u8]) -> Result<Option<&'static str>, ToolErro
         Some("image/webp")
     } else {
         None
-    };
+    }
+}
+
+/// The media type when the file is an image we can show: decided by magic
+/// bytes; an image extension on a file that is not that image is an error.
+fn image_type(path: &Path, head: &[u8]) -> Result<Option<&'static str>, ToolError> {
+    let by_magic = image_media_type(head);
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     let by_ext = match ext.as_deref() {
         Some("png") => Some("image/png"),

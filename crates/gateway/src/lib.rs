@@ -1,0 +1,7 @@
+//! placeholder
+pub mod channel;
+pub mod bus;
+pub mod config;
+pub mod cron;
+pub mod files;
+pub mod pairing;

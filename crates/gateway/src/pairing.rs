@@ -1,0 +1,309 @@
+//! Who may talk to the agent: OpenClaw's DM policy and pairing.
+//!
+//! With `dm_policy = "pairing"` (the default) an unknown sender gets a
+//! one-time code and nothing reaches the model; the owner approves it with
+//! `ferroclaw pairing approve CHANNEL CODE`, after which the sender is let in.
+//! State lives in `$FERROCLAW_HOME/pairing/CHANNEL.json`, small files written
+//! atomically (temp file + rename) and read on every check, so the CLI and a
+//! running gateway share them without signalling each other.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bus::InboundMessage;
+use crate::config::{ChannelSettings, DmPolicy};
+use crate::files::{now_ms, read_json, write_json_atomically};
+
+/// Characters of a pairing code: no look-alikes (0/O, 1/I/L).
+pub const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+/// Length of a pairing code, as OpenClaw.
+pub const CODE_LENGTH: usize = 8;
+/// How long a code may be approved, as OpenClaw: one hour.
+pub const CODE_TTL_MS: u64 = 60 * 60 * 1000;
+/// Codes waiting per channel, as OpenClaw; more senders are refused until one expires.
+pub const MAX_PENDING: usize = 3;
+
+/// Problems with pairing state or requests.
+#[derive(Debug, thiserror::Error)]
+pub enum PairingError {
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("no pending pairing code {code:?} on {channel} (codes expire after an hour)")]
+    UnknownCode { channel: String, code: String },
+    #[error("too many pairing requests waiting on {channel}; try again later")]
+    TooManyPending { channel: String },
+    #[error("channel name {0:?} is not valid (letters, digits, - and _)")]
+    BadChannel(String),
+}
+
+/// A code waiting for the owner's approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingPairing {
+    pub code: String,
+    pub sender: String,
+    pub chat_id: String,
+    /// The sender's display name, when the platform gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub created_at_ms: u64,
+    pub expires_at_ms: u64,
+}
+
+/// A sender the owner approved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovedSender {
+    pub sender: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub approved_at_ms: u64,
+}
+
+/// One channel's pairing file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PairingState {
+    #[serde(default)]
+    pub approved: Vec<ApprovedSender>,
+    #[serde(default)]
+    pub pending: Vec<PendingPairing>,
+}
+
+/// What to do with an inbound message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// Let it reach the agent.
+    Allow,
+    /// Drop it; tell the sender this text when there is one.
+    Refuse(Option<String>),
+}
+
+/// The pairing files of one home.
+#[derive(Debug, Clone)]
+pub struct PairingStore {
+    dir: PathBuf,
+}
+
+impl PairingStore {
+    /// The store in `home/pairing`.
+    pub fn new(home: &Path) -> Self {
+        PairingStore { dir: home.join("pairing") }
+    }
+
+    fn path(&self, channel: &str) -> Result<PathBuf, PairingError> {
+        let ok = !channel.is_empty()
+            && channel.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !ok {
+            return Err(PairingError::BadChannel(channel.to_string()));
+        }
+        Ok(self.dir.join(format!("{channel}.json")))
+    }
+
+    /// A channel's state as on disk (empty when there is no file).
+    pub fn load(&self, channel: &str) -> Result<PairingState, PairingError> {
+        let path = self.path(channel)?;
+        read_json(&path).map_err(|message| PairingError::File { path, message })
+    }
+
+    fn save(&self, channel: &str, state: &PairingState) -> Result<(), PairingError> {
+        let path = self.path(channel)?;
+        write_json_atomically(&path, state).map_err(|message| PairingError::File { path, message })
+    }
+
+    /// True when the owner approved `sender` on `channel`.
+    pub fn is_approved(&self, channel: &str, sender: &str) -> bool {
+        self.load(channel).is_ok_and(|s| s.approved.iter().any(|a| a.sender == sender))
+    }
+
+    /// The code for an unknown sender: the one already waiting, else a new
+    /// one, unless [`MAX_PENDING`] others wait.
+    pub fn request(
+        &self,
+        channel: &str,
+        sender: &str,
+        chat_id: &str,
+        name: Option<String>,
+    ) -> Result<PendingPairing, PairingError> {
+        let now = now_ms();
+        let mut state = self.load(channel)?;
+        state.pending.retain(|p| p.expires_at_ms > now);
+        if let Some(p) = state.pending.iter().find(|p| p.sender == sender) {
+            return Ok(p.clone());
+        }
+        if state.pending.len() >= MAX_PENDING {
+            return Err(PairingError::TooManyPending { channel: channel.to_string() });
+        }
+        let pending = PendingPairing {
+            code: new_code(),
+            sender: sender.to_string(),
+            chat_id: chat_id.to_string(),
+            name,
+            created_at_ms: now,
+            expires_at_ms: now + CODE_TTL_MS,
+        };
+        state.pending.push(pending.clone());
+        self.save(channel, &state)?;
+        Ok(pending)
+    }
+
+    /// Approves the sender holding `code` (any case); returns who it was.
+    pub fn approve(&self, channel: &str, code: &str) -> Result<ApprovedSender, PairingError> {
+        let now = now_ms();
+        let mut state = self.load(channel)?;
+        state.pending.retain(|p| p.expires_at_ms > now);
+        let wanted = code.trim().to_ascii_uppercase();
+        let Some(i) = state.pending.iter().position(|p| p.code == wanted) else {
+            return Err(PairingError::UnknownCode {
+                channel: channel.to_string(),
+                code: code.to_string(),
+            });
+        };
+        let p = state.pending.remove(i);
+        let approved = ApprovedSender { sender: p.sender, name: p.name, approved_at_ms: now };
+        state.approved.retain(|a| a.sender != approved.sender);
+        state.approved.push(approved.clone());
+        self.save(channel, &state)?;
+        Ok(approved)
+    }
+
+    /// Removes an approved sender; true when there was one.
+    pub fn revoke(&self, channel: &str, sender: &str) -> Result<bool, PairingError> {
+        let mut state = self.load(channel)?;
+        let before = state.approved.len();
+        state.approved.retain(|a| a.sender != sender);
+        let removed = state.approved.len() != before;
+        if removed {
+            self.save(channel, &state)?;
+        }
+        Ok(removed)
+    }
+
+    /// Every channel with a pairing file, by name.
+    pub fn channels(&self) -> Vec<String> {
+        let mut out: Vec<String> = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Decides whether `message` may reach the agent under `settings`.
+    pub fn admit(&self, settings: &ChannelSettings, message: &InboundMessage) -> Admission {
+        let listed = settings.allow_from.iter().any(|a| {
+            a == "*"
+                || *a == message.sender
+                || message.metadata.get("username").and_then(|u| u.as_str()) == Some(a.as_str())
+        });
+        match settings.dm_policy {
+            DmPolicy::Disabled => Admission::Refuse(None),
+            DmPolicy::Open => Admission::Allow,
+            _ if listed || self.is_approved(&settings.name, &message.sender) => Admission::Allow,
+            DmPolicy::Allowlist => Admission::Refuse(Some(
+                "Sorry, this assistant only answers people on its allow-list.".into(),
+            )),
+            DmPolicy::Pairing => {
+                let name = message.metadata.get("name").and_then(|n| n.as_str()).map(str::to_string);
+                match self.request(&settings.name, &message.sender, &message.chat_id, name) {
+                    Ok(p) => Admission::Refuse(Some(format!(
+                        "I don't know you yet. Your pairing code is {code}. Ask my owner to run:\n\
+                         ferroclaw pairing approve {channel} {code}\n(the code expires in an hour)",
+                        code = p.code,
+                        channel = settings.name
+                    ))),
+                    Err(e) => {
+                        tracing::warn!("pairing: {e}");
+                        Admission::Refuse(Some(
+                            "I can't take new pairing requests right now; try again later.".into(),
+                        ))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A fresh random code of [`CODE_LENGTH`] characters from [`CODE_ALPHABET`].
+pub fn new_code() -> String {
+    (0..CODE_LENGTH)
+        .map(|_| CODE_ALPHABET[fastrand::usize(..CODE_ALPHABET.len())] as char)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(policy: DmPolicy) -> ChannelSettings {
+        ChannelSettings {
+            name: "telegram".into(),
+            enabled: true,
+            dm_policy: policy,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn codes_have_eight_characters_without_look_alikes() {
+        for _ in 0..200 {
+            let code = new_code();
+            assert_eq!(code.len(), 8);
+            assert!(!code.contains(['0', 'O', '1', 'I', 'L']), "{code}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_sender_gets_a_code_and_is_let_in_once_approved() {
+        let home = tempfile::tempdir().unwrap();
+        let store = PairingStore::new(home.path());
+        let msg = InboundMessage::new("telegram", "42", "42", "hi");
+        let Admission::Refuse(Some(text)) = store.admit(&settings(DmPolicy::Pairing), &msg) else {
+            panic!("an unknown sender must be refused");
+        };
+        let code = store.load("telegram").unwrap().pending[0].code.clone();
+        assert!(text.contains(&code), "{text}");
+        let again = store.request("telegram", "42", "42", None).unwrap();
+        assert_eq!(again.code, code, "the same sender keeps the same code");
+        assert_eq!(store.approve("telegram", &code.to_lowercase()).unwrap().sender, "42");
+        assert_eq!(store.admit(&settings(DmPolicy::Pairing), &msg), Admission::Allow);
+        assert!(store.approve("telegram", &code).is_err(), "a code works once");
+    }
+
+    #[test]
+    fn at_most_three_codes_wait_per_channel() {
+        let home = tempfile::tempdir().unwrap();
+        let store = PairingStore::new(home.path());
+        for sender in ["a", "b", "c"] {
+            store.request("telegram", sender, sender, None).unwrap();
+        }
+        assert!(matches!(
+            store.request("telegram", "d", "d", None),
+            Err(PairingError::TooManyPending { .. })
+        ));
+    }
+
+    #[test]
+    fn an_expired_code_cannot_be_approved() {
+        let home = tempfile::tempdir().unwrap();
+        let store = PairingStore::new(home.path());
+        let p = store.request("telegram", "a", "a", None).unwrap();
+        let mut state = store.load("telegram").unwrap();
+        state.pending[0].expires_at_ms = 1;
+        store.save("telegram", &state).unwrap();
+        assert!(matches!(store.approve("telegram", &p.code), Err(PairingError::UnknownCode { .. })));
+    }
+
+    #[test]
+    fn allowlist_and_disabled_policies_never_pair() {
+        let home = tempfile::tempdir().unwrap();
+        let store = PairingStore::new(home.path());
+        let msg = InboundMessage::new("telegram", "42", "42", "hi");
+        assert!(matches!(store.admit(&settings(DmPolicy::Allowlist), &msg), Admission::Refuse(Some(_))));
+        assert_eq!(store.admit(&settings(DmPolicy::Disabled), &msg), Admission::Refuse(None));
+        assert!(store.load("telegram").unwrap().pending.is_empty());
+        let mut listed = settings(DmPolicy::Allowlist);
+        listed.allow_from = vec!["42".into()];
+        assert_eq!(store.admit(&listed, &msg), Admission::Allow);
+    }
+}
