@@ -96,6 +96,8 @@ pub struct ProviderSection {
     pub api_key: Option<String>,
     /// SSE streaming (default true).
     pub stream: Option<bool>,
+    /// The models accept images (default true; false sends a text note instead).
+    pub images: Option<bool>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
 }
@@ -304,6 +306,7 @@ impl Config {
         let mut config = ProviderConfig::new(name, wire, base_url);
         config.api_key = api_key;
         config.stream = section.stream.unwrap_or(true);
+        config.images = section.images.unwrap_or(true);
         config.headers = section.headers.into_iter().collect();
         if let Some(r) = self.file.retry {
             let d = RetryPolicy::default();
@@ -493,6 +496,7 @@ pub const CONFIG_TEMPLATE: &str = r#"# ferroclaw configuration. Layers: this fil
 # base_url = "http://localhost:8080/v1"
 # api_key_env = "LOCAL_API_KEY"        # optional
 # stream = true
+# images = true                       # false: images are sent as a text note
 # headers = { "X-Team" = "core" }
 
 # [retry]

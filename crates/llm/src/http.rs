@@ -78,8 +78,11 @@ impl Provider for HttpProvider {
         &self.shared.config.name
     }
 
-    fn stream(&self, request: ChatRequest) -> EventStream {
+    fn stream(&self, mut request: ChatRequest) -> EventStream {
         let config = &self.shared.config;
+        if !config.images {
+            crate::images::replace_images_with_notes(&mut request.messages);
+        }
         let body = match config.wire {
             WireFormat::Anthropic => anthropic::request_body(&request, config.stream),
             WireFormat::OpenAi => openai::request_body(

@@ -47,6 +47,7 @@
 mod anthropic;
 mod decode;
 mod http;
+mod images;
 mod openai;
 mod presets;
 mod retry;
@@ -129,6 +130,9 @@ pub struct ProviderConfig {
     pub api_key: Option<String>,
     /// Use SSE streaming (`true`) or one JSON response (`false`).
     pub stream: bool,
+    /// The model accepts images; when `false`, image blocks are sent as a
+    /// short text note instead.
+    pub images: bool,
     /// Extra HTTP headers sent with every request.
     pub headers: Vec<(String, String)>,
     pub retry: RetryPolicy,
@@ -148,6 +152,7 @@ impl ProviderConfig {
             base_url: base_url.into(),
             api_key: None,
             stream: true,
+            images: true,
             headers: Vec::new(),
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(10),
