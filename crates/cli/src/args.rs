@@ -105,6 +105,23 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::model_cmd::ModelAction,
     },
+    /// Run the always-on assistant: web chat, OpenAI API, Telegram, cron, heartbeat.
+    Gateway {
+        #[command(subcommand)]
+        action: Option<crate::gateway_cmd::GatewayAction>,
+    },
+    /// Approve or list senders who asked to talk to the gateway (DM pairing).
+    Pairing {
+        #[command(subcommand)]
+        action: crate::pairing_cmd::PairingAction,
+    },
+    /// Scheduled jobs the gateway runs: list, add, remove, run now.
+    Cron {
+        #[command(subcommand)]
+        action: crate::cron_cmd::CronAction,
+    },
+    /// The gateway, its chat sessions and cron jobs.
+    Status,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,18 +3,22 @@
 mod archive;
 mod args;
 mod context_cmd;
+mod cron_cmd;
 mod doctor;
 mod exit;
+mod gateway_cmd;
 mod interrupt;
 mod markdown;
 mod mcp_cmd;
 mod model_cmd;
 mod oneshot;
+mod pairing_cmd;
 mod render;
 mod repl;
 mod sessions;
 mod setup;
 mod skills_cmd;
+mod status_cmd;
 mod tasks_cmd;
 
 use clap::Parser;
@@ -24,8 +28,17 @@ use crate::setup::SetupError;
 
 fn main() {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // The gateway logs to its own file and serves many chats on all cores.
+    let gateway =
+        matches!(&cli.command, Some(Command::Gateway { action }) if gateway_cmd::is_server(action));
+    if !gateway {
+        init_logging(cli.verbose);
+    }
+    let mut builder = match gateway {
+        true => tokio::runtime::Builder::new_multi_thread(),
+        false => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("ferroclaw: cannot start the async runtime: {e}");
@@ -53,6 +66,10 @@ async fn run(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Context { raw }) => context_cmd::run(&setup::load_config(cli)?, *raw),
         Some(Command::Skills { action }) => skills_cmd::run(action, &setup::load_config(cli)?),
         Some(Command::Model { action }) => model_cmd::run(action, &setup::load_config(cli)?).await,
+        Some(Command::Gateway { action }) => gateway_cmd::run(cli, action).await,
+        Some(Command::Pairing { action }) => pairing_cmd::run(action),
+        Some(Command::Cron { action }) => cron_cmd::run(action),
+        Some(Command::Status) => status_cmd::run(cli),
         Some(Command::Sessions { action }) => {
             let config = setup::load_config(cli)?;
             sessions::run(action, &config)?;

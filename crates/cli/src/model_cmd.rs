@@ -225,13 +225,12 @@ pub fn local_provider(
     announce: bool,
 ) -> Option<Result<Arc<dyn Provider>, SetupError>> {
     let target = LocalTarget::parse(spec)?;
-    Some(open_local(config, &target).map(|p| {
+    Some(open_local(config, &target).inspect(|_| {
         if announce {
             eprintln!(
                 "ferroclaw: no provider key set; using the local model {spec} (set a key or pass --model to change)"
             );
         }
-        p
     }))
 }
 

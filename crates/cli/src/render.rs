@@ -81,8 +81,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 let _ = out.flush();
             }
             AgentEvent::ToolCallStarted { name, input, .. } if opts.status => {
-                let subject =
-                    call_subject(&input).map(str::to_string).unwrap_or_else(|| input.to_string());
+                let subject = subject(&input);
                 eprintln!("{GREEN}⏺{RESET} {name}({})", shorten(&subject, 80));
             }
             AgentEvent::ToolCallFinished { is_error, duration_ms, preview, .. } if opts.status => {
@@ -93,8 +92,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 }
             }
             AgentEvent::PermissionRequested { name, input, .. } if opts.answer => {
-                let subject =
-                    call_subject(&input).map(str::to_string).unwrap_or_else(|| input.to_string());
+                let subject = subject(&input);
                 eprint!(
                     "{YELLOW}? allow {name}({})?{RESET} [y]es / [n]o (or \"n, reason\") / [a]lways this session / always in this [p]roject: ",
                     shorten(&subject, 100)
@@ -139,18 +137,14 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             }
             AgentEvent::SubAgent { agent_type, event, .. } if opts.status => match *event {
                 AgentEvent::ToolCallStarted { name, input, .. } => {
-                    let subject = call_subject(&input)
-                        .map(str::to_string)
-                        .unwrap_or_else(|| input.to_string());
+                    let subject = subject(&input);
                     eprintln!("    {DIM}↳ {agent_type}:{RESET} {name}({})", shorten(&subject, 70));
                 }
                 AgentEvent::ToolCallFinished { is_error: true, preview, .. } => {
                     eprintln!("      {RED}⎿ {}{RESET}", shorten(&preview, 140));
                 }
                 AgentEvent::PermissionRequested { name, input, .. } if opts.answer => {
-                    let subject = call_subject(&input)
-                        .map(str::to_string)
-                        .unwrap_or_else(|| input.to_string());
+                    let subject = subject(&input);
                     eprint!(
                         "{YELLOW}? allow {agent_type} sub-agent: {name}({})?{RESET} [y]es / [n]o / [a]lways this session: ",
                         shorten(&subject, 90)
@@ -176,6 +170,18 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             _ => {}
         }
     }
+}
+
+/// What a tool call is about, in a few words: the command, path, URL or
+/// pattern; a sub-agent's description; the size of a todo list; else the JSON.
+fn subject(input: &serde_json::Value) -> String {
+    if let Some(s) = call_subject(input).or_else(|| input["description"].as_str()) {
+        return s.to_string();
+    }
+    if let Some(items) = input["items"].as_array() {
+        return format!("{} items", items.len());
+    }
+    input.to_string()
 }
 
 /// `12.3k` style counts.

@@ -34,6 +34,9 @@ pub enum Resume {
     New,
     Latest,
     Id(String),
+    /// The session with exactly this id: resumed when its file exists, else
+    /// created with that id (the gateway keeps one per chat).
+    Named(String),
 }
 
 impl Resume {
@@ -93,6 +96,7 @@ pub fn open_agent(
             ))
         })?),
         Resume::Id(id) => Some(store.find(&config.workspace, id)?),
+        Resume::Named(id) => Some(store.path_of(&config.workspace, id)).filter(|p| p.is_file()),
     };
     let resumed = match &resume_path {
         Some(path) => Some(SessionLog::resume(path, RESUME_TAIL_BYTES)?),
@@ -119,7 +123,13 @@ pub fn open_agent(
     .map_err(SetupError::Other)?;
     let (session, messages, skipped_bytes, was_resumed) = match resumed {
         Some(r) => (r.log, r.messages, r.skipped_bytes, true),
-        None => (store.create(&config.workspace, &spec)?, Vec::new(), 0, false),
+        None => {
+            let log = match resume {
+                Resume::Named(id) => store.create_named(&config.workspace, id, &spec)?,
+                _ => store.create(&config.workspace, &spec)?,
+            };
+            (log, Vec::new(), 0, false)
+        }
     };
     let permissions = Arc::new(permissions);
     let context = ferroclaw_core::ContextBuilder::for_config(config).build();

@@ -48,6 +48,11 @@ pub struct ConfigFile {
     /// `[mcp_servers.NAME]`: MCP servers, validated by `ferroclaw-mcp`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, toml::Table>,
+    /// `[gateway]`: `ferroclaw gateway` settings, validated by `ferroclaw-gateway`.
+    pub gateway: Option<toml::Table>,
+    /// `[channels.NAME]`: gateway chat channels, validated by `ferroclaw-gateway`.
+    #[serde(default)]
+    pub channels: BTreeMap<String, toml::Table>,
 }
 
 /// `[permissions]`: rules like `bash(git status*)` or `edit(src/**)`.
@@ -346,12 +351,14 @@ impl ConfigFile {
             compaction_threshold,
             memory,
             web_search,
-            sandbox
+            sandbox,
+            gateway
         );
         self.permissions.allow.extend(later.permissions.allow);
         self.permissions.deny.extend(later.permissions.deny);
         self.providers.extend(later.providers);
         self.mcp_servers.extend(later.mcp_servers);
+        self.channels.extend(later.channels);
     }
 }
 

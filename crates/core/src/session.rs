@@ -142,6 +142,30 @@ impl SessionStore {
         self.create_with(meta)
     }
 
+    /// Starts a session with exactly this id (the gateway names one per
+    /// chat); fails if a file with that id exists.
+    pub fn create_named(
+        &self,
+        cwd: &Path,
+        id: &str,
+        model: &str,
+    ) -> Result<SessionLog, SessionError> {
+        let meta = SessionMeta {
+            id: id.to_string(),
+            cwd: cwd.to_path_buf(),
+            model: model.to_string(),
+            created: clock::now_rfc3339(),
+            version: 1,
+            parent: None,
+        };
+        self.create_with(meta)
+    }
+
+    /// The file a session with this id has in a project (it may not exist).
+    pub fn path_of(&self, cwd: &Path, id: &str) -> PathBuf {
+        self.project_dir(cwd).join(format!("{id}.jsonl"))
+    }
+
     /// Starts a sub-agent's transcript beside its parent's: id `PARENT.LABEL`.
     pub fn create_child(
         &self,

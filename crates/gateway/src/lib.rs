@@ -1,7 +1,53 @@
-//! placeholder
-pub mod channel;
+//! The always-on assistant behind `ferroclaw gateway`: chat channels (the
+//! built-in web chat, an OpenAI-compatible API, Telegram) feed a bounded
+//! [`MessageBus`]; the [`Gateway`] admits each message by its channel's DM
+//! policy ([`pairing`]), and runs it in the chat's own session (one worker per
+//! live chat: each chat in order, chats in parallel up to a limit). Answers go
+//! back through the channel's [`Channel::send`]; the agent can also write to
+//! any chat with the `message` tool and schedule work with the `cron` tool.
+//! [`cron`] jobs and the [`heartbeat`] run turns on a clock.
+//!
+//! It does not build agents: the CLI hands it an [`AgentFactory`] (so this
+//! crate does not depend on the CLI), and it does not render anything.
+//!
+//! ```
+//! use ferroclaw_gateway::{InboundMessage, MessageBus, BusError, ANY_CHANNEL};
+//! use ferroclaw_gateway::cron::Schedule;
+//!
+//! // The bus is bounded: a full queue says "busy" instead of growing.
+//! let bus = MessageBus::new(1);
+//! let _rx = bus.subscribe(ANY_CHANNEL);
+//! bus.publish(InboundMessage::new("telegram", "42", "42", "hi")).unwrap();
+//! assert_eq!(bus.publish(InboundMessage::new("telegram", "42", "42", "again")), Err(BusError::Busy));
+//!
+//! // A cron expression that does not parse is refused, with the reason.
+//! assert!(Schedule::cron("0 9 * * 1-5", Some("Europe/Paris")).is_ok());
+//! assert!(Schedule::cron("every morning", None).is_err());
+//! ```
+
 pub mod bus;
+pub mod channel;
+pub mod commands;
 pub mod config;
 pub mod cron;
+pub mod discord;
 pub mod files;
+pub mod format;
+pub mod gateway;
+pub mod heartbeat;
+pub mod outbox;
 pub mod pairing;
+pub mod scheduler;
+pub mod sessions;
+pub mod slack;
+pub mod status;
+pub mod telegram;
+pub mod tools;
+pub mod web;
+pub mod worker;
+
+pub use bus::{ANY_CHANNEL, BusError, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL};
+pub use channel::{Channel, ChannelError};
+pub use config::{ChannelSettings, DmPolicy, GatewayConfigError, GatewaySettings};
+pub use gateway::{AgentFactory, Gateway, GatewayApprover};
+pub use sessions::SessionKey;

@@ -199,7 +199,7 @@ impl Session<'_> {
         let mut sampler = self.sampler(request, &job.options)?;
         let mut splitter = CallSplitter::new();
         let mut utf8 = Utf8Pieces::default();
-        let mut calls = 0usize;
+        let mut calls = Calls::default();
         let mut generated = 0usize;
         let mut first_token: Option<Instant> = None;
         let mut stop = StopReason::EndTurn;
@@ -229,33 +229,25 @@ impl Session<'_> {
             }
         }
         let rest = utf8.finish();
-        let mut segments = splitter.push(&rest);
-        match splitter.finish() {
-            Ok(last) => segments.extend(last),
-            Err(body) => {
-                let id = next_call_id();
-                let _ = send(
-                    &job.events,
-                    ProviderEvent::ToolCall {
-                        call: ferroclaw_protocol::ToolCall {
-                            id,
-                            name: String::new(),
-                            input: serde_json::Value::String(body),
-                        },
-                        parse_error: Some(format!(
-                            "the answer ended inside {CALL_OPEN} (token cap reached)"
-                        )),
-                    },
-                );
-                calls += 1;
+        let mut tail = splitter.push(&rest);
+        let unfinished = match splitter.finish() {
+            Ok(last) => {
+                tail.extend(last);
+                None
             }
-        }
-        for segment in segments {
+            Err(body) => Some(body),
+        };
+        for segment in tail {
             if emit_segment(segment, &job.events, &mut calls).is_err() {
                 return Ok(());
             }
         }
-        if calls > 0 {
+        if let Some(body) = unfinished {
+            if calls.emit(&job.events, body, true).is_err() {
+                return Ok(());
+            }
+        }
+        if calls.count > 0 {
             stop = StopReason::ToolUse;
         }
         let done = Instant::now();
@@ -400,29 +392,60 @@ fn send(events: &EventSender, event: ProviderEvent) -> Result<(), Halt> {
 }
 
 /// Streams text, or announces and emits a parsed call.
-fn emit_segment(segment: Segment, events: &EventSender, calls: &mut usize) -> Result<(), Halt> {
+fn emit_segment(segment: Segment, events: &EventSender, calls: &mut Calls) -> Result<(), Halt> {
     match segment {
         Segment::Text(text) => send(events, ProviderEvent::TextDelta(text)),
-        Segment::Call(body) => {
-            *calls += 1;
-            let id = next_call_id();
-            let (call, parse_error) = match parse_call(id.clone(), &body) {
-                Ok(call) => (call, None),
-                Err(e) => (
-                    ferroclaw_protocol::ToolCall {
-                        id,
-                        name: String::new(),
-                        input: serde_json::Value::String(body),
-                    },
-                    Some(e.to_string()),
-                ),
-            };
-            send(
-                events,
-                ProviderEvent::ToolCallStarted { id: call.id.clone(), name: call.name.clone() },
-            )?;
-            send(events, ProviderEvent::ToolCall { call, parse_error })
-        }
+        Segment::Call(body) => calls.emit(events, body, false),
+    }
+}
+
+/// The calls of one answer so far.
+#[derive(Default)]
+struct Calls {
+    /// Calls emitted (malformed ones included).
+    count: usize,
+    /// Name and arguments of each well-formed call, to drop repeats: small
+    /// models often write the same call twice in a row.
+    seen: Vec<(String, serde_json::Value)>,
+}
+
+impl Calls {
+    /// Announces and emits one call. A body that does not parse (or was cut
+    /// short by the token cap) goes out with `parse_error` set, so the loop
+    /// can tell the model what went wrong. An exact repeat of an earlier call
+    /// of this answer is dropped.
+    fn emit(&mut self, events: &EventSender, body: String, cut_short: bool) -> Result<(), Halt> {
+        let id = next_call_id();
+        let parsed = if cut_short {
+            Err(format!("the answer ended inside {CALL_OPEN} (token cap reached)"))
+        } else {
+            parse_call(id.clone(), &body).map_err(|e| e.to_string())
+        };
+        let (call, parse_error) = match parsed {
+            Ok(call) => {
+                let key = (call.name.clone(), call.input.clone());
+                if self.seen.contains(&key) {
+                    tracing::debug!("local: dropped a repeated call to {}", call.name);
+                    return Ok(());
+                }
+                self.seen.push(key);
+                (call, None)
+            }
+            Err(e) => (
+                ferroclaw_protocol::ToolCall {
+                    id,
+                    name: String::new(),
+                    input: serde_json::Value::String(body),
+                },
+                Some(e),
+            ),
+        };
+        self.count += 1;
+        send(
+            events,
+            ProviderEvent::ToolCallStarted { id: call.id.clone(), name: call.name.clone() },
+        )?;
+        send(events, ProviderEvent::ToolCall { call, parse_error })
     }
 }
 
@@ -465,6 +488,20 @@ impl Utf8Pieces {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_users_own_message_awaits_a_first_answer() {
+        use ferroclaw_protocol::{ContentBlock, Message};
+        let mut r = ChatRequest::new("m", vec![Message::user("list files")]);
+        assert!(awaits_first_answer(&r));
+        r.messages.push(Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result("c1", "a.txt", false)],
+        });
+        assert!(!awaits_first_answer(&r), "after tool results the model is free");
+        r.messages.push(Message::assistant("done"));
+        assert!(!awaits_first_answer(&r));
+    }
 
     #[test]
     fn a_character_split_across_tokens_comes_out_whole() {

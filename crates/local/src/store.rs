@@ -176,7 +176,7 @@ mod tests {
         let f = fake_gguf(src.path(), "Tiny-1B.Q4.gguf");
         let m = store.import(&f, None).unwrap();
         assert_eq!(m.name, "Tiny-1B.Q4");
-        assert_eq!(store.list().unwrap(), [m.clone()]);
+        assert_eq!(store.list().unwrap(), std::slice::from_ref(&m));
         assert_eq!(store.find("Tiny-1B.Q4").unwrap(), m);
         store.remove("Tiny-1B.Q4").unwrap();
         assert_eq!(store.list().unwrap(), []);

@@ -64,6 +64,10 @@ impl Runtime {
 /// `git status --porcelain --branch`, summarised; `None` when git is missing
 /// or the folder is not in a repository.
 fn git_state(workspace: &Path) -> Option<GitState> {
+    // Outside a repository, do not pay for starting git at all.
+    if !workspace.ancestors().any(|dir| dir.join(".git").exists()) {
+        return None;
+    }
     let output = Command::new("git")
         .arg("-C")
         .arg(workspace)

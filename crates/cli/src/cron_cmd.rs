@@ -1,0 +1,97 @@
+//! `ferroclaw cron list|add|remove|run`: scheduled jobs in
+//! `$FERROCLAW_HOME/cron/jobs.json`, run by a running gateway.
+
+use clap::Subcommand;
+use ferroclaw_core::Config;
+use ferroclaw_gateway::cron::{CronJob, CronStore, Payload, Schedule, parse_at, parse_duration_ms};
+use ferroclaw_gateway::tools::list_jobs;
+
+use crate::exit;
+use crate::setup::SetupError;
+
+#[derive(Debug, Subcommand)]
+pub enum CronAction {
+    /// Every job with its schedule, next run and last status.
+    List,
+    /// Add a job: exactly one of --every, --cron, --at.
+    Add {
+        /// What the agent is asked when the job runs.
+        #[arg(short, long)]
+        message: String,
+        /// A name to show in lists.
+        #[arg(long, default_value = "")]
+        name: String,
+        /// Repeat every interval: 90, 30s, 5m, 2h, 1d.
+        #[arg(long, value_name = "INTERVAL")]
+        every: Option<String>,
+        /// A cron expression: 5 fields, or 6 with seconds first.
+        #[arg(long, value_name = "EXPR")]
+        cron: Option<String>,
+        /// The IANA time zone of --cron (default: this machine's).
+        #[arg(long)]
+        tz: Option<String>,
+        /// Run once: +10m, 2026-05-01T09:00:00+02:00 or "2026-05-01 09:00".
+        #[arg(long, value_name = "TIME")]
+        at: Option<String>,
+        /// Deliver the answer to this chat, as CHANNEL:CHAT_ID (e.g. telegram:12345).
+        #[arg(long, value_name = "CHANNEL:CHAT_ID")]
+        to: Option<String>,
+    },
+    /// Remove a job by id (or unique prefix).
+    Remove { id: String },
+    /// Make a job due now: a running gateway runs it within a second.
+    Run { id: String },
+}
+
+/// Runs `ferroclaw cron ACTION`.
+pub fn run(action: &CronAction) -> Result<i32, SetupError> {
+    let store = CronStore::new(&Config::default_home());
+    let fail = |e: ferroclaw_gateway::cron::CronError| SetupError::Other(e.to_string());
+    match action {
+        CronAction::List => println!("{}", list_jobs(&store.load().map_err(fail)?.jobs)),
+        CronAction::Add { message, name, every, cron, tz, at, to } => {
+            let schedule = match (every, cron, at) {
+                (Some(every), None, None) => {
+                    Schedule::every(parse_duration_ms(every).map_err(fail)?)
+                }
+                (None, Some(expr), None) => Schedule::cron(expr, tz.as_deref()),
+                (None, None, Some(at)) => Ok(Schedule::at(parse_at(at).map_err(fail)?)),
+                _ => {
+                    return Err(SetupError::Other(
+                        "give exactly one of --every, --cron, --at".into(),
+                    ));
+                }
+            }
+            .map_err(fail)?;
+            let target = match to {
+                None => None,
+                Some(t) => Some(
+                    t.split_once(':')
+                        .filter(|(c, id)| !c.is_empty() && !id.is_empty())
+                        .ok_or_else(|| {
+                            SetupError::Other(format!("--to {t:?} is not CHANNEL:CHAT_ID"))
+                        })?,
+                ),
+            };
+            let payload = Payload {
+                message: message.clone(),
+                deliver: target.is_some(),
+                channel: target.map(|(c, _)| c.to_string()),
+                to: target.map(|(_, id)| id.to_string()),
+            };
+            let job =
+                store.add(CronJob::new(name, schedule, payload).map_err(fail)?).map_err(fail)?;
+            println!("added job {}", job.id);
+            println!("{}", list_jobs(std::slice::from_ref(&job)));
+        }
+        CronAction::Remove { id } => {
+            let job = store.remove(id).map_err(fail)?;
+            println!("removed job {} ({})", job.id, job.name);
+        }
+        CronAction::Run { id } => {
+            let job = store.run_now(id).map_err(fail)?;
+            println!("job {} is due now; a running gateway runs it within a second", job.id);
+        }
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,315 @@
+//! `ferroclaw gateway`: the always-on assistant (web chat, OpenAI API,
+//! Telegram, cron, heartbeat), and `ferroclaw gateway install` (a systemd
+//! user unit). Agents are built exactly as for the terminal, one session per chat.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use clap::Subcommand;
+use ferroclaw_core::{Agent, Approver, Config, Overrides};
+use ferroclaw_gateway::config::{ChannelSettings, GatewaySettings};
+use ferroclaw_gateway::telegram::{self, TelegramChannel};
+use ferroclaw_gateway::web::{OWNER, WebChannel, WebOptions};
+use ferroclaw_gateway::{AgentFactory, Channel, Gateway};
+use ferroclaw_gateway::{discord, slack};
+use ferroclaw_mcp::McpHub;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::Cli;
+use crate::exit;
+use crate::setup::{Resume, SetupError, open_agent};
+
+/// Bytes of random token generated when none is configured.
+const TOKEN_BYTES: usize = 24;
+
+#[derive(Debug, Subcommand)]
+pub enum GatewayAction {
+    /// Run the gateway in the foreground (the default).
+    Run,
+    /// Write a systemd user unit that runs the gateway, and say how to enable it.
+    Install {
+        /// Overwrite an existing unit.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// True when this command runs the gateway itself (it sets up its own logging and runtime).
+pub fn is_server(action: &Option<GatewayAction>) -> bool {
+    matches!(action, None | Some(GatewayAction::Run))
+}
+
+/// Runs `ferroclaw gateway [ACTION]`.
+pub async fn run(cli: &Cli, action: &Option<GatewayAction>) -> Result<i32, SetupError> {
+    match action {
+        Some(GatewayAction::Install { force }) => install(*force),
+        None | Some(GatewayAction::Run) => serve(cli).await,
+    }
+}
+
+/// Loads the config with the gateway's workspace and permission mode.
+pub fn gateway_config(cli: &Cli) -> Result<(Config, GatewaySettings), SetupError> {
+    let home = Config::default_home();
+    let plain = Config::load(home.clone(), home.join("workspace"), &Overrides::default())?;
+    let settings = GatewaySettings::parse(plain.file.gateway.as_ref()).map_err(other)?;
+    let workspace = settings.workspace(&home);
+    std::fs::create_dir_all(&workspace)
+        .map_err(|e| SetupError::Other(format!("cannot create {}: {e}", workspace.display())))?;
+    let overrides = Overrides {
+        model: cli.model.clone(),
+        max_turns: cli.max_turns,
+        permission_mode: cli.permission_mode.or(settings.permission_mode),
+    };
+    let workspace = workspace.canonicalize().unwrap_or(workspace);
+    Ok((Config::load(home, workspace, &overrides)?, settings))
+}
+
+fn other(e: impl std::fmt::Display) -> SetupError {
+    SetupError::Other(e.to_string())
+}
+
+/// Opens chat agents with the CLI's set-up, sharing one MCP hub.
+struct CliFactory {
+    config: Config,
+    mcp: McpHub,
+}
+
+#[async_trait::async_trait]
+impl AgentFactory for CliFactory {
+    async fn open(&self, session_id: &str, approver: Arc<dyn Approver>) -> Result<Agent, String> {
+        let opened = open_agent(&self.config, &Resume::Named(session_id.to_string()), approver)
+            .map_err(|e| e.to_string())?;
+        let mut agent = opened.agent;
+        self.mcp.register_tools(&mut agent.tools);
+        agent.turn_hook = Some(Arc::new(crate::mcp_cmd::McpRefresh(self.mcp.clone())));
+        Ok(agent)
+    }
+}
+
+async fn serve(cli: &Cli) -> Result<i32, SetupError> {
+    let (config, settings) = gateway_config(cli)?;
+    let log_path = config.home.join("logs").join("gateway.log");
+    init_logging(cli.verbose, &log_path)?;
+    // Fail early, with the reason, when no model can be used.
+    config.model_spec()?;
+    let tables = &config.file.channels;
+    let mut channels = ChannelSettings::parse_all(tables).map_err(other)?;
+    if !tables.contains_key("web") {
+        // The web chat is on by default: loopback only, behind the token.
+        channels.push(ChannelSettings { name: "web".into(), enabled: true, ..Default::default() });
+    }
+    let mcp = crate::mcp_cmd::start_hub(&config, Default::default()).await;
+    let factory = Arc::new(CliFactory { config: config.clone(), mcp: mcp.clone() });
+    let mut gateway = Gateway::new(config.home.clone(), settings.clone(), factory);
+    let mut enabled = Vec::new();
+    for mut channel_settings in channels.into_iter().filter(|c| c.enabled) {
+        let channel: Arc<dyn Channel> = match channel_settings.name.as_str() {
+            "web" => {
+                channel_settings.check_options(&["openai_api"]).map_err(other)?;
+                let token = web_token(&config.home, &settings)?;
+                let addr = std::net::SocketAddr::new(settings.bind, settings.port);
+                let url = format!("http://{addr}/#token={token}");
+                eprintln!("ferroclaw gateway: web chat at {url}");
+                gateway.set_web_url(format!("http://{addr}/"));
+                if channel_settings.allow_from.is_empty() {
+                    channel_settings.allow_from = vec![OWNER.into()];
+                }
+                Arc::new(WebChannel::new(WebOptions {
+                    addr,
+                    token,
+                    openai_api: channel_settings
+                        .option("openai_api")
+                        .map_err(other)?
+                        .unwrap_or(true),
+                    model_name: format!("ferroclaw/{}", config.model_spec().unwrap_or_default()),
+                }))
+            }
+            "telegram" => {
+                channel_settings.check_options(&["poll_timeout_secs"]).map_err(other)?;
+                let token =
+                    channel_settings.secret(telegram::DEFAULT_TOKEN_ENV).ok_or_else(|| {
+                        SetupError::Other(format!(
+                            "[channels.telegram] needs the bot token: set {} (or token_env)",
+                            channel_settings
+                                .token_env
+                                .as_deref()
+                                .unwrap_or(telegram::DEFAULT_TOKEN_ENV)
+                        ))
+                    })?;
+                let poll = channel_settings
+                    .option("poll_timeout_secs")
+                    .map_err(other)?
+                    .unwrap_or(telegram::DEFAULT_POLL_TIMEOUT_SECS);
+                Arc::new(
+                    TelegramChannel::new(&token, channel_settings.api_base.as_deref(), poll)
+                        .map_err(other)?,
+                )
+            }
+            "discord" => {
+                let config =
+                    discord::DiscordConfig::from_settings(&channel_settings).map_err(other)?;
+                Arc::new(discord::DiscordChannel::new(config).map_err(other)?)
+            }
+            "slack" => {
+                let config = slack::SlackConfig::from_settings(&channel_settings).map_err(other)?;
+                Arc::new(slack::SlackChannel::new(config).map_err(other)?)
+            }
+            name => {
+                return Err(SetupError::Other(format!(
+                    "[channels.{name}]: unknown channel; available: web, telegram, discord, slack"
+                )));
+            }
+        };
+        enabled.push(channel_settings.name.clone());
+        gateway.add_channel(channel, channel_settings);
+    }
+    tracing::info!(
+        channels = %enabled.join(", "),
+        workspace = %config.workspace.display(),
+        model = %config.model_spec().unwrap_or_default(),
+        "gateway starting"
+    );
+    let shutdown = CancellationToken::new();
+    watch_signals(shutdown.clone());
+    gateway.run(shutdown).await;
+    mcp.shutdown().await;
+    Ok(exit::OK)
+}
+
+/// SIGTERM and Ctrl-C stop taking messages and let turns in flight finish.
+fn watch_signals(shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = term => tracing::info!("SIGTERM"),
+            _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
+        }
+        shutdown.cancel();
+    });
+}
+
+/// The web token: configured, else the one generated earlier (kept in
+/// `$FERROCLAW_HOME/gateway/token`, mode 0600), else a new one.
+fn web_token(home: &Path, settings: &GatewaySettings) -> Result<String, SetupError> {
+    if let Some(token) = settings.configured_token() {
+        return Ok(token);
+    }
+    let path = home.join("gateway").join("token");
+    if let Ok(token) = std::fs::read_to_string(&path)
+        && !token.trim().is_empty()
+    {
+        return Ok(token.trim().to_string());
+    }
+    let token: String = (0..TOKEN_BYTES).map(|_| format!("{:02x}", fastrand::u8(..))).collect();
+    let write = || -> std::io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::create_dir_all(home.join("gateway"))?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)?;
+        writeln!(f, "{token}")
+    };
+    write().map_err(|e| SetupError::Other(format!("cannot write {}: {e}", path.display())))?;
+    Ok(token)
+}
+
+/// Logs to `gateway.log` and stderr.
+fn init_logging(verbose: u8, path: &Path) -> Result<(), SetupError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| SetupError::Other(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| SetupError::Other(format!("cannot open {}: {e}", path.display())))?;
+    let file = Arc::new(Mutex::new(file));
+    let filter = std::env::var("FERROCLAW_LOG")
+        .unwrap_or_else(|_| if verbose >= 2 { "debug" } else { "info" }.to_string());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(move || Tee(file.clone()))
+        .with_ansi(false)
+        .with_target(false)
+        .try_init();
+    Ok(())
+}
+
+/// A log writer that writes each line to the log file and to stderr.
+struct Tee(Arc<Mutex<std::fs::File>>);
+
+impl Write for Tee {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        let mut file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        file.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `ferroclaw gateway install`: `~/.config/systemd/user/ferroclaw-gateway.service`.
+fn install(force: bool) -> Result<i32, SetupError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| SetupError::Other(format!("cannot find this binary: {e}")))?;
+    let config_dir = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .ok_or_else(|| SetupError::Other("neither XDG_CONFIG_HOME nor HOME is set".into()))?;
+    let path = config_dir.join("systemd/user/ferroclaw-gateway.service");
+    if path.exists() && !force {
+        println!("{} exists; use --force to overwrite it", path.display());
+        return Ok(exit::OK);
+    }
+    let unit = systemd_unit(&exe, &Config::default_home());
+    std::fs::create_dir_all(path.parent().unwrap_or(&config_dir))
+        .and_then(|()| std::fs::write(&path, unit))
+        .map_err(|e| SetupError::Other(format!("cannot write {}: {e}", path.display())))?;
+    println!("wrote {}", path.display());
+    println!(
+        "enable it with:\n  systemctl --user daemon-reload\n  systemctl --user enable --now ferroclaw-gateway"
+    );
+    println!("keep it running after logout with:\n  loginctl enable-linger $USER");
+    Ok(exit::OK)
+}
+
+/// The unit's text. Provider keys are read from an optional environment file.
+fn systemd_unit(exe: &Path, home: &Path) -> String {
+    format!(
+        "[Unit]\n\
+         Description=ferroclaw gateway (personal AI assistant)\n\
+         After=network-online.target\n\
+         Wants=network-online.target\n\n\
+         [Service]\n\
+         ExecStart={exe} gateway\n\
+         Environment=FERROCLAW_HOME={home}\n\
+         # Provider keys and bot tokens, e.g. ANTHROPIC_API_KEY=... and TELEGRAM_BOT_TOKEN=...\n\
+         EnvironmentFile=-{home}/gateway.env\n\
+         Restart=on-failure\n\
+         RestartSec=5\n\
+         # SIGTERM lets turns in flight finish (up to {grace} s).\n\
+         KillSignal=SIGTERM\n\
+         TimeoutStopSec={stop}\n\n\
+         [Install]\n\
+         WantedBy=default.target\n",
+        exe = exe.display(),
+        home = home.display(),
+        grace = ferroclaw_gateway::gateway::SHUTDOWN_GRACE.as_secs(),
+        stop = ferroclaw_gateway::gateway::SHUTDOWN_GRACE.as_secs() + 30,
+    )
+}

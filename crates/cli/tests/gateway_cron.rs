@@ -1,0 +1,112 @@
+//! Cron end to end: a job due in 2 s runs once and delivers its answer; a bad
+//! expression is refused with the reason; a restart never re-runs a slot.
+
+mod common;
+mod gateway_support;
+
+use common::{Env, Wire, run};
+use ferroclaw_testkit::Turn;
+use gateway_support::fake_telegram::FakeTelegram;
+use gateway_support::{Gateway, wait_for};
+use serde_json::Value;
+
+fn jobs(env: &Env) -> Value {
+    let text = std::fs::read_to_string(env.home.path().join("cron/jobs.json")).unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_bad_cron_expression_is_refused_with_the_reason() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    let (rc, out, err) = run(env.cmd().args(["cron", "add", "-m", "x", "--cron", "every morning"]));
+    assert_eq!(rc, 2, "{out}");
+    assert!(err.contains("not valid") && err.contains("every morning"), "{err}");
+    let (rc, _, err) =
+        run(env.cmd().args(["cron", "add", "-m", "x", "--cron", "0 9 * * *", "--tz", "Mars/Base"]));
+    assert_eq!(rc, 2);
+    assert!(err.contains("time zone"), "{err}");
+    assert!(!env.home.path().join("cron/jobs.json").exists(), "nothing was saved");
+}
+
+#[test]
+fn a_job_due_in_two_seconds_runs_once_and_delivers_its_answer() {
+    let fake = FakeTelegram::start();
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("Stand up and stretch!").into()]);
+    let (rc, out, err) = run(env.cmd().args([
+        "cron",
+        "add",
+        "-m",
+        "remind me to stretch",
+        "--at",
+        "+2s",
+        "--to",
+        "telegram:5",
+    ]));
+    assert_eq!(rc, 0, "{out}{err}");
+    let config = format!(
+        "heartbeat_minutes = 0\n[channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\npoll_timeout_secs = 1\n",
+        fake.base
+    );
+    let _gw = Gateway::start(&env, &config);
+    wait_for(15, "the job's answer", || !fake.sent_to(5).is_empty());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(fake.sent_to(5), ["Stand up and stretch!"]);
+    assert_eq!(env.server.requests().len(), 1, "ran once");
+    assert!(env.request_body(0).to_string().contains("remind me to stretch"));
+    assert_eq!(
+        jobs(&env)["jobs"].as_array().map(Vec::len),
+        Some(0),
+        "a one-shot job is removed after it ran"
+    );
+}
+
+#[test]
+fn a_restart_does_not_run_a_slot_again_and_the_run_is_recorded() {
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("Done.").into(), Turn::text("Again?").into()]);
+    let (rc, out, err) = run(env.cmd().args([
+        "cron",
+        "add",
+        "-m",
+        "hourly check",
+        "--every",
+        "1h",
+        "--name",
+        "check",
+    ]));
+    assert_eq!(rc, 0, "{out}{err}");
+    // Make the first slot come in two seconds.
+    let mut file = jobs(&env);
+    let soon =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+            as u64
+            + 2000;
+    file["jobs"][0]["state"]["next_run_at_ms"] = soon.into();
+    std::fs::write(env.home.path().join("cron/jobs.json"), file.to_string()).unwrap();
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    wait_for(15, "the run to be recorded", || {
+        jobs(&env)["jobs"][0]["state"]["last_status"] == "ok"
+    });
+    let state = &jobs(&env)["jobs"][0]["state"];
+    assert_eq!(state["last_run_at_ms"], soon);
+    assert!(state["next_run_at_ms"].as_u64().unwrap() > soon + 3_000_000, "{state}");
+    let (code, stderr) = gw.terminate();
+    assert_eq!(code, 0, "{stderr}");
+    let port = gateway_support::free_port();
+    let text = std::fs::read_to_string(env.home.path().join("config.toml")).unwrap();
+    let text = text
+        .lines()
+        .map(|l| if l.starts_with("port =") { format!("port = {port}") } else { l.to_string() })
+        .collect::<Vec<_>>()
+        .join("\n");
+    env.write_home_config(&text);
+    let _again = Gateway::spawn(&env, port);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(env.server.requests().len(), 1, "the slot did not run again after the restart");
+    let (_, listed, _) = run(env.cmd().args(["cron", "list"]));
+    assert!(
+        listed.contains("check") && listed.contains("every 3600s") && listed.contains(" ok"),
+        "{listed}"
+    );
+    let (_, status, _) = run(env.cmd().arg("status"));
+    assert!(status.contains("gateway    running") && status.contains("1 jobs"), "{status}");
+}

@@ -1,0 +1,113 @@
+//! A fake Telegram Bot API: `getUpdates` (long polling with offset) serves
+//! updates the test pushes; `sendMessage` records what the bot sends.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Shared {
+    updates: Vec<Value>,
+    sent: Vec<Value>,
+    next_update: i64,
+}
+
+/// The fake; its thread runs for the life of the test.
+#[derive(Clone)]
+pub struct FakeTelegram {
+    shared: Arc<Mutex<Shared>>,
+    pub base: String,
+}
+
+impl FakeTelegram {
+    pub fn start() -> FakeTelegram {
+        let shared = Arc::new(Mutex::new(Shared { next_update: 1, ..Default::default() }));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let state = shared.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let app = Router::new().route("/{bot}/{method}", post(handle)).with_state(state);
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        FakeTelegram { shared, base }
+    }
+
+    /// A user writes `text` in a private chat.
+    pub fn user_says(&self, user_id: i64, name: &str, text: &str) {
+        let mut s = self.shared.lock().unwrap();
+        let id = s.next_update;
+        s.next_update += 1;
+        s.updates.push(json!({
+            "update_id": id,
+            "message": {
+                "message_id": id,
+                "from": {"id": user_id, "is_bot": false, "first_name": name, "username": name.to_lowercase()},
+                "chat": {"id": user_id, "type": "private"},
+                "date": 0,
+                "text": text
+            }
+        }));
+    }
+
+    /// Texts the bot sent to `chat_id`, in order.
+    pub fn sent_to(&self, chat_id: i64) -> Vec<String> {
+        self.shared
+            .lock()
+            .unwrap()
+            .sent
+            .iter()
+            .filter(|m| m["chat_id"].as_i64() == Some(chat_id))
+            .map(|m| m["text"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Every sendMessage body.
+    pub fn sent(&self) -> Vec<Value> {
+        self.shared.lock().unwrap().sent.clone()
+    }
+}
+
+async fn handle(
+    State(shared): State<Arc<Mutex<Shared>>>,
+    Path((bot, method)): Path<(String, String)>,
+    Json(body): Json<Value>,
+) -> Json<Value> {
+    if bot != "botTEST:TOKEN" {
+        return Json(json!({"ok": false, "error_code": 401, "description": "Unauthorized"}));
+    }
+    match method.as_str() {
+        "getUpdates" => {
+            let offset = body["offset"].as_i64().unwrap_or(0);
+            let timeout = body["timeout"].as_u64().unwrap_or(0).min(2);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+            loop {
+                let ready: Vec<Value> = shared
+                    .lock()
+                    .unwrap()
+                    .updates
+                    .iter()
+                    .filter(|u| u["update_id"].as_i64().unwrap_or(0) >= offset)
+                    .cloned()
+                    .collect();
+                if !ready.is_empty() || tokio::time::Instant::now() >= deadline {
+                    return Json(json!({"ok": true, "result": ready}));
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        "sendMessage" => {
+            shared.lock().unwrap().sent.push(body);
+            Json(json!({"ok": true, "result": {"message_id": 1}}))
+        }
+        _ => Json(json!({"ok": false, "description": "Not Found"})),
+    }
+}

@@ -1,0 +1,199 @@
+//! Shared set-up for gateway end-to-end tests: a running `ferroclaw gateway`
+//! on a free port, a tiny blocking HTTP client, and a fake Telegram Bot API.
+#![allow(dead_code)]
+
+pub mod browser;
+pub mod fake_telegram;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::Env;
+
+/// The web token of test gateways.
+pub const TOKEN: &str = "test-token";
+
+/// A free local port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A gateway process; killed when dropped.
+pub struct Gateway {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Gateway {
+    /// Writes the home config (`extra` appended) and starts the gateway; returns once `/health` answers.
+    pub fn start(env: &Env, extra: &str) -> Gateway {
+        let port = free_port();
+        env.write_home_config(&format!(
+            "[retry]\nmax_attempts = 2\nbase_delay_ms = 10\nmax_delay_ms = 50\n\n[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\n{extra}"
+        ));
+        Self::spawn(env, port)
+    }
+
+    /// Starts the gateway with the config already written.
+    pub fn spawn(env: &Env, port: u16) -> Gateway {
+        let child = env
+            .std_cmd()
+            .arg("gateway")
+            .env("FERROCLAW_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut gw = Gateway { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while get(port, "/health").is_none_or(|(s, _)| s != 200) {
+            if let Ok(Some(status)) = gw.child.try_wait() {
+                let mut err = String::new();
+                gw.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                panic!("gateway exited with {status}: {err}");
+            }
+            assert!(Instant::now() < deadline, "gateway did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        gw
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Sends SIGTERM and waits for the exit code; returns (code, stderr).
+    pub fn terminate(mut self) -> (i32, String) {
+        let pid = self.child.id().to_string();
+        std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            e.read_to_string(&mut err).unwrap();
+        }
+        let status = self.child.wait().unwrap();
+        (status.code().unwrap_or(-1), err)
+    }
+
+    /// The gateway's resident memory in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A blocking HTTP/1.1 request; (status, body) or `None` when nothing answers.
+pub fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> Option<(u16, String)> {
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    tcp.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let auth = token.map(|t| format!("authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(
+        tcp,
+        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\n{auth}content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    // Read to the end, or to Content-Length (some servers keep the connection).
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = tcp.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&raw);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            });
+            if length.is_some_and(|len| body.len() >= len) {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.split_whitespace().nth(1)?.parse().ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Some((status, body))
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// `GET path` without a token.
+pub fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    request(port, "GET", path, None, None)
+}
+
+/// A non-streamed chat completion as `user`; returns (status, answer text or error body).
+pub fn chat(port: u16, user: &str, text: &str) -> (u16, String) {
+    let body = serde_json::json!({"model": "ferroclaw", "user": user, "messages": [{"role": "user", "content": text}]});
+    let (status, body) =
+        request(port, "POST", "/v1/chat/completions", Some(TOKEN), Some(&body)).expect("no answer");
+    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    match v["choices"][0]["message"]["content"].as_str() {
+        Some(answer) => (status, answer.to_string()),
+        None => (status, body),
+    }
+}
+
+/// Waits until `f` holds, up to `secs`.
+pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// True in CI, where a missing tool is a failure rather than a skip.
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some()
+}
+
+/// Prints a loud SKIP locally; fails in CI.
+pub fn skip_or_fail(why: &str) {
+    assert!(!in_ci(), "{why} (required in CI)");
+    eprintln!("\n=== SKIP: {why} ===\n");
+}

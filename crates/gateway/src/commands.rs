@@ -1,0 +1,66 @@
+//! Chat commands: `/new`, `/status`, `/compact`, `/usage`, `/help`. They act
+//! on the chat's session and never reach the model (except `/compact`, which
+//! asks the model for a summary).
+
+/// A command typed in a chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatCommand {
+    /// Start a new conversation in this chat.
+    New,
+    /// Session, model and context use.
+    Status,
+    /// Summarise the history now, optionally focused.
+    Compact(Option<String>),
+    /// Tokens (and cost) used.
+    Usage,
+    /// What the commands are.
+    Help,
+}
+
+/// The reply to `/help`.
+pub const HELP: &str = "Commands:\n\
+/new — start a new conversation (the old one stays saved)\n\
+/status — session, model and how full the context is\n\
+/compact [focus] — summarise the conversation so far to free context\n\
+/usage — tokens used since the assistant last started on this chat\n\
+/help — this list\n\
+Anything else goes to the assistant.";
+
+impl ChatCommand {
+    /// Parses a message that is a command (`/new`, `/compact focus`,
+    /// `/status@MyBot`); anything else is `None` and goes to the model.
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        let rest = text.strip_prefix('/')?;
+        let (word, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        // Telegram appends the bot's name in groups: /status@my_bot.
+        let word = word.split('@').next().unwrap_or(word).to_ascii_lowercase();
+        let arg = arg.trim();
+        Some(match word.as_str() {
+            "new" | "reset" => ChatCommand::New,
+            "status" => ChatCommand::Status,
+            "compact" => ChatCommand::Compact((!arg.is_empty()).then(|| arg.to_string())),
+            "usage" => ChatCommand::Usage,
+            "help" | "start" => ChatCommand::Help,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_with_arguments_and_bot_suffixes_and_others_go_to_the_model() {
+        assert_eq!(ChatCommand::parse("/new"), Some(ChatCommand::New));
+        assert_eq!(ChatCommand::parse(" /status@ferro_bot "), Some(ChatCommand::Status));
+        assert_eq!(
+            ChatCommand::parse("/compact the API design"),
+            Some(ChatCommand::Compact(Some("the API design".into())))
+        );
+        assert_eq!(ChatCommand::parse("/compact"), Some(ChatCommand::Compact(None)));
+        assert_eq!(ChatCommand::parse("/etc/passwd is what?"), None);
+        assert_eq!(ChatCommand::parse("hello /new"), None);
+    }
+}

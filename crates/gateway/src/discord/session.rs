@@ -1,0 +1,308 @@
+//! One connection to Discord's Gateway WebSocket: wait for HELLO, IDENTIFY
+//! (or RESUME a session that dropped), heartbeat at the interval HELLO gave
+//! (the first beat after a random share of it, as Discord asks), and hand
+//! every dispatch to the channel until the connection ends.
+//!
+//! The connection ends with a [`SessionEnd`] that tells the channel what to
+//! do next: stop, connect again (resuming when [`SessionState`] still has a
+//! session), or give up because Discord refused the bot for good (bad token,
+//! intents not enabled).
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_util::sync::CancellationToken;
+
+use super::{CHANNEL_NAME, INTENTS};
+use crate::channel::ChannelError;
+
+/// How long connecting (TCP, TLS, WebSocket handshake) may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long to wait for HELLO after connecting; Discord sends it at once.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long closing a connection may take before it is simply dropped.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The close code this client uses when it drops a connection to resume it:
+/// any code but 1000/1001 keeps the session resumable.
+const RESUMABLE_CLOSE: u16 = 4000;
+/// Discord asks for a random 1-5 s wait after an INVALID_SESSION.
+const INVALID_SESSION_WAIT_MS: std::ops::Range<u64> = 1000..5000;
+
+/// Gateway opcodes (Discord developer docs, "Gateway Opcodes").
+mod op {
+    pub const DISPATCH: u8 = 0;
+    pub const HEARTBEAT: u8 = 1;
+    pub const IDENTIFY: u8 = 2;
+    pub const RESUME: u8 = 6;
+    pub const RECONNECT: u8 = 7;
+    pub const INVALID_SESSION: u8 = 9;
+    pub const HELLO: u8 = 10;
+    pub const HEARTBEAT_ACK: u8 = 11;
+}
+
+/// A Gateway WebSocket connection.
+pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// What outlives one connection: enough to resume, and the bot's own id.
+#[derive(Debug, Default, Clone)]
+pub struct SessionState {
+    /// The bot's user id (from READY), to skip its own messages and spot mentions.
+    pub bot_id: Option<String>,
+    /// The session to resume (from READY).
+    pub session_id: Option<String>,
+    /// Where to resume it (READY's `resume_gateway_url`).
+    pub resume_url: Option<String>,
+    /// The last sequence number received.
+    pub seq: Option<u64>,
+    /// True once this connection got READY or RESUMED.
+    pub ready: bool,
+}
+
+impl SessionState {
+    /// True when a dropped connection can be resumed rather than identified anew.
+    pub fn can_resume(&self) -> bool {
+        self.session_id.is_some() && self.resume_url.is_some()
+    }
+
+    /// Forgets the session, so the next connection identifies anew.
+    fn forget(&mut self) {
+        self.session_id = None;
+        self.resume_url = None;
+        self.seq = None;
+    }
+}
+
+/// How a connection ended.
+#[derive(Debug)]
+pub enum SessionEnd {
+    /// Shutdown was requested.
+    Shutdown,
+    /// The connection dropped or Discord asked for a new one: connect again.
+    Reconnect,
+    /// Discord refused the bot for good.
+    Fatal(ChannelError),
+}
+
+/// A Gateway payload: opcode, data, sequence number, event name.
+#[derive(Deserialize)]
+struct Payload {
+    op: u8,
+    #[serde(default)]
+    d: Value,
+    #[serde(default)]
+    s: Option<u64>,
+    #[serde(default)]
+    t: Option<String>,
+}
+
+/// Opens a WebSocket to `url`.
+pub async fn connect(url: &str) -> Result<Socket, String> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(url)).await {
+        Ok(Ok((socket, _))) => Ok(socket),
+        Ok(Err(e)) => Err(format!("cannot connect to {url}: {e}")),
+        Err(_) => {
+            Err(format!("cannot connect to {url}: no answer in {}s", CONNECT_TIMEOUT.as_secs()))
+        }
+    }
+}
+
+/// Runs one connection until it ends, passing every dispatch other than
+/// READY and RESUMED to `on_dispatch` with the event name, its data and the
+/// bot's id.
+pub async fn run(
+    mut ws: Socket,
+    token: &str,
+    state: &mut SessionState,
+    shutdown: &CancellationToken,
+    on_dispatch: &mut (dyn FnMut(&str, Value, Option<&str>) + Send),
+) -> SessionEnd {
+    let interval = tokio::select! {
+        () = shutdown.cancelled() => {
+            close(ws, CloseCode::Normal).await;
+            return SessionEnd::Shutdown;
+        }
+        hello = tokio::time::timeout(HELLO_TIMEOUT, await_hello(&mut ws)) => match hello {
+            Ok(Some(interval)) => interval,
+            Ok(None) => return SessionEnd::Reconnect,
+            Err(_) => {
+                tracing::warn!(channel = CHANNEL_NAME, "no HELLO within {}s; reconnecting", HELLO_TIMEOUT.as_secs());
+                return SessionEnd::Reconnect;
+            }
+        },
+    };
+    let greeting = match (&state.session_id, state.can_resume()) {
+        (Some(session_id), true) => json!({
+            "op": op::RESUME,
+            "d": { "token": token, "session_id": session_id, "seq": state.seq },
+        }),
+        _ => json!({
+            "op": op::IDENTIFY,
+            "d": {
+                "token": token,
+                "intents": INTENTS,
+                "properties": { "os": std::env::consts::OS, "browser": "ferroclaw", "device": "ferroclaw" },
+            },
+        }),
+    };
+    if send(&mut ws, &greeting).await.is_err() {
+        return SessionEnd::Reconnect;
+    }
+    let mut next_beat = Instant::now() + interval.mul_f64(fastrand::f64());
+    let mut awaiting_ack = false;
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => {
+                close(ws, CloseCode::Normal).await;
+                return SessionEnd::Shutdown;
+            }
+            () = tokio::time::sleep_until(next_beat) => {
+                if awaiting_ack {
+                    tracing::warn!(channel = CHANNEL_NAME, "no heartbeat ACK; reconnecting");
+                    close(ws, CloseCode::from(RESUMABLE_CLOSE)).await;
+                    return SessionEnd::Reconnect;
+                }
+                if send(&mut ws, &json!({ "op": op::HEARTBEAT, "d": state.seq })).await.is_err() {
+                    return SessionEnd::Reconnect;
+                }
+                awaiting_ack = true;
+                next_beat = Instant::now() + interval;
+            }
+            frame = ws.next() => {
+                let text = match frame {
+                    None => return SessionEnd::Reconnect,
+                    Some(Err(e)) => {
+                        tracing::info!(channel = CHANNEL_NAME, "connection lost: {e}");
+                        return SessionEnd::Reconnect;
+                    }
+                    Some(Ok(Message::Close(frame))) => return closed_by_discord(frame, state),
+                    Some(Ok(Message::Text(text))) => text,
+                    Some(Ok(_)) => continue,
+                };
+                let Ok(payload) = serde_json::from_str::<Payload>(&text) else {
+                    tracing::debug!(channel = CHANNEL_NAME, "unreadable gateway payload skipped");
+                    continue;
+                };
+                if payload.s.is_some() {
+                    state.seq = payload.s;
+                }
+                match payload.op {
+                    op::DISPATCH => {
+                        let event = payload.t.unwrap_or_default();
+                        match event.as_str() {
+                            "READY" => ready(payload.d, state),
+                            "RESUMED" => state.ready = true,
+                            _ => on_dispatch(&event, payload.d, state.bot_id.as_deref()),
+                        }
+                    }
+                    op::HEARTBEAT => {
+                        // Discord asks for a beat now; it does not move the schedule.
+                        let sent = send(&mut ws, &json!({ "op": op::HEARTBEAT, "d": state.seq })).await;
+                        if sent.is_err() {
+                            return SessionEnd::Reconnect;
+                        }
+                    }
+                    op::HEARTBEAT_ACK => awaiting_ack = false,
+                    op::RECONNECT => {
+                        close(ws, CloseCode::from(RESUMABLE_CLOSE)).await;
+                        return SessionEnd::Reconnect;
+                    }
+                    op::INVALID_SESSION => {
+                        if payload.d.as_bool() != Some(true) {
+                            state.forget();
+                        }
+                        close(ws, CloseCode::from(RESUMABLE_CLOSE)).await;
+                        let wait = Duration::from_millis(fastrand::u64(INVALID_SESSION_WAIT_MS));
+                        tokio::select! {
+                            () = shutdown.cancelled() => return SessionEnd::Shutdown,
+                            () = tokio::time::sleep(wait) => return SessionEnd::Reconnect,
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// Reads until HELLO and returns its heartbeat interval; `None` when the
+/// connection ends first.
+async fn await_hello(ws: &mut Socket) -> Option<Duration> {
+    while let Some(frame) = ws.next().await {
+        let Ok(Message::Text(text)) = frame else {
+            if frame.is_err() {
+                return None;
+            }
+            continue;
+        };
+        let Ok(payload) = serde_json::from_str::<Payload>(&text) else { continue };
+        if payload.op == op::HELLO {
+            let ms = payload.d.get("heartbeat_interval").and_then(Value::as_u64)?;
+            return Some(Duration::from_millis(ms.max(1)));
+        }
+    }
+    None
+}
+
+/// Takes the session id, resume URL and bot id from READY.
+fn ready(d: Value, state: &mut SessionState) {
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    state.session_id = d.get("session_id").and_then(text);
+    state.resume_url = d.get("resume_gateway_url").and_then(text);
+    if let Some(id) = d.pointer("/user/id").and_then(text) {
+        state.bot_id = Some(id);
+    }
+    state.ready = true;
+    tracing::info!(channel = CHANNEL_NAME, "connected to Discord");
+}
+
+/// What Discord's close code means for the next connection
+/// (Discord developer docs, "Gateway Close Event Codes").
+fn closed_by_discord(frame: Option<CloseFrame>, state: &mut SessionState) -> SessionEnd {
+    let Some(frame) = frame else { return SessionEnd::Reconnect };
+    let code = u16::from(frame.code);
+    let fatal = |why: &str| {
+        SessionEnd::Fatal(ChannelError::Config {
+            channel: CHANNEL_NAME.into(),
+            message: format!("Discord closed the gateway with {code} ({why}): {}", frame.reason),
+        })
+    };
+    match code {
+        4004 => fatal("authentication failed: check the bot token"),
+        4010..=4013 => fatal("invalid shard, API version or intents"),
+        4014 => fatal(
+            "disallowed intents: enable MESSAGE CONTENT INTENT under Bot in the Discord developer portal",
+        ),
+        4007 | 4009 => {
+            state.forget();
+            SessionEnd::Reconnect
+        }
+        _ => {
+            tracing::info!(
+                channel = CHANNEL_NAME,
+                code,
+                "gateway closed the connection; reconnecting"
+            );
+            SessionEnd::Reconnect
+        }
+    }
+}
+
+async fn send(ws: &mut Socket, payload: &Value) -> Result<(), ()> {
+    ws.send(Message::text(payload.to_string())).await.map_err(|e| {
+        tracing::info!(channel = CHANNEL_NAME, "send on the gateway failed: {e}");
+    })
+}
+
+/// Closes the connection with `code`, waiting at most [`CLOSE_TIMEOUT`].
+async fn close(mut ws: Socket, code: CloseCode) {
+    let frame = CloseFrame { code, reason: "".into() };
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT, ws.close(Some(frame))).await;
+}

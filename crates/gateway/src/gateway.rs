@@ -1,0 +1,333 @@
+//! The gateway: takes messages off the bus, lets in only those the chat's
+//! channel admits, and hands each to its chat's worker (one per live chat;
+//! chats in parallel up to `max_concurrent_turns`, each chat in order).
+//! On shutdown it stops taking messages, lets the turns in flight and the
+//! messages already accepted finish, and returns.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferroclaw_core::{Agent, Approval, Approver};
+use ferroclaw_protocol::ToolCall;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::bus::{ANY_CHANNEL, BusError, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL};
+use crate::channel::Channel;
+use crate::commands::{ChatCommand, HELP};
+use crate::config::{ChannelSettings, GatewaySettings};
+use crate::cron::CronStore;
+use crate::outbox::Outbox;
+use crate::pairing::{Admission, PairingStore};
+use crate::sessions::{SessionKey, SessionNames};
+use crate::status::{ChannelStatus, GatewayStatus, StatusFile};
+use crate::worker::{self, Delivery, Work};
+
+/// How long shutdown waits for turns in flight and accepted messages.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(120);
+/// How long shutdown waits for channels to stop receiving.
+const CHANNEL_STOP_GRACE: Duration = Duration::from_secs(5);
+/// How often the status file is rewritten.
+const STATUS_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Opens agents for the gateway; the CLI implements it with its own set-up.
+#[async_trait]
+pub trait AgentFactory: Send + Sync {
+    /// Opens the agent of session `session_id`: resumes the session file with
+    /// that id when there is one, else starts one with exactly that id.
+    async fn open(&self, session_id: &str, approver: Arc<dyn Approver>) -> Result<Agent, String>;
+}
+
+/// The approver of gateway agents: nobody at a terminal can be asked, so a
+/// call that needs approval is refused with what to configure instead.
+pub struct GatewayApprover;
+
+#[async_trait]
+impl Approver for GatewayApprover {
+    async fn approve(&self, call: &ToolCall) -> Approval {
+        Approval::No(format!(
+            "{} needs approval, and the gateway cannot ask anyone. Do without it if you can; \
+             otherwise tell the user that the owner can allow it with [gateway] permission_mode \
+             = \"accept-edits\" or \"bypass\", or an allow rule such as \"{}\" in [permissions] \
+             of config.toml",
+            call.name, call.name
+        ))
+    }
+}
+
+/// What the gateway's tasks share.
+pub struct Shared {
+    pub settings: GatewaySettings,
+    pub factory: Arc<dyn AgentFactory>,
+    pub approver: Arc<dyn Approver>,
+    pub outbox: Outbox,
+    pub names: SessionNames,
+    pub cron: CronStore,
+    pub pairing: PairingStore,
+    /// Permits for turns running at once.
+    pub turns: Semaphore,
+    channels: HashMap<String, ChannelSettings>,
+    /// The queue of every live chat's worker, with the worker's number.
+    live: Mutex<HashMap<SessionKey, (u64, mpsc::Sender<Work>)>>,
+    next_worker: AtomicU64,
+    workers: TaskTracker,
+    turns_done: AtomicU64,
+    turns_running: AtomicUsize,
+    /// The chat that spoke last: where heartbeat findings go by default.
+    last_chat: Mutex<Option<SessionKey>>,
+}
+
+impl Shared {
+    /// Queues `work` for `key`'s worker, starting one when the chat has none.
+    pub fn enqueue(self: &Arc<Self>, key: SessionKey, mut work: Work) -> Result<(), BusError> {
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some((_, tx)) = live.get(&key) {
+                match tx.try_send(work) {
+                    Ok(()) => return Ok(()),
+                    Err(mpsc::error::TrySendError::Full(_)) => return Err(BusError::Busy),
+                    Err(mpsc::error::TrySendError::Closed(w)) => {
+                        live.remove(&key);
+                        work = w;
+                        continue;
+                    }
+                }
+            }
+            let (tx, rx) = mpsc::channel(self.settings.chat_queue.max(1));
+            let number = self.next_worker.fetch_add(1, Ordering::Relaxed);
+            self.workers.spawn(worker::run(key.clone(), number, rx, self.clone()));
+            live.insert(key.clone(), (number, tx));
+        }
+    }
+
+    /// Forgets an idle worker unless a message arrived meanwhile; true when it may stop.
+    pub fn retire(&self, key: &SessionKey, number: u64, rx: &mpsc::Receiver<Work>) -> bool {
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        if !rx.is_empty() {
+            return false;
+        }
+        if live.get(key).is_some_and(|(n, _)| *n == number) {
+            live.remove(key);
+        }
+        true
+    }
+
+    /// Chats with an agent in memory.
+    pub fn live_sessions(&self) -> usize {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    pub(crate) fn turn_started(&self) {
+        self.turns_running.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn turn_finished(&self) {
+        self.turns_running.fetch_sub(1, Ordering::Relaxed);
+        self.turns_done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The chat that spoke last.
+    pub fn last_chat(&self) -> Option<SessionKey> {
+        self.last_chat.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Takes one message off the bus: admission, `/help`, then the chat's queue.
+    fn dispatch(self: &Arc<Self>, message: InboundMessage) {
+        if message.channel == SYSTEM_CHANNEL {
+            let Some(key) = SessionKey::parse_address(&message.chat_id) else {
+                tracing::warn!("system message for {:?} dropped: not CHANNEL:CHAT_ID", message.chat_id);
+                return;
+            };
+            let work = Work { message, delivery: Delivery::To(key.clone()), quiet_if_ok: false, done: None };
+            if let Err(e) = self.enqueue(key, work) {
+                tracing::warn!("system message dropped: {e}");
+            }
+            return;
+        }
+        let Some(settings) = self.channels.get(&message.channel) else {
+            tracing::warn!("message from unknown channel {:?} dropped", message.channel);
+            return;
+        };
+        match self.pairing.admit(settings, &message) {
+            Admission::Allow => {}
+            Admission::Refuse(text) => {
+                tracing::info!(channel = %message.channel, sender = %message.sender, "message refused by dm_policy");
+                if let Some(text) = text {
+                    self.reply_now(&message, text);
+                }
+                return;
+            }
+        }
+        if ChatCommand::parse(&message.content) == Some(ChatCommand::Help) {
+            self.reply_now(&message, HELP.into());
+            return;
+        }
+        let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
+        *self.last_chat.lock().unwrap_or_else(PoisonError::into_inner) = Some(key.clone());
+        let copy = (message.channel.clone(), message.chat_id.clone(), message.id.clone());
+        if let Err(e) = self.enqueue(key, Work::reply(message)) {
+            let (channel, chat_id, id) = copy;
+            let busy = OutboundMessage {
+                channel,
+                chat_id,
+                content: e.to_string(),
+                media: Vec::new(),
+                reply_to: Some(id),
+            };
+            let outbox = self.outbox.clone();
+            tokio::spawn(async move { outbox.send(busy).await });
+        }
+    }
+
+    fn reply_now(&self, message: &InboundMessage, text: String) {
+        let outbox = self.outbox.clone();
+        let reply = OutboundMessage::reply(message, text);
+        tokio::spawn(async move {
+            if let Err(e) = outbox.send(reply).await {
+                tracing::warn!("reply not delivered: {e}");
+            }
+        });
+    }
+}
+
+/// The always-on assistant: channels, bus, chat workers, cron and heartbeat.
+pub struct Gateway {
+    home: PathBuf,
+    settings: GatewaySettings,
+    factory: Arc<dyn AgentFactory>,
+    approver: Arc<dyn Approver>,
+    channels: Vec<(Arc<dyn Channel>, ChannelSettings)>,
+    bus: MessageBus,
+    web_url: Option<String>,
+}
+
+impl Gateway {
+    /// A gateway for `home` (`$FERROCLAW_HOME`) opening agents with `factory`.
+    pub fn new(home: PathBuf, settings: GatewaySettings, factory: Arc<dyn AgentFactory>) -> Self {
+        Gateway {
+            home,
+            settings,
+            factory,
+            approver: Arc::new(GatewayApprover),
+            channels: Vec::new(),
+            bus: MessageBus::default(),
+            web_url: None,
+        }
+    }
+
+    /// Adds a channel, admitted by `settings` (its `dm_policy` and `allow_from`).
+    pub fn add_channel(&mut self, channel: Arc<dyn Channel>, settings: ChannelSettings) {
+        self.channels.push((channel, settings));
+    }
+
+    /// Replaces the approver of gateway agents (default [`GatewayApprover`]).
+    pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
+        self.approver = approver;
+    }
+
+    /// The web chat's address, shown by `ferroclaw status`.
+    pub fn set_web_url(&mut self, url: String) {
+        self.web_url = Some(url);
+    }
+
+    /// The inbound bus (channels get it in `start`).
+    pub fn bus(&self) -> MessageBus {
+        self.bus.clone()
+    }
+
+    /// Runs until `shutdown` is cancelled, then drains and returns.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let outbox = Outbox::new(self.channels.iter().map(|(c, _)| c.clone()));
+        let shared = Arc::new(Shared {
+            factory: self.factory,
+            approver: self.approver,
+            outbox,
+            names: SessionNames::load(&self.home),
+            cron: CronStore::new(&self.home),
+            pairing: PairingStore::new(&self.home),
+            turns: Semaphore::new(self.settings.max_concurrent_turns),
+            channels: self.channels.iter().map(|(c, s)| (c.name().to_string(), s.clone())).collect(),
+            live: Mutex::new(HashMap::new()),
+            next_worker: AtomicU64::new(0),
+            workers: TaskTracker::new(),
+            turns_done: AtomicU64::new(0),
+            turns_running: AtomicUsize::new(0),
+            last_chat: Mutex::new(None),
+            settings: self.settings,
+        });
+        let mut inbound = self.bus.subscribe(ANY_CHANNEL);
+        let status = StatusFile::new(&self.home);
+        let started_at_ms = crate::files::now_ms();
+        let channel_names: Vec<String> = self.channels.iter().map(|(c, _)| c.name().to_string()).collect();
+        let channel_stop = CancellationToken::new();
+        let channel_tasks = TaskTracker::new();
+        for (channel, _) in &self.channels {
+            let (channel, bus, stop) = (channel.clone(), self.bus.clone(), channel_stop.clone());
+            channel_tasks.spawn(async move {
+                tracing::info!(channel = channel.name(), "channel starting");
+                if let Err(e) = channel.start(bus, stop).await {
+                    tracing::error!("{e}");
+                }
+            });
+        }
+        for message in self.bus.drain(None) {
+            shared.dispatch(message);
+        }
+        let timers_stop = CancellationToken::new();
+        let timers = TaskTracker::new();
+        timers.spawn(crate::scheduler::run_cron(shared.clone(), timers_stop.clone()));
+        let workspace = shared.settings.workspace(&self.home);
+        timers.spawn(crate::scheduler::run_heartbeat(shared.clone(), workspace, timers_stop.clone()));
+        let snapshot = |running: bool| GatewayStatus {
+            pid: std::process::id(),
+            running,
+            started_at_ms,
+            updated_at_ms: crate::files::now_ms(),
+            web_url: self.web_url.clone(),
+            channels: channel_names.iter().map(|n| ChannelStatus { name: n.clone(), running }).collect(),
+            live_sessions: shared.live_sessions(),
+            turns_running: shared.turns_running.load(Ordering::Relaxed),
+            turns_done: shared.turns_done.load(Ordering::Relaxed),
+        };
+        status.write(&snapshot(true));
+        let mut status_tick = tokio::time::interval(STATUS_INTERVAL);
+        loop {
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                message = inbound.recv() => match message {
+                    Some(m) => shared.dispatch(m),
+                    None => break,
+                },
+                _ = status_tick.tick() => status.write(&snapshot(true)),
+            }
+        }
+        tracing::info!("shutting down: no new messages; finishing turns in flight");
+        self.bus.close();
+        while let Ok(message) = inbound.try_recv() {
+            shared.dispatch(message);
+        }
+        channel_stop.cancel();
+        timers_stop.cancel();
+        // Closing every queue lets each worker finish what it accepted, then stop.
+        shared.live.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        shared.workers.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, shared.workers.wait()).await.is_err() {
+            tracing::warn!("some turns did not finish within {}s", SHUTDOWN_GRACE.as_secs());
+        }
+        timers.close();
+        channel_tasks.close();
+        let _ = tokio::time::timeout(CHANNEL_STOP_GRACE, async {
+            timers.wait().await;
+            channel_tasks.wait().await;
+        })
+        .await;
+        status.write(&snapshot(false));
+        tracing::info!("gateway stopped");
+    }
+}

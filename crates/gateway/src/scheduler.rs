@@ -1,0 +1,175 @@
+//! The gateway's clocks: the cron loop (jobs from `cron/jobs.json`) and the
+//! heartbeat. Both hand their work to chat workers like any message, in
+//! sessions of their own (`cron:JOB_ID`, `heartbeat:main`).
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::InboundMessage;
+use crate::cron::{CronJob, ScheduleKind};
+use crate::files::now_ms;
+use crate::gateway::Shared;
+use crate::heartbeat::{self, HEARTBEAT_FILE};
+use crate::sessions::SessionKey;
+use crate::worker::{Delivery, Work, WorkResult};
+
+/// How often the cron loop looks at the jobs file: the finest schedule is one second.
+const CRON_TICK: Duration = Duration::from_millis(500);
+
+/// Runs due cron jobs until `stop`.
+pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
+    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let mut tick = tokio::time::interval(CRON_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let due = match claim_due_jobs(&shared, &running) {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!("cron: {e}");
+                continue;
+            }
+        };
+        for job in due {
+            start_job(&shared, job, running.clone());
+        }
+    }
+}
+
+/// Finds jobs whose slot has come, records each slot and computes the next
+/// one, and saves that before anything runs: a restart never repeats a slot.
+fn claim_due_jobs(
+    shared: &Shared,
+    running: &Mutex<HashSet<String>>,
+) -> Result<Vec<CronJob>, crate::cron::CronError> {
+    let now = now_ms();
+    let running = running.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let file = shared.cron.load()?;
+    let needs_claim = file.jobs.iter().any(|j| {
+        j.enabled && !running.contains(&j.id) && j.state.next_run_at_ms.is_none_or(|t| t <= now)
+    });
+    if !needs_claim {
+        return Ok(Vec::new());
+    }
+    shared.cron.update(|file| {
+        let mut due = Vec::new();
+        for job in file.jobs.iter_mut().filter(|j| j.enabled && !running.contains(&j.id)) {
+            match job.state.next_run_at_ms {
+                // A job added by hand without a next run: schedule it.
+                None => job.state.next_run_at_ms = job.schedule.next_after(now).ok().flatten(),
+                Some(slot) if slot <= now => {
+                    job.state.last_run_at_ms = Some(slot);
+                    job.state.next_run_at_ms = match job.schedule.next_after(now.max(slot)) {
+                        Ok(next) => next,
+                        Err(e) => {
+                            job.state.last_status = Some("error".into());
+                            job.state.last_error = Some(e.to_string());
+                            None
+                        }
+                    };
+                    due.push(job.clone());
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(due)
+    })
+}
+
+/// Runs one job as a turn in its own session and records how it went.
+fn start_job(shared: &Arc<Shared>, job: CronJob, running: Arc<Mutex<HashSet<String>>>) {
+    running.lock().unwrap_or_else(PoisonError::into_inner).insert(job.id.clone());
+    let key = SessionKey::new("cron", job.id.clone());
+    let delivery = match (&job.payload.channel, &job.payload.to) {
+        (Some(channel), Some(to)) if job.payload.deliver => {
+            Delivery::To(SessionKey::new(channel.clone(), to.clone()))
+        }
+        _ => Delivery::Nowhere,
+    };
+    let content = format!("[Scheduled job \"{}\"] {}", job.name, job.payload.message);
+    let message = InboundMessage::new("cron", "cron", job.id.clone(), content);
+    let (done, result) = oneshot::channel();
+    let work = Work { message, delivery, quiet_if_ok: false, done: Some(done) };
+    tracing::info!(job = %job.id, name = %job.name, "cron job due");
+    let queued = shared.enqueue(key, work);
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let outcome = match queued {
+            Err(e) => WorkResult::Failed(e.to_string()),
+            Ok(()) => result.await.unwrap_or(WorkResult::Failed("the gateway stopped".into())),
+        };
+        let recorded = shared.cron.update(|file| {
+            if let Some(i) = file.jobs.iter().position(|j| j.id == job.id) {
+                let j = &mut file.jobs[i];
+                match &outcome {
+                    WorkResult::Answered(_) => {
+                        j.state.last_status = Some("ok".into());
+                        j.state.last_error = None;
+                    }
+                    WorkResult::Failed(e) => {
+                        j.state.last_status = Some("error".into());
+                        j.state.last_error = Some(e.clone());
+                    }
+                }
+                if j.schedule.kind == ScheduleKind::At && j.state.next_run_at_ms.is_none() {
+                    if j.delete_after_run {
+                        file.jobs.remove(i);
+                    } else {
+                        j.enabled = false;
+                    }
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = recorded {
+            tracing::warn!("cron: cannot record the run of {}: {e}", job.id);
+        }
+        running.lock().unwrap_or_else(PoisonError::into_inner).remove(&job.id);
+    });
+}
+
+/// Beats every `heartbeat_minutes` until `stop`.
+pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: CancellationToken) {
+    let Some(interval) = shared.settings.heartbeat_interval() else { return };
+    let path = workspace.join(HEARTBEAT_FILE);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut beating: Option<oneshot::Receiver<WorkResult>> = None;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        // One beat at a time: skip while the last one still runs.
+        if let Some(rx) = &mut beating
+            && rx.try_recv().is_err_and(|e| e == oneshot::error::TryRecvError::Empty)
+        {
+            continue;
+        }
+        let Ok(content) = std::fs::read_to_string(&path) else { continue };
+        let Some(prompt) = heartbeat::prompt(&path, &content) else { continue };
+        let target = shared
+            .settings
+            .heartbeat_to
+            .as_deref()
+            .and_then(SessionKey::parse_address)
+            .or_else(|| shared.last_chat());
+        let delivery = target.map_or(Delivery::Nowhere, Delivery::To);
+        let (done, result) = oneshot::channel();
+        let message = InboundMessage::new("heartbeat", "heartbeat", "main", prompt);
+        let work = Work { message, delivery, quiet_if_ok: true, done: Some(done) };
+        tracing::info!("heartbeat");
+        match shared.enqueue(SessionKey::new("heartbeat", "main"), work) {
+            Ok(()) => beating = Some(result),
+            Err(e) => tracing::warn!("heartbeat skipped: {e}"),
+        }
+    }
+}

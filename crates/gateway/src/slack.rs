@@ -1,0 +1,382 @@
+//! The Slack channel: Socket Mode in, `chat.postMessage` out. No public URL
+//! is needed: the channel opens the WebSocket itself with the app-level
+//! token (`xapp-…`, scope `connections:write`) and posts with the bot token
+//! (`xoxb-…`, scopes `chat:write`, plus `im:history` and `channels:history`
+//! for the events below).
+//!
+//! Receiving: every Socket Mode envelope is acknowledged at once; `message`
+//! events (subscribe the app to `message.im`, and `message.channels` /
+//! `message.groups` for channels) become an [`InboundMessage`] with `sender` =
+//! the user id and `chat_id` = the channel id:
+//!
+//! - direct messages always;
+//! - channel messages only when they mention the bot (the mention is taken
+//!   out of the text) or are in a channel listed in `channels`;
+//! - never bot messages (the agent's own included), edits, deletions or other
+//!   subtypes.
+//!
+//! The thread to answer in (the message's thread, or for a channel message a
+//! new thread under it) is kept in the message's `metadata["thread_ts"]`,
+//! and the channel remembers it so the answer (whose `reply_to` names the
+//! message) lands in that thread. Every such message goes on the bus; the
+//! gateway then applies `dm_policy` and `allow_from` (user ids).
+//!
+//! Sending: Markdown converted to mrkdwn ([`to_mrkdwn`]) and split into
+//! messages of at most [`MESSAGE_LIMIT`] characters.
+//!
+//! ```toml
+//! [channels.slack]
+//! enabled = true
+//! app_token_env = "SLACK_APP_TOKEN"  # the default; xapp-…
+//! bot_token_env = "SLACK_BOT_TOKEN"  # the default; xoxb-…
+//! allow_from = ["U0123ABCD"]
+//! channels = ["C0456EFGH"]           # channels answered without a mention
+//! ```
+
+mod api;
+mod mrkdwn;
+mod socket;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
+use crate::channel::{Channel, ChannelError};
+use crate::config::{ChannelSettings, GatewayConfigError};
+use crate::format::split_markdown;
+pub use api::{MAX_RATE_LIMIT_RETRIES, MAX_RETRY_AFTER, REQUEST_TIMEOUT};
+pub use mrkdwn::to_mrkdwn;
+use socket::SocketEnd;
+pub use socket::{PING_INTERVAL, STALE_AFTER};
+
+/// The channel's name in config, session keys and the `message` tool.
+pub const CHANNEL_NAME: &str = "slack";
+/// Slack's Web API.
+pub const DEFAULT_API_BASE: &str = "https://slack.com/api";
+/// The variable read for the app-level token when `app_token_env` is not set.
+pub const DEFAULT_APP_TOKEN_ENV: &str = "SLACK_APP_TOKEN";
+/// The variable read for the bot token when neither `bot_token_env` nor
+/// `token_env` is set.
+pub const DEFAULT_BOT_TOKEN_ENV: &str = "SLACK_BOT_TOKEN";
+/// Characters per posted message: Slack advises keeping `text` under 4,000
+/// (it truncates far later, at 40,000); a margin is left for mrkdwn escapes.
+pub const MESSAGE_LIMIT: usize = 3900;
+/// The first wait before reconnecting after a connection that was never
+/// greeted; it doubles with each failure up to [`RECONNECT_MAX_DELAY`]. A
+/// connection that was greeted is replaced at once.
+pub const RECONNECT_FIRST_DELAY: Duration = Duration::from_secs(1);
+/// The longest wait between reconnection attempts.
+pub const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(60);
+/// Messages whose thread the channel remembers for their answers; the
+/// oldest is forgotten first (its late answer then goes to the channel).
+pub const REMEMBERED_THREADS: usize = 1024;
+/// Keys of `[channels.slack]` besides the common ones.
+const OPTION_KEYS: [&str; 4] = ["app_token", "app_token_env", "bot_token_env", "channels"];
+/// Message subtypes that are still a person writing to the agent.
+const PERSON_SUBTYPES: [&str; 2] = ["file_share", "thread_broadcast"];
+
+/// How to reach Slack.
+#[derive(Debug, Clone)]
+pub struct SlackConfig {
+    /// The app-level token (`xapp-…`), for `apps.connections.open`.
+    pub app_token: String,
+    /// The bot token (`xoxb-…`), for `auth.test` and `chat.postMessage`.
+    pub bot_token: String,
+    /// Web API base URL (default [`DEFAULT_API_BASE`]).
+    pub api_base: String,
+    /// Channel ids whose every message goes to the agent, mention or not.
+    pub channels: Vec<String>,
+}
+
+impl SlackConfig {
+    /// The defaults, with both tokens.
+    pub fn new(app_token: impl Into<String>, bot_token: impl Into<String>) -> Self {
+        SlackConfig {
+            app_token: app_token.into(),
+            bot_token: bot_token.into(),
+            api_base: DEFAULT_API_BASE.into(),
+            channels: Vec::new(),
+        }
+    }
+
+    /// Reads `[channels.slack]`: the app-level token from `app_token` or the
+    /// variable in `app_token_env` (default `SLACK_APP_TOKEN`); the bot token
+    /// from `token` or the variable in `bot_token_env` (or `token_env`;
+    /// default `SLACK_BOT_TOKEN`); `api_base` and `channels`.
+    pub fn from_settings(settings: &ChannelSettings) -> Result<Self, ChannelError> {
+        let config_error = |e: GatewayConfigError| ChannelError::Config {
+            channel: CHANNEL_NAME.into(),
+            message: e.to_string(),
+        };
+        let missing = |what: &str, env: &str| ChannelError::Config {
+            channel: CHANNEL_NAME.into(),
+            message: format!(
+                "no {what}: set {env} (or the key naming another variable in [channels.slack])"
+            ),
+        };
+        settings.check_options(&OPTION_KEYS).map_err(config_error)?;
+        let app_env: Option<String> = settings.option("app_token_env").map_err(config_error)?;
+        let app_env = app_env.unwrap_or_else(|| DEFAULT_APP_TOKEN_ENV.into());
+        let app_literal: Option<String> = settings.option("app_token").map_err(config_error)?;
+        let app_token = secret(app_literal, &app_env)
+            .ok_or_else(|| missing("app-level token (xapp-…)", &app_env))?;
+        let bot_env: Option<String> = settings.option("bot_token_env").map_err(config_error)?;
+        let bot_env = bot_env
+            .or_else(|| settings.token_env.clone())
+            .unwrap_or_else(|| DEFAULT_BOT_TOKEN_ENV.into());
+        let bot_token = secret(settings.token.clone(), &bot_env)
+            .ok_or_else(|| missing("bot token (xoxb-…)", &bot_env))?;
+        let mut config = SlackConfig::new(app_token, bot_token);
+        if let Some(base) = &settings.api_base {
+            config.api_base = base.clone();
+        }
+        config.channels = settings.option("channels").map_err(config_error)?.unwrap_or_default();
+        Ok(config)
+    }
+}
+
+/// `literal` when set, else the variable `env`; blank counts as unset.
+fn secret(literal: Option<String>, env: &str) -> Option<String> {
+    literal
+        .or_else(|| std::env::var(env).ok())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+}
+
+/// The Slack channel; share it as `Arc<dyn Channel>`.
+pub struct SlackChannel {
+    config: SlackConfig,
+    api: api::SlackApi,
+    threads: Mutex<Threads>,
+}
+
+/// Which thread each recent inbound message's answer belongs in.
+#[derive(Default)]
+struct Threads {
+    by_message: HashMap<String, String>,
+    order: VecDeque<String>,
+}
+
+impl Threads {
+    fn remember(&mut self, message_id: String, thread_ts: String) {
+        if self.order.len() >= REMEMBERED_THREADS
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.by_message.remove(&oldest);
+        }
+        self.order.push_back(message_id.clone());
+        self.by_message.insert(message_id, thread_ts);
+    }
+}
+
+impl SlackChannel {
+    /// A channel for `config`; connects only in [`Channel::start`].
+    pub fn new(config: SlackConfig) -> Result<Self, ChannelError> {
+        let api = api::SlackApi::new(&config.api_base, &config.app_token, &config.bot_token)?;
+        Ok(SlackChannel { config, api, threads: Mutex::new(Threads::default()) })
+    }
+
+    /// Publishes a `message` event when it is for the agent.
+    fn on_event(&self, bus: &MessageBus, event: Value, bot_id: &str) {
+        let Some(message) = inbound_message(&event, bot_id, &self.config.channels) else { return };
+        let thread = message.metadata.get("thread_ts").and_then(Value::as_str).map(str::to_string);
+        let (id, chat_id) = (message.id.clone(), message.chat_id.clone());
+        if let Some(ts) = &thread {
+            self.threads.lock().unwrap_or_else(PoisonError::into_inner).remember(id, ts.clone());
+        }
+        if let Err(e) = bus.publish(message) {
+            tracing::warn!(channel = CHANNEL_NAME, chat_id, "message not taken: {e}");
+            let api = self.api.clone();
+            tokio::spawn(async move {
+                if let Err(e) = api.post_message(&chat_id, &e.to_string(), thread.as_deref()).await
+                {
+                    tracing::warn!("{e}");
+                }
+            });
+        }
+    }
+}
+
+#[async_trait]
+impl Channel for SlackChannel {
+    fn name(&self) -> &str {
+        CHANNEL_NAME
+    }
+
+    async fn start(
+        &self,
+        bus: MessageBus,
+        shutdown: CancellationToken,
+    ) -> Result<(), ChannelError> {
+        let mut bot_id: Option<String> = None;
+        let mut failures: u32 = 0;
+        loop {
+            if failures > 0 {
+                tokio::select! {
+                    () = shutdown.cancelled() => return Ok(()),
+                    () = tokio::time::sleep(reconnect_delay(failures)) => {}
+                }
+            }
+            if shutdown.is_cancelled() {
+                return Ok(());
+            }
+            let opened = async {
+                let id = match &bot_id {
+                    Some(id) => id.clone(),
+                    None => self.api.bot_user_id().await?,
+                };
+                Ok::<_, ChannelError>((id, self.api.open_connection().await?))
+            };
+            let (id, url) = match opened.await {
+                Ok(found) => found,
+                Err(e @ ChannelError::Config { .. }) => return Err(e),
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    failures += 1;
+                    continue;
+                }
+            };
+            bot_id = Some(id.clone());
+            let ws = match socket::connect(&url).await {
+                Ok(ws) => ws,
+                Err(e) => {
+                    tracing::warn!(channel = CHANNEL_NAME, "{e}");
+                    failures += 1;
+                    continue;
+                }
+            };
+            let mut hello = false;
+            let mut on_event = |event: Value| self.on_event(&bus, event, &id);
+            let end = socket::run(ws, &shutdown, &mut hello, &mut on_event).await;
+            failures = if hello { 0 } else { failures + 1 };
+            if end == SocketEnd::Shutdown {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError> {
+        let thread = message.reply_to.as_ref().and_then(|id| {
+            self.threads.lock().unwrap_or_else(PoisonError::into_inner).by_message.get(id).cloned()
+        });
+        let mut text = message.content;
+        for url in
+            message.media.iter().filter(|m| m.starts_with("http://") || m.starts_with("https://"))
+        {
+            text.push('\n');
+            text.push_str(url);
+        }
+        for piece in split_markdown(&to_mrkdwn(&text), MESSAGE_LIMIT) {
+            self.api.post_message(&message.chat_id, &piece, thread.as_deref()).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The wait before attempt `failures` (1-based): doubling from
+/// [`RECONNECT_FIRST_DELAY`] up to [`RECONNECT_MAX_DELAY`].
+fn reconnect_delay(failures: u32) -> Duration {
+    let doubled = RECONNECT_FIRST_DELAY.saturating_mul(1 << failures.saturating_sub(1).min(16));
+    doubled.min(RECONNECT_MAX_DELAY)
+}
+
+/// The bus message for a `message` event, or `None` when the agent should
+/// not see it (a bot's, an edit or other subtype, a channel message that
+/// neither mentions the bot nor is in one of `channels`, or empty).
+fn inbound_message(event: &Value, bot_id: &str, channels: &[String]) -> Option<InboundMessage> {
+    let text_of = |key: &str| event[key].as_str();
+    if text_of("type") != Some("message") || event.get("bot_id").is_some_and(|b| !b.is_null()) {
+        return None;
+    }
+    if text_of("subtype").is_some_and(|s| !PERSON_SUBTYPES.contains(&s)) {
+        return None;
+    }
+    let (user, channel, ts) = (text_of("user")?, text_of("channel")?, text_of("ts")?);
+    if user == bot_id {
+        return None;
+    }
+    let mention = format!("<@{bot_id}>");
+    let text = text_of("text").unwrap_or_default();
+    let direct = text_of("channel_type") == Some("im");
+    let mentioned = text.contains(&mention);
+    if !direct && !mentioned && !channels.iter().any(|c| c == channel) {
+        return None;
+    }
+    let content = unescape(text.replace(&mention, "").trim());
+    if content.is_empty() {
+        return None;
+    }
+    let mut inbound = InboundMessage::new(CHANNEL_NAME, user, channel, content);
+    let metadata = &mut inbound.metadata;
+    metadata.insert("ts".into(), json!(ts));
+    // Answer in the message's thread; a channel message starts one under itself.
+    match (text_of("thread_ts"), direct) {
+        (Some(thread), _) => _ = metadata.insert("thread_ts".into(), json!(thread)),
+        (None, false) => _ = metadata.insert("thread_ts".into(), json!(ts)),
+        (None, true) => {}
+    }
+    if let Some(kind) = text_of("channel_type") {
+        metadata.insert("channel_type".into(), json!(kind));
+    }
+    Some(inbound)
+}
+
+/// Undoes Slack's escaping of `&`, `<` and `>` in message text.
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(text: &str, channel_type: &str) -> Value {
+        json!({ "type": "message", "user": "U1", "channel": "C1", "ts": "1.000", "text": text, "channel_type": channel_type })
+    }
+
+    #[test]
+    fn a_direct_message_becomes_an_inbound_message_without_a_thread() {
+        let m = inbound_message(&event("a &lt; b", "im"), "UBOT", &[]).unwrap();
+        assert_eq!(
+            (m.channel.as_str(), m.sender.as_str(), m.chat_id.as_str()),
+            ("slack", "U1", "C1")
+        );
+        assert_eq!(m.content, "a < b");
+        assert!(!m.metadata.contains_key("thread_ts"));
+    }
+
+    #[test]
+    fn a_channel_message_needs_a_mention_and_is_answered_in_a_thread() {
+        assert!(inbound_message(&event("hello all", "channel"), "UBOT", &[]).is_none());
+        let m = inbound_message(&event("<@UBOT> hi", "channel"), "UBOT", &[]).unwrap();
+        assert_eq!(m.content, "hi");
+        assert_eq!(m.metadata["thread_ts"], "1.000");
+        assert!(inbound_message(&event("hello all", "channel"), "UBOT", &["C1".into()]).is_some());
+    }
+
+    #[test]
+    fn bot_messages_own_messages_and_edits_are_skipped() {
+        let mut from_bot = event("beep", "im");
+        from_bot["bot_id"] = json!("B1");
+        assert!(inbound_message(&from_bot, "UBOT", &[]).is_none());
+        assert!(inbound_message(&event("me", "im"), "U1", &[]).is_none());
+        let mut edit = event("x", "im");
+        edit["subtype"] = json!("message_changed");
+        assert!(inbound_message(&edit, "UBOT", &[]).is_none());
+    }
+
+    #[test]
+    fn the_oldest_remembered_thread_is_forgotten_first() {
+        let mut threads = Threads::default();
+        for i in 0..=REMEMBERED_THREADS {
+            threads.remember(format!("m{i}"), format!("{i}.0"));
+        }
+        assert!(!threads.by_message.contains_key("m0"));
+        assert_eq!(threads.by_message.len(), REMEMBERED_THREADS);
+    }
+}

@@ -1,0 +1,157 @@
+//! The Telegram channel: Bot API long polling (`getUpdates` with offset and
+//! timeout) in, `sendMessage` out, over a thin HTTP client. The API base is
+//! configurable (`api_base`), so tests run against a local fake Bot API.
+
+mod format;
+
+pub use format::{MAX_MESSAGE_CHARS, split_for_telegram, to_html};
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
+use crate::channel::{Channel, ChannelError};
+
+/// The real Bot API.
+pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
+/// The variable read for the bot token when `token_env` is not set.
+pub const DEFAULT_TOKEN_ENV: &str = "TELEGRAM_BOT_TOKEN";
+/// Seconds one `getUpdates` long poll waits for messages (Telegram allows up to 50).
+pub const DEFAULT_POLL_TIMEOUT_SECS: u64 = 30;
+/// Longest wait between retries after the Bot API fails.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Extra time the HTTP client allows beyond the long poll itself.
+const HTTP_SLACK: Duration = Duration::from_secs(10);
+
+/// The Telegram channel (name `telegram`).
+pub struct TelegramChannel {
+    http: reqwest::Client,
+    /// `API_BASE/botTOKEN`.
+    base: String,
+    poll_timeout_secs: u64,
+}
+
+impl TelegramChannel {
+    /// A channel for the bot with `token`, at `api_base` (default the real API).
+    pub fn new(token: &str, api_base: Option<&str>, poll_timeout_secs: u64) -> Result<Self, ChannelError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(poll_timeout_secs) + HTTP_SLACK)
+            .build()
+            .map_err(|e| ChannelError::Config { channel: "telegram".into(), message: e.to_string() })?;
+        let api = api_base.unwrap_or(DEFAULT_API_BASE).trim_end_matches('/');
+        Ok(TelegramChannel { http, base: format!("{api}/bot{token}"), poll_timeout_secs })
+    }
+
+    /// Calls a Bot API method; the `result` on success.
+    async fn call(&self, method: &str, body: &Value) -> Result<Value, ChannelError> {
+        let platform = |message: String| ChannelError::Platform { channel: "telegram".into(), message };
+        let response = self
+            .http
+            .post(format!("{}/{method}", self.base))
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| platform(format!("{method}: {}", e.without_url())))?;
+        let status = response.status();
+        let value: Value = response.json().await.map_err(|e| platform(format!("{method}: {}", e.without_url())))?;
+        if value["ok"].as_bool() != Some(true) {
+            let description = value["description"].as_str().unwrap_or("no description");
+            return Err(platform(format!("{method} failed ({status}): {description}")));
+        }
+        Ok(value["result"].clone())
+    }
+
+    /// Turns one update into an inbound message (text messages only).
+    fn inbound(update: &Value) -> Option<InboundMessage> {
+        let message = update.get("message").or_else(|| update.get("edited_message"))?;
+        let text = message["text"].as_str().or_else(|| message["caption"].as_str())?;
+        let sender = message["from"]["id"].as_i64()?.to_string();
+        let chat = message["chat"]["id"].as_i64()?.to_string();
+        let mut inbound = InboundMessage::new("telegram", sender, chat, text);
+        let meta = &mut inbound.metadata;
+        if let Some(u) = message["from"]["username"].as_str() {
+            meta.insert("username".into(), json!(u));
+        }
+        if let Some(n) = message["from"]["first_name"].as_str() {
+            meta.insert("name".into(), json!(n));
+        }
+        meta.insert("message_id".into(), message["message_id"].clone());
+        Some(inbound)
+    }
+}
+
+#[async_trait]
+impl Channel for TelegramChannel {
+    fn name(&self) -> &str {
+        "telegram"
+    }
+
+    async fn start(&self, bus: MessageBus, shutdown: CancellationToken) -> Result<(), ChannelError> {
+        let mut offset: i64 = 0;
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            let body = json!({"offset": offset, "timeout": self.poll_timeout_secs, "allowed_updates": ["message", "edited_message"]});
+            let updates = tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                r = self.call("getUpdates", &body) => r,
+            };
+            let updates = match updates {
+                Ok(u) => {
+                    backoff = Duration::from_secs(1);
+                    u
+                }
+                Err(e) => {
+                    tracing::warn!("{e}; retrying in {}s", backoff.as_secs());
+                    tokio::select! {
+                        () = shutdown.cancelled() => return Ok(()),
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            };
+            for update in updates.as_array().into_iter().flatten() {
+                if let Some(id) = update["update_id"].as_i64() {
+                    offset = offset.max(id + 1);
+                }
+                let Some(message) = Self::inbound(update) else { continue };
+                let chat_id = message.chat_id.clone();
+                if let Err(e) = bus.publish(message) {
+                    let busy = OutboundMessage {
+                        channel: "telegram".into(),
+                        chat_id,
+                        content: e.to_string(),
+                        media: Vec::new(),
+                        reply_to: None,
+                    };
+                    let _ = self.send(busy).await;
+                }
+            }
+        }
+    }
+
+    async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError> {
+        let chat_id: i64 = message.chat_id.parse().map_err(|_| ChannelError::UnknownChat {
+            channel: "telegram".into(),
+            chat_id: message.chat_id.clone(),
+        })?;
+        let mut content = message.content.clone();
+        for media in &message.media {
+            content.push_str(&format!("\n{media}"));
+        }
+        for piece in split_for_telegram(&content) {
+            let html = json!({"chat_id": chat_id, "text": to_html(&piece), "parse_mode": "HTML"});
+            if let Err(e) = self.call("sendMessage", &html).await {
+                // HTML Telegram cannot parse: send the text as it is.
+                tracing::debug!("{e}; sending as plain text");
+                let plain = json!({"chat_id": chat_id, "text": piece});
+                self.call("sendMessage", &plain).await?;
+            }
+        }
+        Ok(())
+    }
+}

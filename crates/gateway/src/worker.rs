@@ -1,0 +1,267 @@
+//! One chat's worker: it owns the chat's [`Agent`], takes the chat's
+//! messages in order, and runs each as a turn (holding one of the gateway's
+//! turn permits). It reports background jobs that finish while the chat is
+//! idle, and goes away after a quiet spell (the agent is reopened from its
+//! session file when the chat speaks again).
+
+use std::sync::Arc;
+
+use ferroclaw_core::Agent;
+use ferroclaw_protocol::{AgentEvent, Message};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::{InboundMessage, OutboundMessage, SYSTEM_CHANNEL};
+use crate::commands::{ChatCommand, HELP};
+use crate::gateway::Shared;
+use crate::heartbeat;
+use crate::sessions::SessionKey;
+use crate::tools::{CronTool, MessageTool};
+
+/// Where the answer of a piece of work goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// Back to the chat the message came from, as a reply.
+    Reply,
+    /// To this chat.
+    To(SessionKey),
+    /// Nowhere (a cron job without delivery).
+    Nowhere,
+}
+
+/// How a piece of work ended, for whoever waits on it (cron).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkResult {
+    Answered(String),
+    Failed(String),
+}
+
+/// One message for a chat's worker.
+pub struct Work {
+    pub message: InboundMessage,
+    pub delivery: Delivery,
+    /// Drop a heartbeat answer that means "nothing to report".
+    pub quiet_if_ok: bool,
+    /// Told the result once the turn is over.
+    pub done: Option<oneshot::Sender<WorkResult>>,
+}
+
+impl Work {
+    /// A message answered in its own chat.
+    pub fn reply(message: InboundMessage) -> Self {
+        Work { message, delivery: Delivery::Reply, quiet_if_ok: false, done: None }
+    }
+}
+
+/// The text that tells the agent a background job finished while the chat was idle.
+const JOB_FINISHED_PROMPT: &str = "[System: a background job you started has finished; its \
+result is above. Tell the user what came of it, briefly.]";
+
+/// Runs a chat's worker until its queue closes (shutdown) or it idles out.
+pub async fn run(key: SessionKey, number: u64, mut rx: mpsc::Receiver<Work>, shared: Arc<Shared>) {
+    let mut agent: Option<Agent> = None;
+    loop {
+        let jobs = agent.as_ref().and_then(|a| a.jobs.clone());
+        let job_finished = async {
+            match jobs {
+                Some(j) => j.wait_finished().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            work = rx.recv() => match work {
+                Some(work) => handle(&key, &mut agent, work, &shared).await,
+                None => break,
+            },
+            () = job_finished => {
+                let message = InboundMessage::new(SYSTEM_CHANNEL, "system", key.address(), JOB_FINISHED_PROMPT);
+                let delivery = if shared.outbox.channel(&key.channel).is_some() {
+                    Delivery::To(key.clone())
+                } else {
+                    Delivery::Nowhere
+                };
+                let work = Work { message, delivery, quiet_if_ok: false, done: None };
+                handle(&key, &mut agent, work, &shared).await;
+            }
+            () = tokio::time::sleep(shared.settings.session_idle()) => {
+                let busy = agent.as_ref().and_then(|a| a.jobs.as_ref()).is_some_and(|j| !j.running().is_empty());
+                if !busy && shared.retire(&key, number, &rx) {
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(mut agent) = agent {
+        agent.finish().await;
+    }
+}
+
+/// Handles one piece of work: a chat command or a turn.
+async fn handle(key: &SessionKey, agent: &mut Option<Agent>, work: Work, shared: &Arc<Shared>) {
+    let result = match ChatCommand::parse(&work.message.content) {
+        Some(command) if work.message.channel != SYSTEM_CHANNEL => {
+            command_reply(key, agent, command, &work, shared).await
+        }
+        _ => turn(key, agent, &work, shared).await,
+    };
+    let text = match &result {
+        WorkResult::Answered(t) => t.clone(),
+        WorkResult::Failed(e) => format!("Sorry, that failed: {e}"),
+    };
+    let quiet = work.quiet_if_ok && heartbeat::is_nothing_to_report(&text);
+    if !quiet && !text.trim().is_empty() {
+        let message = match &work.delivery {
+            Delivery::Reply => Some(OutboundMessage::reply(&work.message, text)),
+            Delivery::To(to) => Some(OutboundMessage {
+                channel: to.channel.clone(),
+                chat_id: to.chat_id.clone(),
+                content: text,
+                media: Vec::new(),
+                reply_to: None,
+            }),
+            Delivery::Nowhere => None,
+        };
+        if let Some(message) = message
+            && let Err(e) = shared.outbox.send(message).await
+        {
+            tracing::warn!(session = %key.address(), "answer not delivered: {e}");
+        }
+    }
+    if let Some(done) = work.done {
+        let _ = done.send(result);
+    }
+}
+
+/// Runs the model on one message.
+async fn turn(
+    key: &SessionKey,
+    agent: &mut Option<Agent>,
+    work: &Work,
+    shared: &Arc<Shared>,
+) -> WorkResult {
+    let _permit = match shared.turns.acquire().await {
+        Ok(p) => p,
+        Err(_) => return WorkResult::Failed("the gateway is stopping".into()),
+    };
+    let agent = match open(key, agent, &work.delivery, &work.message, shared).await {
+        Ok(a) => a,
+        Err(e) => return WorkResult::Failed(e),
+    };
+    shared.turn_started();
+    let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
+    let tap = work.message.tap.clone();
+    let forward = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            if let Some(tap) = &tap {
+                let _ = tap.send(event);
+            }
+        }
+    });
+    let input = Message::user(work.message.content.clone());
+    // Turns in flight finish even when the gateway is asked to stop.
+    let report = agent.run(input, &tx, &CancellationToken::new()).await;
+    drop(tx);
+    let _ = forward.await;
+    shared.turn_finished();
+    if report.is_error() {
+        WorkResult::Failed(report.text)
+    } else {
+        WorkResult::Answered(report.text)
+    }
+}
+
+/// The chat's agent, opened (resumed from its session file) when needed.
+async fn open<'a>(
+    key: &SessionKey,
+    agent: &'a mut Option<Agent>,
+    delivery: &Delivery,
+    message: &InboundMessage,
+    shared: &Arc<Shared>,
+) -> Result<&'a mut Agent, String> {
+    if agent.is_none() {
+        let id = shared.names.current(key);
+        let mut opened = shared.factory.open(&id, shared.approver.clone()).await?;
+        // The message and cron tools default to where this chat's answers go.
+        let target = match delivery {
+            Delivery::To(to) => to.clone(),
+            _ => SessionKey::new(message.channel.clone(), message.chat_id.clone()),
+        };
+        opened.tools.register(MessageTool {
+            outbox: shared.outbox.clone(),
+            channel: target.channel.clone(),
+            chat_id: target.chat_id.clone(),
+        });
+        opened.tools.register(CronTool {
+            store: shared.cron.clone(),
+            channel: target.channel,
+            chat_id: target.chat_id,
+        });
+        tracing::info!(session = %id, chat = %key.address(), "agent opened");
+        *agent = Some(opened);
+    }
+    agent.as_mut().ok_or_else(|| "no agent".to_string())
+}
+
+/// Runs a chat command.
+async fn command_reply(
+    key: &SessionKey,
+    agent: &mut Option<Agent>,
+    command: ChatCommand,
+    work: &Work,
+    shared: &Arc<Shared>,
+) -> WorkResult {
+    match command {
+        ChatCommand::Help => WorkResult::Answered(HELP.into()),
+        ChatCommand::New => {
+            if let Some(mut old) = agent.take() {
+                old.finish().await;
+            }
+            let id = shared.names.rotate(key);
+            WorkResult::Answered(format!("Started a new conversation (session {id})."))
+        }
+        ChatCommand::Status | ChatCommand::Usage | ChatCommand::Compact(_) => {
+            let a = match open(key, agent, &work.delivery, &work.message, shared).await {
+                Ok(a) => a,
+                Err(e) => return WorkResult::Failed(e),
+            };
+            match command {
+                ChatCommand::Compact(focus) => {
+                    let _permit = shared.turns.acquire().await;
+                    let before = a.estimated_tokens();
+                    let (tx, _rx) = mpsc::unbounded_channel();
+                    match a.compact(focus.as_deref(), &tx, &CancellationToken::new()).await {
+                        Ok(()) => WorkResult::Answered(format!(
+                            "Compacted the conversation: about {before} → {} tokens.",
+                            a.estimated_tokens()
+                        )),
+                        Err(e) => WorkResult::Failed(e),
+                    }
+                }
+                ChatCommand::Usage => {
+                    let u = a.total_usage;
+                    let cost = ferroclaw_core::pricing::cost(&a.model_spec, &u)
+                        .map(|c| format!(", about ${c:.4}"))
+                        .unwrap_or_default();
+                    WorkResult::Answered(format!(
+                        "Since the assistant opened this chat: {} input tokens ({} from cache), {} output tokens{cost}.",
+                        u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+                        u.cache_read_tokens,
+                        u.output_tokens
+                    ))
+                }
+                _ => {
+                    let used = a.estimated_tokens();
+                    let window = a.compaction.context_window.max(1);
+                    WorkResult::Answered(format!(
+                        "Session {}\nModel {}\nMessages {}\nContext about {used} of {window} tokens ({}%)\nTools {}",
+                        a.session.meta().id,
+                        a.model_spec,
+                        a.messages.len(),
+                        used * 100 / window,
+                        a.tools.len()
+                    ))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! The Discord channel against a fake Discord on 127.0.0.1: REST
+//! (`/api/gateway/bot`, `/api/channels/{id}/messages`) and the Gateway
+//! WebSocket (`/gw/`, and `/resume/` as the resume URL), driven step by step
+//! by each test.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ferroclaw_gateway::discord::{DiscordChannel, DiscordConfig};
+use ferroclaw_gateway::{
+    ANY_CHANNEL, Channel, ChannelError, ChannelSettings, InboundMessage, MessageBus,
+    OutboundMessage,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const TOKEN: &str = "bot-token";
+/// How long a test waits for something the channel should do at once.
+const WAIT: Duration = Duration::from_secs(5);
+/// A heartbeat interval long enough that no beat interrupts a test.
+const QUIET_INTERVAL_MS: u64 = 60_000;
+
+/// What the fake saw and what it should answer.
+#[derive(Default)]
+struct Seen {
+    /// (channel id, body, Authorization header, when) of each message POST.
+    posts: Mutex<Vec<(String, Value, String, Instant)>>,
+    /// Authorization headers of `GET /gateway/bot`.
+    gateway_lookups: Mutex<Vec<String>>,
+    /// Query strings of WebSocket connections.
+    queries: Mutex<Vec<String>>,
+    /// How many message POSTs to refuse with 429 before accepting.
+    rate_limits: AtomicU32,
+}
+
+struct FakeDiscord {
+    addr: String,
+    seen: Arc<Seen>,
+    /// Each WebSocket connection, with the path it came in on.
+    sockets: mpsc::UnboundedReceiver<(&'static str, WebSocket)>,
+}
+
+#[derive(Clone)]
+struct App {
+    seen: Arc<Seen>,
+    addr: String,
+    sockets: mpsc::UnboundedSender<(&'static str, WebSocket)>,
+}
+
+impl FakeDiscord {
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (tx, sockets) = mpsc::unbounded_channel();
+        let seen = Arc::new(Seen::default());
+        let app = App { seen: seen.clone(), addr: addr.clone(), sockets: tx };
+        let router = Router::new()
+            .route("/api/gateway/bot", get(gateway_bot))
+            .route("/api/channels/{id}/messages", post(create_message))
+            .route("/gw/", get(|s, q, u| upgrade("gw", s, q, u)))
+            .route("/resume/", get(|s, q, u| upgrade("resume", s, q, u)))
+            .with_state(app);
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        FakeDiscord { addr, seen, sockets }
+    }
+
+    fn config(&self) -> DiscordConfig {
+        let mut config = DiscordConfig::new(TOKEN);
+        config.api_base = format!("http://{}/api", self.addr);
+        config
+    }
+
+    /// The next connection: sends HELLO and returns the path, the socket and
+    /// the client's IDENTIFY or RESUME.
+    async fn accept(&mut self, heartbeat_ms: u64) -> (&'static str, WebSocket, Value) {
+        let (path, mut ws) =
+            tokio::time::timeout(WAIT, self.sockets.recv()).await.expect("no connection").unwrap();
+        send(&mut ws, json!({ "op": 10, "d": { "heartbeat_interval": heartbeat_ms } })).await;
+        let greeting = recv(&mut ws).await;
+        (path, ws, greeting)
+    }
+
+    /// Accepts a connection, checks it identifies, and answers READY (seq 1).
+    async fn accept_ready(&mut self, heartbeat_ms: u64) -> WebSocket {
+        let (_, mut ws, identify) = self.accept(heartbeat_ms).await;
+        assert_eq!(identify["op"], 2, "{identify}");
+        let resume_url = format!("ws://{}/resume", self.addr);
+        let ready = json!({ "session_id": "S1", "resume_gateway_url": resume_url, "user": { "id": "BOT" } });
+        send(&mut ws, json!({ "op": 0, "t": "READY", "s": 1, "d": ready })).await;
+        ws
+    }
+
+    fn posts(&self) -> Vec<(String, Value, String, Instant)> {
+        self.seen.posts.lock().unwrap().clone()
+    }
+}
+
+async fn gateway_bot(State(app): State<App>, headers: HeaderMap) -> Json<Value> {
+    app.seen.gateway_lookups.lock().unwrap().push(auth(&headers));
+    Json(json!({ "url": format!("ws://{}/gw", app.addr), "shards": 1 }))
+}
+
+async fn create_message(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    app.seen.posts.lock().unwrap().push((id, body, auth(&headers), Instant::now()));
+    let limited =
+        app.seen.rate_limits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    if limited.is_ok() {
+        let body = json!({ "message": "You are being rate limited.", "retry_after": 0.3, "global": false });
+        return (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
+    }
+    Json(json!({ "id": "reply" })).into_response()
+}
+
+async fn upgrade(
+    path: &'static str,
+    State(app): State<App>,
+    RawQuery(query): RawQuery,
+    ws: WebSocketUpgrade,
+) -> Response {
+    app.seen.queries.lock().unwrap().push(query.unwrap_or_default());
+    ws.on_upgrade(move |socket| async move {
+        let _ = app.sockets.send((path, socket));
+    })
+}
+
+fn auth(headers: &HeaderMap) -> String {
+    headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
+}
+
+async fn send(ws: &mut WebSocket, payload: Value) {
+    ws.send(Message::Text(payload.to_string().into())).await.unwrap();
+}
+
+/// The next JSON payload from the client.
+async fn recv(ws: &mut WebSocket) -> Value {
+    loop {
+        match tokio::time::timeout(WAIT, ws.recv()).await.expect("client sent nothing") {
+            Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).unwrap(),
+            Some(Ok(Message::Close(frame))) => panic!("client closed: {frame:?}"),
+            Some(Ok(_)) => {}
+            other => panic!("connection ended: {other:?}"),
+        }
+    }
+}
+
+/// Runs the channel's receiving side; the bus's messages arrive on the receiver.
+fn start(
+    channel: DiscordChannel,
+) -> (mpsc::Receiver<InboundMessage>, CancellationToken, JoinHandle<Result<(), ChannelError>>) {
+    let bus = MessageBus::new(16);
+    let inbound = bus.subscribe(ANY_CHANNEL);
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    let task = tokio::spawn(async move { channel.start(bus, stop).await });
+    (inbound, shutdown, task)
+}
+
+async fn next_message(inbound: &mut mpsc::Receiver<InboundMessage>) -> InboundMessage {
+    tokio::time::timeout(WAIT, inbound.recv()).await.expect("nothing on the bus").unwrap()
+}
+
+fn message_create(seq: u64, author: &str, guild: Option<&str>, content: &str) -> Value {
+    let d = json!({
+        "id": format!("msg{seq}"), "channel_id": "C9", "guild_id": guild, "type": 0, "content": content,
+        "author": { "id": author, "username": "ann", "bot": author == "BOT" },
+        "mentions": if content.contains("<@BOT>") { json!([{ "id": "BOT" }]) } else { json!([]) },
+    });
+    json!({ "op": 0, "t": "MESSAGE_CREATE", "s": seq, "d": d })
+}
+
+#[tokio::test]
+async fn it_says_hello_identifies_with_token_and_intents_and_heartbeats_the_last_seq() {
+    let mut fake = FakeDiscord::start().await;
+    let (_inbound, shutdown, task) = start(DiscordChannel::new(fake.config()).unwrap());
+    let (path, mut ws, identify) = fake.accept(100).await;
+    assert_eq!(path, "gw", "the URL comes from GET /gateway/bot");
+    assert_eq!(fake.seen.gateway_lookups.lock().unwrap().as_slice(), [format!("Bot {TOKEN}")]);
+    assert_eq!(fake.seen.queries.lock().unwrap()[0], "v=10&encoding=json");
+    assert_eq!(identify["op"], 2);
+    assert_eq!(identify["d"]["token"], TOKEN);
+    assert_eq!(identify["d"]["intents"], (1 << 9) | (1 << 12) | (1 << 15));
+    send(&mut ws, json!({ "op": 0, "t": "READY", "s": 1, "d": { "session_id": "S1", "user": { "id": "BOT" } } }))
+        .await;
+    let beat = recv(&mut ws).await;
+    assert_eq!(beat, json!({ "op": 1, "d": 1 }));
+    send(&mut ws, json!({ "op": 11 })).await;
+    send(&mut ws, json!({ "op": 0, "t": "GUILD_CREATE", "s": 2, "d": {} })).await;
+    let beat = recv(&mut ws).await;
+    assert_eq!(beat, json!({ "op": 1, "d": 2 }), "the heartbeat carries the last sequence number");
+    send(&mut ws, json!({ "op": 1 })).await;
+    assert_eq!(recv(&mut ws).await["op"], 1, "a heartbeat request is answered at once");
+    shutdown.cancel();
+    assert!(task.await.unwrap().is_ok());
+}
+
+#[tokio::test]
+async fn a_persons_message_reaches_the_bus_with_author_channel_and_content() {
+    let mut fake = FakeDiscord::start().await;
+    let (mut inbound, shutdown, _task) = start(DiscordChannel::new(fake.config()).unwrap());
+    let mut ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    send(&mut ws, message_create(2, "U1", None, "hello there")).await;
+    let m = next_message(&mut inbound).await;
+    assert_eq!(
+        (m.channel.as_str(), m.sender.as_str(), m.chat_id.as_str()),
+        ("discord", "U1", "C9")
+    );
+    assert_eq!(m.content, "hello there");
+    assert_eq!(m.metadata["message_id"], "msg2");
+    send(&mut ws, message_create(3, "U1", Some("G1"), "<@BOT> what time is it?")).await;
+    let m = next_message(&mut inbound).await;
+    assert_eq!(m.content, "what time is it?", "the mention is taken out");
+    assert_eq!(m.metadata["guild_id"], "G1");
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn the_bots_own_messages_and_unmentioned_server_chatter_are_ignored() {
+    let mut fake = FakeDiscord::start().await;
+    let (mut inbound, shutdown, _task) = start(DiscordChannel::new(fake.config()).unwrap());
+    let mut ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    send(&mut ws, message_create(2, "BOT", None, "my own answer")).await;
+    send(&mut ws, message_create(3, "U1", Some("G1"), "people talking")).await;
+    send(&mut ws, message_create(4, "U1", None, "for the agent")).await;
+    assert_eq!(next_message(&mut inbound).await.content, "for the agent");
+    assert!(inbound.try_recv().is_err());
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_dropped_connection_resumes_on_the_resume_url_with_session_and_last_seq() {
+    let mut fake = FakeDiscord::start().await;
+    let (mut inbound, shutdown, _task) = start(DiscordChannel::new(fake.config()).unwrap());
+    let mut ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    send(&mut ws, message_create(5, "U1", None, "before the drop")).await;
+    next_message(&mut inbound).await;
+    drop(ws);
+    let (path, mut ws, resume) = fake.accept(QUIET_INTERVAL_MS).await;
+    assert_eq!(path, "resume");
+    assert_eq!(resume, json!({ "op": 6, "d": { "token": TOKEN, "session_id": "S1", "seq": 5 } }));
+    send(&mut ws, json!({ "op": 0, "t": "RESUMED", "s": 6, "d": {} })).await;
+    send(&mut ws, message_create(7, "U1", None, "after the drop")).await;
+    assert_eq!(next_message(&mut inbound).await.content, "after the drop");
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_missed_heartbeat_ack_drops_the_connection_and_resumes() {
+    let mut fake = FakeDiscord::start().await;
+    let (_inbound, shutdown, _task) = start(DiscordChannel::new(fake.config()).unwrap());
+    let mut ws = fake.accept_ready(50).await;
+    assert_eq!(recv(&mut ws).await["op"], 1);
+    // No ACK: at the next beat the client gives up on this connection.
+    let (path, _ws, resume) = fake.accept(QUIET_INTERVAL_MS).await;
+    assert_eq!((path, resume["op"].as_u64()), ("resume", Some(6)));
+    assert_eq!(resume["d"]["seq"], 1);
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_reconnect_request_resumes_and_a_lost_session_identifies_anew() {
+    let mut fake = FakeDiscord::start().await;
+    let mut config = fake.config();
+    config.gateway_url = Some(format!("ws://{}/gw/?v=10&encoding=json", fake.addr));
+    let (_inbound, shutdown, _task) = start(DiscordChannel::new(config).unwrap());
+    let mut ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    assert!(
+        fake.seen.gateway_lookups.lock().unwrap().is_empty(),
+        "a configured gateway_url is used as is"
+    );
+    send(&mut ws, json!({ "op": 7, "d": null })).await;
+    let (path, mut ws, resume) = fake.accept(QUIET_INTERVAL_MS).await;
+    assert_eq!((path, resume["op"].as_u64()), ("resume", Some(6)));
+    ws.send(Message::Close(Some(axum::extract::ws::CloseFrame {
+        code: 4009,
+        reason: "timed out".into(),
+    })))
+    .await
+    .unwrap();
+    let (path, _ws, identify) = fake.accept(QUIET_INTERVAL_MS).await;
+    assert_eq!((path, identify["op"].as_u64()), ("gw", Some(2)));
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn an_authentication_failure_stops_the_channel_with_a_config_error() {
+    let mut fake = FakeDiscord::start().await;
+    let (_inbound, _shutdown, task) = start(DiscordChannel::new(fake.config()).unwrap());
+    let (_, mut ws, _) = fake.accept(QUIET_INTERVAL_MS).await;
+    let frame =
+        axum::extract::ws::CloseFrame { code: 4004, reason: "Authentication failed.".into() };
+    ws.send(Message::Close(Some(frame))).await.unwrap();
+    let result = tokio::time::timeout(WAIT, task).await.expect("the channel kept going").unwrap();
+    let err = result.unwrap_err().to_string();
+    assert!(err.contains("4004") && err.contains("token"), "{err}");
+}
+
+#[tokio::test]
+async fn a_4500_char_answer_is_sent_as_three_messages_with_balanced_code_fences() {
+    let fake = FakeDiscord::start().await;
+    let channel = DiscordChannel::new(fake.config()).unwrap();
+    let code: Vec<String> =
+        (0..88).map(|i| format!("    let value_{i:03} = compute({i});")).collect();
+    let text = format!(
+        "{}\n\n```rust\n{}\n```\n\n{}",
+        "Intro sentence here. ".repeat(40).trim_end(),
+        code.join("\n"),
+        "Closing thoughts go here. ".repeat(30).trim_end(),
+    );
+    assert!((4400..4700).contains(&text.chars().count()), "{}", text.chars().count());
+    channel.send(outbound("C9", &text)).await.unwrap();
+    let posts = fake.posts();
+    assert_eq!(posts.len(), 3);
+    for (chat, body, auth, _) in &posts {
+        let content = body["content"].as_str().unwrap();
+        assert_eq!((chat.as_str(), auth.as_str()), ("C9", "Bot bot-token"));
+        assert!(content.chars().count() <= 2000, "{}", content.chars().count());
+        let fences = content.lines().filter(|l| l.starts_with("```")).count();
+        assert_eq!(fences % 2, 0, "unbalanced fences in: {content}");
+    }
+    let all: String = posts.iter().map(|p| p.1["content"].as_str().unwrap().to_string()).collect();
+    assert!(code.iter().all(|line| all.contains(line.as_str())), "every line of code arrives");
+    assert!(
+        posts[1].1["content"].as_str().unwrap().starts_with("```rust\n"),
+        "the fence is reopened"
+    );
+}
+
+#[tokio::test]
+async fn a_429_is_retried_after_retry_after() {
+    let fake = FakeDiscord::start().await;
+    fake.seen.rate_limits.store(1, Ordering::SeqCst);
+    let channel = DiscordChannel::new(fake.config()).unwrap();
+    channel.send(outbound("C9", "hi")).await.unwrap();
+    let posts = fake.posts();
+    assert_eq!(posts.len(), 2, "refused once, then accepted");
+    let waited = posts[1].3.duration_since(posts[0].3);
+    assert!(waited >= Duration::from_millis(300), "waited only {waited:?}");
+}
+
+#[tokio::test]
+async fn a_missing_channel_is_an_unknown_chat() {
+    let fake = FakeDiscord::start().await;
+    let mut config = fake.config();
+    config.api_base = format!("http://{}/nowhere", fake.addr);
+    let channel = DiscordChannel::new(config).unwrap();
+    let err = channel.send(outbound("C404", "hi")).await.unwrap_err();
+    assert!(
+        matches!(err, ChannelError::UnknownChat { ref chat_id, .. } if chat_id == "C404"),
+        "{err}"
+    );
+}
+
+#[test]
+fn config_reads_the_token_env_and_channels_and_refuses_unknown_keys() {
+    let table: toml::Table =
+        "enabled = true\ntoken = \"t\"\nchannels = [\"C1\"]\ngateway_url = \"ws://x\""
+            .parse()
+            .unwrap();
+    let config =
+        DiscordConfig::from_settings(&ChannelSettings::parse("discord", &table).unwrap()).unwrap();
+    assert_eq!(
+        (config.token.as_str(), config.channels.as_slice()),
+        ("t", ["C1".to_string()].as_slice())
+    );
+    assert_eq!(config.gateway_url.as_deref(), Some("ws://x"));
+    let table: toml::Table = "token = \"t\"\nchanels = []".parse().unwrap();
+    let err = DiscordConfig::from_settings(&ChannelSettings::parse("discord", &table).unwrap())
+        .unwrap_err();
+    assert!(err.to_string().contains("chanels"), "{err}");
+    let table: toml::Table = "token_env = \"FERROCLAW_TEST_UNSET_DISCORD\"".parse().unwrap();
+    let err = DiscordConfig::from_settings(&ChannelSettings::parse("discord", &table).unwrap())
+        .unwrap_err();
+    assert!(err.to_string().contains("FERROCLAW_TEST_UNSET_DISCORD"), "{err}");
+}
+
+fn outbound(chat_id: &str, content: &str) -> OutboundMessage {
+    OutboundMessage {
+        channel: "discord".into(),
+        chat_id: chat_id.into(),
+        content: content.into(),
+        media: Vec::new(),
+        reply_to: None,
+    }
+}
