@@ -78,7 +78,9 @@ struct CliFactory {
 #[async_trait::async_trait]
 impl AgentFactory for CliFactory {
     async fn open(&self, session_id: &str, approver: Arc<dyn Approver>) -> Result<Agent, String> {
-        let opened = open_agent(&self.config, &Resume::Named(session_id.to_string()), approver)
+        // Opening reads files and SQLite: let other tasks move to other threads meanwhile.
+        let resume = Resume::Named(session_id.to_string());
+        let opened = tokio::task::block_in_place(|| open_agent(&self.config, &resume, approver))
             .map_err(|e| e.to_string())?;
         let mut agent = opened.agent;
         self.mcp.register_tools(&mut agent.tools);

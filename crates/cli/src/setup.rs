@@ -143,8 +143,8 @@ pub fn open_agent(
         .ok()
         .map(Arc::new);
     context.register_tools(&mut tools, recall.clone());
-    let memory = ferroclaw_core::memory::MemoryStore::new(&config.home)
-        .with_limits(config.file.memory.clone());
+    let memory =
+        ferroclaw_core::memory::MemoryStore::new(&config.home).with_limits(config.file.memory);
     if let Some(search) = &config.file.web_search {
         tools.register(web_search_tool(search)?);
     }

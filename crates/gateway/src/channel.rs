@@ -39,7 +39,8 @@ pub trait Channel: Send + Sync {
     /// Receives messages until `shutdown` is cancelled, publishing each one on
     /// `bus` (with `channel` set to [`Channel::name`]). Returns when stopped;
     /// an error means the channel could not run at all.
-    async fn start(&self, bus: MessageBus, shutdown: CancellationToken) -> Result<(), ChannelError>;
+    async fn start(&self, bus: MessageBus, shutdown: CancellationToken)
+    -> Result<(), ChannelError>;
 
     /// Delivers one message to `message.chat_id`, splitting or converting it
     /// as the platform requires.

@@ -107,7 +107,8 @@ impl GatewaySettings {
 
     /// Time between heartbeats; `None` when off.
     pub fn heartbeat_interval(&self) -> Option<Duration> {
-        (self.heartbeat_minutes > 0.0).then(|| Duration::from_secs_f64(self.heartbeat_minutes * 60.0))
+        (self.heartbeat_minutes > 0.0)
+            .then(|| Duration::from_secs_f64(self.heartbeat_minutes * 60.0))
     }
 
     /// How long an idle chat's agent stays in memory.
@@ -157,7 +158,8 @@ pub struct ChannelSettings {
 }
 
 /// The keys [`ChannelSettings`] reads itself.
-const COMMON_KEYS: [&str; 6] = ["enabled", "allow_from", "dm_policy", "token", "token_env", "api_base"];
+const COMMON_KEYS: [&str; 6] =
+    ["enabled", "allow_from", "dm_policy", "token", "token_env", "api_base"];
 
 impl ChannelSettings {
     /// Parses `[channels.NAME]`; other keys stay in `options` for the channel.
@@ -261,7 +263,8 @@ mod tests {
 
     #[test]
     fn channel_settings_split_common_keys_from_the_channels_own() {
-        let t = table("enabled = true\ndm_policy = \"allowlist\"\nallow_from = [\"42\"]\npoll = 3\n");
+        let t =
+            table("enabled = true\ndm_policy = \"allowlist\"\nallow_from = [\"42\"]\npoll = 3\n");
         let c = ChannelSettings::parse("telegram", &t).unwrap();
         assert!(c.enabled);
         assert_eq!(c.dm_policy, DmPolicy::Allowlist);

@@ -63,7 +63,13 @@ pub struct Schedule {
 impl Schedule {
     /// Once, at `at_ms`.
     pub fn at(at_ms: u64) -> Self {
-        Schedule { kind: ScheduleKind::At, at_ms: Some(at_ms), every_ms: None, expr: None, tz: None }
+        Schedule {
+            kind: ScheduleKind::At,
+            at_ms: Some(at_ms),
+            every_ms: None,
+            expr: None,
+            tz: None,
+        }
     }
 
     /// Every `every_ms` milliseconds (at least [`MIN_EVERY_MS`]).
@@ -183,9 +189,9 @@ fn parse_tz(tz: &str) -> Result<chrono_tz::Tz, CronError> {
 pub fn parse_duration_ms(text: &str) -> Result<u64, CronError> {
     let t = text.trim();
     let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| CronError::BadSchedule(format!("{text:?} is not a duration like 30s, 5m, 2h")))?;
+    let n: u64 = digits.parse().map_err(|_| {
+        CronError::BadSchedule(format!("{text:?} is not a duration like 30s, 5m, 2h"))
+    })?;
     let factor = match unit.trim() {
         "" | "s" => 1000,
         "m" => 60_000,
@@ -290,7 +296,11 @@ impl CronJob {
         let delete_after_run = schedule.kind == ScheduleKind::At;
         Ok(CronJob {
             id: format!("{:08x}", fastrand::u32(..)),
-            name: if name.trim().is_empty() { payload.message.chars().take(30).collect() } else { name.to_string() },
+            name: if name.trim().is_empty() {
+                payload.message.chars().take(30).collect()
+            } else {
+                name.to_string()
+            },
             enabled: true,
             schedule,
             payload,
@@ -333,7 +343,8 @@ impl CronStore {
 
     /// Every job, as on disk.
     pub fn load(&self) -> Result<JobsFile, CronError> {
-        read_json(&self.path).map_err(|message| CronError::File { path: self.path.clone(), message })
+        read_json(&self.path)
+            .map_err(|message| CronError::File { path: self.path.clone(), message })
     }
 
     /// Replaces the file.
@@ -343,7 +354,10 @@ impl CronStore {
     }
 
     /// Reads, changes and writes the file in one step.
-    pub fn update<T>(&self, f: impl FnOnce(&mut JobsFile) -> Result<T, CronError>) -> Result<T, CronError> {
+    pub fn update<T>(
+        &self,
+        f: impl FnOnce(&mut JobsFile) -> Result<T, CronError>,
+    ) -> Result<T, CronError> {
         let mut file = self.load()?;
         let out = f(&mut file)?;
         self.save(&file)?;
@@ -383,7 +397,9 @@ fn find(jobs: &[CronJob], id: &str) -> Result<usize, CronError> {
     match matches[..] {
         [i] => Ok(i),
         _ if id.is_empty() => Err(CronError::NotFound(id.to_string())),
-        _ => jobs.iter().position(|j| j.id == id).ok_or_else(|| CronError::NotFound(id.to_string())),
+        _ => {
+            jobs.iter().position(|j| j.id == id).ok_or_else(|| CronError::NotFound(id.to_string()))
+        }
     }
 }
 
@@ -397,7 +413,10 @@ mod tests {
             let err = Schedule::cron(bad, None).unwrap_err().to_string();
             assert!(err.contains("not valid"), "{bad}: {err}");
         }
-        assert!(matches!(Schedule::cron("0 9 * * *", Some("Mars/Base")), Err(CronError::BadTimeZone(_))));
+        assert!(matches!(
+            Schedule::cron("0 9 * * *", Some("Mars/Base")),
+            Err(CronError::BadTimeZone(_))
+        ));
     }
 
     #[test]
@@ -434,7 +453,9 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let store = CronStore::new(home.path());
         let payload = Payload { message: "stretch".into(), ..Default::default() };
-        let job = store.add(CronJob::new("", Schedule::every(60_000).unwrap(), payload).unwrap()).unwrap();
+        let job = store
+            .add(CronJob::new("", Schedule::every(60_000).unwrap(), payload).unwrap())
+            .unwrap();
         let text = std::fs::read_to_string(store.path()).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["jobs"][0]["schedule"]["kind"], "every");

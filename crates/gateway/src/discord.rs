@@ -15,7 +15,8 @@
 //! - never messages of bots (the agent's own included) or webhooks.
 //!
 //! Every such message goes on the bus; the gateway then applies the channel's
-//! `dm_policy` and `allow_from` (user ids) before anything reaches a model.
+//! `dm_policy` and `allow_from` (user ids or user names) before anything
+//! reaches a model.
 //!
 //! Sending: `POST /channels/{id}/messages`, split into messages of at most
 //! 2,000 characters at paragraph or line boundaries (code fences closed and
@@ -65,6 +66,9 @@ pub const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15);
 pub const RECONNECT_FIRST_DELAY: Duration = Duration::from_secs(1);
 /// The longest wait between reconnection attempts.
 pub const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(60);
+/// Failed connections in a row after which the session is given up and the
+/// bot identifies anew instead of resuming.
+pub const RESUME_ATTEMPTS: u32 = 3;
 /// Keys of `[channels.discord]` besides the common ones.
 const OPTION_KEYS: [&str; 2] = ["gateway_url", "channels"];
 /// Message types the agent answers: DEFAULT (0) and REPLY (19); the others
@@ -191,6 +195,10 @@ impl Channel for DiscordChannel {
             }
             if shutdown.is_cancelled() {
                 return Ok(());
+            }
+            if failures >= RESUME_ATTEMPTS && state.can_resume() {
+                tracing::info!(channel = CHANNEL_NAME, "cannot resume; identifying anew");
+                state.forget();
             }
             let url = match self.connect_url(&state).await {
                 Ok(url) => url,
@@ -333,11 +341,14 @@ fn inbound_message(
     if let Some(guild) = message.guild_id {
         metadata.insert("guild_id".into(), json!(guild));
     }
-    if let Some(name) = message.author.username {
-        metadata.insert("user_name".into(), json!(name));
+    // The keys the gateway reads: `username` (matched against `allow_from`)
+    // and `name` (shown in pairing requests).
+    let name = message.author.global_name.or_else(|| message.author.username.clone());
+    if let Some(username) = message.author.username {
+        metadata.insert("username".into(), json!(username));
     }
-    if let Some(name) = message.author.global_name {
-        metadata.insert("display_name".into(), json!(name));
+    if let Some(name) = name {
+        metadata.insert("name".into(), json!(name));
     }
     Some(inbound)
 }
@@ -366,7 +377,7 @@ mod tests {
             ("discord", "u1", "c1")
         );
         assert_eq!(m.content, "hi");
-        assert_eq!(m.metadata["user_name"], "ann");
+        assert_eq!((&m.metadata["username"], &m.metadata["name"]), (&json!("ann"), &json!("ann")));
     }
 
     #[test]

@@ -17,7 +17,9 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::bus::{ANY_CHANNEL, BusError, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL};
+use crate::bus::{
+    ANY_CHANNEL, BusError, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL,
+};
 use crate::channel::Channel;
 use crate::commands::{ChatCommand, HELP};
 use crate::config::{ChannelSettings, GatewaySettings};
@@ -140,10 +142,18 @@ impl Shared {
     fn dispatch(self: &Arc<Self>, message: InboundMessage) {
         if message.channel == SYSTEM_CHANNEL {
             let Some(key) = SessionKey::parse_address(&message.chat_id) else {
-                tracing::warn!("system message for {:?} dropped: not CHANNEL:CHAT_ID", message.chat_id);
+                tracing::warn!(
+                    "system message for {:?} dropped: not CHANNEL:CHAT_ID",
+                    message.chat_id
+                );
                 return;
             };
-            let work = Work { message, delivery: Delivery::To(key.clone()), quiet_if_ok: false, done: None };
+            let work = Work {
+                message,
+                delivery: Delivery::To(key.clone()),
+                quiet_if_ok: false,
+                done: None,
+            };
             if let Err(e) = self.enqueue(key, work) {
                 tracing::warn!("system message dropped: {e}");
             }
@@ -251,7 +261,11 @@ impl Gateway {
             cron: CronStore::new(&self.home),
             pairing: PairingStore::new(&self.home),
             turns: Semaphore::new(self.settings.max_concurrent_turns),
-            channels: self.channels.iter().map(|(c, s)| (c.name().to_string(), s.clone())).collect(),
+            channels: self
+                .channels
+                .iter()
+                .map(|(c, s)| (c.name().to_string(), s.clone()))
+                .collect(),
             live: Mutex::new(HashMap::new()),
             next_worker: AtomicU64::new(0),
             workers: TaskTracker::new(),
@@ -263,7 +277,8 @@ impl Gateway {
         let mut inbound = self.bus.subscribe(ANY_CHANNEL);
         let status = StatusFile::new(&self.home);
         let started_at_ms = crate::files::now_ms();
-        let channel_names: Vec<String> = self.channels.iter().map(|(c, _)| c.name().to_string()).collect();
+        let channel_names: Vec<String> =
+            self.channels.iter().map(|(c, _)| c.name().to_string()).collect();
         let channel_stop = CancellationToken::new();
         let channel_tasks = TaskTracker::new();
         for (channel, _) in &self.channels {
@@ -282,14 +297,21 @@ impl Gateway {
         let timers = TaskTracker::new();
         timers.spawn(crate::scheduler::run_cron(shared.clone(), timers_stop.clone()));
         let workspace = shared.settings.workspace(&self.home);
-        timers.spawn(crate::scheduler::run_heartbeat(shared.clone(), workspace, timers_stop.clone()));
+        timers.spawn(crate::scheduler::run_heartbeat(
+            shared.clone(),
+            workspace,
+            timers_stop.clone(),
+        ));
         let snapshot = |running: bool| GatewayStatus {
             pid: std::process::id(),
             running,
             started_at_ms,
             updated_at_ms: crate::files::now_ms(),
             web_url: self.web_url.clone(),
-            channels: channel_names.iter().map(|n| ChannelStatus { name: n.clone(), running }).collect(),
+            channels: channel_names
+                .iter()
+                .map(|n| ChannelStatus { name: n.clone(), running })
+                .collect(),
             live_sessions: shared.live_sessions(),
             turns_running: shared.turns_running.load(Ordering::Relaxed),
             turns_done: shared.turns_done.load(Ordering::Relaxed),

@@ -63,10 +63,7 @@ pub fn has_real_content(text: &str) -> bool {
 /// or end with little else.
 pub fn is_nothing_to_report(answer: &str) -> bool {
     let t = answer.trim().trim_matches(|c: char| c == '*' || c == '`' || c == '.');
-    let rest = t
-        .strip_prefix(HEARTBEAT_OK)
-        .or_else(|| t.strip_suffix(HEARTBEAT_OK))
-        .map(str::trim);
+    let rest = t.strip_prefix(HEARTBEAT_OK).or_else(|| t.strip_suffix(HEARTBEAT_OK)).map(str::trim);
     rest.is_some_and(|r| r.chars().count() <= OK_EXTRA_CHARS)
 }
 

@@ -204,7 +204,8 @@ impl PairingStore {
                 "Sorry, this assistant only answers people on its allow-list.".into(),
             )),
             DmPolicy::Pairing => {
-                let name = message.metadata.get("name").and_then(|n| n.as_str()).map(str::to_string);
+                let name =
+                    message.metadata.get("name").and_then(|n| n.as_str()).map(str::to_string);
                 match self.request(&settings.name, &message.sender, &message.chat_id, name) {
                     Ok(p) => Admission::Refuse(Some(format!(
                         "I don't know you yet. Your pairing code is {code}. Ask my owner to run:\n\
@@ -291,7 +292,10 @@ mod tests {
         let mut state = store.load("telegram").unwrap();
         state.pending[0].expires_at_ms = 1;
         store.save("telegram", &state).unwrap();
-        assert!(matches!(store.approve("telegram", &p.code), Err(PairingError::UnknownCode { .. })));
+        assert!(matches!(
+            store.approve("telegram", &p.code),
+            Err(PairingError::UnknownCode { .. })
+        ));
     }
 
     #[test]
@@ -299,7 +303,10 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let store = PairingStore::new(home.path());
         let msg = InboundMessage::new("telegram", "42", "42", "hi");
-        assert!(matches!(store.admit(&settings(DmPolicy::Allowlist), &msg), Admission::Refuse(Some(_))));
+        assert!(matches!(
+            store.admit(&settings(DmPolicy::Allowlist), &msg),
+            Admission::Refuse(Some(_))
+        ));
         assert_eq!(store.admit(&settings(DmPolicy::Disabled), &msg), Admission::Refuse(None));
         assert!(store.load("telegram").unwrap().pending.is_empty());
         let mut listed = settings(DmPolicy::Allowlist);

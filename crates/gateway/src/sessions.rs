@@ -27,9 +27,7 @@ impl SessionKey {
     /// The session id a chat starts with: `gw-CHANNEL-CHAT`, safe as a file name.
     pub fn base_session_id(&self) -> String {
         let clean = |s: &str| -> String {
-            s.chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' })
-                .collect()
+            s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect()
         };
         let mut chat = clean(&self.chat_id);
         // Cleaning or cutting could make two chats one: tell them apart by a hash.

@@ -6,8 +6,9 @@
 //!
 //! Receiving: every Socket Mode envelope is acknowledged at once; `message`
 //! events (subscribe the app to `message.im`, and `message.channels` /
-//! `message.groups` for channels) become an [`InboundMessage`] with `sender` =
-//! the user id and `chat_id` = the channel id:
+//! `message.groups` for channels, or just `app_mention`) become an
+//! [`InboundMessage`] with `sender` = the user id and `chat_id` = the channel
+//! id (a message that arrives both as `message` and `app_mention` counts once):
 //!
 //! - direct messages always;
 //! - channel messages only when they mention the bot (the mention is taken
@@ -75,6 +76,9 @@ pub const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(60);
 /// Messages whose thread the channel remembers for their answers; the
 /// oldest is forgotten first (its late answer then goes to the channel).
 pub const REMEMBERED_THREADS: usize = 1024;
+/// Recent messages remembered to drop the second copy of one that arrives as
+/// both `message` and `app_mention`.
+const RECENT_MESSAGES: usize = 256;
 /// Keys of `[channels.slack]` besides the common ones.
 const OPTION_KEYS: [&str; 4] = ["app_token", "app_token_env", "bot_token_env", "channels"];
 /// Message subtypes that are still a person writing to the agent.
@@ -153,6 +157,8 @@ pub struct SlackChannel {
     config: SlackConfig,
     api: api::SlackApi,
     threads: Mutex<Threads>,
+    /// `channel:ts` of the latest messages published, newest last.
+    recent: Mutex<VecDeque<String>>,
 }
 
 /// Which thread each recent inbound message's answer belongs in.
@@ -178,12 +184,25 @@ impl SlackChannel {
     /// A channel for `config`; connects only in [`Channel::start`].
     pub fn new(config: SlackConfig) -> Result<Self, ChannelError> {
         let api = api::SlackApi::new(&config.api_base, &config.app_token, &config.bot_token)?;
-        Ok(SlackChannel { config, api, threads: Mutex::new(Threads::default()) })
+        let (threads, recent) = (Mutex::new(Threads::default()), Mutex::new(VecDeque::new()));
+        Ok(SlackChannel { config, api, threads, recent })
     }
 
     /// Publishes a `message` event when it is for the agent.
     fn on_event(&self, bus: &MessageBus, event: Value, bot_id: &str) {
         let Some(message) = inbound_message(&event, bot_id, &self.config.channels) else { return };
+        let ts = message.metadata.get("ts").and_then(Value::as_str).unwrap_or_default();
+        let key = format!("{}:{ts}", message.chat_id);
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+            if recent.contains(&key) {
+                return;
+            }
+            if recent.len() >= RECENT_MESSAGES {
+                recent.pop_front();
+            }
+            recent.push_back(key);
+        }
         let thread = message.metadata.get("thread_ts").and_then(Value::as_str).map(str::to_string);
         let (id, chat_id) = (message.id.clone(), message.chat_id.clone());
         if let Some(ts) = &thread {
@@ -290,7 +309,10 @@ fn reconnect_delay(failures: u32) -> Duration {
 /// neither mentions the bot nor is in one of `channels`, or empty).
 fn inbound_message(event: &Value, bot_id: &str, channels: &[String]) -> Option<InboundMessage> {
     let text_of = |key: &str| event[key].as_str();
-    if text_of("type") != Some("message") || event.get("bot_id").is_some_and(|b| !b.is_null()) {
+    let kind = text_of("type");
+    if !matches!(kind, Some("message" | "app_mention"))
+        || event.get("bot_id").is_some_and(|b| !b.is_null())
+    {
         return None;
     }
     if text_of("subtype").is_some_and(|s| !PERSON_SUBTYPES.contains(&s)) {

@@ -109,7 +109,9 @@ impl Tool for CronTool {
         let result = match input["action"].as_str().unwrap_or_default() {
             "list" => self.store.load().map(|f| list_jobs(&f.jobs)),
             "remove" => match text("job_id") {
-                Some(id) => self.store.remove(id).map(|j| format!("removed job {} ({})", j.id, j.name)),
+                Some(id) => {
+                    self.store.remove(id).map(|j| format!("removed job {} ({})", j.id, j.name))
+                }
                 None => return Ok(ToolOutput::error("remove needs job_id")),
             },
             "run" => match text("job_id") {
@@ -120,16 +122,17 @@ impl Tool for CronTool {
                 let Some(message) = text("message") else {
                     return Ok(ToolOutput::error("add needs message"));
                 };
-                let schedule = match (input["every_seconds"].as_u64(), text("cron_expr"), text("at")) {
-                    (Some(s), None, None) => Schedule::every(s * 1000),
-                    (None, Some(expr), None) => Schedule::cron(expr, text("tz")),
-                    (None, None, Some(at)) => parse_at(at).map(Schedule::at),
-                    _ => {
-                        return Ok(ToolOutput::error(
-                            "add needs exactly one of every_seconds, cron_expr, at",
-                        ));
-                    }
-                };
+                let schedule =
+                    match (input["every_seconds"].as_u64(), text("cron_expr"), text("at")) {
+                        (Some(s), None, None) => Schedule::every(s * 1000),
+                        (None, Some(expr), None) => Schedule::cron(expr, text("tz")),
+                        (None, None, Some(at)) => parse_at(at).map(Schedule::at),
+                        _ => {
+                            return Ok(ToolOutput::error(
+                                "add needs exactly one of every_seconds, cron_expr, at",
+                            ));
+                        }
+                    };
                 let payload = Payload {
                     message: message.to_string(),
                     deliver: true,

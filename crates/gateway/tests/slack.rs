@@ -235,6 +235,22 @@ async fn bot_messages_and_edits_are_ignored() {
 }
 
 #[tokio::test]
+async fn a_mention_delivered_as_message_and_app_mention_counts_once() {
+    let mut fake = FakeSlack::start().await;
+    let (mut inbound, shutdown, _task) = start(Arc::new(SlackChannel::new(fake.config()).unwrap()));
+    let mut ws = fake.accept().await;
+    let mut mention = message("<@UBOT> once", "C1", "channel", "7.0");
+    send(&mut ws, envelope("E1", mention.clone())).await;
+    mention["type"] = json!("app_mention");
+    mention.as_object_mut().unwrap().remove("channel_type");
+    send(&mut ws, envelope("E2", mention)).await;
+    send(&mut ws, envelope("E3", message("next", "D1", "im", "8.0"))).await;
+    assert_eq!(next_message(&mut inbound).await.content, "once");
+    assert_eq!(next_message(&mut inbound).await.content, "next");
+    shutdown.cancel();
+}
+
+#[tokio::test]
 async fn the_answer_is_posted_to_the_thread_in_mrkdwn_with_the_bot_token() {
     let mut fake = FakeSlack::start().await;
     let channel = Arc::new(SlackChannel::new(fake.config()).unwrap());

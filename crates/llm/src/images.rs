@@ -5,7 +5,10 @@ use ferroclaw_protocol::{ContentBlock, Message, ResultPart};
 
 /// The note that stands in for an image.
 fn note(media_type: &str, bytes_b64: usize) -> String {
-    format!("[image {media_type}, ~{} KB, not shown: this model does not accept images]", bytes_b64 * 3 / 4 / 1024)
+    format!(
+        "[image {media_type}, ~{} KB, not shown: this model does not accept images]",
+        bytes_b64 * 3 / 4 / 1024
+    )
 }
 
 /// Replaces every image (in messages and in tool results) with a text note.
@@ -42,7 +45,10 @@ mod tests {
                 ContentBlock::Image { media_type: "image/png".into(), data: "A".repeat(4096) },
                 ContentBlock::ToolResult {
                     tool_call_id: "c".into(),
-                    content: vec![ResultPart::Image { media_type: "image/gif".into(), data: "B".into() }],
+                    content: vec![ResultPart::Image {
+                        media_type: "image/gif".into(),
+                        data: "B".into(),
+                    }],
                     is_error: false,
                 },
             ],
@@ -50,7 +56,9 @@ mod tests {
         replace_images_with_notes(&mut messages);
         assert_eq!(
             messages[0].content[0],
-            ContentBlock::text("[image image/png, ~3 KB, not shown: this model does not accept images]")
+            ContentBlock::text(
+                "[image image/png, ~3 KB, not shown: this model does not accept images]"
+            )
         );
         let ContentBlock::ToolResult { content, .. } = &messages[0].content[1] else { panic!() };
         assert!(content[0].as_text().unwrap().starts_with("[image image/gif"));

@@ -242,10 +242,10 @@ impl Session<'_> {
                 return Ok(());
             }
         }
-        if let Some(body) = unfinished {
-            if calls.emit(&job.events, body, true).is_err() {
-                return Ok(());
-            }
+        if let Some(body) = unfinished
+            && calls.emit(&job.events, body, true).is_err()
+        {
+            return Ok(());
         }
         if calls.count > 0 {
             stop = StopReason::ToolUse;

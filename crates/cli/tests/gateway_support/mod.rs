@@ -26,6 +26,8 @@ pub fn free_port() -> u16 {
 pub struct Gateway {
     pub child: Child,
     pub port: u16,
+    /// Where its stderr goes (a pipe nobody reads would fill and block it).
+    pub stderr_path: std::path::PathBuf,
 }
 
 impl Gateway {
@@ -40,20 +42,20 @@ impl Gateway {
 
     /// Starts the gateway with the config already written.
     pub fn spawn(env: &Env, port: u16) -> Gateway {
+        let stderr_path = env.home.path().join(format!("gateway-{port}.stderr"));
         let child = env
             .std_cmd()
             .arg("gateway")
             .env("FERROCLAW_LOG", "info")
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_path).unwrap())
             .spawn()
             .unwrap();
-        let mut gw = Gateway { child, port };
+        let mut gw = Gateway { child, port, stderr_path };
         let deadline = Instant::now() + Duration::from_secs(30);
         while get(port, "/health").is_none_or(|(s, _)| s != 200) {
             if let Ok(Some(status)) = gw.child.try_wait() {
-                let mut err = String::new();
-                gw.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                let err = std::fs::read_to_string(&gw.stderr_path).unwrap_or_default();
                 panic!("gateway exited with {status}: {err}");
             }
             assert!(Instant::now() < deadline, "gateway did not come up");
@@ -71,11 +73,8 @@ impl Gateway {
     pub fn terminate(mut self) -> (i32, String) {
         let pid = self.child.id().to_string();
         std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            e.read_to_string(&mut err).unwrap();
-        }
         let status = self.child.wait().unwrap();
+        let err = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
         (status.code().unwrap_or(-1), err)
     }
 

@@ -73,7 +73,7 @@ impl SessionState {
     }
 
     /// Forgets the session, so the next connection identifies anew.
-    fn forget(&mut self) {
+    pub fn forget(&mut self) {
         self.session_id = None;
         self.resume_url = None;
         self.seq = None;

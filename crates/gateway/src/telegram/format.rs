@@ -34,7 +34,8 @@ pub fn to_html(markdown: &str) -> String {
         let heading = trimmed.trim_start_matches('#');
         if trimmed.starts_with('#') && heading.starts_with(' ') {
             out.push_str(&format!("<b>{}</b>\n", inline(heading.trim())));
-        } else if let Some(item) = trimmed.strip_prefix("- ").or_else(|| trimmed.strip_prefix("* ")) {
+        } else if let Some(item) = trimmed.strip_prefix("- ").or_else(|| trimmed.strip_prefix("* "))
+        {
             let indent = &line[..line.len() - trimmed.len()];
             out.push_str(&format!("{indent}• {}\n", inline(item)));
         } else {
@@ -117,7 +118,8 @@ pub fn split_for_telegram(markdown: &str) -> Vec<String> {
     let mut current = String::new();
     let mut in_code = false;
     for line in markdown.lines() {
-        let candidate = if current.is_empty() { line.to_string() } else { format!("{current}\n{line}") };
+        let candidate =
+            if current.is_empty() { line.to_string() } else { format!("{current}\n{line}") };
         let closed = if in_code { format!("{candidate}\n```") } else { candidate.clone() };
         if fits(&closed) {
             current = candidate;
@@ -154,7 +156,10 @@ mod tests {
             to_html("# Title\n**bold** and *it* and `a<b>` & [site](https://x.io/?a=1&b=2)"),
             "<b>Title</b>\n<b>bold</b> and <i>it</i> and <code>a&lt;b&gt;</code> &amp; <a href=\"https://x.io/?a=1&amp;b=2\">site</a>"
         );
-        assert_eq!(to_html("```rust\nlet x = 1 < 2;\n```"), "<pre><code>let x = 1 &lt; 2;\n</code></pre>");
+        assert_eq!(
+            to_html("```rust\nlet x = 1 < 2;\n```"),
+            "<pre><code>let x = 1 &lt; 2;\n</code></pre>"
+        );
         assert_eq!(to_html("- one\n- two"), "• one\n• two");
         assert_eq!(to_html("2 * 3 = 6, a*b"), "2 * 3 = 6, a*b");
     }

@@ -36,19 +36,27 @@ pub struct TelegramChannel {
 
 impl TelegramChannel {
     /// A channel for the bot with `token`, at `api_base` (default the real API).
-    pub fn new(token: &str, api_base: Option<&str>, poll_timeout_secs: u64) -> Result<Self, ChannelError> {
+    pub fn new(
+        token: &str,
+        api_base: Option<&str>,
+        poll_timeout_secs: u64,
+    ) -> Result<Self, ChannelError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(poll_timeout_secs) + HTTP_SLACK)
             .build()
-            .map_err(|e| ChannelError::Config { channel: "telegram".into(), message: e.to_string() })?;
+            .map_err(|e| ChannelError::Config {
+                channel: "telegram".into(),
+                message: e.to_string(),
+            })?;
         let api = api_base.unwrap_or(DEFAULT_API_BASE).trim_end_matches('/');
         Ok(TelegramChannel { http, base: format!("{api}/bot{token}"), poll_timeout_secs })
     }
 
     /// Calls a Bot API method; the `result` on success.
     async fn call(&self, method: &str, body: &Value) -> Result<Value, ChannelError> {
-        let platform = |message: String| ChannelError::Platform { channel: "telegram".into(), message };
+        let platform =
+            |message: String| ChannelError::Platform { channel: "telegram".into(), message };
         let response = self
             .http
             .post(format!("{}/{method}", self.base))
@@ -57,7 +65,10 @@ impl TelegramChannel {
             .await
             .map_err(|e| platform(format!("{method}: {}", e.without_url())))?;
         let status = response.status();
-        let value: Value = response.json().await.map_err(|e| platform(format!("{method}: {}", e.without_url())))?;
+        let value: Value = response
+            .json()
+            .await
+            .map_err(|e| platform(format!("{method}: {}", e.without_url())))?;
         if value["ok"].as_bool() != Some(true) {
             let description = value["description"].as_str().unwrap_or("no description");
             return Err(platform(format!("{method} failed ({status}): {description}")));
@@ -90,7 +101,11 @@ impl Channel for TelegramChannel {
         "telegram"
     }
 
-    async fn start(&self, bus: MessageBus, shutdown: CancellationToken) -> Result<(), ChannelError> {
+    async fn start(
+        &self,
+        bus: MessageBus,
+        shutdown: CancellationToken,
+    ) -> Result<(), ChannelError> {
         let mut offset: i64 = 0;
         let mut backoff = Duration::from_secs(1);
         loop {

@@ -146,11 +146,17 @@ impl Channel for WebChannel {
         "web"
     }
 
-    async fn start(&self, bus: MessageBus, shutdown: CancellationToken) -> Result<(), ChannelError> {
+    async fn start(
+        &self,
+        bus: MessageBus,
+        shutdown: CancellationToken,
+    ) -> Result<(), ChannelError> {
         let addr = self.state.options.addr;
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-            ChannelError::Config { channel: "web".into(), message: format!("cannot listen on {addr}: {e}") }
-        })?;
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| ChannelError::Config {
+                channel: "web".into(),
+                message: format!("cannot listen on {addr}: {e}"),
+            })?;
         let bound = listener.local_addr().ok();
         *self.state.bound.lock().unwrap_or_else(PoisonError::into_inner) = bound;
         tracing::info!("web chat on http://{}/", bound.unwrap_or(addr));

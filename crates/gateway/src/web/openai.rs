@@ -42,9 +42,9 @@ fn last_user_text(body: &Value) -> Option<String> {
     let message = body["messages"].as_array()?.iter().rev().find(|m| m["role"] == "user")?;
     match &message["content"] {
         Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => Some(
-            parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
-        ),
+        Value::Array(parts) => {
+            Some(parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"))
+        }
         _ => None,
     }
 }

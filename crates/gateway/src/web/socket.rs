@@ -75,7 +75,9 @@ async fn talk(socket: WebSocket, chat: String, app: App) {
             _ => continue,
         };
         let content = match serde_json::from_str::<Value>(&text) {
-            Ok(v) if v["type"] == "message" => v["content"].as_str().unwrap_or_default().to_string(),
+            Ok(v) if v["type"] == "message" => {
+                v["content"].as_str().unwrap_or_default().to_string()
+            }
             _ => {
                 let _ = out.send(json!({"type": "error", "message": "expected {\"type\":\"message\",\"content\":...}"}));
                 continue;
