@@ -195,7 +195,8 @@ impl Session<'_> {
             return Ok(());
         }
         let prompt_done = Instant::now();
-        let budget = (request.max_tokens as usize).min(n_ctx - tokens.len() - 1);
+        // Half the free context at most, so the conversation can go on.
+        let budget = (request.max_tokens as usize).min((n_ctx - tokens.len()) / 2).max(1);
         let mut sampler = self.sampler(request, &job.options)?;
         let mut splitter = CallSplitter::new();
         let mut utf8 = Utf8Pieces::default();
