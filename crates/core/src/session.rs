@@ -131,15 +131,7 @@ impl SessionStore {
 
     /// Starts a new session file for `cwd` and writes its metadata line.
     pub fn create(&self, cwd: &Path, model: &str) -> Result<SessionLog, SessionError> {
-        let meta = SessionMeta {
-            id: clock::session_id(),
-            cwd: cwd.to_path_buf(),
-            model: model.to_string(),
-            created: clock::now_rfc3339(),
-            version: 1,
-            parent: None,
-        };
-        self.create_with(meta)
+        self.create_named(cwd, &clock::session_id(), model)
     }
 
     /// Starts a session with exactly this id (the gateway names one per
