@@ -65,16 +65,20 @@ impl Agent {
     pub(super) async fn fit_context(&mut self, events: &EventSink, cancel: &CancellationToken) {
         let requested = self.compaction.requested.lock().map(|mut r| r.take()).unwrap_or(None);
         let limit = self.compaction.context_window as f64 * self.compaction.threshold;
-        if self.estimated_tokens() as f64 >= limit / 2.0 {
+        // The system prompt and tools are estimated once per turn: building
+        // the tool specs is the costly part of an estimate.
+        let estimator = self.compaction.estimator;
+        let fixed = estimator.estimate(&self.system, &[], &self.tools.specs());
+        let messages = |agent: &Agent| estimator.estimate("", &agent.messages, &[]);
+        if (fixed + messages(self)) as f64 >= limit / 2.0 {
             compaction::micro_compact_with(&mut self.messages, &self.compaction.micro);
         }
         // Compaction only shrinks the messages: when they are a small part of
         // the request (the system prompt and tools fill the window), or just
         // the request itself, it would repeat on every turn for nothing.
-        let estimate = self.estimated_tokens();
-        let fixed = self.compaction.estimator.estimate(&self.system, &[], &self.tools.specs());
-        let shrinkable =
-            self.messages.len() > 2 && (estimate.saturating_sub(fixed) as f64) >= limit / 2.0;
+        let in_messages = messages(self);
+        let estimate = fixed + in_messages;
+        let shrinkable = self.messages.len() > 2 && in_messages as f64 >= limit / 2.0;
         let over =
             needs_compaction(estimate, self.compaction.context_window, self.compaction.threshold);
         if (requested.is_some() && self.messages.len() > 1) || (over && shrinkable) {
