@@ -197,21 +197,23 @@ pub fn load(config: &Config) -> McpConfig {
     McpConfig::load(&config.file.mcp_servers, &config.home.join("config.toml"), &config.workspace)
 }
 
+/// Starts `servers` for this workspace, with its OAuth token store.
+async fn connect(config: &Config, servers: McpConfig, hooks: ClientHooks) -> McpHub {
+    let options = HubOptions {
+        workspace: config.workspace.clone(),
+        hooks,
+        tokens: Some(token_store(config)),
+    };
+    McpHub::start(servers, options).await
+}
+
 /// Starts the session's servers and reports, once, those that failed.
 pub async fn start_hub(config: &Config, hooks: ClientHooks) -> McpHub {
     let servers = load(config);
     if servers.servers.is_empty() && servers.problems.is_empty() {
         return McpHub::empty();
     }
-    let hub = McpHub::start(
-        servers,
-        HubOptions {
-            workspace: config.workspace.clone(),
-            hooks,
-            tokens: Some(token_store(config)),
-        },
-    )
-    .await;
+    let hub = connect(config, servers, hooks).await;
     for problem in hub.problems() {
         eprintln!("ferroclaw: warning: {problem}");
     }
@@ -228,15 +230,7 @@ async fn list(config: &Config) -> Result<i32, SetupError> {
         );
         return Ok(exit::OK);
     }
-    let hub = McpHub::start(
-        servers,
-        HubOptions {
-            workspace: config.workspace.clone(),
-            hooks: ClientHooks::default(),
-            tokens: Some(token_store(config)),
-        },
-    )
-    .await;
+    let hub = connect(config, servers, ClientHooks::default()).await;
     for status in hub.statuses().await {
         let what = describe.get(&status.name).cloned().unwrap_or_default();
         println!("{}: {} {what}", status.name, state_text(&status.state));
@@ -270,15 +264,7 @@ async fn get(config: &Config, name: &str) -> Result<i32, SetupError> {
     println!("{name}: {} (from {})", describe(&server.transport), server.source.display());
     servers.problems.clear();
     servers.disabled.clear();
-    let hub = McpHub::start(
-        servers,
-        HubOptions {
-            workspace: config.workspace.clone(),
-            hooks: ClientHooks::default(),
-            tokens: Some(token_store(config)),
-        },
-    )
-    .await;
+    let hub = connect(config, servers, ClientHooks::default()).await;
     let code = match hub.problems().first() {
         Some(problem) => {
             eprintln!("ferroclaw: {problem}");

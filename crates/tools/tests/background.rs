@@ -8,24 +8,9 @@ use ferroclaw_tools::{
 };
 use serde_json::{Value, json};
 
-/// True while process `pid` exists and is not a zombie.
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-/// Waits up to 3 s for `pid` to be gone.
-async fn gone(pid: i32) -> bool {
-    for _ in 0..30 {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
-}
+#[path = "support/process.rs"]
+mod process;
+use process::{alive, gone};
 
 /// Waits up to 5 s for a finished result.
 async fn finished(jobs: &JobManager) {

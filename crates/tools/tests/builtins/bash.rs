@@ -2,26 +2,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::process::gone;
 use crate::workspace;
-
-/// True while process `pid` exists and is not a zombie.
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-/// Waits up to 3 s for `pid` to be gone.
-async fn gone(pid: i32) -> bool {
-    for _ in 0..30 {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
-}
 
 fn pids(text: &str) -> Vec<i32> {
     text.lines().filter_map(|l| l.trim().parse().ok()).collect()

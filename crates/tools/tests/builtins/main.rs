@@ -6,6 +6,8 @@ mod edit;
 mod glob;
 mod grep;
 mod list_dir;
+#[path = "../support/process.rs"]
+mod process;
 mod read;
 mod web_fetch;
 mod web_search;
