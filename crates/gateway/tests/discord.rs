@@ -19,6 +19,10 @@ use ferroclaw_gateway::{
     OutboundMessage,
 };
 use serde_json::{Value, json};
+
+#[path = "support/fake_ws.rs"]
+mod fake_ws;
+use fake_ws::{auth, recv, send};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -135,26 +139,6 @@ async fn upgrade(
     ws.on_upgrade(move |socket| async move {
         let _ = app.sockets.send((path, socket));
     })
-}
-
-fn auth(headers: &HeaderMap) -> String {
-    headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
-}
-
-async fn send(ws: &mut WebSocket, payload: Value) {
-    ws.send(Message::Text(payload.to_string().into())).await.unwrap();
-}
-
-/// The next JSON payload from the client.
-async fn recv(ws: &mut WebSocket) -> Value {
-    loop {
-        match tokio::time::timeout(WAIT, ws.recv()).await.expect("client sent nothing") {
-            Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).unwrap(),
-            Some(Ok(Message::Close(frame))) => panic!("client closed: {frame:?}"),
-            Some(Ok(_)) => {}
-            other => panic!("connection ended: {other:?}"),
-        }
-    }
 }
 
 /// Runs the channel's receiving side; the bus's messages arrive on the receiver.

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -17,6 +17,10 @@ use ferroclaw_gateway::{
     OutboundMessage,
 };
 use serde_json::{Value, json};
+
+#[path = "support/fake_ws.rs"]
+mod fake_ws;
+use fake_ws::{auth, recv, send};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -118,26 +122,6 @@ async fn upgrade(
     ws.on_upgrade(move |socket| async move {
         let _ = app.sockets.send(socket);
     })
-}
-
-fn auth(headers: &HeaderMap) -> String {
-    headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
-}
-
-async fn send(ws: &mut WebSocket, payload: Value) {
-    ws.send(Message::Text(payload.to_string().into())).await.unwrap();
-}
-
-/// The next JSON payload from the client.
-async fn recv(ws: &mut WebSocket) -> Value {
-    loop {
-        match tokio::time::timeout(WAIT, ws.recv()).await.expect("client sent nothing") {
-            Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).unwrap(),
-            Some(Ok(Message::Close(frame))) => panic!("client closed: {frame:?}"),
-            Some(Ok(_)) => {}
-            other => panic!("connection ended: {other:?}"),
-        }
-    }
 }
 
 /// Runs the channel's receiving side; the bus's messages arrive on the receiver.

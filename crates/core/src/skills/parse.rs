@@ -138,23 +138,9 @@ pub fn parse_skill_md(path: &Path, folder: &str, text: &str, source: SkillSource
         }
     }
     let description = required_string(f, "description", &mut errors);
-    if let Some(d) = &description
-        && d.chars().count() > MAX_DESCRIPTION_CHARS
-    {
-        errors.push(format!(
-            "description is {} characters; the limit is {MAX_DESCRIPTION_CHARS}",
-            d.chars().count()
-        ));
-    }
+    check_length("description", description.as_deref(), MAX_DESCRIPTION_CHARS, &mut errors);
     let compatibility = optional_string(f, "compatibility", &mut errors);
-    if let Some(c) = &compatibility
-        && c.chars().count() > MAX_COMPATIBILITY_CHARS
-    {
-        errors.push(format!(
-            "compatibility is {} characters; the limit is {MAX_COMPATIBILITY_CHARS}",
-            c.chars().count()
-        ));
-    }
+    check_length("compatibility", compatibility.as_deref(), MAX_COMPATIBILITY_CHARS, &mut errors);
     let license = optional_string(f, "license", &mut errors);
     let metadata = metadata(f, &mut errors);
     let allowed_tools = words(f.get("allowed-tools"), "allowed-tools", &mut errors);
@@ -280,6 +266,15 @@ fn legacy(
         unavailable: None,
     };
     Ok((skill, warnings))
+}
+
+/// Records an error when `value` is longer than `max` characters.
+fn check_length(field: &str, value: Option<&str>, max: usize, errors: &mut Vec<String>) {
+    if let Some(v) = value
+        && v.chars().count() > max
+    {
+        errors.push(format!("{field} is {} characters; the limit is {max}", v.chars().count()));
+    }
 }
 
 #[cfg(test)]
