@@ -1,16 +1,20 @@
 //! `ferroclaw context`: the system prompt as the model will get it, layer by
-//! layer with each layer's size, so a user can see what costs what.
+//! layer with each layer's size, and the tools offered, so a user can see
+//! what costs what. The numbers come from the very request a new session's
+//! first model call would send ([`ferroclaw_core::Agent::request`]), MCP
+//! servers' tools included.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
 
 use ferroclaw_core::compaction::estimate_tokens;
-use ferroclaw_core::{Config, ContextBuilder};
+use ferroclaw_core::{Config, ContextBuilder, NoOneToAsk};
 
 use crate::exit;
-use crate::setup::SetupError;
+use crate::setup::{Resume, SetupError, open_agent};
 
 /// Prints the assembled prompt (exactly, with `raw`) and a size table.
-pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
+pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     let context = ContextBuilder::for_config(config).build();
     for w in &context.warnings {
         eprintln!("{w}");
@@ -19,6 +23,15 @@ pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
         println!("{}", context.system_prompt());
         return Ok(exit::OK);
     }
+    // The agent a new session gets; its session file is not kept.
+    let opened = open_agent(config, &Resume::New, Arc::new(NoOneToAsk))?;
+    let mut agent = opened.agent;
+    let _ = std::fs::remove_file(agent.session.path());
+    let mcp = crate::mcp_cmd::start_hub(config, Default::default()).await;
+    mcp.register_tools(&mut agent.tools);
+    let request = agent.request();
+    mcp.shutdown().await;
+
     let (dim, plain) =
         if std::io::stdout().is_terminal() { ("\x1b[2m", "\x1b[0m") } else { ("", "") };
     for layer in context.layers.iter().filter(|l| !l.text.is_empty()) {
@@ -29,23 +42,30 @@ pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
             layer.text
         );
     }
-    let mut tools = ferroclaw_tools::builtin_tools();
-    context.register_tools(&mut tools, None);
-    let tool_tokens = estimate_tokens("", &[], &tools.specs());
+    let mcp_tools = request.tools.iter().filter(|t| t.name.starts_with("mcp__")).count();
+    let tool_chars: usize = request
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
+        .sum();
+    let tool_tokens = estimate_tokens("", &[], &request.tools);
     println!("{:<12} {:>8} {:>9}", "layer", "chars", "~tokens");
-    let mut total = 0;
     for layer in &context.layers {
-        total += layer.tokens();
         println!("{:<12} {:>8} {:>9}", layer.name, layer.text.len(), layer.tokens());
     }
     println!(
-        "{:<12} {:>8} {:>9}   ({} built-in and context tools; MCP and agent tools not counted)",
+        "{:<12} {:>8} {:>9}   ({} tools offered: {} built-in, {} MCP)",
         "tools",
-        "",
+        tool_chars,
         tool_tokens,
-        tools.len()
+        request.tools.len(),
+        request.tools.len() - mcp_tools,
+        mcp_tools
     );
-    println!("{:<12} {:>8} {:>9}", "total", "", total + tool_tokens);
-    println!("{dim}(tokens estimated as characters / 4){plain}");
+    let total = estimate_tokens(&request.system, &request.messages, &request.tools);
+    println!("{:<12} {:>8} {:>9}", "total", "", total);
+    println!(
+        "{dim}(tokens estimated as characters / 4, from the request a new session sends){plain}"
+    );
     Ok(exit::OK)
 }

@@ -8,3 +8,9 @@ pub const FAILED: i32 = 1;
 pub const USAGE: i32 = 2;
 /// Interrupted by Ctrl-C.
 pub const INTERRUPTED: i32 = 130;
+/// Ended by SIGTERM (128 + 15), after saving the session.
+pub const TERMINATED: i32 = 143;
+/// Ended by SIGHUP (128 + 1), after saving the session.
+pub const HANGUP: i32 = 129;
+/// The reader of our output went away (`ferroclaw status | head`): 128 + SIGPIPE.
+pub const BROKEN_PIPE: i32 = 141;

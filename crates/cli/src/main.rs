@@ -27,6 +27,7 @@ use crate::args::{Cli, Command};
 use crate::setup::SetupError;
 
 fn main() {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     // The gateway logs to its own file and serves many chats on all cores.
     let gateway =
@@ -58,12 +59,21 @@ fn main() {
 }
 
 async fn run(cli: &Cli) -> Result<i32, SetupError> {
+    if !matches!(&cli.command, Some(Command::Gateway { .. })) {
+        interrupt::install_termination_handler();
+    }
+    let code = run_command(cli).await?;
+    // A request stopped by SIGTERM/SIGHUP ends with that signal's code.
+    Ok(interrupt::terminated().unwrap_or(code))
+}
+
+async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
     match &cli.command {
         Some(Command::Init { force }) => init(*force),
-        Some(Command::Doctor) => doctor::run(cli).map(|()| exit::OK),
+        Some(Command::Doctor) => doctor::run(cli).await,
         Some(Command::Tasks) => tasks_cmd::run(cli),
         Some(Command::Mcp { action }) => mcp_cmd::run(action, &setup::load_config(cli)?).await,
-        Some(Command::Context { raw }) => context_cmd::run(&setup::load_config(cli)?, *raw),
+        Some(Command::Context { raw }) => context_cmd::run(&setup::load_config(cli)?, *raw).await,
         Some(Command::Skills { action }) => skills_cmd::run(action, &setup::load_config(cli)?),
         Some(Command::Model { action }) => model_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Gateway { action }) => gateway_cmd::run(cli, action).await,
@@ -102,11 +112,34 @@ fn init(force: bool) -> Result<i32, SetupError> {
     Ok(exit::OK)
 }
 
-/// Logs go to stderr, never stdout (stdout is for answers and MCP stdio).
+/// `ferroclaw status | head`: once the reader of stdout (or stderr) is gone,
+/// printing fails with EPIPE and `println!` panics; end quietly instead, with
+/// the code a shell gives a process killed by SIGPIPE. (SIGPIPE itself stays
+/// ignored, so a closed socket or a dead MCP server's pipe is an error, not death.)
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(exit::BROKEN_PIPE);
+        }
+        default(info);
+    }));
+}
+
+/// Logs go to stderr, never stdout (stdout is for answers and MCP stdio):
+/// without timestamps (a terminal session is not a server log), and with
+/// colours only when stderr is a terminal.
 fn init_logging(verbose: u8) {
     let filter = std::env::var("FERROCLAW_LOG").unwrap_or_else(|_| {
         match verbose {
-            0 => "warn",
+            // rmcp warns about every transport it closes, even a clean shutdown.
+            0 => "warn,rmcp=error",
             1 => "info",
             _ => "debug",
         }
@@ -116,5 +149,7 @@ fn init_logging(verbose: u8) {
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .without_time()
         .try_init();
 }

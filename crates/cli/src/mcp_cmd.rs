@@ -88,6 +88,7 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
         McpAction::List => list(config).await,
         McpAction::Get { name } => get(config, name).await,
         McpAction::Add { name, url, headers, env, scope, command } => {
+            check_server_name(name)?;
             let server = match (url, command.split_first()) {
                 (Some(_), Some(_)) => {
                     return Err(other("give either --url URL or -- CMD ARGS, not both"));
@@ -144,6 +145,22 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
             }
         }
     }
+}
+
+/// A server's name becomes part of its tools' names (`mcp__NAME__TOOL`),
+/// which the APIs allow only letters, digits, `_` and `-` in.
+fn check_server_name(name: &str) -> Result<(), SetupError> {
+    let valid = !name.is_empty()
+        && name.len() <= 40
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if valid {
+        return Ok(());
+    }
+    Err(other(format!(
+        "invalid mcp server name {name:?}: use 1 to 40 letters, digits, `_` or `-` \
+         (it becomes part of tool names such as mcp__{}__TOOL)",
+        name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>()
+    )))
 }
 
 fn other(message: impl Into<String>) -> SetupError {

@@ -66,6 +66,11 @@ pub fn load_config(cli: &Cli) -> Result<Config, SetupError> {
     if cli.yes {
         mode = Some(PermissionMode::Bypass);
     }
+    if cli.max_turns == Some(0) {
+        return Err(SetupError::Other(
+            "--max-turns must be at least 1 (it caps the model round-trips of a request)".into(),
+        ));
+    }
     let overrides =
         Overrides { model: cli.model.clone(), max_turns: cli.max_turns, permission_mode: mode };
     Ok(Config::load(Config::default_home(), workspace(cli)?, &overrides)?)
@@ -99,12 +104,17 @@ pub fn open_agent(
         Resume::Named(id) => Some(store.path_of(&config.workspace, id)).filter(|p| p.is_file()),
     };
     let resumed = match &resume_path {
-        Some(path) => Some(SessionLog::resume(path, RESUME_TAIL_BYTES)?),
+        Some(path) => {
+            let mut r = SessionLog::resume(path, RESUME_TAIL_BYTES)?;
+            r.log.adopt_cwd(&config.workspace);
+            Some(r)
+        }
         None => None,
     };
-    // A resumed session keeps its model unless one is given now.
+    // A resumed session keeps its model unless one is given now (or its
+    // metadata was lost).
     let spec = match (&config.file.model, &resumed) {
-        (None, Some(r)) => r.log.meta().model.clone(),
+        (None, Some(r)) if !r.log.meta().model.is_empty() => r.log.meta().model.clone(),
         _ => config.model_spec()?,
     };
     let announce = config.file.model.is_none() && resumed.is_none();
@@ -133,7 +143,9 @@ pub fn open_agent(
     };
     let permissions = Arc::new(permissions);
     let context = ferroclaw_core::ContextBuilder::for_config(config).build();
-    for w in &context.warnings {
+    // Once per problem, however many roots the same skill was found in.
+    let warnings: std::collections::BTreeSet<&String> = context.warnings.iter().collect();
+    for w in warnings {
         tracing::warn!("{w}");
     }
     let system = context.system_prompt();

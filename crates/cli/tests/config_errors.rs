@@ -74,3 +74,63 @@ fn bad_flags_are_usage_errors() {
     assert_eq!(code, 2);
     assert!(stderr.contains("accept-edits"), "{stderr}");
 }
+
+#[test]
+fn max_turns_zero_and_an_mcp_server_name_with_spaces_are_refused_when_given() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("never").into()]);
+    let (code, _, stderr) = run(env.cmd().args(["-p", "hi", "--max-turns", "0"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--max-turns must be at least 1"), "{stderr}");
+    assert!(env.server.requests().is_empty());
+    let (code, _, stderr) = run(env.cmd().args(["mcp", "add", "my server", "--", "npx", "srv"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("invalid mcp server name \"my server\""), "{stderr}");
+    assert!(!env.ws().join(".mcp.json").exists());
+}
+
+#[test]
+fn mcp_add_to_the_user_config_keeps_the_templates_model_line_at_the_top_level() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("fine").into()]);
+    std::fs::remove_file(env.home.path().join("config.toml")).unwrap();
+    assert_eq!(run(env.cmd().arg("init")).0, 0);
+    let (code, _, stderr) =
+        run(env.cmd().args(["mcp", "add", "fs", "--scope", "user", "--", "true"]));
+    assert_eq!(code, 0, "{stderr}");
+    // The user then uncomments the template's model line, as it invites.
+    let path = env.home.path().join("config.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let model_line = text.lines().find(|l| l.starts_with("# model = ")).unwrap().to_string();
+    std::fs::write(&path, text.replacen(&model_line, &model_line[2..], 1)).unwrap();
+    let config: toml::Table = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(config.contains_key("model"), "model stays a top-level key");
+    assert!(!config["mcp_servers"]["fs"].as_table().unwrap().contains_key("model"));
+}
+
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    for args in [&["status"][..], &["sessions", "list"], &["context"]] {
+        let mut child = env
+            .std_cmd()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // `| head` that already left
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_top_level_key_that_landed_in_a_table_names_that_table() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    env.write_home_config("[retry]\nmax_attempts = 3\nmodel = \"anthropic/claude-test\"\n");
+    let (code, _, stderr) = run(env.cmd().args(["-p", "hi"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("config.toml:3:1"), "{stderr}");
+    assert!(stderr.contains("landed inside [retry]"), "{stderr}");
+}

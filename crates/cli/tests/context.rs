@@ -123,3 +123,18 @@ fn the_memory_tool_writes_the_home_workspace_and_refuses_secrets() {
     assert!(results[1].1, "the secret is an error result");
     assert!(results[1].0.contains("AWS access key"), "{:?}", results[1]);
 }
+
+#[test]
+fn context_counts_the_tools_the_request_really_offers() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into()]);
+    assert_eq!(run(&mut env.oneshot("hi", &[])).0, 0);
+    let offered = env.request_body(0)["tools"].as_array().unwrap().len();
+    let (code, stdout, stderr) = run(env.cmd().arg("context"));
+    assert_eq!(code, 0, "{stderr}");
+    let tools = stdout.lines().find(|l| l.starts_with("tools ")).unwrap();
+    assert!(
+        tools.contains(&format!("({offered} tools offered")),
+        "{tools}; the request had {offered}"
+    );
+    assert_eq!(env.session_files().len(), 1, "context keeps no session of its own");
+}

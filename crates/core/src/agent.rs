@@ -132,7 +132,8 @@ struct Answer {
 /// Why a model call produced no answer.
 enum CallError {
     Cancelled(String),
-    Provider(LlmError),
+    /// The provider failed, after streaming this much text.
+    Provider(LlmError, String),
 }
 
 impl Agent {
@@ -179,8 +180,14 @@ impl Agent {
                         usage,
                     );
                 }
-                Err(CallError::Provider(e)) => {
+                Err(CallError::Provider(e, partial)) => {
                     let text = e.to_string();
+                    if !partial.is_empty() {
+                        // What was shown stays in the conversation, marked as cut.
+                        self.record(Message::assistant(format!(
+                            "{partial}\n\n[the answer was cut off: {text}]"
+                        )));
+                    }
                     break self.fail(Outcome::Failed(text.clone()), text, turn, usage, events);
                 }
             };
@@ -249,22 +256,28 @@ impl Agent {
         self.report(outcome, text, turn, usage)
     }
 
+    /// The request the next model call sends: system prompt, conversation,
+    /// every tool offered (`ferroclaw context` measures this same request).
+    pub fn request(&self) -> ChatRequest {
+        ChatRequest {
+            model: self.model.clone(),
+            system: self.system.clone(),
+            messages: self.messages.clone(),
+            tools: self.tools.specs(),
+            max_tokens: self.max_tokens,
+            temperature: None,
+        }
+    }
+
     /// Sends the conversation to the model and assembles its streamed answer.
     async fn call_model(
         &self,
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<Answer, CallError> {
-        let tools = self.tools.specs();
-        let estimated_input = compaction::estimate_tokens(&self.system, &self.messages, &tools);
-        let request = ChatRequest {
-            model: self.model.clone(),
-            system: self.system.clone(),
-            messages: self.messages.clone(),
-            tools,
-            max_tokens: self.max_tokens,
-            temperature: None,
-        };
+        let request = self.request();
+        let estimated_input =
+            compaction::estimate_tokens(&request.system, &request.messages, &request.tools);
         let mut stream = self.provider.stream(request);
         let mut text = String::new();
         let mut calls = Vec::new();
@@ -279,7 +292,7 @@ impl Agent {
             };
             match next {
                 None => break,
-                Some(Err(e)) => return Err(CallError::Provider(e)),
+                Some(Err(e)) => return Err(CallError::Provider(e, text)),
                 Some(Ok(ProviderEvent::TextDelta(delta))) => {
                     text.push_str(&delta);
                     emit(events, AgentEvent::TextDelta { text: delta });
@@ -329,6 +342,7 @@ impl Agent {
             events: Some(events.clone()),
             sandbox: self.sandbox.clone(),
         };
+        let cap = ferroclaw_tools::result_cap_chars(self.compaction.context_window);
         let mut results = Vec::with_capacity(calls.len());
         let mut start = 0;
         while start < calls.len() {
@@ -356,7 +370,9 @@ impl Agent {
                 async move {
                     let started = Instant::now();
                     let output = match checked {
-                        Ok(tool) => execute(tool, call, &ctx).await,
+                        Ok(tool) => {
+                            ferroclaw_tools::cap_result(execute(tool, call, &ctx).await, cap)
+                        }
                         Err(message) => ToolOutput::error(message),
                     };
                     (call, output, started.elapsed())

@@ -379,8 +379,38 @@ pub fn parse_layer(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     toml::from_str::<ConfigFile>(text).map_err(|e| {
         let offset = e.span().map(|s| s.start).unwrap_or(0);
         let (line, column) = line_and_column(text, offset);
-        ConfigError::Parse { path: path.to_path_buf(), line, column, message: explain(e.message()) }
+        let mut message = explain(e.message());
+        if let Some(hint) = landed_in_table(text, offset, e.message()) {
+            message = hint;
+        }
+        ConfigError::Parse { path: path.to_path_buf(), line, column, message }
     })
+}
+
+/// Settings of the top level of a config file.
+const TOP_LEVEL_KEYS: &[&str] = &[
+    "model",
+    "max_turns",
+    "max_tokens",
+    "permission_mode",
+    "allowed_dirs",
+    "context_window",
+    "compaction_threshold",
+];
+
+/// When serde's "unknown field" is a top-level setting written under a
+/// `[table]` header (it then belongs to that table), says so and names it.
+fn landed_in_table(text: &str, offset: usize, message: &str) -> Option<String> {
+    let key = message.trim().strip_prefix("unknown field `")?.split('`').next()?;
+    if !TOP_LEVEL_KEYS.contains(&key) {
+        return None;
+    }
+    let before = &text[..offset.min(text.len())];
+    let table = before.lines().rev().map(str::trim).find(|l| l.starts_with('['))?;
+    Some(format!(
+        "unknown key \"{key}\": \"{key}\" is a top-level setting, but it landed inside {table}; \
+         move it above the first [table] line"
+    ))
 }
 
 /// 1-based line and column of a byte offset.
@@ -546,6 +576,14 @@ mod tests {
             err.to_string(),
             "config.toml:2:1: unknown key \"modle\" (did you mean \"model\"?)"
         );
+    }
+
+    #[test]
+    fn a_top_level_key_under_a_table_names_the_table_it_landed_in() {
+        let text = "[permissions]\nallow = []\nmodel = \"anthropic/x\"\n";
+        let err = parse_layer(Path::new("config.toml"), text).unwrap_err().to_string();
+        assert!(err.starts_with("config.toml:3:1: unknown key \"model\""), "{err}");
+        assert!(err.contains("landed inside [permissions]"), "{err}");
     }
 
     #[test]

@@ -2,8 +2,12 @@
 //! `$FERROCLAW_HOME/sessions/<project>/<id>.jsonl`. The first line is metadata;
 //! each later line is one entry, written as it happens, fsynced at turn
 //! boundaries. A torn last line (a crash mid-write) is skipped on load and cut
-//! off before the next append; a malformed line elsewhere is skipped with a
-//! warning. Resuming reads only the tail of a large file.
+//! off before the next append; a malformed line elsewhere (bad JSON, invalid
+//! UTF-8) is skipped with a warning naming its line; a damaged metadata line
+//! is rebuilt from the rest. Resuming reads only the tail of a large file and
+//! repairs what a killed process left half-done (see [`repair`]). One process
+//! writes a session at a time: opening it takes an exclusive lock on the
+//! file, and a second opener is refused with [`SessionError::Busy`].
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
@@ -13,6 +17,10 @@ use ferroclaw_protocol::{Message, Role, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::clock;
+
+pub mod repair;
+
+pub use repair::{INTERRUPTED_RESULT, Repairs};
 
 /// Bytes of a transcript's tail read when resuming: about the largest
 /// context windows (200k tokens at ~4 characters each, plus JSON overhead):
@@ -87,6 +95,11 @@ pub enum SessionError {
     NotFound { id: String, dir: PathBuf },
     #[error("session id {id:?} is ambiguous: {matches}")]
     Ambiguous { id: String, matches: String },
+    #[error(
+        "session {id} is in use by another ferroclaw process ({path}); wait for it to end, \
+         or start a new session (without --continue/--resume)"
+    )]
+    Busy { id: String, path: PathBuf },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SessionError + '_ {
@@ -182,6 +195,7 @@ impl SessionStore {
         let path = dir.join(format!("{}.jsonl", meta.id));
         let file =
             OpenOptions::new().create_new(true).append(true).open(&path).map_err(io(&path))?;
+        lock(&file, &path, &meta.id)?;
         let mut log = SessionLog { path, file, meta };
         log.append(&Entry::Meta(log.meta.clone()))?;
         log.sync()?;
@@ -243,21 +257,28 @@ impl SessionStore {
     }
 }
 
-/// Reads the metadata and the first user request of a session file.
+/// Reads the metadata and the first user request of a session file. A
+/// damaged metadata line is rebuilt from the entries after it.
 fn summarise(path: &Path) -> Result<SessionSummary, SessionError> {
     let file = File::open(path).map_err(io(path))?;
     let md = file.metadata().map_err(io(path))?;
-    let mut lines = BufReader::new(file).lines();
-    let meta = match lines.next().and_then(Result::ok).map(|l| serde_json::from_str::<Entry>(&l)) {
-        Some(Ok(Entry::Meta(m))) => m,
-        _ => {
-            return Err(SessionError::NotASession { path: path.to_path_buf() });
+    let mut reader = BufReader::new(file);
+    let mut lines = std::iter::from_fn(|| {
+        let mut buf = Vec::new();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(parse_line(&buf)),
         }
+    });
+    let first = lines.next();
+    let entries: Vec<Entry> = lines.take(50).filter_map(|e| e.ok().flatten()).collect();
+    let meta = match first {
+        Some(Ok(Some(Entry::Meta(m)))) => m,
+        _ if !entries.is_empty() => rebuilt_meta(path, &entries),
+        _ => return Err(SessionError::NotASession { path: path.to_path_buf() }),
     };
-    let title = lines
-        .take(50)
-        .map_while(Result::ok)
-        .filter_map(|l| serde_json::from_str::<Entry>(&l).ok())
+    let title = entries
+        .into_iter()
         .find_map(|e| match e {
             Entry::Message { message, .. }
                 if message.role == Role::User && !message.is_tool_results() =>
@@ -284,6 +305,52 @@ fn summarise(path: &Path) -> Result<SessionSummary, SessionError> {
     })
 }
 
+/// One line of a session file: `Ok(None)` for an entry type this version
+/// does not know (written by a newer one); `Err` says why it is unreadable.
+fn parse_line(bytes: &[u8]) -> Result<Option<Entry>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("invalid UTF-8 ({e})"))?;
+    let text = text.trim_end();
+    match serde_json::from_str::<Entry>(text) {
+        Ok(entry) => Ok(Some(entry)),
+        Err(_) if serde_json::from_str::<serde_json::Value>(text).is_ok() => Ok(None),
+        Err(e) => Err(format!("not a session entry ({e})")),
+    }
+}
+
+/// Metadata for a file whose first line is damaged: the id from the file
+/// name, the model from the last usage entry seen, the rest unknown (an empty
+/// `cwd` is filled in by whoever opens it, see [`SessionLog::adopt_cwd`]).
+fn rebuilt_meta(path: &Path, entries: &[Entry]) -> SessionMeta {
+    let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let model = entries
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Entry::Usage { model, .. } => Some(model.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    SessionMeta {
+        parent: id.split_once('.').map(|(parent, _)| parent.to_string()),
+        id,
+        cwd: PathBuf::new(),
+        model,
+        created: String::new(),
+        version: 1,
+    }
+}
+
+/// Takes the one-writer lock of a session file (released when it closes).
+fn lock(file: &File, path: &Path, id: &str) -> Result<(), SessionError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(SessionError::Busy { id: id.to_string(), path: path.to_path_buf() })
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(io(path)(e)),
+    }
+}
+
 /// An open session file, appended to as the conversation happens.
 #[derive(Debug)]
 pub struct SessionLog {
@@ -302,6 +369,10 @@ pub struct Resumed {
     pub skipped_bytes: u64,
     /// Lines that could not be parsed (a torn last line included).
     pub bad_lines: usize,
+    /// What was repaired in the loaded conversation.
+    pub repairs: Repairs,
+    /// True when the metadata line was damaged and rebuilt from the rest.
+    pub rebuilt_meta: bool,
 }
 
 impl SessionLog {
@@ -335,42 +406,78 @@ impl SessionLog {
         self.file.sync_data().map_err(io(&self.path))
     }
 
-    /// Opens a session to continue it: reads the metadata line and at most
-    /// about `tail_bytes` of the newest entries (widening the window until it
-    /// starts at a user request), and cuts off a torn last line so that the
-    /// next append starts on a fresh line.
+    /// Fills in the folder of a session whose metadata had to be rebuilt.
+    pub fn adopt_cwd(&mut self, cwd: &Path) {
+        if self.meta.cwd.as_os_str().is_empty() {
+            self.meta.cwd = cwd.to_path_buf();
+        }
+    }
+
+    /// Opens a session to continue it: takes its lock, reads the metadata
+    /// line and at most about `tail_bytes` of the newest entries (widening the
+    /// window until it starts at a user request), repairs the conversation
+    /// (see [`repair`]), and cuts off a torn last line so that the next append
+    /// starts on a fresh line.
     pub fn resume(path: &Path, tail_bytes: u64) -> Result<Resumed, SessionError> {
         let mut file = OpenOptions::new().read(true).append(true).open(path).map_err(io(path))?;
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        lock(&file, path, &stem)?;
         let len = file.metadata().map_err(io(path))?.len();
-        let mut first = String::new();
-        BufReader::new(&mut file).take(1 << 20).read_line(&mut first).map_err(io(path))?;
-        let meta = match serde_json::from_str::<Entry>(first.trim_end()) {
-            Ok(Entry::Meta(m)) => m,
-            _ => {
-                return Err(SessionError::NotASession { path: path.to_path_buf() });
-            }
+        let mut first = Vec::new();
+        BufReader::new(&mut file).take(1 << 20).read_until(b'\n', &mut first).map_err(io(path))?;
+        let meta = match parse_line(&first) {
+            Ok(Some(Entry::Meta(m))) => Some(m),
+            _ => None,
         };
-        let body_start = first.len() as u64;
         let end = complete_end(&mut file, len).map_err(io(path))?;
+        let body_start = (first.len() as u64).min(end);
         let mut bad_lines = usize::from(end < len);
         let mut window = tail_bytes.max(1);
-        let (messages, skipped_bytes) = loop {
+        let read = loop {
             let start = end.saturating_sub(window).max(body_start);
-            let (msgs, bad, skipped) =
-                read_messages(&mut file, start, end, body_start).map_err(io(path))?;
-            let boundary = msgs.iter().position(|m| m.role == Role::User && !m.is_tool_results());
+            let mut read = read_messages(&mut file, start, end, body_start).map_err(io(path))?;
+            let boundary =
+                read.messages.iter().position(|m| m.role == Role::User && !m.is_tool_results());
             match boundary {
                 Some(i) => {
-                    bad_lines += bad;
-                    break (msgs[i..].to_vec(), skipped);
+                    read.messages.drain(..i);
+                    break read;
                 }
                 None if start == body_start => {
-                    bad_lines += bad;
-                    break (msgs, 0);
+                    read.skipped = 0;
+                    break read;
                 }
                 None => window = window.saturating_mul(2),
             }
         };
+        bad_lines += read.bad.len();
+        for (at, why) in &read.bad {
+            let line = line_number(path, *at)
+                .map_or_else(|| format!("byte {at}"), |n| format!("line {n}"));
+            tracing::warn!("{}: {line} skipped: {why}", path.display());
+        }
+        let was_rebuilt = meta.is_none();
+        let meta = match meta {
+            Some(m) => m,
+            None if read.entries > 0 => {
+                tracing::warn!(
+                    "{}: line 1 (the session metadata) is damaged; rebuilt it from the rest",
+                    path.display()
+                );
+                let usage = read.model.iter().map(|m| Entry::Usage {
+                    ts: 0,
+                    model: m.clone(),
+                    usage: Usage::default(),
+                });
+                rebuilt_meta(path, &usage.collect::<Vec<_>>())
+            }
+            None => return Err(SessionError::NotASession { path: path.to_path_buf() }),
+        };
+        let mut messages = read.messages;
+        let repairs = repair::repair(&mut messages);
+        if repairs.any() {
+            tracing::info!("{}: repaired on load: {repairs:?}", path.display());
+        }
         if end < len {
             file.set_len(end).map_err(io(path))?;
             tracing::warn!(path = %path.display(), "cut off a torn last line ({} bytes)", len - end);
@@ -378,8 +485,10 @@ impl SessionLog {
         Ok(Resumed {
             log: SessionLog { path: path.to_path_buf(), file, meta },
             messages,
-            skipped_bytes,
+            skipped_bytes: read.skipped,
             bad_lines,
+            repairs,
+            rebuilt_meta: was_rebuilt,
         })
     }
 }
@@ -401,58 +510,111 @@ fn complete_end(file: &mut File, len: u64) -> std::io::Result<u64> {
     Ok(0)
 }
 
+/// The 1-based line number of the line starting at byte `at` (read again
+/// from the start: only done to report a damaged line).
+fn line_number(path: &Path, at: u64) -> Option<usize> {
+    let file = File::open(path).ok()?;
+    let mut reader = BufReader::new(file.take(at));
+    let mut count = 0;
+    loop {
+        let chunk = reader.fill_buf().ok()?;
+        if chunk.is_empty() {
+            return Some(count + 1);
+        }
+        count += chunk.iter().filter(|b| **b == b'\n').count();
+        let n = chunk.len();
+        reader.consume(n);
+    }
+}
+
+/// What [`read_messages`] found in a window of the file.
+struct Window {
+    messages: Vec<Message>,
+    /// Unreadable lines: the byte where each starts, and why.
+    bad: Vec<(u64, String)>,
+    /// Bytes of the body before the window.
+    skipped: u64,
+    /// Entries parsed (any type).
+    entries: usize,
+    /// The model of the last usage entry.
+    model: Option<String>,
+}
+
 /// Parses the message entries of the complete lines in `[start, end)`. When
-/// `start` falls inside a line, that partial line is skipped. Returns the
-/// messages, the number of unparsable lines and the bytes skipped before.
+/// `start` falls inside a line, that partial line is skipped.
 fn read_messages(
     file: &mut File,
     start: u64,
     end: u64,
     body_start: u64,
-) -> std::io::Result<(Vec<Message>, usize, u64)> {
+) -> std::io::Result<Window> {
     file.seek(SeekFrom::Start(start))?;
     let mut reader = BufReader::new(file.take(end - start));
-    let mut skipped = start - body_start;
+    let mut read = Window {
+        messages: Vec::new(),
+        bad: Vec::new(),
+        skipped: start - body_start,
+        entries: 0,
+        model: None,
+    };
+    let mut at = start;
     if start > body_start {
         // Possibly mid-line: drop up to the next newline.
         let mut partial = Vec::new();
-        skipped += reader.read_until(b'\n', &mut partial)? as u64;
+        let n = reader.read_until(b'\n', &mut partial)? as u64;
+        read.skipped += n;
+        at += n;
     }
-    let mut messages = Vec::new();
-    let mut bad = 0;
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        if reader.read_line(&mut line)? == 0 {
+        let n = reader.read_until(b'\n', &mut line)? as u64;
+        if n == 0 {
             break;
         }
-        match serde_json::from_str::<Entry>(line.trim_end()) {
-            Ok(Entry::Message { message, .. }) => messages.push(message),
-            Ok(Entry::Compaction { summary, .. }) => {
-                messages.clear();
-                messages.push(Message::user(summary));
+        match parse_line(&line) {
+            Ok(Some(entry)) => {
+                read.entries += 1;
+                match entry {
+                    Entry::Message { message, .. } => read.messages.push(message),
+                    Entry::Compaction { summary, .. } => {
+                        read.messages.clear();
+                        read.messages.push(Message::user(summary));
+                    }
+                    Entry::Usage { model, .. } => read.model = Some(model),
+                    _ => {}
+                }
             }
-            Ok(_) => {}
-            Err(_) if serde_json::from_str::<serde_json::Value>(&line).is_ok() => {} // a newer entry type
-            Err(e) => {
-                bad += 1;
-                tracing::warn!("skipping a malformed session line: {e}");
-            }
+            Ok(None) => read.entries += 1, // a newer entry type
+            Err(why) => read.bad.push((at, why)),
         }
+        at += n;
     }
-    Ok((messages, bad, skipped))
+    Ok(read)
 }
 
-/// Streams a session's entries in order, for `sessions show`; bad lines are skipped.
-pub fn for_each_entry(path: &Path, mut f: impl FnMut(Entry)) -> Result<(), SessionError> {
+/// Streams a session's entries in order, for `sessions show`; unreadable
+/// lines are skipped with a warning naming them, and their numbers returned.
+pub fn for_each_entry(path: &Path, mut f: impl FnMut(Entry)) -> Result<Vec<usize>, SessionError> {
     let file = File::open(path).map_err(io(path))?;
-    for line in BufReader::new(file).lines() {
-        let line = line.map_err(io(path))?;
-        if let Ok(entry) = serde_json::from_str::<Entry>(&line) {
-            f(entry);
+    let mut reader = BufReader::new(file);
+    let mut skipped = Vec::new();
+    let mut line = Vec::new();
+    for number in 1.. {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(io(path))? == 0 {
+            break;
+        }
+        match parse_line(&line) {
+            Ok(Some(entry)) => f(entry),
+            Ok(None) => {}
+            Err(why) => {
+                tracing::warn!("{}: line {number} skipped: {why}", path.display());
+                skipped.push(number);
+            }
         }
     }
-    Ok(())
+    Ok(skipped)
 }
 
 #[cfg(test)]
@@ -475,6 +637,7 @@ mod tests {
         log.append_message(&Message::assistant("hi")).unwrap();
         log.sync().unwrap();
         let path = log.path().to_path_buf();
+        drop(log);
         assert_eq!(store.latest(cwd), Some(path.clone()));
         let r = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
         assert_eq!(r.messages, vec![Message::user("hello"), Message::assistant("hi")]);
@@ -499,8 +662,12 @@ mod tests {
         assert_eq!(r.messages, vec![Message::user("one")]);
         assert_eq!(r.bad_lines, 1);
         r.log.append_message(&Message::user("two")).unwrap();
+        drop(r);
         let again = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
-        assert_eq!(again.messages, vec![Message::user("one"), Message::user("two")]);
+        // Two user turns in a row are merged into one on load.
+        let mut merged = Message::user("one");
+        merged.content.extend(Message::user("two").content);
+        assert_eq!(again.messages, vec![merged]);
         assert_eq!(again.bad_lines, 0);
     }
 
@@ -524,12 +691,58 @@ mod tests {
             log.append_message(&Message::assistant(format!("answer {i}"))).unwrap();
         }
         let path = log.path().to_path_buf();
+        drop(log);
         let r = SessionLog::resume(&path, 2000).unwrap();
         assert!(r.skipped_bytes > 0);
         assert!(r.messages.len() < 800);
         assert_eq!(r.messages[0].role, Role::User);
         assert!(!r.messages[0].is_tool_results(), "never starts on orphaned tool results");
         assert_eq!(r.messages.last().unwrap().text(), "answer 199");
+    }
+
+    #[test]
+    fn a_session_open_for_writing_cannot_be_opened_again_until_closed() {
+        let (_d, store) = store();
+        let mut log = store.create(Path::new("/p"), "m/m").unwrap();
+        log.append_message(&Message::user("one")).unwrap();
+        let path = log.path().to_path_buf();
+        assert!(matches!(
+            SessionLog::resume(&path, RESUME_TAIL_BYTES),
+            Err(SessionError::Busy { .. })
+        ));
+        drop(log);
+        let r = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
+        assert!(matches!(
+            SessionLog::resume(&path, RESUME_TAIL_BYTES),
+            Err(SessionError::Busy { .. })
+        ));
+        drop(r);
+    }
+
+    #[test]
+    fn invalid_utf8_lines_are_skipped_and_a_lost_metadata_line_is_rebuilt() {
+        let (_d, store) = store();
+        let mut log = store.create(Path::new("/p"), "m/m").unwrap();
+        log.append_message(&Message::user("one")).unwrap();
+        log.append_message(&Message::assistant("two")).unwrap();
+        let path = log.path().to_path_buf();
+        drop(log);
+        let text = std::fs::read(&path).unwrap();
+        let body = &text[text.iter().position(|b| *b == b'\n').unwrap() + 1..];
+        let mut damaged = b"\xff\xfe not json\n".to_vec();
+        damaged.extend_from_slice(body);
+        damaged.extend_from_slice(b"{\"type\":\"error\",\"ts\":1,\"message\":\"\xc3\x28\"}\n");
+        std::fs::write(&path, damaged).unwrap();
+        let r = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
+        assert!(r.rebuilt_meta);
+        assert_eq!(r.bad_lines, 1);
+        assert_eq!(r.messages, vec![Message::user("one"), Message::assistant("two")]);
+        assert_eq!(r.log.meta().id, path.file_stem().unwrap().to_string_lossy());
+        drop(r);
+        let mut shown = 0;
+        let skipped = for_each_entry(&path, |_| shown += 1).unwrap();
+        assert_eq!((shown, skipped), (2, vec![1, 4]));
+        assert_eq!(store.list(Path::new("/p")).len(), 1, "still listed");
     }
 
     #[test]

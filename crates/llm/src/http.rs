@@ -248,9 +248,13 @@ impl Exchange {
             .unwrap_or("")
             .trim_start()
             .to_ascii_lowercase();
-        let is_sse = match content_type {
+        let is_sse = match content_type.as_str() {
             t if t.starts_with("text/event-stream") => true,
             t if t.starts_with("application/json") => false,
+            t if t.starts_with("text/html") => {
+                // A proxy's or a web server's page, not an API: say what came back.
+                return Err(self.not_an_answer(status.as_u16(), t.to_string(), response).await);
+            }
             _ => config.stream,
         };
         let body: Body = Box::pin(response.bytes_stream());
@@ -325,6 +329,33 @@ impl Exchange {
             transient: is_transient_response(status.as_u16(), parsed.kind.as_deref()),
             server_delay,
         }
+    }
+
+    /// A success status whose body is not an answer (an HTML page): the
+    /// status, the content type and the first bytes, so the user can tell a
+    /// wrong `base_url` or a captive portal from a model failure.
+    async fn not_an_answer(
+        &mut self,
+        status: u16,
+        content_type: String,
+        response: reqwest::Response,
+    ) -> Failure {
+        let body = self
+            .read_all(Box::pin(response.bytes_stream()), ERROR_BODY_LIMIT)
+            .await
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&body);
+        let first: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        Failure::permanent(LlmError::Http {
+            provider: self.config().name.clone(),
+            status,
+            message: format!(
+                "the answer is a {content_type} page, not an API response (is base_url {} \
+                 right?): {}",
+                self.shared.url,
+                crate::decode::snippet(&first)
+            ),
+        })
     }
 
     fn decode_failure(&self, error: DecodeError) -> Failure {

@@ -214,3 +214,21 @@ async fn an_unreachable_server_is_a_connect_error_naming_the_url_after_retries()
     assert!(text.starts_with("nowhere: cannot reach http://127.0.0.1:"), "{text}");
     assert!(text.contains("/v1/chat/completions"), "{text}");
 }
+
+#[tokio::test]
+async fn an_html_page_with_status_200_is_reported_as_what_came_back_and_not_retried() {
+    for (wire, stream) in MODES {
+        let mode = format!("{wire:?} stream={stream}");
+        let page = "<!DOCTYPE html>\n<html><body><h1>Sign in to the Wi-Fi</h1></body></html>";
+        let server = ScriptedServer::start(vec![
+            Fault::HtmlPage { body: page.into() }.into(),
+            Turn::text("never reached").into(),
+        ]);
+        let outcome = run(config(&server, wire, stream), ask("hi")).await;
+        let text = outcome.error_text();
+        assert!(text.contains("HTTP 200") && text.contains("text/html"), "{mode}: {text}");
+        assert!(text.contains("Sign in to the Wi-Fi"), "{mode}: the first bytes: {text}");
+        assert!(!text.contains("stream ended before"), "{mode}: {text}");
+        assert_eq!(server.requests().len(), 1, "{mode}: a page is not retried");
+    }
+}

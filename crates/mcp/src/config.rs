@@ -87,12 +87,14 @@ impl ServerConfig {
 
 /// A server that could not be configured, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}: mcp server {server:?}: {message}", file.display())]
+#[error("{}{}: mcp server {server:?}: {message}", file.display(), at.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
 pub struct ConfigProblem {
     /// The server's name (the file's name when the whole file is unreadable).
     pub server: String,
     /// The file that defined it.
     pub file: PathBuf,
+    /// Line and column in that file, when known.
+    pub at: Option<(usize, usize)>,
     pub message: String,
 }
 
@@ -124,7 +126,7 @@ impl McpConfig {
                 name.clone(),
                 entry
                     .map(|e| (e, config_toml.to_path_buf()))
-                    .map_err(|message| problem(name, config_toml, message)),
+                    .map_err(|message| unknown_key_problem(name, config_toml, message)),
             );
         }
         for path in [workspace.join(".agent").join("mcp.json"), workspace.join(".mcp.json")] {
@@ -159,8 +161,59 @@ fn problem(server: &str, source: &Path, message: impl Into<String>) -> ConfigPro
     ConfigProblem {
         server: server.to_string(),
         file: source.to_path_buf(),
+        at: None,
         message: message.into(),
     }
+}
+
+/// Keys of config.toml's top level: one of them inside a server's table was
+/// meant to go above the first table.
+const TOP_LEVEL_KEYS: &[&str] = &[
+    "model",
+    "max_turns",
+    "max_tokens",
+    "permission_mode",
+    "allowed_dirs",
+    "context_window",
+    "compaction_threshold",
+];
+
+/// A config.toml problem with an unknown key of `[mcp_servers.NAME]`: where
+/// the key is in the file, and, for a top-level key, the table it landed in.
+fn unknown_key_problem(name: &str, file: &Path, message: String) -> ConfigProblem {
+    let mut p = problem(name, file, message);
+    let Some(key) = p.message.strip_prefix("unknown key \"").and_then(|r| r.split('"').next())
+    else {
+        return p;
+    };
+    let key = key.to_string();
+    if TOP_LEVEL_KEYS.contains(&key.as_str()) {
+        p.message = format!(
+            "unknown key \"{key}\": \"{key}\" is a top-level setting, but it landed inside \
+             [mcp_servers.{name}]; move it above the first [table] line"
+        );
+    }
+    p.at = std::fs::read_to_string(file).ok().and_then(|text| locate_key(&text, name, &key));
+    p
+}
+
+/// Line and column of `key = ...` in the `[mcp_servers.NAME]` table of `text`.
+fn locate_key(text: &str, name: &str, key: &str) -> Option<(usize, usize)> {
+    let mut inside = false;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') {
+            let header: String =
+                trimmed.chars().filter(|c| !c.is_whitespace() && *c != '"').collect();
+            inside = header.starts_with(&format!("[mcp_servers.{name}]"));
+            continue;
+        }
+        let assigned = trimmed.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('='));
+        if inside && assigned {
+            return Some((i + 1, line.len() - trimmed.len() + 1));
+        }
+    }
+    None
 }
 
 /// The `mcpServers` object of a JSON file; a missing file is empty.
@@ -446,6 +499,25 @@ mod tests {
             c.problems[0].to_string(),
             "config.toml: mcp server \"typo\": unknown key \"comand\" (did you mean \"command\"?)"
         );
+    }
+
+    #[test]
+    fn a_top_level_key_inside_a_server_table_is_located_and_the_table_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        let text = "[mcp_servers.fs]\ncommand = \"x\"\nmodel = \"anthropic/y\"\n";
+        std::fs::write(&file, text).unwrap();
+        let table: toml::Table = toml::from_str(text).unwrap();
+        let servers: BTreeMap<String, toml::Table> = table["mcp_servers"]
+            .as_table()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_table().unwrap().clone()))
+            .collect();
+        let config = McpConfig::load(&servers, &file, dir.path());
+        let shown = config.problems[0].to_string();
+        assert!(shown.contains("config.toml:3:1: mcp server \"fs\""), "{shown}");
+        assert!(shown.contains("inside [mcp_servers.fs]"), "{shown}");
     }
 
     #[test]

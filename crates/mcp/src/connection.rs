@@ -32,6 +32,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
 
 /// Lines of a stdio server's stderr kept to explain a failure.
 const STDERR_TAIL_LINES: usize = 20;
+/// Lines of stderr quoted when a server dies while starting.
+const STARTUP_STDERR_LINES: usize = 5;
+/// How long to wait for a dead server's last stderr lines to be read.
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
 
 type Client = RunningService<RoleClient, Handler>;
 
@@ -60,6 +64,8 @@ pub(crate) struct Connection {
     tokens: Option<TokenStore>,
     pub tools_changed: Arc<AtomicBool>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// Signalled once the stdio server's stderr reaches its end (it exited).
+    stderr_closed: Arc<tokio::sync::Notify>,
     life: tokio::sync::Mutex<Life>,
     restarts: Mutex<u32>,
 }
@@ -79,6 +85,7 @@ impl Connection {
             tokens,
             tools_changed: Arc::new(AtomicBool::new(false)),
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+            stderr_closed: Arc::new(tokio::sync::Notify::new()),
             life: tokio::sync::Mutex::new(Life::Down),
             restarts: Mutex::new(0),
         };
@@ -208,6 +215,21 @@ impl Connection {
         }
     }
 
+    /// Why a server that died while starting did: `what` and the last lines
+    /// of its stderr (waiting briefly for them to arrive).
+    pub async fn died_starting(&self, what: &str) -> String {
+        let _ = tokio::time::timeout(STDERR_SETTLE, self.stderr_closed.notified()).await;
+        let tail: Vec<String> = self
+            .stderr_tail
+            .lock()
+            .map(|t| t.iter().rev().take(STARTUP_STDERR_LINES).rev().cloned().collect())
+            .unwrap_or_default();
+        match tail.is_empty() {
+            true => format!("it exited {what} (it wrote nothing on stderr)"),
+            false => format!("it exited {what}; its stderr ended with:\n  {}", tail.join("\n  ")),
+        }
+    }
+
     /// Stops the server: closes its input, waits briefly, kills its group.
     pub async fn shutdown(&self) {
         let mut life = self.life.lock().await;
@@ -293,7 +315,11 @@ impl Connection {
                         challenge,
                     });
                 }
-                Err(start_error(self.exit_reason(&e.to_string())))
+                if pgid.is_none() {
+                    return Err(start_error(e.to_string()));
+                }
+                let exited = self.died_starting("during the handshake").await;
+                Err(start_error(format!("{e}: {exited}")))
             }
             Err(_) => {
                 kill_group(pgid);
@@ -309,6 +335,7 @@ impl Connection {
     fn log_stderr(&self, stderr: tokio::process::ChildStderr) {
         let name = self.name().to_string();
         let tail = Arc::clone(&self.stderr_tail);
+        let closed = Arc::clone(&self.stderr_closed);
         tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -320,6 +347,7 @@ impl Connection {
                     t.push_back(line);
                 }
             }
+            closed.notify_one();
         });
     }
 

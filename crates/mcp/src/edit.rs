@@ -117,9 +117,53 @@ fn add_json(path: &Path, text: &str, name: &str, server: &NewServer) -> Result<S
     Ok(pretty(&value))
 }
 
+/// Adds the server's `[mcp_servers.NAME]` table at the END of the file, after
+/// every top-level key and comment: a top-level key written (or uncommented,
+/// as the template invites) above it stays top-level.
 fn add_toml(path: &Path, text: &str, name: &str, server: &NewServer) -> Result<String, EditError> {
     let invalid = |message: String| EditError::Invalid { path: path.to_path_buf(), message };
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| invalid(format!("{e}")))?;
+    let doc: toml_edit::DocumentMut = text.parse().map_err(|e| invalid(format!("{e}")))?;
+    let exists = doc
+        .get("mcp_servers")
+        .and_then(|t| t.as_table_like())
+        .is_some_and(|t| t.contains_key(name));
+    if exists {
+        return Err(EditError::Exists { path: path.to_path_buf(), name: name.to_string() });
+    }
+    let table = server_table(path, name, server)?;
+    let mut out = text.to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if !out.trim().is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&table);
+    match out.parse::<toml_edit::DocumentMut>() {
+        Ok(_) => Ok(out),
+        // `mcp_servers` written inline, say: let the editor place the table.
+        Err(_) => {
+            let mut doc = doc;
+            insert_server(path, &mut doc, name, server)?;
+            Ok(doc.to_string())
+        }
+    }
+}
+
+/// `[mcp_servers.NAME]` and its keys, as TOML text.
+fn server_table(path: &Path, name: &str, server: &NewServer) -> Result<String, EditError> {
+    let mut doc = toml_edit::DocumentMut::new();
+    insert_server(path, &mut doc, name, server)?;
+    Ok(doc.to_string())
+}
+
+fn insert_server(
+    path: &Path,
+    doc: &mut toml_edit::DocumentMut,
+    name: &str,
+    server: &NewServer,
+) -> Result<(), EditError> {
+    let invalid = |message: String| EditError::Invalid { path: path.to_path_buf(), message };
     let servers = doc
         .entry("mcp_servers")
         .or_insert_with(|| {
@@ -157,7 +201,7 @@ fn add_toml(path: &Path, text: &str, name: &str, server: &NewServer) -> Result<S
         }
     }
     servers.insert(name, toml_edit::Item::Table(entry));
-    Ok(doc.to_string())
+    Ok(())
 }
 
 fn pretty(value: &Value) -> String {
@@ -226,5 +270,22 @@ mod tests {
         assert_eq!(table["mcp_servers"]["web"]["url"].as_str(), Some("https://x/mcp"));
         assert!(remove_server(&path, "web").unwrap());
         assert!(!std::fs::read_to_string(&path).unwrap().contains("web"));
+    }
+
+    #[test]
+    fn toml_add_goes_after_the_commented_template_so_an_uncommented_key_stays_top_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "# Settings\n# model = \"anthropic/x\"\n# max_turns = 50\n").unwrap();
+        add_server(&path, "fs", &stdio()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.find("# model").unwrap() < text.find("[mcp_servers.fs]").unwrap(), "{text}");
+        let uncommented = text.replace("# model", "model");
+        let table: toml::Table = toml::from_str(&uncommented).unwrap();
+        assert_eq!(table["model"].as_str(), Some("anthropic/x"));
+        assert_eq!(table["mcp_servers"]["fs"]["command"].as_str(), Some("npx"));
+        add_server(&path, "other", &stdio()).unwrap();
+        let table: toml::Table = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(table["mcp_servers"].as_table().unwrap().len(), 2);
     }
 }

@@ -417,6 +417,12 @@ async fn start_one(
     conn.take_tools_changed();
     match tokio::time::timeout(timeout, list_tools(&conn)).await {
         Ok(Ok(tools)) => Ok((conn, tools)),
+        // No call can come to restart it: it failed to start.
+        Ok(Err(McpError::Crashed { .. })) => {
+            let message = conn.died_starting("during start-up, while listing its tools").await;
+            conn.shutdown().await;
+            Err((name.clone(), McpError::Start { server: name, message }))
+        }
         Ok(Err(e)) => {
             conn.shutdown().await;
             Err((name, e))

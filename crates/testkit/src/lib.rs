@@ -9,7 +9,8 @@
 //!
 //! The server runs on its own thread with its own runtime, so a test may drive a binary
 //! synchronously with `std::process` or call it from `#[tokio::test]`. It is not a general mock:
-//! it does not check what clients send beyond requiring a JSON object body.
+//! it does not check what clients send beyond requiring a JSON object body, and, with
+//! [`ServerOptions::strict`], that every tool call is answered in the next message.
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -29,7 +30,7 @@
 //! # Script files
 //!
 //! The `scripted-llm` binary (`scripted-llm --script FILE.json [--port N] [--repeat]
-//! [--openai-repeat-id-and-name] [--openai-usage-always] [--record FILE.jsonl]`) reads the
+//! [--openai-repeat-id-and-name] [--openai-usage-always] [--strict] [--record FILE.jsonl]`) reads the
 //! steps as a JSON array, the serde form of [`Step`]. Turn fields are all optional (usage
 //! defaults to 10 in / 5 out); a tool call without `id` gets a generated `toolu_N` / `call_N`.
 //!
@@ -54,6 +55,7 @@ mod render;
 mod reply;
 mod script;
 mod server;
+mod strict;
 
 pub use recording::RecordedRequest;
 pub use script::{

@@ -5,7 +5,7 @@ use std::{io::Write, path::PathBuf, process::ExitCode};
 use ferroclaw_testkit::{ScriptedServer, ServerOptions, Step};
 
 const USAGE: &str = "usage: scripted-llm --script FILE.json [--port N] [--repeat] \
-[--openai-repeat-id-and-name] [--openai-usage-always] [--record FILE.jsonl]";
+[--openai-repeat-id-and-name] [--openai-usage-always] [--strict] [--record FILE.jsonl]";
 
 fn main() -> ExitCode {
     match run() {
@@ -34,6 +34,7 @@ fn run() -> Result<(), String> {
             "--repeat" => options.repeat = true,
             "--openai-repeat-id-and-name" => options.openai_repeat_id_and_name = true,
             "--openai-usage-always" => options.openai_usage_always = true,
+            "--strict" => options.strict = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());

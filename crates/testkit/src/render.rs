@@ -102,6 +102,10 @@ impl Wire {
                     body.clone().unwrap_or_else(|| self.error_body(*status, None).to_string());
                 Reply { retry_after: *retry_after, ..Reply::raw_json(code, body, Ending::Complete) }
             }
+            Fault::HtmlPage { body } => Reply {
+                content_type: "text/html; charset=utf-8",
+                ..Reply::raw_json(StatusCode::OK, body.clone(), Ending::Complete)
+            },
             Fault::CutMidStream => self.unfinished(CUT_TEXT, ex, Ending::Cut),
             Fault::Stall { after_text } => self.unfinished(after_text, ex, Ending::Hang),
             Fault::MalformedSse if !ex.stream => {

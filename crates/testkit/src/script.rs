@@ -63,6 +63,11 @@ pub enum Fault {
         #[serde(default)]
         retry_after: Option<u64>,
     },
+    /// A 200 `text/html` page instead of an answer (a proxy, a captive portal, a wrong base URL).
+    HtmlPage {
+        /// The page.
+        body: String,
+    },
     /// Start streaming a few text deltas, then drop the connection without the closing events.
     CutMidStream,
     /// A 200 event stream whose data line is not JSON.

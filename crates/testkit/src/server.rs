@@ -45,6 +45,10 @@ pub struct ServerOptions {
     pub port: u16,
     /// Append one JSON line per request to this file once its response ends.
     pub record_path: Option<PathBuf>,
+    /// Answer 400, as the real APIs do, to a request with a tool call not
+    /// answered in the next message (or a result without its call); such a
+    /// request consumes no step.
+    pub strict: bool,
 }
 
 /// A scripted LLM HTTP server running on its own thread; dropping it shuts it down.
@@ -217,6 +221,11 @@ fn route(shared: &Shared, method: &Method, path: &str, body: Result<Value, Strin
             return wire.error(StatusCode::BAD_REQUEST, Some(&message));
         }
     };
+    if shared.options.strict
+        && let Some(problem) = crate::strict::tool_pairing_problem(wire, &body)
+    {
+        return wire.error(StatusCode::BAD_REQUEST, Some(&problem));
+    }
     let next =
         shared.script.lock().unwrap_or_else(PoisonError::into_inner).next(shared.options.repeat);
     let Some((seq, step)) = next else {

@@ -18,6 +18,11 @@ use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 pub const DEFAULT_READ_LINES: usize = 2000;
 /// Images larger than this are refused (Anthropic's per-image API limit is 5 MB).
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+/// Characters of numbered lines one `read` returns at most: about 22k
+/// tokens, under the cap on every tool result ([`crate::MAX_RESULT_CHARS`]),
+/// so that 2000 long lines cannot fill the context (Claude Code's Read
+/// stops at 25k tokens). The result says where to continue.
+pub const MAX_READ_CHARS: usize = 90_000;
 /// How much of a file is checked for NUL bytes to call it binary (as git does).
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
@@ -127,7 +132,8 @@ fn numbered_lines(
     let mut number = 0usize;
     let mut lossy = false;
     let last_wanted = offset.saturating_add(limit - 1);
-    while number < last_wanted {
+    let mut full = false;
+    while number < last_wanted && !full {
         buf.clear();
         if reader.read_until(b'\n', &mut buf).map_err(io)? == 0 {
             break;
@@ -140,6 +146,7 @@ fn numbered_lines(
         let text = String::from_utf8_lossy(line);
         lossy |= matches!(text, Cow::Owned(_));
         push_numbered(&mut out, number, &text);
+        full = out.len() >= MAX_READ_CHARS;
     }
     let remaining = count_lines(&mut reader).map_err(io)?;
     let total = number + remaining;
@@ -156,7 +163,14 @@ fn numbered_lines(
             "\n(Note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}.)\n",
         );
     }
-    if remaining > 0 {
+    if remaining > 0 && full {
+        out.push_str(&format!(
+            "\n(Showing lines {offset}-{number} of {total}: one read returns at most \
+             {MAX_READ_CHARS} characters. {remaining} more lines; call read with offset={} \
+             (and a smaller limit) to continue.)\n",
+            number + 1
+        ));
+    } else if remaining > 0 {
         out.push_str(&format!(
             "\n(Showing lines {offset}-{number} of {total}. {remaining} more lines; \
              call read with offset={} to continue.)\n",
