@@ -115,7 +115,11 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 if interrupts >= 2 {
                     break;
                 }
-                eprintln!("\x1b[2m(press Ctrl-C again or Ctrl-D to exit)\x1b[0m");
+                eprintln!(
+                    "{}",
+                    crate::style::Style::for_stderr()
+                        .dim(&format!("(press Ctrl-C again or Ctrl-D to exit)"))
+                );
                 continue;
             }
             Err(ReadlineError::Eof) => break,
@@ -133,7 +137,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             match result {
                 Ok(Some(prompt)) => run_request(&mut agent, &mut repl, &prompt).await,
                 Ok(None) => {}
-                Err(e) => eprintln!("\x1b[31m{e}\x1b[0m"),
+                Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&format!("{e}"))),
             }
             continue;
         }
@@ -150,7 +154,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
-                    eprintln!("\x1b[31m{e}\x1b[0m");
+                    eprintln!("{}", crate::style::Style::for_stderr().red(&format!("{e}")));
                     continue;
                 }
             }
@@ -224,11 +228,14 @@ async fn shell_command(agent: &mut Agent, repl: &mut Repl, command: &str) {
     let input = serde_json::json!({ "command": command });
     if let ferroclaw_core::Decision::Deny(reason) = agent.permissions.decide("bash", false, &input)
     {
-        eprintln!("\x1b[31mrefused: {reason}\x1b[0m");
+        eprintln!("{}", crate::style::Style::for_stderr().red(&format!("refused: {reason}")));
         return;
     }
     let Some(bash) = agent.tools.get("bash").cloned() else {
-        eprintln!("\x1b[31mthe bash tool is not available\x1b[0m");
+        eprintln!(
+            "{}",
+            crate::style::Style::for_stderr().red(&format!("the bash tool is not available"))
+        );
         return;
     };
     let cancel = CancellationToken::new();
@@ -414,7 +421,7 @@ async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
             agent.messages.len(),
             agent.session.path().display()
         ),
-        Err(e) => eprintln!("\x1b[31m{e}\x1b[0m"),
+        Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&format!("{e}"))),
     }
     watcher.abort();
     drop(tx);
@@ -429,27 +436,30 @@ fn show_running_jobs(agent: &Agent) {
             .iter()
             .map(|j| format!("{} {}", j.id, crate::render::shorten(&j.command, 30)))
             .collect();
-        eprintln!(
-            "\x1b[2m⧗ {} background job{} running: {} (/jobs)\x1b[0m",
+        let line = format!(
+            "⧗ {} background job{} running: {} (/jobs)",
             running.len(),
             if running.len() == 1 { "" } else { "s" },
             names.join(", ")
         );
+        eprintln!("{}", crate::style::Style::for_stderr().dim(&line));
     }
 }
 
 fn print_banner(agent: &Agent, resumed: bool, skipped_bytes: u64) {
     let what = if resumed { "resumed" } else { "session" };
+    let st = crate::style::Style::for_stderr();
     eprintln!(
-        "\x1b[1mferroclaw\x1b[0m {} · {} · {what} {} · /help for commands",
+        "{} {} · {} · {what} {} · /help for commands",
+        st.bold("ferroclaw"),
         env!("CARGO_PKG_VERSION"),
         agent.model_spec,
         agent.session.meta().id
     );
     if resumed {
         show_last_exchanges(&agent.messages);
-        eprintln!(
-            "\x1b[2m{} messages loaded{}\x1b[0m",
+        let loaded = format!(
+            "{} messages loaded{}",
             agent.messages.len(),
             if skipped_bytes > 0 {
                 format!(
@@ -460,12 +470,14 @@ fn print_banner(agent: &Agent, resumed: bool, skipped_bytes: u64) {
                 String::new()
             }
         );
+        eprintln!("{}", st.dim(&loaded));
     }
 }
 
 /// The last few exchanges of a resumed conversation, shortened.
 fn show_last_exchanges(messages: &[ferroclaw_protocol::Message]) {
     use ferroclaw_protocol::{ContentBlock, Role};
+    let st = crate::style::Style::for_stderr();
     let mut lines: Vec<String> = Vec::new();
     let mut users = 0;
     for m in messages.iter().rev() {
@@ -483,7 +495,7 @@ fn show_last_exchanges(messages: &[ferroclaw_protocol::Message]) {
         let calls: Vec<String> = m.tool_calls().map(|c| format!("⏺ {}", c.name)).collect();
         match m.role {
             Role::User if !text.trim().is_empty() => {
-                lines.push(format!("\x1b[1m›\x1b[0m {}", crate::render::shorten(&text, 100)));
+                lines.push(format!("{} {}", st.bold("›"), crate::render::shorten(&text, 100)));
                 users += 1;
                 if users == RESUME_SHOWN_EXCHANGES {
                     break;
@@ -491,7 +503,7 @@ fn show_last_exchanges(messages: &[ferroclaw_protocol::Message]) {
             }
             Role::Assistant => {
                 if !calls.is_empty() {
-                    lines.push(format!("  \x1b[2m{}\x1b[0m", calls.join(" ")));
+                    lines.push(format!("  {}", st.dim(&calls.join(" "))));
                 }
                 if !text.trim().is_empty() {
                     lines.push(format!("  {}", crate::render::shorten(&text, 160)));
