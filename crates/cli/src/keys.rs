@@ -141,8 +141,9 @@ fn watch(
     typed: &Mutex<Vec<u8>>,
 ) {
     let mut line: Vec<u8> = Vec::new();
+    let mut held: Option<u8> = None;
     while !stop.load(Ordering::SeqCst) {
-        let Some(b) = read_byte(fd) else { continue };
+        let Some(b) = held.take().or_else(|| read_byte(fd)) else { continue };
         let asking = answers.asking.load(Ordering::SeqCst);
         match b {
             CTRL_C => interrupt(cancel, answers, asking),
@@ -157,7 +158,12 @@ fn watch(
                         }
                     }
                 }
-                Some(_) => {}
+                // Esc and a key typed right after: the Esc interrupts, the
+                // key is kept (never read as Alt+key, which ate a `/`).
+                Some(next) => {
+                    interrupt(cancel, answers, asking);
+                    held = Some(next);
+                }
             },
             b'\r' | b'\n' if asking => {
                 eprintln!();
@@ -165,10 +171,10 @@ fn watch(
                 line.clear();
                 let _ = answers.tx.send(Answer::Line(text));
             }
-            BACKSPACE | CTRL_H if asking => {
-                if line.pop().is_some() {
-                    eprint!("\x08 \x08");
-                }
+            BACKSPACE | CTRL_H if asking && line.pop().is_some() => eprint!("\x08 \x08"),
+            BACKSPACE | CTRL_H if asking => {}
+            BACKSPACE | CTRL_H => {
+                typed.lock().unwrap_or_else(PoisonError::into_inner).pop();
             }
             b if asking && b >= 0x20 => {
                 line.push(b);
@@ -193,5 +199,74 @@ fn interrupt(cancel: &CancellationToken, answers: &Answers, asking: bool) {
     cancel.cancel();
     if asking {
         let _ = answers.tx.send(Answer::Cancelled);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the watcher over `bytes` (then end of input) until `done` holds.
+    fn feed(
+        bytes: &[u8],
+        asking: bool,
+        done: impl Fn(&CancellationToken, &Answers, &[u8]) -> bool,
+    ) -> (CancellationToken, Arc<Answers>, Vec<u8>) {
+        let mut fds = [0i32; 2];
+        // SAFETY: a fresh pipe; both ends are closed below.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: writes the bytes we own into the pipe, then closes its write end.
+        unsafe {
+            libc::write(fds[1], bytes.as_ptr().cast(), bytes.len());
+            libc::close(fds[1]);
+        }
+        let cancel = CancellationToken::new();
+        let answers = Arc::new(Answers::default());
+        answers.asking.store(asking, Ordering::SeqCst);
+        let stop = Arc::new(AtomicBool::new(false));
+        let typed = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let (stop, typed, answers, cancel) =
+                (stop.clone(), typed.clone(), answers.clone(), cancel.clone());
+            std::thread::spawn(move || watch(fds[0], &stop, &cancel, &answers, &typed))
+        };
+        while !done(&cancel, &answers, &typed.lock().unwrap()) {
+            std::thread::yield_now();
+        }
+        stop.store(true, Ordering::SeqCst);
+        thread.join().unwrap();
+        // SAFETY: closes the read end opened above.
+        unsafe { libc::close(fds[0]) };
+        let typed = typed.lock().unwrap().clone();
+        (cancel, answers, typed)
+    }
+
+    #[test]
+    fn a_lone_esc_interrupts_but_an_arrow_key_does_not() {
+        let (cancel, _, typed) = feed(b"ab\x1b[Ac\x1b", false, |c, _, _| c.is_cancelled());
+        assert!(cancel.is_cancelled());
+        assert_eq!(typed, b"abc", "typing is kept for the next prompt, the arrow key is not");
+        let (cancel, _, _) = feed(b"x\x1b[B/usage", false, |_, _, t| t.len() == 7);
+        assert!(!cancel.is_cancelled());
+    }
+
+    #[test]
+    fn esc_never_swallows_the_next_slash() {
+        let (_, _, typed) = feed(b"\x1b[A/usage", false, |_, _, t| t.len() == 6);
+        assert_eq!(typed, b"/usage");
+        let (cancel, _, typed) = feed(b"\x1b/usage", false, |_, _, t| t.len() == 6);
+        assert!(cancel.is_cancelled());
+        assert_eq!(typed, b"/usage");
+    }
+
+    #[test]
+    fn an_answer_is_a_line_and_ctrl_c_at_a_question_cancels() {
+        let (cancel, answers, _) =
+            feed(b"yx\x7f\r", true, |_, a, _| !a.rx.try_lock().unwrap().is_empty());
+        assert!(!cancel.is_cancelled());
+        assert_eq!(answers.rx.try_lock().unwrap().try_recv().unwrap(), Answer::Line("y".into()));
+        let (cancel, answers, _) = feed(b"\x03", true, |c, _, _| c.is_cancelled());
+        assert!(cancel.is_cancelled());
+        assert_eq!(answers.rx.try_lock().unwrap().try_recv().unwrap(), Answer::Cancelled);
     }
 }

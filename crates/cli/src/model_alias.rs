@@ -69,7 +69,10 @@ fn configured_provider(config: &Config) -> Option<String> {
             let mut plain = config.clone();
             plain.file.model = None;
             let layers = config.sources.iter().filter_map(|p| std::fs::read_to_string(p).ok());
-            layers.filter_map(|text| toml_model(&text)).last().or_else(|| plain.model_spec().ok())
+            layers
+                .filter_map(|text| toml_model(&text))
+                .next_back()
+                .or_else(|| plain.model_spec().ok())
         })?;
     spec.split_once('/').map(|(p, _)| p.to_string())
 }

@@ -348,7 +348,11 @@ fn count_changes(before: Option<&str>, after: &str) -> (usize, usize) {
 
 /// `2` or `0.5` seconds.
 fn seconds(ms: u64) -> String {
-    if ms % 1000 == 0 { (ms / 1000).to_string() } else { format!("{:.1}", ms as f64 / 1000.0) }
+    if ms.is_multiple_of(1000) {
+        (ms / 1000).to_string()
+    } else {
+        format!("{:.1}", ms as f64 / 1000.0)
+    }
 }
 
 /// What a tool call is about, in a few words: the command, path, URL or

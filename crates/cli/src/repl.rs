@@ -117,8 +117,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 }
                 eprintln!(
                     "{}",
-                    crate::style::Style::for_stderr()
-                        .dim(&format!("(press Ctrl-C again or Ctrl-D to exit)"))
+                    crate::style::Style::for_stderr().dim("(press Ctrl-C again or Ctrl-D to exit)")
                 );
                 continue;
             }
@@ -137,7 +136,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             match result {
                 Ok(Some(prompt)) => run_request(&mut agent, &mut repl, &prompt).await,
                 Ok(None) => {}
-                Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&format!("{e}"))),
+                Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
             }
             continue;
         }
@@ -154,7 +153,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
-                    eprintln!("{}", crate::style::Style::for_stderr().red(&format!("{e}")));
+                    eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string()));
                     continue;
                 }
             }
@@ -232,10 +231,7 @@ async fn shell_command(agent: &mut Agent, repl: &mut Repl, command: &str) {
         return;
     }
     let Some(bash) = agent.tools.get("bash").cloned() else {
-        eprintln!(
-            "{}",
-            crate::style::Style::for_stderr().red(&format!("the bash tool is not available"))
-        );
+        eprintln!("{}", crate::style::Style::for_stderr().red("the bash tool is not available"));
         return;
     };
     let cancel = CancellationToken::new();
@@ -421,7 +417,7 @@ async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
             agent.messages.len(),
             agent.session.path().display()
         ),
-        Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&format!("{e}"))),
+        Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
     }
     watcher.abort();
     drop(tx);

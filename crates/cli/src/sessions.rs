@@ -16,8 +16,6 @@ pub fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
             let list = store.list(&config.workspace);
             if list.is_empty() {
                 println!("no sessions in {}", config.workspace.display());
-            } else {
-                println!("{HEADER}");
             }
             print_list(&list);
         }
