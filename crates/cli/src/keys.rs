@@ -184,6 +184,8 @@ fn watch(
                     eprint!("{c}");
                 }
             }
+            // Enter ends a typed-ahead line: the REPL runs it next.
+            b'\r' | b'\n' => typed.lock().unwrap_or_else(PoisonError::into_inner).push(b'\n'),
             b if b >= 0x20 || b == b'\t' => {
                 typed.lock().unwrap_or_else(PoisonError::into_inner).push(b);
             }

@@ -94,6 +94,14 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     loop {
         let line = match first.take() {
             Some(p) => Ok(p),
+            // A line typed and ended with Enter while the last request ran.
+            None if repl.typed_ahead.contains('\n') => {
+                let typed = std::mem::take(&mut repl.typed_ahead);
+                let (line, rest) = typed.split_once('\n').unwrap_or((&typed, ""));
+                repl.typed_ahead = rest.to_string();
+                eprintln!("{}{line}", prompt_marker(&agent));
+                Ok(line.to_string())
+            }
             None => {
                 show_running_jobs(&agent);
                 let prompt = prompt_marker(&agent);
