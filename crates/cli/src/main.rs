@@ -10,6 +10,7 @@ mod diff;
 mod doctor;
 mod exit;
 mod gateway_cmd;
+mod highlight;
 mod interrupt;
 mod keys;
 mod markdown;

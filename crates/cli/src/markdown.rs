@@ -32,6 +32,10 @@ pub struct MarkdownStream {
     table: Vec<String>,
     /// A `[text](url)` link being received.
     link: Option<String>,
+    /// The language of the open code fence (```rust).
+    lang: String,
+    /// The current line of a code block, highlighted when it ends.
+    code_line: String,
 }
 
 impl MarkdownStream {
@@ -58,6 +62,7 @@ impl MarkdownStream {
         self.flush_table(&mut out);
         self.flush_pending(&mut out);
         self.flush_link(&mut out);
+        self.flush_code(&mut out);
         if self.in_bold
             || self.in_code
             || self.in_heading
@@ -195,16 +200,16 @@ impl MarkdownStream {
     fn start_line(&mut self, head: &str, out: &mut String) {
         self.flush_table(out);
         let trimmed = head.trim_start();
-        if trimmed.starts_with("```") {
+        if let Some(lang) = trimmed.strip_prefix("```") {
             self.in_fence = !self.in_fence;
             self.fence_line = true;
+            self.lang = if self.in_fence { lang.to_string() } else { String::new() };
             out.push_str(FENCE);
             out.push_str(head);
             return;
         }
         if self.in_fence {
-            out.push_str(CODE);
-            out.push_str(head);
+            self.code_line.push_str(head);
             return;
         }
         if let Some(rest) = trimmed.strip_prefix('#') {
@@ -242,8 +247,15 @@ impl MarkdownStream {
     }
 
     fn inline(&mut self, c: char, out: &mut String) {
-        if self.in_fence || self.fence_line {
+        if self.fence_line {
+            if self.in_fence {
+                self.lang.push(c);
+            }
             out.push(c);
+            return;
+        }
+        if self.in_fence {
+            self.code_line.push(c);
             return;
         }
         if c == '`' {
@@ -257,7 +269,23 @@ impl MarkdownStream {
         out.push(c);
     }
 
+    /// Prints the code line held back, highlighted for the fence's language.
+    fn flush_code(&mut self, out: &mut String) {
+        if !self.in_fence || self.fence_line {
+            return;
+        }
+        let code = std::mem::take(&mut self.code_line);
+        match crate::highlight::line(&self.lang, &code) {
+            Some(coloured) => out.push_str(&coloured),
+            None => {
+                out.push_str(CODE);
+                out.push_str(&code);
+            }
+        }
+    }
+
     fn end_line(&mut self, out: &mut String) {
+        self.flush_code(out);
         if self.in_heading
             || self.fence_line
             || self.in_fence
@@ -410,5 +438,13 @@ mod tests {
             "│ wise words\nsee the docs (https://x.dev/a) and [x] or [y](z w)\n"
         );
         assert!(out.contains(QUOTE) && out.contains(LINK), "{out:?}");
+    }
+
+    #[test]
+    fn code_blocks_are_highlighted_for_their_language() {
+        let out = render(&["```rust\nlet x = \"hi\"; // c\n```\n```\nplain\n```\n"]);
+        assert!(out.contains("\x1b[35mlet\x1b[0m"), "{out:?}");
+        assert!(out.contains(&format!("{CODE}plain")), "unknown language: one colour: {out:?}");
+        assert_eq!(plain(&out), "```rust\nlet x = \"hi\"; // c\n```\n```\nplain\n```\n");
     }
 }
