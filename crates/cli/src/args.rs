@@ -23,16 +23,39 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
 
-    /// Model as PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-5, openai/gpt-5, ollama/qwen3.
+    /// Event schema of `--output-format stream-json`: ferroclaw's own events,
+    /// or Claude Code's (system/init, assistant, user, result) for tools built on it.
+    #[arg(long, value_enum, default_value_t = StreamFormat::Ferroclaw)]
+    pub stream_format: StreamFormat,
+
+    /// Model as PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-5, openai/gpt-5, ollama/qwen3;
+    /// or an alias: sonnet, opus, haiku, gpt-5, gpt-5-mini.
     #[arg(short = 'm', long)]
     pub model: Option<String>,
+
+    /// Allow rules for this run, comma or space separated: `bash(git status:*)`, `edit`, `read`.
+    #[arg(long = "allowedTools", alias = "allowed-tools", value_name = "RULES", num_args = 1..)]
+    pub allowed_tools: Vec<String>,
+
+    /// Deny rules for this run, comma or space separated: `bash(rm:*)`, `web_fetch`.
+    #[arg(long = "disallowedTools", alias = "disallowed-tools", value_name = "RULES", num_args = 1..)]
+    pub disallowed_tools: Vec<String>,
+
+    /// Text added to the end of the system prompt for this run.
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Option<String>,
+
+    /// A further folder the file tools may touch (repeatable).
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    pub add_dir: Vec<PathBuf>,
 
     /// Continue the most recent conversation in this project.
     #[arg(short = 'c', long = "continue")]
     pub continue_: bool,
 
-    /// Resume a conversation by id (or unique id prefix).
-    #[arg(short = 'r', long, value_name = "ID")]
+    /// Resume a conversation by id (or unique id prefix); without an id, pick
+    /// one from a list of recent conversations.
+    #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
 
     /// Stop after this many model round-trips for one request.
@@ -65,6 +88,89 @@ pub enum OutputFormat {
     Text,
     Json,
     StreamJson,
+}
+
+/// Event schemas of `--output-format stream-json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StreamFormat {
+    /// One `AgentEvent` per line (`text_delta`, `tool_call_started`, ...).
+    Ferroclaw,
+    /// Claude Code's schema: `system`/`init`, `assistant`, `user`, `result`.
+    Claude,
+}
+
+impl Cli {
+    /// Parses the command line. With `-p`, what follows is the prompt, never a
+    /// subcommand: `ferroclaw -p status` asks the model about "status".
+    pub fn parse_args() -> Cli {
+        Cli::parse_from_args(
+            std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+        )
+    }
+
+    /// [`Cli::parse_args`] for given arguments (the first is the program name).
+    pub fn parse_from_args(args: Vec<String>) -> Cli {
+        let first = Cli::try_parse_from(&args);
+        if let Ok(cli) = &first
+            && !(cli.print && cli.prompt.is_none() && cli.command.is_some())
+        {
+            return first.unwrap_or_else(|e| e.exit());
+        }
+        if args.iter().skip(1).any(|a| a == "-p" || a == "--print") {
+            let command = <Cli as clap::CommandFactory>::command();
+            let names: Vec<String> =
+                command.get_subcommands().map(|c| c.get_name().to_string()).collect();
+            // Move the word read as a subcommand behind `--`, where it is the prompt.
+            for (i, arg) in args.iter().enumerate().skip(1) {
+                if !names.contains(arg) {
+                    continue;
+                }
+                let mut moved = args.clone();
+                let word = moved.remove(i);
+                moved.extend(["--".to_string(), word]);
+                if let Ok(reparsed) = Cli::try_parse_from(&moved)
+                    && reparsed.command.is_none()
+                {
+                    return reparsed;
+                }
+            }
+        }
+        first.unwrap_or_else(|e| e.exit())
+    }
+
+    /// Allow and deny rules given with `--allowedTools` / `--disallowedTools`.
+    pub fn rules(&self) -> (Vec<String>, Vec<String>) {
+        (split_rules(&self.allowed_tools), split_rules(&self.disallowed_tools))
+    }
+}
+
+/// Rule strings from flag values: separated by commas or spaces, except
+/// inside parentheses (`bash(git status:*)` stays one rule).
+pub fn split_rules(values: &[String]) -> Vec<String> {
+    let mut rules = Vec::new();
+    for value in values {
+        let mut depth = 0usize;
+        let mut current = String::new();
+        for c in value.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth == 0 && (c == ',' || c.is_whitespace()) {
+                if !current.trim().is_empty() {
+                    rules.push(current.trim().to_string());
+                }
+                current.clear();
+            } else {
+                current.push(c);
+            }
+        }
+        if !current.trim().is_empty() {
+            rules.push(current.trim().to_string());
+        }
+    }
+    rules
 }
 
 #[derive(Debug, Subcommand)]
@@ -133,4 +239,47 @@ pub enum SessionsAction {
         /// Session id or unique prefix.
         id: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::parse_from_args(args.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn with_print_a_subcommand_word_is_the_prompt() {
+        for word in ["status", "tasks", "doctor", "context"] {
+            let cli = parse(&["ferroclaw", "-p", word]);
+            assert!(cli.command.is_none(), "{word}");
+            assert_eq!(cli.prompt.as_deref(), Some(word));
+        }
+        let cli = parse(&["ferroclaw", "-p", "status", "--output-format", "json"]);
+        assert_eq!(cli.prompt.as_deref(), Some("status"));
+        assert_eq!(cli.output_format, OutputFormat::Json);
+        assert!(parse(&["ferroclaw", "status"]).command.is_some(), "without -p it is a command");
+        assert_eq!(parse(&["ferroclaw", "-p", "why?"]).prompt.as_deref(), Some("why?"));
+    }
+
+    #[test]
+    fn rules_split_on_commas_and_spaces_but_not_inside_parentheses() {
+        let cli = parse(&[
+            "ferroclaw",
+            "--allowedTools",
+            "bash(git status:*),edit",
+            "read",
+            "--disallowedTools",
+            "web_fetch bash(rm -rf:*)",
+        ]);
+        assert_eq!(cli.rules().0, ["bash(git status:*)", "edit", "read"]);
+        assert_eq!(cli.rules().1, ["web_fetch", "bash(rm -rf:*)"]);
+    }
+
+    #[test]
+    fn resume_without_an_id_asks_for_a_pick() {
+        assert_eq!(parse(&["ferroclaw", "-r"]).resume.as_deref(), Some(""));
+        assert_eq!(parse(&["ferroclaw", "--resume", "abc"]).resume.as_deref(), Some("abc"));
+    }
 }

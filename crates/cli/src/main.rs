@@ -2,14 +2,20 @@
 
 mod archive;
 mod args;
+mod attach;
+mod claude_stream;
 mod context_cmd;
 mod cron_cmd;
+mod diff;
 mod doctor;
 mod exit;
 mod gateway_cmd;
+mod highlight;
 mod interrupt;
+mod keys;
 mod markdown;
 mod mcp_cmd;
+mod model_alias;
 mod model_cmd;
 mod oneshot;
 mod pairing_cmd;
@@ -19,16 +25,16 @@ mod sessions;
 mod setup;
 mod skills_cmd;
 mod status_cmd;
+mod style;
 mod tasks_cmd;
-
-use clap::Parser;
+mod tool_log;
 
 use crate::args::{Cli, Command};
 use crate::setup::SetupError;
 
 fn main() {
     quiet_on_broken_pipe();
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     // The gateway logs to its own file and serves many chats on all cores.
     let gateway =
         matches!(&cli.command, Some(Command::Gateway { action }) if gateway_cmd::is_server(action));

@@ -1,53 +1,73 @@
 //! `ferroclaw -p`: one request, the answer on stdout, an exit code.
+//!
+//! Piped input joins the prompt (`cat log | ferroclaw -p "explain this"`).
+//! Tool calls refused because nobody can approve them are listed on stderr
+//! with the flag that would allow them, and in the JSON result.
 
 use std::io::{IsTerminal, Read, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
-use ferroclaw_core::{Config, NoOneToAsk, Outcome};
+use ferroclaw_core::{Config, NoOneToAsk, Outcome, PermissionMode, Permissions, Report};
 use ferroclaw_protocol::AgentEvent;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{Cli, OutputFormat};
+use crate::args::{Cli, OutputFormat, StreamFormat};
 use crate::exit;
 use crate::render::{RenderOptions, render};
-use crate::setup::{Resume, SetupError, open_agent};
+use crate::setup::{Resume, SetupError, apply_flags, open_agent};
+use crate::tool_log::{self, ToolLog};
+
+/// Most bytes of piped stdin added to the prompt; the rest is cut with a note.
+pub const MAX_STDIN_BYTES: usize = 256 * 1024;
+
+/// A tool call refused in this run, as Claude Code's `permission_denials`.
+#[derive(Debug, Clone)]
+pub struct Denial {
+    pub tool_name: String,
+    pub tool_use_id: String,
+    pub tool_input: Value,
+    pub reason: String,
+}
 
 /// Runs one request; returns the process exit code.
 pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
-    let prompt = match cli.prompt.as_deref() {
-        Some(p) if p != "-" => p.to_string(),
-        _ => {
-            let mut buf = String::new();
-            if std::io::stdin().is_terminal() {
-                return Err(SetupError::Other(
-                    "no prompt: pass it as an argument (ferroclaw -p \"...\") or on stdin".into(),
-                ));
-            }
-            std::io::stdin().read_to_string(&mut buf).map_err(|e| {
-                SetupError::Other(format!("cannot read the prompt from stdin: {e}"))
-            })?;
-            buf
-        }
-    };
-    if prompt.trim().is_empty() {
-        return Err(SetupError::Other("the prompt is empty".into()));
-    }
+    let started = Instant::now();
+    let prompt = prompt(cli)?;
     let opened = open_agent(&config, &Resume::from_cli(cli), Arc::new(NoOneToAsk))?;
     let mut agent = opened.agent;
+    apply_flags(&mut agent, cli);
     let mcp = crate::mcp_cmd::start_hub(&config, Default::default()).await;
     mcp.register_tools(&mut agent.tools);
     agent.turn_hook = Some(std::sync::Arc::new(crate::mcp_cmd::McpRefresh(mcp.clone())));
+    let log = Arc::new(ToolLog::default());
+    agent.tools = tool_log::observe(&agent.tools, &log);
     let (tx, rx) = unbounded_channel();
+    let (forward, consumed) = unbounded_channel();
+    let denials = Arc::new(Mutex::new(Vec::new()));
+    let tee = tokio::spawn(collect_denials(rx, forward, denials.clone()));
     let status = std::io::stderr().is_terminal();
-    let consumer = match cli.output_format {
-        OutputFormat::Text => tokio::spawn(render(
-            rx,
+    let consumer = match (cli.output_format, cli.stream_format) {
+        (OutputFormat::Text, _) => tokio::spawn(render(
+            consumed,
             agent.model_spec.clone(),
-            RenderOptions { answer: false, status },
+            RenderOptions {
+                answer: false,
+                status,
+                notices: true,
+                tools: Some(log.clone()),
+                workspace: agent.workspace.clone(),
+                expand_hint: "",
+            },
         )),
-        OutputFormat::StreamJson => tokio::spawn(json_lines(rx)),
-        OutputFormat::Json => tokio::spawn(drain(rx)),
+        (OutputFormat::StreamJson, StreamFormat::Ferroclaw) => tokio::spawn(json_lines(consumed)),
+        (OutputFormat::StreamJson, StreamFormat::Claude) => {
+            let init = crate::claude_stream::init(&agent, &config);
+            tokio::spawn(crate::claude_stream::write(consumed, init, log.clone()))
+        }
+        (OutputFormat::Json, _) => tokio::spawn(drain(consumed)),
     };
     let _ = tx.send(AgentEvent::SessionStarted {
         session_id: agent.session.meta().id.clone(),
@@ -56,14 +76,18 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     });
     let cancel = CancellationToken::new();
     crate::interrupt::watch(cancel.clone());
-    let report = agent
-        .run(ferroclaw_core::mentions::user_message(&prompt, &agent.workspace), &tx, &cancel)
-        .await;
+    let report =
+        agent.run(crate::attach::user_message(&prompt, &agent.workspace), &tx, &cancel).await;
     mcp.shutdown().await;
     agent.finish().await;
     drop(tx);
+    let _ = tee.await;
     let _ = consumer.await;
+    let denials = std::mem::take(&mut *denials.lock().unwrap_or_else(PoisonError::into_inner));
+    explain_denials(&denials);
     let mut stdout = std::io::stdout().lock();
+    let result =
+        || result_json(&report, &agent.session.meta().id, &agent.model_spec, &denials, started);
     match cli.output_format {
         OutputFormat::Text if report.is_error() => {
             if !status {
@@ -74,15 +98,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             let _ = writeln!(stdout, "{}", report.text.trim_end());
         }
         OutputFormat::Json => {
-            let value = serde_json::json!({
-                "result": report.text,
-                "session_id": agent.session.meta().id,
-                "num_turns": report.num_turns,
-                "usage": report.usage,
-                "total_cost_usd": ferroclaw_core::pricing::cost(&agent.model_spec, &report.usage),
-                "is_error": report.is_error(),
-            });
-            let _ = writeln!(stdout, "{value}");
+            let _ = writeln!(stdout, "{}", result());
+        }
+        OutputFormat::StreamJson if cli.stream_format == StreamFormat::Claude => {
+            let _ = writeln!(stdout, "{}", result());
         }
         OutputFormat::StreamJson => {}
     }
@@ -94,10 +113,176 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     })
 }
 
+/// The prompt: the argument, with piped stdin appended; or stdin alone when
+/// there is no argument (or it is `-`). A terminal on stdin is never read.
+fn prompt(cli: &Cli) -> Result<String, SetupError> {
+    let arg = cli.prompt.as_deref().filter(|p| *p != "-");
+    let piped = match std::io::stdin().is_terminal() {
+        true => None,
+        false => Some(read_stdin()?),
+    };
+    let prompt = match (arg, piped) {
+        (Some(p), Some(input)) if !input.trim().is_empty() => {
+            format!("{p}\n\n<stdin>\n{}\n</stdin>", input.trim_end())
+        }
+        (Some(p), _) => p.to_string(),
+        (None, Some(input)) => input,
+        (None, None) => {
+            return Err(SetupError::Other(
+                "no prompt: pass it as an argument (ferroclaw -p \"...\") or on stdin".into(),
+            ));
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err(SetupError::Other("the prompt is empty".into()));
+    }
+    Ok(prompt)
+}
+
+/// Stdin up to [`MAX_STDIN_BYTES`], with a note (here and on stderr) when cut.
+fn read_stdin() -> Result<String, SetupError> {
+    let mut kept = Vec::new();
+    let mut stdin = std::io::stdin().lock();
+    let err = |e: std::io::Error| SetupError::Other(format!("cannot read stdin: {e}"));
+    (&mut stdin).take(MAX_STDIN_BYTES as u64).read_to_end(&mut kept).map_err(err)?;
+    let rest = std::io::copy(&mut stdin, &mut std::io::sink()).map_err(err)?;
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if rest > 0 {
+        let note = format!(
+            "[stdin cut: the first {} KiB of {} KiB are shown]",
+            MAX_STDIN_BYTES / 1024,
+            (MAX_STDIN_BYTES as u64 + rest) / 1024
+        );
+        eprintln!("ferroclaw: {note}");
+        text.push_str(&format!("\n{note}\n"));
+    }
+    Ok(text)
+}
+
+/// Passes every event on, keeping the refusals.
+async fn collect_denials(
+    mut rx: UnboundedReceiver<AgentEvent>,
+    forward: UnboundedSender<AgentEvent>,
+    denials: Arc<Mutex<Vec<Denial>>>,
+) {
+    while let Some(event) = rx.recv().await {
+        if let AgentEvent::PermissionDenied { id, name, input, reason } = &event {
+            denials.lock().unwrap_or_else(PoisonError::into_inner).push(Denial {
+                tool_name: name.clone(),
+                tool_use_id: id.clone(),
+                tool_input: input.clone(),
+                reason: reason.clone(),
+            });
+        }
+        let _ = forward.send(event);
+    }
+}
+
+/// Says on stderr which calls were refused and how to allow them.
+fn explain_denials(denials: &[Denial]) {
+    if denials.is_empty() {
+        return;
+    }
+    let n = denials.len();
+    eprintln!("ferroclaw: {n} tool call{} refused:", if n == 1 { " was" } else { "s were" });
+    let mut rules: Vec<String> = Vec::new();
+    for d in denials {
+        let subject = crate::render::shorten(&subject_of(&d.tool_input), 80);
+        eprintln!("  {}({subject}): {}", d.tool_name, crate::render::shorten(&d.reason, 100));
+        if !d.reason.starts_with("permission denied") {
+            let rule = allow_rule(&d.tool_name, &d.tool_input);
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
+        }
+    }
+    if !rules.is_empty() {
+        let quoted: Vec<String> = rules.iter().map(|r| format!("'{r}'")).collect();
+        eprintln!(
+            "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in .agent/config.toml)",
+            quoted.join(" "),
+            rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ")
+        );
+    }
+}
+
+fn subject_of(input: &Value) -> String {
+    ferroclaw_core::permission::call_subject(input)
+        .map(str::to_string)
+        .unwrap_or_else(|| input.to_string())
+}
+
+/// An allow rule covering a refused call: a command prefix for `bash`
+/// (Claude Code's `bash(git status:*)` when the rule syntax has it, else
+/// ours), the tool for the rest.
+pub fn allow_rule(tool: &str, input: &Value) -> String {
+    if tool == "bash"
+        && let Some(command) = input["command"].as_str()
+    {
+        let words: Vec<&str> = command.split_whitespace().take(2).collect();
+        let prefix = words.join(" ");
+        for rule in [format!("bash({prefix}:*)"), format!("bash({prefix}*)")] {
+            let allows =
+                Permissions::new(PermissionMode::Default, std::slice::from_ref(&rule), &[])
+                    .is_ok_and(|p| {
+                        p.decide(tool, false, input) == ferroclaw_core::permission::Decision::Allow
+                    });
+            if allows {
+                return rule;
+            }
+        }
+    }
+    tool.to_string()
+}
+
+/// The result object of `--output-format json` (and the last line of
+/// Claude-style stream-json), with Claude Code's fields.
+fn result_json(
+    report: &Report,
+    session_id: &str,
+    model: &str,
+    denials: &[Denial],
+    started: Instant,
+) -> Value {
+    let subtype = match report.outcome {
+        Outcome::Answered => "success",
+        Outcome::MaxTurns => "error_max_turns",
+        Outcome::Cancelled | Outcome::Failed(_) => "error_during_execution",
+    };
+    let denials: Vec<Value> = denials
+        .iter()
+        .map(|d| {
+            json!({
+                "tool_name": d.tool_name,
+                "tool_use_id": d.tool_use_id,
+                "tool_input": d.tool_input,
+                "reason": d.reason,
+            })
+        })
+        .collect();
+    json!({
+        "type": "result",
+        "subtype": subtype,
+        "is_error": report.is_error(),
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "num_turns": report.num_turns,
+        "result": report.text,
+        "session_id": session_id,
+        "total_cost_usd": ferroclaw_core::pricing::cost(model, &report.usage),
+        "usage": report.usage,
+        "permission_denials": denials,
+    })
+}
+
 /// `--output-format stream-json`: one event per line, flushed as it comes.
+/// Nobody is asked in `-p`, so `permission_requested` is left out; the
+/// refusal comes as `permission_denied`.
 async fn json_lines(mut rx: UnboundedReceiver<AgentEvent>) {
     let mut out = std::io::stdout();
     while let Some(event) = rx.recv().await {
+        if matches!(event, AgentEvent::PermissionRequested { .. }) {
+            continue;
+        }
         if let Ok(mut line) = serde_json::to_vec(&event) {
             line.push(b'\n');
             let _ = out.write_all(&line);

@@ -3,7 +3,9 @@
 //! errors and the turn's usage and cost on stderr.
 
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ferroclaw_core::permission::call_subject;
 use ferroclaw_core::pricing;
@@ -11,40 +13,64 @@ use ferroclaw_protocol::{AgentEvent, TodoStatus};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::markdown::MarkdownStream;
+use crate::style::Style;
+use crate::tool_log::{FILE_TOOLS, ToolLog, read_text};
 
-const BOLD: &str = "\x1b[1m";
-const DIM: &str = "\x1b[2m";
-const RED: &str = "\x1b[31m";
-const GREEN: &str = "\x1b[32m";
-const YELLOW: &str = "\x1b[33m";
-const RESET: &str = "\x1b[0m";
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
+/// Lines of a tool's output shown after it runs; `/expand` shows the rest.
+pub const OUTPUT_HEAD_LINES: usize = 5;
+
 /// What to show besides the answer.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RenderOptions {
     /// Print the answer text (REPL) or leave it to the caller (one-shot).
     pub answer: bool,
     /// Show spinner, tool lines and usage on stderr.
     pub status: bool,
+    /// Say on stderr when the provider is retrying, even when `status` is off.
+    pub notices: bool,
+    /// Tool outputs and file snapshots, for output heads and diffs.
+    pub tools: Option<Arc<ToolLog>>,
+    /// Where relative paths of tool calls point.
+    pub workspace: PathBuf,
+    /// The hint after a cut tool output (`/expand` in the REPL).
+    pub expand_hint: &'static str,
 }
 
 /// Draws events until the channel closes. Returns when the sender is dropped.
 pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, opts: RenderOptions) {
     let color = std::io::stdout().is_terminal();
+    let st = Style::for_stderr();
     let status_tty = opts.status && std::io::stderr().is_terminal();
     let mut md = MarkdownStream::new();
     let mut waiting = false;
     let mut frame = 0usize;
     let mut tick = tokio::time::interval(Duration::from_millis(80));
+    let started = Instant::now();
+    let mut tokens_so_far = 0u64;
     let mut out = std::io::stdout();
+    // Calls whose diff was shown in the approval question.
+    let mut diffed: Vec<String> = Vec::new();
     // The answer's current line is unfinished: end it before status lines.
     let mut line_open = false;
     loop {
         let event = tokio::select! {
             e = events.recv() => e,
             _ = tick.tick(), if waiting && status_tty => {
-                eprint!("\r{DIM}{} thinking…{RESET}", SPINNER[frame % SPINNER.len()]);
+                let counted = if tokens_so_far > 0 {
+                    format!(" · {} tokens", tokens(tokens_so_far))
+                } else {
+                    String::new()
+                };
+                eprint!(
+                    "\r\x1b[2K{}",
+                    st.dim(&format!(
+                        "{} thinking… {}s{counted} · esc to interrupt",
+                        SPINNER[frame % SPINNER.len()],
+                        started.elapsed().as_secs()
+                    ))
+                );
                 frame += 1;
                 continue;
             }
@@ -57,13 +83,19 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             }
         }
         let status_line = !matches!(event, AgentEvent::TextDelta { .. } | AgentEvent::Usage { .. });
-        if line_open && opts.status && status_line {
+        if line_open && (opts.status || opts.notices) && status_line {
             let _ = out.write_all(b"\n");
             let _ = out.flush();
             line_open = false;
         }
         match event {
             AgentEvent::TurnStarted { .. } => waiting = true,
+            AgentEvent::Usage { usage } => {
+                tokens_so_far += usage.input_tokens
+                    + usage.cache_read_tokens
+                    + usage.cache_write_tokens
+                    + usage.output_tokens;
+            }
             AgentEvent::TextDelta { text } if opts.answer => {
                 let styled = if color { md.push(&text) } else { text };
                 if !styled.is_empty() {
@@ -82,45 +114,82 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             }
             AgentEvent::ToolCallStarted { name, input, .. } if opts.status => {
                 let subject = subject(&input);
-                eprintln!("{GREEN}⏺{RESET} {name}({})", shorten(&subject, 80));
+                eprintln!("{} {name}({})", st.green("⏺"), shorten(&subject, 80));
             }
-            AgentEvent::ToolCallFinished { is_error, duration_ms, preview, .. } if opts.status => {
-                if is_error {
-                    eprintln!("  {RED}⎿ {}{RESET}", shorten(&preview, 160));
-                } else {
-                    eprintln!("  {DIM}⎿ ok · {duration_ms} ms{RESET}");
-                }
-            }
-            AgentEvent::PermissionRequested { name, input, .. } if opts.answer => {
-                let subject = subject(&input);
+            AgentEvent::ToolCallFinished { id, name, is_error, duration_ms, preview }
+                if opts.status =>
+            {
+                let record = opts.tools.as_ref().and_then(|log| log.get(&id));
                 eprint!(
-                    "{YELLOW}? allow {name}({})?{RESET} [y]es / [n]o (or \"n, reason\") / [a]lways this session / always in this [p]roject: ",
-                    shorten(&subject, 100)
+                    "{}",
+                    finished_block(
+                        &name,
+                        is_error,
+                        duration_ms,
+                        &preview,
+                        record,
+                        &diffed,
+                        &id,
+                        &opts,
+                        st
+                    )
                 );
             }
-            AgentEvent::Retrying { attempt, delay_ms, reason } if opts.status => {
+            AgentEvent::PermissionRequested { id, name, input } if opts.answer => {
+                let subject = subject(&input);
+                if let Some((before, after)) = crate::diff::proposed(&name, &input, &opts.workspace)
+                {
+                    eprint!("{}", crate::diff::render(before.as_deref(), &after, st));
+                    diffed.push(id);
+                } else if name == "bash"
+                    && let Some(command) = input["command"].as_str()
+                    && (command.chars().count() > 100 || command.contains('\n'))
+                {
+                    for line in command.lines() {
+                        eprintln!("    {}", st.bold(line));
+                    }
+                }
+                eprint!(
+                    "{} [y/N] {} ",
+                    st.yellow(&format!("? allow {name}({})?", shorten(&subject, 100))),
+                    st.dim("y yes · n no (\"n, reason\") · a always this session · p always in this project ›")
+                );
+            }
+            AgentEvent::Retrying { attempt, delay_ms, reason } if opts.status || opts.notices => {
                 eprintln!(
-                    "{YELLOW}⟳ {reason}; retry {attempt} in {:.1}s{RESET}",
-                    delay_ms as f64 / 1000.0
+                    "{}",
+                    st.yellow(&format!(
+                        "⟳ retrying in {} s: {reason} (attempt {})",
+                        seconds(delay_ms),
+                        attempt + 1
+                    ))
                 );
             }
             AgentEvent::Error { message, .. } if opts.status => {
-                eprintln!("{RED}error: {message}{RESET}");
+                eprintln!("{}", st.red(&format!("error: {message}")));
             }
             AgentEvent::Compaction { before_tokens, after_tokens } if opts.status => {
                 eprintln!(
-                    "{DIM}⇣ context compacted: ~{} → ~{} tokens{RESET}",
-                    tokens(before_tokens),
-                    tokens(after_tokens)
+                    "{}",
+                    st.dim(&format!(
+                        "⇣ context compacted: ~{} → ~{} tokens",
+                        tokens(before_tokens),
+                        tokens(after_tokens)
+                    ))
                 );
             }
             AgentEvent::Todos { items } if opts.status => {
                 for item in items {
                     match item.status {
-                        TodoStatus::Completed => eprintln!("  {DIM}☑ {}{RESET}", item.content),
+                        TodoStatus::Completed => {
+                            eprintln!("  {}", st.dim(&format!("☑ {}", item.content)))
+                        }
                         TodoStatus::InProgress => eprintln!(
-                            "  {BOLD}◼ {}{RESET}",
-                            item.active_form.as_deref().unwrap_or(&item.content)
+                            "  {}",
+                            st.bold(&format!(
+                                "◼ {}",
+                                item.active_form.as_deref().unwrap_or(&item.content)
+                            ))
                         ),
                         TodoStatus::Pending => eprintln!("  ☐ {}", item.content),
                     }
@@ -130,29 +199,41 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 let mut plan_md = MarkdownStream::new();
                 let mut text = plan_md.push(&plan);
                 text.push_str(&plan_md.finish());
-                eprintln!("\n{BOLD}Plan{RESET}\n{text}");
+                eprintln!("\n{}\n{text}", st.bold("Plan"));
                 eprint!(
-                    "{YELLOW}? carry out this plan?{RESET} [y]es / [e] yes, and accept edits / [n]o (or \"n, what to change\"): "
+                    "{} [y]es / [e] yes, and accept edits / [N]o (or \"n, what to change\"): ",
+                    st.yellow("? carry out this plan?")
                 );
             }
             AgentEvent::SubAgent { agent_type, event, .. } if opts.status => match *event {
                 AgentEvent::ToolCallStarted { name, input, .. } => {
                     let subject = subject(&input);
-                    eprintln!("    {DIM}↳ {agent_type}:{RESET} {name}({})", shorten(&subject, 70));
+                    eprintln!(
+                        "    {} {name}({})",
+                        st.dim(&format!("↳ {agent_type}:")),
+                        shorten(&subject, 70)
+                    );
                 }
                 AgentEvent::ToolCallFinished { is_error: true, preview, .. } => {
-                    eprintln!("      {RED}⎿ {}{RESET}", shorten(&preview, 140));
+                    eprintln!("      {}", st.red(&format!("⎿ {}", shorten(&preview, 140))));
                 }
                 AgentEvent::PermissionRequested { name, input, .. } if opts.answer => {
                     let subject = subject(&input);
                     eprint!(
-                        "{YELLOW}? allow {agent_type} sub-agent: {name}({})?{RESET} [y]es / [n]o / [a]lways this session: ",
-                        shorten(&subject, 90)
+                        "{} [y/N] {} ",
+                        st.yellow(&format!(
+                            "? allow {agent_type} sub-agent: {name}({})?",
+                            shorten(&subject, 90)
+                        )),
+                        st.dim("y yes · n no · a always this session ›")
                     );
                 }
                 AgentEvent::Finished { num_turns, is_error, .. } => {
-                    let how = if is_error { format!("{RED}failed") } else { format!("{DIM}done") };
-                    eprintln!("    {how} · {agent_type} sub-agent · {num_turns} turns{RESET}");
+                    let how = if is_error { st.red("failed") } else { st.dim("done") };
+                    eprintln!(
+                        "    {how}{}",
+                        st.dim(&format!(" · {agent_type} sub-agent · {num_turns} turns"))
+                    );
                 }
                 _ => {}
             },
@@ -161,14 +242,116 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     .map(|c| format!(" · ${c:.4}"))
                     .unwrap_or_default();
                 eprintln!(
-                    "{DIM}{} in · {} out{cost} · {num_turns} turn{}{RESET}",
-                    tokens(usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens),
-                    tokens(usage.output_tokens),
-                    if num_turns == 1 { "" } else { "s" }
+                    "{}",
+                    st.dim(&format!(
+                        "{} in · {} out{cost} · {num_turns} turn{} · {}s",
+                        tokens(
+                            usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+                        ),
+                        tokens(usage.output_tokens),
+                        if num_turns == 1 { "" } else { "s" },
+                        started.elapsed().as_secs()
+                    ))
                 );
             }
             _ => {}
         }
+    }
+}
+
+/// The lines under a finished tool call: for a file change its diff (unless
+/// the approval question showed it), else the output's first lines.
+#[allow(clippy::too_many_arguments)]
+fn finished_block(
+    name: &str,
+    is_error: bool,
+    duration_ms: u64,
+    preview: &str,
+    record: Option<crate::tool_log::Record>,
+    diffed: &[String],
+    id: &str,
+    opts: &RenderOptions,
+    st: Style,
+) -> String {
+    let Some(record) = record else {
+        return if is_error {
+            format!("  {}\n", st.red(&format!("⎿ {}", shorten(preview, 160))))
+        } else {
+            format!("  {}\n", st.dim(&format!("⎿ ok · {duration_ms} ms")))
+        };
+    };
+    if !is_error
+        && FILE_TOOLS.contains(&name)
+        && let Some(path) = &record.path
+        && let Some(after) = read_text(path)
+    {
+        let shown = diffed.iter().any(|d| d == id);
+        let (added, removed) = count_changes(record.before.as_deref(), &after);
+        let mut out = format!(
+            "  {}\n",
+            st.dim(&format!(
+                "⎿ {} · +{added} −{removed} · {duration_ms} ms",
+                shorten(record.output.trim(), 100)
+            ))
+        );
+        if !shown {
+            out.push_str(&crate::diff::render(record.before.as_deref(), &after, st));
+        }
+        return out;
+    }
+    output_head(&record.output, is_error, duration_ms, opts.expand_hint, st)
+}
+
+/// The first [`OUTPUT_HEAD_LINES`] lines of a tool's output, then how many
+/// more there are and how to see them.
+pub fn output_head(
+    output: &str,
+    is_error: bool,
+    duration_ms: u64,
+    hint: &str,
+    st: Style,
+) -> String {
+    let lines: Vec<&str> = output.trim_end().lines().collect();
+    if lines.is_empty() {
+        return format!("  {}\n", st.dim(&format!("⎿ (no output) · {duration_ms} ms")));
+    }
+    let paint = |s: &str| if is_error { st.red(s) } else { st.dim(s) };
+    let mut out = String::new();
+    for (i, line) in lines.iter().take(OUTPUT_HEAD_LINES).enumerate() {
+        let mark = if i == 0 { "⎿" } else { " " };
+        out.push_str(&format!("  {}\n", paint(&format!("{mark} {}", shorten(line, 160)))));
+    }
+    let more = lines.len().saturating_sub(OUTPUT_HEAD_LINES);
+    let tail = if more > 0 {
+        format!("… +{more} lines{hint} · {duration_ms} ms")
+    } else {
+        format!("{duration_ms} ms")
+    };
+    out.push_str(&format!("    {}\n", st.dim(&tail)));
+    out
+}
+
+/// Lines added and removed between two texts.
+fn count_changes(before: Option<&str>, after: &str) -> (usize, usize) {
+    let Some(before) = before else { return (after.lines().count(), 0) };
+    let diff = similar::TextDiff::from_lines(before, after);
+    let mut counts = (0, 0);
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Insert => counts.0 += 1,
+            similar::ChangeTag::Delete => counts.1 += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    counts
+}
+
+/// `2` or `0.5` seconds.
+fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        (ms / 1000).to_string()
+    } else {
+        format!("{:.1}", ms as f64 / 1000.0)
     }
 }
 

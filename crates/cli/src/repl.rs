@@ -1,5 +1,6 @@
 //! The interactive REPL: line editing with history, multi-line input (end a
-//! line with `\` or open a ``` fence), slash commands, approvals, Ctrl-C.
+//! line with `\` or open a ``` fence), slash commands, approvals, Esc and
+//! Ctrl-C, `!command` to run a shell command, `@file` to include a file.
 
 use std::sync::Arc;
 
@@ -21,8 +22,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::Cli;
 use crate::exit;
+use crate::keys::{self, Answer, KeyWatch};
 use crate::render::{RenderOptions, render};
-use crate::setup::{Resume, SetupError, open_agent};
+use crate::setup::{Resume, SetupError, apply_flags, open_agent};
+use crate::tool_log::{self, ToolLog};
 
 /// Slash commands and what they do, for `/help` and completion.
 const COMMANDS: &[(&str, &str)] = &[
@@ -30,7 +33,8 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/new", "start a new conversation; this one is archived to memory"),
     ("/clear", "same as /new"),
     ("/model", "show the model, or switch: /model PROVIDER/MODEL"),
-    ("/sessions", "this project's conversations"),
+    ("/sessions", "this project's conversations, 20 a page: /sessions [PAGE]"),
+    ("/expand", "the whole output of the last tool call"),
     ("/resume", "continue a conversation: /resume ID (latest without ID)"),
     ("/usage", "tokens and cost of this session"),
     ("/plan", "plan mode on/off: read-only tools until you approve a plan"),
@@ -41,26 +45,69 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/exit", "leave (also /quit, Ctrl-D)"),
 ];
 
+/// Sessions per page of `/sessions` and of the `--resume` picker.
+const SESSIONS_PAGE: usize = 20;
+/// Exchanges shown when a conversation is resumed.
+const RESUME_SHOWN_EXCHANGES: usize = 3;
+
+/// What the REPL keeps between requests besides the agent.
+struct Repl {
+    answers: Arc<keys::Answers>,
+    tools: Arc<ToolLog>,
+    /// Output of `!command`s, given to the model with the next request.
+    pending: Vec<String>,
+    /// Typed during the last request, put back into the next prompt.
+    typed_ahead: String,
+}
+
 /// Runs the REPL until the user leaves; returns the exit code.
 pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
-    let approver: Arc<dyn Approver> = Arc::new(TerminalApprover::default());
-    let opened = open_agent(&config, &Resume::from_cli(cli), approver.clone())?;
+    let answers = Arc::new(keys::Answers::default());
+    let approver: Arc<dyn Approver> =
+        Arc::new(TerminalApprover { asking: Default::default(), answers: answers.clone() });
+    let mut editor = new_editor(&config)?;
+    let resume = match Resume::from_cli(cli) {
+        Resume::Pick => {
+            let (picked, ed) = pick_session(&config, editor).await?;
+            editor = ed;
+            picked
+        }
+        other => other,
+    };
+    let opened = open_agent(&config, &resume, approver.clone())?;
     let mut agent = opened.agent;
+    apply_flags(&mut agent, cli);
     let hooks = crate::mcp_cmd::terminal_hooks(agent.provider.clone(), agent.model.clone());
     let mcp = crate::mcp_cmd::start_hub(&config, hooks).await;
     mcp.register_tools(&mut agent.tools);
     agent.turn_hook = Some(Arc::new(crate::mcp_cmd::McpRefresh(mcp.clone())));
+    let mut repl = Repl {
+        answers,
+        tools: Arc::new(ToolLog::default()),
+        pending: Vec::new(),
+        typed_ahead: String::new(),
+    };
+    agent.tools = tool_log::observe(&agent.tools, &repl.tools);
     print_banner(&agent, opened.resumed, opened.skipped_bytes);
-    let mut editor = new_editor(&config)?;
     let mut first = cli.prompt.clone();
     let mut interrupts = 0;
     loop {
         let line = match first.take() {
             Some(p) => Ok(p),
+            // A line typed and ended with Enter while the last request ran.
+            None if repl.typed_ahead.contains('\n') => {
+                let typed = std::mem::take(&mut repl.typed_ahead);
+                let (line, rest) = typed.split_once('\n').unwrap_or((&typed, ""));
+                repl.typed_ahead = rest.to_string();
+                eprintln!("{}{line}", prompt_marker(&agent));
+                Ok(line.to_string())
+            }
             None => {
                 show_running_jobs(&agent);
+                let prompt = prompt_marker(&agent);
+                let initial = std::mem::take(&mut repl.typed_ahead);
                 let (result, ed) = tokio::task::spawn_blocking(move || {
-                    let r = editor.readline("\x1b[1m›\x1b[0m ");
+                    let r = editor.readline_with_initial(&prompt, (&initial, ""));
                     (r, editor)
                 })
                 .await
@@ -76,7 +123,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 if interrupts >= 2 {
                     break;
                 }
-                eprintln!("\x1b[2m(press Ctrl-C again or Ctrl-D to exit)\x1b[0m");
+                eprintln!(
+                    "{}",
+                    crate::style::Style::for_stderr().dim("(press Ctrl-C again or Ctrl-D to exit)")
+                );
                 continue;
             }
             Err(ReadlineError::Eof) => break,
@@ -92,58 +142,172 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         let _ = editor.append_history(&history_path(&config));
         if let Some(result) = crate::mcp_cmd::repl_command(input, &mcp).await {
             match result {
-                Ok(Some(prompt)) => run_request(&mut agent, &prompt).await,
+                Ok(Some(prompt)) => run_request(&mut agent, &mut repl, &prompt).await,
                 Ok(None) => {}
-                Err(e) => eprintln!("\x1b[31m{e}\x1b[0m"),
+                Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
             }
             continue;
         }
         if let Some(focus) = input.strip_prefix("/compact") {
-            compact_now(&mut agent, focus.trim()).await;
+            compact_now(&mut agent, &repl, focus.trim()).await;
+            continue;
+        }
+        if let Some(command) = input.strip_prefix('!') {
+            shell_command(&mut agent, &mut repl, command.trim()).await;
             continue;
         }
         if input.starts_with('/') {
-            match command(input, &mut agent, &config, &approver) {
+            match command(input, &mut agent, &config, &repl) {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
-                    eprintln!("\x1b[31m{e}\x1b[0m");
+                    eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string()));
                     continue;
                 }
             }
         }
-        run_request(&mut agent, input).await;
+        run_request(&mut agent, &mut repl, input).await;
     }
     mcp.shutdown().await;
     agent.finish().await;
     Ok(exit::OK)
 }
 
-/// One request with live rendering; Ctrl-C cancels it and keeps the REPL.
-async fn run_request(agent: &mut Agent, input: &str) {
+/// The prompt: `›`, marked when plan mode (or another mode than default) is on.
+fn prompt_marker(agent: &Agent) -> String {
+    prompt_for(agent.permissions.mode())
+}
+
+fn prompt_for(mode: PermissionMode) -> String {
+    match mode {
+        PermissionMode::Plan => "\x1b[36m⏸ plan\x1b[0m \x1b[1m›\x1b[0m ".to_string(),
+        PermissionMode::AcceptEdits => {
+            "\x1b[35m⏵⏵ accept edits\x1b[0m \x1b[1m›\x1b[0m ".to_string()
+        }
+        PermissionMode::Bypass => "\x1b[31m⏵⏵ bypass\x1b[0m \x1b[1m›\x1b[0m ".to_string(),
+        PermissionMode::Default => "\x1b[1m›\x1b[0m ".to_string(),
+    }
+}
+
+fn render_options(agent: &Agent, repl: &Repl, answer: bool) -> RenderOptions {
+    RenderOptions {
+        answer,
+        status: true,
+        notices: true,
+        tools: Some(repl.tools.clone()),
+        workspace: agent.workspace.clone(),
+        expand_hint: " (/expand)",
+    }
+}
+
+/// One request with live rendering; Esc or Ctrl-C cancels it and keeps the REPL.
+async fn run_request(agent: &mut Agent, repl: &mut Repl, input: &str) {
     let (tx, rx) = unbounded_channel();
-    let renderer = tokio::spawn(render(
-        rx,
-        agent.model_spec.clone(),
-        RenderOptions { answer: true, status: true },
-    ));
+    let renderer =
+        tokio::spawn(render(rx, agent.model_spec.clone(), render_options(agent, repl, true)));
     let cancel = CancellationToken::new();
     let watcher = crate::interrupt::watch(cancel.clone());
-    let message = ferroclaw_core::mentions::user_message(input, &agent.workspace);
+    let keys = KeyWatch::start(cancel.clone(), repl.answers.clone());
+    let mut text = input.to_string();
+    if !repl.pending.is_empty() {
+        text = format!("{}\n\n{input}", repl.pending.join("\n\n"));
+        repl.pending.clear();
+    }
+    let message = crate::attach::user_message(&text, &agent.workspace);
     agent.run(message, &tx, &cancel).await;
     watcher.abort();
     drop(tx);
     let _ = renderer.await;
+    if let Some(keys) = keys {
+        repl.typed_ahead = keys.stop();
+    }
     println!();
 }
 
-/// Handles a slash command; `Ok(false)` means leave.
-fn command(
-    input: &str,
-    agent: &mut Agent,
+/// `!command`: runs a shell command as the bash tool would (sandbox, deny
+/// rules, timeout), shows its output, and hands it to the model with the
+/// next request. Typed by the user, so it is not asked about.
+async fn shell_command(agent: &mut Agent, repl: &mut Repl, command: &str) {
+    if command.is_empty() {
+        eprintln!("usage: !COMMAND, e.g. !git status");
+        return;
+    }
+    let input = serde_json::json!({ "command": command });
+    if let ferroclaw_core::Decision::Deny(reason) = agent.permissions.decide("bash", false, &input)
+    {
+        eprintln!("{}", crate::style::Style::for_stderr().red(&format!("refused: {reason}")));
+        return;
+    }
+    let Some(bash) = agent.tools.get("bash").cloned() else {
+        eprintln!("{}", crate::style::Style::for_stderr().red("the bash tool is not available"));
+        return;
+    };
+    let cancel = CancellationToken::new();
+    let watcher = crate::interrupt::watch(cancel.clone());
+    let ctx = ferroclaw_tools::ToolContext {
+        workspace: agent.workspace.clone(),
+        allowed_dirs: agent.allowed_dirs.clone(),
+        cancel: cancel.clone(),
+        call_id: format!("bang-{}", fastrand::u64(..)),
+        events: None,
+        sandbox: agent.sandbox.clone(),
+    };
+    let started = std::time::Instant::now();
+    let output = bash.execute(input, &ctx).await;
+    watcher.abort();
+    let (text, is_error) = match output {
+        Ok(out) => (out.joined_text(), out.is_error),
+        Err(e) => (e.to_string(), true),
+    };
+    let head = crate::render::output_head(
+        &text,
+        is_error,
+        started.elapsed().as_millis() as u64,
+        " (/expand)",
+        crate::style::Style::for_stderr(),
+    );
+    eprint!("{head}");
+    let record = tool_log::Record { output: text.clone(), ..Default::default() };
+    repl.tools.put(&ctx.call_id, record);
+    repl.pending.push(format!(
+        "<bash-input>{command}</bash-input>\n<bash-output>{}</bash-output>",
+        text.trim_end()
+    ));
+}
+
+/// `--resume` without an id: recent sessions, numbered; the user picks one.
+async fn pick_session(
     config: &Config,
-    approver: &Arc<dyn Approver>,
-) -> Result<bool, String> {
+    mut editor: Editor<ReplHelper, FileHistory>,
+) -> Result<(Resume, Editor<ReplHelper, FileHistory>), SetupError> {
+    let list = SessionStore::new(&config.home).list(&config.workspace);
+    if list.is_empty() {
+        eprintln!("no earlier conversations in {}; starting a new one", config.workspace.display());
+        return Ok((Resume::New, editor));
+    }
+    let shown = &list[..list.len().min(SESSIONS_PAGE)];
+    println!("{}", crate::sessions::HEADER);
+    for (i, s) in shown.iter().enumerate() {
+        println!("{:>2}. {}", i + 1, crate::sessions::line(s));
+    }
+    let (answer, ed) = tokio::task::spawn_blocking(move || {
+        let r = editor.readline("resume which? [1] ");
+        (r, editor)
+    })
+    .await
+    .map_err(|e| SetupError::Other(format!("line editor crashed: {e}")))?;
+    editor = ed;
+    let answer = answer.unwrap_or_default();
+    let answer = answer.trim();
+    let n = if answer.is_empty() { 1 } else { answer.parse::<usize>().unwrap_or(0) };
+    match shown.get(n.wrapping_sub(1)) {
+        Some(s) => Ok((Resume::Id(s.id.clone()), editor)),
+        None => Err(SetupError::Other(format!("no conversation numbered {answer:?}"))),
+    }
+}
+
+/// Handles a slash command; `Ok(false)` means leave.
+fn command(input: &str, agent: &mut Agent, config: &Config, repl: &Repl) -> Result<bool, String> {
     let (name, arg) = input.split_once(char::is_whitespace).unwrap_or((input, ""));
     let arg = arg.trim();
     let store = SessionStore::new(&config.home);
@@ -154,7 +318,11 @@ fn command(
                 println!("  {c:<10} {what}");
             }
             println!(
-                "  End a line with \\ to continue it; Ctrl-C interrupts a request, twice exits."
+                "  !COMMAND  run a shell command; its output goes to the model with your next line"
+            );
+            println!("  @FILE     include a file (text or image) in your request");
+            println!(
+                "  End a line with \\ to continue it; Esc or Ctrl-C interrupts a request; Ctrl-C twice exits."
             );
         }
         "/clear" | "/new" => {
@@ -166,13 +334,25 @@ fn command(
         }
         "/model" if arg.is_empty() => println!("{}", agent.model_spec),
         "/model" => {
-            let (provider, model) = config.resolve_model(arg).map_err(|e| e.to_string())?;
+            let spec = crate::model_alias::resolve(arg, config);
+            let (provider, model) = config.resolve_model(&spec).map_err(|e| e.to_string())?;
             agent.provider = ferroclaw_llm::connect(provider);
             agent.model = model;
-            agent.model_spec = arg.to_string();
-            println!("model: {arg}");
+            agent.model_spec = spec.clone();
+            println!("model: {spec}");
         }
-        "/sessions" => crate::sessions::print_list(&store.list(&config.workspace)),
+        "/sessions" => {
+            let page = if arg.is_empty() {
+                1
+            } else {
+                arg.parse().map_err(|_| "usage: /sessions [PAGE]")?
+            };
+            crate::sessions::print_page(&store.list(&config.workspace), page, SESSIONS_PAGE);
+        }
+        "/expand" => match repl.tools.last() {
+            Some(record) => println!("{}", record.output.trim_end()),
+            None => println!("no tool output yet"),
+        },
         "/resume" => {
             let path = if arg.is_empty() {
                 store.latest(&config.workspace).ok_or("no conversation to resume")?
@@ -183,7 +363,7 @@ fn command(
             println!("resumed {} ({} messages)", r.log.meta().id, r.messages.len());
             agent.session = r.log;
             agent.messages = r.messages;
-            let _ = approver;
+            show_last_exchanges(&agent.messages);
         }
         "/plan" => {
             let now = if agent.permissions.mode() == PermissionMode::Plan {
@@ -232,13 +412,10 @@ fn command(
 }
 
 /// `/compact [focus]`: summarise the history now.
-async fn compact_now(agent: &mut Agent, focus: &str) {
+async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
     let (tx, rx) = unbounded_channel();
-    let renderer = tokio::spawn(render(
-        rx,
-        agent.model_spec.clone(),
-        RenderOptions { answer: false, status: true },
-    ));
+    let renderer =
+        tokio::spawn(render(rx, agent.model_spec.clone(), render_options(agent, repl, false)));
     let cancel = CancellationToken::new();
     let watcher = crate::interrupt::watch(cancel.clone());
     let focus = (!focus.is_empty()).then_some(focus);
@@ -248,7 +425,7 @@ async fn compact_now(agent: &mut Agent, focus: &str) {
             agent.messages.len(),
             agent.session.path().display()
         ),
-        Err(e) => eprintln!("\x1b[31m{e}\x1b[0m"),
+        Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
     }
     watcher.abort();
     drop(tx);
@@ -263,26 +440,30 @@ fn show_running_jobs(agent: &Agent) {
             .iter()
             .map(|j| format!("{} {}", j.id, crate::render::shorten(&j.command, 30)))
             .collect();
-        eprintln!(
-            "\x1b[2m⧗ {} background job{} running: {} (/jobs)\x1b[0m",
+        let line = format!(
+            "⧗ {} background job{} running: {} (/jobs)",
             running.len(),
             if running.len() == 1 { "" } else { "s" },
             names.join(", ")
         );
+        eprintln!("{}", crate::style::Style::for_stderr().dim(&line));
     }
 }
 
 fn print_banner(agent: &Agent, resumed: bool, skipped_bytes: u64) {
     let what = if resumed { "resumed" } else { "session" };
+    let st = crate::style::Style::for_stderr();
     eprintln!(
-        "\x1b[1mferroclaw\x1b[0m {} · {} · {what} {} · /help for commands",
+        "{} {} · {} · {what} {} · /help for commands",
+        st.bold("ferroclaw"),
         env!("CARGO_PKG_VERSION"),
         agent.model_spec,
         agent.session.meta().id
     );
     if resumed {
-        eprintln!(
-            "\x1b[2m{} messages loaded{}\x1b[0m",
+        show_last_exchanges(&agent.messages);
+        let loaded = format!(
+            "{} messages loaded{}",
             agent.messages.len(),
             if skipped_bytes > 0 {
                 format!(
@@ -293,6 +474,50 @@ fn print_banner(agent: &Agent, resumed: bool, skipped_bytes: u64) {
                 String::new()
             }
         );
+        eprintln!("{}", st.dim(&loaded));
+    }
+}
+
+/// The last few exchanges of a resumed conversation, shortened.
+fn show_last_exchanges(messages: &[ferroclaw_protocol::Message]) {
+    use ferroclaw_protocol::{ContentBlock, Role};
+    let st = crate::style::Style::for_stderr();
+    let mut lines: Vec<String> = Vec::new();
+    let mut users = 0;
+    for m in messages.iter().rev() {
+        let text: String = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text } if !text.starts_with("<system-reminder>") => {
+                    Some(text.as_str())
+                }
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let calls: Vec<String> = m.tool_calls().map(|c| format!("⏺ {}", c.name)).collect();
+        match m.role {
+            Role::User if !text.trim().is_empty() => {
+                lines.push(format!("{} {}", st.bold("›"), crate::render::shorten(&text, 100)));
+                users += 1;
+                if users == RESUME_SHOWN_EXCHANGES {
+                    break;
+                }
+            }
+            Role::Assistant => {
+                if !calls.is_empty() {
+                    lines.push(format!("  {}", st.dim(&calls.join(" "))));
+                }
+                if !text.trim().is_empty() {
+                    lines.push(format!("  {}", crate::render::shorten(&text, 160)));
+                }
+            }
+            _ => {}
+        }
+    }
+    for line in lines.iter().rev() {
+        eprintln!("{line}");
     }
 }
 
@@ -301,7 +526,10 @@ fn history_path(config: &Config) -> std::path::PathBuf {
 }
 
 fn new_editor(config: &Config) -> Result<Editor<ReplHelper, FileHistory>, SetupError> {
-    let mut editor = Editor::<ReplHelper, FileHistory>::new()
+    // A short wait after Esc tells a lone Esc from a key's escape sequence,
+    // so Esc followed by `/` is not read as Alt-/ (which ate the slash).
+    let editor_config = rustyline::Config::builder().keyseq_timeout(Some(50)).build();
+    let mut editor = Editor::<ReplHelper, FileHistory>::with_config(editor_config)
         .map_err(|e| SetupError::Other(format!("cannot open the terminal: {e}")))?;
     editor.set_helper(Some(ReplHelper));
     let _ = std::fs::create_dir_all(&config.home);
@@ -352,13 +580,25 @@ impl Hinter for ReplHelper {
 impl Highlighter for ReplHelper {}
 impl Helper for ReplHelper {}
 
-/// Asks on the terminal: yes, no (with an optional reason), or always. The
-/// renderer prints the question (it arrives as an event, in order with the
-/// tool lines); this only reads the answer. One question at a time: parallel
-/// sub-agents wait their turn.
-#[derive(Default)]
+/// Asks on the terminal: yes, no (with an optional reason; Enter alone is
+/// no), or always. The renderer prints the question (it arrives as an event,
+/// in order with the tool lines); this only reads the answer. One question at
+/// a time: parallel sub-agents wait their turn. Esc or Ctrl-C at a question
+/// cancels the request.
 pub struct TerminalApprover {
     asking: tokio::sync::Mutex<()>,
+    answers: Arc<keys::Answers>,
+}
+
+/// What the user answered: from the key watcher on a terminal, else a line of stdin.
+async fn answer(answers: &keys::Answers) -> Option<String> {
+    if answers.watched() {
+        return match answers.next().await {
+            Answer::Line(line) => Some(line.trim().to_string()),
+            Answer::Cancelled => None,
+        };
+    }
+    Some(read_answer().await)
 }
 
 /// One line from stdin, trimmed; empty on end of input.
@@ -384,7 +624,10 @@ fn word_and_reason(answer: &str) -> (String, String) {
 impl Approver for TerminalApprover {
     async fn approve(&self, _call: &ToolCall) -> Approval {
         let _turn = self.asking.lock().await;
-        let (word, reason) = word_and_reason(&read_answer().await);
+        let Some(answer) = answer(&self.answers).await else {
+            return Approval::No("the user interrupted the request".into());
+        };
+        let (word, reason) = word_and_reason(&answer);
         match word.as_str() {
             "y" | "yes" => Approval::Yes,
             "a" | "always" => Approval::AlwaysForSession,
@@ -396,7 +639,10 @@ impl Approver for TerminalApprover {
 
     async fn approve_plan(&self, _plan: &str) -> PlanVerdict {
         let _turn = self.asking.lock().await;
-        let (word, reason) = word_and_reason(&read_answer().await);
+        let Some(answer) = answer(&self.answers).await else {
+            return PlanVerdict::Rejected("the user interrupted the request".into());
+        };
+        let (word, reason) = word_and_reason(&answer);
         match word.as_str() {
             "y" | "yes" => PlanVerdict::Approved(PermissionMode::Default),
             "e" => PlanVerdict::Approved(PermissionMode::AcceptEdits),
@@ -405,5 +651,23 @@ impl Approver for TerminalApprover {
             }
             _ => PlanVerdict::Rejected(reason),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_shows_the_permission_mode() {
+        assert!(prompt_for(PermissionMode::Plan).contains("⏸ plan"));
+        assert!(prompt_for(PermissionMode::AcceptEdits).contains("accept edits"));
+        assert!(!prompt_for(PermissionMode::Default).contains("plan"));
+    }
+
+    #[test]
+    fn an_empty_answer_is_no() {
+        assert_eq!(word_and_reason(""), (String::new(), String::new()));
+        assert_eq!(word_and_reason("n, too risky"), ("n".to_string(), "too risky".to_string()));
     }
 }

@@ -27,17 +27,41 @@ pub fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
     Ok(())
 }
 
+/// The column names above [`print_list`]'s lines.
+pub const HEADER: &str = "ID  CREATED  SIZE  MODEL  FIRST REQUEST";
+
 /// One line per session: id, created, size, model, first request.
 pub fn print_list(list: &[SessionSummary]) {
     for s in list {
-        println!(
-            "{}  {}  {:>8}  {:<28}  {}",
-            s.id,
-            s.created,
-            human_size(s.bytes),
-            shorten(&s.model, 28),
-            s.title
-        );
+        println!("{}", line(s));
+    }
+}
+
+/// One session's line.
+pub fn line(s: &SessionSummary) -> String {
+    format!(
+        "{}  {}  {:>8}  {:<28}  {}",
+        s.id,
+        s.created,
+        human_size(s.bytes),
+        shorten(&s.model, 28),
+        shorten(&s.title, 80)
+    )
+}
+
+/// Page `page` (from 1) of the list, `per_page` lines, with a header and
+/// where the next page is.
+pub fn print_page(list: &[SessionSummary], page: usize, per_page: usize) {
+    if list.is_empty() {
+        println!("no sessions yet");
+        return;
+    }
+    let pages = list.len().div_ceil(per_page);
+    let page = page.clamp(1, pages);
+    println!("{HEADER}  (page {page} of {pages}, {} sessions)", list.len());
+    print_list(&list[(page - 1) * per_page..(page * per_page).min(list.len())]);
+    if page < pages {
+        println!("… /sessions {} for the next page; /resume ID to continue one", page + 1);
     }
 }
 

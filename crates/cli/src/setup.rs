@@ -37,12 +37,15 @@ pub enum Resume {
     /// The session with exactly this id: resumed when its file exists, else
     /// created with that id (the gateway keeps one per chat).
     Named(String),
+    /// `--resume` without an id: the user picks from recent sessions.
+    Pick,
 }
 
 impl Resume {
     /// From `--continue` / `--resume ID`.
     pub fn from_cli(cli: &Cli) -> Self {
         match (&cli.resume, cli.continue_) {
+            (Some(id), _) if id.is_empty() => Resume::Pick,
             (Some(id), _) => Resume::Id(id.clone()),
             (None, true) => Resume::Latest,
             (None, false) => Resume::New,
@@ -73,7 +76,32 @@ pub fn load_config(cli: &Cli) -> Result<Config, SetupError> {
     }
     let overrides =
         Overrides { model: cli.model.clone(), max_turns: cli.max_turns, permission_mode: mode };
-    Ok(Config::load(Config::default_home(), workspace(cli)?, &overrides)?)
+    let mut config = Config::load(Config::default_home(), workspace(cli)?, &overrides)?;
+    if let Some(alias) = &cli.model {
+        config.file.model = Some(crate::model_alias::resolve(alias, &config));
+    }
+    let (allow, deny) = cli.rules();
+    config.file.permissions.allow.extend(allow);
+    config.file.permissions.deny.extend(deny);
+    if !cli.add_dir.is_empty() {
+        let dirs = config.file.allowed_dirs.get_or_insert_with(Vec::new);
+        for dir in &cli.add_dir {
+            let dir = config.workspace.join(dir);
+            let dir = dir
+                .canonicalize()
+                .map_err(|e| SetupError::Other(format!("--add-dir {}: {e}", dir.display())))?;
+            dirs.push(dir);
+        }
+    }
+    Ok(config)
+}
+
+/// Applies the flags that shape one run's agent: `--append-system-prompt`.
+pub fn apply_flags(agent: &mut Agent, cli: &Cli) {
+    if let Some(extra) = cli.append_system_prompt.as_deref().filter(|s| !s.trim().is_empty()) {
+        agent.system.push_str("\n\n");
+        agent.system.push_str(extra);
+    }
 }
 
 /// What was opened, for the renderer.
@@ -102,6 +130,11 @@ pub fn open_agent(
         })?),
         Resume::Id(id) => Some(store.find(&config.workspace, id)?),
         Resume::Named(id) => Some(store.path_of(&config.workspace, id)).filter(|p| p.is_file()),
+        Resume::Pick => {
+            return Err(SetupError::Other(
+                "--resume without an id needs the interactive REPL; pass an id (see `ferroclaw sessions list`)".into(),
+            ));
+        }
     };
     let resumed = match &resume_path {
         Some(path) => {

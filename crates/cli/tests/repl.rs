@@ -6,8 +6,9 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Env, Wire, run};
+use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::{Fault, Turn};
+use serde_json::json;
 
 #[test]
 fn the_repl_answers_lines_and_handles_slash_commands() {
@@ -47,7 +48,8 @@ fn ctrl_c_cancels_the_request_in_flight_and_keeps_the_session() {
     );
     let mut cmd = env.std_cmd();
     cmd.args(["-p", "a long question", "--output-format", "stream-json"]);
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     // Wait until the model has started answering.
     for line in lines.by_ref() {
@@ -66,4 +68,145 @@ fn ctrl_c_cancels_the_request_in_flight_and_keeps_the_session() {
     assert!(session.contains("a long question"));
     assert!(session.contains("[interrupted by the user]"), "the partial answer is kept, marked");
     std::thread::sleep(Duration::from_millis(10));
+}
+
+#[test]
+fn an_approval_shows_the_diff_and_a_finished_call_shows_its_output() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool(
+                "edit",
+                json!({"path": "main.rs", "old_string": "fn main() {}", "new_string": "fn start() {}"}),
+            )
+            .into(),
+            Turn::tool("bash", json!({"command": "seq 1 20"})).into(),
+            Turn::text("done").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("main.rs"), "// entry\nfn main() {}\n").unwrap();
+    let (code, stdout, stderr) = run(env.cmd().write_stdin("rename it\ny\ny\n/expand\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    let question = stderr.find("? allow edit(main.rs)? [y/N]").expect(&stderr);
+    let before_question = &stderr[..question];
+    assert!(before_question.contains("    2 - fn main() {}"), "{stderr}");
+    assert!(before_question.contains("    2 + fn start() {}"), "{stderr}");
+    assert!(stderr.contains("? allow bash(seq 1 20)? [y/N]"), "{stderr}");
+    let after = &stderr[stderr.find("bash(seq 1 20)? [y/N]").unwrap()..];
+    assert!(after.contains("⎿ 1\n") && after.contains("  5\n"), "the first lines: {after}");
+    assert!(!after.contains("  6\n") && after.contains(" lines (/expand)"), "{after}");
+    assert!(!stderr.contains('\x1b'), "no colours when stderr is not a terminal");
+    assert!(stdout.contains("19\n20"), "/expand prints the whole output: {stdout}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("main.rs")).unwrap(),
+        "// entry\nfn start() {}\n"
+    );
+}
+
+#[test]
+fn enter_alone_refuses_and_the_question_says_so() {
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            Turn::tool("write", json!({"path": "new.txt", "content": "hello\nworld\n"})).into(),
+            Turn::text("not written").into(),
+        ],
+    );
+    let (code, _, stderr) = run(env.cmd().write_stdin("make a file\n\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("        1 + hello\n        2 + world"),
+        "the new file's head: {stderr}"
+    );
+    assert!(stderr.contains("? allow write(new.txt)? [y/N]"), "{stderr}");
+    assert!(!env.ws().join("new.txt").exists());
+    assert!(tool_results(&env.request_body(1))[0].0.contains("declined"), "refused");
+}
+
+#[test]
+fn accept_edits_shows_the_diff_after_the_change() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("write", json!({"path": "a.txt", "content": "one\nTWO\n"})).into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("a.txt"), "one\ntwo\n").unwrap();
+    let input = "change it\n/exit\n";
+    let (code, _, stderr) =
+        run(env.cmd().args(["--permission-mode", "accept-edits"]).write_stdin(input));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("? allow"), "{stderr}");
+    assert!(stderr.contains("+1 −1"), "{stderr}");
+    assert!(stderr.contains("        2 - two\n        2 + TWO"), "{stderr}");
+}
+
+#[test]
+fn a_bang_command_runs_and_its_output_goes_to_the_model_with_the_next_line() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("it printed marker").into()]);
+    let input = "!echo marker-42\nwhat did it print?\n/exit\n";
+    let (code, stdout, stderr) = run(env.cmd().write_stdin(input));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("⎿ marker-42"), "{stderr}");
+    assert!(stdout.contains("it printed marker"));
+    let sent =
+        env.request_body(0)["messages"][0]["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(sent.contains("<bash-input>echo marker-42</bash-input>"), "{sent}");
+    assert!(sent.contains("marker-42") && sent.ends_with("what did it print?"), "{sent}");
+    assert_eq!(env.server.requests().len(), 1, "the command alone asks nothing of the model");
+}
+
+#[test]
+fn a_bang_command_obeys_deny_rules() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let input = "!touch made.txt\n/exit\n";
+    let (code, _, stderr) =
+        run(env.cmd().args(["--disallowedTools", "bash(touch*)"]).write_stdin(input));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("refused"), "{stderr}");
+    assert!(!env.ws().join("made.txt").exists());
+}
+
+#[test]
+fn an_at_mention_includes_a_text_file() {
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("milk").into()]);
+    std::fs::write(env.ws().join("notes.md"), "buy milk\n").unwrap();
+    let (code, _, stderr) = run(env.cmd().write_stdin("what is in @notes.md?\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    let body = env.request_body(0).to_string();
+    assert!(body.contains("<file path=\\\"notes.md\\\">\\nbuy milk\\n</file>"), "{body}");
+}
+
+#[test]
+fn resuming_shows_the_last_exchanges_and_sessions_are_paged_with_a_header() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Turn::text("the first answer").into(), Turn::text("again").into()],
+    );
+    let (code, _, _) = run(env.cmd().write_stdin("the first question\n/exit\n"));
+    assert_eq!(code, 0);
+    let (code, stdout, stderr) = run(env.cmd().arg("--continue").write_stdin("/sessions\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("› the first question"), "{stderr}");
+    assert!(stderr.contains("  the first answer"), "{stderr}");
+    assert!(
+        stdout.contains("ID  CREATED  SIZE  MODEL  FIRST REQUEST  (page 1 of 1, 1 sessions)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn resume_without_an_id_offers_a_pick() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Turn::text("one").into(), Turn::text("two").into(), Turn::text("three").into()],
+    );
+    run(env.cmd().write_stdin("alpha\n/exit\n"));
+    run(env.cmd().write_stdin("beta\n/exit\n"));
+    let (code, stdout, stderr) = run(env.cmd().arg("--resume").write_stdin("2\nmore\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains(" 1. ") && stdout.contains(" 2. "), "{stdout}");
+    let body = env.request_body(2).to_string();
+    assert!(body.contains("alpha") && !body.contains("beta"), "the older one was picked: {body}");
 }

@@ -465,6 +465,17 @@ impl Agent {
                 }
             }
         };
+        if let Err(reason) = &verdict {
+            emit(
+                events,
+                AgentEvent::PermissionDenied {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                    reason: reason.clone(),
+                },
+            );
+        }
         let decision = match &verdict {
             Ok(()) => "allow".to_string(),
             Err(reason) => format!("deny: {reason}"),

@@ -48,7 +48,7 @@ pub fn user_message(text: &str, workspace: &Path) -> Message {
 }
 
 /// The raw mention strings of a text, without the `@` or quotes.
-fn mentions(text: &str) -> Vec<String> {
+pub fn mentions(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = text;
     let mut at_start = true;

@@ -79,6 +79,10 @@ pub enum AgentEvent {
     /// A tool call needs the user's approval; the answer comes through the
     /// approver (REPL prompt, chat message), the event lets renderers show it.
     PermissionRequested { id: String, name: String, input: Value },
+    /// A tool call was refused: by a deny rule, by the user, or because
+    /// nobody could be asked (`-p` without `--yes`). Its `tool_call_finished`
+    /// (an error result carrying `reason`) follows.
+    PermissionDenied { id: String, name: String, input: Value, reason: String },
     /// A tool call finished (or was refused).
     ToolCallFinished {
         id: String,

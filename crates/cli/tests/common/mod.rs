@@ -65,6 +65,8 @@ impl Env {
     /// The same, as a plain `std::process::Command` (for tests that signal it).
     pub fn std_cmd(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ferroclaw"));
+        // Nothing on stdin unless a test writes it (`-p` reads piped stdin).
+        cmd.stdin(std::process::Stdio::null());
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", self.home.path())

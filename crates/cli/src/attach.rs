@@ -1,0 +1,94 @@
+//! `@file` in a typed prompt includes a text file's content (images are
+//! attached by `ferroclaw_core::mentions`), as Claude Code does: the model
+//! gets `<file path="src/main.rs">…</file>` after the request, capped.
+
+use std::path::{Path, PathBuf};
+
+use ferroclaw_protocol::{ContentBlock, Message};
+
+/// Most bytes of one mentioned text file included; the rest is cut with a note.
+pub const MAX_FILE_BYTES: usize = 100 * 1024;
+/// Most text files included from one prompt.
+pub const MAX_FILES: usize = 10;
+
+/// Characters that may end a mention without being part of the path.
+const TRAILING: &[char] = &[',', '.', ';', ':', '!', '?', ')', ']', '}', '"', '\''];
+
+/// The user message for `text`: images attached, then mentioned text files.
+pub fn user_message(text: &str, workspace: &Path) -> Message {
+    let mut message = ferroclaw_core::mentions::user_message(text, workspace);
+    for block in text_files(text, workspace) {
+        message.content.push(ContentBlock::text(block));
+    }
+    message
+}
+
+/// `<file>` blocks for the text files mentioned with `@`.
+pub fn text_files(text: &str, workspace: &Path) -> Vec<String> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut out = Vec::new();
+    for raw in ferroclaw_core::mentions::mentions(text) {
+        let Some((path, shown)) = resolve(&raw, workspace) else { continue };
+        if seen.contains(&path) || out.len() == MAX_FILES {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&path) else { continue };
+        if bytes.iter().take(8192).any(|b| *b == 0) || is_image(&bytes) {
+            continue;
+        }
+        seen.push(path);
+        let cut = bytes.len() > MAX_FILE_BYTES;
+        let body = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FILE_BYTES)]).into_owned();
+        let note = if cut {
+            format!(
+                "\n[cut at {} KiB of {} KiB; read the rest with the read tool]",
+                MAX_FILE_BYTES / 1024,
+                bytes.len() / 1024
+            )
+        } else {
+            String::new()
+        };
+        out.push(format!("<file path=\"{shown}\">\n{}{note}\n</file>", body.trim_end()));
+    }
+    out
+}
+
+fn is_image(bytes: &[u8]) -> bool {
+    ferroclaw_tools::image_media_type(&bytes[..bytes.len().min(12)]).is_some()
+}
+
+/// The file a mention names: as written, then without trailing punctuation.
+fn resolve(raw: &str, workspace: &Path) -> Option<(PathBuf, String)> {
+    for candidate in [raw, raw.trim_end_matches(TRAILING)] {
+        let path = match candidate.strip_prefix("~/") {
+            Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
+            None => workspace.join(candidate),
+        };
+        if path.is_file() {
+            return Some((path, candidate.to_string()));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mentioned_text_file_is_included_and_others_are_not() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("notes.md"), "remember the milk\n").unwrap();
+        std::fs::write(ws.path().join("bin.dat"), b"ab\0cd").unwrap();
+        let blocks = text_files("see @notes.md, @bin.dat and @missing.txt", ws.path());
+        assert_eq!(blocks, ["<file path=\"notes.md\">\nremember the milk\n</file>"]);
+    }
+
+    #[test]
+    fn a_big_file_is_cut_with_a_note() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("big.txt"), "x".repeat(MAX_FILE_BYTES + 10)).unwrap();
+        let blocks = text_files("@big.txt", ws.path());
+        assert!(blocks[0].contains("[cut at 100 KiB"), "{}", &blocks[0][blocks[0].len() - 80..]);
+    }
+}

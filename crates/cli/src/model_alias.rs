@@ -1,0 +1,133 @@
+//! Short model names Claude Code and codex users type (`sonnet`, `opus`,
+//! `haiku`, `gpt-5`), resolved to a `PROVIDER/MODEL` spec for the provider in
+//! use: `sonnet` is `anthropic/claude-sonnet-4-5`, or
+//! `openrouter/anthropic/claude-sonnet-4.5` when the configured model is on
+//! OpenRouter.
+
+use ferroclaw_core::Config;
+
+/// An alias: the name typed, the model family's provider, the model there,
+/// and the model's id on OpenRouter.
+struct Alias {
+    name: &'static str,
+    provider: &'static str,
+    model: &'static str,
+    openrouter: &'static str,
+}
+
+/// Aliases known; the newest model of each family as of this release.
+const ALIASES: &[Alias] = &[
+    Alias {
+        name: "sonnet",
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        openrouter: "anthropic/claude-sonnet-4.5",
+    },
+    Alias {
+        name: "opus",
+        provider: "anthropic",
+        model: "claude-opus-4-1",
+        openrouter: "anthropic/claude-opus-4.1",
+    },
+    Alias {
+        name: "haiku",
+        provider: "anthropic",
+        model: "claude-haiku-4-5",
+        openrouter: "anthropic/claude-haiku-4.5",
+    },
+    Alias { name: "gpt-5", provider: "openai", model: "gpt-5", openrouter: "openai/gpt-5" },
+    Alias {
+        name: "gpt-5-mini",
+        provider: "openai",
+        model: "gpt-5-mini",
+        openrouter: "openai/gpt-5-mini",
+    },
+    Alias { name: "o3", provider: "openai", model: "o3", openrouter: "openai/o3" },
+];
+
+/// The spec for what the user typed: a full `PROVIDER/MODEL` stays as it
+/// is; an alias becomes the spec on the configured provider when that
+/// provider serves the family (OpenRouter serves all), else on the family's own.
+pub fn resolve(typed: &str, config: &Config) -> String {
+    let Some(alias) = ALIASES.iter().find(|a| a.name.eq_ignore_ascii_case(typed.trim())) else {
+        return typed.to_string();
+    };
+    let configured = configured_provider(config);
+    match configured.as_deref() {
+        Some("openrouter") => format!("openrouter/{}", alias.openrouter),
+        _ => format!("{}/{}", alias.provider, alias.model),
+    }
+}
+
+/// The provider of the model configured in files or the environment
+/// (ignoring `--model`, which is what is being resolved).
+fn configured_provider(config: &Config) -> Option<String> {
+    let spec = std::env::var("FERROCLAW_MODEL")
+        .ok()
+        .filter(|m| !m.is_empty() && !is_alias(m))
+        .or_else(|| {
+            let mut plain = config.clone();
+            plain.file.model = None;
+            let layers = config.sources.iter().filter_map(|p| std::fs::read_to_string(p).ok());
+            layers
+                .filter_map(|text| toml_model(&text))
+                .next_back()
+                .or_else(|| plain.model_spec().ok())
+        })?;
+    spec.split_once('/').map(|(p, _)| p.to_string())
+}
+
+/// True for a name in the alias table.
+pub fn is_alias(name: &str) -> bool {
+    ALIASES.iter().any(|a| a.name.eq_ignore_ascii_case(name.trim()))
+}
+
+/// The top-level `model = "..."` of a config file's text.
+fn toml_model(text: &str) -> Option<String> {
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            return None;
+        }
+        if let Some(rest) = line.strip_prefix("model")
+            && let Some(value) = rest.trim_start().strip_prefix('=')
+        {
+            return Some(value.trim().trim_matches('"').to_string());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(model: Option<&str>) -> Config {
+        let mut c = Config::load(
+            std::env::temp_dir().join("ferroclaw-alias-test-home"),
+            std::env::temp_dir(),
+            &Default::default(),
+        )
+        .unwrap();
+        c.file.model = model.map(str::to_string);
+        c
+    }
+
+    #[test]
+    fn aliases_become_full_specs_and_full_specs_stay() {
+        let c = config(None);
+        assert_eq!(resolve("sonnet", &c), "anthropic/claude-sonnet-4-5");
+        assert_eq!(resolve("Opus", &c), "anthropic/claude-opus-4-1");
+        assert_eq!(resolve("gpt-5", &c), "openai/gpt-5");
+        assert_eq!(resolve("ollama/qwen3", &c), "ollama/qwen3");
+    }
+
+    #[test]
+    fn openrouter_configs_get_openrouter_ids() {
+        assert_eq!(
+            toml_model("model = \"openrouter/x/y\"\n[a]\n").as_deref(),
+            Some("openrouter/x/y")
+        );
+        assert_eq!(toml_model("[a]\nmodel = \"z/w\"\n"), None);
+    }
+}

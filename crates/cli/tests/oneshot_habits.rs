@@ -1,0 +1,232 @@
+//! End-to-end: what Claude Code users expect of `-p`: refusals said out
+//! loud and in the result, piped input, prompts that look like subcommands,
+//! Claude Code's flags, and its stream-json schema.
+
+mod common;
+
+use common::{Env, Wire, run, tool_results};
+use ferroclaw_testkit::{Fault, Step, Turn};
+use serde_json::{Value, json};
+
+fn refused_script() -> Vec<Step> {
+    vec![
+        Turn::tool("bash", json!({"command": "git status --short"})).into(),
+        Turn::tool("write", json!({"path": "out.txt", "content": "made"})).into(),
+        Turn::text("could not do it").into(),
+    ]
+}
+
+#[test]
+fn refused_calls_are_named_on_stderr_and_listed_in_the_json_result() {
+    let env = Env::new(Wire::Anthropic, refused_script());
+    let (code, stdout, stderr) = run(&mut env.oneshot("tidy up", &["--output-format", "json"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("2 tool calls were refused"), "{stderr}");
+    assert!(stderr.contains("bash(git status --short)") && stderr.contains("write(out.txt)"));
+    assert!(stderr.contains("--allowedTools") && stderr.contains("'bash(git status"), "{stderr}");
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["subtype"], "success");
+    assert!(result["duration_ms"].is_u64());
+    let denials = result["permission_denials"].as_array().unwrap();
+    assert_eq!(denials.len(), 2);
+    assert_eq!(denials[0]["tool_name"], "bash");
+    assert_eq!(denials[0]["tool_input"]["command"], "git status --short");
+    assert!(denials[0]["tool_use_id"].as_str().is_some_and(|id| !id.is_empty()));
+    assert_eq!(denials[1]["tool_name"], "write");
+}
+
+#[test]
+fn the_suggested_rule_allows_the_refused_command() {
+    let env = Env::new(Wire::Anthropic, refused_script());
+    let (_, _, stderr) = run(&mut env.oneshot("tidy up", &[]));
+    let rule = stderr.split("--allowedTools '").nth(1).unwrap().split('\'').next().unwrap();
+    let env2 = Env::new(Wire::Anthropic, refused_script());
+    std::process::Command::new("git")
+        .arg("init")
+        .arg("-q")
+        .current_dir(env2.ws())
+        .status()
+        .unwrap();
+    let (code, _, stderr) = run(&mut env2.oneshot("tidy up", &["--allowedTools", rule, "write"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("refused"), "{rule}: {stderr}");
+    let results = tool_results(&env2.request_body(1));
+    assert!(!results[0].1, "the command ran: {results:?}");
+    assert_eq!(std::fs::read_to_string(env2.ws().join("out.txt")).unwrap(), "made");
+}
+
+#[test]
+fn disallowed_tools_win_over_yes() {
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            Turn::tool("write", json!({"path": "a.txt", "content": "x"})).into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    let (code, stdout, _) = run(&mut env.oneshot(
+        "write",
+        &["--yes", "--disallowedTools", "write,web_fetch", "--output-format", "json"],
+    ));
+    assert_eq!(code, 0);
+    assert!(!env.ws().join("a.txt").exists());
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["permission_denials"][0]["tool_name"], "write");
+}
+
+#[test]
+fn max_turns_and_failures_have_claude_code_subtypes() {
+    let steps: Vec<Step> =
+        (0..3).map(|_| Turn::tool("glob", json!({"pattern": "*"})).into()).collect();
+    let env = Env::new(Wire::OpenAi, steps);
+    let (_, stdout, _) =
+        run(&mut env.oneshot("loop", &["--max-turns", "1", "--output-format", "json"]));
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["subtype"], "error_max_turns");
+
+    let down = || Step::Fault(Fault::Status { status: 500, body: None, retry_after: None });
+    let env = Env::new(Wire::OpenAi, vec![down(), down(), down()]);
+    let (_, stdout, _) = run(&mut env.oneshot("hi", &["--output-format", "json"]));
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["subtype"], "error_during_execution");
+    assert_eq!(result["is_error"], true);
+}
+
+#[test]
+fn stream_json_names_a_refusal_permission_denied() {
+    let env = Env::new(Wire::Anthropic, refused_script());
+    let (_, stdout, _) = run(&mut env.oneshot("tidy", &["--output-format", "stream-json"]));
+    let kinds: Vec<String> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| *k == "permission_denied").count(), 2, "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k == "permission_requested"), "nobody is asked in -p");
+}
+
+#[test]
+fn piped_input_is_added_to_the_prompt() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("it failed twice").into()]);
+    let log = "12:00 error: disk full\n12:01 error: disk full\n";
+    let (code, stdout, _) = run(env.oneshot("explain this log", &[]).write_stdin(log));
+    assert_eq!(code, 0);
+    assert_eq!(stdout, "it failed twice\n");
+    let text =
+        env.request_body(0)["messages"][0]["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(text.starts_with("explain this log"), "{text}");
+    assert!(
+        text.contains("<stdin>\n12:00 error: disk full\n12:01 error: disk full\n</stdin>"),
+        "{text}"
+    );
+}
+
+#[test]
+fn piped_input_over_the_cap_is_cut_with_a_note() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("big").into()]);
+    let big = "0123456789abcdef\n".repeat(20_000);
+    let (code, _, stderr) = run(env.oneshot("summarise", &[]).write_stdin(big));
+    assert_eq!(code, 0);
+    assert!(stderr.contains("stdin cut"), "{stderr}");
+    let text =
+        env.request_body(0)["messages"][0]["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(text.len() < 270 * 1024, "{}", text.len());
+    assert!(text.contains("[stdin cut: the first 256 KiB of 332 KiB are shown]"));
+}
+
+#[test]
+fn a_prompt_that_names_a_subcommand_goes_to_the_model() {
+    for word in ["status", "tasks", "doctor"] {
+        let env = Env::new(Wire::Anthropic, vec![Turn::text("all good").into()]);
+        let (code, stdout, stderr) = run(&mut env.oneshot(word, &[]));
+        assert_eq!(code, 0, "{word}: {stderr}");
+        assert_eq!(stdout, "all good\n");
+        assert_eq!(env.request_body(0)["messages"][0]["content"][0]["text"], word);
+    }
+}
+
+#[test]
+fn append_system_prompt_add_dir_and_model_aliases() {
+    let other = tempfile::tempdir().unwrap();
+    let notes = other.path().join("notes.txt");
+    std::fs::write(&notes, "outside the workspace").unwrap();
+    // The scripted call reads the file in the added folder.
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("read", json!({"path": notes.to_str().unwrap()})).into(),
+            Turn::text("read it").into(),
+        ],
+    );
+    let dir = other.path().to_str().unwrap();
+    let args = [
+        "--append-system-prompt",
+        "Always answer in French.",
+        "--add-dir",
+        dir,
+        "--model",
+        "sonnet",
+    ];
+    let (code, _, stderr) = run(&mut env.oneshot("read my notes", &args));
+    assert_eq!(code, 0, "{stderr}");
+    let body = env.request_body(0);
+    assert!(body["system"].to_string().contains("Always answer in French."));
+    assert_eq!(body["model"], "claude-sonnet-4-5", "sonnet is the Anthropic model");
+    let results = tool_results(&env.request_body(1));
+    assert!(!results[0].1 && results[0].0.contains("outside the workspace"), "{results:?}");
+}
+
+#[test]
+fn claude_stream_format_follows_claude_codes_schema() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("glob", json!({"pattern": "*.txt"})).with_text("Looking.").into(),
+            Turn::text("One file.").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("x.txt"), "x").unwrap();
+    let args = ["--output-format", "stream-json", "--stream-format", "claude"];
+    let (code, stdout, _) = run(&mut env.oneshot("list", &args));
+    assert_eq!(code, 0);
+    let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events[0]["type"], "system");
+    assert_eq!(events[0]["subtype"], "init");
+    assert!(events[0]["tools"].as_array().unwrap().iter().any(|t| t == "read"));
+    let session = events[0]["session_id"].as_str().unwrap();
+    let blocks: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "assistant")
+        .map(|e| &e["message"]["content"][0])
+        .collect();
+    assert_eq!(blocks[0]["type"], "text");
+    assert_eq!(blocks[0]["text"], "Looking.");
+    assert_eq!(blocks[1]["type"], "tool_use");
+    assert_eq!(blocks[1]["name"], "glob");
+    let result = events.iter().find(|e| e["type"] == "user").unwrap();
+    let tool_result = &result["message"]["content"][0];
+    assert_eq!(tool_result["type"], "tool_result");
+    assert_eq!(tool_result["tool_use_id"], blocks[1]["id"]);
+    assert!(tool_result["content"].as_str().unwrap().contains("x.txt"));
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["subtype"], "success");
+    assert_eq!(last["result"], "One file.");
+    assert_eq!(last["session_id"], session);
+}
+
+#[test]
+fn text_mode_says_when_it_retries() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Fault::Status { status: 529, body: None, retry_after: None }.into(),
+            Turn::text("second time lucky").into(),
+        ],
+    );
+    let (code, stdout, stderr) = run(&mut env.oneshot("hi", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "second time lucky\n", "the notice stays off stdout");
+    let notice = stderr.lines().find(|l| l.contains("retrying in")).unwrap_or_default();
+    assert!(notice.starts_with("⟳ retrying in") && notice.contains("529"), "{stderr}");
+}

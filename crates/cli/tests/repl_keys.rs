@@ -1,0 +1,124 @@
+//! End-to-end on a pseudo-terminal: Esc interrupts the request in flight
+//! and does not leak into the next command.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Env, Wire};
+use ferroclaw_testkit::{Fault, Turn};
+use serde_json::json;
+
+/// The terminal's side of the REPL: what it printed, and a way to type.
+struct Terminal {
+    master: std::fs::File,
+    screen: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Terminal {
+    fn typed(&mut self, keys: &[u8]) {
+        self.master.write_all(keys).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    /// Waits until the screen shows `text` (a hang guard, not a timing check).
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let screen = String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "never showed {text:?}; screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn open_terminal(env: &Env) -> (Terminal, std::process::Child) {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills in two new descriptors we then own.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0);
+    // SAFETY: both descriptors were just opened and are owned here.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut cmd = env.std_cmd();
+    cmd.env("TERM", "xterm")
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let child = cmd.spawn().unwrap();
+    let master = std::fs::File::from(master);
+    let screen = Arc::new(Mutex::new(Vec::new()));
+    {
+        let (mut reader, mut answer) = (master.try_clone().unwrap(), master.try_clone().unwrap());
+        let screen = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                // Answer a cursor position query as a terminal would.
+                if buf[..n].windows(4).any(|w| w == b"\x1b[6n") {
+                    let _ = answer.write_all(b"\x1b[1;1R");
+                }
+                screen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+    }
+    (Terminal { master, screen }, child)
+}
+
+#[test]
+fn esc_interrupts_the_request_and_the_next_command_still_runs() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Fault::Stall { after_text: "thinking about".into() }.into()],
+    );
+    let (mut term, mut child) = open_terminal(&env);
+    term.wait_for("/help for commands");
+    term.typed(b"a long question\r");
+    term.wait_for("thinking about");
+    term.typed(b"\x1b");
+    term.wait_for("(interrupted)");
+    term.typed(b"/usage\r");
+    let screen = term.wait_for("cache write tokens");
+    assert!(!screen.contains("^["), "Esc is not echoed: {screen}");
+    term.typed(b"/exit\r");
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(env.server.requests().len(), 1, "/usage did not go to the model");
+}
+
+#[test]
+fn ctrl_c_at_an_approval_question_cancels_the_request_and_gives_the_prompt_back() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Turn::tool("bash", json!({"command": "touch ran.txt"})).into()],
+    );
+    let (mut term, mut child) = open_terminal(&env);
+    term.wait_for("/help for commands");
+    term.typed(b"make a file\r");
+    term.wait_for("[y/N]");
+    term.typed(b"\x03");
+    term.wait_for("(interrupted)");
+    term.typed(b"/usage\r");
+    term.wait_for("cache write tokens");
+    term.typed(b"/exit\r");
+    assert!(child.wait().unwrap().success());
+    assert!(!env.ws().join("ran.txt").exists(), "the command did not run");
+    assert_eq!(env.server.requests().len(), 1, "the request ended at the question");
+}
