@@ -20,6 +20,7 @@ mod setup;
 mod skills_cmd;
 mod status_cmd;
 mod tasks_cmd;
+mod trust_cmd;
 
 use clap::Parser;
 
@@ -75,8 +76,13 @@ async fn run(cli: &Cli) -> Result<i32, SetupError> {
             sessions::run(action, &config)?;
             Ok(exit::OK)
         }
-        None if cli.print => oneshot::run(cli, setup::load_config(cli)?).await,
-        None => repl::run(cli, setup::load_config(cli)?).await,
+        Some(Command::Trust { list, revoke }) => trust_cmd::run(cli, *list, *revoke),
+        None if cli.print => {
+            let config = setup::load_config(cli)?;
+            trust_cmd::warn_ignored(&config);
+            oneshot::run(cli, config).await
+        }
+        None => repl::run(cli, trust_cmd::ask_if_untrusted(cli, setup::load_config(cli)?)?).await,
     }
 }
 

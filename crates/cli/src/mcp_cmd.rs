@@ -194,7 +194,12 @@ fn http_url(config: &Config, name: &str) -> Result<String, SetupError> {
 
 /// The configured servers of this workspace.
 pub fn load(config: &Config) -> McpConfig {
-    McpConfig::load(&config.file.mcp_servers, &config.home.join("config.toml"), &config.workspace)
+    McpConfig::load_layers(
+        &config.file.mcp_servers,
+        &config.home.join("config.toml"),
+        &config.workspace,
+        config.trusted,
+    )
 }
 
 /// Starts `servers` for this workspace, with its OAuth token store.
@@ -309,7 +314,8 @@ async fn serve(
         if yes { PermissionMode::Bypass } else { mode.unwrap_or_else(|| config.permission_mode()) };
     let permissions = Arc::new(
         Permissions::new(mode, &config.file.permissions.allow, &config.file.permissions.deny)
-            .map_err(other)?,
+            .map_err(other)?
+            .with_workspace(config.workspace.clone()),
     );
     let builtins = ferroclaw_tools::builtin_tools();
     let mut tools = ToolRegistry::new();

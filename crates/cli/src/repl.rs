@@ -43,7 +43,8 @@ const COMMANDS: &[(&str, &str)] = &[
 
 /// Runs the REPL until the user leaves; returns the exit code.
 pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
-    let approver: Arc<dyn Approver> = Arc::new(TerminalApprover::default());
+    let approver: Arc<dyn Approver> =
+        Arc::new(TerminalApprover { workspace: config.workspace.clone(), ..Default::default() });
     let opened = open_agent(&config, &Resume::from_cli(cli), approver.clone())?;
     let mut agent = opened.agent;
     let hooks = crate::mcp_cmd::terminal_hooks(agent.provider.clone(), agent.model.clone());
@@ -359,6 +360,8 @@ impl Helper for ReplHelper {}
 #[derive(Default)]
 pub struct TerminalApprover {
     asking: tokio::sync::Mutex<()>,
+    /// Where "always" rules are scoped (the file's folder for edits).
+    pub workspace: std::path::PathBuf,
 }
 
 /// One line from stdin, trimmed; empty on end of input.
@@ -382,13 +385,25 @@ fn word_and_reason(answer: &str) -> (String, String) {
 
 #[async_trait]
 impl Approver for TerminalApprover {
-    async fn approve(&self, _call: &ToolCall) -> Approval {
+    async fn approve(&self, call: &ToolCall) -> Approval {
         let _turn = self.asking.lock().await;
         let (word, reason) = word_and_reason(&read_answer().await);
+        // Say what an "always" answer covers: the same rule the loop adds.
+        let covers = || {
+            let rules =
+                ferroclaw_core::permission::always_rules(&self.workspace, &call.name, &call.input);
+            ferroclaw_core::permission::describe_rules(&rules)
+        };
         match word.as_str() {
             "y" | "yes" => Approval::Yes,
-            "a" | "always" => Approval::AlwaysForSession,
-            "p" | "project" => Approval::AlwaysForProject,
+            "a" | "always" => {
+                eprintln!("  allowed for this session: {}", covers());
+                Approval::AlwaysForSession
+            }
+            "p" | "project" => {
+                eprintln!("  allowed in this project (.agent/config.toml): {}", covers());
+                Approval::AlwaysForProject
+            }
             _ if reason.is_empty() => Approval::No("the user declined this call".into()),
             _ => Approval::No(format!("the user declined this call: {reason}")),
         }

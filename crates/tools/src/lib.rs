@@ -68,6 +68,8 @@ mod multi_edit;
 mod read;
 mod registry;
 mod sandbox;
+pub mod shell;
+pub mod ssrf;
 mod walk;
 mod web_fetch;
 mod web_search;
