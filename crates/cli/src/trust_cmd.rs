@@ -21,7 +21,7 @@ pub fn run(cli: &Cli, list: bool, revoke: bool) -> Result<i32, SetupError> {
         if projects.is_empty() {
             println!("no trusted projects");
         }
-        for (path, record) in projects {
+        for (path, _) in projects {
             let now = std::path::Path::new(&path);
             let state = if store.is_trusted(now) { "trusted" } else { "changed since trusted" };
             println!("{path}  {state}");

@@ -166,6 +166,18 @@ async fn fetch(
     let mut response = client.get(url).send().await.map_err(|e| request_error(&shown, &e))?;
     let final_url = response.url().to_string();
     let status = response.status();
+    if status.is_redirection() {
+        // The redirect policy stops only at a Location it cannot follow.
+        let to = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("(none)")
+            .to_string();
+        return Err(ToolError::Failed(format!(
+            "fetching {shown} refused: a redirect to {to} (only http and https are followed)"
+        )));
+    }
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
