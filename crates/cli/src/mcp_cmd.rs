@@ -108,12 +108,14 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
             };
             let path = scope_file(config, *scope);
             ferroclaw_mcp::add_server(&path, name, &server).map_err(|e| other(e.to_string()))?;
+            keep_trust(config);
             println!("added mcp server {name} to {}", path.display());
             Ok(exit::OK)
         }
         McpAction::Remove { name, scope } => {
             let path = scope_file(config, *scope);
             if ferroclaw_mcp::remove_server(&path, name).map_err(|e| other(e.to_string()))? {
+                keep_trust(config);
                 println!("removed mcp server {name} from {}", path.display());
                 Ok(exit::OK)
             } else {
@@ -160,6 +162,17 @@ fn pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>, Setup
                 .ok_or_else(|| other(format!("{flag} {item:?} is not K=V")))
         })
         .collect()
+}
+
+/// The user's own `mcp add`/`remove` changed the project's files: a project
+/// that was trusted (or had nothing to trust) stays trusted with them.
+fn keep_trust(config: &Config) {
+    if config.trusted
+        && let Err(e) =
+            ferroclaw_core::trust::TrustStore::new(&config.home).trust(&config.workspace)
+    {
+        eprintln!("ferroclaw: warning: {e}");
+    }
 }
 
 fn scope_file(config: &Config, scope: Scope) -> PathBuf {
