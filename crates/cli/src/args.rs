@@ -228,6 +228,15 @@ pub enum Command {
     },
     /// The gateway, its chat sessions and cron jobs.
     Status,
+    /// Trust this project's own settings (.agent/config.toml, .mcp.json), or list/revoke trust.
+    Trust {
+        /// List trusted projects.
+        #[arg(long, conflicts_with = "revoke")]
+        list: bool,
+        /// Stop trusting this project.
+        #[arg(long)]
+        revoke: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -62,7 +62,9 @@ pub fn gateway_config(cli: &Cli) -> Result<(Config, GatewaySettings), SetupError
         permission_mode: cli.permission_mode.or(settings.permission_mode),
     };
     let workspace = workspace.canonicalize().unwrap_or(workspace);
-    Ok((Config::load(home, workspace, &overrides)?, settings))
+    let config = Config::load(home, workspace, &overrides)?;
+    crate::trust_cmd::warn_ignored(&config);
+    Ok((config, settings))
 }
 
 fn other(e: impl std::fmt::Display) -> SetupError {

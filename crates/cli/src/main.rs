@@ -28,6 +28,7 @@ mod status_cmd;
 mod style;
 mod tasks_cmd;
 mod tool_log;
+mod trust_cmd;
 
 use crate::args::{Cli, Command};
 use crate::setup::SetupError;
@@ -91,8 +92,13 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
             sessions::run(action, &config)?;
             Ok(exit::OK)
         }
-        None if cli.print => oneshot::run(cli, setup::load_config(cli)?).await,
-        None => repl::run(cli, setup::load_config(cli)?).await,
+        Some(Command::Trust { list, revoke }) => trust_cmd::run(cli, *list, *revoke),
+        None if cli.print => {
+            let config = setup::load_config(cli)?;
+            trust_cmd::warn_ignored(&config);
+            oneshot::run(cli, config).await
+        }
+        None => repl::run(cli, trust_cmd::ask_if_untrusted(cli, setup::load_config(cli)?)?).await,
     }
 }
 

@@ -109,12 +109,14 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
             };
             let path = scope_file(config, *scope);
             ferroclaw_mcp::add_server(&path, name, &server).map_err(|e| other(e.to_string()))?;
+            keep_trust(config);
             println!("added mcp server {name} to {}", path.display());
             Ok(exit::OK)
         }
         McpAction::Remove { name, scope } => {
             let path = scope_file(config, *scope);
             if ferroclaw_mcp::remove_server(&path, name).map_err(|e| other(e.to_string()))? {
+                keep_trust(config);
                 println!("removed mcp server {name} from {}", path.display());
                 Ok(exit::OK)
             } else {
@@ -179,6 +181,17 @@ fn pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>, Setup
         .collect()
 }
 
+/// The user's own `mcp add`/`remove` changed the project's files: a project
+/// that was trusted (or had nothing to trust) stays trusted with them.
+fn keep_trust(config: &Config) {
+    if config.trusted
+        && let Err(e) =
+            ferroclaw_core::trust::TrustStore::new(&config.home).trust(&config.workspace)
+    {
+        eprintln!("ferroclaw: warning: {e}");
+    }
+}
+
 fn scope_file(config: &Config, scope: Scope) -> PathBuf {
     match scope {
         Scope::Project => config.workspace.join(".mcp.json"),
@@ -211,7 +224,12 @@ fn http_url(config: &Config, name: &str) -> Result<String, SetupError> {
 
 /// The configured servers of this workspace.
 pub fn load(config: &Config) -> McpConfig {
-    McpConfig::load(&config.file.mcp_servers, &config.home.join("config.toml"), &config.workspace)
+    McpConfig::load_layers(
+        &config.file.mcp_servers,
+        &config.home.join("config.toml"),
+        &config.workspace,
+        config.trusted,
+    )
 }
 
 /// Starts `servers` for this workspace, with its OAuth token store.
@@ -326,7 +344,8 @@ async fn serve(
         if yes { PermissionMode::Bypass } else { mode.unwrap_or_else(|| config.permission_mode()) };
     let permissions = Arc::new(
         Permissions::new(mode, &config.file.permissions.allow, &config.file.permissions.deny)
-            .map_err(other)?,
+            .map_err(other)?
+            .with_workspace(config.workspace.clone()),
     );
     let builtins = ferroclaw_tools::builtin_tools();
     let mut tools = ToolRegistry::new();

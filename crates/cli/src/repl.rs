@@ -63,8 +63,11 @@ struct Repl {
 /// Runs the REPL until the user leaves; returns the exit code.
 pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let answers = Arc::new(keys::Answers::default());
-    let approver: Arc<dyn Approver> =
-        Arc::new(TerminalApprover { asking: Default::default(), answers: answers.clone() });
+    let approver: Arc<dyn Approver> = Arc::new(TerminalApprover {
+        asking: Default::default(),
+        answers: answers.clone(),
+        workspace: config.workspace.clone(),
+    });
     let mut editor = new_editor(&config)?;
     let resume = match Resume::from_cli(cli) {
         Resume::Pick => {
@@ -588,6 +591,8 @@ impl Helper for ReplHelper {}
 pub struct TerminalApprover {
     asking: tokio::sync::Mutex<()>,
     answers: Arc<keys::Answers>,
+    /// Where "always" rules are scoped (the file's folder for edits).
+    pub workspace: std::path::PathBuf,
 }
 
 /// What the user answered: from the key watcher on a terminal, else a line of stdin.
@@ -622,16 +627,28 @@ fn word_and_reason(answer: &str) -> (String, String) {
 
 #[async_trait]
 impl Approver for TerminalApprover {
-    async fn approve(&self, _call: &ToolCall) -> Approval {
+    async fn approve(&self, call: &ToolCall) -> Approval {
         let _turn = self.asking.lock().await;
         let Some(answer) = answer(&self.answers).await else {
             return Approval::No("the user interrupted the request".into());
         };
         let (word, reason) = word_and_reason(&answer);
+        // Say what an "always" answer covers: the same rule the loop adds.
+        let covers = || {
+            let rules =
+                ferroclaw_core::permission::always_rules(&self.workspace, &call.name, &call.input);
+            ferroclaw_core::permission::describe_rules(&rules)
+        };
         match word.as_str() {
             "y" | "yes" => Approval::Yes,
-            "a" | "always" => Approval::AlwaysForSession,
-            "p" | "project" => Approval::AlwaysForProject,
+            "a" | "always" => {
+                eprintln!("  allowed for this session: {}", covers());
+                Approval::AlwaysForSession
+            }
+            "p" | "project" => {
+                eprintln!("  allowed in this project (.agent/config.toml): {}", covers());
+                Approval::AlwaysForProject
+            }
             _ if reason.is_empty() => Approval::No("the user declined this call".into()),
             _ => Approval::No(format!("the user declined this call: {reason}")),
         }

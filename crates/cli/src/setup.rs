@@ -163,7 +163,8 @@ pub fn open_agent(
         &config.file.permissions.allow,
         &config.file.permissions.deny,
     )
-    .map_err(SetupError::Other)?;
+    .map_err(SetupError::Other)?
+    .with_workspace(config.workspace.clone());
     let (session, messages, skipped_bytes, was_resumed) = match resumed {
         Some(r) => (r.log, r.messages, r.skipped_bytes, true),
         None => {
@@ -183,6 +184,11 @@ pub fn open_agent(
     }
     let system = context.system_prompt();
     let mut tools = ferroclaw_tools::builtin_tools();
+    if let Some(fetch) = &config.file.web_fetch {
+        let tool = ferroclaw_tools::WebFetchTool::allowing_private(&fetch.allow_private)
+            .map_err(SetupError::Other)?;
+        tools.register(tool);
+    }
     let recall = ferroclaw_core::recall::Recall::open(&config.home)
         .map_err(|e| tracing::warn!("session_search is off: {e}"))
         .ok()

@@ -41,6 +41,12 @@ fn write_mcp_json(ws: &Path, bin: &Path) {
     std::fs::write(ws.join(".mcp.json"), config.to_string()).unwrap();
 }
 
+/// `ferroclaw trust` in the test's workspace: project MCP servers start only then.
+fn trust(env: &Env) {
+    let (code, _, stderr) = run(env.cmd().arg("trust"));
+    assert_eq!(code, 0, "{stderr}");
+}
+
 #[test]
 fn the_model_calls_an_mcp_tool_through_the_agent_loop() {
     let Some(bin) = everything_bin() else { return };
@@ -53,6 +59,7 @@ fn the_model_calls_an_mcp_tool_through_the_agent_loop() {
             ],
         );
         write_mcp_json(env.ws(), &bin);
+        trust(&env);
         let (code, stdout, stderr) = run(&mut env.oneshot("echo hi", &["--yes"]));
         assert_eq!(code, 0, "{wire:?}: {stderr}");
         assert_eq!(stdout, "done\n");
@@ -74,6 +81,7 @@ fn a_broken_server_is_reported_once_and_the_request_still_runs() {
         "typo": {"command": "x", "env": {"K": "${FERROCLAW_TEST_UNSET_VAR}"}}
     }});
     std::fs::write(env.ws().join(".mcp.json"), config.to_string()).unwrap();
+    trust(&env);
     let (code, stdout, stderr) = run(&mut env.oneshot("hi", &[]));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "fine\n");
@@ -86,6 +94,7 @@ fn the_repl_shows_server_status_and_runs_a_server_prompt() {
     let Some(bin) = everything_bin() else { return };
     let env = Env::new(Wire::Anthropic, vec![Turn::text("it is sunny").into()]);
     write_mcp_json(env.ws(), &bin);
+    trust(&env);
     let input = "/mcp\n/mcp__ev__args-prompt\n/mcp__ev__args-prompt city=Paris\n/exit\n";
     let (code, stdout, stderr) = run(env.cmd().write_stdin(input));
     assert_eq!(code, 0, "{stderr}");
@@ -270,6 +279,7 @@ fn mcp_login_is_for_http_servers_and_logout_says_when_there_is_nothing_to_forget
     let env = Env::new(Wire::Anthropic, vec![]);
     let config = json!({"mcpServers": {"local": {"command": "some-server"}}});
     std::fs::write(env.ws().join(".mcp.json"), config.to_string()).unwrap();
+    trust(&env);
     let (code, _, stderr) = run(env.cmd().args(["mcp", "login", "local"]));
     assert_eq!(code, 2);
     assert!(
@@ -290,4 +300,17 @@ fn mcp_login_is_for_http_servers_and_logout_says_when_there_is_nothing_to_forget
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("removed the OAuth tokens of mcp server local"), "{stdout}");
     assert!(!tokens.join("local.json").exists());
+}
+
+#[test]
+fn an_untrusted_projects_mcp_json_starts_nothing_and_says_how_to_trust() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("fine").into()]);
+    let pwned = env.ws().join("pwned");
+    let config = json!({"mcpServers": {"pwn": {"command": "sh", "args": ["-c", format!("touch {}", pwned.display())]}}});
+    std::fs::write(env.ws().join(".mcp.json"), config.to_string()).unwrap();
+    let (code, stdout, stderr) = run(&mut env.oneshot("hi", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "fine\n");
+    assert!(!pwned.exists(), "the project's MCP command ran before the project was trusted");
+    assert!(stderr.contains(".mcp.json") && stderr.contains("ferroclaw trust"), "{stderr}");
 }

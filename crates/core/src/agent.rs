@@ -29,7 +29,7 @@ use crate::approval::{Approval, Approver};
 use crate::clock;
 use crate::compaction;
 use crate::config;
-use crate::permission::{Decision, PermissionMode, Permissions, Rule, call_subject};
+use crate::permission::{Decision, PermissionMode, Permissions};
 use crate::session::{Entry, SessionLog};
 use crate::todo::{self, TodoList};
 
@@ -426,7 +426,8 @@ impl Agent {
         if cancel.is_cancelled() {
             return Err("cancelled by the user before it ran".into());
         }
-        let decision = self.permissions.decide(&call.name, tool.read_only(), &call.input);
+        // Rules and answers apply to the tool, not to the name it was called by.
+        let decision = self.permissions.decide(name, tool.read_only(), &call.input);
         let verdict = match decision {
             Decision::Allow => Ok(()),
             Decision::Deny(reason) => Err(format!("permission denied: {reason}")),
@@ -442,23 +443,26 @@ impl Agent {
                 match self.approver.approve(call).await {
                     Approval::Yes => Ok(()),
                     Approval::AlwaysForSession => {
-                        self.permissions.allow_for_session(session_rule(call));
+                        for rule in self.permissions.always_rules(name, &call.input) {
+                            self.permissions.allow_for_session(rule);
+                        }
                         Ok(())
                     }
                     Approval::AlwaysForProject => {
-                        let rule = session_rule(call);
-                        if let Err(e) =
-                            config::add_project_allow_rule(&self.workspace, &rule.to_string())
-                        {
-                            emit(
-                                events,
-                                AgentEvent::Error {
-                                    message: format!("cannot save the rule {rule}: {e}"),
-                                    fatal: false,
-                                },
-                            );
+                        for rule in self.permissions.always_rules(name, &call.input) {
+                            if let Err(e) =
+                                config::add_project_allow_rule(&self.workspace, &rule.to_string())
+                            {
+                                emit(
+                                    events,
+                                    AgentEvent::Error {
+                                        message: format!("cannot save the rule {rule}: {e}"),
+                                        fatal: false,
+                                    },
+                                );
+                            }
+                            self.permissions.allow_for_session(rule);
                         }
-                        self.permissions.allow_for_session(rule);
                         Ok(())
                     }
                     Approval::No(reason) => Err(reason),
@@ -532,16 +536,6 @@ impl Agent {
     fn report(&self, outcome: Outcome, text: String, num_turns: u32, usage: Usage) -> Report {
         Report { outcome, text, num_turns, usage }
     }
-}
-
-/// The rule an "always" answer adds: the exact command for `bash`, the whole
-/// tool otherwise.
-fn session_rule(call: &ToolCall) -> Rule {
-    let pattern = match call.name.as_str() {
-        "bash" => call_subject(&call.input).map(str::to_string),
-        _ => None,
-    };
-    Rule { tool: call.name.clone(), pattern }
 }
 
 /// Runs one tool; an error or a panic becomes an error result naming it.

@@ -36,6 +36,7 @@ pub mod session;
 pub mod skills;
 pub mod subagent;
 pub mod todo;
+pub mod trust;
 
 pub use agent::{Agent, EventSink, Outcome, Report};
 pub use approval::{Approval, Approver, NoOneToAsk, PlanVerdict};

@@ -1,10 +1,23 @@
 //! Whether a tool call may run: the permission mode, allow/deny rules, and
 //! what the user approved during the session. Deny always wins.
+//!
+//! Rules apply to what a call does, not to how it is spelt: tool aliases
+//! resolve first (`exec` is `bash`), a `bash` command is parsed into every
+//! simple command it would run and each must be allowed, and file paths are
+//! resolved (`sub/../.env` is `.env`) before rules see them. Some files are
+//! never written by the agent in any mode ([`protected`]).
 
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+mod paths;
+mod rule;
+
+pub use paths::{Resolved, normalize, protected, resolve};
+pub use rule::{EDIT_TOOLS, READ_FAMILY, Rule, command_prefix, wildcard};
 
 /// How freely tools run, like Claude Code's modes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,11 +50,21 @@ impl std::str::FromStr for PermissionMode {
 }
 
 /// Tools that change only the agent's own state (its memory files, which
-/// refuse secrets and injected instructions): they run without asking.
-pub const SELF_STATE_TOOLS: &[&str] = &["memory"];
+/// refuse secrets and injected instructions; its todo list; the task board):
+/// they run without asking.
+pub const SELF_STATE_TOOLS: &[&str] =
+    &["memory", "todo_write", "task_create", "task_update", "task_list", "task_get"];
 
-/// Tools that change files in the workspace (and nothing else).
-pub const EDIT_TOOLS: &[&str] = &["write", "edit", "multi_edit"];
+/// Read-only tools that still reach out (a URL can carry data away): they
+/// ask in default mode like tools that change things.
+pub const OUTWARD_TOOLS: &[&str] = &["web_fetch"];
+
+/// Programs that write the files named in their arguments; a protected file
+/// among them is refused.
+const WRITING_PROGRAMS: &[&str] = &[
+    "tee", "cp", "mv", "ln", "install", "touch", "truncate", "rm", "chmod", "chown", "rsync",
+    "sed", "perl", "dd", "patch", "unlink", "shred",
+];
 
 /// The verdict on one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,50 +76,6 @@ pub enum Decision {
     Ask,
 }
 
-/// One rule: `tool` or `tool(pattern)`, where the pattern is matched against
-/// the call's subject (the command for `bash`, the path for file tools) and
-/// `*` matches anything, `/` included.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    pub tool: String,
-    pub pattern: Option<String>,
-}
-
-impl Rule {
-    /// Parses `bash(git status*)`, `edit(src/**)`, `web_fetch`, `mcp__github__*`.
-    pub fn parse(text: &str) -> Result<Rule, String> {
-        let text = text.trim();
-        match text.split_once('(') {
-            None if !text.is_empty() => Ok(Rule { tool: text.to_string(), pattern: None }),
-            Some((tool, rest)) if !tool.is_empty() && rest.ends_with(')') => Ok(Rule {
-                tool: tool.trim().to_string(),
-                pattern: Some(rest[..rest.len() - 1].to_string()),
-            }),
-            _ => Err(format!("bad permission rule {text:?}: write TOOL or TOOL(PATTERN)")),
-        }
-    }
-
-    /// True when the rule covers this call.
-    pub fn matches(&self, tool: &str, input: &Value) -> bool {
-        if !wildcard(&self.tool, tool) {
-            return false;
-        }
-        match &self.pattern {
-            None => true,
-            Some(p) => call_subject(input).is_some_and(|s| wildcard(p, s.trim_start_matches("./"))),
-        }
-    }
-}
-
-impl std::fmt::Display for Rule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.pattern {
-            Some(p) => write!(f, "{}({p})", self.tool),
-            None => f.write_str(&self.tool),
-        }
-    }
-}
-
 /// What a rule pattern is matched against: the command, path, url or pattern.
 pub fn call_subject(input: &Value) -> Option<&str> {
     ["command", "path", "file_path", "url", "pattern"]
@@ -104,28 +83,33 @@ pub fn call_subject(input: &Value) -> Option<&str> {
         .find_map(|k| input.get(k).and_then(Value::as_str))
 }
 
-/// `*` matches any run of characters (including `/`); everything else is literal.
-fn wildcard(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
+/// The file path a file tool's call names (`path` or `file_path`); `.` for
+/// tools that default to the workspace.
+fn call_path<'a>(tool: &str, input: &'a Value) -> Option<&'a str> {
+    let given = ["path", "file_path"].iter().find_map(|k| input.get(k).and_then(Value::as_str));
+    match given {
+        Some(p) => Some(p),
+        None if matches!(tool, "grep" | "glob" | "list_dir") => Some("."),
+        None => None,
     }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
-        return false;
+}
+
+/// The simple commands of a `bash` call, as the approval prompt shows them
+/// (one line each); `None` lines mark what the parser could not understand.
+pub fn parsed_commands(command: &str) -> Vec<String> {
+    let script = ferroclaw_tools::shell::parse(command);
+    let mut lines: Vec<String> = script.commands.iter().map(|c| c.text()).collect();
+    for w in script.file_writes() {
+        lines.push(format!("writes {}", w.target.text));
     }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for middle in &parts[1..parts.len() - 1] {
-        match rest.find(middle) {
-            Some(i) => rest = &rest[i + middle.len()..],
-            None => return false,
-        }
+    for u in &script.unknown {
+        lines.push(format!("not understood: {u}"));
     }
-    true
+    lines
 }
 
 /// The permission state of a session.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Permissions {
     /// The mode in force; plan mode switches it when a plan is approved.
     mode: Mutex<PermissionMode>,
@@ -133,10 +117,14 @@ pub struct Permissions {
     deny: Vec<Rule>,
     /// Rules the user approved with "always" during this session.
     session_allow: Mutex<Vec<Rule>>,
+    /// Paths in rules are relative to it.
+    workspace: PathBuf,
 }
 
 impl Permissions {
-    /// Builds the state from a mode and rule texts; a bad rule is an error naming it.
+    /// Builds the state from a mode and rule texts; a bad rule is an error
+    /// naming it. Paths are taken relative to the current folder until
+    /// [`Permissions::with_workspace`] says otherwise.
     pub fn new(mode: PermissionMode, allow: &[String], deny: &[String]) -> Result<Self, String> {
         let parse = |v: &[String]| v.iter().map(|r| Rule::parse(r)).collect::<Result<Vec<_>, _>>();
         Ok(Self {
@@ -144,7 +132,14 @@ impl Permissions {
             allow: parse(allow)?,
             deny: parse(deny)?,
             session_allow: Mutex::new(Vec::new()),
+            workspace: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         })
+    }
+
+    /// The same state with paths taken relative to `workspace`.
+    pub fn with_workspace(mut self, workspace: impl Into<PathBuf>) -> Self {
+        self.workspace = workspace.into();
+        self
     }
 
     /// The mode in force.
@@ -157,24 +152,62 @@ impl Permissions {
         *self.mode.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = mode;
     }
 
-    /// Decides a call of `tool` (read-only or not) with `input`.
+    /// Decides a call of `tool` (read-only or not) with `input`. The tool
+    /// name is resolved first (`exec` is `bash`, `Read` is `read`), so rules
+    /// and answers apply to the tool, whatever it was called.
     pub fn decide(&self, tool: &str, read_only: bool, input: &Value) -> Decision {
+        let tool = ferroclaw_tools::canonical_tool_name(tool);
         let mode = self.mode();
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, input)) {
-            return Decision::Deny(format!("denied by the rule {rule} in config"));
-        }
+        let session = self.session_allow.lock().map(|r| r.clone()).unwrap_or_default();
+        let allow: Vec<&Rule> = self.allow.iter().chain(session.iter()).collect();
+        let allowed = match tool {
+            "bash" => {
+                let command = input.get("command").and_then(Value::as_str).unwrap_or("");
+                match self.decide_command(command, &allow) {
+                    Err(reason) => return Decision::Deny(reason),
+                    Ok(allowed) => allowed,
+                }
+            }
+            _ if call_path(tool, input).is_some() && is_file_tool(tool) => {
+                let given = call_path(tool, input).unwrap_or(".");
+                match self.decide_path(tool, given, &allow) {
+                    Err(reason) => return Decision::Deny(reason),
+                    Ok(allowed) => allowed,
+                }
+            }
+            "web_fetch" => {
+                let url = input.get("url").and_then(Value::as_str).unwrap_or("").trim();
+                let host = reqwest_free_host(url);
+                let host = host.as_deref();
+                if let Some(rule) =
+                    self.deny.iter().find(|r| r.covers_tool(tool) && r.matches_url(url, host))
+                {
+                    return Decision::Deny(format!("denied by the rule {rule} in config"));
+                }
+                allow.iter().any(|r| r.covers_tool(tool) && r.matches_url(url, host))
+            }
+            _ => {
+                let subject = call_subject(input);
+                let matches = |r: &Rule| {
+                    r.covers_tool(tool)
+                        && (r.pattern.is_none()
+                            || subject
+                                .is_some_and(|s| r.matches_command(s.trim_start_matches("./"))))
+                };
+                if let Some(rule) = self.deny.iter().find(|r| matches(r)) {
+                    return Decision::Deny(format!("denied by the rule {rule} in config"));
+                }
+                allow.iter().any(|r| matches(r))
+            }
+        };
         if mode == PermissionMode::Plan && !read_only {
             return Decision::Deny(format!(
                 "plan mode: only read-only tools may run, {tool} changes things; present your plan first"
             ));
         }
-        let approved = self
-            .session_allow
-            .lock()
-            .map(|rules| rules.iter().any(|r| r.matches(tool, input)))
-            .unwrap_or(false);
-        let free = read_only || SELF_STATE_TOOLS.contains(&tool);
-        if free || approved || self.allow.iter().any(|r| r.matches(tool, input)) {
+        let free =
+            (read_only && !OUTWARD_TOOLS.contains(&tool)) || SELF_STATE_TOOLS.contains(&tool);
+        if free || allowed {
             return Decision::Allow;
         }
         match mode {
@@ -184,12 +217,275 @@ impl Permissions {
         }
     }
 
+    /// A `bash` command: `Err` when a deny rule or a protected file refuses
+    /// it; `Ok(true)` when every simple command matches an allow rule, every
+    /// file it writes is allowed, and the parser understood all of it.
+    fn decide_command(&self, command: &str, allow: &[&Rule]) -> Result<bool, String> {
+        let script = ferroclaw_tools::shell::parse(command);
+        let denied = |text: &str| {
+            self.deny.iter().find(|r| r.covers_tool("bash") && r.matches_command(text))
+        };
+        if let Some(rule) = denied(command.trim()) {
+            return Err(format!("denied by the rule {rule} in config"));
+        }
+        for cmd in &script.commands {
+            let unwrapped: Vec<&str> = cmd.unwrapped().iter().map(|w| w.text.as_str()).collect();
+            let mut bare = unwrapped.clone();
+            if let Some(first) = bare.first_mut() {
+                *first = ferroclaw_tools::shell::basename(first);
+            }
+            for text in [cmd.text(), unwrapped.join(" "), bare.join(" ")] {
+                if let Some(rule) = denied(&text) {
+                    return Err(format!(
+                        "denied by the rule {rule} in config (it covers `{}`)",
+                        cmd.text()
+                    ));
+                }
+            }
+            self.check_writing_program(cmd)?;
+        }
+        let mut writes_allowed = true;
+        for write in script.file_writes() {
+            let target = resolve(&self.workspace, &write.target.text);
+            if let Some(why) = protected(&target.abs) {
+                return Err(format!(
+                    "{} may not be written by the agent: {why}; the user edits it",
+                    write.target.text
+                ));
+            }
+            if let Some(rule) = self.deny.iter().find(|r| {
+                r.covers_tool("edit")
+                    && r.matches_path(
+                        target.rel.as_deref(),
+                        &target.abs_text(),
+                        home().as_deref(),
+                        true,
+                    )
+            }) {
+                return Err(format!(
+                    "denied by the rule {rule} in config (the command writes {})",
+                    write.target.text
+                ));
+            }
+            writes_allowed &= !write.target.dynamic
+                && allow.iter().any(|r| {
+                    r.covers_tool("edit")
+                        && r.pattern.is_some()
+                        && r.matches_path(
+                            target.rel.as_deref(),
+                            &target.abs_text(),
+                            home().as_deref(),
+                            false,
+                        )
+                });
+        }
+        let every_command = !script.commands.is_empty()
+            && script.commands.iter().all(|cmd| {
+                !cmd.dynamic_program()
+                    && allow.iter().any(|r| r.covers_tool("bash") && r.matches_command(&cmd.text()))
+            });
+        Ok(script.understood() && every_command && writes_allowed)
+    }
+
+    /// Refuses `tee .git/config`, `cp x .mcp.json`, `git config core.fsmonitor ...`.
+    fn check_writing_program(
+        &self,
+        cmd: &ferroclaw_tools::shell::SimpleCommand,
+    ) -> Result<(), String> {
+        let words = cmd.unwrapped();
+        let Some(program) = cmd.program() else { return Ok(()) };
+        if program == "git" {
+            let args: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+            if let Some(at) = args.iter().position(|a| *a == "config") {
+                let rest = &args[at + 1..];
+                let reads = rest.iter().any(|a| {
+                    matches!(
+                        *a,
+                        "--get" | "--get-all" | "--get-regexp" | "-l" | "--list" | "--show-origin"
+                    )
+                });
+                let values = rest.iter().filter(|a| !a.starts_with('-')).count();
+                if !reads
+                    && (values >= 2
+                        || rest.iter().any(|a| {
+                            a.starts_with("--add")
+                                || a.starts_with("--unset")
+                                || *a == "--edit"
+                                || *a == "-e"
+                                || a.starts_with("--replace")
+                        }))
+                {
+                    return Err("git config may not be changed by the agent: git runs commands named in it; the user changes it".into());
+                }
+            }
+            return Ok(());
+        }
+        if !WRITING_PROGRAMS.contains(&program) {
+            return Ok(());
+        }
+        for word in &words[1..] {
+            let text = word.text.strip_prefix("of=").unwrap_or(&word.text);
+            if text.starts_with('-') || text.is_empty() {
+                continue;
+            }
+            let target = resolve(&self.workspace, text);
+            if let Some(why) = protected(&target.abs) {
+                return Err(format!("{program} may not touch {text}: {why}; the user edits it"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A file tool's path: `Err` when a deny rule or protection refuses it;
+    /// `Ok(true)` when an allow rule covers it.
+    fn decide_path(&self, tool: &str, given: &str, allow: &[&Rule]) -> Result<bool, String> {
+        let target = resolve(&self.workspace, given);
+        let abs = target.abs_text();
+        let home = home();
+        let rel = target.rel.as_deref();
+        let given_trimmed = given.trim_start_matches("./");
+        if let Some(rule) = self.deny.iter().find(|r| {
+            r.covers_tool(tool)
+                && (r.matches_path(rel, &abs, home.as_deref(), true)
+                    || r.matches_path(Some(given_trimmed), &abs, home.as_deref(), true))
+        }) {
+            return Err(format!("denied by the rule {rule} in config (it covers {given})"));
+        }
+        if matches!(tool, "grep" | "glob" | "list_dir") {
+            // A search over a folder reads what is in it: refuse when it holds a denied file.
+            for rule in self.deny.iter().filter(|r| r.covers_tool(tool)) {
+                let Some(p) = rule.pattern.as_deref().filter(|p| !p.contains('*')) else {
+                    continue;
+                };
+                let denied =
+                    resolve(&self.workspace, p.trim_start_matches("//").trim_start_matches("./"));
+                let denied =
+                    if p.starts_with("//") { resolve(&self.workspace, &p[1..]) } else { denied };
+                if tool != "list_dir" && denied.abs.starts_with(&target.abs) && denied.abs.exists()
+                {
+                    return Err(format!(
+                        "denied by the rule {rule} in config: {tool} over {given} would read {p}; search a narrower path"
+                    ));
+                }
+            }
+        }
+        if EDIT_TOOLS.contains(&tool)
+            && let Some(why) = protected(&target.abs)
+        {
+            return Err(format!(
+                "{given} may not be written by the agent: {why}; the user edits it"
+            ));
+        }
+        Ok(allow
+            .iter()
+            .any(|r| r.covers_tool(tool) && r.matches_path(rel, &abs, home.as_deref(), false)))
+    }
+
     /// Remembers an "always allow" answer for the rest of the session.
     pub fn allow_for_session(&self, rule: Rule) {
         if let Ok(mut rules) = self.session_allow.lock() {
             rules.push(rule);
         }
     }
+
+    /// The rules an "always" answer to this call adds, the same way for every
+    /// tool: `bash(git status:*)` for each simple command of a command,
+    /// `edit(src/**)` (the file's folder) for edits, `web_fetch(domain:HOST)`
+    /// for fetches, the tool itself otherwise. Empty when the call cannot be
+    /// generalised safely (a command the parser did not understand): then
+    /// "always" means this call only.
+    pub fn always_rules(&self, tool: &str, input: &Value) -> Vec<Rule> {
+        always_rules(&self.workspace, tool, input)
+    }
+}
+
+/// The rules an "always" answer to a call of `tool` adds in `workspace`; see
+/// [`Permissions::always_rules`].
+pub fn always_rules(workspace: &Path, tool: &str, input: &Value) -> Vec<Rule> {
+    let tool = ferroclaw_tools::canonical_tool_name(tool);
+    match tool {
+        "bash" => {
+            let command = input.get("command").and_then(Value::as_str).unwrap_or("");
+            let script = ferroclaw_tools::shell::parse(command);
+            if !script.understood() || script.commands.iter().any(|c| c.dynamic_program()) {
+                return Vec::new();
+            }
+            let mut rules: Vec<Rule> = Vec::new();
+            for cmd in &script.commands {
+                let words: Vec<String> = cmd.words.iter().map(|w| w.text.clone()).collect();
+                let prefix = if cmd.assignments.is_empty() {
+                    command_prefix(&words, false)
+                } else {
+                    cmd.text()
+                };
+                let rule = Rule::new("bash", Some(prefix));
+                if !rules.contains(&rule) {
+                    rules.push(rule);
+                }
+            }
+            for w in script.file_writes() {
+                let target = resolve(workspace, &w.target.text);
+                if let Some(rel) = target.rel {
+                    rules.push(Rule::new("edit", Some(rel)));
+                }
+            }
+            rules
+        }
+        "web_fetch" => {
+            let url = input.get("url").and_then(Value::as_str).unwrap_or("");
+            match reqwest_free_host(url) {
+                Some(host) => vec![Rule::new("web_fetch", Some(format!("domain:{host}")))],
+                None => Vec::new(),
+            }
+        }
+        _ if is_file_tool(tool) => {
+            let Some(given) = call_path(tool, input) else { return vec![Rule::new(tool, None)] };
+            let target = resolve(workspace, given);
+            let family = if EDIT_TOOLS.contains(&tool) { "edit" } else { tool };
+            let pattern = match target.rel.as_deref() {
+                Some(rel) => match rel.rsplit_once('/') {
+                    Some((dir, _)) => format!("{dir}/**"),
+                    None => rel.to_string(),
+                },
+                None => match target.abs.parent() {
+                    Some(dir) => format!("/{}/**", dir.to_string_lossy().trim_start_matches('/')),
+                    None => target.abs_text(),
+                },
+            };
+            vec![Rule::new(family, Some(pattern))]
+        }
+        _ => vec![Rule::new(tool, None)],
+    }
+}
+
+/// The rules an "always" answer adds, said for the prompt and the echo:
+/// `bash(git status:*), bash(cargo test:*)`, or `this call only`.
+pub fn describe_rules(rules: &[Rule]) -> String {
+    if rules.is_empty() {
+        return "this call only (the command is too complex to generalise)".to_string();
+    }
+    rules.iter().map(Rule::to_string).collect::<Vec<_>>().join(", ")
+}
+
+fn is_file_tool(tool: &str) -> bool {
+    READ_FAMILY.contains(&tool) || EDIT_TOOLS.contains(&tool)
+}
+
+fn home() -> Option<String> {
+    std::env::var("HOME").ok().filter(|h| !h.is_empty())
+}
+
+/// The host of a URL, lower-case, without parsing dependencies beyond std.
+fn reqwest_free_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if host_port.starts_with('[') {
+        host_port.split_once(']').map(|(h, _)| format!("{h}]"))?
+    } else {
+        host_port.split(':').next()?.to_string()
+    };
+    (!host.is_empty()).then(|| host.trim_end_matches('.').to_ascii_lowercase())
 }
 
 #[cfg(test)]

@@ -116,6 +116,17 @@ impl McpConfig {
         config_toml: &Path,
         workspace: &Path,
     ) -> McpConfig {
+        Self::load_layers(from_config_toml, config_toml, workspace, true)
+    }
+
+    /// The same; the project's JSON files only when `project_files` (a
+    /// project the user has not trusted cannot start commands).
+    pub fn load_layers(
+        from_config_toml: &BTreeMap<String, toml::Table>,
+        config_toml: &Path,
+        workspace: &Path,
+        project_files: bool,
+    ) -> McpConfig {
         let mut entries: BTreeMap<String, Result<(RawEntry, PathBuf), ConfigProblem>> =
             BTreeMap::new();
         for (name, table) in from_config_toml {
@@ -129,7 +140,8 @@ impl McpConfig {
                     .map_err(|message| unknown_key_problem(name, config_toml, message)),
             );
         }
-        for path in [workspace.join(".agent").join("mcp.json"), workspace.join(".mcp.json")] {
+        let project = [workspace.join(".agent").join("mcp.json"), workspace.join(".mcp.json")];
+        for path in project.into_iter().filter(|_| project_files) {
             match read_json_servers(&path) {
                 Ok(servers) => {
                     for (name, value) in servers {

@@ -2,64 +2,133 @@
 //!
 //! This is a seatbelt against a model's worst mistakes, not a sandbox: the
 //! permission gate in `ferroclaw-core` decides what may run at all, and a
-//! determined command can always hide itself (`base64 -d | sh`). The check
-//! splits the command into simple commands (at `;`, `&&`, `||`, `|`, `&`,
-//! newlines, `(`, `)` and backticks, outside quotes), skips wrappers such as
-//! `sudo`, `env` and `nohup`, and looks at each program with its arguments.
-//! So `echo rm -rf /` is allowed (it only prints), while
-//! `bash -c "rm -rf /"` is refused (the `-c` string is checked too).
+//! determined command can always hide itself (`base64 -d | sh`). The command
+//! is parsed with the shell grammar ([`crate::shell`]) into every simple
+//! command it would run (lists, pipelines, substitutions, `sh -c` and `eval`
+//! strings), wrappers such as `sudo`, `env`, `timeout` and `xargs` are seen
+//! through, `/usr/bin/rm` counts as `rm`, variables set earlier in the same
+//! command (`h=~; rm -rf $h`) and `cd` are followed, and each program is
+//! looked at with its arguments. So `echo rm -rf /` is allowed (it only
+//! prints), while `bash -c "rm -rf /"` is refused.
 
 use std::path::{Component, Path, PathBuf};
 
-/// Devices that are raw disks: writing to them destroys filesystems.
-const DISK_PREFIXES: &[&str] =
-    &["sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "dm-", "md", "loop"];
+use crate::shell::{self, SimpleCommand, Word};
+
+/// Devices that are raw disks or memory: writing to them destroys data.
+const DISK_PREFIXES: &[&str] = &[
+    "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "dm-", "md", "loop", "mem", "kmem", "port",
+];
 /// `of=` targets of `dd` under /dev/ that are harmless.
 const HARMLESS_DEVICES: &[&str] = &["null", "zero", "stdout", "stderr", "tty"];
-/// Programs that run the rest of their arguments as a command.
-const WRAPPERS: &[&str] =
-    &["sudo", "doas", "env", "nohup", "time", "command", "exec", "nice", "ionice", "builtin"];
-/// Shell words that may open a simple command without being its program.
-const KEYWORDS: &[&str] = &["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until"];
+/// `find` tests that narrow what it matches (so `find . -name x -delete` is work, not a wipe).
+const FIND_FILTERS: &[&str] = &[
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-regex",
+    "-iregex",
+    "-type",
+    "-newer",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-ctime",
+    "-empty",
+    "-size",
+    "-user",
+    "-perm",
+    "-links",
+];
 
 /// Why `command` is refused, or `None` when it may run. `workspace` is the
 /// workspace root and `cwd` the folder the command runs in.
 pub fn dangerous_command(command: &str, workspace: &Path, cwd: &Path) -> Option<String> {
     let squeezed: String = command.chars().filter(|c| !c.is_whitespace()).collect();
-    if is_fork_bomb(&squeezed) {
+    if is_fork_bomb(&squeezed) || squeezed.contains("forkwhilefork") {
         return Some("a fork bomb would exhaust the machine's processes".to_string());
     }
     if let Some(device) = raw_disk_redirect(command) {
         return Some(format!("writing to the raw disk {device} would destroy its filesystem"));
     }
-    simple_commands(command).iter().find_map(|words| check_simple(words, workspace, cwd))
+    let script = shell::parse(command);
+    if script.functions.iter().any(|f| f.self_calls >= 2 || (f.self_calls >= 1 && f.forks)) {
+        return Some("a fork bomb would exhaust the machine's processes".to_string());
+    }
+    if let Some(r) = script.redirects.iter().find(|r| r.op.contains('>') && is_disk(&r.target.text))
+    {
+        return Some(format!(
+            "writing to the raw disk {} would destroy its filesystem",
+            r.target.text
+        ));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut cwd = cwd.to_path_buf();
+    let mut previous: Option<&SimpleCommand> = None;
+    for cmd in &script.commands {
+        let here = Here { workspace, cwd: &cwd, home: home.as_deref() };
+        if let Some(reason) = check_simple(cmd, &here, previous, &script.heredocs) {
+            return Some(reason);
+        }
+        if cmd.program() == Some("cd") {
+            match cmd.unwrapped().get(1) {
+                Some(w) if !w.dynamic => cwd = normalize(&expand(&w.text, home.as_deref(), &cwd)),
+                Some(_) => {}
+                None => cwd = home.clone().unwrap_or(cwd),
+            }
+        }
+        previous = Some(cmd);
+    }
+    None
 }
 
-fn check_simple(words: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
-    let mut rest = words;
-    while let Some(first) = rest.first() {
-        let word = first.as_str();
-        let is_assignment = word.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        });
-        if KEYWORDS.contains(&word) || is_assignment {
-            rest = &rest[1..];
-        } else if WRAPPERS.contains(&word) || word == "timeout" {
-            rest = &rest[1..];
-            while rest.first().is_some_and(|w| w.starts_with('-')) {
-                rest = &rest[1..];
-            }
-            if word == "timeout" && !rest.is_empty() {
-                rest = &rest[1..]; // the duration
-            }
-        } else {
-            break;
-        }
+/// Where a command runs.
+struct Here<'a> {
+    workspace: &'a Path,
+    cwd: &'a Path,
+    home: Option<&'a Path>,
+}
+
+fn texts(words: &[Word]) -> Vec<String> {
+    words.iter().map(|w| w.text.clone()).collect()
+}
+
+fn check_simple(
+    cmd: &SimpleCommand,
+    here: &Here,
+    previous: Option<&SimpleCommand>,
+    heredocs: &[String],
+) -> Option<String> {
+    let words = cmd.unwrapped();
+    if cmd.dynamic_program() {
+        // `$(echo rm) -rf ~`: the name is unknown, so judge the arguments as rm's.
+        let reason = check_rm(&texts(&words[1..]), here)?;
+        return Some(format!(
+            "a command whose name is computed at run time, with arguments that mean: {reason}"
+        ));
     }
-    let (program, args) = rest.split_first()?;
-    let name = program.rsplit('/').next().unwrap_or(program);
+    let (program, args) = words.split_first()?;
+    let args = texts(args);
+    let name = shell::basename(&program.text);
+    let fed_by_xargs = cmd.words.iter().any(|w| shell::basename(&w.text) == "xargs");
     match name {
-        "rm" => check_rm(args, workspace, cwd),
+        "rm" => {
+            let mut args = args;
+            if fed_by_xargs && let Some(prev) = previous {
+                if matches!(prev.program(), Some("echo" | "printf")) {
+                    args.extend(texts(&prev.unwrapped()[1..]));
+                }
+            }
+            check_rm(&args, here)
+        }
+        "find" => check_find(&args, here),
+        "kill" => check_kill(&args),
+        "tee" | "cp" | "mv" | "install" | "shred" | "ln" => args
+            .iter()
+            .find(|a| is_disk(a))
+            .map(|d| format!("{name} to the raw disk {d} would destroy its filesystem")),
         "dd" => args.iter().find_map(|a| {
             let device = a.strip_prefix("of=/dev/")?;
             (!HARMLESS_DEVICES.contains(&device) && !device.starts_with("fd/"))
@@ -81,11 +150,13 @@ fn check_simple(words: &[String], workspace: &Path, cwd: &Path) -> Option<String
             .first()
             .filter(|a| matches!(a.as_str(), "0" | "6"))
             .map(|a| format!("{name} {a} would take the machine down")),
-        "sh" | "bash" | "zsh" | "dash" | "ksh" => {
-            let at = args.iter().position(|a| a == "-c")?;
-            dangerous_command(args.get(at + 1)?, workspace, cwd)
+        _ if name.starts_with("python") || name == "perl" || name == "ruby" || name == "node" => {
+            let code = match args.iter().position(|a| a == "-c" || a == "-e") {
+                Some(at) => args.get(at + 1).cloned().unwrap_or_default(),
+                None => heredocs.join("\n"),
+            };
+            check_script_code(&code, here)
         }
-        "eval" => dangerous_command(&args.join(" "), workspace, cwd),
         _ if name.starts_with("mkfs") || name == "mke2fs" || name == "wipefs" => {
             Some(format!("{name} would erase a filesystem"))
         }
@@ -93,8 +164,144 @@ fn check_simple(words: &[String], workspace: &Path, cwd: &Path) -> Option<String
     }
 }
 
-/// A recursive `rm` of `/`, the home folder, the workspace or a folder above it.
-fn check_rm(args: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
+/// What a path means for a deletion: `None` for ordinary folders.
+fn precious(path: &Path, here: &Here) -> Option<&'static str> {
+    if path == Path::new("/") {
+        return Some("the root folder");
+    }
+    if let Some(home) = here.home.map(normalize) {
+        if home == path {
+            return Some("your home folder");
+        }
+        if home.starts_with(path) {
+            return Some("a folder holding your home folder");
+        }
+    }
+    if here.workspace.starts_with(path) {
+        return Some(if path == here.workspace {
+            "the workspace"
+        } else {
+            "a folder holding the workspace"
+        });
+    }
+    if path.components().count() == 2 {
+        return Some("a system folder");
+    }
+    None
+}
+
+/// `find START... -delete` (or `-exec rm`) over /, home, or a folder holding them.
+fn check_find(args: &[String], here: &Here) -> Option<String> {
+    let deletes = args.iter().enumerate().any(|(i, a)| {
+        a == "-delete"
+            || (matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
+                && args
+                    .get(i + 1)
+                    .is_some_and(|p| matches!(shell::basename(p), "rm" | "shred" | "unlink")))
+    });
+    if !deletes {
+        return None;
+    }
+    let starts: Vec<&String> =
+        args.iter().take_while(|a| !a.starts_with('-') && *a != "(" && *a != "!").collect();
+    let filtered = args.iter().any(|a| FIND_FILTERS.contains(&a.as_str()));
+    let dot = String::from(".");
+    let starts = if starts.is_empty() { vec![&dot] } else { starts };
+    starts.into_iter().find_map(|start| {
+        let path = normalize(&expand(start, here.home, here.cwd));
+        let what = precious(&path, here)?;
+        if what == "the workspace" && filtered {
+            return None;
+        }
+        Some(format!("find {start} deleting would wipe {what}"))
+    })
+}
+
+/// `kill -9 -1` (every process the user may signal).
+fn check_kill(args: &[String]) -> Option<String> {
+    let mut rest = args;
+    if let Some(first) = rest.first() {
+        if matches!(first.as_str(), "-s" | "-n" | "--signal") {
+            rest = rest.get(2..).unwrap_or(&[]);
+        } else if first == "--" {
+            rest = &rest[1..];
+        } else if first.starts_with('-') {
+            rest = &rest[1..];
+        }
+    }
+    rest.iter().any(|a| a == "-1").then(|| "kill -1 would signal every process you own".to_string())
+}
+
+/// Python, Perl or Ruby code that deletes a precious tree or forks forever.
+fn check_script_code(code: &str, here: &Here) -> Option<String> {
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    if squeezed.contains("forkwhilefork") || squeezed.contains("whileTrue:os.fork()") {
+        return Some("a fork bomb would exhaust the machine's processes".to_string());
+    }
+    for call in ["rmtree(", "remove_tree(", "rm_rf(", "rm_r("] {
+        for (at, _) in squeezed.match_indices(call) {
+            let arg = call_arguments(&squeezed[at + call.len()..]);
+            let precious_arg = [
+                "'/'",
+                "\"/\"",
+                "expanduser",
+                "Path.home",
+                "'~",
+                "\"~",
+                "HOME",
+                "getenv",
+                "'/home",
+                "\"/home",
+                "'/root",
+                "\"/root",
+                "os.sep",
+                "Dir.home",
+                "'/usr",
+                "\"/usr",
+            ]
+            .iter()
+            .any(|p| arg.contains(p));
+            let above = arg.trim_matches(['\'', '"']).starts_with("..");
+            if precious_arg || above || here.workspace == Path::new(arg.trim_matches(['\'', '"'])) {
+                return Some(format!("{call}{arg}) would delete the root or home folder"));
+            }
+        }
+    }
+    for (at, _) in code.match_indices("os.system(") {
+        let rest = &code[at + "os.system(".len()..];
+        let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+        if let Some(end) = rest[1..].find(quote)
+            && let Some(reason) = dangerous_command(&rest[1..1 + end], here.workspace, here.cwd)
+        {
+            return Some(reason);
+        }
+    }
+    None
+}
+
+/// The text up to the parenthesis that closes a call opened just before `rest`.
+fn call_arguments(rest: &str) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => return &rest[..i],
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    rest
+}
+
+fn is_disk(target: &str) -> bool {
+    target
+        .strip_prefix("/dev/")
+        .is_some_and(|name| DISK_PREFIXES.iter().any(|p| name.starts_with(p)))
+}
+
+/// A recursive `rm` of `/`, the home folder, the workspace, a system folder
+/// or a folder above one of them.
+fn check_rm(args: &[String], here: &Here) -> Option<String> {
     if args.iter().any(|a| a == "--no-preserve-root") {
         return Some("rm --no-preserve-root is never needed".to_string());
     }
@@ -115,9 +322,8 @@ fn check_rm(args: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
     if !recursive {
         return None;
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
     targets.into_iter().find_map(|target| {
-        if home.is_none() && ["~", "$HOME", "${HOME}"].iter().any(|p| target.starts_with(p)) {
+        if here.home.is_none() && ["~", "$HOME", "${HOME}"].iter().any(|p| target.starts_with(p)) {
             return Some(format!("rm -r {target} would delete in your home folder"));
         }
         let (dir, star) = match target.strip_suffix("/*").or_else(|| (target == "*").then_some("."))
@@ -126,16 +332,8 @@ fn check_rm(args: &[String], workspace: &Path, cwd: &Path) -> Option<String> {
             Some(dir) => (dir, true),
             None => (target, false),
         };
-        let path = normalize(&expand(dir, home.as_deref(), cwd));
-        let what = if path == Path::new("/") {
-            "the root folder"
-        } else if home.as_deref().is_some_and(|h| normalize(h) == path) {
-            "your home folder"
-        } else if workspace.starts_with(&path) {
-            if path == workspace { "the workspace" } else { "a folder holding the workspace" }
-        } else {
-            return None;
-        };
+        let path = normalize(&expand(dir, here.home, here.cwd));
+        let what = precious(&path, here)?;
         let contents = if star { "everything in " } else { "" };
         Some(format!("rm -r {target} would delete {contents}{what}"))
     })
@@ -193,59 +391,6 @@ fn raw_disk_redirect(command: &str) -> Option<String> {
         let name: String = device.chars().take_while(|c| !c.is_whitespace() && *c != ';').collect();
         DISK_PREFIXES.iter().any(|p| name.starts_with(p)).then(|| format!("/dev/{name}"))
     })
-}
-
-/// The command split into simple commands, each a list of words with quotes removed.
-fn simple_commands(command: &str) -> Vec<Vec<String>> {
-    let mut commands = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = command.chars().peekable();
-    let mut quote: Option<char> = None;
-    let finish_word = |words: &mut Vec<String>, word: &mut String, in_word: &mut bool| {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some('"'), '\\') => {
-                if let Some(next) = chars.next() {
-                    word.push(next);
-                }
-            }
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, '\\') => {
-                if let Some(next) = chars.next() {
-                    word.push(next);
-                    in_word = true;
-                }
-            }
-            (None, ';' | '&' | '|' | '\n' | '(' | ')' | '`') => {
-                finish_word(&mut words, &mut word, &mut in_word);
-                if !words.is_empty() {
-                    commands.push(std::mem::take(&mut words));
-                }
-            }
-            (None, c) if c.is_whitespace() => finish_word(&mut words, &mut word, &mut in_word),
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    finish_word(&mut words, &mut word, &mut in_word);
-    if !words.is_empty() {
-        commands.push(words);
-    }
-    commands
 }
 
 #[cfg(test)]
@@ -360,7 +505,45 @@ mod tests {
     }
 
     #[test]
+    fn spellings_that_slipped_past_the_old_splitter_are_refused() {
+        for command in [
+            "find ~ -delete",
+            "find / -delete",
+            "find / -name '*' -exec rm -rf {} +",
+            "cd ~ && rm -rf ../home",
+            "cd / && rm -rf home",
+            "$(echo rm) -rf ~",
+            "`echo rm` -rf /",
+            "/usr/bin/env rm -rf /",
+            "echo ~ | xargs rm -rf",
+            "h=~; rm -rf $h",
+            "d=/; rm -rf \"$d\"",
+            "python3 -c 'import shutil; shutil.rmtree(\"/\")'",
+            "python -c \"import shutil,os; shutil.rmtree(os.path.expanduser('~'))\"",
+            "echo x > /dev/sda",
+            "cat disk.img | tee /dev/sda",
+            "kill -9 -1",
+            "kill -KILL -1",
+            "f(){ f|f& };f",
+            "bomb() { bomb & bomb; }; bomb",
+            "perl -e 'fork while fork'",
+            "sh -c \"sh -c 'rm -rf /'\"",
+            "rm -rf /usr",
+        ] {
+            refused(command);
+        }
+    }
+
+    #[test]
     fn near_misses_run() {
+        allowed("rm -rf target");
+        allowed("find . -name '*.o' -delete");
+        allowed("find build -delete");
+        allowed("find . -name x | xargs rm");
+        allowed("kill -9 1234");
+        allowed("kill -1 1234");
+        allowed("python3 -c 'import shutil; shutil.rmtree(\"build\")'");
+        allowed("f() { echo hi; }; f; f");
         allowed("rm -rf ./build");
         allowed("rm -rf target/debug");
         allowed("rm -f /tmp/x.log");

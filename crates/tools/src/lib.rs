@@ -69,6 +69,8 @@ mod read;
 mod registry;
 mod result_cap;
 mod sandbox;
+pub mod shell;
+pub mod ssrf;
 mod walk;
 mod web_fetch;
 mod web_search;

@@ -1,6 +1,11 @@
 //! `web_fetch`: fetches a URL and returns it as Markdown or text.
+//!
+//! It never reaches the machine's own services or its private network unless
+//! config allows them (see [`crate::ssrf`]): every address is checked after
+//! DNS resolution, the connection goes only to the checked address (so a DNS
+//! answer that changes cannot switch it), and every redirect is checked again.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -8,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::args::{optional_positive, optional_str, required_str};
 use crate::html::{html_to_markdown, html_to_text};
+use crate::ssrf::{CheckedResolver, PrivateAllowList, Refused};
 use crate::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Characters returned when no `max_chars` is given (as OpenClaw's web_fetch).
@@ -26,6 +32,8 @@ const TOTAL_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Default)]
 pub struct WebFetchTool {
     client: OnceLock<Result<reqwest::Client, String>>,
+    /// Private addresses config allows (`[web_fetch] allow_private`).
+    allow: Arc<PrivateAllowList>,
 }
 
 /// How a body is turned into text.
@@ -63,6 +71,9 @@ impl Tool for WebFetchTool {
         })
     }
 
+    // It changes nothing here, so it may run in plan mode and beside other
+    // reads; the permission gate still asks before it reaches out (a URL can
+    // carry data out).
     fn read_only(&self) -> bool {
         true
     }
@@ -76,6 +87,9 @@ impl Tool for WebFetchTool {
                 "only http and https URLs can be fetched, not {}:",
                 url.scheme()
             )));
+        }
+        if let Some(refused) = self.allow.check_url(&url) {
+            return Err(ToolError::Failed(format!("fetching {url} refused: {refused}")));
         }
         let markdown = match optional_str(&input, "format").unwrap_or("markdown") {
             "markdown" => true,
@@ -102,14 +116,36 @@ impl WebFetchTool {
         Self::default()
     }
 
+    /// A web_fetch tool that may also reach these private addresses: IPs,
+    /// CIDR ranges (`10.0.0.0/8`) or host names (`localhost`), as in
+    /// `[web_fetch] allow_private`. A bad entry is an error naming it.
+    pub fn allowing_private(entries: &[String]) -> Result<Self, String> {
+        Ok(Self { client: OnceLock::new(), allow: Arc::new(PrivateAllowList::parse(entries)?) })
+    }
+
     fn client(&self) -> Result<&reqwest::Client, ToolError> {
         self.client
             .get_or_init(|| {
                 let _ = rustls::crypto::ring::default_provider().install_default();
+                let allow = self.allow.clone();
+                let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+                    if attempt.previous().len() > MAX_REDIRECTS {
+                        return attempt.error(TooManyRedirects);
+                    }
+                    if !matches!(attempt.url().scheme(), "http" | "https") {
+                        let scheme = attempt.url().scheme().to_string();
+                        return attempt.error(Refused(format!("a redirect to a {scheme}: URL")));
+                    }
+                    match allow.check_url(attempt.url()) {
+                        Some(refused) => attempt.error(refused),
+                        None => attempt.follow(),
+                    }
+                });
                 reqwest::Client::builder()
                     .connect_timeout(CONNECT_TIMEOUT)
                     .timeout(TOTAL_TIMEOUT)
-                    .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+                    .redirect(redirects)
+                    .dns_resolver(CheckedResolver::new(self.allow.clone()))
                     .user_agent(concat!("ferroclaw/", env!("CARGO_PKG_VERSION")))
                     .build()
                     .map_err(|e| format!("cannot build the HTTP client: {e}"))
@@ -130,6 +166,18 @@ async fn fetch(
     let mut response = client.get(url).send().await.map_err(|e| request_error(&shown, &e))?;
     let final_url = response.url().to_string();
     let status = response.status();
+    if status.is_redirection() {
+        // The redirect policy stops only at a Location it cannot follow.
+        let to = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("(none)")
+            .to_string();
+        return Err(ToolError::Failed(format!(
+            "fetching {shown} refused: a redirect to {to} (only http and https are followed)"
+        )));
+    }
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -233,8 +281,30 @@ fn sniff(bytes: &[u8]) -> Body {
     }
 }
 
+/// The redirect limit was passed.
+#[derive(Debug)]
+struct TooManyRedirects;
+
+impl std::fmt::Display for TooManyRedirects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "too many redirects (more than {MAX_REDIRECTS})")
+    }
+}
+
+impl std::error::Error for TooManyRedirects {}
+
 /// A request error said plainly.
 fn request_error(url: &str, e: &reqwest::Error) -> ToolError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(inner) = source {
+        if let Some(refused) = inner.downcast_ref::<Refused>() {
+            return ToolError::Failed(format!("fetching {url} refused: {refused}"));
+        }
+        if inner.downcast_ref::<TooManyRedirects>().is_some() {
+            return ToolError::Failed(format!("fetching {url} failed: {inner}"));
+        }
+        source = inner.source();
+    }
     let why = if e.is_timeout() {
         format!(
             "timed out (connect {} s, total {} s)",

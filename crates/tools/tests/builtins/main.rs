@@ -29,7 +29,13 @@ pub struct Ws {
 pub fn workspace() -> Ws {
     let dir = tempfile::tempdir().expect("temp dir");
     let ctx = ToolContext::new(dir.path());
-    Ws { dir, ctx, tools: builtin_tools() }
+    let mut tools = builtin_tools();
+    // The test servers listen on 127.0.0.1, which web_fetch refuses unless allowed.
+    tools.register(
+        ferroclaw_tools::WebFetchTool::allowing_private(&["127.0.0.1".to_string()])
+            .expect("valid allow list"),
+    );
+    Ws { dir, ctx, tools }
 }
 
 impl Ws {

@@ -1,0 +1,150 @@
+//! Paths as permission rules see them: resolved against the workspace, `..`
+//! removed, links followed where they exist, so `sub/../.env`, `./.env`,
+//! `/abs/ws/.env` and a link to it are all `.env`. And the files no tool of
+//! the agent may ever write: the ones that configure the next session or run
+//! code behind the user's back.
+
+use std::path::{Component, Path, PathBuf};
+
+/// A path resolved for rule matching.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// Absolute, normalised, links resolved where the path exists.
+    pub abs: PathBuf,
+    /// Relative to the workspace with `/` separators, when inside it
+    /// (`.` for the workspace itself).
+    pub rel: Option<String>,
+}
+
+impl Resolved {
+    /// The absolute path as text.
+    pub fn abs_text(&self) -> String {
+        self.abs.to_string_lossy().into_owned()
+    }
+}
+
+/// Resolves `given` (relative to `workspace`, or absolute, or `~/...`).
+pub fn resolve(workspace: &Path, given: &str) -> Resolved {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let joined = match (given.strip_prefix('~'), &home) {
+        (Some(rest), Some(h)) if rest.is_empty() || rest.starts_with('/') => {
+            h.join(rest.trim_start_matches('/'))
+        }
+        _ if Path::new(given).is_absolute() => PathBuf::from(given),
+        _ => workspace.join(given),
+    };
+    let abs = follow_links(&normalize(&joined));
+    let ws = follow_links(&normalize(workspace));
+    let rel = abs.strip_prefix(&ws).ok().map(|r| {
+        let parts: Vec<String> =
+            r.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        if parts.is_empty() { ".".to_string() } else { parts.join("/") }
+    });
+    Resolved { abs, rel }
+}
+
+/// `path` with `.` and `..` resolved lexically.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(part) => out.push(part),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// The longest existing ancestor of `path` with its links resolved, and the
+/// rest appended (a file about to be created resolves through its folder).
+fn follow_links(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut current = path.to_path_buf();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&current) {
+            let mut out = real;
+            for part in missing.iter().rev() {
+                out.push(part);
+            }
+            return normalize(&out);
+        }
+        match (current.file_name().map(|n| n.to_os_string()), current.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name);
+                current = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// Why the agent may never write `path`, or `None`. These files configure
+/// the next session (`.agent/config.toml`, `.mcp.json`, Claude Code's
+/// settings, ferroclaw's own home) or make git run code (`.git/config` with
+/// `core.fsmonitor`, `.git/hooks/*`).
+pub fn protected(path: &Path) -> Option<&'static str> {
+    let parts: Vec<String> =
+        path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let n = parts.len();
+    let last = parts.last().map(String::as_str).unwrap_or("");
+    let parent = if n >= 2 { parts[n - 2].as_str() } else { "" };
+    if last == ".mcp.json" {
+        return Some("it starts MCP servers (commands) when a session opens");
+    }
+    if parent == ".agent" && matches!(last, "config.toml" | "mcp.json") {
+        return Some("it configures the agent's permissions, sandbox and providers");
+    }
+    if parent == ".claude" && last.starts_with("settings") && last.ends_with(".json") {
+        return Some("it configures agents' permissions and hooks");
+    }
+    if parent == ".ferroclaw" && matches!(last, "config.toml" | "trust.json") {
+        return Some("it is ferroclaw's own configuration");
+    }
+    if last == ".git" {
+        return Some("it tells git where the repository (and its config) is");
+    }
+    if let Some(at) = parts.iter().position(|p| p == ".git") {
+        match parts.get(at + 1).map(String::as_str) {
+            Some("config") if at + 2 == n => {
+                return Some("git runs commands named in it (core.fsmonitor, core.pager, ...)");
+            }
+            Some("hooks") => return Some("git runs the hooks in it"),
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_dot_and_absolute_spellings_resolve_to_the_same_relative_path() {
+        let ws = tempfile::tempdir().unwrap();
+        let abs = ws.path().join(".env").to_string_lossy().into_owned();
+        for given in ["sub/../.env", "./.env", ".env", abs.as_str()] {
+            assert_eq!(resolve(ws.path(), given).rel.as_deref(), Some(".env"), "{given}");
+        }
+        assert_eq!(resolve(ws.path(), "../x").rel, None);
+    }
+
+    #[test]
+    fn files_that_configure_the_next_session_are_protected() {
+        for p in [
+            "/w/.agent/config.toml",
+            "/w/.mcp.json",
+            "/w/.claude/settings.local.json",
+            "/w/.git/config",
+            "/w/.git/hooks/pre-commit",
+            "/w/sub/.git/config",
+        ] {
+            assert!(protected(Path::new(p)).is_some(), "{p}");
+        }
+        assert!(protected(Path::new("/w/src/config.toml")).is_none());
+        assert!(protected(Path::new("/w/.github/workflows/ci.yml")).is_none());
+    }
+}

@@ -1,0 +1,612 @@
+//! A `bash` command as the simple commands it would run, parsed with the
+//! tree-sitter bash grammar: lists (`;`, `&&`, `||`, `&`, newlines),
+//! pipelines, subshells, `{ }` groups, control structures, `$(...)`,
+//! backticks, `<(...)`, function bodies, and the strings given to
+//! `sh -c`/`bash -c`/`eval`, recursively. Redirections are collected apart
+//! (a `>` to a file is a write). Whatever the grammar cannot place is listed
+//! in [`Script::unknown`]: callers must then ask rather than assume.
+//!
+//! ```
+//! let script = ferroclaw_tools::shell::parse("git status; echo $(touch x) > out.txt");
+//! let commands: Vec<String> = script.commands.iter().map(|c| c.text()).collect();
+//! assert_eq!(commands, ["git status", "echo $(touch x)", "touch x"]);
+//! assert_eq!(script.file_writes()[0].target.text, "out.txt");
+//! ```
+
+use std::collections::HashMap;
+
+use tree_sitter::{Node, Parser};
+
+/// How deep `sh -c` strings, `eval` and nested constructs are followed
+/// before the command counts as not understood.
+const MAX_DEPTH: usize = 48;
+
+/// Programs that run the rest of their words as a command, with the options
+/// of each that take a value.
+const WRAPPERS: &[(&str, &[&str])] = &[
+    ("sudo", &["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U"]),
+    ("doas", &["-u", "-C"]),
+    ("env", &["-u", "--unset", "-C", "--chdir"]),
+    ("nohup", &[]),
+    ("time", &["-f", "-o"]),
+    ("command", &[]),
+    ("builtin", &[]),
+    ("exec", &["-a"]),
+    ("nice", &["-n", "--adjustment"]),
+    ("ionice", &["-c", "-n", "-p"]),
+    ("timeout", &["-s", "--signal", "-k", "--kill-after"]),
+    ("xargs", &["-I", "-i", "-n", "-P", "-L", "-l", "-d", "-a", "-E", "-e", "-s", "--delimiter"]),
+    ("stdbuf", &["-i", "-o", "-e"]),
+    ("setsid", &[]),
+    ("unbuffer", &[]),
+    ("chronic", &[]),
+];
+
+/// Shells whose `-c` string is parsed as a command too.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
+
+/// One word of a command: its value with quotes removed, and whether it
+/// depends on something known only when it runs (a variable, `$(...)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// The value, or the source text where it is dynamic.
+    pub text: String,
+    pub dynamic: bool,
+}
+
+/// A redirection such as `> out.txt`, `2>&1` or `< in`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// `>`, `>>`, `<`, `&>`, `>&`, ...
+    pub op: String,
+    pub target: Word,
+}
+
+impl Redirect {
+    /// True when it writes to a file (not a descriptor, not `/dev/null`).
+    pub fn writes_file(&self) -> bool {
+        let writes = self.op.contains('>') || self.op == "<>";
+        let t = self.target.text.as_str();
+        let descriptor = (self.op == ">&" || self.op == "<&")
+            && (t == "-" || t.chars().all(|c| c.is_ascii_digit()));
+        let harmless = matches!(t, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty")
+            || t.starts_with("/dev/fd/");
+        writes && !descriptor && !harmless
+    }
+}
+
+/// One simple command: `NAME=value ... program args...`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SimpleCommand {
+    /// Leading `NAME=value` assignments, as written.
+    pub assignments: Vec<String>,
+    pub words: Vec<Word>,
+    /// The function whose body holds it, if any.
+    pub in_function: Option<String>,
+}
+
+impl SimpleCommand {
+    /// The command as one line: assignments, then words, single-spaced.
+    pub fn text(&self) -> String {
+        let words = self.words.iter().map(|w| w.text.as_str());
+        self.assignments.iter().map(String::as_str).chain(words).collect::<Vec<_>>().join(" ")
+    }
+
+    /// The words after wrappers (`sudo`, `env`, `timeout 5`, `xargs -n1`,
+    /// `nice -n 5`, ...) and their options, with leading assignments gone.
+    pub fn unwrapped(&self) -> &[Word] {
+        let mut rest = self.words.as_slice();
+        loop {
+            let Some((first, tail)) = rest.split_first() else { return rest };
+            let name = basename(&first.text);
+            let Some((_, valued)) = WRAPPERS.iter().find(|(w, _)| *w == name) else {
+                return rest;
+            };
+            rest = tail;
+            while let Some(word) = rest.first() {
+                let t = word.text.as_str();
+                let assignment = name == "env" && is_assignment(t);
+                if t == "--" {
+                    rest = &rest[1..];
+                    break;
+                } else if valued.contains(&t) {
+                    rest = rest.get(2..).unwrap_or(&[]);
+                } else if t.starts_with('-') || assignment {
+                    rest = &rest[1..];
+                } else {
+                    break;
+                }
+            }
+            if name == "timeout" && !rest.is_empty() {
+                rest = &rest[1..]; // the duration
+            }
+        }
+    }
+
+    /// The program after wrappers, without its folder (`/usr/bin/rm` -> `rm`);
+    /// `None` when there is none or its name is computed at run time.
+    pub fn program(&self) -> Option<&str> {
+        let first = self.unwrapped().first()?;
+        (!first.dynamic).then(|| basename(&first.text))
+    }
+
+    /// True when the program's name is computed at run time (`$(echo rm)`).
+    pub fn dynamic_program(&self) -> bool {
+        self.unwrapped().first().is_some_and(|w| w.dynamic)
+    }
+}
+
+/// `/usr/bin/rm` -> `rm`.
+pub fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// A shell function defined by the command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Function {
+    pub name: String,
+    /// Calls of itself inside its own body.
+    pub self_calls: usize,
+    /// Its body runs something in the background or in a pipeline.
+    pub forks: bool,
+}
+
+/// Everything a command would run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Script {
+    /// Simple commands in source order (those of `$(...)` after their host).
+    pub commands: Vec<SimpleCommand>,
+    pub redirects: Vec<Redirect>,
+    pub functions: Vec<Function>,
+    /// Bodies of here-documents.
+    pub heredocs: Vec<String>,
+    /// What the parser could not understand; non-empty means "ask".
+    pub unknown: Vec<String>,
+}
+
+impl Script {
+    /// The redirections that write files.
+    pub fn file_writes(&self) -> Vec<&Redirect> {
+        self.redirects.iter().filter(|r| r.writes_file()).collect()
+    }
+
+    /// True when every part was understood.
+    pub fn understood(&self) -> bool {
+        self.unknown.is_empty()
+    }
+}
+
+/// Parses `command`. Never fails: what is not understood is in `unknown`.
+pub fn parse(command: &str) -> Script {
+    let mut walker = Walker::default();
+    walker.parse_into(command, 0);
+    walker.script
+}
+
+#[derive(Default)]
+struct Walker {
+    script: Script,
+    /// Variables assigned a static value earlier in the command (`h=~`).
+    vars: HashMap<String, String>,
+    function: Option<String>,
+}
+
+impl Walker {
+    fn parse_into(&mut self, source: &str, depth: usize) {
+        if depth > MAX_DEPTH / 4 {
+            self.script.unknown.push("shell strings nested too deeply".into());
+            return;
+        }
+        let mut parser = Parser::new();
+        if parser.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
+            self.script.unknown.push("the bash grammar could not be loaded".into());
+            return;
+        }
+        let Some(tree) = parser.parse(source, None) else {
+            self.script.unknown.push("the command could not be parsed".into());
+            return;
+        };
+        let root = tree.root_node();
+        if root.has_error() {
+            self.script.unknown.push(format!("the shell grammar cannot parse {source:?}"));
+        }
+        self.visit(root, source, depth * 4);
+    }
+
+    fn visit(&mut self, node: Node, src: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.script.unknown.push("the command is nested too deeply".into());
+            return;
+        }
+        match node.kind() {
+            "command" => self.command(node, src, depth),
+            "variable_assignment" => {
+                let (name, value) = self.assignment(node, src, depth);
+                match value {
+                    Some(v) if !v.dynamic => self.vars.insert(name, v.text),
+                    _ => self.vars.remove(&name),
+                };
+            }
+            "declaration_command" | "unset_command" | "test_command" => {
+                self.builtin_like(node, src, depth)
+            }
+            "file_redirect" | "herestring_redirect" => self.redirect(node, src, depth),
+            "heredoc_body" => {
+                self.script.heredocs.push(text(node, src).to_string());
+                self.children(node, src, depth);
+            }
+            "function_definition" => self.function(node, src, depth),
+            "comment" => {}
+            "command_substitution" | "process_substitution" | "subshell" => {
+                self.children(node, src, depth)
+            }
+            "word"
+            | "string"
+            | "raw_string"
+            | "concatenation"
+            | "simple_expansion"
+            | "expansion"
+            | "number"
+            | "ansi_c_string"
+            | "arithmetic_expansion" => {
+                self.word(node, src, depth);
+            }
+            "ERROR" => {
+                self.script.unknown.push(format!("cannot parse {:?}", text(node, src)));
+                self.children(node, src, depth);
+            }
+            _ => self.children(node, src, depth),
+        }
+    }
+
+    fn children(&mut self, node: Node, src: &str, depth: usize) {
+        let mut cursor = node.walk();
+        let kids: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in kids {
+            self.visit(child, src, depth + 1);
+        }
+    }
+
+    fn command(&mut self, node: Node, src: &str, depth: usize) {
+        let mut cmd = SimpleCommand { in_function: self.function.clone(), ..Default::default() };
+        let mut cursor = node.walk();
+        let kids: Vec<Node> = node.named_children(&mut cursor).collect();
+        let mut nested = Vec::new();
+        let at = self.script.commands.len();
+        for child in kids {
+            match child.kind() {
+                "variable_assignment" => {
+                    let (name, value) = self.assignment(child, src, depth);
+                    let shown = value.map_or(String::new(), |v| v.text);
+                    cmd.assignments.push(format!("{name}={shown}"));
+                }
+                "command_name" => {
+                    let mut c = child.walk();
+                    let inner: Vec<Node> = child.named_children(&mut c).collect();
+                    for w in inner {
+                        cmd.words.push(self.word(w, src, depth));
+                    }
+                }
+                "file_redirect" | "herestring_redirect" | "heredoc_redirect" => nested.push(child),
+                "comment" => {}
+                _ => cmd.words.push(self.word(child, src, depth)),
+            }
+        }
+        // The command itself first, then what its words and redirects run.
+        let substituted = self.script.commands.split_off(at.min(self.script.commands.len()));
+        self.finish_command(cmd, src, depth);
+        self.script.commands.extend(substituted);
+        for child in nested {
+            self.visit(child, src, depth + 1);
+        }
+    }
+
+    /// Records `cmd` and follows `sh -c STRING` and `eval ARGS`.
+    fn finish_command(&mut self, cmd: SimpleCommand, _src: &str, depth: usize) {
+        if cmd.words.is_empty() && !cmd.assignments.is_empty() {
+            return; // only assignments: for this command's environment
+        }
+        if let (Some(f), Some(program)) = (&self.function, cmd.program())
+            && f == program
+            && let Some(def) = self.script.functions.iter_mut().find(|d| &d.name == f)
+        {
+            def.self_calls += 1;
+        }
+        let words = cmd.unwrapped().to_vec();
+        let program = cmd.program().map(str::to_string);
+        self.script.commands.push(cmd);
+        match program.as_deref() {
+            Some(shell) if SHELLS.contains(&shell) => {
+                let mut args = words.iter().skip(1);
+                if shell == "busybox" {
+                    args.next(); // the applet
+                }
+                let mut script = None;
+                while let Some(arg) = args.next() {
+                    let t = arg.text.as_str();
+                    if t.starts_with('-') && !t.starts_with("--") && t.contains('c') {
+                        script = Some(args.next());
+                        break;
+                    }
+                    if !t.starts_with('-') {
+                        break; // a script file: what it runs is not known
+                    }
+                }
+                match script {
+                    Some(Some(w)) if !w.dynamic => self.parse_into(&w.text.clone(), depth + 1),
+                    Some(_) => {
+                        self.script.unknown.push(format!("{shell} -c with a computed script"))
+                    }
+                    None => {}
+                }
+            }
+            Some("eval") => {
+                if words[1..].iter().any(|w| w.dynamic) {
+                    self.script.unknown.push("eval of a computed string".into());
+                } else {
+                    let joined: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+                    self.parse_into(&joined.join(" "), depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn builtin_like(&mut self, node: Node, src: &str, depth: usize) {
+        let mut cmd = SimpleCommand { in_function: self.function.clone(), ..Default::default() };
+        let mut cursor = node.walk();
+        let kids: Vec<Node> = node.children(&mut cursor).collect();
+        for child in kids {
+            if !child.is_named() {
+                let t = text(child, src);
+                if cmd.words.is_empty() && t.chars().all(|c| c.is_ascii_alphabetic()) {
+                    cmd.words.push(Word { text: t.to_string(), dynamic: false });
+                }
+                continue;
+            }
+            if child.kind() == "variable_assignment" {
+                let (name, value) = self.assignment(child, src, depth);
+                match &value {
+                    Some(v) if !v.dynamic => self.vars.insert(name.clone(), v.text.clone()),
+                    _ => self.vars.remove(&name),
+                };
+                let shown = value.map_or(String::new(), |v| v.text);
+                cmd.words.push(Word { text: format!("{name}={shown}"), dynamic: false });
+            } else {
+                cmd.words.push(self.word(child, src, depth));
+            }
+        }
+        if node.kind() == "test_command" {
+            cmd.words = vec![Word { text: text(node, src).to_string(), dynamic: false }];
+        }
+        self.finish_command(cmd, src, depth);
+    }
+
+    fn assignment(&mut self, node: Node, src: &str, depth: usize) -> (String, Option<Word>) {
+        let name =
+            node.child_by_field_name("name").map_or_else(String::new, |n| text(n, src).to_string());
+        let value = node.child_by_field_name("value").map(|v| self.word(v, src, depth));
+        (name, value)
+    }
+
+    fn function(&mut self, node: Node, src: &str, depth: usize) {
+        let name = node.child_by_field_name("name").map(|n| text(n, src).to_string());
+        let Some(name) = name else {
+            self.children(node, src, depth);
+            return;
+        };
+        let body = node.child_by_field_name("body");
+        let forks = body.is_some_and(|b| {
+            let t = text(b, src);
+            t.contains('&') || t.contains('|')
+        });
+        self.script.functions.push(Function { name: name.clone(), self_calls: 0, forks });
+        let outer = self.function.replace(name);
+        if let Some(body) = body {
+            self.visit(body, src, depth + 1);
+        }
+        self.function = outer;
+    }
+
+    fn redirect(&mut self, node: Node, src: &str, depth: usize) {
+        let mut op = String::new();
+        let mut target = None;
+        let mut cursor = node.walk();
+        let kids: Vec<Node> = node.children(&mut cursor).collect();
+        for child in kids {
+            if !child.is_named() {
+                op.push_str(text(child, src));
+            } else if child.kind() == "file_descriptor" {
+            } else if target.is_none() {
+                target = Some(self.word(child, src, depth));
+            } else {
+                self.visit(child, src, depth + 1);
+            }
+        }
+        if let Some(target) = target {
+            self.script.redirects.push(Redirect { op, target });
+        }
+    }
+
+    /// The value of a word-like node; substitutions inside are walked.
+    fn word(&mut self, node: Node, src: &str, depth: usize) -> Word {
+        let raw = text(node, src);
+        let stat = |t: String| Word { text: t, dynamic: false };
+        let dynamic = |t: &str| Word { text: t.to_string(), dynamic: true };
+        match node.kind() {
+            "word" | "number" => stat(unescape(raw)),
+            "raw_string" => stat(raw.trim_start_matches('\'').trim_end_matches('\'').to_string()),
+            "string" => {
+                let mut cursor = node.walk();
+                let kids: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut value = String::new();
+                let mut is_dynamic = false;
+                let mut last = node.start_byte() + 1;
+                let end = node.end_byte().saturating_sub(1).max(last);
+                for child in kids {
+                    value.push_str(&unescape_dq(src.get(last..child.start_byte()).unwrap_or("")));
+                    if child.kind() == "string_content" {
+                        value.push_str(&unescape_dq(text(child, src)));
+                    } else {
+                        let w = self.word(child, src, depth + 1);
+                        is_dynamic |= w.dynamic;
+                        value.push_str(&w.text);
+                    }
+                    last = child.end_byte();
+                }
+                value.push_str(&unescape_dq(src.get(last..end).unwrap_or("")));
+                Word { text: value, dynamic: is_dynamic }
+            }
+            "concatenation" => {
+                let mut cursor = node.walk();
+                let kids: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut value = String::new();
+                let mut is_dynamic = false;
+                let mut last = node.start_byte();
+                for child in kids {
+                    value.push_str(&unescape(src.get(last..child.start_byte()).unwrap_or("")));
+                    let w = self.word(child, src, depth + 1);
+                    is_dynamic |= w.dynamic;
+                    value.push_str(&w.text);
+                    last = child.end_byte();
+                }
+                value.push_str(&unescape(src.get(last..node.end_byte()).unwrap_or("")));
+                Word { text: value, dynamic: is_dynamic }
+            }
+            "simple_expansion" | "expansion" => {
+                let name =
+                    raw.trim_start_matches('$').trim_start_matches('{').trim_end_matches('}');
+                match self.vars.get(name) {
+                    Some(v) => stat(v.clone()),
+                    None => {
+                        self.children(node, src, depth);
+                        dynamic(raw)
+                    }
+                }
+            }
+            _ => {
+                self.visit_inside(node, src, depth);
+                dynamic(raw)
+            }
+        }
+    }
+
+    /// Walks the commands inside a dynamic word (`$(...)`, `<(...)`).
+    fn visit_inside(&mut self, node: Node, src: &str, depth: usize) {
+        match node.kind() {
+            "command_substitution" | "process_substitution" => self.children(node, src, depth),
+            _ => self.children(node, src, depth),
+        }
+    }
+}
+
+fn text<'a>(node: Node, src: &'a str) -> &'a str {
+    src.get(node.start_byte()..node.end_byte()).unwrap_or("")
+}
+
+/// An unquoted word with backslash escapes removed.
+fn unescape(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(next) = chars.next()
+                && next != '\n'
+            {
+                out.push(next);
+            }
+        } else if c != '"' && c != '\'' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Double-quoted text with its escapes (`\"`, `\\`, `\$`, `` \` ``) removed.
+fn unescape_dq(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\\', Some('"' | '\\' | '$' | '`')) => {
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            }
+            ('\\', Some('\n')) => {
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(command: &str) -> Vec<String> {
+        parse(command).commands.iter().map(SimpleCommand::text).collect()
+    }
+
+    #[test]
+    fn lists_pipelines_and_substitutions_become_simple_commands() {
+        assert_eq!(texts("git status; touch X"), ["git status", "touch X"]);
+        assert_eq!(texts("git status && touch X || rm y"), ["git status", "touch X", "rm y"]);
+        assert_eq!(texts("git status\ntouch X"), ["git status", "touch X"]);
+        assert_eq!(texts("git status & touch X"), ["git status", "touch X"]);
+        assert_eq!(
+            texts("git status | sh -c 'touch X'"),
+            ["git status", "sh -c touch X", "touch X"]
+        );
+        assert_eq!(texts("git status `touch X`"), ["git status `touch X`", "touch X"]);
+        assert_eq!(texts("diff <(touch X) y"), ["diff <(touch X) y", "touch X"]);
+        assert_eq!(texts("(cd a && make)"), ["cd a", "make"]);
+        assert_eq!(texts("eval 'touch X'"), ["eval touch X", "touch X"]);
+    }
+
+    #[test]
+    fn quotes_are_removed_and_variables_known_from_the_command_are_used() {
+        assert_eq!(texts("git commit -m \"a b\" 'c'"), ["git commit -m a b c"]);
+        let s = parse("h=~; rm -rf $h");
+        assert_eq!(s.commands[0].text(), "rm -rf ~");
+        assert!(!s.commands[0].words[2].dynamic);
+    }
+
+    #[test]
+    fn wrappers_and_folders_are_seen_through() {
+        let s = parse("/usr/bin/env FOO=1 timeout 5 nice -n 3 /bin/rm -rf x");
+        assert_eq!(s.commands[0].program(), Some("rm"));
+        let s = parse("$(echo rm) -rf ~");
+        assert!(s.commands[0].dynamic_program());
+        assert_eq!(s.commands[1].text(), "echo rm");
+    }
+
+    #[test]
+    fn redirections_to_files_are_writes_and_descriptors_are_not() {
+        let s = parse("make > log.txt 2>&1 < in; ls 2>/dev/null");
+        let writes: Vec<&str> = s.file_writes().iter().map(|r| r.target.text.as_str()).collect();
+        assert_eq!(writes, ["log.txt"]);
+    }
+
+    #[test]
+    fn unparseable_commands_are_flagged() {
+        assert!(!parse("echo 'unterminated").understood());
+        assert!(!parse("bash -c \"$X\"").understood());
+        assert!(parse("cargo test -- --nocapture").understood());
+    }
+
+    #[test]
+    fn functions_that_call_themselves_are_counted() {
+        let s = parse(":(){ :|:& };:");
+        assert_eq!(s.functions.len(), 1);
+        assert_eq!(s.functions[0].self_calls, 2);
+    }
+}
