@@ -53,6 +53,7 @@ mod background_job;
 mod background_tools;
 mod bash;
 mod bash_output;
+mod beneath;
 mod builtin;
 mod closest;
 mod deny;
@@ -82,6 +83,7 @@ pub use background_tools::{
 };
 pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use bash_output::MAX_OUTPUT_CHARS;
+pub use beneath::Beneath;
 pub use builtin::{builtin_tools, canonical_tool_name, register_builtins};
 pub use deny::dangerous_command;
 pub use edit::EditTool;
