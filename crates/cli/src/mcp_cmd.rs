@@ -234,8 +234,11 @@ pub fn load(config: &Config) -> McpConfig {
 
 /// Starts `servers` for this workspace, with its OAuth token store.
 async fn connect(config: &Config, servers: McpConfig, hooks: ClientHooks) -> McpHub {
+    let mut sandbox = crate::setup::sandbox_policy(config);
+    sandbox.writable.extend(config.file.allowed_dirs.iter().flatten().cloned());
     let options = HubOptions {
         workspace: config.workspace.clone(),
+        sandbox,
         hooks,
         tokens: Some(token_store(config)),
     };

@@ -314,5 +314,13 @@ pub fn sandbox_policy(config: &Config) -> SandboxPolicy {
             _ => p.clone(),
         })
         .collect();
-    SandboxPolicy { confine_writes: section.enabled.unwrap_or(true), writable }
+    SandboxPolicy {
+        confine_writes: section.enabled.unwrap_or(true),
+        writable,
+        env: section.env.clone(),
+        tcp: ferroclaw_tools::landlock::TcpPolicy {
+            connect: section.tcp_connect.clone(),
+            bind: section.tcp_bind.clone(),
+        },
+    }
 }

@@ -102,6 +102,14 @@ pub struct SandboxSection {
     /// Folders `bash` may write besides the workspace and temp (e.g. `~/.cargo`).
     #[serde(default)]
     pub writable: Vec<PathBuf>,
+    /// Environment variables commands and MCP servers get besides the basic
+    /// allow-list (PATH, HOME, LANG, ...), e.g. `["GITHUB_TOKEN"]`.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// TCP ports commands may connect to (Landlock ABI 4+); absent = any.
+    pub tcp_connect: Option<Vec<u16>>,
+    /// TCP ports commands may bind (Landlock ABI 4+); absent = any.
+    pub tcp_bind: Option<Vec<u16>>,
 }
 
 /// `[providers.NAME]`.

@@ -64,6 +64,7 @@ async fn start(url: &str, tokens: &TokenStore) -> McpHub {
             workspace: std::env::temp_dir(),
             hooks: ClientHooks { elicitor: Some(Arc::new(Defaults)), sampler: None },
             tokens: Some(tokens.clone()),
+            sandbox: Default::default(),
         },
     )
     .await

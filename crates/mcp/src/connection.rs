@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ferroclaw_tools::SandboxPolicy;
 use futures_util::FutureExt;
 use rmcp::service::{
     ClientInitializeError, Peer, RoleClient, RunningService, ServiceError, ServiceExt,
@@ -59,6 +60,8 @@ enum Life {
 pub(crate) struct Connection {
     pub config: ServerConfig,
     workspace: PathBuf,
+    /// How a stdio server is confined and which environment it gets.
+    sandbox: SandboxPolicy,
     hooks: ClientHooks,
     /// Saved OAuth tokens of HTTP servers.
     tokens: Option<TokenStore>,
@@ -75,12 +78,14 @@ impl Connection {
     pub async fn start(
         config: ServerConfig,
         workspace: &Path,
+        sandbox: SandboxPolicy,
         hooks: ClientHooks,
         tokens: Option<TokenStore>,
     ) -> Result<Connection, (Connection, McpError)> {
         let conn = Connection {
             config,
             workspace: workspace.to_path_buf(),
+            sandbox,
             hooks,
             tokens,
             tools_changed: Arc::new(AtomicBool::new(false)),
@@ -253,11 +258,25 @@ impl Connection {
         let timeout = self.config.startup_timeout;
         let (handshake, pgid) = match &self.config.transport {
             Transport::Stdio { command, args, env, cwd } => {
+                // Confined like `bash`: the allow-listed environment plus the
+                // server's own `env`, and Landlock writes beneath the workspace.
+                let confinement = self
+                    .sandbox
+                    .confinement(&self.workspace, &[])
+                    .map_err(|e| start_error(format!("cannot set up the sandbox: {e}")))?;
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)
+                    .env_clear()
+                    .envs(self.sandbox.child_env())
                     .envs(env)
                     .current_dir(cwd.as_deref().unwrap_or(&self.workspace))
                     .kill_on_drop(true);
+                if let Some(confinement) = confinement {
+                    // SAFETY: apply_in_child makes only async-signal-safe syscalls.
+                    unsafe {
+                        cmd.pre_exec(move || confinement.apply_in_child());
+                    }
+                }
                 let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
                 let (transport, stderr) = TokioChildProcess::builder(wrapped)

@@ -25,6 +25,8 @@ use crate::tool::{ListResources, McpTool, ReadResource};
 pub struct HubOptions {
     /// The workspace: the servers' root and default working directory.
     pub workspace: PathBuf,
+    /// How stdio servers are confined (Landlock, environment), as `bash` is.
+    pub sandbox: ferroclaw_tools::SandboxPolicy,
     pub hooks: ClientHooks,
     /// Saved OAuth tokens of HTTP servers (`$FERROCLAW_HOME/mcp-tokens`);
     /// `None` sends none.
@@ -406,6 +408,7 @@ async fn start_one(
     let conn = match Connection::start(
         server,
         &options.workspace,
+        options.sandbox.clone(),
         options.hooks.clone(),
         options.tokens.clone(),
     )

@@ -117,6 +117,9 @@ pub struct JobOptions {
     pub detached: bool,
     /// Landlock write confinement for the job (see [`ToolContext::write_confinement`](crate::ToolContext::write_confinement)).
     pub confinement: Option<std::sync::Arc<crate::landlock::WriteConfinement>>,
+    /// The job's whole environment (see [`crate::SandboxPolicy::child_env`]);
+    /// `None` = the allow-list of [`crate::child_env::PASSED_ENV`] alone.
+    pub env: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
 }
 
 /// Runs and tracks background jobs. Cheap to clone; all clones share the
@@ -196,8 +199,15 @@ impl JobManager {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| ToolError::Failed("background jobs need a tokio runtime".to_string()))?;
         let id = fresh_id(&jobs);
-        let (job, run) =
-            Job::spawn(&id, command, workspace, options.detached, options.confinement.clone())?;
+        let env = options.env.clone().unwrap_or_else(|| crate::child_env::current_child_env(&[]));
+        let (job, run) = Job::spawn(
+            &id,
+            command,
+            workspace,
+            options.detached,
+            options.confinement.clone(),
+            &env,
+        )?;
         forget_old_jobs(&mut jobs);
         jobs.push(job.clone());
         drop(jobs);

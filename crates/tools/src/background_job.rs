@@ -88,6 +88,7 @@ impl Job {
         workspace: &Path,
         detached: bool,
         confinement: Option<Arc<crate::landlock::WriteConfinement>>,
+        env: &[(std::ffi::OsString, std::ffi::OsString)],
     ) -> Result<(Arc<Job>, Run), ToolError> {
         let (output, fd, reader, script) = if detached {
             let dir = workspace.join(".agent").join("jobs");
@@ -104,7 +105,7 @@ impl Job {
             let output = Output::Pipe(Mutex::new(Capture::default()));
             (output, OwnedFd::from(writer), Some(reader), command.to_string())
         };
-        let (child, mut group) = spawn_in_group(&script, workspace, fd, confinement)?;
+        let (child, mut group) = spawn_in_group(&script, workspace, fd, confinement, env)?;
         let pipe = reader
             .map(|r| Receiver::from_owned_fd(OwnedFd::from(r)))
             .transpose()

@@ -87,7 +87,12 @@ impl Tool for BackgroundRunTool {
         let id = self.0.start(
             command,
             sandbox.workspace(),
-            JobOptions { timeout, detached, confinement: ctx.write_confinement()? },
+            JobOptions {
+                timeout,
+                detached,
+                confinement: ctx.write_confinement()?,
+                env: Some(ctx.sandbox.child_env()),
+            },
         )?;
         let survives = if detached {
             format!(

@@ -234,13 +234,15 @@ impl Drop for GroupKill {
 
 /// Spawns `bash -c script` in `cwd` in a new process group, stdin closed,
 /// stdout and stderr both written to `output` (a pipe or a file), writes
-/// confined by `confinement` when given. The guard kills the whole group when
+/// confined by `confinement` when given, with exactly the environment `env`
+/// (see [`crate::SandboxPolicy::child_env`]) plus pager settings. The guard kills the whole group when
 /// dropped while armed.
 pub(crate) fn spawn_in_group(
     script: &str,
     cwd: &Path,
     output: OwnedFd,
     confinement: Option<Arc<WriteConfinement>>,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
 ) -> Result<(tokio::process::Child, GroupKill), ToolError> {
     let output_err = output
         .try_clone()
@@ -253,6 +255,8 @@ pub(crate) fn spawn_in_group(
         .stdin(Stdio::null())
         .stdout(output)
         .stderr(output_err)
+        .env_clear()
+        .envs(env.iter().cloned())
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -278,8 +282,9 @@ async fn run(
     ctx: &ToolContext,
 ) -> Result<(End, Capture), ToolError> {
     let (reader, writer) = std::io::pipe().map_err(|e| ToolError::io("cannot create a pipe", e))?;
+    let env = ctx.sandbox.child_env();
     let (mut child, mut group) =
-        spawn_in_group(script, cwd, OwnedFd::from(writer), ctx.write_confinement()?)?;
+        spawn_in_group(script, cwd, OwnedFd::from(writer), ctx.write_confinement()?, &env)?;
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| ToolError::io("cannot read the command's output", e))?;
 

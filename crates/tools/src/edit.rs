@@ -54,12 +54,12 @@ impl Tool for EditTool {
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let edit = Replacement::from_json(&input)?;
-        let (path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
+        let (sandbox, path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
         tokio::task::spawn_blocking(move || {
-            let original = read_text(&path, &shown)?;
+            let original = read_text(&sandbox, &path, &shown)?;
             let applied = apply(&original, &edit)
                 .map_err(|f| ToolError::Failed(f.describe(&shown, &original, &edit.old)))?;
-            atomic_write(&path, applied.content.as_bytes())?;
+            atomic_write(&sandbox, &path, applied.content.as_bytes())?;
             Ok(ToolOutput::text(format!(
                 "Edited {shown}: {} replacement{}.\n{}",
                 applied.count,
@@ -189,11 +189,12 @@ fn apply_exact(
     }
 }
 
-/// Resolves a path that must be an existing file, with its display name.
+/// Resolves a path that must be an existing file: its sandbox, the path and
+/// its display name.
 pub(crate) fn resolve_existing(
     ctx: &ToolContext,
     raw: &str,
-) -> Result<(PathBuf, String), ToolError> {
+) -> Result<(Sandbox, PathBuf, String), ToolError> {
     let sandbox = Sandbox::from_context(ctx);
     let path = sandbox.resolve(raw)?;
     let shown = sandbox.display(&path);
@@ -205,13 +206,16 @@ pub(crate) fn resolve_existing(
             "{shown} does not exist; use write to create a new file"
         )));
     }
-    Ok((path, shown))
+    Ok((sandbox, path, shown))
 }
 
-/// The file as UTF-8 text, or a refusal naming why not.
-pub(crate) fn read_text(path: &Path, shown: &str) -> Result<String, ToolError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
+/// The file as UTF-8 text, or a refusal naming why not; opened beneath its
+/// sandbox root without following links.
+pub(crate) fn read_text(sandbox: &Sandbox, path: &Path, shown: &str) -> Result<String, ToolError> {
+    let (root, rel) = sandbox.beneath(path)?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut root.open_read(&rel)?, &mut bytes)
+        .map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
     String::from_utf8(bytes).map_err(|_| {
         ToolError::Failed(format!(
             "{shown} is not valid UTF-8 text; edit only changes text files (use write to replace it)"

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::args::{flag, optional_count, optional_positive, optional_str, required_str};
 use crate::grep_sink::{BREAK, Collect, OutputMode};
 use crate::walk::{walk_threads, walker};
-use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
+use crate::{Beneath, Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Lines (content mode) or files shown when no `head_limit` is given.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -81,8 +81,9 @@ impl Tool for GrepTool {
         let cancel = ctx.cancel.clone();
         let workspace = sandbox.workspace().to_path_buf();
         let search_root = root.clone();
+        let (beneath, _) = sandbox.beneath(&root)?;
         let (query, found) = tokio::task::spawn_blocking(move || {
-            search(&query, &search_root, &workspace, &cancel).map(|found| (query, found))
+            search(&query, &search_root, &beneath, &workspace, &cancel).map(|found| (query, found))
         })
         .await
         .map_err(|e| ToolError::Failed(format!("grep task failed: {e}")))??;
@@ -181,10 +182,12 @@ struct Found {
     stopped_early: bool,
 }
 
-/// Runs the search on a parallel walk of `root`.
+/// Runs the search on a parallel walk of `root`; each file is opened beneath
+/// `beneath` (its sandbox root) without following links.
 fn search(
     query: &Query,
     root: &Path,
+    beneath: &Beneath,
     workspace: &Path,
     cancel: &CancellationToken,
 ) -> Result<Found, ToolError> {
@@ -199,7 +202,7 @@ fn search(
     if root.is_file() {
         let mut buf = Vec::new();
         if let Some(hit) =
-            search_file(query, &matcher, &mut query.searcher(), root, &mut buf, &display)
+            search_file(query, &matcher, &mut query.searcher(), beneath, root, &mut buf, &display)
         {
             let _ = tx.send(hit);
         }
@@ -244,9 +247,15 @@ fn search(
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
                 }
-                if let Some(hit) =
-                    search_file(query, matcher, &mut searcher, entry.path(), &mut buf, display)
-                {
+                if let Some(hit) = search_file(
+                    query,
+                    matcher,
+                    &mut searcher,
+                    beneath,
+                    entry.path(),
+                    &mut buf,
+                    display,
+                ) {
                     let size = hit.lines.len() + hit.path.len();
                     if collected.fetch_add(size, Ordering::Relaxed) + size > MAX_COLLECTED_BYTES {
                         stopped.store(true, Ordering::Relaxed);
@@ -263,18 +272,24 @@ fn search(
     Ok(Found { hits: rx.into_iter().collect(), stopped_early: stopped.load(Ordering::Relaxed) })
 }
 
-/// Searches one file; `None` when it has no match, is binary or unreadable.
+/// Searches one file; `None` when it has no match, is binary, unreadable,
+/// or cannot be opened beneath the sandbox root without following a link.
 fn search_file(
     query: &Query,
     matcher: &RegexMatcher,
     searcher: &mut Searcher,
+    beneath: &Beneath,
     path: &Path,
     buf: &mut Vec<u8>,
     display: &dyn Fn(&Path) -> String,
 ) -> Option<FileHit> {
     buf.clear();
+    let file = beneath.open_read(beneath.relative(path)?).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
     let mut sink = Collect::new(query.mode, query.line_numbers, buf);
-    searcher.search_path(matcher, path, &mut sink).ok()?;
+    searcher.search_file(matcher, &file, &mut sink).ok()?;
     if sink.binary || sink.matches == 0 {
         return None;
     }

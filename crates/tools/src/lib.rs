@@ -53,7 +53,9 @@ mod background_job;
 mod background_tools;
 mod bash;
 mod bash_output;
+mod beneath;
 mod builtin;
+pub mod child_env;
 mod closest;
 mod deny;
 mod edit;
@@ -85,6 +87,7 @@ pub use background_tools::{
 };
 pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use bash_output::MAX_OUTPUT_CHARS;
+pub use beneath::Beneath;
 pub use builtin::{builtin_tools, canonical_tool_name, register_builtins};
 pub use deny::dangerous_command;
 pub use edit::EditTool;
@@ -157,13 +160,46 @@ pub struct SandboxPolicy {
     /// Confine writes with Landlock where the kernel has it (default true).
     pub confine_writes: bool,
     /// Folders commands may write besides the workspace, `allowed_dirs`,
-    /// temp folders and `/dev`.
+    /// the temp folders and the harmless devices.
     pub writable: Vec<PathBuf>,
+    /// Environment variables commands get besides the allow-list of
+    /// [`child_env::PASSED_ENV`] (config `[sandbox] env`).
+    pub env: Vec<String>,
+    /// TCP ports commands may connect to and bind (Landlock ABI 4+).
+    pub tcp: landlock::TcpPolicy,
 }
 
 impl Default for SandboxPolicy {
     fn default() -> Self {
-        Self { confine_writes: true, writable: Vec::new() }
+        Self {
+            confine_writes: true,
+            writable: Vec::new(),
+            env: Vec::new(),
+            tcp: landlock::TcpPolicy::default(),
+        }
+    }
+}
+
+impl SandboxPolicy {
+    /// The Landlock ruleset for commands writing beneath `roots` (plus the
+    /// configured extras and the standard ones): `None` when confinement is
+    /// off or the kernel has no Landlock.
+    pub fn confinement(
+        &self,
+        workspace: &std::path::Path,
+        allowed_dirs: &[PathBuf],
+    ) -> std::io::Result<Option<std::sync::Arc<landlock::WriteConfinement>>> {
+        if !self.confine_writes {
+            return Ok(None);
+        }
+        let roots = landlock::roots_for(workspace, allowed_dirs, &self.writable);
+        landlock::WriteConfinement::prepare(&roots, &self.tcp).map(|c| c.map(std::sync::Arc::new))
+    }
+
+    /// The environment for a command: the allow-list, the configured names
+    /// and the fixed `TMPDIR`, from ferroclaw's own environment.
+    pub fn child_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        child_env::current_child_env(&self.env)
     }
 }
 
@@ -185,13 +221,8 @@ impl ToolContext {
     pub fn write_confinement(
         &self,
     ) -> Result<Option<std::sync::Arc<landlock::WriteConfinement>>, ToolError> {
-        if !self.sandbox.confine_writes {
-            return Ok(None);
-        }
-        let roots =
-            landlock::roots_for(&self.workspace, &self.allowed_dirs, &self.sandbox.writable);
-        landlock::WriteConfinement::prepare(&roots)
-            .map(|c| c.map(std::sync::Arc::new))
+        self.sandbox
+            .confinement(&self.workspace, &self.allowed_dirs)
             .map_err(|e| ToolError::io("cannot set up the write sandbox", e))
     }
 

@@ -73,9 +73,9 @@ impl Tool for MultiEditTool {
                 "`edits` is empty; give at least one edit".to_string(),
             ));
         }
-        let (path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
+        let (sandbox, path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
         tokio::task::spawn_blocking(move || {
-            let mut content = read_text(&path, &shown)?;
+            let mut content = read_text(&sandbox, &path, &shown)?;
             let mut total = 0;
             let mut last_excerpt = String::new();
             for (i, edit) in edits.iter().enumerate() {
@@ -91,7 +91,7 @@ impl Tool for MultiEditTool {
                 last_excerpt = applied.excerpt();
                 content = applied.content;
             }
-            atomic_write(&path, content.as_bytes())?;
+            atomic_write(&sandbox, &path, content.as_bytes())?;
             Ok(ToolOutput::text(format!(
                 "Edited {shown}: {} edits, {total} replacements. Last change:\n{last_excerpt}",
                 edits.len()

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::args::{optional_positive, required_str};
 use crate::lines::push_numbered;
-use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
+use crate::{Beneath, Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Lines shown when no `limit` is given (Claude Code's Read default).
 pub const DEFAULT_READ_LINES: usize = 2000;
@@ -77,28 +77,29 @@ impl Tool for ReadTool {
         let sandbox = Sandbox::from_context(ctx);
         let path = sandbox.resolve(raw)?;
         let shown = sandbox.display(&path);
-        tokio::task::spawn_blocking(move || read_file(&path, &shown, offset, limit))
+        let (root, rel) = sandbox.beneath(&path)?;
+        tokio::task::spawn_blocking(move || read_file(&root, &rel, &shown, offset, limit))
             .await
             .map_err(|e| ToolError::Failed(format!("read task failed: {e}")))?
     }
 }
 
-/// The blocking body of `read`.
+/// The blocking body of `read`: `path` is opened beneath `root` (never
+/// through a link).
 fn read_file(
+    root: &Beneath,
     path: &Path,
     shown: &str,
     offset: usize,
     limit: usize,
 ) -> Result<ToolOutput, ToolError> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
+    let mut file = root.open_read(path)?;
+    let meta = file.metadata().map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
     if meta.is_dir() {
         return Err(ToolError::InvalidArguments(format!(
             "{shown} is a folder, not a file; use list_dir to see what it holds"
         )));
     }
-    let mut file =
-        File::open(path).map_err(|e| ToolError::io(format!("cannot open {shown}"), e))?;
     let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
         .take(BINARY_SNIFF_BYTES as u64)

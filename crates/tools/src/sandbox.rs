@@ -6,15 +6,17 @@
 //! path that does not exist yet, the deepest existing ancestor is resolved and
 //! checked, and the rest is re-attached (it may not contain `..`).
 //!
-//! The check and the later use of the path are two steps, so a process racing
-//! us on the same disk could still swap a folder for a link in between; the
-//! sandbox keeps the model honest, it does not contain a hostile local user.
+//! The check gives clear refusals; the use goes through [`Sandbox::beneath`],
+//! which opens the resolved path relative to its root without following any
+//! link (see [`crate::beneath`]), so a folder swapped for a link between the
+//! check and the use is refused, not followed.
 
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Component, Path, PathBuf};
 
+use crate::beneath::Beneath;
 use crate::{ToolContext, ToolError};
 
 /// The roots file tools may touch: the workspace first, then the allowed folders.
@@ -52,6 +54,19 @@ impl Sandbox {
     /// True when the already canonical `path` lies inside one of the roots.
     pub fn contains(&self, path: &Path) -> bool {
         self.roots.iter().any(|root| path.starts_with(root))
+    }
+
+    /// The root holding the already resolved `path`, held open, and `path`
+    /// relative to it: the way file tools open what [`Sandbox::resolve`] returned.
+    pub fn beneath(&self, path: &Path) -> Result<(Beneath, PathBuf), ToolError> {
+        let root = self
+            .roots
+            .iter()
+            .filter(|root| path.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())
+            .ok_or_else(|| self.outside(&path.display().to_string(), path))?;
+        let rel = path.strip_prefix(root).unwrap_or(Path::new("")).to_path_buf();
+        Ok((Beneath::open(root)?, rel))
     }
 
     /// `path` relative to the workspace when it lies inside, else in full.

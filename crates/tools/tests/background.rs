@@ -36,6 +36,7 @@ fn opts(timeout_ms: u64) -> JobOptions {
         timeout: Some(Duration::from_millis(timeout_ms)),
         detached: false,
         confinement: None,
+        env: None,
     }
 }
 
@@ -220,7 +221,7 @@ async fn shutdown_kills_running_jobs_and_records_them_killed() {
 async fn a_detached_job_writes_a_log_and_outlives_the_manager() {
     let dir = tempfile::tempdir().unwrap();
     let jobs = JobManager::new();
-    let options = JobOptions { timeout: None, detached: true, confinement: None };
+    let options = JobOptions { timeout: None, detached: true, confinement: None, env: None };
     let id = jobs.start("sleep 30 & echo $!; wait", dir.path(), options).unwrap();
     let child = printed_pid(&jobs, &id).await;
     let log = dir.path().join(format!(".agent/jobs/{id}.log"));

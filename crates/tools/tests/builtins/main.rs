@@ -8,6 +8,7 @@ mod grep;
 mod list_dir;
 #[path = "../support/process.rs"]
 mod process;
+mod race;
 mod read;
 mod web_fetch;
 mod web_search;
