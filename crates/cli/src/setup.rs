@@ -138,10 +138,9 @@ pub fn open_agent(
     }
     let system = context.system_prompt();
     let mut tools = ferroclaw_tools::builtin_tools();
-    let recall = ferroclaw_core::recall::Recall::open(&config.home)
+    let recall = ferroclaw_core::recall::Recall::shared(&config.home)
         .map_err(|e| tracing::warn!("session_search is off: {e}"))
-        .ok()
-        .map(Arc::new);
+        .ok();
     context.register_tools(&mut tools, recall.clone());
     let memory =
         ferroclaw_core::memory::MemoryStore::new(&config.home).with_limits(config.file.memory);
