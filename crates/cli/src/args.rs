@@ -213,6 +213,8 @@ pub enum Command {
     },
     /// Run the always-on assistant: web chat, OpenAI API, Telegram, cron, heartbeat.
     Gateway {
+        #[command(flatten)]
+        serve: crate::gateway_cmd::ServeFlags,
         #[command(subcommand)]
         action: Option<crate::gateway_cmd::GatewayAction>,
     },

@@ -2,8 +2,10 @@
 //! `$FERROCLAW_HOME/cron/jobs.json`, run by a running gateway.
 
 use clap::Subcommand;
-use ferroclaw_core::Config;
+use ferroclaw_core::{Config, Overrides};
+use ferroclaw_gateway::config::enabled_channels;
 use ferroclaw_gateway::cron::{CronJob, CronStore, Payload, Schedule, parse_at, parse_duration_ms};
+use ferroclaw_gateway::status::StatusFile;
 use ferroclaw_gateway::tools::list_jobs;
 
 use crate::exit;
@@ -43,9 +45,25 @@ pub enum CronAction {
     Run { id: String },
 }
 
+/// Refuses a `--to` channel the gateway would not run (unknown, or not enabled in config.toml).
+fn check_channel(home: &std::path::Path, channel: &str) -> Result<(), SetupError> {
+    let config = Config::load(home.to_path_buf(), home.join("workspace"), &Overrides::default())?;
+    let enabled = enabled_channels(&config.file.channels);
+    if enabled.iter().any(|c| c == channel) {
+        return Ok(());
+    }
+    let known = ferroclaw_gateway::config::CHANNEL_KEYS.iter().any(|(n, _)| *n == channel);
+    let why = if known { "is not enabled in config.toml" } else { "does not exist" };
+    Err(SetupError::Other(format!(
+        "--to {channel}:...: channel {channel:?} {why} (enabled: {}); the job could never deliver",
+        enabled.join(", ")
+    )))
+}
+
 /// Runs `ferroclaw cron ACTION`.
 pub fn run(action: &CronAction) -> Result<i32, SetupError> {
-    let store = CronStore::new(&Config::default_home());
+    let home = Config::default_home();
+    let store = CronStore::new(&home);
     let fail = |e: ferroclaw_gateway::cron::CronError| SetupError::Other(e.to_string());
     match action {
         CronAction::List => println!("{}", list_jobs(&store.load().map_err(fail)?.jobs)),
@@ -65,13 +83,16 @@ pub fn run(action: &CronAction) -> Result<i32, SetupError> {
             .map_err(fail)?;
             let target = match to {
                 None => None,
-                Some(t) => Some(
-                    t.split_once(':')
+                Some(t) => {
+                    let (channel, id) = t
+                        .split_once(':')
                         .filter(|(c, id)| !c.is_empty() && !id.is_empty())
                         .ok_or_else(|| {
                             SetupError::Other(format!("--to {t:?} is not CHANNEL:CHAT_ID"))
-                        })?,
-                ),
+                        })?;
+                    check_channel(&home, channel)?;
+                    Some((channel, id))
+                }
             };
             let payload = Payload {
                 message: message.clone(),
@@ -83,6 +104,12 @@ pub fn run(action: &CronAction) -> Result<i32, SetupError> {
                 store.add(CronJob::new(name, schedule, payload).map_err(fail)?).map_err(fail)?;
             println!("added job {}", job.id);
             println!("{}", list_jobs(std::slice::from_ref(&job)));
+            if !StatusFile::new(&home).read().is_some_and(|s| s.is_alive()) {
+                println!(
+                    "note: no gateway is running, so nothing will run this job until one \
+                     starts (`ferroclaw gateway`, or `ferroclaw gateway install` for a service)"
+                );
+            }
         }
         CronAction::Remove { id } => {
             let job = store.remove(id).map_err(fail)?;

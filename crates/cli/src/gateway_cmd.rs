@@ -23,6 +23,23 @@ use crate::setup::{Resume, SetupError, open_agent};
 /// Bytes of random token generated when none is configured.
 const TOKEN_BYTES: usize = 24;
 
+/// The model name the API lists and answers as (what the README's examples use).
+const API_MODEL_NAME: &str = "ferroclaw";
+/// The open-files limit the systemd unit asks for: one descriptor per live
+/// chat's session file plus sockets, with room to spare.
+const UNIT_NOFILE: u64 = 65_536;
+
+/// Flags of `ferroclaw gateway` itself (they win over `[gateway]`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeFlags {
+    /// The web channel's port (default `[gateway] port`, else 18790).
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+    /// The address to listen on (default `[gateway] bind`, else 127.0.0.1).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum GatewayAction {
     /// Run the gateway in the foreground (the default).
@@ -41,10 +58,14 @@ pub fn is_server(action: &Option<GatewayAction>) -> bool {
 }
 
 /// Runs `ferroclaw gateway [ACTION]`.
-pub async fn run(cli: &Cli, action: &Option<GatewayAction>) -> Result<i32, SetupError> {
+pub async fn run(
+    cli: &Cli,
+    flags: &ServeFlags,
+    action: &Option<GatewayAction>,
+) -> Result<i32, SetupError> {
     match action {
         Some(GatewayAction::Install { force }) => install(*force),
-        None | Some(GatewayAction::Run) => serve(cli).await,
+        None | Some(GatewayAction::Run) => serve(cli, flags).await,
     }
 }
 
@@ -52,6 +73,12 @@ pub async fn run(cli: &Cli, action: &Option<GatewayAction>) -> Result<i32, Setup
 pub fn gateway_config(cli: &Cli) -> Result<(Config, GatewaySettings), SetupError> {
     let home = Config::default_home();
     let plain = Config::load(home.clone(), home.join("workspace"), &Overrides::default())?;
+    // Unknown keys in [gateway] and [channels.*] name their line, as the top level's do.
+    for path in &plain.sources {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            ferroclaw_gateway::config::check_file(path, &text).map_err(other)?;
+        }
+    }
     let settings = GatewaySettings::parse(plain.file.gateway.as_ref()).map_err(other)?;
     let workspace = settings.workspace(&home);
     std::fs::create_dir_all(&workspace)
@@ -80,6 +107,13 @@ struct CliFactory {
 #[async_trait::async_trait]
 impl AgentFactory for CliFactory {
     async fn open(&self, session_id: &str, approver: Arc<dyn Approver>) -> Result<Agent, String> {
+        // All chats share one recall connection. If it cannot be opened (out
+        // of file descriptors, typically), the chat fails and says why
+        // rather than running on with session search silently off.
+        ferroclaw_core::recall::Recall::shared(&self.config.home).map_err(|e| {
+            tracing::error!("cannot open a chat: {e}");
+            format!("cannot open the chat: {e}")
+        })?;
         // Opening reads files and SQLite: let other tasks move to other threads meanwhile.
         let resume = Resume::Named(session_id.to_string());
         let opened = tokio::task::block_in_place(|| open_agent(&self.config, &resume, approver))
@@ -91,10 +125,14 @@ impl AgentFactory for CliFactory {
     }
 }
 
-async fn serve(cli: &Cli) -> Result<i32, SetupError> {
-    let (config, settings) = gateway_config(cli)?;
+async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
+    let (config, mut settings) = gateway_config(cli)?;
+    settings.port = flags.port.unwrap_or(settings.port);
+    settings.bind = flags.bind.unwrap_or(settings.bind);
+    private_dir(&config.home)?;
     let log_path = config.home.join("logs").join("gateway.log");
     init_logging(cli.verbose, &log_path)?;
+    raise_open_files_limit();
     // Fail early, with the reason, when no model can be used.
     config.model_spec()?;
     let tables = &config.file.channels;
@@ -103,31 +141,44 @@ async fn serve(cli: &Cli) -> Result<i32, SetupError> {
         // The web chat is on by default: loopback only, behind the token.
         channels.push(ChannelSettings { name: "web".into(), enabled: true, ..Default::default() });
     }
+    if !channels.iter().any(|c| c.enabled) {
+        let off: Vec<String> = channels.iter().map(|c| format!("[channels.{}]", c.name)).collect();
+        return Err(SetupError::Other(format!(
+            "no channel is enabled ({} without enabled = true), so the gateway would serve \
+             nobody; add enabled = true to the channel you want",
+            off.join(", ")
+        )));
+    }
     let mcp = crate::mcp_cmd::start_hub(&config, Default::default()).await;
     let factory = Arc::new(CliFactory { config: config.clone(), mcp: mcp.clone() });
     let mut gateway = Gateway::new(config.home.clone(), settings.clone(), factory);
     let mut enabled = Vec::new();
     for mut channel_settings in channels.into_iter().filter(|c| c.enabled) {
+        channel_settings.check_allow_from().map_err(other)?;
         let channel: Arc<dyn Channel> = match channel_settings.name.as_str() {
             "web" => {
                 channel_settings.check_options(&["openai_api"]).map_err(other)?;
-                let token = web_token(&config.home, &settings)?;
+                let (token, source) = web_token(&config.home, &settings)?;
                 let addr = std::net::SocketAddr::new(settings.bind, settings.port);
-                let url = format!("http://{addr}/#token={token}");
-                eprintln!("ferroclaw gateway: web chat at {url}");
+                // Where the token is, never the token itself (stderr ends up in journals).
+                eprintln!("ferroclaw gateway: web chat at http://{addr}/ ; token {source}");
+                eprintln!(
+                    "  open http://{addr}/#token=TOKEN with it, or send it as Authorization: Bearer TOKEN"
+                );
                 gateway.set_web_url(format!("http://{addr}/"));
                 if channel_settings.allow_from.is_empty() {
                     channel_settings.allow_from = vec![OWNER.into()];
                 }
-                Arc::new(WebChannel::new(WebOptions {
-                    addr,
-                    token,
-                    openai_api: channel_settings
-                        .option("openai_api")
-                        .map_err(other)?
-                        .unwrap_or(true),
-                    model_name: format!("ferroclaw/{}", config.model_spec().unwrap_or_default()),
-                }))
+                let mut options = WebOptions::new(addr, token, API_MODEL_NAME.to_string());
+                options.openai_api =
+                    channel_settings.option("openai_api").map_err(other)?.unwrap_or(true);
+                options.max_connections = settings.max_connections;
+                options.max_websockets = settings.max_websockets;
+                options.requests_per_minute = settings.requests_per_minute;
+                options.allowed_origins = settings.allowed_origins.clone();
+                options.header_timeout =
+                    std::time::Duration::from_secs(settings.header_timeout_secs);
+                Arc::new(WebChannel::new(options))
             }
             "telegram" => {
                 channel_settings.check_options(&["poll_timeout_secs"]).map_err(other)?;
@@ -200,44 +251,84 @@ fn watch_signals(shutdown: CancellationToken) {
     });
 }
 
-/// The web token: configured, else the one generated earlier (kept in
-/// `$FERROCLAW_HOME/gateway/token`, mode 0600), else a new one.
-fn web_token(home: &Path, settings: &GatewaySettings) -> Result<String, SetupError> {
+/// The web token and where it is, said in words: configured, else the one
+/// generated earlier (kept in `$FERROCLAW_HOME/gateway/token`, mode 0600),
+/// else a new one from the operating system's random source.
+fn web_token(home: &Path, settings: &GatewaySettings) -> Result<(String, String), SetupError> {
     if let Some(token) = settings.configured_token() {
-        return Ok(token);
+        let source = match (&settings.token, &settings.token_env) {
+            (Some(_), _) => "set in config.toml [gateway] token".to_string(),
+            (None, env) => format!(
+                "from ${}",
+                env.as_deref().unwrap_or(ferroclaw_gateway::config::DEFAULT_TOKEN_ENV)
+            ),
+        };
+        return Ok((token, source));
     }
     let path = home.join("gateway").join("token");
+    let source = format!("in {} (readable only by you)", path.display());
+    let write_err =
+        |e: std::io::Error| SetupError::Other(format!("cannot write {}: {e}", path.display()));
     if let Ok(token) = std::fs::read_to_string(&path)
         && !token.trim().is_empty()
     {
-        return Ok(token.trim().to_string());
+        // Narrow a token file written earlier with a wider mode.
+        ferroclaw_gateway::files::open_private(&path, true).map_err(write_err)?;
+        return Ok((token.trim().to_string(), source));
     }
-    let token: String = (0..TOKEN_BYTES).map(|_| format!("{:02x}", fastrand::u8(..))).collect();
+    let token = ferroclaw_gateway::files::random_hex(TOKEN_BYTES)
+        .map_err(|e| SetupError::Other(format!("no random source for the gateway token: {e}")))?;
     let write = || -> std::io::Result<()> {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::create_dir_all(home.join("gateway"))?;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)?;
+        private_dir_io(&home.join("gateway"))?;
+        let mut f = ferroclaw_gateway::files::open_private(&path, false)?;
         writeln!(f, "{token}")
     };
-    write().map_err(|e| SetupError::Other(format!("cannot write {}: {e}", path.display())))?;
-    Ok(token)
+    write().map_err(write_err)?;
+    Ok((token, source))
+}
+
+/// Makes `dir` (a folder of `$FERROCLAW_HOME`) private: 0700.
+fn private_dir(dir: &Path) -> Result<(), SetupError> {
+    private_dir_io(dir)
+        .map_err(|e| SetupError::Other(format!("cannot create {}: {e}", dir.display())))
+}
+
+fn private_dir_io(dir: &Path) -> std::io::Result<()> {
+    ferroclaw_gateway::files::create_private_dir(dir)
+}
+
+/// Raises the soft open-files limit to the hard one: each live chat holds
+/// its session file, and the usual soft limit of 1024 runs out at a few
+/// hundred chats (the hard limit is usually far higher).
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit only read and write `limit`.
+    let raised = unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        let before = limit.rlim_cur;
+        limit.rlim_cur = limit.rlim_max;
+        (before, libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0)
+    };
+    match raised {
+        (before, true) if before != limit.rlim_max => {
+            tracing::info!("open files limit raised from {before} to {}", limit.rlim_max)
+        }
+        (_, true) => {}
+        (before, false) => tracing::warn!(
+            "cannot raise the open files limit from {before}: {}",
+            std::io::Error::last_os_error()
+        ),
+    }
 }
 
 /// Logs to `gateway.log` and stderr.
 fn init_logging(verbose: u8, path: &Path) -> Result<(), SetupError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| SetupError::Other(format!("cannot create {}: {e}", dir.display())))?;
+        private_dir(dir)?;
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    let file = ferroclaw_gateway::files::open_private(path, true)
         .map_err(|e| SetupError::Other(format!("cannot open {}: {e}", path.display())))?;
     let file = Arc::new(Mutex::new(file));
     let filter = std::env::var("FERROCLAW_LOG")
@@ -284,7 +375,13 @@ fn install(force: bool) -> Result<i32, SetupError> {
     std::fs::create_dir_all(path.parent().unwrap_or(&config_dir))
         .and_then(|()| std::fs::write(&path, unit))
         .map_err(|e| SetupError::Other(format!("cannot write {}: {e}", path.display())))?;
+    let home = Config::default_home();
     println!("wrote {}", path.display());
+    println!(
+        "provider keys and bot tokens go in {env} (one NAME=value a line, e.g. \
+         ANTHROPIC_API_KEY=sk-...); make it private with:\n  chmod 600 {env}",
+        env = home.join("gateway.env").display()
+    );
     println!(
         "enable it with:\n  systemctl --user daemon-reload\n  systemctl --user enable --now ferroclaw-gateway"
     );
@@ -308,12 +405,15 @@ fn systemd_unit(exe: &Path, home: &Path) -> String {
          RestartSec=5\n\
          # SIGTERM lets turns in flight finish (up to {grace} s).\n\
          KillSignal=SIGTERM\n\
-         TimeoutStopSec={stop}\n\n\
+         TimeoutStopSec={stop}\n\
+         # One open file per live chat: room for many chats.\n\
+         LimitNOFILE={nofile}\n\n\
          [Install]\n\
          WantedBy=default.target\n",
         exe = exe.display(),
         home = home.display(),
         grace = ferroclaw_gateway::gateway::SHUTDOWN_GRACE.as_secs(),
         stop = ferroclaw_gateway::gateway::SHUTDOWN_GRACE.as_secs() + 30,
+        nofile = UNIT_NOFILE,
     )
 }

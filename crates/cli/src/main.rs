@@ -37,8 +37,7 @@ fn main() {
     quiet_on_broken_pipe();
     let cli = Cli::parse_args();
     // The gateway logs to its own file and serves many chats on all cores.
-    let gateway =
-        matches!(&cli.command, Some(Command::Gateway { action }) if gateway_cmd::is_server(action));
+    let gateway = matches!(&cli.command, Some(Command::Gateway { action, .. }) if gateway_cmd::is_server(action));
     if !gateway {
         init_logging(cli.verbose);
     }
@@ -83,7 +82,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Context { raw }) => context_cmd::run(&setup::load_config(cli)?, *raw).await,
         Some(Command::Skills { action }) => skills_cmd::run(action, &setup::load_config(cli)?),
         Some(Command::Model { action }) => model_cmd::run(action, &setup::load_config(cli)?).await,
-        Some(Command::Gateway { action }) => gateway_cmd::run(cli, action).await,
+        Some(Command::Gateway { serve, action }) => gateway_cmd::run(cli, serve, action).await,
         Some(Command::Pairing { action }) => pairing_cmd::run(action),
         Some(Command::Cron { action }) => cron_cmd::run(action),
         Some(Command::Status) => status_cmd::run(cli),

@@ -189,10 +189,9 @@ pub fn open_agent(
             .map_err(SetupError::Other)?;
         tools.register(tool);
     }
-    let recall = ferroclaw_core::recall::Recall::open(&config.home)
+    let recall = ferroclaw_core::recall::Recall::shared(&config.home)
         .map_err(|e| tracing::warn!("session_search is off: {e}"))
-        .ok()
-        .map(Arc::new);
+        .ok();
     context.register_tools(&mut tools, recall.clone());
     let memory =
         ferroclaw_core::memory::MemoryStore::new(&config.home).with_limits(config.file.memory);

@@ -35,16 +35,7 @@ pub fn run(cli: &Cli) -> Result<i32, SetupError> {
         }
         _ => {
             println!("gateway    not running (start it with `ferroclaw gateway`)");
-            let mut names: Vec<String> = config
-                .file
-                .channels
-                .iter()
-                .filter(|(_, t)| t.get("enabled").and_then(|v| v.as_bool()) == Some(true))
-                .map(|(n, _)| n.clone())
-                .collect();
-            if !config.file.channels.contains_key("web") {
-                names.insert(0, "web".into());
-            }
+            let names = ferroclaw_gateway::config::enabled_channels(&config.file.channels);
             println!("channels   {} (configured)", names.join(", "));
         }
     }

@@ -32,6 +32,12 @@ fn a_bad_cron_expression_is_refused_with_the_reason() {
 fn a_job_due_in_two_seconds_runs_once_and_delivers_its_answer() {
     let fake = FakeTelegram::start();
     let env = Env::new(Wire::OpenAi, vec![Turn::text("Stand up and stretch!").into()]);
+    let config = format!(
+        "heartbeat_minutes = 0\n[channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\npoll_timeout_secs = 1\n",
+        fake.base
+    );
+    // `--to` is checked against the channels config.toml enables.
+    env.write_home_config(&format!("[gateway]\n{config}"));
     let (rc, out, err) = run(env.cmd().args([
         "cron",
         "add",
@@ -43,10 +49,6 @@ fn a_job_due_in_two_seconds_runs_once_and_delivers_its_answer() {
         "telegram:5",
     ]));
     assert_eq!(rc, 0, "{out}{err}");
-    let config = format!(
-        "heartbeat_minutes = 0\n[channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\npoll_timeout_secs = 1\n",
-        fake.base
-    );
     let _gw = Gateway::start(&env, &config);
     wait_for(15, "the job's answer", || !fake.sent_to(5).is_empty());
     std::thread::sleep(std::time::Duration::from_secs(2));
@@ -104,9 +106,34 @@ fn a_restart_does_not_run_a_slot_again_and_the_run_is_recorded() {
     assert_eq!(env.server.requests().len(), 1, "the slot did not run again after the restart");
     let (_, listed, _) = run(env.cmd().args(["cron", "list"]));
     assert!(
-        listed.contains("check") && listed.contains("every 3600s") && listed.contains(" ok"),
+        listed.contains("check") && listed.contains("every 1h") && listed.contains(" ok"),
         "{listed}"
     );
     let (_, status, _) = run(env.cmd().arg("status"));
     assert!(status.contains("gateway    running") && status.contains("1 jobs"), "{status}");
+}
+
+#[test]
+fn cron_add_refuses_a_channel_that_does_not_exist_and_lists_target_and_message() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    let add = |to: &str| {
+        run(env.cmd().args(["cron", "add", "-m", "water the plants", "--every", "45m", "--to", to]))
+    };
+    let (rc, _, err) = add("telegramm:42");
+    assert_eq!(rc, 2);
+    assert!(err.contains("\"telegramm\" does not exist") && err.contains("web"), "{err}");
+    let (rc, _, err) = add("slack:C1");
+    assert_eq!(rc, 2);
+    assert!(err.contains("not enabled"), "{err}");
+    assert!(!env.home.path().join("cron/jobs.json").exists(), "nothing was saved");
+    let (rc, out, err) = add("web:kitchen");
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("no gateway is running"), "{out}");
+    let (_, listed, _) = run(env.cmd().args(["cron", "list"]));
+    assert!(
+        listed.contains("every 45m")
+            && listed.contains("web:kitchen")
+            && listed.contains("water the plants"),
+        "{listed}"
+    );
 }

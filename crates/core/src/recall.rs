@@ -72,6 +72,24 @@ impl Recall {
         Self::open_file(&home.join("recall.db"))
     }
 
+    /// The process's one connection to `home/recall.db`, opened on first
+    /// use and shared by every agent after (a gateway serving hundreds of
+    /// chats holds one connection, not one per chat with its WAL files).
+    pub fn shared(home: &Path) -> Result<Arc<Recall>, RecallError> {
+        use std::collections::HashMap;
+        use std::sync::{OnceLock, Weak};
+        static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<Recall>>>> = OnceLock::new();
+        let mut open = OPEN.get_or_init(Mutex::default).lock().unwrap_or_else(|p| p.into_inner());
+        let path = home.join("recall.db");
+        if let Some(recall) = open.get(&path).and_then(Weak::upgrade) {
+            return Ok(recall);
+        }
+        let recall = Arc::new(Self::open(home)?);
+        open.retain(|_, weak| weak.strong_count() > 0);
+        open.insert(path, Arc::downgrade(&recall));
+        Ok(recall)
+    }
+
     /// Opens (creating when needed) the database at `path`.
     pub fn open_file(path: &Path) -> Result<Recall, RecallError> {
         let err = |source| RecallError::Sqlite { path: path.to_path_buf(), source };

@@ -30,7 +30,38 @@ pub const SYSTEM_CHANNEL: &str = "system";
 
 /// Where the events of the turn that answers a message are copied, for
 /// channels that show the answer as it is written (web chat, streamed API).
-pub type EventTap = mpsc::UnboundedSender<AgentEvent>;
+///
+/// The worker calls it for each event, in order, and only then delivers the
+/// answer; a channel whose tap writes into the same ordered queue as its
+/// answers (the web chat's socket) therefore shows the events before the
+/// answer, never after it.
+#[derive(Clone)]
+pub struct EventTap(Arc<dyn Fn(&AgentEvent) + Send + Sync>);
+
+impl EventTap {
+    /// A tap calling `f` with each event.
+    pub fn new(f: impl Fn(&AgentEvent) + Send + Sync + 'static) -> Self {
+        EventTap(Arc::new(f))
+    }
+
+    /// A tap that queues each event on `tx` (a closed receiver drops them).
+    pub fn channel(tx: mpsc::UnboundedSender<AgentEvent>) -> Self {
+        EventTap::new(move |event| {
+            let _ = tx.send(event.clone());
+        })
+    }
+
+    /// Hands `event` to the tap.
+    pub fn send(&self, event: &AgentEvent) {
+        (self.0)(event)
+    }
+}
+
+impl std::fmt::Debug for EventTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventTap")
+    }
+}
 
 /// A message from a person (or a sub-system) to the agent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -99,6 +130,23 @@ pub struct OutboundMessage {
     /// agent sends on its own (the `message` tool, cron, heartbeat).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<String>,
+    /// Set when this answers that the message could not be handled, so
+    /// channels with status codes (the API) can say so; `content` is the
+    /// text a person reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+/// Why a message got no real answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// The chat's queue was full: try again shortly.
+    Busy,
+    /// The gateway is stopping.
+    Closed,
+    /// The turn failed (model, tools, session files).
+    Failed,
 }
 
 impl OutboundMessage {
@@ -110,6 +158,22 @@ impl OutboundMessage {
             content: content.into(),
             media: Vec::new(),
             reply_to: Some(inbound.id.clone()),
+            failure: None,
+        }
+    }
+
+    /// This reply marked as a failure of kind `failure`.
+    pub fn failed(mut self, failure: Failure) -> Self {
+        self.failure = Some(failure);
+        self
+    }
+}
+
+impl From<&BusError> for Failure {
+    fn from(e: &BusError) -> Self {
+        match e {
+            BusError::Busy => Failure::Busy,
+            BusError::Closed => Failure::Closed,
         }
     }
 }

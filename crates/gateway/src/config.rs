@@ -24,11 +24,56 @@ pub const DEFAULT_CHAT_QUEUE: usize = 16;
 /// The variable read for the web token when `token_env` is not set.
 pub const DEFAULT_TOKEN_ENV: &str = "FERROCLAW_GATEWAY_TOKEN";
 
+/// Requests (and chat-page messages) one network address may make a minute.
+pub const DEFAULT_REQUESTS_PER_MINUTE: u32 = 600;
+/// Messages one sender may send a minute on a chat platform; more are
+/// dropped (the sender is told once).
+pub const DEFAULT_MESSAGES_PER_MINUTE: u32 = 30;
+/// Connections the web channel keeps open at once.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Chat pages (WebSockets) open at once.
+pub const DEFAULT_MAX_WEBSOCKETS: usize = 64;
+/// Seconds a connection may take to send its request headers: long enough
+/// for a slow phone network, short enough that half-open connections go.
+pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
+
+/// The keys of `[gateway]` (the fields of [`GatewaySettings`]).
+pub const GATEWAY_KEYS: [&str; 17] = [
+    "bind",
+    "port",
+    "token",
+    "token_env",
+    "workspace",
+    "max_concurrent_turns",
+    "heartbeat_minutes",
+    "heartbeat_to",
+    "permission_mode",
+    "session_idle_minutes",
+    "chat_queue",
+    "requests_per_minute",
+    "messages_per_minute",
+    "max_connections",
+    "max_websockets",
+    "allowed_origins",
+    "header_timeout_secs",
+];
+
+/// The channels the gateway ships, with the keys of each beyond [`COMMON_KEYS`].
+pub const CHANNEL_KEYS: [(&str, &[&str]); 4] = [
+    ("web", &["openai_api"]),
+    ("telegram", &["poll_timeout_secs"]),
+    ("discord", &crate::discord::OPTION_KEYS),
+    ("slack", &crate::slack::OPTION_KEYS),
+];
+
 /// A configuration problem in `[gateway]` or `[channels.*]`.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayConfigError {
     #[error("config.toml [{section}]: {message}")]
     Invalid { section: String, message: String },
+    /// A key or section found where it is, with where it is.
+    #[error("{}:{line}:{column}: [{section}] {message}", path.display())]
+    At { path: PathBuf, line: usize, column: usize, section: String, message: String },
 }
 
 fn invalid(section: &str, message: impl Into<String>) -> GatewayConfigError {
@@ -59,6 +104,19 @@ pub struct GatewaySettings {
     pub permission_mode: Option<PermissionMode>,
     pub session_idle_minutes: f64,
     pub chat_queue: usize,
+    /// Requests per minute per network address on the web channel (0: no limit).
+    pub requests_per_minute: u32,
+    /// Messages per minute per sender on each channel (0: no limit).
+    pub messages_per_minute: u32,
+    /// Connections the web channel keeps open at once.
+    pub max_connections: usize,
+    /// Chat pages open at once.
+    pub max_websockets: usize,
+    /// Origins besides the gateway's own whose pages may open the chat socket.
+    pub allowed_origins: Vec<String>,
+    /// Seconds a connection may take to send a request's headers (and stay
+    /// idle between requests) before it is dropped.
+    pub header_timeout_secs: u64,
 }
 
 impl Default for GatewaySettings {
@@ -75,6 +133,12 @@ impl Default for GatewaySettings {
             permission_mode: None,
             session_idle_minutes: DEFAULT_SESSION_IDLE_MINUTES,
             chat_queue: DEFAULT_CHAT_QUEUE,
+            requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
+            messages_per_minute: DEFAULT_MESSAGES_PER_MINUTE,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_websockets: DEFAULT_MAX_WEBSOCKETS,
+            allowed_origins: Vec::new(),
+            header_timeout_secs: DEFAULT_HEADER_TIMEOUT_SECS,
         }
     }
 }
@@ -88,6 +152,12 @@ impl GatewaySettings {
                 .try_into()
                 .map_err(|e: toml::de::Error| invalid("gateway", e.message()))?,
         };
+        if settings.header_timeout_secs == 0 || settings.max_connections == 0 {
+            return Err(invalid(
+                "gateway",
+                "header_timeout_secs and max_connections must be at least 1",
+            ));
+        }
         if settings.max_concurrent_turns == 0 {
             return Err(invalid("gateway", "max_concurrent_turns must be at least 1"));
         }
@@ -121,6 +191,83 @@ impl GatewaySettings {
         let env = self.token_env.as_deref().unwrap_or(DEFAULT_TOKEN_ENV);
         self.token.clone().or_else(|| std::env::var(env).ok()).filter(|t| !t.trim().is_empty())
     }
+}
+
+/// Checks the `[gateway]` and `[channels.*]` keys of the config file at
+/// `path` (whose text is `text`): an unknown key or channel is reported as
+/// `path:line:column` with the nearest valid name, as the top level is.
+pub fn check_file(path: &Path, text: &str) -> Result<(), GatewayConfigError> {
+    use toml::Spanned;
+    type Keys = BTreeMap<Spanned<String>, toml::Value>;
+    #[derive(Deserialize)]
+    struct View {
+        #[serde(default)]
+        gateway: Option<Keys>,
+        #[serde(default)]
+        channels: BTreeMap<Spanned<String>, Keys>,
+    }
+    // A file that does not parse is reported by the core config loader.
+    let Ok(view) = toml::from_str::<View>(text) else { return Ok(()) };
+    let at = |key: &Spanned<String>, section: &str, valid: &[&str], what: &str| {
+        let before = &text[..key.span().start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let name = key.get_ref();
+        let message = match nearest(name, valid) {
+            Some(best) => format!("unknown {what} \"{name}\" (did you mean \"{best}\"?)"),
+            None => format!("unknown {what} \"{name}\"; valid: {}", valid.join(", ")),
+        };
+        GatewayConfigError::At {
+            path: path.to_path_buf(),
+            line,
+            column,
+            section: section.to_string(),
+            message,
+        }
+    };
+    for key in view.gateway.iter().flat_map(|t| t.keys()) {
+        if !GATEWAY_KEYS.contains(&key.get_ref().as_str()) {
+            return Err(at(key, "gateway", &GATEWAY_KEYS, "key"));
+        }
+    }
+    let names: Vec<&str> = CHANNEL_KEYS.iter().map(|(n, _)| *n).collect();
+    for (name, keys) in &view.channels {
+        let Some((_, own)) = CHANNEL_KEYS.iter().find(|(n, _)| n == name.get_ref()) else {
+            return Err(at(name, "channels", &names, "channel"));
+        };
+        let mut valid: Vec<&str> = COMMON_KEYS.to_vec();
+        valid.extend_from_slice(own);
+        for key in keys.keys() {
+            if !valid.contains(&key.get_ref().as_str()) {
+                return Err(at(key, &format!("channels.{}", name.get_ref()), &valid, "key"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The valid name closest to `name`, when one is close (a typo).
+fn nearest<'a>(name: &str, valid: &[&'a str]) -> Option<&'a str> {
+    valid
+        .iter()
+        .map(|v| (strsim::levenshtein(name, v), *v))
+        .filter(|(d, _)| *d <= 2.max(name.len() / 4))
+        .min()
+        .map(|(_, v)| v)
+}
+
+/// The channels a gateway started with these `[channels.*]` tables would
+/// run: those with `enabled = true`, and the web chat unless configured off.
+pub fn enabled_channels(tables: &BTreeMap<String, toml::Table>) -> Vec<String> {
+    let mut names: Vec<String> = tables
+        .iter()
+        .filter(|(_, t)| t.get("enabled").and_then(|v| v.as_bool()) == Some(true))
+        .map(|(n, _)| n.clone())
+        .collect();
+    if !tables.contains_key("web") {
+        names.insert(0, "web".into());
+    }
+    names
 }
 
 /// Who may talk to the agent through a channel (OpenClaw's `dmPolicy`).
@@ -197,6 +344,22 @@ impl ChannelSettings {
         })
     }
 
+    /// Refuses `allow_from` entries that are user names rather than ids:
+    /// a name can be taken by anyone, an id cannot.
+    pub fn check_allow_from(&self) -> Result<(), GatewayConfigError> {
+        match self.allow_from.iter().find(|a| a.starts_with('@')) {
+            None => Ok(()),
+            Some(name) => Err(invalid(
+                &format!("channels.{}", self.name),
+                format!(
+                    "allow_from takes sender ids, not user names ({name:?} looks like one): \
+                     names can be changed or taken by anyone; use the numeric id (the pairing \
+                     request and `ferroclaw pairing list` show it)"
+                ),
+            )),
+        }
+    }
+
     /// Parses every `[channels.*]` section.
     pub fn parse_all(
         tables: &BTreeMap<String, toml::Table>,
@@ -242,6 +405,31 @@ impl ChannelSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelt_channel_key_is_reported_with_line_column_and_a_suggestion() {
+        let text = "model = \"x\"\n[channels.web]\nenabeld = true\n";
+        let err = check_file(Path::new("config.toml"), text).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "config.toml:3:1: [channels.web] unknown key \"enabeld\" (did you mean \"enabled\"?)"
+        );
+        let text = "[gateway]\nprot = 1\n";
+        let err = check_file(Path::new("c.toml"), text).unwrap_err().to_string();
+        assert!(err.starts_with("c.toml:2:1: [gateway]") && err.contains("\"port\""), "{err}");
+        let text = "[channels.telegramm]\nenabled = true\n";
+        let err = check_file(Path::new("c.toml"), text).unwrap_err().to_string();
+        assert!(err.contains("did you mean \"telegram\""), "{err}");
+        let ok = "[gateway]\nport = 1\n[channels.web]\nenabled = true\nopenai_api = false\n";
+        check_file(Path::new("c.toml"), ok).unwrap();
+    }
+
+    #[test]
+    fn redteam_gateway_allow_from_refuses_user_names() {
+        let t = table("enabled = true\nallow_from = [\"@alice\"]\n");
+        let err = ChannelSettings::parse("telegram", &t).unwrap().check_allow_from().unwrap_err();
+        assert!(err.to_string().contains("ids"), "{err}");
+    }
 
     fn table(text: &str) -> toml::Table {
         text.parse().unwrap()

@@ -151,7 +151,9 @@ impl Schedule {
     pub fn describe(&self) -> String {
         match self.kind {
             ScheduleKind::At => format!("at {}", rfc3339_ms(self.at_ms.unwrap_or(0))),
-            ScheduleKind::Every => format!("every {}s", self.every_ms.unwrap_or(0) / 1000),
+            ScheduleKind::Every => {
+                format!("every {}", format_duration_ms(self.every_ms.unwrap_or(0)))
+            }
             ScheduleKind::Cron => match &self.tz {
                 Some(tz) => format!("cron {} ({tz})", self.expr.as_deref().unwrap_or("")),
                 None => format!("cron {}", self.expr.as_deref().unwrap_or("")),
@@ -202,6 +204,19 @@ pub fn parse_duration_ms(text: &str) -> Result<u64, CronError> {
         }
     };
     Ok(n * factor)
+}
+
+/// A duration in the largest unit that holds it exactly, as people write
+/// it: `45m`, `2h`, `1d`, `90s` (the inverse of [`parse_duration_ms`]).
+pub fn format_duration_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    match secs {
+        0 => format!("{ms}ms"),
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
 }
 
 /// Parses an `at` time: `+30s`/`+5m` from now, or RFC 3339
@@ -406,6 +421,15 @@ fn find(jobs: &[CronJob], id: &str) -> Result<usize, CronError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_print_as_people_write_them() {
+        for given in ["45m", "2h", "1d", "90s", "30s"] {
+            let ms = parse_duration_ms(given).unwrap();
+            assert_eq!(format_duration_ms(ms), given);
+        }
+        assert_eq!(Schedule::every(2_700_000).unwrap().describe(), "every 45m");
+    }
 
     #[test]
     fn a_bad_expression_is_refused_with_the_reason_not_run_every_minute() {

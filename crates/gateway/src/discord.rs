@@ -15,7 +15,7 @@
 //! - never messages of bots (the agent's own included) or webhooks.
 //!
 //! Every such message goes on the bus; the gateway then applies the channel's
-//! `dm_policy` and `allow_from` (user ids or user names) before anything
+//! `dm_policy` and `allow_from` (user ids, never names) before anything
 //! reaches a model.
 //!
 //! Sending: `POST /channels/{id}/messages`, split into messages of at most
@@ -70,7 +70,7 @@ pub const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(60);
 /// bot identifies anew instead of resuming.
 pub const RESUME_ATTEMPTS: u32 = 3;
 /// Keys of `[channels.discord]` besides the common ones.
-const OPTION_KEYS: [&str; 2] = ["gateway_url", "channels"];
+pub const OPTION_KEYS: [&str; 2] = ["gateway_url", "channels"];
 /// Message types the agent answers: DEFAULT (0) and REPLY (19); the others
 /// are system notices (joins, pins, boosts).
 const PERSON_MESSAGE_TYPES: [u64; 2] = [0, 19];
@@ -341,8 +341,8 @@ fn inbound_message(
     if let Some(guild) = message.guild_id {
         metadata.insert("guild_id".into(), json!(guild));
     }
-    // The keys the gateway reads: `username` (matched against `allow_from`)
-    // and `name` (shown in pairing requests).
+    // `name` is shown in pairing requests; `username` is informative only
+    // (`allow_from` matches the author's id, which nobody else can take).
     let name = message.author.global_name.or_else(|| message.author.username.clone());
     if let Some(username) = message.author.username {
         metadata.insert("username".into(), json!(username));

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::bus::{
-    ANY_CHANNEL, BusError, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL,
+    ANY_CHANNEL, BusError, Failure, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL,
 };
 use crate::channel::Channel;
 use crate::commands::{ChatCommand, HELP};
@@ -28,6 +28,7 @@ use crate::outbox::Outbox;
 use crate::pairing::{Admission, PairingStore};
 use crate::sessions::{SessionKey, SessionNames};
 use crate::status::{ChannelStatus, GatewayStatus, StatusFile};
+use crate::web::{Rate, RateLimiter};
 use crate::worker::{self, Delivery, Work};
 
 /// How long shutdown waits for turns in flight and accepted messages.
@@ -82,6 +83,8 @@ pub struct Shared {
     turns_running: AtomicUsize,
     /// The chat that spoke last: where heartbeat findings go by default.
     last_chat: Mutex<Option<SessionKey>>,
+    /// Messages by `CHANNEL:SENDER`.
+    per_sender: RateLimiter,
 }
 
 impl Shared {
@@ -173,6 +176,24 @@ impl Shared {
                 return;
             }
         }
+        // The web token holder is limited per address by the web channel.
+        let owner = message.channel == "web" && message.sender == crate::web::OWNER;
+        if !owner
+            && let Rate::Limited { retry_after_secs, first } =
+                self.per_sender.check(&format!("{}:{}", message.channel, message.sender))
+        {
+            tracing::info!(channel = %message.channel, sender = %message.sender, "message dropped: sender over the rate limit");
+            // Told once per flood, so a flood gets no flood of answers.
+            if first {
+                let text = format!(
+                    "You're sending messages faster than I can take them; try again in {retry_after_secs} s."
+                );
+                let reply = OutboundMessage::reply(&message, text).failed(Failure::Busy);
+                let outbox = self.outbox.clone();
+                tokio::spawn(async move { outbox.send(reply).await });
+            }
+            return;
+        }
         if ChatCommand::parse(&message.content) == Some(ChatCommand::Help) {
             self.reply_now(&message, HELP.into());
             return;
@@ -188,6 +209,7 @@ impl Shared {
                 content: e.to_string(),
                 media: Vec::new(),
                 reply_to: Some(id),
+                failure: Some(Failure::from(&e)),
             };
             let outbox = self.outbox.clone();
             tokio::spawn(async move { outbox.send(busy).await });
@@ -272,6 +294,7 @@ impl Gateway {
             turns_done: AtomicU64::new(0),
             turns_running: AtomicUsize::new(0),
             last_chat: Mutex::new(None),
+            per_sender: RateLimiter::new(self.settings.messages_per_minute),
             settings: self.settings,
         });
         let mut inbound = self.bus.subscribe(ANY_CHANNEL);

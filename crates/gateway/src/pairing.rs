@@ -21,8 +21,11 @@ pub const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 pub const CODE_LENGTH: usize = 8;
 /// How long a code may be approved, as OpenClaw: one hour.
 pub const CODE_TTL_MS: u64 = 60 * 60 * 1000;
-/// Codes waiting per channel, as OpenClaw; more senders are refused until one expires.
-pub const MAX_PENDING: usize = 3;
+/// Codes kept waiting per channel (one per sender). When more senders ask,
+/// the oldest code is dropped rather than the newcomer refused, so a few
+/// throwaway accounts cannot block real people from pairing (OpenClaw's
+/// global queue of 3 could be filled for an hour); the cap only bounds the file.
+pub const MAX_PENDING: usize = 256;
 
 /// Problems with pairing state or requests.
 #[derive(Debug, thiserror::Error)]
@@ -130,10 +133,14 @@ impl PairingStore {
             return Ok(p.clone());
         }
         if state.pending.len() >= MAX_PENDING {
-            return Err(PairingError::TooManyPending { channel: channel.to_string() });
+            state.pending.sort_by_key(|p| p.created_at_ms);
+            state.pending.drain(..=state.pending.len() - MAX_PENDING);
         }
         let pending = PendingPairing {
-            code: new_code(),
+            code: new_code().map_err(|e| PairingError::File {
+                path: self.dir.clone(),
+                message: format!("no random source for a code: {e}"),
+            })?,
             sender: sender.to_string(),
             chat_id: chat_id.to_string(),
             name,
@@ -191,11 +198,8 @@ impl PairingStore {
 
     /// Decides whether `message` may reach the agent under `settings`.
     pub fn admit(&self, settings: &ChannelSettings, message: &InboundMessage) -> Admission {
-        let listed = settings.allow_from.iter().any(|a| {
-            a == "*"
-                || *a == message.sender
-                || message.metadata.get("username").and_then(|u| u.as_str()) == Some(a.as_str())
-        });
+        // Stable sender ids only: a user name can be taken by anyone.
+        let listed = settings.allow_from.iter().any(|a| a == "*" || *a == message.sender);
         match settings.dm_policy {
             DmPolicy::Disabled => Admission::Refuse(None),
             DmPolicy::Open => Admission::Allow,
@@ -225,11 +229,19 @@ impl PairingStore {
     }
 }
 
-/// A fresh random code of [`CODE_LENGTH`] characters from [`CODE_ALPHABET`].
-pub fn new_code() -> String {
-    (0..CODE_LENGTH)
-        .map(|_| CODE_ALPHABET[fastrand::usize(..CODE_ALPHABET.len())] as char)
-        .collect()
+/// A fresh code of [`CODE_LENGTH`] characters from [`CODE_ALPHABET`], drawn
+/// from the operating system's random source (rejection sampling: no bias).
+pub fn new_code() -> std::io::Result<String> {
+    let limit = 256 - 256 % CODE_ALPHABET.len();
+    let mut code = String::with_capacity(CODE_LENGTH);
+    while code.len() < CODE_LENGTH {
+        for b in crate::files::os_random(CODE_LENGTH * 2)? {
+            if (b as usize) < limit && code.len() < CODE_LENGTH {
+                code.push(CODE_ALPHABET[b as usize % CODE_ALPHABET.len()] as char);
+            }
+        }
+    }
+    Ok(code)
 }
 
 #[cfg(test)]
@@ -248,7 +260,7 @@ mod tests {
     #[test]
     fn codes_have_eight_characters_without_look_alikes() {
         for _ in 0..200 {
-            let code = new_code();
+            let code = new_code().unwrap();
             assert_eq!(code.len(), 8);
             assert!(!code.contains(['0', 'O', '1', 'I', 'L']), "{code}");
         }
@@ -272,16 +284,33 @@ mod tests {
     }
 
     #[test]
-    fn at_most_three_codes_wait_per_channel() {
+    fn redteam_gateway_throwaway_accounts_cannot_fill_the_pairing_queue() {
         let home = tempfile::tempdir().unwrap();
         let store = PairingStore::new(home.path());
-        for sender in ["a", "b", "c"] {
+        for sender in ["spam1", "spam2", "spam3", "spam4"] {
             store.request("telegram", sender, sender, None).unwrap();
         }
-        assert!(matches!(
-            store.request("telegram", "d", "d", None),
-            Err(PairingError::TooManyPending { .. })
-        ));
+        // A real person still gets a code, and the owner can approve it.
+        let p = store.request("telegram", "alice", "alice", None).unwrap();
+        assert_eq!(store.approve("telegram", &p.code).unwrap().sender, "alice");
+        // The file stays bounded: the oldest codes make room.
+        for i in 0..MAX_PENDING + 10 {
+            store.request("telegram", &format!("s{i}"), "c", None).unwrap();
+        }
+        assert_eq!(store.load("telegram").unwrap().pending.len(), MAX_PENDING);
+    }
+
+    #[test]
+    fn redteam_gateway_allow_from_matches_ids_not_user_names() {
+        let home = tempfile::tempdir().unwrap();
+        let store = PairingStore::new(home.path());
+        let mut listed = settings(DmPolicy::Allowlist);
+        listed.allow_from = vec!["alice".into(), "42".into()];
+        let mut impostor = InboundMessage::new("telegram", "666", "666", "hi");
+        impostor.metadata.insert("username".into(), "alice".into());
+        assert!(matches!(store.admit(&listed, &impostor), Admission::Refuse(_)));
+        let owner = InboundMessage::new("telegram", "42", "42", "hi");
+        assert_eq!(store.admit(&listed, &owner), Admission::Allow);
     }
 
     #[test]

@@ -57,6 +57,7 @@ impl Tool for MessageTool {
             content: text("content").unwrap_or_default(),
             media,
             reply_to: None,
+            failure: None,
         };
         Ok(match self.outbox.send(message).await {
             Ok(()) => ToolOutput::text(format!("Message sent to {channel}:{chat_id}")),
@@ -160,15 +161,27 @@ impl Tool for CronTool {
     }
 }
 
-/// One line per job: id, name, schedule, next run, last status.
+/// Characters of a job's message shown in lists.
+const MESSAGE_SHOWN: usize = 60;
+
+/// The jobs, two lines each: id, name, schedule, next and last run; then
+/// where the answer goes and the message.
 pub fn list_jobs(jobs: &[CronJob]) -> String {
     if jobs.is_empty() {
         return "no cron jobs".into();
     }
     jobs.iter()
         .map(|j| {
+            let target = match (&j.payload.channel, &j.payload.to) {
+                (Some(channel), Some(to)) if j.payload.deliver => format!("{channel}:{to}"),
+                _ => "(answer kept in its session)".into(),
+            };
+            let mut message: String = j.payload.message.chars().take(MESSAGE_SHOWN).collect();
+            if message.len() < j.payload.message.len() {
+                message.push('…');
+            }
             format!(
-                "{} {:<20} {:<28} next {} last {}{}",
+                "{} {:<20} {:<28} next {} last {}{}\n    to {target}: {message:?}",
                 j.id,
                 j.name,
                 j.schedule.describe(),

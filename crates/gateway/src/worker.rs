@@ -11,7 +11,7 @@ use ferroclaw_protocol::{AgentEvent, Message};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::bus::{InboundMessage, OutboundMessage, SYSTEM_CHANNEL};
+use crate::bus::{Failure, InboundMessage, OutboundMessage, SYSTEM_CHANNEL};
 use crate::commands::{ChatCommand, HELP};
 use crate::gateway::Shared;
 use crate::heartbeat;
@@ -110,14 +110,18 @@ async fn handle(key: &SessionKey, agent: &mut Option<Agent>, work: Work, shared:
     };
     let quiet = work.quiet_if_ok && heartbeat::is_nothing_to_report(&text);
     if !quiet && !text.trim().is_empty() {
+        let failure = matches!(result, WorkResult::Failed(_)).then_some(Failure::Failed);
         let message = match &work.delivery {
-            Delivery::Reply => Some(OutboundMessage::reply(&work.message, text)),
+            Delivery::Reply => {
+                Some(OutboundMessage { failure, ..OutboundMessage::reply(&work.message, text) })
+            }
             Delivery::To(to) => Some(OutboundMessage {
                 channel: to.channel.clone(),
                 chat_id: to.chat_id.clone(),
                 content: text,
                 media: Vec::new(),
                 reply_to: None,
+                failure: None,
             }),
             Delivery::Nowhere => None,
         };
@@ -153,7 +157,7 @@ async fn turn(
     let forward = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
             if let Some(tap) = &tap {
-                let _ = tap.send(event);
+                tap.send(&event);
             }
         }
     });
@@ -161,6 +165,7 @@ async fn turn(
     // Turns in flight finish even when the gateway is asked to stop.
     let report = agent.run(input, &tx, &CancellationToken::new()).await;
     drop(tx);
+    // Every event reaches the tap before the answer is delivered (by the caller).
     let _ = forward.await;
     shared.turn_finished();
     if report.is_error() {

@@ -378,5 +378,6 @@ fn outbound(chat_id: &str, content: &str) -> OutboundMessage {
         content: content.into(),
         media: Vec::new(),
         reply_to: None,
+        failure: None,
     }
 }

@@ -269,6 +269,7 @@ async fn a_message_of_its_own_goes_to_the_channel_split_under_the_limit() {
         content: text,
         media: Vec::new(),
         reply_to: None,
+        failure: None,
     };
     channel.send(message).await.unwrap();
     let posts = fake.posts();

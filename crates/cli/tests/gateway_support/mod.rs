@@ -196,3 +196,19 @@ pub fn skip_or_fail(why: &str) {
     assert!(!in_ci(), "{why} (required in CI)");
     eprintln!("\n=== SKIP: {why} ===\n");
 }
+
+/// A POST with the bearer token; the raw response (status line, headers, body).
+pub fn request_raw(port: u16, path: &str, token: &str, body: &Value) -> String {
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let body = body.to_string();
+    write!(
+        tcp,
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = String::new();
+    let _ = tcp.read_to_string(&mut raw);
+    raw
+}

@@ -142,6 +142,7 @@ impl Channel for TelegramChannel {
                         content: e.to_string(),
                         media: Vec::new(),
                         reply_to: None,
+                        failure: None,
                     };
                     let _ = self.send(busy).await;
                 }

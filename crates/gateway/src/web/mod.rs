@@ -7,31 +7,40 @@
 //! cannot set its headers). A token holder is the owner: their messages come
 //! from sender `owner`, which the web channel's allow-list lets in by default.
 
+mod limits;
 mod openai;
+mod server;
 mod socket;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use axum::Router;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::bus::{MessageBus, OutboundMessage};
+use crate::bus::{Failure, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
+use crate::config::{
+    DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_WEBSOCKETS,
+    DEFAULT_REQUESTS_PER_MINUTE,
+};
+use limits::BUSY_RETRY_AFTER_SECS;
+pub use limits::{MAX_BODY_BYTES, Rate, RateLimiter};
 
 /// The sender id of whoever holds the web token.
 pub const OWNER: &str = "owner";
 /// The web chat page, plain HTML and JavaScript, no build step.
 const PAGE: &str = include_str!("chat.html");
-/// Largest request body accepted (a long pasted document).
-const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// How the web channel is reached.
 #[derive(Debug, Clone)]
@@ -42,6 +51,34 @@ pub struct WebOptions {
     pub openai_api: bool,
     /// The model name `/v1/models` lists.
     pub model_name: String,
+    /// Connections open at once; more are closed at once.
+    pub max_connections: usize,
+    /// Chat pages open at once; more are refused (503).
+    pub max_websockets: usize,
+    /// Requests per minute per address (0: no limit); more get 429.
+    pub requests_per_minute: u32,
+    /// Origins besides the gateway's own whose pages may open `/ws`
+    /// (e.g. `https://chat.example.com` behind a reverse proxy).
+    pub allowed_origins: Vec<String>,
+    /// How long a connection may take to send its request headers.
+    pub header_timeout: std::time::Duration,
+}
+
+impl WebOptions {
+    /// Options with the default limits.
+    pub fn new(addr: SocketAddr, token: String, model_name: String) -> Self {
+        WebOptions {
+            addr,
+            token,
+            openai_api: true,
+            model_name,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_websockets: DEFAULT_MAX_WEBSOCKETS,
+            requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
+            allowed_origins: Vec::new(),
+            header_timeout: std::time::Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECS),
+        }
+    }
 }
 
 /// The web channel (name `web`). Cheap handle over the shared state the
@@ -54,11 +91,15 @@ pub struct WebChannel {
 struct WebState {
     options: WebOptions,
     /// Open chat pages, by chat id.
-    sockets: Mutex<HashMap<String, Vec<mpsc::UnboundedSender<serde_json::Value>>>>,
+    sockets: Mutex<HashMap<String, Vec<mpsc::UnboundedSender<Value>>>>,
+    /// Chat pages open now (checked against `max_websockets`).
+    open_sockets: AtomicUsize,
     /// API requests waiting for their answer, by inbound message id.
     pending: Mutex<HashMap<String, oneshot::Sender<OutboundMessage>>>,
     /// The address actually bound (port 0 picks one), once started.
     bound: Mutex<Option<SocketAddr>>,
+    /// Requests by address.
+    per_address: Arc<RateLimiter>,
 }
 
 /// What the handlers share.
@@ -71,12 +112,15 @@ struct App {
 impl WebChannel {
     /// A web channel; it listens once started.
     pub fn new(options: WebOptions) -> Self {
+        let per_address = Arc::new(RateLimiter::new(options.requests_per_minute));
         WebChannel {
             state: Arc::new(WebState {
                 options,
                 sockets: Mutex::default(),
+                open_sockets: AtomicUsize::new(0),
                 pending: Mutex::default(),
                 bound: Mutex::default(),
+                per_address,
             }),
         }
     }
@@ -104,6 +148,34 @@ impl WebState {
         self.authorized(token)
     }
 
+    /// True when a page from `origin` may open a chat socket: the gateway's
+    /// own origin (its address, or loopback names for a loopback address),
+    /// or one configured in `allowed_origins`.
+    fn origin_allowed(&self, origin: &str) -> bool {
+        let origin = origin.trim_end_matches('/');
+        if self.options.allowed_origins.iter().any(|o| o.trim_end_matches('/') == origin) {
+            return true;
+        }
+        let addr = self.bound().unwrap_or(self.options.addr);
+        let port = addr.port();
+        let mut own = Vec::new();
+        if !addr.ip().is_unspecified() {
+            own.push(format!("http://{addr}"));
+        }
+        if addr.ip().is_loopback() || addr.ip().is_unspecified() {
+            own.extend([
+                format!("http://127.0.0.1:{port}"),
+                format!("http://localhost:{port}"),
+                format!("http://[::1]:{port}"),
+            ]);
+        }
+        own.iter().any(|o| o == origin)
+    }
+
+    fn bound(&self) -> Option<SocketAddr> {
+        *self.bound.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn wait_for_reply(&self, id: &str) -> oneshot::Receiver<OutboundMessage> {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), tx);
@@ -115,29 +187,80 @@ impl WebState {
     }
 
     fn router(self: &Arc<Self>, bus: MessageBus) -> Router {
+        let app = App { web: self.clone(), bus };
         let mut router = Router::new()
             .route("/", get(|| async { Html(PAGE) }))
             .route("/health", get(health))
             .route("/ws", get(socket::upgrade));
         if self.options.openai_api {
-            router = router
+            // The token is checked before the body is read: a stranger's
+            // upload is refused without being taken into memory.
+            let api = Router::new()
                 .route("/v1/chat/completions", post(openai::completions))
-                .route("/v1/models", get(openai::models));
+                .route("/v1/models", get(openai::models))
+                .route_layer(middleware::from_fn_with_state(app.clone(), require_token));
+            router = router.merge(api);
         }
-        router
-            .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
-            .with_state(App { web: self.clone(), bus })
+        router.with_state(app)
     }
+}
+
+/// Refuses API requests without the bearer token, before their body is read.
+async fn require_token(State(app): State<App>, request: Request, next: Next) -> Response {
+    if !app.web.bearer_ok(request.headers()) {
+        return api_error(StatusCode::UNAUTHORIZED, "bad or missing bearer token");
+    }
+    next.run(request).await
 }
 
 async fn health() -> Response {
     axum::Json(json!({"status": "ok"})).into_response()
 }
 
+/// An OpenAI-style error body: `{"error": {"message", "type", "code"}}`.
+fn error_body(status: StatusCode, message: &str) -> Value {
+    let (kind, code) = match status {
+        StatusCode::UNAUTHORIZED => ("invalid_request_error", "invalid_api_key"),
+        StatusCode::TOO_MANY_REQUESTS => ("rate_limit_error", "rate_limit_exceeded"),
+        StatusCode::PAYLOAD_TOO_LARGE => ("invalid_request_error", "request_too_large"),
+        StatusCode::REQUEST_TIMEOUT => ("invalid_request_error", "request_timeout"),
+        StatusCode::SERVICE_UNAVAILABLE => ("server_error", "unavailable"),
+        s if s.is_server_error() => ("server_error", "turn_failed"),
+        _ => ("invalid_request_error", "invalid_request"),
+    };
+    json!({"error": {"message": message, "type": kind, "code": code}})
+}
+
 /// An OpenAI-style error response.
 fn api_error(status: StatusCode, message: &str) -> Response {
-    let body = json!({"error": {"message": message, "type": "invalid_request_error"}});
-    (status, axum::Json(body)).into_response()
+    (status, axum::Json(error_body(status, message))).into_response()
+}
+
+/// 429 with `retry-after`.
+fn rate_limited(retry_after_secs: u64) -> Response {
+    let message = format!("too many requests; try again in {retry_after_secs} s");
+    let mut response = api_error(StatusCode::TOO_MANY_REQUESTS, &message);
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
+}
+
+/// The response for a message that got no real answer.
+fn failure_response(failure: Failure, message: &str) -> Response {
+    match failure {
+        Failure::Busy => {
+            let mut response = api_error(StatusCode::TOO_MANY_REQUESTS, message);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(BUSY_RETRY_AFTER_SECS));
+            response
+        }
+        other => api_error(openai::failure_status(other), message),
+    }
+}
+
+/// The per-address limit for one chat-page message (the socket's own rate).
+fn socket_rate(web: &WebState, address: &str) -> Rate {
+    web.per_address.check(address)
 }
 
 #[async_trait]
@@ -160,10 +283,14 @@ impl Channel for WebChannel {
         let bound = listener.local_addr().ok();
         *self.state.bound.lock().unwrap_or_else(PoisonError::into_inner) = bound;
         tracing::info!("web chat on http://{}/", bound.unwrap_or(addr));
-        axum::serve(listener, self.state.router(bus))
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
-            .map_err(|e| ChannelError::Platform { channel: "web".into(), message: e.to_string() })
+        let router = self.state.router(bus);
+        let limits = server::ServerLimits {
+            max_connections: self.state.options.max_connections,
+            header_timeout: self.state.options.header_timeout,
+            per_address: self.state.per_address.clone(),
+        };
+        server::serve(listener, router, limits, shutdown).await;
+        Ok(())
     }
 
     async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError> {
@@ -175,8 +302,14 @@ impl Channel for WebChannel {
                 return Ok(());
             }
         }
+        let kind = match (&message.reply_to, message.failure) {
+            (Some(_), Some(_)) => "error",
+            (Some(_), None) => "reply",
+            (None, _) => "message",
+        };
         let frame = json!({
-            "type": if message.reply_to.is_some() { "reply" } else { "message" },
+            "type": kind,
+            "message": message.content,
             "content": message.content,
             "media": message.media,
             "reply_to": message.reply_to,

@@ -9,26 +9,26 @@
 use std::convert::Infallible;
 
 use axum::Json;
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, Request, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use ferroclaw_protocol::{AgentEvent, Usage};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
-use super::{App, OWNER, api_error};
-use crate::bus::{BusError, InboundMessage};
+use super::limits::{BODY_READ_TIMEOUT, MAX_BODY_BYTES};
+use super::{App, OWNER, api_error, failure_response};
+use crate::bus::{EventTap, Failure, InboundMessage, OutboundMessage};
 use crate::files::now_ms;
 
 /// The header that picks the session when the body has no `user`.
 pub const USER_HEADER: &str = "x-ferroclaw-user";
 
-/// `GET /v1/models`: the one model the gateway serves.
-pub(super) async fn models(State(app): State<App>, headers: HeaderMap) -> Response {
-    if !app.web.bearer_ok(&headers) {
-        return api_error(StatusCode::UNAUTHORIZED, "bad or missing bearer token");
-    }
+/// `GET /v1/models`: the one model the gateway serves (the token was
+/// checked by the router before this runs).
+pub(super) async fn models(State(app): State<App>) -> Response {
     let model = &app.web.options.model_name;
     Json(json!({
         "object": "list",
@@ -49,17 +49,32 @@ fn last_user_text(body: &Value) -> Option<String> {
     }
 }
 
-/// `POST /v1/chat/completions`.
-pub(super) async fn completions(
-    State(app): State<App>,
-    headers: HeaderMap,
-    body: Result<Json<Value>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    if !app.web.bearer_ok(&headers) {
-        return api_error(StatusCode::UNAUTHORIZED, "bad or missing bearer token");
-    }
-    let Ok(Json(body)) = body else {
-        return api_error(StatusCode::BAD_REQUEST, "the body must be a JSON object");
+/// Reads a request body of at most [`MAX_BODY_BYTES`] within [`BODY_READ_TIMEOUT`].
+async fn read_json(body: Body) -> Result<Value, Response> {
+    let read = axum::body::to_bytes(body, MAX_BODY_BYTES);
+    let bytes = match tokio::time::timeout(BODY_READ_TIMEOUT, read).await {
+        Err(_) => {
+            return Err(api_error(StatusCode::REQUEST_TIMEOUT, "the body took too long to arrive"));
+        }
+        Ok(Err(_)) => {
+            return Err(api_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the body is larger than {MAX_BODY_BYTES} bytes"),
+            ));
+        }
+        Ok(Ok(b)) => b,
+    };
+    serde_json::from_slice(&bytes)
+        .map_err(|_| api_error(StatusCode::BAD_REQUEST, "the body must be a JSON object"))
+}
+
+/// `POST /v1/chat/completions` (the token was checked before the body is read).
+pub(super) async fn completions(State(app): State<App>, request: Request<Body>) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers: HeaderMap = parts.headers;
+    let body = match read_json(body).await {
+        Ok(v) => v,
+        Err(response) => return response,
     };
     let Some(input) = last_user_text(&body).filter(|t| !t.trim().is_empty()) else {
         return api_error(StatusCode::BAD_REQUEST, "messages has no user message with text");
@@ -72,26 +87,28 @@ pub(super) async fn completions(
         .unwrap_or_else(|| "default".into());
     let model = body["model"].as_str().unwrap_or(&app.web.options.model_name).to_string();
     let stream = body["stream"].as_bool().unwrap_or(false);
+    let include_usage = body["stream_options"]["include_usage"].as_bool().unwrap_or(false);
     let (tap, events) = mpsc::unbounded_channel();
-    let message = InboundMessage::new("web", OWNER, format!("api-{user}"), input).with_tap(tap);
+    let message = InboundMessage::new("web", OWNER, format!("api-{user}"), input)
+        .with_tap(EventTap::channel(tap));
     let id = message.id.clone();
     let reply = app.web.wait_for_reply(&id);
     if let Err(e) = app.bus.publish(message) {
         app.web.forget_reply(&id);
-        let status = match e {
-            BusError::Busy => StatusCode::TOO_MANY_REQUESTS,
-            BusError::Closed => StatusCode::SERVICE_UNAVAILABLE,
-        };
-        return api_error(status, &e.to_string());
+        return failure_response(Failure::from(&e), &e.to_string());
     }
     let completion_id = format!("chatcmpl-{id}");
     if stream {
-        return streamed(completion_id, model, events, reply).into_response();
+        let chunks = Chunks { id: completion_id, model };
+        return streamed(chunks, include_usage, events, reply).into_response();
     }
     let mut events = events;
     let Ok(answer) = reply.await else {
-        return api_error(StatusCode::SERVICE_UNAVAILABLE, "the gateway stopped before answering");
+        return failure_response(Failure::Closed, "the gateway stopped before answering");
     };
+    if let Some(failure) = answer.failure {
+        return failure_response(failure, &answer.content);
+    }
     let mut usage = Usage::default();
     while let Ok(event) = events.try_recv() {
         if let AgentEvent::Finished { usage: u, .. } = event {
@@ -118,56 +135,123 @@ fn usage_json(u: &Usage) -> Value {
     json!({"prompt_tokens": prompt, "completion_tokens": u.output_tokens, "total_tokens": prompt + u.output_tokens})
 }
 
-/// The answer as server-sent `chat.completion.chunk`s, ending with `[DONE]`.
-fn streamed(
+/// Builds the `chat.completion.chunk`s of one streamed answer.
+struct Chunks {
     id: String,
     model: String,
+}
+
+impl Chunks {
+    fn object(&self, choices: Value) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": now_ms() / 1000,
+            "model": self.model,
+            "choices": choices,
+        })
+    }
+
+    fn delta(&self, delta: Value, finish: Option<&str>) -> Event {
+        let choice = json!([{"index": 0, "delta": delta, "finish_reason": finish}]);
+        Event::default().data(self.object(choice).to_string())
+    }
+
+    /// The last chunk when `stream_options.include_usage` asks for it: no choices, the usage.
+    fn usage(&self, usage: &Usage) -> Event {
+        let mut chunk = self.object(json!([]));
+        chunk["usage"] = usage_json(usage);
+        Event::default().data(chunk.to_string())
+    }
+}
+
+/// What a streamed answer has sent so far.
+#[derive(Default)]
+struct Progress {
+    streamed: String,
+    usage: Usage,
+}
+
+impl Progress {
+    /// Sends a text delta on; remembers the usage.
+    fn take(&mut self, event: AgentEvent, chunks: &Chunks, tx: &mpsc::UnboundedSender<Event>) {
+        match event {
+            AgentEvent::TextDelta { text } => {
+                self.streamed.push_str(&text);
+                let _ = tx.send(chunks.delta(json!({"content": text}), None));
+            }
+            AgentEvent::Finished { usage, .. } => self.usage = usage,
+            // A new model round-trip after tools: what was streamed so far
+            // was a preamble; keep streaming after it.
+            _ => {}
+        }
+    }
+}
+
+/// The answer as server-sent `chat.completion.chunk`s, ending with `[DONE]`.
+///
+/// Every event of the turn is queued on `events` before the answer arrives
+/// on `reply` (the worker delivers the answer only after its last event), so
+/// once the answer is here, what is still queued is taken first: the deltas
+/// always join to the answer, and the answer is never sent twice.
+fn streamed(
+    chunks: Chunks,
+    include_usage: bool,
     mut events: mpsc::UnboundedReceiver<AgentEvent>,
-    reply: tokio::sync::oneshot::Receiver<crate::bus::OutboundMessage>,
+    reply: oneshot::Receiver<OutboundMessage>,
 ) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
     let (tx, rx) = mpsc::unbounded_channel::<Event>();
-    let chunk = move |delta: Value, finish: Option<&str>| {
-        Event::default().data(
-            json!({
-                "id": id,
-                "object": "chat.completion.chunk",
-                "created": now_ms() / 1000,
-                "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
-            })
-            .to_string(),
-        )
-    };
     tokio::spawn(async move {
-        let _ = tx.send(chunk(json!({"role": "assistant", "content": ""}), None));
-        let mut streamed = String::new();
+        let _ = tx.send(chunks.delta(json!({"role": "assistant", "content": ""}), None));
+        let mut progress = Progress::default();
         tokio::pin!(reply);
         let answer = loop {
             tokio::select! {
+                biased;
                 event = events.recv() => match event {
-                    Some(AgentEvent::TextDelta { text }) => {
-                        streamed.push_str(&text);
-                        let _ = tx.send(chunk(json!({"content": text}), None));
-                    }
-                    // A new model round-trip after tools: what was streamed
-                    // so far was a preamble; keep streaming after it.
-                    Some(_) => {}
+                    Some(event) => progress.take(event, &chunks, &tx),
                     None => break reply.await.ok(),
                 },
                 answer = &mut reply => break answer.ok(),
             }
         };
-        // Text not streamed (a command's reply, an error): send it whole.
-        if let Some(answer) = answer
-            && !streamed.ends_with(answer.content.as_str())
-        {
-            let _ = tx.send(chunk(json!({"content": answer.content}), None));
+        while let Ok(event) = events.try_recv() {
+            progress.take(event, &chunks, &tx);
         }
-        let _ = tx.send(chunk(json!({}), Some("stop")));
+        match answer {
+            Some(OutboundMessage { failure: Some(failure), content, .. }) => {
+                let error = super::error_body(failure_status(failure), &content);
+                let _ = tx.send(Event::default().data(error.to_string()));
+            }
+            Some(answer) => {
+                // Text not streamed (a command's reply): send it whole.
+                if !progress.streamed.ends_with(answer.content.as_str()) {
+                    let _ = tx.send(chunks.delta(json!({"content": answer.content}), None));
+                }
+                let _ = tx.send(chunks.delta(json!({}), Some("stop")));
+                if include_usage {
+                    let _ = tx.send(chunks.usage(&progress.usage));
+                }
+            }
+            None => {
+                let message = "the gateway stopped before answering";
+                let error = super::error_body(StatusCode::SERVICE_UNAVAILABLE, message);
+                let _ = tx.send(Event::default().data(error.to_string()));
+            }
+        }
         let _ = tx.send(Event::default().data("[DONE]"));
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|event| (Ok(event), rx))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// The status code of a failed answer.
+pub(super) fn failure_status(failure: Failure) -> StatusCode {
+    match failure {
+        Failure::Busy => StatusCode::TOO_MANY_REQUESTS,
+        Failure::Closed => StatusCode::SERVICE_UNAVAILABLE,
+        Failure::Failed => StatusCode::INTERNAL_SERVER_ERROR,
+    }
 }

@@ -7,19 +7,22 @@
 //! `{"type": "message", "content"}` for messages the agent sends on its own;
 //! `{"type": "error", "message"}` when a message was not taken.
 
+use std::net::SocketAddr;
 use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
 
 use axum::extract::ws::{Message as Frame, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::extract::{ConnectInfo, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{App, OWNER};
-use crate::bus::InboundMessage;
+use super::limits::{MAX_WS_FRAME_BYTES, MAX_WS_MESSAGE_BYTES, Rate, WS_IDLE_TIMEOUT};
+use super::{App, OWNER, WebState};
+use crate::bus::{EventTap, InboundMessage};
 
 /// Longest chat id a page may ask for.
 const MAX_CHAT_CHARS: usize = 64;
@@ -30,15 +33,44 @@ pub(super) struct SocketQuery {
     chat: Option<String>,
 }
 
-/// `GET /ws?token=TOKEN&chat=CHAT_ID`.
+/// Counts an open chat page; the count drops with it.
+struct OpenSocket(std::sync::Arc<WebState>);
+
+impl Drop for OpenSocket {
+    fn drop(&mut self) {
+        self.0.open_sockets.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// `GET /ws?token=TOKEN&chat=CHAT_ID`, from a page of the gateway's own
+/// origin (or one in `allowed_origins`); clients that send no `Origin`
+/// (not browsers) need only the token.
 pub(super) async fn upgrade(
     ws: WebSocketUpgrade,
     Query(query): Query<SocketQuery>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     State(app): State<App>,
 ) -> Response {
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !app.web.origin_allowed(origin) {
+            tracing::warn!(%origin, "web: chat socket from a foreign origin refused");
+            let why =
+                "this page's origin may not open the chat; add it to [gateway] allowed_origins";
+            return (StatusCode::FORBIDDEN, why).into_response();
+        }
+    }
     if !app.web.authorized(query.token.as_deref()) {
         return (StatusCode::UNAUTHORIZED, "bad or missing token").into_response();
     }
+    let max = app.web.options.max_websockets;
+    if app.web.open_sockets.fetch_add(1, Ordering::Relaxed) >= max {
+        app.web.open_sockets.fetch_sub(1, Ordering::Relaxed);
+        let why = format!("{max} chat pages are open already; close one and retry");
+        return (StatusCode::SERVICE_UNAVAILABLE, why).into_response();
+    }
+    let open = OpenSocket(app.web.clone());
     let chat = query
         .chat
         .filter(|c| {
@@ -47,10 +79,16 @@ pub(super) async fn upgrade(
                 && c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
         })
         .unwrap_or_else(|| "default".into());
-    ws.on_upgrade(move |socket| talk(socket, chat, app))
+    let address = peer.ip().to_string();
+    ws.max_message_size(MAX_WS_MESSAGE_BYTES).max_frame_size(MAX_WS_FRAME_BYTES).on_upgrade(
+        move |socket| async move {
+            talk(socket, chat, address, app).await;
+            drop(open);
+        },
+    )
 }
 
-async fn talk(socket: WebSocket, chat: String, app: App) {
+async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
     let (mut sink, mut stream) = socket.split();
     let (out, mut out_rx) = mpsc::unbounded_channel::<Value>();
     app.web
@@ -68,7 +106,8 @@ async fn talk(socket: WebSocket, chat: String, app: App) {
         }
     });
     let _ = out.send(json!({"type": "ready", "chat": chat}));
-    while let Some(Ok(frame)) = stream.next().await {
+    // A page that says nothing for WS_IDLE_TIMEOUT is dropped (it reconnects when used).
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout(WS_IDLE_TIMEOUT, stream.next()).await {
         let text = match frame {
             Frame::Text(t) => t.to_string(),
             Frame::Close(_) => break,
@@ -86,12 +125,16 @@ async fn talk(socket: WebSocket, chat: String, app: App) {
         if content.trim().is_empty() {
             continue;
         }
-        let (tap, mut events) = mpsc::unbounded_channel();
-        let forward_to = out.clone();
-        tokio::spawn(async move {
-            while let Some(event) = events.recv().await {
-                let _ = forward_to.send(json!({"type": "event", "event": event}));
-            }
+        if let Rate::Limited { retry_after_secs, .. } = super::socket_rate(&app.web, &address) {
+            let message = format!("too many messages; try again in {retry_after_secs} s");
+            let _ = out.send(json!({"type": "error", "message": message}));
+            continue;
+        }
+        // Events go into the socket's one queue, the answer after them (the
+        // worker calls the tap for every event before it delivers the answer).
+        let events_to = out.clone();
+        let tap = EventTap::new(move |event| {
+            let _ = events_to.send(json!({"type": "event", "event": event}));
         });
         let message = InboundMessage::new("web", OWNER, chat.clone(), content).with_tap(tap);
         if let Err(e) = app.bus.publish(message) {

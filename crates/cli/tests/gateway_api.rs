@@ -1,0 +1,172 @@
+//! The gateway as API clients and owners meet it: failures are HTTP errors
+//! with OpenAI-style bodies (a full queue 429 with retry-after, a failed turn
+//! 5xx); `/v1/models` lists `ferroclaw`; `--port`/`--bind`; config typos and
+//! a gateway with no channel are refused with the reason; `gateway install`
+//! says where keys go; hundreds of chats share one recall connection.
+
+mod common;
+mod gateway_support;
+
+use std::time::Duration;
+
+use common::{Env, Wire, run};
+use ferroclaw_testkit::{Fault, ServerOptions, Turn};
+use gateway_support::{Gateway, TOKEN, chat, request, wait_for};
+use serde_json::Value;
+
+fn error_of(body: &str) -> Value {
+    let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    assert!(
+        v["error"]["message"].is_string()
+            && v["error"]["type"].is_string()
+            && v["error"]["code"].is_string(),
+        "not an OpenAI-style error body: {body}"
+    );
+    v["error"].clone()
+}
+
+#[test]
+fn a_full_chat_queue_is_429_with_retry_after_and_a_failed_turn_is_500() {
+    let slow = Fault::SlowFirstByte { delay_ms: 2000, then: Turn::text("Slow answer.") };
+    let failing = Fault::Status { status: 400, body: None, retry_after: None };
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![slow.into(), Turn::text("Queued answer.").into(), failing.into()],
+    );
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\nchat_queue = 1\n");
+    let port = gw.port;
+    let first = std::thread::spawn(move || chat(port, "q", "one"));
+    wait_for(10, "the first turn to reach the model", || env.server.requests().len() == 1);
+    let second = std::thread::spawn(move || chat(port, "q", "two"));
+    std::thread::sleep(Duration::from_millis(300));
+    let body = serde_json::json!({"user": "q", "messages": [{"role": "user", "content": "three"}]});
+    let head_and_body = gateway_support::request_raw(port, "/v1/chat/completions", TOKEN, &body);
+    assert!(head_and_body.starts_with("HTTP/1.1 429"), "{head_and_body}");
+    assert!(head_and_body.to_ascii_lowercase().contains("retry-after: "), "{head_and_body}");
+    let error = error_of(head_and_body.split_once("\r\n\r\n").unwrap().1);
+    assert_eq!(error["type"], "rate_limit_error");
+    assert_eq!(first.join().unwrap(), (200, "Slow answer.".to_string()));
+    assert_eq!(second.join().unwrap(), (200, "Queued answer.".to_string()));
+    // The model refuses the request: the client gets a 5xx, not a 200 "Sorry".
+    let (status, body) = chat(port, "q", "four");
+    assert!((500..600).contains(&status), "{status} {body}");
+    assert_eq!(error_of(&body)["type"], "server_error");
+}
+
+#[test]
+fn models_lists_ferroclaw_and_the_port_and_bind_flags_win_over_config() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    let config_port = gateway_support::free_port();
+    let port = gateway_support::free_port();
+    env.write_home_config(&format!(
+        "[gateway]\nport = {config_port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\n"
+    ));
+    let stderr_path = env.home.path().join("flags.stderr");
+    let child = env
+        .std_cmd()
+        .args(["gateway", "--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let _gw = Gateway { child, port, stderr_path };
+    wait_for(30, "the gateway on --port", || {
+        gateway_support::get(port, "/health").is_some_and(|(s, _)| s == 200)
+    });
+    let (status, body) = request(port, "GET", "/v1/models", Some(TOKEN), None).unwrap();
+    assert_eq!(status, 200);
+    let models: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(models["data"][0]["id"], "ferroclaw", "{models}");
+    assert!(gateway_support::get(config_port, "/health").is_none());
+}
+
+#[test]
+fn a_misspelt_channel_key_or_no_enabled_channel_refuses_to_start_and_says_why() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    env.write_home_config("model = \"openai/gpt-test\"\n\n[channels.web]\nenabeld = true\n");
+    let (rc, _, err) = run(env.cmd().arg("gateway"));
+    assert_ne!(rc, 0);
+    let path = env.home.path().join("config.toml");
+    assert!(
+        err.contains(&format!("{}:4:1", path.display()))
+            && err.contains("did you mean \"enabled\""),
+        "{err}"
+    );
+    env.write_home_config("[channels.web]\nopenai_api = true\n");
+    let (rc, _, err) = run(env.cmd().arg("gateway"));
+    assert_ne!(rc, 0);
+    assert!(err.contains("no channel is enabled") && err.contains("enabled = true"), "{err}");
+    env.write_home_config("[gateway]\nbindd = \"0.0.0.0\"\n");
+    let (rc, _, err) = run(env.cmd().arg("gateway"));
+    assert_ne!(rc, 0);
+    assert!(err.contains(":2:1") && err.contains("did you mean \"bind\""), "{err}");
+}
+
+#[test]
+fn gateway_install_says_where_the_keys_go_and_raises_the_open_files_limit() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    let config_dir = env.home.path().join("xdg");
+    let (rc, out, err) =
+        run(env.cmd().args(["gateway", "install"]).env("XDG_CONFIG_HOME", &config_dir));
+    assert_eq!(rc, 0, "{err}");
+    let env_file = env.home.path().join("gateway.env");
+    assert!(out.contains(&env_file.display().to_string()) && out.contains("API_KEY"), "{out}");
+    let unit =
+        std::fs::read_to_string(config_dir.join("systemd/user/ferroclaw-gateway.service")).unwrap();
+    assert!(unit.contains("LimitNOFILE=65536"), "{unit}");
+}
+
+#[test]
+fn three_hundred_chats_share_one_recall_connection_and_the_soft_fd_limit_is_raised() {
+    let options = ServerOptions { repeat: true, ..Default::default() };
+    let env = Env::with_options(Wire::OpenAi, vec![Turn::text("ok").into()], options);
+    let port = gateway_support::free_port();
+    env.write_home_config(&format!(
+        "[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nmax_concurrent_turns = 8\nrequests_per_minute = 0\n"
+    ));
+    // Started with a soft limit of 256 fds, as a low default would give.
+    let stderr_path = env.home.path().join("fds.stderr");
+    let cmd = env.std_cmd();
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -Sn 256 && exec \"$0\" gateway")
+        .arg(cmd.get_program())
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+        .env("FERROCLAW_LOG", "info")
+        .current_dir(env.ws())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let gw = Gateway { child, port, stderr_path };
+    wait_for(30, "the gateway", || {
+        gateway_support::get(port, "/health").is_some_and(|(s, _)| s == 200)
+    });
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", gw.child.id())).unwrap();
+    let nofile: Vec<&str> = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(nofile[3], nofile[4], "soft limit not raised to the hard one: {limits}");
+    let workers: Vec<_> = (0..4)
+        .map(|c| {
+            std::thread::spawn(move || {
+                for i in (c..300).step_by(4) {
+                    assert_eq!(chat(port, &format!("u{i}"), "hi"), (200, "ok".to_string()));
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let fds: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", gw.child.id()))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .map(|p| p.display().to_string())
+        .collect();
+    let recall = fds.iter().filter(|p| p.contains("recall.db")).count();
+    assert!(recall <= 3, "{recall} recall.db descriptors for 300 chats");
+}
