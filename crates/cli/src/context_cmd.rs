@@ -4,6 +4,7 @@
 use std::io::IsTerminal;
 
 use ferroclaw_core::compaction::estimate_tokens;
+use ferroclaw_core::context::PromptProfile;
 use ferroclaw_core::{Config, ContextBuilder};
 
 use crate::exit;
@@ -11,7 +12,9 @@ use crate::setup::SetupError;
 
 /// Prints the assembled prompt (exactly, with `raw`) and a size table.
 pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
-    let context = ContextBuilder::for_config(config).build();
+    // No model configured: show the full profile, which any key would get.
+    let profile = config.model_spec().map_or(PromptProfile::Full, |s| config.prompt_profile(&s));
+    let context = ContextBuilder::for_config(config).profile(profile).build();
     for w in &context.warnings {
         eprintln!("{w}");
     }
@@ -31,6 +34,10 @@ pub fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     }
     let mut tools = ferroclaw_tools::builtin_tools();
     context.register_tools(&mut tools, None);
+    if profile == PromptProfile::Lean {
+        tools = ferroclaw_core::context::lean_tools(&tools);
+    }
+    println!("profile: {}", profile.name());
     let tool_tokens = estimate_tokens("", &[], &tools.specs());
     println!("{:<12} {:>8} {:>9}", "layer", "chars", "~tokens");
     let mut total = 0;
