@@ -122,6 +122,11 @@ pub enum Command {
     },
     /// The gateway, its chat sessions and cron jobs.
     Status,
+    /// Measure a model: `eval tools` runs twenty small tool-use tasks.
+    Eval {
+        #[command(subcommand)]
+        action: crate::eval_cmd::EvalAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,6 +5,7 @@ mod args;
 mod context_cmd;
 mod cron_cmd;
 mod doctor;
+mod eval_cmd;
 mod exit;
 mod gateway_cmd;
 mod interrupt;
@@ -70,6 +71,7 @@ async fn run(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Pairing { action }) => pairing_cmd::run(action),
         Some(Command::Cron { action }) => cron_cmd::run(action),
         Some(Command::Status) => status_cmd::run(cli),
+        Some(Command::Eval { action }) => eval_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Sessions { action }) => {
             let config = setup::load_config(cli)?;
             sessions::run(action, &config)?;
