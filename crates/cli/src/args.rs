@@ -239,6 +239,11 @@ pub enum Command {
         #[arg(long)]
         revoke: bool,
     },
+    /// Measure a model: `eval tools` runs twenty small tool-use tasks.
+    Eval {
+        #[command(subcommand)]
+        action: crate::eval_cmd::EvalAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,6 +8,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use ferroclaw_core::compaction::estimate_tokens;
+use ferroclaw_core::context::PromptProfile;
 use ferroclaw_core::{Config, ContextBuilder, NoOneToAsk};
 
 use crate::exit;
@@ -15,7 +16,9 @@ use crate::setup::{Resume, SetupError, open_agent};
 
 /// Prints the assembled prompt (exactly, with `raw`) and a size table.
 pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
-    let context = ContextBuilder::for_config(config).build();
+    // No model configured: show the full profile, which any key would get.
+    let profile = config.model_spec().map_or(PromptProfile::Full, |s| config.prompt_profile(&s));
+    let context = ContextBuilder::for_config(config).profile(profile).build();
     for w in &context.warnings {
         eprintln!("{w}");
     }
@@ -42,6 +45,7 @@ pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
             layer.text
         );
     }
+    println!("profile: {}", profile.name());
     let mcp_tools = request.tools.iter().filter(|t| t.name.starts_with("mcp__")).count();
     let tool_chars: usize = request
         .tools

@@ -8,6 +8,7 @@ mod context_cmd;
 mod cron_cmd;
 mod diff;
 mod doctor;
+mod eval_cmd;
 mod exit;
 mod gateway_cmd;
 mod highlight;
@@ -86,6 +87,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Pairing { action }) => pairing_cmd::run(action),
         Some(Command::Cron { action }) => cron_cmd::run(action),
         Some(Command::Status) => status_cmd::run(cli),
+        Some(Command::Eval { action }) => eval_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Sessions { action }) => {
             let config = setup::load_config(cli)?;
             sessions::run(action, &config)?;

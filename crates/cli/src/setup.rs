@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ferroclaw_core::agent::{CompactTool, Compaction, Remembering};
 use ferroclaw_core::config::WebSearchSection;
+use ferroclaw_core::context::PromptProfile;
 use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
 use ferroclaw_core::subagent::{self, SubAgents, TaskTool};
@@ -176,7 +177,8 @@ pub fn open_agent(
         }
     };
     let permissions = Arc::new(permissions);
-    let context = ferroclaw_core::ContextBuilder::for_config(config).build();
+    let profile = config.prompt_profile(&spec);
+    let context = ferroclaw_core::ContextBuilder::for_config(config).profile(profile).build();
     // Once per problem, however many roots the same skill was found in.
     let warnings: std::collections::BTreeSet<&String> = context.warnings.iter().collect();
     for w in warnings {
@@ -253,6 +255,10 @@ pub fn open_agent(
         started: Default::default(),
     };
     tools.register(TaskTool(Arc::new(subagents)));
+    if profile == PromptProfile::Lean {
+        tools = ferroclaw_core::context::lean_tools(&tools);
+    }
+    let max_tokens = config.max_tokens_for(&spec);
     let agent = Agent {
         provider,
         model,
@@ -266,7 +272,7 @@ pub fn open_agent(
         workspace: config.workspace.clone(),
         allowed_dirs: config.file.allowed_dirs.clone().unwrap_or_default(),
         max_turns: config.max_turns(),
-        max_tokens: config.max_tokens(),
+        max_tokens,
         total_usage: Default::default(),
         todos,
         jobs: Some(jobs),

@@ -28,6 +28,8 @@ pub struct ConfigFile {
     pub max_turns: Option<u32>,
     /// Cap on tokens per model answer.
     pub max_tokens: Option<u32>,
+    /// `lean` or `full` for every model (default: lean for local models).
+    pub prompt_profile: Option<crate::context::PromptProfile>,
     /// `default`, `accept-edits`, `bypass` or `plan`.
     pub permission_mode: Option<PermissionMode>,
     /// Folders besides the workspace that file tools may touch.
@@ -127,6 +129,8 @@ pub struct ProviderSection {
     pub stream: Option<bool>,
     /// The models accept images (default true; false sends a text note instead).
     pub images: Option<bool>,
+    /// `lean` marks the provider's models as small: short prompt, core tools.
+    pub prompt_profile: Option<crate::context::PromptProfile>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
 }
@@ -273,6 +277,33 @@ impl Config {
     /// Cap on tokens per answer.
     pub fn max_tokens(&self) -> u32 {
         self.file.max_tokens.unwrap_or(ferroclaw_llm::DEFAULT_MAX_TOKENS)
+    }
+
+    /// The prompt profile for a model spec: the provider's
+    /// `prompt_profile`, else the top-level one, else lean for local models
+    /// (`local/...`, `local:...`) and full for the rest.
+    pub fn prompt_profile(&self, spec: &str) -> crate::context::PromptProfile {
+        use crate::context::PromptProfile;
+        let provider = spec.split(['/', ':']).next().unwrap_or(spec);
+        self.file
+            .providers
+            .get(provider)
+            .and_then(|p| p.prompt_profile)
+            .or(self.file.prompt_profile)
+            .unwrap_or(if provider == "local" { PromptProfile::Lean } else { PromptProfile::Full })
+    }
+
+    /// Cap on tokens per answer for a model spec: the configured
+    /// `max_tokens`, else a short cap under the lean profile (small models
+    /// that loop stop early), else the default.
+    pub fn max_tokens_for(&self, spec: &str) -> u32 {
+        match (self.file.max_tokens, self.prompt_profile(spec)) {
+            (Some(n), _) => n,
+            (None, crate::context::PromptProfile::Lean) => {
+                crate::context::lean::SMALL_MODEL_MAX_TOKENS
+            }
+            (None, crate::context::PromptProfile::Full) => ferroclaw_llm::DEFAULT_MAX_TOKENS,
+        }
     }
 
     /// The permission mode in force.
@@ -443,6 +474,7 @@ impl ConfigFile {
             model,
             max_turns,
             max_tokens,
+            prompt_profile,
             permission_mode,
             allowed_dirs,
             retry,
@@ -625,8 +657,11 @@ pub const CONFIG_TEMPLATE: &str = r#"# ferroclaw configuration. Layers: this fil
 
 # Cap on model round-trips for one request.
 # max_turns = 100
-# Cap on tokens in one answer.
+# Cap on tokens in one answer (default 8192; 512 under the lean profile).
 # max_tokens = 8192
+# Prompt profile: "lean" (short prompt, core tools; the default for local
+# models) or "full". Also settable per provider: [providers.NAME] prompt_profile.
+# prompt_profile = "full"
 
 # default | accept-edits | bypass | plan
 # permission_mode = "default"

@@ -14,7 +14,12 @@
 //!
 //! Every file is capped at [`MAX_FILE_CHARS`] with a marker when cut; a
 //! missing or unreadable file is simply absent.
+//!
+//! The [`PromptProfile::Lean`] profile (small models) keeps `identity`
+//! (shortened), `project` (capped at [`LEAN_FILE_CHARS`]), `memory` and
+//! `skills` as one-line indexes, and `runtime`; see [`lean`].
 
+pub mod lean;
 mod runtime;
 mod templates;
 
@@ -23,6 +28,7 @@ use std::sync::Arc;
 
 use ferroclaw_tools::ToolRegistry;
 
+pub use lean::{LEAN_FILE_CHARS, PromptProfile, lean_tools};
 pub use runtime::{GitState, RUNTIME_TAG, Runtime};
 pub use templates::{WORKSPACE_TEMPLATES, write_workspace_templates};
 
@@ -78,6 +84,7 @@ pub struct ContextBuilder {
     runtime: Option<Runtime>,
     builtin_skills: bool,
     memory: MemoryStore,
+    profile: PromptProfile,
 }
 
 /// An assembled context: the prompt layers and what the context tools need.
@@ -91,6 +98,8 @@ pub struct Context {
     /// Problems worth telling the user at start-up (skipped skill files);
     /// `skills.problems()` has the warnings too.
     pub warnings: Vec<String>,
+    /// The profile the layers were built for.
+    pub profile: PromptProfile,
 }
 
 impl ContextBuilder {
@@ -104,6 +113,7 @@ impl ContextBuilder {
             runtime: None,
             builtin_skills: true,
             memory: MemoryStore::new(home),
+            profile: PromptProfile::Full,
         }
     }
 
@@ -132,6 +142,12 @@ impl ContextBuilder {
         self
     }
 
+    /// The prompt profile (default [`PromptProfile::Full`]).
+    pub fn profile(mut self, profile: PromptProfile) -> Self {
+        self.profile = profile;
+        self
+    }
+
     /// The memory store to snapshot (with configured limits).
     pub fn memory(mut self, memory: MemoryStore) -> Self {
         self.memory = memory;
@@ -152,7 +168,21 @@ impl ContextBuilder {
             .collect();
         let runtime =
             self.runtime.clone().unwrap_or_else(|| Runtime::detect(&self.workspace, &self.channel));
-        let layers = vec![
+        let layers = match self.profile {
+            PromptProfile::Full => self.full_layers(&skills, &runtime),
+            PromptProfile::Lean => self.lean_layers(&skills, &runtime),
+        };
+        Context {
+            layers,
+            skills: Arc::new(skills),
+            memory: self.memory.clone(),
+            warnings,
+            profile: self.profile,
+        }
+    }
+
+    fn full_layers(&self, skills: &SkillSet, runtime: &Runtime) -> Vec<Layer> {
+        vec![
             Layer { name: "identity", text: IDENTITY.to_string() },
             Layer { name: "workspace", text: self.bootstrap_layer() },
             Layer { name: "project", text: project_layer(&self.workspace) },
@@ -160,8 +190,24 @@ impl ContextBuilder {
             Layer { name: "memory", text: memory_layer(&self.memory.read(Target::Memory)) },
             Layer { name: "skills", text: skills.prompt_layer() },
             Layer { name: "runtime", text: runtime.render() },
-        ];
-        Context { layers, skills: Arc::new(skills), memory: self.memory.clone(), warnings }
+        ]
+    }
+
+    /// The lean profile's layers: no workspace files or rules, project
+    /// instructions capped short, memory and skills as one line each.
+    fn lean_layers(&self, skills: &SkillSet, runtime: &Runtime) -> Vec<Layer> {
+        let project = project_layer(&self.workspace);
+        let memory_path = self.memory.path(Target::Memory);
+        vec![
+            Layer { name: "identity", text: lean::LEAN_IDENTITY.to_string() },
+            Layer { name: "project", text: cap(&project, LEAN_FILE_CHARS) },
+            Layer {
+                name: "memory",
+                text: lean::memory_index(&memory_path, &self.memory.read(Target::Memory)),
+            },
+            Layer { name: "skills", text: lean::skills_index(skills) },
+            Layer { name: "runtime", text: runtime.render_short() },
+        ]
     }
 
     /// The agent workspace's bootstrap files, each under `## NAME`. HTML
@@ -205,7 +251,11 @@ impl Context {
 
     /// Registers the context tools: `load_skill`, `memory`, and
     /// `session_search` when a recall index is given.
+    /// Under the lean profile nothing is added: its tools are the core ones.
     pub fn register_tools(&self, tools: &mut ToolRegistry, recall: Option<Arc<Recall>>) {
+        if self.profile == PromptProfile::Lean {
+            return;
+        }
         tools.register(LoadSkillTool::new(self.skills.clone()));
         tools.register(MemoryTool::new(self.memory.clone()));
         if let Some(recall) = recall {

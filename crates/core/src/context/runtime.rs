@@ -45,6 +45,13 @@ impl Runtime {
         }
     }
 
+    /// One line for the lean profile: the date (not the time, so the
+    /// prompt, and a saved prompt state, stays the same all day) and folder.
+    pub fn render_short(&self) -> String {
+        let date = self.now.get(..10).unwrap_or(&self.now);
+        format!("Date: {date}. Working directory: {}.", self.cwd.display())
+    }
+
     /// The tagged block.
     pub fn render(&self) -> String {
         let mut out = format!(
