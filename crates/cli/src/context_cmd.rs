@@ -16,14 +16,15 @@ use crate::setup::{Resume, SetupError, open_agent};
 /// Prints the assembled prompt (exactly, with `raw`) and a size table.
 pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     let context = ContextBuilder::for_config(config).build();
-    for w in &context.warnings {
-        eprintln!("{w}");
-    }
     if raw {
+        for w in &context.warnings {
+            eprintln!("{w}");
+        }
         println!("{}", context.system_prompt());
         return Ok(exit::OK);
     }
-    // The agent a new session gets; its session file is not kept.
+    // The agent a new session gets (it warns about skipped skills); its
+    // session file is not kept.
     let opened = open_agent(config, &Resume::New, Arc::new(NoOneToAsk))?;
     let mut agent = opened.agent;
     let _ = std::fs::remove_file(agent.session.path());
