@@ -19,14 +19,15 @@ pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     // No model configured: show the full profile, which any key would get.
     let profile = config.model_spec().map_or(PromptProfile::Full, |s| config.prompt_profile(&s));
     let context = ContextBuilder::for_config(config).profile(profile).build();
-    for w in &context.warnings {
-        eprintln!("{w}");
-    }
     if raw {
+        for w in &context.warnings {
+            eprintln!("{w}");
+        }
         println!("{}", context.system_prompt());
         return Ok(exit::OK);
     }
-    // The agent a new session gets; its session file is not kept.
+    // The agent a new session gets (it warns about skipped skills); its
+    // session file is not kept.
     let opened = open_agent(config, &Resume::New, Arc::new(NoOneToAsk))?;
     let mut agent = opened.agent;
     let _ = std::fs::remove_file(agent.session.path());
