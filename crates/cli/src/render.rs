@@ -159,9 +159,8 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 eprintln!(
                     "{}",
                     st.yellow(&format!(
-                        "⟳ retrying in {} s: {reason} (attempt {})",
-                        seconds(delay_ms),
-                        attempt + 1
+                        "⟳ retrying in {} s: {reason} (attempt {attempt})",
+                        seconds(delay_ms)
                     ))
                 );
             }
