@@ -188,7 +188,11 @@ fn explain_denials(denials: &[Denial]) {
     let mut rules: Vec<String> = Vec::new();
     for d in denials {
         let subject = crate::render::shorten(&subject_of(&d.tool_input), 80);
-        eprintln!("  {}({subject}): {}", d.tool_name, crate::render::shorten(&d.reason, 100));
+        let why = match d.reason.contains("nobody can be asked") {
+            true => "needs approval, and nobody can approve in -p",
+            false => &d.reason,
+        };
+        eprintln!("  {}({subject}): {}", d.tool_name, crate::render::shorten(why, 100));
         if !d.reason.starts_with("permission denied") {
             let rule = allow_rule(&d.tool_name, &d.tool_input);
             if !rules.contains(&rule) {
