@@ -290,7 +290,7 @@ fn finished_block(
             "  {}\n",
             st.dim(&format!(
                 "⎿ {} · +{added} −{removed} · {duration_ms} ms",
-                shorten(record.output.trim(), 100)
+                shorten(record.output.lines().next().unwrap_or_default(), 100)
             ))
         );
         if !shown {
