@@ -37,6 +37,8 @@ pub struct Answers {
     rx: tokio::sync::Mutex<UnboundedReceiver<Answer>>,
     /// True while a [`KeyWatch`] reads the keyboard.
     watching: AtomicBool,
+    /// Told by the renderer when a question is on screen.
+    pub shown: Arc<tokio::sync::Notify>,
 }
 
 impl Default for Answers {
@@ -47,6 +49,7 @@ impl Default for Answers {
             tx,
             rx: tokio::sync::Mutex::new(rx),
             watching: AtomicBool::new(false),
+            shown: Arc::new(tokio::sync::Notify::new()),
         }
     }
 }

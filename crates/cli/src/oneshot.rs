@@ -60,6 +60,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 tools: Some(log.clone()),
                 workspace: agent.workspace.clone(),
                 expand_hint: "",
+                question_shown: None,
             },
         )),
         (OutputFormat::StreamJson, StreamFormat::Ferroclaw) => tokio::spawn(json_lines(consumed)),

@@ -45,6 +45,10 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/exit", "leave (also /quit, Ctrl-D)"),
 ];
 
+/// Longest wait for the renderer to show a question before reading its
+/// answer anyway (the renderer shows it at once; this only guards a bug).
+const QUESTION_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Sessions per page of `/sessions` and of the `--resume` picker.
 const SESSIONS_PAGE: usize = 20;
 /// Exchanges shown when a conversation is resumed.
@@ -197,6 +201,7 @@ fn render_options(agent: &Agent, repl: &Repl, answer: bool) -> RenderOptions {
         tools: Some(repl.tools.clone()),
         workspace: agent.workspace.clone(),
         expand_hint: " (/expand)",
+        question_shown: Some(repl.answers.shown.clone()),
     }
 }
 
@@ -590,8 +595,11 @@ pub struct TerminalApprover {
     answers: Arc<keys::Answers>,
 }
 
-/// What the user answered: from the key watcher on a terminal, else a line of stdin.
+/// What the user answered: from the key watcher on a terminal, else a line
+/// of stdin; read once the question is on screen.
 async fn answer(answers: &keys::Answers) -> Option<String> {
+    let shown = answers.shown.notified();
+    let _ = tokio::time::timeout(QUESTION_WAIT, shown).await;
     if answers.watched() {
         return match answers.next().await {
             Answer::Line(line) => Some(line.trim().to_string()),
