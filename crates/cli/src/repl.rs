@@ -211,6 +211,15 @@ async fn run_request(agent: &mut Agent, repl: &mut Repl, input: &str) {
         repl.pending.clear();
     }
     let message = crate::attach::user_message(&text, &agent.workspace);
+    for block in crate::attach::text_files(input, &agent.workspace) {
+        let path = block.split('"').nth(1).unwrap_or_default();
+        let lines = block.lines().count().saturating_sub(2);
+        eprintln!(
+            "{}",
+            crate::style::Style::for_stderr()
+                .dim(&format!("⎘ {path} ({lines} line{})", if lines == 1 { "" } else { "s" }))
+        );
+    }
     agent.run(message, &tx, &cancel).await;
     watcher.abort();
     drop(tx);

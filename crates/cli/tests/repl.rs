@@ -174,6 +174,7 @@ fn an_at_mention_includes_a_text_file() {
     std::fs::write(env.ws().join("notes.md"), "buy milk\n").unwrap();
     let (code, _, stderr) = run(env.cmd().write_stdin("what is in @notes.md?\n/exit\n"));
     assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("⎘ notes.md (1 line)"), "the user sees what was included: {stderr}");
     let body = env.request_body(0).to_string();
     assert!(body.contains("<file path=\\\"notes.md\\\">\\nbuy milk\\n</file>"), "{body}");
 }
