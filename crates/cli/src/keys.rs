@@ -37,6 +37,8 @@ pub struct Answers {
     rx: tokio::sync::Mutex<UnboundedReceiver<Answer>>,
     /// True while a [`KeyWatch`] reads the keyboard.
     watching: AtomicBool,
+    /// Told by the renderer when a question is on screen.
+    pub shown: Arc<tokio::sync::Notify>,
 }
 
 impl Default for Answers {
@@ -47,6 +49,7 @@ impl Default for Answers {
             tx,
             rx: tokio::sync::Mutex::new(rx),
             watching: AtomicBool::new(false),
+            shown: Arc::new(tokio::sync::Notify::new()),
         }
     }
 }
@@ -72,7 +75,7 @@ impl Answers {
 pub struct KeyWatch {
     saved: libc::termios,
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
     typed: Arc<Mutex<Vec<u8>>>,
     answers: Arc<Answers>,
 }
@@ -106,22 +109,38 @@ impl KeyWatch {
             let (stop, typed, answers) = (stop.clone(), typed.clone(), answers.clone());
             std::thread::spawn(move || watch(fd, &stop, &cancel, &answers, &typed))
         };
-        Some(KeyWatch { saved, stop, thread, typed, answers })
+        Some(KeyWatch { saved, stop, thread: Some(thread), typed, answers })
     }
 
     /// Stops watching, restores the terminal, and returns what was typed
     /// meanwhile (for the next prompt).
-    pub fn stop(self) -> String {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = self.thread.join();
+    pub fn stop(mut self) -> String {
+        self.release();
+        let typed = std::mem::take(&mut *self.typed.lock().unwrap_or_else(PoisonError::into_inner));
+        String::from_utf8_lossy(&typed).into_owned()
+    }
+
+    /// Ends the thread and gives the terminal its settings back (once).
+    fn release(&mut self) {
+        if self.stop.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
         self.answers.watching.store(false, Ordering::SeqCst);
         let fd = std::io::stdin().as_raw_fd();
         // SAFETY: restores the settings read in `start`.
         unsafe {
             libc::tcsetattr(fd, libc::TCSANOW, &self.saved);
         }
-        let typed = std::mem::take(&mut *self.typed.lock().unwrap_or_else(PoisonError::into_inner));
-        String::from_utf8_lossy(&typed).into_owned()
+    }
+}
+
+/// A request that unwinds still leaves the terminal as it found it.
+impl Drop for KeyWatch {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

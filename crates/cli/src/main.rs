@@ -1,5 +1,6 @@
 //! The `ferroclaw` binary: REPL, one-shot `-p`, and subcommands.
 
+mod approver;
 mod archive;
 mod args;
 mod attach;

@@ -60,6 +60,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 tools: Some(log.clone()),
                 workspace: agent.workspace.clone(),
                 expand_hint: "",
+                question_shown: None,
             },
         )),
         (OutputFormat::StreamJson, StreamFormat::Ferroclaw) => tokio::spawn(json_lines(consumed)),
@@ -188,7 +189,11 @@ fn explain_denials(denials: &[Denial]) {
     let mut rules: Vec<String> = Vec::new();
     for d in denials {
         let subject = crate::render::shorten(&subject_of(&d.tool_input), 80);
-        eprintln!("  {}({subject}): {}", d.tool_name, crate::render::shorten(&d.reason, 100));
+        let why = match d.reason.contains("nobody can be asked") {
+            true => "needs approval, and nobody can approve in -p",
+            false => &d.reason,
+        };
+        eprintln!("  {}({subject}): {}", d.tool_name, crate::render::shorten(why, 100));
         if !d.reason.starts_with("permission denied") {
             let rule = allow_rule(&d.tool_name, &d.tool_input);
             if !rules.contains(&rule) {

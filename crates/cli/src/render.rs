@@ -36,6 +36,9 @@ pub struct RenderOptions {
     pub workspace: PathBuf,
     /// The hint after a cut tool output (`/expand` in the REPL).
     pub expand_hint: &'static str,
+    /// Told each time a question (approval, plan) is on screen, so the
+    /// answer is read only after the user could see what it is about.
+    pub question_shown: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// Draws events until the channel closes. Returns when the sender is dropped.
@@ -154,14 +157,14 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     st.yellow(&format!("? allow {name}({})?", shorten(&subject, 100))),
                     st.dim("y yes · n no (\"n, reason\") · a always this session · p always in this project ›")
                 );
+                question_shown(&opts);
             }
             AgentEvent::Retrying { attempt, delay_ms, reason } if opts.status || opts.notices => {
                 eprintln!(
                     "{}",
                     st.yellow(&format!(
-                        "⟳ retrying in {} s: {reason} (attempt {})",
-                        seconds(delay_ms),
-                        attempt + 1
+                        "⟳ retrying in {} s: {reason} (attempt {attempt})",
+                        seconds(delay_ms)
                     ))
                 );
             }
@@ -204,6 +207,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     "{} [y]es / [e] yes, and accept edits / [N]o (or \"n, what to change\"): ",
                     st.yellow("? carry out this plan?")
                 );
+                question_shown(&opts);
             }
             AgentEvent::SubAgent { agent_type, event, .. } if opts.status => match *event {
                 AgentEvent::ToolCallStarted { name, input, .. } => {
@@ -227,6 +231,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                         )),
                         st.dim("y yes · n no · a always this session ›")
                     );
+                    question_shown(&opts);
                 }
                 AgentEvent::Finished { num_turns, is_error, .. } => {
                     let how = if is_error { st.red("failed") } else { st.dim("done") };
@@ -256,6 +261,14 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             }
             _ => {}
         }
+    }
+}
+
+/// Lets the approver read the answer now that the question is on screen.
+fn question_shown(opts: &RenderOptions) {
+    let _ = std::io::stderr().flush();
+    if let Some(shown) = &opts.question_shown {
+        shown.notify_one();
     }
 }
 
@@ -291,7 +304,7 @@ fn finished_block(
             "  {}\n",
             st.dim(&format!(
                 "⎿ {} · +{added} −{removed} · {duration_ms} ms",
-                shorten(record.output.trim(), 100)
+                shorten(record.output.lines().next().unwrap_or_default(), 100)
             ))
         );
         if !shown {

@@ -4,12 +4,8 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
-use ferroclaw_core::{
-    Agent, Approval, Approver, Config, PermissionMode, PlanVerdict, SessionStore, pricing,
-};
-use ferroclaw_protocol::ToolCall;
+use ferroclaw_core::{Agent, Approver, Config, PermissionMode, SessionStore, pricing};
 use rustyline::completion::Completer;
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
@@ -22,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::Cli;
 use crate::exit;
-use crate::keys::{self, Answer, KeyWatch};
+use crate::keys::{self, KeyWatch};
 use crate::render::{RenderOptions, render};
 use crate::setup::{Resume, SetupError, apply_flags, open_agent};
 use crate::tool_log::{self, ToolLog};
@@ -63,11 +59,10 @@ struct Repl {
 /// Runs the REPL until the user leaves; returns the exit code.
 pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let answers = Arc::new(keys::Answers::default());
-    let approver: Arc<dyn Approver> = Arc::new(TerminalApprover {
-        asking: Default::default(),
-        answers: answers.clone(),
-        workspace: config.workspace.clone(),
-    });
+    let approver: Arc<dyn Approver> = Arc::new(crate::approver::TerminalApprover::new(
+        answers.clone(),
+        config.workspace.clone(),
+    ));
     let mut editor = new_editor(&config)?;
     let resume = match Resume::from_cli(cli) {
         Resume::Pick => {
@@ -200,6 +195,7 @@ fn render_options(agent: &Agent, repl: &Repl, answer: bool) -> RenderOptions {
         tools: Some(repl.tools.clone()),
         workspace: agent.workspace.clone(),
         expand_hint: " (/expand)",
+        question_shown: Some(repl.answers.shown.clone()),
     }
 }
 
@@ -217,6 +213,15 @@ async fn run_request(agent: &mut Agent, repl: &mut Repl, input: &str) {
         repl.pending.clear();
     }
     let message = crate::attach::user_message(&text, &agent.workspace);
+    for block in crate::attach::text_files(input, &agent.workspace) {
+        let path = block.split('"').nth(1).unwrap_or_default();
+        let lines = block.lines().count().saturating_sub(2);
+        eprintln!(
+            "{}",
+            crate::style::Style::for_stderr()
+                .dim(&format!("⎘ {path} ({lines} line{})", if lines == 1 { "" } else { "s" }))
+        );
+    }
     agent.run(message, &tx, &cancel).await;
     watcher.abort();
     drop(tx);
@@ -583,94 +588,6 @@ impl Hinter for ReplHelper {
 impl Highlighter for ReplHelper {}
 impl Helper for ReplHelper {}
 
-/// Asks on the terminal: yes, no (with an optional reason; Enter alone is
-/// no), or always. The renderer prints the question (it arrives as an event,
-/// in order with the tool lines); this only reads the answer. One question at
-/// a time: parallel sub-agents wait their turn. Esc or Ctrl-C at a question
-/// cancels the request.
-pub struct TerminalApprover {
-    asking: tokio::sync::Mutex<()>,
-    answers: Arc<keys::Answers>,
-    /// Where "always" rules are scoped (the file's folder for edits).
-    pub workspace: std::path::PathBuf,
-}
-
-/// What the user answered: from the key watcher on a terminal, else a line of stdin.
-async fn answer(answers: &keys::Answers) -> Option<String> {
-    if answers.watched() {
-        return match answers.next().await {
-            Answer::Line(line) => Some(line.trim().to_string()),
-            Answer::Cancelled => None,
-        };
-    }
-    Some(read_answer().await)
-}
-
-/// One line from stdin, trimmed; empty on end of input.
-async fn read_answer() -> String {
-    let line = tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line).map(|_| line)
-    })
-    .await;
-    match line {
-        Ok(Ok(line)) => line.trim().to_string(),
-        _ => String::new(),
-    }
-}
-
-/// Splits `n, because` into the word and the reason.
-fn word_and_reason(answer: &str) -> (String, String) {
-    let (word, reason) = answer.split_once(',').unwrap_or((answer, ""));
-    (word.trim().to_lowercase(), reason.trim().to_string())
-}
-
-#[async_trait]
-impl Approver for TerminalApprover {
-    async fn approve(&self, call: &ToolCall) -> Approval {
-        let _turn = self.asking.lock().await;
-        let Some(answer) = answer(&self.answers).await else {
-            return Approval::No("the user interrupted the request".into());
-        };
-        let (word, reason) = word_and_reason(&answer);
-        // Say what an "always" answer covers: the same rule the loop adds.
-        let covers = || {
-            let rules =
-                ferroclaw_core::permission::always_rules(&self.workspace, &call.name, &call.input);
-            ferroclaw_core::permission::describe_rules(&rules)
-        };
-        match word.as_str() {
-            "y" | "yes" => Approval::Yes,
-            "a" | "always" => {
-                eprintln!("  allowed for this session: {}", covers());
-                Approval::AlwaysForSession
-            }
-            "p" | "project" => {
-                eprintln!("  allowed in this project (.agent/config.toml): {}", covers());
-                Approval::AlwaysForProject
-            }
-            _ if reason.is_empty() => Approval::No("the user declined this call".into()),
-            _ => Approval::No(format!("the user declined this call: {reason}")),
-        }
-    }
-
-    async fn approve_plan(&self, _plan: &str) -> PlanVerdict {
-        let _turn = self.asking.lock().await;
-        let Some(answer) = answer(&self.answers).await else {
-            return PlanVerdict::Rejected("the user interrupted the request".into());
-        };
-        let (word, reason) = word_and_reason(&answer);
-        match word.as_str() {
-            "y" | "yes" => PlanVerdict::Approved(PermissionMode::Default),
-            "e" => PlanVerdict::Approved(PermissionMode::AcceptEdits),
-            _ if reason.is_empty() => {
-                PlanVerdict::Rejected("the user wants a different plan".into())
-            }
-            _ => PlanVerdict::Rejected(reason),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -680,11 +597,5 @@ mod tests {
         assert!(prompt_for(PermissionMode::Plan).contains("⏸ plan"));
         assert!(prompt_for(PermissionMode::AcceptEdits).contains("accept edits"));
         assert!(!prompt_for(PermissionMode::Default).contains("plan"));
-    }
-
-    #[test]
-    fn an_empty_answer_is_no() {
-        assert_eq!(word_and_reason(""), (String::new(), String::new()));
-        assert_eq!(word_and_reason("n, too risky"), ("n".to_string(), "too risky".to_string()));
     }
 }

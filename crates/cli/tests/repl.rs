@@ -174,6 +174,7 @@ fn an_at_mention_includes_a_text_file() {
     std::fs::write(env.ws().join("notes.md"), "buy milk\n").unwrap();
     let (code, _, stderr) = run(env.cmd().write_stdin("what is in @notes.md?\n/exit\n"));
     assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("⎘ notes.md (1 line)"), "the user sees what was included: {stderr}");
     let body = env.request_body(0).to_string();
     assert!(body.contains("<file path=\\\"notes.md\\\">\\nbuy milk\\n</file>"), "{body}");
 }
@@ -204,9 +205,14 @@ fn resume_without_an_id_offers_a_pick() {
     );
     run(env.cmd().write_stdin("alpha\n/exit\n"));
     run(env.cmd().write_stdin("beta\n/exit\n"));
-    let (code, stdout, stderr) = run(env.cmd().arg("--resume").write_stdin("2\nmore\n/exit\n"));
+    // The list, without picking (end of input): which number is "alpha"?
+    let (_, listed, _) = run(env.cmd().arg("--resume").write_stdin(""));
+    let alpha = listed.lines().find(|l| l.ends_with("alpha")).expect(&listed);
+    let number = alpha.trim().split('.').next().unwrap().to_string();
+    assert!(listed.contains(" 1. ") && listed.contains(" 2. "), "{listed}");
+    let input = format!("{number}\nmore\n/exit\n");
+    let (code, _, stderr) = run(env.cmd().arg("--resume").write_stdin(input));
     assert_eq!(code, 0, "{stderr}");
-    assert!(stdout.contains(" 1. ") && stdout.contains(" 2. "), "{stdout}");
     let body = env.request_body(2).to_string();
-    assert!(body.contains("alpha") && !body.contains("beta"), "the older one was picked: {body}");
+    assert!(body.contains("alpha") && !body.contains("beta"), "alpha was picked: {body}");
 }

@@ -74,7 +74,7 @@ fn resume_by_id_and_list_and_show() {
     assert!(stdout.contains("› first question") && stdout.contains("first answer"), "{stdout}");
     assert!(!stdout.contains("other question"));
 
-    let (code, _, stderr) = run(&mut env.oneshot("and then?", &["--resume", &id[..17]]));
+    let (code, _, stderr) = run(&mut env.oneshot("and then?", &["--resume", &id[..id.len() - 1]]));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(texts(&env, 2), ["first question", "first answer", "and then?"]);
 
