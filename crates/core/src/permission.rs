@@ -357,10 +357,9 @@ impl Permissions {
                 let Some(p) = rule.pattern.as_deref().filter(|p| !p.contains('*')) else {
                     continue;
                 };
-                let denied =
-                    resolve(&self.workspace, p.trim_start_matches("//").trim_start_matches("./"));
-                let denied =
-                    if p.starts_with("//") { resolve(&self.workspace, &p[1..]) } else { denied };
+                // Claude Code writes absolute paths as `//abs/path`.
+                let p_abs = p.strip_prefix('/').filter(|rest| rest.starts_with('/')).unwrap_or(p);
+                let denied = resolve(&self.workspace, p_abs.trim_start_matches("./"));
                 if tool != "list_dir" && denied.abs.starts_with(&target.abs) && denied.abs.exists()
                 {
                     return Err(format!(
