@@ -414,7 +414,13 @@ impl ConfigFile {
     pub fn take_untrusted(&mut self) -> Vec<String> {
         let mut ignored = Vec::new();
         if let Some(mode) = self.permission_mode.take() {
-            ignored.push(format!("permission_mode = {:?}", format!("{mode:?}").to_lowercase()));
+            let name = match mode {
+                PermissionMode::Default => "default",
+                PermissionMode::AcceptEdits => "accept-edits",
+                PermissionMode::Bypass => "bypass",
+                PermissionMode::Plan => "plan",
+            };
+            ignored.push(format!("permission_mode = \"{name}\""));
         }
         if let Some(dirs) = self.allowed_dirs.take() {
             ignored.push(format!("allowed_dirs = {dirs:?}"));

@@ -242,12 +242,28 @@ impl Permissions {
                     ));
                 }
             }
-            self.check_writing_program(cmd)?;
+        }
+        // Folders the command may `cd` into: a protected file is looked for
+        // from each (`cd .git && echo x > config`).
+        let mut bases = vec![self.workspace.clone()];
+        for cmd in &script.commands {
+            if cmd.program() == Some("cd")
+                && let Some(dir) = cmd.unwrapped().get(1).filter(|w| !w.dynamic)
+                && let Some(last) = bases.last()
+            {
+                let next = resolve(last, &dir.text).abs;
+                bases.push(next);
+            }
+        }
+        for cmd in &script.commands {
+            self.check_writing_program(cmd, &bases)?;
         }
         let mut writes_allowed = true;
         for write in script.file_writes() {
             let target = resolve(&self.workspace, &write.target.text);
-            if let Some(why) = protected(&target.abs) {
+            let why =
+                bases.iter().find_map(|base| protected(&resolve(base, &write.target.text).abs));
+            if let Some(why) = why {
                 return Err(format!(
                     "{} may not be written by the agent: {why}; the user edits it",
                     write.target.text
@@ -291,6 +307,7 @@ impl Permissions {
     fn check_writing_program(
         &self,
         cmd: &ferroclaw_tools::shell::SimpleCommand,
+        bases: &[PathBuf],
     ) -> Result<(), String> {
         let words = cmd.unwrapped();
         let Some(program) = cmd.program() else { return Ok(()) };
@@ -328,8 +345,7 @@ impl Permissions {
             if text.starts_with('-') || text.is_empty() {
                 continue;
             }
-            let target = resolve(&self.workspace, text);
-            if let Some(why) = protected(&target.abs) {
+            if let Some(why) = bases.iter().find_map(|base| protected(&resolve(base, text).abs)) {
                 return Err(format!("{program} may not touch {text}: {why}; the user edits it"));
             }
         }
@@ -357,10 +373,9 @@ impl Permissions {
                 let Some(p) = rule.pattern.as_deref().filter(|p| !p.contains('*')) else {
                     continue;
                 };
-                let denied =
-                    resolve(&self.workspace, p.trim_start_matches("//").trim_start_matches("./"));
-                let denied =
-                    if p.starts_with("//") { resolve(&self.workspace, &p[1..]) } else { denied };
+                // Claude Code writes absolute paths as `//abs/path`.
+                let p_abs = p.strip_prefix('/').filter(|rest| rest.starts_with('/')).unwrap_or(p);
+                let denied = resolve(&self.workspace, p_abs.trim_start_matches("./"));
                 if tool != "list_dir" && denied.abs.starts_with(&target.abs) && denied.abs.exists()
                 {
                     return Err(format!(

@@ -116,10 +116,11 @@ fn check_simple(
     match name {
         "rm" => {
             let mut args = args;
-            if fed_by_xargs && let Some(prev) = previous {
-                if matches!(prev.program(), Some("echo" | "printf")) {
-                    args.extend(texts(&prev.unwrapped()[1..]));
-                }
+            if fed_by_xargs
+                && let Some(prev) = previous
+                && matches!(prev.program(), Some("echo" | "printf"))
+            {
+                args.extend(texts(&prev.unwrapped()[1..]));
             }
             check_rm(&args, here)
         }
@@ -223,10 +224,8 @@ fn check_kill(args: &[String]) -> Option<String> {
     if let Some(first) = rest.first() {
         if matches!(first.as_str(), "-s" | "-n" | "--signal") {
             rest = rest.get(2..).unwrap_or(&[]);
-        } else if first == "--" {
-            rest = &rest[1..];
         } else if first.starts_with('-') {
-            rest = &rest[1..];
+            rest = &rest[1..]; // a signal, or `--`
         }
     }
     rest.iter().any(|a| a == "-1").then(|| "kill -1 would signal every process you own".to_string())

@@ -54,9 +54,7 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     // compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:AABB:CCDD::).
     let embedded = if let Some(v4) = ip.to_ipv4_mapped() {
         Some(v4)
-    } else if s[..6] == [0; 6] {
-        Some(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8))
-    } else if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+    } else if s[..6] == [0; 6] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
         Some(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8))
     } else if s[0] == 0x2002 {
         Some(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8))

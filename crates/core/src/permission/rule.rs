@@ -82,7 +82,7 @@ impl Rule {
                 .is_some_and(|h| wildcard(&format!("{}/{rest}", h.trim_end_matches('/')), abs));
         }
         if p.starts_with('/') {
-            let p = if p.starts_with("//") { &p[1..] } else { p };
+            let p = p.strip_prefix('/').filter(|rest| rest.starts_with('/')).unwrap_or(p);
             return wildcard(p, abs);
         }
         if rel.is_some_and(|r| wildcard(p, r) || wildcard(&format!("{p}/**"), r)) {

@@ -1,0 +1,51 @@
+//! `ferroclaw trust`: a project's own settings apply only once trusted, and
+//! again only after a changed file is trusted anew.
+
+mod common;
+
+use common::{Env, Wire, run, tool_results};
+use ferroclaw_testkit::Turn;
+use serde_json::json;
+
+fn touch_script() -> Vec<ferroclaw_testkit::Step> {
+    vec![Turn::tool("bash", json!({"command": "touch made"})).into(), Turn::text("ok").into()]
+}
+
+#[test]
+fn project_settings_apply_after_trust_and_a_changed_file_asks_again() {
+    let env = Env::new(Wire::OpenAi, [touch_script(), touch_script(), touch_script()].concat());
+    std::fs::create_dir_all(env.ws().join(".agent")).unwrap();
+    std::fs::write(env.ws().join(".agent/config.toml"), "permission_mode = \"bypass\"\n").unwrap();
+
+    let (code, _, stderr) = run(&mut env.oneshot("go", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("permission_mode = \"bypass\""), "names what is ignored: {stderr}");
+    assert!(stderr.contains("ferroclaw trust"), "says how to trust: {stderr}");
+    assert!(!env.ws().join("made").exists(), "bypass from an untrusted file must not apply");
+    assert!(tool_results(&env.request_body(1))[0].0.contains("approval"));
+
+    let (code, stdout, stderr) = run(env.cmd().arg("trust"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("trusted") && stdout.contains("bypass"), "{stdout}");
+    let (_, _, stderr) = run(&mut env.oneshot("go", &[]));
+    assert!(env.ws().join("made").exists(), "trusted bypass applies: {stderr}");
+    std::fs::remove_file(env.ws().join("made")).unwrap();
+
+    std::fs::write(env.ws().join(".agent/config.toml"), "permission_mode = \"bypass\"\n# edited\n")
+        .unwrap();
+    let (_, _, stderr) = run(&mut env.oneshot("go", &[]));
+    assert!(stderr.contains("ferroclaw trust"), "a changed file asks again: {stderr}");
+    assert!(!env.ws().join("made").exists());
+
+    let (_, stdout, _) = run(env.cmd().args(["trust", "--list"]));
+    assert!(stdout.contains("changed since trusted"), "{stdout}");
+    let (code, stdout, _) = run(env.cmd().args(["trust", "--revoke"]));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("no longer trusted"), "{stdout}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(env.home.path().join("trust.json")).unwrap().permissions();
+        assert_eq!(mode.mode() & 0o777, 0o600);
+    }
+}
