@@ -110,6 +110,7 @@ async fn serve(cli: &Cli) -> Result<i32, SetupError> {
             "web" => {
                 channel_settings.check_options(&["openai_api"]).map_err(other)?;
                 let token = web_token(&config.home, &settings)?;
+                ferroclaw_core::redact::register("FERROCLAW_GATEWAY_TOKEN", &token);
                 let addr = std::net::SocketAddr::new(settings.bind, settings.port);
                 let url = format!("http://{addr}/#token={token}");
                 eprintln!("ferroclaw gateway: web chat at {url}");
@@ -232,7 +233,7 @@ fn init_logging(verbose: u8, path: &Path) -> Result<(), SetupError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| SetupError::Other(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let file = std::fs::OpenOptions::new()
+    let file = ferroclaw_core::private_files::options()
         .create(true)
         .append(true)
         .open(path)
@@ -254,9 +255,12 @@ struct Tee(Arc<Mutex<std::fs::File>>);
 
 impl Write for Tee {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let _ = std::io::stderr().write_all(buf);
+        // Known secrets (keys, the gateway token) are redacted from the log.
+        let text = String::from_utf8_lossy(buf);
+        let redacted = ferroclaw_core::redact::redact(&text);
+        let _ = std::io::stderr().write_all(redacted.as_bytes());
         let mut file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        file.write_all(buf)?;
+        file.write_all(redacted.as_bytes())?;
         Ok(buf.len())
     }
 
