@@ -159,6 +159,7 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
             "web" => {
                 channel_settings.check_options(&["openai_api"]).map_err(other)?;
                 let (token, source) = web_token(&config.home, &settings)?;
+                ferroclaw_core::redact::register("FERROCLAW_GATEWAY_TOKEN", &token);
                 let addr = std::net::SocketAddr::new(settings.bind, settings.port);
                 // Where the token is, never the token itself (stderr ends up in journals).
                 eprintln!("ferroclaw gateway: web chat at http://{addr}/ ; token {source}");
@@ -347,9 +348,12 @@ struct Tee(Arc<Mutex<std::fs::File>>);
 
 impl Write for Tee {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let _ = std::io::stderr().write_all(buf);
+        // Known secrets (keys, the gateway token) are redacted from the log.
+        let text = String::from_utf8_lossy(buf);
+        let redacted = ferroclaw_core::redact::redact(&text);
+        let _ = std::io::stderr().write_all(redacted.as_bytes());
         let mut file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        file.write_all(buf)?;
+        file.write_all(redacted.as_bytes())?;
         Ok(buf.len())
     }
 

@@ -38,6 +38,14 @@ use crate::setup::SetupError;
 fn main() {
     quiet_on_broken_pipe();
     let cli = Cli::parse_args();
+    // Known secrets never reach session files or logs; the home is private.
+    ferroclaw_core::redact::register_from_env();
+    let home = ferroclaw_core::Config::default_home();
+    if home.exists()
+        && let Err(e) = ferroclaw_core::private_files::secure_home(&home)
+    {
+        eprintln!("ferroclaw: cannot make {} private (mode 0700): {e}", home.display());
+    }
     // The gateway logs to its own file and serves many chats on all cores.
     let gateway = matches!(&cli.command, Some(Command::Gateway { action, .. }) if gateway_cmd::is_server(action));
     if !gateway {
@@ -161,7 +169,7 @@ fn init_logging(verbose: u8) {
     });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
+        .with_writer(|| ferroclaw_core::redact::RedactingWriter(std::io::stderr()))
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()

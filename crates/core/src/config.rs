@@ -378,6 +378,10 @@ impl Config {
             .clone()
             .or_else(|| preset.and_then(|p| p.key_env).map(str::to_string));
         let api_key = section.api_key.clone().or_else(|| key_env.as_deref().and_then(env_nonempty));
+        if let Some(key) = &api_key {
+            let label = key_env.clone().unwrap_or_else(|| format!("{name}_API_KEY").to_uppercase());
+            crate::redact::register(&label, key);
+        }
         if api_key.is_none()
             && let Some(env) = key_env
         {

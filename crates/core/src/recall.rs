@@ -67,9 +67,17 @@ impl std::fmt::Debug for Recall {
 impl Recall {
     /// Opens (creating when needed) `home/recall.db`.
     pub fn open(home: &Path) -> Result<Recall, RecallError> {
-        std::fs::create_dir_all(home)
+        crate::private_files::create_dir_all(home)
             .map_err(|source| RecallError::Io { path: home.to_path_buf(), source })?;
-        Self::open_file(&home.join("recall.db"))
+        // Created 0600 before SQLite opens it; its -wal and -shm files copy that mode.
+        let path = home.join("recall.db");
+        crate::private_files::options()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|_| crate::private_files::tighten(&path))
+            .map_err(|source| RecallError::Io { path: path.clone(), source })?;
+        Self::open_file(&path)
     }
 
     /// The process's one connection to `home/recall.db`, opened on first

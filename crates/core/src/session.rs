@@ -191,10 +191,13 @@ impl SessionStore {
 
     fn create_with(&self, meta: SessionMeta) -> Result<SessionLog, SessionError> {
         let dir = self.project_dir(&meta.cwd);
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        crate::private_files::create_dir_all(&dir).map_err(io(&dir))?;
         let path = dir.join(format!("{}.jsonl", meta.id));
-        let file =
-            OpenOptions::new().create_new(true).append(true).open(&path).map_err(io(&path))?;
+        let file = crate::private_files::options()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
         lock(&file, &path, &meta.id)?;
         let mut log = SessionLog { path, file, meta };
         log.append(&Entry::Meta(log.meta.clone()))?;
@@ -386,12 +389,17 @@ impl SessionLog {
         &self.path
     }
 
-    /// Appends one entry as one line (a single write, so a crash tears at most it).
+    /// Appends one entry as one line (a single write, so a crash tears at most
+    /// it), with known secret values redacted (see [`crate::redact`]).
     pub fn append(&mut self, entry: &Entry) -> Result<(), SessionError> {
-        let mut line = serde_json::to_vec(entry).map_err(|e| SessionError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::other(e),
-        })?;
+        let encode =
+            |e| SessionError::Io { path: self.path.clone(), source: std::io::Error::other(e) };
+        let mut line = serde_json::to_vec(entry).map_err(encode)?;
+        if crate::redact::contains_secret(&String::from_utf8_lossy(&line)) {
+            let mut value = serde_json::to_value(entry).map_err(encode)?;
+            crate::redact::redact_json(&mut value);
+            line = serde_json::to_vec(&value).map_err(encode)?;
+        }
         line.push(b'\n');
         self.file.write_all(&line).map_err(io(&self.path))
     }
