@@ -159,7 +159,7 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
                 let (token, source) = web_token(&config.home, &settings)?;
                 let addr = std::net::SocketAddr::new(settings.bind, settings.port);
                 // Where the token is, never the token itself (stderr ends up in journals).
-                eprintln!("ferroclaw gateway: web chat at http://{addr}/ ; token {source}");
+                eprintln!("ferroclaw gateway: web chat at http://{addr}/; the token is {source}");
                 eprintln!(
                     "  open http://{addr}/#token=TOKEN with it, or send it as Authorization: Bearer TOKEN"
                 );
