@@ -162,7 +162,7 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
                 ferroclaw_core::redact::register("FERROCLAW_GATEWAY_TOKEN", &token);
                 let addr = std::net::SocketAddr::new(settings.bind, settings.port);
                 // Where the token is, never the token itself (stderr ends up in journals).
-                eprintln!("ferroclaw gateway: web chat at http://{addr}/ ; token {source}");
+                eprintln!("ferroclaw gateway: web chat at http://{addr}/; the token is {source}");
                 eprintln!(
                     "  open http://{addr}/#token=TOKEN with it, or send it as Authorization: Bearer TOKEN"
                 );

@@ -170,3 +170,41 @@ fn three_hundred_chats_share_one_recall_connection_and_the_soft_fd_limit_is_rais
     let recall = fds.iter().filter(|p| p.contains("recall.db")).count();
     assert!(recall <= 3, "{recall} recall.db descriptors for 300 chats");
 }
+
+#[test]
+fn out_of_file_descriptors_a_chat_fails_loudly_with_a_server_error() {
+    let options = ServerOptions { repeat: true, ..Default::default() };
+    let env = Env::with_options(Wire::OpenAi, vec![Turn::text("ok").into()], options);
+    let port = gateway_support::free_port();
+    env.write_home_config(&format!(
+        "[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\n"
+    ));
+    // A hard limit of 48 descriptors: a few dozen chats use them up.
+    let stderr_path = env.home.path().join("emfile.stderr");
+    let cmd = env.std_cmd();
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 48 && exec \"$0\" gateway")
+        .arg(cmd.get_program())
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+        .env("FERROCLAW_LOG", "info")
+        .current_dir(env.ws())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let gw = Gateway { child, port, stderr_path };
+    wait_for(30, "the gateway", || {
+        gateway_support::get(port, "/health").is_some_and(|(s, _)| s == 200)
+    });
+    let failed = (0..60).find_map(|i| {
+        let (status, body) = chat(port, &format!("fd{i}"), "hi");
+        (status != 200).then_some((status, body))
+    });
+    let (status, body) = failed.expect("48 descriptors held 60 chats?");
+    assert_eq!(status, 500, "{body}");
+    assert!(error_of(&body)["message"].as_str().unwrap().contains("open files"), "{body}");
+    let log = std::fs::read_to_string(env.home.path().join("logs/gateway.log")).unwrap();
+    assert!(log.contains("ERROR") && log.contains("open files"), "{log}");
+    drop(gw);
+}

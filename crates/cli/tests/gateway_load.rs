@@ -24,7 +24,7 @@ fn measure_memory_and_throughput() {
     let options = ServerOptions { repeat: true, ..Default::default() };
     let env = Env::with_options(Wire::OpenAi, vec![Turn::text("ok").into()], options);
     let config = format!(
-        "heartbeat_minutes = 0\nmax_concurrent_turns = 4\n[channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\npoll_timeout_secs = 1\n",
+        "heartbeat_minutes = 0\nmax_concurrent_turns = 4\nrequests_per_minute = 0\n[channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\npoll_timeout_secs = 1\n",
         fake.base
     );
     let gw = Gateway::start(&env, &config);

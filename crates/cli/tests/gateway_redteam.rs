@@ -204,3 +204,45 @@ fn redteam_gateway_prints_where_the_token_is_never_the_token_and_writes_private_
         assert_eq!(mode(&home.join(dir)), 0o700, "{dir}");
     }
 }
+
+#[test]
+fn redteam_gateway_oversized_headers_bodies_and_socket_messages_are_refused() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    // 100 KB of headers.
+    let head = format!("GET /health HTTP/1.1\r\nhost: x\r\nx-pad: {}\r\n\r\n", "a".repeat(100_000));
+    let answer = send_head(gw.port, &head, Duration::from_secs(10));
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 431"), "{answer:?}");
+    // A body over 4 MB, with the token.
+    let big =
+        serde_json::json!({"messages": [{"role": "user", "content": "x".repeat(5 * 1024 * 1024)}]});
+    let status =
+        request(gw.port, "POST", "/v1/chat/completions", Some(TOKEN), Some(&big)).map(|r| r.0);
+    assert!(matches!(status, Some(413) | None), "{status:?}");
+    // A 2 MB chat-page message closes that socket; the gateway goes on.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        use futures_util::{SinkExt, StreamExt};
+        let url = format!("ws://127.0.0.1:{}/ws?token={TOKEN}&chat=big", gw.port);
+        let (mut socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        let _ready = socket.next().await;
+        let frame = serde_json::json!({"type": "message", "content": "x".repeat(2 * 1024 * 1024)});
+        let _ = socket
+            .send(tokio_tungstenite::tungstenite::Message::Text(frame.to_string().into()))
+            .await;
+        let end = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match socket.next().await {
+                    None
+                    | Some(Err(_))
+                    | Some(Ok(tokio_tungstenite::tungstenite::Message::Close(_))) => break,
+                    Some(Ok(_)) => {}
+                }
+            }
+        })
+        .await;
+        assert!(end.is_ok(), "the socket stayed open after a 2 MB message");
+    });
+    assert_eq!(request(gw.port, "GET", "/health", None, None).map(|r| r.0), Some(200));
+    assert!(env.server.requests().is_empty());
+}

@@ -297,4 +297,14 @@ mod tests {
         assert!(r.is_empty().unwrap());
         assert!(dir.path().join("recall.db").is_file());
     }
+
+    #[test]
+    fn every_agent_of_a_process_shares_one_recall_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Recall::shared(dir.path()).unwrap();
+        let b = Recall::shared(dir.path()).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let other = tempfile::tempdir().unwrap();
+        assert!(!Arc::ptr_eq(&a, &Recall::shared(other.path()).unwrap()));
+    }
 }

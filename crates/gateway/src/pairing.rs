@@ -34,8 +34,6 @@ pub enum PairingError {
     File { path: PathBuf, message: String },
     #[error("no pending pairing code {code:?} on {channel} (codes expire after an hour)")]
     UnknownCode { channel: String, code: String },
-    #[error("too many pairing requests waiting on {channel}; try again later")]
-    TooManyPending { channel: String },
     #[error("channel name {0:?} is not valid (letters, digits, - and _)")]
     BadChannel(String),
 }

@@ -24,6 +24,8 @@ const CRON_TICK: Duration = Duration::from_millis(500);
 /// Runs due cron jobs until `stop`.
 pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
     let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+    // The last problem reported: the same one is logged once, not every tick.
+    let mut last_problem: Option<String> = None;
     let mut tick = tokio::time::interval(CRON_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
@@ -32,9 +34,18 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
             _ = tick.tick() => {}
         }
         let due = match claim_due_jobs(&shared, &running) {
-            Ok(due) => due,
+            Ok(due) => {
+                if last_problem.take().is_some() {
+                    tracing::info!("cron: the jobs file is readable again");
+                }
+                due
+            }
             Err(e) => {
-                tracing::warn!("cron: {e}");
+                let problem = e.to_string();
+                if last_problem.as_ref() != Some(&problem) {
+                    tracing::error!("cron: {problem} (jobs do not run until this is fixed)");
+                    last_problem = Some(problem);
+                }
                 continue;
             }
         };

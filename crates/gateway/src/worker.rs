@@ -106,7 +106,10 @@ async fn handle(key: &SessionKey, agent: &mut Option<Agent>, work: Work, shared:
     };
     let text = match &result {
         WorkResult::Answered(t) => t.clone(),
-        WorkResult::Failed(e) => format!("Sorry, that failed: {e}"),
+        WorkResult::Failed(e) => {
+            tracing::error!(session = %key.address(), "failed: {e}");
+            format!("Sorry, that failed: {e}")
+        }
     };
     let quiet = work.quiet_if_ok && heartbeat::is_nothing_to_report(&text);
     if !quiet && !text.trim().is_empty() {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// How long a request body may take to arrive once the headers are in.
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// Largest request head (request line and headers); hyper's minimum buffer is 8 KiB.
+/// Largest request head (request line and headers); larger ones get 431.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// Largest WebSocket message from a chat page (a long pasted text).
 pub const MAX_WS_MESSAGE_BYTES: usize = 1024 * 1024;

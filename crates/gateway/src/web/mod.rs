@@ -258,11 +258,6 @@ fn failure_response(failure: Failure, message: &str) -> Response {
     }
 }
 
-/// The per-address limit for one chat-page message (the socket's own rate).
-fn socket_rate(web: &WebState, address: &str) -> Rate {
-    web.per_address.check(address)
-}
-
 #[async_trait]
 impl Channel for WebChannel {
     fn name(&self) -> &str {

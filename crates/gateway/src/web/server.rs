@@ -83,7 +83,7 @@ pub(super) async fn serve(
             builder
                 .timer(TokioTimer::new())
                 .header_read_timeout(header_timeout)
-                .max_buf_size(MAX_HEADER_BYTES);
+                .max_header_size(MAX_HEADER_BYTES);
             let conn = builder.serve_connection(TokioIo::new(stream), service).with_upgrades();
             tokio::pin!(conn);
             tokio::select! {

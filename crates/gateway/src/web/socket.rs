@@ -125,7 +125,7 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         if content.trim().is_empty() {
             continue;
         }
-        if let Rate::Limited { retry_after_secs, .. } = super::socket_rate(&app.web, &address) {
+        if let Rate::Limited { retry_after_secs, .. } = app.web.per_address.check(&address) {
             let message = format!("too many messages; try again in {retry_after_secs} s");
             let _ = out.send(json!({"type": "error", "message": message}));
             continue;
