@@ -23,6 +23,9 @@ use crate::setup::{Resume, SetupError, open_agent};
 /// room for one wrong step.
 pub const EVAL_MAX_TURNS: u32 = 6;
 
+/// Characters of a failed task's answer shown in its line.
+const NOTE_CHARS: usize = 60;
+
 /// Longest a task may take before it counts as failed.
 pub const TASK_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -329,19 +332,16 @@ async fn run_task(config: &Config, task: &Task) -> Result<Outcome, SetupError> {
             note: format!("timed out after {} s", TASK_TIMEOUT.as_secs()),
         });
     };
-    let note = if report.is_error() {
-        report.text.lines().next().unwrap_or("").into()
-    } else {
+    let passed = (task.check)(&config.workspace, &report.text);
+    // A failure shows the start of the answer (or the error), on one line.
+    let note = if passed {
         String::new()
+    } else {
+        let flat = report.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let cut: String = flat.chars().take(NOTE_CHARS).collect();
+        if cut.len() < flat.len() { format!("{cut}...") } else { cut }
     };
-    Ok(Outcome {
-        passed: (task.check)(&config.workspace, &report.text),
-        turns: report.num_turns,
-        calls,
-        usage: report.usage,
-        elapsed,
-        note,
-    })
+    Ok(Outcome { passed, turns: report.num_turns, calls, usage: report.usage, elapsed, note })
 }
 
 #[cfg(test)]

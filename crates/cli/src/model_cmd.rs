@@ -238,7 +238,8 @@ pub fn local_provider(
 fn open_local(config: &Config, target: &LocalTarget) -> Result<Arc<dyn Provider>, SetupError> {
     let err = |e: ferroclaw_local::LocalError| SetupError::Other(e.to_string());
     let path = target.path(&ModelStore::new(&config.home)).map_err(err)?;
-    let options = ferroclaw_local::LocalOptions::from_env().map_err(|e| err(e.into()))?;
+    let mut options = ferroclaw_local::LocalOptions::from_env().map_err(|e| err(e.into()))?;
+    options.kv_cache_dir = Some(config.home.join(ferroclaw_local::kvcache::KV_CACHE_DIR));
     let provider = ferroclaw_local::LocalProvider::open(&path, &options).map_err(err)?;
     Ok(Arc::new(provider))
 }

@@ -120,6 +120,61 @@ fn the_real_model_makes_a_grammar_constrained_tool_call_and_answers() {
     }
 }
 
+/// The lean profile's budget for system prompt and tools, in SmolLM2 tokens.
+const LEAN_PREFIX_CAP: usize = 1_200;
+
+/// The number after `label` in a log line such as "saved 812 prompt tokens".
+fn logged_count(stderr: &str, label: &str) -> Option<usize> {
+    let line = stderr.lines().find(|l| l.contains(label))?;
+    let before = &line[..line.find(label)?];
+    before.split_whitespace().last()?.parse().ok()
+}
+
+#[test]
+fn a_second_process_restores_the_saved_prompt_state_and_a_bad_file_is_rebuilt() {
+    let Some(model) = model_path() else { return };
+    let env = Env::new();
+    env.config(&format!("max_tokens = 8\n{DENY_WRITES}"));
+    let spec = format!("local:{}", model.display());
+    let once = || {
+        run(env
+            .cmd()
+            .env("FERROCLAW_LOG", "ferroclaw_local=debug")
+            .args(["--model", &spec, "--max-turns", "1", "--output-format", "json"])
+            .args(["-p", "Say hi."]))
+    };
+    let usage = |stdout: &str| -> serde_json::Value {
+        serde_json::from_str::<serde_json::Value>(stdout.trim())
+            .map_or(serde_json::Value::Null, |v| v["usage"].clone())
+    };
+    let (_, stdout, stderr) = once();
+    let saved = logged_count(&stderr, " prompt tokens to ").expect(&stderr);
+    assert!(saved < LEAN_PREFIX_CAP, "lean system + tools is {saved} SmolLM2 tokens");
+    assert_eq!(usage(&stdout)["cache_read_tokens"], 0, "{stdout}");
+    let kv = env.home.path().join("cache/kv");
+    let files: Vec<PathBuf> = std::fs::read_dir(&kv)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "kv"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+
+    let (_, stdout, stderr) = once();
+    assert_eq!(logged_count(&stderr, " prompt tokens from "), Some(saved), "{stderr}");
+    assert_eq!(usage(&stdout)["cache_read_tokens"], saved as u64, "{stdout}");
+
+    // A truncated file is ignored, deleted and written again.
+    let len = std::fs::metadata(&files[0]).unwrap().len();
+    let file = std::fs::File::options().write(true).open(&files[0]).unwrap();
+    file.set_len(len / 2).unwrap();
+    let (_, stdout, stderr) = once();
+    assert!(stderr.contains("ignored prompt state"), "{stderr}");
+    assert_eq!(logged_count(&stderr, " prompt tokens to "), Some(saved), "{stderr}");
+    assert_eq!(usage(&stdout)["cache_read_tokens"], 0, "{stdout}");
+    assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), len, "rebuilt whole");
+}
+
 #[test]
 fn with_no_key_the_installed_local_model_is_used_and_said_so_in_one_line() {
     let Some(model) = model_path() else { return };

@@ -19,11 +19,13 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
+use crate::kvcache::PrefixCache;
 use crate::options::{LocalOptions, ToolChoice};
-use crate::toolcall::{CALL_OPEN, CallSplitter, Segment, parse_call};
+use crate::repetition::LoopGuard;
+use crate::sampling::{GrammarMode, Sampling};
+use crate::toolcall::{CALL_OPEN, CallSplitter, RESULT_OPEN, Segment, parse_call};
 use crate::{LocalError, grammar, prompt};
 
 /// Where a request's events go.
@@ -35,10 +37,6 @@ const PROVIDER: &str = "local";
 /// Tokens decoded per llama.cpp batch while reading a prompt (llama.cpp's
 /// own default `n_batch`).
 const PROMPT_BATCH: u32 = 512;
-
-/// Sampling: top-k and top-p as in llama.cpp's defaults.
-const TOP_K: i32 = 40;
-const TOP_P: f32 = 0.95;
 
 /// One loaded model and the queue of its worker.
 pub struct Engine {
@@ -98,11 +96,17 @@ pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalErr
         model.n_params(),
         options.threads,
     );
+    let prefix_cache = match &options.kv_cache_dir {
+        Some(dir) if options.kv_cache_cap > 0 => PrefixCache::open(dir, &key, options.kv_cache_cap)
+            .map_err(|e| tracing::warn!("local: prompt states are not saved: {e}"))
+            .ok(),
+        _ => None,
+    };
     let (tx, rx) = mpsc::channel();
     let worker_options = LocalOptions { context_tokens, ..options.clone() };
     std::thread::Builder::new()
         .name("ferroclaw-local".into())
-        .spawn(move || worker(model, worker_options, rx))
+        .spawn(move || worker(model, worker_options, prefix_cache, rx))
         .map_err(|e| LocalError::Backend(format!("cannot start the model thread: {e}")))?;
     let engine = Arc::new(Engine { path: key.clone(), context_tokens, jobs: Mutex::new(tx) });
     engines.insert(key, engine.clone());
@@ -125,7 +129,12 @@ fn stream_error(message: impl Into<String>) -> LlmError {
 }
 
 /// The worker: owns the context, answers jobs in order.
-fn worker(model: LlamaModel, options: LocalOptions, jobs: mpsc::Receiver<Job>) {
+fn worker(
+    model: LlamaModel,
+    options: LocalOptions,
+    prefix_cache: Option<PrefixCache>,
+    jobs: mpsc::Receiver<Job>,
+) {
     let params = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(options.context_tokens))
         .with_n_batch(PROMPT_BATCH)
@@ -142,6 +151,7 @@ fn worker(model: LlamaModel, options: LocalOptions, jobs: mpsc::Receiver<Job>) {
             model: &model,
             ctx,
             cached: Vec::new(),
+            prefix_cache,
         },
         Err(e) => {
             for job in jobs {
@@ -161,12 +171,14 @@ fn worker(model: LlamaModel, options: LocalOptions, jobs: mpsc::Receiver<Job>) {
 }
 
 /// The context and what its KV cache holds.
-struct Session<'m> {
-    model: &'m LlamaModel,
-    ctx: LlamaContext<'m>,
-    template: Option<LlamaChatTemplate>,
+pub(crate) struct Session<'m> {
+    pub(crate) model: &'m LlamaModel,
+    pub(crate) ctx: LlamaContext<'m>,
+    pub(crate) template: Option<LlamaChatTemplate>,
     /// The tokens whose keys and values are in the cache, in order.
-    cached: Vec<LlamaToken>,
+    pub(crate) cached: Vec<LlamaToken>,
+    /// Where prompt prefix states are saved across processes.
+    pub(crate) prefix_cache: Option<PrefixCache>,
 }
 
 /// Why generation stopped early.
@@ -190,8 +202,35 @@ impl Session<'_> {
                 tokens.len()
             )));
         }
-        let reused = self.reuse_prefix(&tokens);
-        if self.read_prompt(&tokens[reused..], &job.events).is_err() {
+        let mut reused = self.reuse_prefix(&tokens);
+        let prefix = self.fixed_prefix_len(request, &tokens);
+        let mut save_to = None;
+        if let Some(cache) = &self.prefix_cache
+            && reused < prefix
+        {
+            let path = cache.path_for(&tokens[..prefix].iter().map(|t| t.0).collect::<Vec<_>>());
+            match self.restore_prefix(&path, &tokens[..prefix]) {
+                Ok(()) => reused = prefix,
+                Err(reason) => {
+                    // A failed load leaves the sequence empty.
+                    reused = self.cached.len();
+                    if path.exists() {
+                        tracing::debug!("local: ignored prompt state {}: {reason}", path.display());
+                        PrefixCache::remove(&path);
+                    }
+                    save_to = Some(path);
+                }
+            }
+        }
+        if let Some(path) = save_to {
+            if self.read_prompt(&tokens[reused..prefix], &job.events).is_err() {
+                return Ok(());
+            }
+            self.save_prefix(&path, prefix);
+            if self.read_prompt(&tokens[prefix..], &job.events).is_err() {
+                return Ok(());
+            }
+        } else if self.read_prompt(&tokens[reused..], &job.events).is_err() {
             return Ok(());
         }
         let prompt_done = Instant::now();
@@ -201,6 +240,8 @@ impl Session<'_> {
         let mut splitter = CallSplitter::new();
         let mut utf8 = Utf8Pieces::default();
         let mut calls = Calls::default();
+        let mut guard = LoopGuard::new();
+        let mut recent = String::new();
         let mut generated = 0usize;
         let mut first_token: Option<Instant> = None;
         let mut stop = StopReason::EndTurn;
@@ -209,7 +250,7 @@ impl Session<'_> {
                 stop = StopReason::MaxTokens;
                 break;
             }
-            let token = sampler.sample(&self.ctx, -1);
+            let token = sampler.sample(&self.ctx);
             if self.model.vocab().is_eog(token) {
                 break;
             }
@@ -217,6 +258,20 @@ impl Session<'_> {
             first_token.get_or_insert_with(Instant::now);
             let piece = self.model.vocab().token_to_piece(token, true, None);
             let text = utf8.push(&piece);
+            if guard.push(token.0, &text) {
+                tracing::warn!("local: stopped a looping answer after {generated} tokens");
+                break;
+            }
+            // A model that starts writing a tool's result is making it up:
+            // the answer ends there and the real result follows.
+            recent.push_str(&text);
+            if recent.contains(RESULT_OPEN) && !splitter.in_call() {
+                tracing::debug!("local: stopped an answer that began a {RESULT_OPEN}");
+                break;
+            }
+            let keep = recent.len().saturating_sub(RESULT_OPEN.len());
+            let keep = (keep..=recent.len()).find(|&i| recent.is_char_boundary(i)).unwrap_or(0);
+            recent.drain(..keep);
             for segment in splitter.push(&text) {
                 if emit_segment(segment, &job.events, &mut calls).is_err() {
                     return Ok(());
@@ -257,12 +312,13 @@ impl Session<'_> {
         let gen_secs = first_token.map_or(0.0, |t| (done - t).as_secs_f64());
         tracing::info!(
             "local: prompt {} tokens ({reused} reused, {evaluated} read in {:.0} ms, {:.0} tok/s), \
-             first token after {:.0} ms, {generated} generated ({:.1} tok/s)",
+             first token after {:.0} ms, {generated} generated ({:.1} tok/s, {} resampled for the grammar)",
             tokens.len(),
             prompt_secs * 1e3,
             evaluated as f64 / prompt_secs.max(1e-9),
             first_token.map_or(0.0, |t| (t - started).as_secs_f64() * 1e3),
             generated.saturating_sub(1) as f64 / gen_secs.max(1e-9),
+            sampler.resampled,
         );
         let usage = Usage {
             input_tokens: evaluated as u64,
@@ -345,39 +401,25 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// The sampler chain: the tool-call grammar (lazy, when tools are
-    /// offered), top-k, top-p, temperature, then a seeded draw.
-    fn sampler(
-        &self,
-        request: &ChatRequest,
-        options: &LocalOptions,
-    ) -> Result<LlamaSampler, LlmError> {
-        let mut chain = Vec::new();
-        if !request.tools.is_empty() {
+    /// The samplers of one answer: the tool-call grammar when tools are
+    /// offered (forced for a first answer under `ToolChoice::First`, else
+    /// lazy), then the penalty and temperature chain.
+    fn sampler(&self, request: &ChatRequest, options: &LocalOptions) -> Result<Sampling, LlmError> {
+        let gbnf = if request.tools.is_empty() {
+            None
+        } else {
             let (gbnf, loose) = grammar::tool_call_grammar(&request.tools)
                 .map_err(|e| stream_error(format!("cannot build the tool-call grammar: {e}")))?;
             for l in loose {
                 tracing::warn!("local: tool {} arguments not constrained: {}", l.name, l.reason);
             }
-            let forced = options.tool_choice == ToolChoice::First && awaits_first_answer(request);
-            let g = if forced {
-                LlamaSampler::grammar(self.model, &gbnf, "root")
-            } else {
-                LlamaSampler::grammar_lazy(self.model, &gbnf, "root", [CALL_OPEN], &[])
-            }
-            .map_err(|e| stream_error(format!("llama.cpp rejected the tool-call grammar: {e}")))?;
-            chain.push(g);
-        }
+            Some(gbnf)
+        };
+        let forced = options.tool_choice == ToolChoice::First && awaits_first_answer(request);
+        let mode = if forced { GrammarMode::Forced } else { GrammarMode::Lazy };
         let temperature = request.temperature.unwrap_or(options.temperature);
-        if temperature <= 0.0 {
-            chain.push(LlamaSampler::greedy());
-        } else {
-            chain.push(LlamaSampler::top_k(TOP_K));
-            chain.push(LlamaSampler::top_p(TOP_P, 1));
-            chain.push(LlamaSampler::temp(temperature));
-            chain.push(LlamaSampler::dist(options.seed()));
-        }
-        Ok(LlamaSampler::chain_simple(chain))
+        Sampling::new(self.model, gbnf.as_deref().map(|g| (g, mode)), temperature, options.seed())
+            .map_err(|e| stream_error(format!("llama.cpp rejected the tool-call grammar: {e}")))
     }
 }
 

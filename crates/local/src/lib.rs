@@ -54,10 +54,16 @@ pub mod download;
 #[cfg(feature = "engine")]
 mod engine;
 pub mod grammar;
+pub mod kvcache;
 mod options;
+#[cfg(feature = "engine")]
+mod prefix_state;
 pub mod prompt;
 #[cfg(feature = "engine")]
 mod provider;
+pub mod repetition;
+#[cfg(feature = "engine")]
+mod sampling;
 pub mod store;
 pub mod toolcall;
 

@@ -1,6 +1,7 @@
 //! How the engine runs a model: threads, context size, sampling. Defaults
 //! suit a laptop; each can be overridden by an environment variable.
 
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Context size in tokens when the model allows that much. 8k holds
@@ -28,6 +29,8 @@ pub const TEMPERATURE_ENV: &str = "FERROCLAW_LOCAL_TEMPERATURE";
 pub const SEED_ENV: &str = "FERROCLAW_LOCAL_SEED";
 /// Variable choosing the [`ToolChoice`]: `auto` or `first`.
 pub const TOOL_CHOICE_ENV: &str = "FERROCLAW_LOCAL_TOOL_CHOICE";
+/// Variable capping the saved prompt states, in MB (0 turns saving off).
+pub const KV_CACHE_MB_ENV: &str = "FERROCLAW_LOCAL_KV_CACHE_MB";
 
 /// When the model must call a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -54,6 +57,11 @@ pub struct LocalOptions {
     pub seed: Option<u32>,
     /// When the model must call a tool.
     pub tool_choice: ToolChoice,
+    /// Where the KV state of prompt prefixes is saved across processes
+    /// (`$FERROCLAW_HOME/cache/kv`); `None` saves nothing.
+    pub kv_cache_dir: Option<PathBuf>,
+    /// Cap on that folder in bytes.
+    pub kv_cache_cap: u64,
 }
 
 impl Default for LocalOptions {
@@ -64,6 +72,8 @@ impl Default for LocalOptions {
             temperature: DEFAULT_TEMPERATURE,
             seed: None,
             tool_choice: ToolChoice::Auto,
+            kv_cache_dir: None,
+            kv_cache_cap: crate::kvcache::DEFAULT_CAP_BYTES,
         }
     }
 }
@@ -114,6 +124,10 @@ impl LocalOptions {
                 "first" => ToolChoice::First,
                 _ => return Err(bad(TOOL_CHOICE_ENV, &v, "auto or first")),
             };
+        }
+        if let Some(v) = get(KV_CACHE_MB_ENV) {
+            let mb: u64 = parse(KV_CACHE_MB_ENV, &v, "a size in MB, 0 to save nothing")?;
+            o.kv_cache_cap = mb << 20;
         }
         Ok(o)
     }

@@ -24,6 +24,9 @@ pub fn turns(request: &ChatRequest) -> Vec<Turn> {
     if !system.is_empty() {
         out.push(Turn { role: "system", content: system });
     }
+    if offers_example(request) {
+        out.extend(EXAMPLE_TURNS.map(|(role, text)| Turn { role, content: text.to_string() }));
+    }
     for message in &request.messages {
         let turn = Turn {
             role: match message.role {
@@ -76,6 +79,31 @@ pub fn system_text(system: &str, tools: &[ToolSpec]) -> String {
          {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
     );
     out
+}
+
+/// The tool the few-shot example calls; the example is shown only when it is offered.
+const EXAMPLE_TOOL: &str = "list_dir";
+
+/// A worked exchange put before the conversation when [`EXAMPLE_TOOL`] is
+/// offered: small models copy a call they have seen far more reliably than
+/// they follow a described format. It is part of the fixed prompt prefix,
+/// so its KV state is saved with the system turn.
+const EXAMPLE_TURNS: [(&str, &str); 4] = [
+    ("user", "What files are in this folder?"),
+    ("assistant", "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {}}\n</tool_call>"),
+    ("user", "<tool_response>\nfile 120 example.txt\ndir todo\n</tool_response>"),
+    ("assistant", "This folder has one file, example.txt, and one folder, todo."),
+];
+
+/// How many of [`turns`]' first turns are the same for every request with
+/// these tools and system prompt: the system turn and the example.
+pub fn fixed_turns(request: &ChatRequest) -> usize {
+    let system = usize::from(!request.system.is_empty() || !request.tools.is_empty());
+    system + if offers_example(request) { EXAMPLE_TURNS.len() } else { 0 }
+}
+
+fn offers_example(request: &ChatRequest) -> bool {
+    request.tools.iter().any(|t| t.name == EXAMPLE_TOOL)
 }
 
 /// A message's blocks as one string: text, calls as `<tool_call>` blocks,
@@ -134,6 +162,19 @@ mod tests {
         assert!(t[0].content.contains(r#""name":"read""#), "{}", t[0].content);
         assert!(t[0].content.contains("<tool_call></tool_call>"));
         assert_eq!(t[1], Turn { role: "user", content: "hi".into() });
+    }
+
+    #[test]
+    fn with_list_dir_offered_a_worked_example_call_comes_before_the_conversation() {
+        let mut r = ChatRequest::new("m", vec![Message::user("list files")]);
+        r.tools = vec![ToolSpec { name: "list_dir".into(), ..read_tool() }];
+        let t = turns(&r);
+        assert_eq!(fixed_turns(&r), 5);
+        assert_eq!(t.len(), 6);
+        assert!(t[2].content.starts_with("<tool_call>\n{\"name\": \"list_dir\""), "{t:?}");
+        assert_eq!(t[5], Turn { role: "user", content: "list files".into() });
+        r.tools = vec![read_tool()];
+        assert_eq!((fixed_turns(&r), turns(&r).len()), (1, 2), "no example without list_dir");
     }
 
     #[test]

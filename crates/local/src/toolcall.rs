@@ -10,6 +10,8 @@ use serde_json::Value;
 pub const CALL_OPEN: &str = "<tool_call>";
 /// Closes a call.
 pub const CALL_CLOSE: &str = "</tool_call>";
+/// Opens a tool's result in the prompt; a model never writes one itself.
+pub const RESULT_OPEN: &str = "<tool_response>";
 
 /// One piece of a split answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
