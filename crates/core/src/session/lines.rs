@@ -1,0 +1,147 @@
+//! Reading a session file line by line: a line is bytes that may be torn,
+//! invalid UTF-8 or not JSON, and each such line is skipped and reported,
+//! never a reason to fail the whole file.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use ferroclaw_protocol::Message;
+
+use super::{Entry, SessionError, io};
+
+/// One line of a session file: `Ok(None)` for an entry type this version
+/// does not know (written by a newer one); `Err` says why it is unreadable.
+pub(super) fn parse_line(bytes: &[u8]) -> Result<Option<Entry>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("invalid UTF-8 ({e})"))?;
+    let text = text.trim_end();
+    match serde_json::from_str::<Entry>(text) {
+        Ok(entry) => Ok(Some(entry)),
+        Err(_) if serde_json::from_str::<serde_json::Value>(text).is_ok() => Ok(None),
+        Err(e) => Err(format!("not a session entry ({e})")),
+    }
+}
+
+/// The offset just after the last newline: the end of the complete lines.
+pub(super) fn complete_end(file: &mut File, len: u64) -> std::io::Result<u64> {
+    let mut end = len;
+    let mut buf = [0u8; 4096];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let n = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// The 1-based line number of the line starting at byte `at` (read again
+/// from the start: only done to report a damaged line).
+pub(super) fn line_number(path: &Path, at: u64) -> Option<usize> {
+    let file = File::open(path).ok()?;
+    let mut reader = BufReader::new(file.take(at));
+    let mut count = 0;
+    loop {
+        let chunk = reader.fill_buf().ok()?;
+        if chunk.is_empty() {
+            return Some(count + 1);
+        }
+        count += chunk.iter().filter(|b| **b == b'\n').count();
+        let n = chunk.len();
+        reader.consume(n);
+    }
+}
+
+/// What [`read_messages`] found in a window of the file.
+pub(super) struct Window {
+    pub(super) messages: Vec<Message>,
+    /// Unreadable lines: the byte where each starts, and why.
+    pub(super) bad: Vec<(u64, String)>,
+    /// Bytes of the body before the window.
+    pub(super) skipped: u64,
+    /// Entries parsed (any type).
+    pub(super) entries: usize,
+    /// The model of the last usage entry.
+    pub(super) model: Option<String>,
+}
+
+/// Parses the message entries of the complete lines in `[start, end)`. When
+/// `start` falls inside a line, that partial line is skipped.
+pub(super) fn read_messages(
+    file: &mut File,
+    start: u64,
+    end: u64,
+    body_start: u64,
+) -> std::io::Result<Window> {
+    file.seek(SeekFrom::Start(start))?;
+    let mut reader = BufReader::new(file.take(end - start));
+    let mut read = Window {
+        messages: Vec::new(),
+        bad: Vec::new(),
+        skipped: start - body_start,
+        entries: 0,
+        model: None,
+    };
+    let mut at = start;
+    if start > body_start {
+        // Possibly mid-line: drop up to the next newline.
+        let mut partial = Vec::new();
+        let n = reader.read_until(b'\n', &mut partial)? as u64;
+        read.skipped += n;
+        at += n;
+    }
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)? as u64;
+        if n == 0 {
+            break;
+        }
+        match parse_line(&line) {
+            Ok(Some(entry)) => {
+                read.entries += 1;
+                match entry {
+                    Entry::Message { message, .. } => read.messages.push(message),
+                    Entry::Compaction { summary, .. } => {
+                        read.messages.clear();
+                        read.messages.push(Message::user(summary));
+                    }
+                    Entry::Usage { model, .. } => read.model = Some(model),
+                    _ => {}
+                }
+            }
+            Ok(None) => read.entries += 1, // a newer entry type
+            Err(why) => read.bad.push((at, why)),
+        }
+        at += n;
+    }
+    Ok(read)
+}
+
+/// Streams a session's entries in order, for `sessions show`; unreadable
+/// lines are skipped with a warning naming them, and their numbers returned.
+pub fn for_each_entry(path: &Path, mut f: impl FnMut(Entry)) -> Result<Vec<usize>, SessionError> {
+    let file = File::open(path).map_err(io(path))?;
+    let mut reader = BufReader::new(file);
+    let mut skipped = Vec::new();
+    let mut line = Vec::new();
+    for number in 1.. {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(io(path))? == 0 {
+            break;
+        }
+        match parse_line(&line) {
+            Ok(Some(entry)) => f(entry),
+            Ok(None) => {}
+            Err(why) => {
+                tracing::warn!("{}: line {number} skipped: {why}", path.display());
+                skipped.push(number);
+            }
+        }
+    }
+    Ok(skipped)
+}
