@@ -558,6 +558,29 @@ mod tests {
     }
 
     #[test]
+    fn an_alias_gets_the_rules_and_answers_of_its_tool() {
+        let p = perms(PermissionMode::Bypass, &[], &["bash(touch *)"]);
+        for tool in ["exec", "Bash", "bash"] {
+            let d = p.decide(tool, false, &json!({"command": " /usr/bin/touch X"}));
+            assert!(matches!(d, Decision::Deny(_)), "{tool}: {d:?}");
+        }
+        let p = perms(PermissionMode::Default, &[], &[]);
+        for rule in p.always_rules("exec", &json!({"command": "ls -la"})) {
+            p.allow_for_session(rule);
+        }
+        assert_eq!(p.decide("exec", false, &json!({"command": "ls"})), Decision::Allow);
+        assert_eq!(p.decide("exec", false, &json!({"command": "rm -rf x"})), Decision::Ask);
+    }
+
+    #[test]
+    fn the_prompt_can_show_every_command_a_call_would_run() {
+        assert_eq!(
+            parsed_commands("git status; echo $(touch x) > out"),
+            ["git status", "echo $(touch x)", "touch x", "writes out"]
+        );
+    }
+
+    #[test]
     fn session_approvals_apply_to_later_calls() {
         let p = perms(PermissionMode::Default, &[], &[]);
         p.allow_for_session(Rule::parse("bash(cargo test*)").unwrap());

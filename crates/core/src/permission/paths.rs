@@ -1,10 +1,11 @@
 //! Paths as permission rules see them: resolved against the workspace, `..`
 //! removed, links followed where they exist, so `sub/../.env`, `./.env`,
-//! `/abs/ws/.env` and a link to it are all `.env`. And the files no tool of
-//! the agent may ever write: the ones that configure the next session or run
-//! code behind the user's back.
+//! `/abs/ws/.env` and a link to it are all `.env`. The files no tool of the
+//! agent may ever write are [`ferroclaw_tools::protected_file`].
 
 use std::path::{Component, Path, PathBuf};
+
+pub use ferroclaw_tools::protected_file as protected;
 
 /// A path resolved for rule matching.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,43 +80,6 @@ fn follow_links(path: &Path) -> PathBuf {
             _ => return path.to_path_buf(),
         }
     }
-}
-
-/// Why the agent may never write `path`, or `None`. These files configure
-/// the next session (`.agent/config.toml`, `.mcp.json`, Claude Code's
-/// settings, ferroclaw's own home) or make git run code (`.git/config` with
-/// `core.fsmonitor`, `.git/hooks/*`).
-pub fn protected(path: &Path) -> Option<&'static str> {
-    let parts: Vec<String> =
-        path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    let n = parts.len();
-    let last = parts.last().map(String::as_str).unwrap_or("");
-    let parent = if n >= 2 { parts[n - 2].as_str() } else { "" };
-    if last == ".mcp.json" {
-        return Some("it starts MCP servers (commands) when a session opens");
-    }
-    if parent == ".agent" && matches!(last, "config.toml" | "mcp.json") {
-        return Some("it configures the agent's permissions, sandbox and providers");
-    }
-    if parent == ".claude" && last.starts_with("settings") && last.ends_with(".json") {
-        return Some("it configures agents' permissions and hooks");
-    }
-    if parent == ".ferroclaw" && matches!(last, "config.toml" | "trust.json") {
-        return Some("it is ferroclaw's own configuration");
-    }
-    if last == ".git" {
-        return Some("it tells git where the repository (and its config) is");
-    }
-    if let Some(at) = parts.iter().position(|p| p == ".git") {
-        match parts.get(at + 1).map(String::as_str) {
-            Some("config") if at + 2 == n => {
-                return Some("git runs commands named in it (core.fsmonitor, core.pager, ...)");
-            }
-            Some("hooks") => return Some("git runs the hooks in it"),
-            _ => {}
-        }
-    }
-    None
 }
 
 #[cfg(test)]
