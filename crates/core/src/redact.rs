@@ -47,7 +47,7 @@ pub fn register(name: &str, value: &str) {
         return;
     }
     secrets.push((name.to_string(), value.to_string()));
-    secrets.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+    secrets.sort_by_key(|(_, value)| std::cmp::Reverse(value.len()));
 }
 
 /// Registers every variable of `vars` whose name looks secret.

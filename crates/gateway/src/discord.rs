@@ -293,7 +293,7 @@ struct Attachment {
 /// The bus message for a MESSAGE_CREATE's `data`, or `None` when the agent
 /// should not see it (a bot's, a system notice, a server message that neither
 /// mentions the bot nor is in one of `channels`, or nothing to read).
-fn inbound_message(
+pub(crate) fn inbound_message(
     data: Value,
     bot_id: Option<&str>,
     channels: &[String],

@@ -33,6 +33,8 @@ pub mod cron;
 pub mod discord;
 pub mod files;
 pub mod format;
+#[cfg(test)]
+mod fuzz;
 pub mod gateway;
 pub mod heartbeat;
 pub mod outbox;

@@ -307,7 +307,11 @@ fn reconnect_delay(failures: u32) -> Duration {
 /// The bus message for a `message` event, or `None` when the agent should
 /// not see it (a bot's, an edit or other subtype, a channel message that
 /// neither mentions the bot nor is in one of `channels`, or empty).
-fn inbound_message(event: &Value, bot_id: &str, channels: &[String]) -> Option<InboundMessage> {
+pub(crate) fn inbound_message(
+    event: &Value,
+    bot_id: &str,
+    channels: &[String],
+) -> Option<InboundMessage> {
     let text_of = |key: &str| event[key].as_str();
     let kind = text_of("type");
     if !matches!(kind, Some("message" | "app_mention"))

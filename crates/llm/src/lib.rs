@@ -46,6 +46,8 @@
 
 mod anthropic;
 mod decode;
+#[cfg(test)]
+mod fuzz;
 mod http;
 mod images;
 mod openai;

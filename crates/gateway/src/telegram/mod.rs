@@ -77,7 +77,7 @@ impl TelegramChannel {
     }
 
     /// Turns one update into an inbound message (text messages only).
-    fn inbound(update: &Value) -> Option<InboundMessage> {
+    pub(crate) fn inbound(update: &Value) -> Option<InboundMessage> {
         let message = update.get("message").or_else(|| update.get("edited_message"))?;
         let text = message["text"].as_str().or_else(|| message["caption"].as_str())?;
         let sender = message["from"]["id"].as_i64()?.to_string();
