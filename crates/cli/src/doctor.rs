@@ -57,7 +57,7 @@ fn sandbox(config: &Config) {
             "-- sandbox: disabled in config ([sandbox] enabled = false); bash relies on the deny list"
         ),
         (true, Some(abi)) => println!(
-            "ok sandbox: Landlock ABI {abi}; bash may write only in the workspace, temp folders and /dev{}",
+            "ok sandbox: Landlock ABI {abi}; bash and MCP servers may write only in the workspace, /tmp, /var/tmp, harmless devices (/dev/null, ...){}",
             config
                 .file
                 .sandbox
