@@ -207,7 +207,9 @@ fn sandbox_kernel(checks: &mut Checks) {
     match landlock::abi_version() {
         Some(abi) => checks.ok(
             "sandbox",
-            format!("Landlock ABI {abi}; bash may write only in the workspace, temp folders and /dev"),
+            format!(
+                "Landlock ABI {abi}; bash and MCP servers may write only in the workspace, /tmp, /var/tmp and harmless devices (/dev/null, ...)"
+            ),
         ),
         None => checks.broken(
             "sandbox",

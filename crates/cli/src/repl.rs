@@ -59,10 +59,8 @@ struct Repl {
 /// Runs the REPL until the user leaves; returns the exit code.
 pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let answers = Arc::new(keys::Answers::default());
-    let approver: Arc<dyn Approver> = Arc::new(crate::approver::TerminalApprover::new(
-        answers.clone(),
-        config.workspace.clone(),
-    ));
+    let approver: Arc<dyn Approver> =
+        Arc::new(crate::approver::TerminalApprover::new(answers.clone(), config.workspace.clone()));
     let mut editor = new_editor(&config)?;
     let resume = match Resume::from_cli(cli) {
         Resume::Pick => {
