@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Compares the local engine's prompt-reading and generation speed with
+# llama.cpp's own llama-bench on the same GGUF, threads and CPU flags.
+# llama-bench is built from the llama.cpp that llama-cpp-sys-2 vendors (same
+# source, AVX2/FMA as .cargo/config.toml sets), once, into target/llama-bench.
+#   bench/local_vs_llama_bench.sh MODEL.gguf [THREADS]
+# Prints both figures and our share of llama-bench's; run it on an idle
+# machine (the ratio is what matters: both run back to back).
+set -euo pipefail
+model="${1:?usage: bench/local_vs_llama_bench.sh MODEL.gguf [THREADS]}"
+threads="${2:-1}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/llama-cpp-sys-2-*/llama.cpp | tail -1)
+out="$root/target/llama-bench"
+if [ ! -x "$out/bin/llama-bench" ]; then
+  cmake -S "$src" -B "$out" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TOOLS=ON \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF \
+    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+    -DGGML_OPENMP=ON >/dev/null
+  cmake --build "$out" --target llama-bench -j "$(nproc)" >/dev/null
+fi
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$out/bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -r 3 -o csv 2>/dev/null |
+  awk -F, 'NR>1 {gsub(/"/,""); print "llama-bench " ($0 ~ /,512,0,/ ? "pp512" : "tg128") ": " $(NF-1) " tok/s"}'
+# PROFILE=dev measures a debug build (llama.cpp is optimised in every
+# profile, but the sampling loop is not): quicker to build, a lower bound.
+profile="${PROFILE:-release}"
+cargo build --profile "$profile" --quiet --manifest-path "$root/Cargo.toml" -p ferroclaw-local --example probe
+dir=$([ "$profile" = dev ] && echo debug || echo "$profile")
+log=$(FERROCLAW_LOCAL_THREADS="$threads" PROBE_PAD=500 PROBE_QUIET=1 FERROCLAW_LOG=ferroclaw_local=info \
+  "$root/target/$dir/examples/probe" "$model" "Write a long story about a ship." 2>&1 >/dev/null | grep "local: prompt")
+echo "ferroclaw: $log" | sed 's/\x1b\[[0-9;]*m//g'
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
