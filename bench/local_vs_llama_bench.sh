@@ -27,7 +27,7 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 profile="${PROFILE:-release}"
 cargo build --profile "$profile" --quiet --manifest-path "$root/Cargo.toml" -p ferroclaw-local --example probe
 dir=$([ "$profile" = dev ] && echo debug || echo "$profile")
-log=$(FERROCLAW_LOCAL_THREADS="$threads" PROBE_PAD=500 PROBE_QUIET=1 FERROCLAW_LOG=ferroclaw_local=info \
-  "$root/target/$dir/examples/probe" "$model" "Write a long story about a ship." 2>&1 >/dev/null | grep "local: prompt")
-echo "ferroclaw: $log" | sed 's/\x1b\[[0-9;]*m//g'
+log=$(FERROCLAW_LOCAL_THREADS="$threads" PROBE_PAD=500 PROBE_QUIET=1 \
+  "$root/target/$dir/examples/probe" "$model" "Write a long story about a ship." 2>/dev/null | grep "^prompt")
+echo "ferroclaw: $log"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
