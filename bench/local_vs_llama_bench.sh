@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Compares the local engine's prompt-reading and generation speed with
 # llama.cpp's own llama-bench on the same GGUF, threads and CPU flags.
-# llama-bench is built from the llama.cpp that llama-cpp-sys-2 vendors (same
-# source, AVX2/FMA as .cargo/config.toml sets), once, into target/llama-bench.
-#   bench/local_vs_llama_bench.sh MODEL.gguf [THREADS]
+# llama-bench is built with the CPU flags .cargo/config.toml sets, once, into
+# target/llama-bench, from LLAMA_CPP_SRC: a llama.cpp checkout at the commit
+# llama-cpp-sys-2 vendors (the vendored copy leaves out tools/llama-bench's
+# source, so it cannot be built from there).
+#   LLAMA_CPP_SRC=~/llama.cpp bench/local_vs_llama_bench.sh MODEL.gguf [THREADS]
 # Prints both figures and our share of llama-bench's; run it on an idle
 # machine (the ratio is what matters: both run back to back).
 set -euo pipefail
 model="${1:?usage: bench/local_vs_llama_bench.sh MODEL.gguf [THREADS]}"
 threads="${2:-1}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/llama-cpp-sys-2-*/llama.cpp | tail -1)
+src="${LLAMA_CPP_SRC:?set LLAMA_CPP_SRC to a llama.cpp checkout (see the top of this script)}"
 out="$root/target/llama-bench"
 if [ ! -x "$out/bin/llama-bench" ]; then
-  cmake -S "$src" -B "$out" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TOOLS=ON \
+  cmake -S "$src" -B "$out" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TOOLS=ON -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF \
     -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
     -DGGML_OPENMP=ON >/dev/null
