@@ -241,7 +241,6 @@ impl Session<'_> {
         let mut utf8 = Utf8Pieces::default();
         let mut calls = Calls::default();
         let mut guard = LoopGuard::new();
-        let mut recent = String::new();
         let mut generated = 0usize;
         let mut first_token: Option<Instant> = None;
         let mut stop = StopReason::EndTurn;
@@ -262,16 +261,6 @@ impl Session<'_> {
                 tracing::warn!("local: stopped a looping answer after {generated} tokens");
                 break;
             }
-            // A model that starts writing a tool's result is making it up:
-            // the answer ends there and the real result follows.
-            recent.push_str(&text);
-            if recent.contains(RESULT_OPEN) && !splitter.in_call() {
-                tracing::debug!("local: stopped an answer that began a {RESULT_OPEN}");
-                break;
-            }
-            let keep = recent.len().saturating_sub(RESULT_OPEN.len());
-            let keep = (keep..=recent.len()).find(|&i| recent.is_char_boundary(i)).unwrap_or(0);
-            recent.drain(..keep);
             for segment in splitter.push(&text) {
                 if emit_segment(segment, &job.events, &mut calls).is_err() {
                     return Ok(());
@@ -279,6 +268,10 @@ impl Session<'_> {
             }
             if job.events.is_closed() {
                 return Ok(());
+            }
+            if splitter.ended() {
+                tracing::debug!("local: stopped an answer that began a {RESULT_OPEN}");
+                break;
             }
             if self.decode(&[token], true).is_err() {
                 return Err(stream_error("llama.cpp failed to decode a token"));

@@ -4,8 +4,9 @@
 //! What it does: loads a model once per process (every session shares it),
 //! renders requests with the model's own chat template, streams tokens as
 //! text deltas, reuses the KV cache for the prefix a request shares with the
-//! previous one (reported as `cache_read_tokens`), and stops generating when
-//! the stream is dropped. Tools are offered the way Qwen and Hermes models
+//! previous one (reported as `cache_read_tokens`), saves the KV state of the
+//! fixed prompt prefix for the next process ([`kvcache`]), stops answers that
+//! loop ([`repetition`]), and stops generating when the stream is dropped. Tools are offered the way Qwen and Hermes models
 //! are trained: described in the system turn, called as
 //! `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`. A lazy
 //! grammar built from the tools' JSON schemas makes every call valid JSON

@@ -30,6 +30,8 @@ pub struct CallSplitter {
     pending: String,
     /// True between `<tool_call>` and `</tool_call>`.
     in_call: bool,
+    /// True once the model began a `<tool_response>`: the answer is over.
+    ended: bool,
 }
 
 impl CallSplitter {
@@ -40,9 +42,25 @@ impl CallSplitter {
 
     /// Feeds the next piece of output; returns what it completes.
     pub fn push(&mut self, piece: &str) -> Vec<Segment> {
+        if self.ended {
+            return Vec::new();
+        }
         self.pending.push_str(piece);
         let mut out = Vec::new();
         loop {
+            if !self.in_call
+                && let Some(start) = self.pending.find(RESULT_OPEN)
+                && self.pending.find(CALL_OPEN).is_none_or(|c| c > start)
+            {
+                // A model writing a tool's result is making it up.
+                let text = &self.pending[..start];
+                if !text.trim().is_empty() {
+                    out.push(Segment::Text(text.to_string()));
+                }
+                self.pending.clear();
+                self.ended = true;
+                break;
+            }
             if self.in_call {
                 let Some(end) = self.pending.find(CALL_CLOSE) else {
                     break;
@@ -86,18 +104,28 @@ impl CallSplitter {
     pub fn in_call(&self) -> bool {
         self.in_call
     }
+
+    /// True once the model began writing a `<tool_response>` itself: the
+    /// text before it was the answer, and generation should stop.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
 }
 
 /// Length of the longest suffix of `text` that is a proper prefix of
-/// [`CALL_OPEN`], so a tag split across pieces is not streamed as text.
+/// [`CALL_OPEN`] or [`RESULT_OPEN`], so a tag split across pieces is not
+/// streamed as text.
 fn partial_tag_len(text: &str) -> usize {
-    (1..CALL_OPEN.len())
-        .rev()
-        .find(|&n| {
-            text.len() >= n
-                && text.is_char_boundary(text.len() - n)
-                && text.ends_with(&CALL_OPEN[..n])
+    [CALL_OPEN, RESULT_OPEN]
+        .iter()
+        .filter_map(|tag| {
+            (1..tag.len()).rev().find(|&n| {
+                text.len() >= n
+                    && text.is_char_boundary(text.len() - n)
+                    && text.ends_with(&tag[..n])
+            })
         })
+        .max()
         .unwrap_or(0)
 }
 
@@ -175,6 +203,19 @@ mod tests {
         let (out, rest) = split_all(&["a <", "b"]);
         assert_eq!(out, [Segment::Text("a ".into()), Segment::Text("<b".into())]);
         assert_eq!(rest, Ok(None));
+    }
+
+    #[test]
+    fn a_made_up_tool_response_ends_the_answer_and_is_never_shown() {
+        let mut s = CallSplitter::new();
+        let mut out = s.push("The files are");
+        out.extend(s.push(" here.\n<tool_res"));
+        assert!(!s.ended());
+        out.extend(s.push("ponse>\nfake.txt"));
+        assert!(s.ended());
+        out.extend(s.push("more"));
+        assert_eq!(out, [Segment::Text("The files are".into()), Segment::Text(" here.\n".into())]);
+        assert_eq!(s.finish(), Ok(None));
     }
 
     #[test]
