@@ -144,12 +144,22 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 {
                     eprint!("{}", crate::diff::render(before.as_deref(), &after, st));
                     diffed.push(id);
-                } else if name == "bash"
+                } else if ferroclaw_tools::canonical_tool_name(&name) == "bash"
                     && let Some(command) = input["command"].as_str()
-                    && (command.chars().count() > 100 || command.contains('\n'))
                 {
-                    for line in command.lines() {
-                        eprintln!("    {}", st.bold(line));
+                    if command.chars().count() > 100 || command.contains('\n') {
+                        for line in command.lines() {
+                            eprintln!("    {}", st.bold(line));
+                        }
+                    }
+                    // What the permission gate sees: every simple command, each
+                    // needing its own rule (a chain hides nothing).
+                    let parsed = ferroclaw_core::permission::parsed_commands(command);
+                    if parsed.len() > 1 {
+                        eprintln!("  {}", st.dim("runs:"));
+                        for line in parsed {
+                            eprintln!("    {} {}", st.dim("·"), line);
+                        }
                     }
                 }
                 eprint!(

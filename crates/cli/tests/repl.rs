@@ -124,6 +124,23 @@ fn enter_alone_refuses_and_the_question_says_so() {
 }
 
 #[test]
+fn a_chained_command_shows_each_command_the_gate_will_judge() {
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            Turn::tool("exec", json!({"command": "git status; touch pwned"})).into(),
+            Turn::text("not run").into(),
+        ],
+    );
+    let (code, _, stderr) = run(env.cmd().write_stdin("status please\nn\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("runs:"), "{stderr}");
+    assert!(stderr.contains("· git status"), "{stderr}");
+    assert!(stderr.contains("· touch pwned"), "{stderr}");
+    assert!(!env.ws().join("pwned").exists());
+}
+
+#[test]
 fn accept_edits_shows_the_diff_after_the_change() {
     let env = Env::new(
         Wire::Anthropic,
