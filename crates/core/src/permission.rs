@@ -16,7 +16,7 @@ use serde_json::Value;
 mod paths;
 mod rule;
 
-pub use paths::{Resolved, normalize, protected, resolve};
+pub use paths::{Resolved, protected, resolve};
 pub use rule::{EDIT_TOOLS, READ_FAMILY, Rule, command_prefix, wildcard};
 
 /// How freely tools run, like Claude Code's modes.

@@ -392,8 +392,8 @@ fn expand(word: &str, home: Option<&Path>, cwd: &Path) -> PathBuf {
     cwd.join(word)
 }
 
-/// `path` with `.` and `..` resolved lexically.
-fn normalize(path: &Path) -> PathBuf {
+/// `path` with `.` and `..` resolved lexically (no file system access).
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for component in path.components() {
         match component {

@@ -3,7 +3,7 @@
 //! `/abs/ws/.env` and a link to it are all `.env`. The files no tool of the
 //! agent may ever write are [`ferroclaw_tools::protected_file`].
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 pub use ferroclaw_tools::protected_file as protected;
 
@@ -34,29 +34,14 @@ pub fn resolve(workspace: &Path, given: &str) -> Resolved {
         _ if Path::new(given).is_absolute() => PathBuf::from(given),
         _ => workspace.join(given),
     };
-    let abs = follow_links(&normalize(&joined));
-    let ws = follow_links(&normalize(workspace));
+    let abs = follow_links(&ferroclaw_tools::normalize_path(&joined));
+    let ws = follow_links(&ferroclaw_tools::normalize_path(workspace));
     let rel = abs.strip_prefix(&ws).ok().map(|r| {
         let parts: Vec<String> =
             r.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
         if parts.is_empty() { ".".to_string() } else { parts.join("/") }
     });
     Resolved { abs, rel }
-}
-
-/// `path` with `.` and `..` resolved lexically.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(part) => out.push(part),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
 }
 
 /// The longest existing ancestor of `path` with its links resolved, and the
@@ -70,7 +55,7 @@ fn follow_links(path: &Path) -> PathBuf {
             for part in missing.iter().rev() {
                 out.push(part);
             }
-            return normalize(&out);
+            return ferroclaw_tools::normalize_path(&out);
         }
         match (current.file_name().map(|n| n.to_os_string()), current.parent()) {
             (Some(name), Some(parent)) => {
