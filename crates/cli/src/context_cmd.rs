@@ -14,6 +14,10 @@ use ferroclaw_core::{Config, ContextBuilder, NoOneToAsk};
 use crate::exit;
 use crate::setup::{Resume, SetupError, open_agent};
 
+/// A keyless provider preset standing in for "no model configured" (the
+/// request is only built, never sent).
+const NO_MODEL_STAND_IN: &str = "ollama/none";
+
 /// Prints the assembled prompt (exactly, with `raw`) and a size table.
 pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     // No model configured: show the full profile, which any key would get.
@@ -27,7 +31,22 @@ pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
         return Ok(exit::OK);
     }
     // The agent a new session gets (it warns about skipped skills); its
-    // session file is not kept.
+    // session file is not kept. With no model configured, the request any
+    // remote model would get (a keyless preset stands in; nothing is sent).
+    let stand_in;
+    let config = if config.model_spec().is_ok() {
+        config
+    } else {
+        eprintln!("no model configured: showing the full prompt any remote model would get");
+        stand_in = Config {
+            file: ferroclaw_core::config::ConfigFile {
+                model: Some(NO_MODEL_STAND_IN.into()),
+                ..config.file.clone()
+            },
+            ..config.clone()
+        };
+        &stand_in
+    };
     let opened = open_agent(config, &Resume::New, Arc::new(NoOneToAsk))?;
     let mut agent = opened.agent;
     let _ = std::fs::remove_file(agent.session.path());

@@ -138,3 +138,15 @@ fn context_counts_the_tools_the_request_really_offers() {
     );
     assert_eq!(env.session_files().len(), 1, "context keeps no session of its own");
 }
+
+#[test]
+fn context_works_with_no_model_configured_and_says_what_it_shows() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let (code, stdout, stderr) =
+        run(env.cmd().env_remove("FERROCLAW_MODEL").env_remove("ANTHROPIC_API_KEY").arg("context"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("no model configured"), "{stderr}");
+    assert!(stdout.contains("profile: full"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("tools ")), "{stdout}");
+    assert!(env.session_files().is_empty(), "context keeps no session");
+}
