@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use ferroclaw_core::{Config, NoOneToAsk, Outcome, PermissionMode, Permissions, Report};
+use ferroclaw_core::{Config, NoOneToAsk, Outcome, Report};
 use ferroclaw_protocol::AgentEvent;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -85,7 +85,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let _ = tee.await;
     let _ = consumer.await;
     let denials = std::mem::take(&mut *denials.lock().unwrap_or_else(PoisonError::into_inner));
-    explain_denials(&denials);
+    explain_denials(&denials, &agent.workspace);
     let mut stdout = std::io::stdout().lock();
     let result =
         || result_json(&report, &agent.session.meta().id, &agent.model_spec, &denials, started);
@@ -180,7 +180,7 @@ async fn collect_denials(
 }
 
 /// Says on stderr which calls were refused and how to allow them.
-fn explain_denials(denials: &[Denial]) {
+fn explain_denials(denials: &[Denial], workspace: &std::path::Path) {
     if denials.is_empty() {
         return;
     }
@@ -195,16 +195,23 @@ fn explain_denials(denials: &[Denial]) {
         };
         eprintln!("  {}({subject}): {}", d.tool_name, crate::render::shorten(why, 100));
         if !d.reason.starts_with("permission denied") {
-            let rule = allow_rule(&d.tool_name, &d.tool_input);
-            if !rules.contains(&rule) {
-                rules.push(rule);
+            let scoped = allow_rules(workspace, &d.tool_name, &d.tool_input);
+            if scoped.is_empty() {
+                eprintln!(
+                    "    (too complex for a rule: approve it in the REPL, or rerun with --yes)"
+                );
+            }
+            for rule in scoped {
+                if !rules.contains(&rule) {
+                    rules.push(rule);
+                }
             }
         }
     }
     if !rules.is_empty() {
         let quoted: Vec<String> = rules.iter().map(|r| format!("'{r}'")).collect();
         eprintln!(
-            "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in .agent/config.toml)",
+            "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in ~/.ferroclaw/config.toml or a trusted project's .agent/config.toml)",
             quoted.join(" "),
             rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ")
         );
@@ -217,27 +224,15 @@ fn subject_of(input: &Value) -> String {
         .unwrap_or_else(|| input.to_string())
 }
 
-/// An allow rule covering a refused call: a command prefix for `bash`
-/// (Claude Code's `bash(git status:*)` when the rule syntax has it, else
-/// ours), the tool for the rest.
-pub fn allow_rule(tool: &str, input: &Value) -> String {
-    if tool == "bash"
-        && let Some(command) = input["command"].as_str()
-    {
-        let words: Vec<&str> = command.split_whitespace().take(2).collect();
-        let prefix = words.join(" ");
-        for rule in [format!("bash({prefix}:*)"), format!("bash({prefix}*)")] {
-            let allows =
-                Permissions::new(PermissionMode::Default, std::slice::from_ref(&rule), &[])
-                    .is_ok_and(|p| {
-                        p.decide(tool, false, input) == ferroclaw_core::permission::Decision::Allow
-                    });
-            if allows {
-                return rule;
-            }
-        }
-    }
-    tool.to_string()
+/// The allow rules covering a refused call: the same scoped rules an
+/// "always" answer would add (on the resolved tool name: a prefix per simple
+/// command for `bash`, the file's folder for edits, the domain for
+/// web_fetch). Empty when the call is too complex to generalise.
+pub fn allow_rules(workspace: &std::path::Path, tool: &str, input: &Value) -> Vec<String> {
+    ferroclaw_core::permission::always_rules(workspace, tool, input)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 /// The result object of `--output-format json` (and the last line of

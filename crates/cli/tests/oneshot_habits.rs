@@ -57,6 +57,24 @@ fn the_suggested_rule_allows_the_refused_command() {
 }
 
 #[test]
+fn the_suggestion_for_a_chained_alias_call_is_scoped_rules_on_bash_never_the_whole_tool() {
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            Turn::tool("exec", json!({"command": "git status; touch pwned"})).into(),
+            Turn::text("could not").into(),
+        ],
+    );
+    let (code, _, stderr) = run(&mut env.oneshot("look", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let line = stderr.lines().find(|l| l.starts_with("to allow them:")).unwrap();
+    assert!(line.contains("'bash(git status:*)'"), "{line}");
+    assert!(line.contains("'bash(touch"), "{line}");
+    assert!(!line.contains("'exec'") && !line.contains("'bash'"), "never the whole tool: {line}");
+    assert!(!env.ws().join("pwned").exists());
+}
+
+#[test]
 fn disallowed_tools_win_over_yes() {
     let env = Env::new(
         Wire::OpenAi,

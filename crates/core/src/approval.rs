@@ -52,8 +52,8 @@ impl Approver for NoOneToAsk {
         Approval::No(format!(
             "{} needs the user's approval, and nobody can be asked in this non-interactive run. \
              Do without it if you can; otherwise tell the user to rerun with --yes, \
-             --permission-mode accept-edits, or an allow rule such as \"{}\" in .agent/config.toml",
-            call.name, call.name
+             --permission-mode accept-edits, or an --allowedTools rule for it",
+            ferroclaw_tools::canonical_tool_name(&call.name)
         ))
     }
 }

@@ -56,9 +56,10 @@ impl Approver for GatewayApprover {
         Approval::No(format!(
             "{} needs approval, and the gateway cannot ask anyone. Do without it if you can; \
              otherwise tell the user that the owner can allow it with [gateway] permission_mode \
-             = \"accept-edits\" or \"bypass\", or an allow rule such as \"{}\" in [permissions] \
+             = \"accept-edits\" or \"bypass\", or an allow rule for {} in [permissions] \
              of config.toml",
-            call.name, call.name
+            call.name,
+            ferroclaw_tools::canonical_tool_name(&call.name)
         ))
     }
 }
