@@ -411,9 +411,13 @@ pub fn normalize(path: &Path) -> PathBuf {
 /// itself in the background (`:(){ :|:& };:` and renamed variants).
 fn is_fork_bomb(squeezed: &str) -> bool {
     squeezed.match_indices("(){").any(|(at, _)| {
+        // The name starts after the last character that cannot be in one
+        // (which may be several bytes long: the command is any text).
         let name_start = squeezed[..at]
-            .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .map_or(0, |i| i + 1);
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
         let name = &squeezed[name_start..at];
         !name.is_empty() && squeezed[at + 3..].starts_with(&format!("{name}|{name}&"))
     })
@@ -434,6 +438,14 @@ mod tests {
     use super::*;
 
     const WS: &str = "/home/dev/project";
+
+    #[test]
+    fn a_command_with_multibyte_text_before_a_function_is_checked_without_panicking() {
+        // Found by tests/shell_fuzz.rs: a name boundary inside a 4-byte character.
+        let ws = Path::new(WS);
+        assert!(dangerous_command("echo \u{87da0}f(){ f|f& };f", ws, ws).is_some());
+        assert!(dangerous_command("é(){ echo; }", ws, ws).is_none());
+    }
 
     fn refused(command: &str) -> String {
         let ws = Path::new(WS);
