@@ -188,6 +188,9 @@ fn watch(
                 eprintln!();
                 let text = String::from_utf8_lossy(&line).into_owned();
                 line.clear();
+                // Answered: what follows is type-ahead, even before the
+                // approver has taken the answer.
+                answers.asking.store(false, Ordering::SeqCst);
                 let _ = answers.tx.send(Answer::Line(text));
             }
             BACKSPACE | CTRL_H if asking && line.pop().is_some() => eprint!("\x08 \x08"),
@@ -219,6 +222,9 @@ fn interrupt(cancel: &CancellationToken, answers: &Answers, asking: bool) {
     }
     cancel.cancel();
     if asking {
+        // Answered (cancelled): keys typed from here on are for the next
+        // prompt, not the question (they were lost in between).
+        answers.asking.store(false, Ordering::SeqCst);
         let _ = answers.tx.send(Answer::Cancelled);
     }
 }
@@ -251,7 +257,12 @@ mod tests {
                 (stop.clone(), typed.clone(), answers.clone(), cancel.clone());
             std::thread::spawn(move || watch(fds[0], &stop, &cancel, &answers, &typed))
         };
-        while !done(&cancel, &answers, &typed.lock().unwrap()) {
+        // A hang guard, not a timing check: a watcher that never gets there
+        // fails the assertions below instead of hanging the suite.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !done(&cancel, &answers, &typed.lock().unwrap())
+            && std::time::Instant::now() < deadline
+        {
             std::thread::yield_now();
         }
         stop.store(true, Ordering::SeqCst);
@@ -278,6 +289,16 @@ mod tests {
         let (cancel, _, typed) = feed(b"\x1b/usage", false, |_, _, t| t.len() == 6);
         assert!(cancel.is_cancelled());
         assert_eq!(typed, b"/usage");
+    }
+
+    #[test]
+    fn keys_typed_right_after_ctrl_c_at_a_question_go_to_the_next_prompt() {
+        // The approver takes the cancellation later; the keys must not wait
+        // in the question's line meanwhile (`/u` of `/usage` was lost).
+        let (cancel, answers, typed) = feed(b"\x03/usage\r", true, |_, _, t| t.len() == 7);
+        assert!(cancel.is_cancelled());
+        assert!(!answers.asking.load(Ordering::SeqCst));
+        assert_eq!(typed, b"/usage\n");
     }
 
     #[test]
