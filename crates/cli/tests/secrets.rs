@@ -70,8 +70,10 @@ fn redteam_confine_tmpdir_does_not_widen_where_bash_may_write() {
         eprintln!("SKIP: this kernel has no Landlock");
         return;
     }
-    // Not under /tmp, which every command may write.
-    let elsewhere = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let Some(elsewhere) = ferroclaw_testkit::scratch::dir_outside_temp() else {
+        eprintln!("SKIP: no writable folder outside the temp folders");
+        return;
+    };
     let target = elsewhere.path().join("planted");
     let env = Env::new(
         Wire::Anthropic,

@@ -25,8 +25,10 @@ async fn redteam_confine_mcp_server_cannot_write_outside_the_workspace() {
         return;
     }
     let ws = tempfile::tempdir().unwrap();
-    // Not under /tmp, which every command may write.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let Some(outside) = ferroclaw_testkit::scratch::dir_outside_temp() else {
+        eprintln!("SKIP: no writable folder outside the temp folders");
+        return;
+    };
     let script = format!(
         "echo x > {out}/escape; echo y > inside.txt; env > env.txt",
         out = outside.path().display()

@@ -53,6 +53,7 @@ mod openai;
 mod recording;
 mod render;
 mod reply;
+pub mod scratch;
 mod script;
 mod server;
 mod strict;
