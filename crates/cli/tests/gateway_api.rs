@@ -115,20 +115,14 @@ fn gateway_install_says_where_the_keys_go_and_raises_the_open_files_limit() {
     assert!(unit.contains("LimitNOFILE=65536"), "{unit}");
 }
 
-#[test]
-fn three_hundred_chats_share_one_recall_connection_and_the_soft_fd_limit_is_raised() {
-    let options = ServerOptions { repeat: true, ..Default::default() };
-    let env = Env::with_options(Wire::OpenAi, vec![Turn::text("ok").into()], options);
-    let port = gateway_support::free_port();
-    env.write_home_config(&format!(
-        "[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nmax_concurrent_turns = 8\nrequests_per_minute = 0\n"
-    ));
-    // Started with a soft limit of 256 fds, as a low default would give.
-    let stderr_path = env.home.path().join("fds.stderr");
+/// `ferroclaw gateway` started under `ulimit LIMIT` (through sh, so the
+/// limit is the process's own from its first instruction), once it answers.
+fn gateway_under_ulimit(env: &Env, port: u16, limit: &str) -> Gateway {
+    let stderr_path = env.home.path().join("gateway.stderr");
     let cmd = env.std_cmd();
     let child = std::process::Command::new("sh")
         .arg("-c")
-        .arg("ulimit -Sn 256 && exec \"$0\" gateway")
+        .arg(format!("ulimit {limit} && exec \"$0\" gateway"))
         .arg(cmd.get_program())
         .env_clear()
         .envs(cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
@@ -141,6 +135,19 @@ fn three_hundred_chats_share_one_recall_connection_and_the_soft_fd_limit_is_rais
     wait_for(30, "the gateway", || {
         gateway_support::get(port, "/health").is_some_and(|(s, _)| s == 200)
     });
+    gw
+}
+
+#[test]
+fn three_hundred_chats_share_one_recall_connection_and_the_soft_fd_limit_is_raised() {
+    let options = ServerOptions { repeat: true, ..Default::default() };
+    let env = Env::with_options(Wire::OpenAi, vec![Turn::text("ok").into()], options);
+    let port = gateway_support::free_port();
+    env.write_home_config(&format!(
+        "[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nmax_concurrent_turns = 8\nrequests_per_minute = 0\n"
+    ));
+    // Started with a soft limit of 256 fds, as a low default would give.
+    let gw = gateway_under_ulimit(&env, port, "-Sn 256");
     let limits = std::fs::read_to_string(format!("/proc/{}/limits", gw.child.id())).unwrap();
     let nofile: Vec<&str> = limits
         .lines()
@@ -180,23 +187,7 @@ fn out_of_file_descriptors_a_chat_fails_loudly_with_a_server_error() {
         "[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\n"
     ));
     // A hard limit of 48 descriptors: a few dozen chats use them up.
-    let stderr_path = env.home.path().join("emfile.stderr");
-    let cmd = env.std_cmd();
-    let child = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -n 48 && exec \"$0\" gateway")
-        .arg(cmd.get_program())
-        .env_clear()
-        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
-        .env("FERROCLAW_LOG", "info")
-        .current_dir(env.ws())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
-    let gw = Gateway { child, port, stderr_path };
-    wait_for(30, "the gateway", || {
-        gateway_support::get(port, "/health").is_some_and(|(s, _)| s == 200)
-    });
+    let gw = gateway_under_ulimit(&env, port, "-n 48");
     let failed = (0..60).find_map(|i| {
         let (status, body) = chat(port, &format!("fd{i}"), "hi");
         (status != 200).then_some((status, body))

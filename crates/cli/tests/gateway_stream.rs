@@ -33,11 +33,7 @@ fn busy_gateway() -> (Env, Gateway) {
 
 #[test]
 fn streamed_answers_through_the_python_client_join_exactly_to_the_answer_under_load() {
-    let python_ok = std::process::Command::new("python3")
-        .args(["-c", "import openai"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !python_ok {
+    if !gateway_support::python_openai_available() {
         return skip_or_fail(
             "python3 with the openai package is not installed (pip install openai)",
         );

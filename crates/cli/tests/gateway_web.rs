@@ -13,11 +13,7 @@ use gateway_support::{Gateway, TOKEN, chat, request, skip_or_fail, wait_for};
 
 #[test]
 fn the_openai_python_client_gets_plain_and_streamed_answers() {
-    let python_ok = std::process::Command::new("python3")
-        .args(["-c", "import openai"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !python_ok {
+    if !gateway_support::python_openai_available() {
         return skip_or_fail(
             "python3 with the openai package is not installed (pip install openai)",
         );

@@ -212,3 +212,11 @@ pub fn request_raw(port: u16, path: &str, token: &str, body: &Value) -> String {
     let _ = tcp.read_to_string(&mut raw);
     raw
 }
+
+/// True when `python3` with the official `openai` package is installed.
+pub fn python_openai_available() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import openai"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
