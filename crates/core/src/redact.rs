@@ -25,7 +25,9 @@ const SECRET_SUFFIXES: &[&str] =
 /// Name parts that make a variable a secret wherever they appear.
 const SECRET_PARTS: &[&str] = &["PASSWORD", "SECRET", "API_KEY", "APIKEY", "TOKEN"];
 
-/// Registered secrets: (name, value), longest value first.
+/// Registered secrets: (name, value), longest value first; a value that
+/// JSON escapes differently is registered in both forms, so a session line
+/// is checked with one pass and no escaping per line.
 static SECRETS: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
 
 /// True when a variable called `name` holds a secret by its name.
@@ -43,10 +45,11 @@ pub fn register(name: &str, value: &str) {
         return;
     }
     let mut secrets = SECRETS.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if secrets.iter().any(|(_, v)| v == value) {
-        return;
+    for form in [value.to_string(), json_escaped(value)] {
+        if !secrets.iter().any(|(_, v)| *v == form) {
+            secrets.push((name.to_string(), form));
+        }
     }
-    secrets.push((name.to_string(), value.to_string()));
     secrets.sort_by_key(|(_, value)| std::cmp::Reverse(value.len()));
 }
 
@@ -76,7 +79,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 /// True when `text` holds a registered secret (as is, or JSON-escaped).
 pub fn contains_secret(text: &str) -> bool {
     let secrets = SECRETS.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-    secrets.iter().any(|(_, v)| text.contains(v.as_str()) || text.contains(&json_escaped(v)))
+    secrets.iter().any(|(_, v)| text.contains(v.as_str()))
 }
 
 /// Every string inside `value` redacted in place.
