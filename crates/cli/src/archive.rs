@@ -12,12 +12,16 @@ const MIN_MESSAGES: usize = 2;
 /// outcome is printed when it lands. A conversation left while this runs
 /// (e.g. by exiting at once) is not archived, but stays on disk.
 pub fn spawn(agent: &Agent, config: &Config) {
-    if agent.messages.len() < MIN_MESSAGES {
+    if agent.messages().len() < MIN_MESSAGES {
         return;
     }
     let store = MemoryStore::new(&config.home).with_limits(config.file.memory);
-    let task =
-        consolidate(agent.provider.clone(), agent.model.clone(), store, agent.messages.clone());
+    let task = consolidate(
+        agent.provider().clone(),
+        agent.model().to_string(),
+        store,
+        agent.messages().to_vec(),
+    );
     eprintln!("\x1b[2marchiving the conversation to memory in the background\x1b[0m");
     tokio::spawn(async move {
         match task.await {

@@ -26,20 +26,20 @@ pub struct Init {
 
 /// The init event for this agent.
 pub fn init(agent: &Agent, config: &Config) -> Init {
-    let session_id = agent.session.meta().id.clone();
-    let mode = ferroclaw_core::plan::mode_name(agent.permissions.mode());
+    let session_id = agent.session().meta().id.clone();
+    let mode = ferroclaw_core::plan::mode_name(agent.permissions().mode());
     let event = json!({
         "type": "system",
         "subtype": "init",
-        "cwd": agent.workspace,
+        "cwd": agent.workspace(),
         "session_id": session_id,
-        "tools": agent.tools.names(),
+        "tools": agent.tools().names(),
         "mcp_servers": config.file.mcp_servers.keys().map(|name| json!({"name": name, "status": "configured"})).collect::<Vec<_>>(),
-        "model": agent.model_spec,
+        "model": agent.model_spec(),
         "permissionMode": mode,
         "apiKeySource": "environment",
     });
-    Init { event, session_id, model: agent.model_spec.clone() }
+    Init { event, session_id, model: agent.model_spec().to_string() }
 }
 
 /// Writes the run's events in Claude Code's schema until the channel closes.

@@ -12,7 +12,8 @@ use ferroclaw_core::context::PromptProfile;
 use ferroclaw_core::{Config, ContextBuilder, NoOneToAsk};
 
 use crate::exit;
-use crate::setup::{Resume, SetupError, open_agent};
+use crate::setup::SetupError;
+use ferroclaw_runtime::{Resume, Runtime, SessionOptions};
 
 /// A keyless provider preset standing in for "no model configured" (the
 /// request is only built, never sent).
@@ -47,13 +48,12 @@ pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
         };
         &stand_in
     };
-    let opened = open_agent(config, &Resume::New, Arc::new(NoOneToAsk))?;
-    let mut agent = opened.agent;
-    let _ = std::fs::remove_file(agent.session.path());
-    let mcp = crate::mcp_cmd::start_hub(config, Default::default()).await;
-    mcp.register_tools(&mut agent.tools);
+    let runtime = Runtime::load(config.clone(), Default::default()).await?;
+    let opened = runtime.open(Resume::New, Arc::new(NoOneToAsk), SessionOptions::default())?;
+    let agent = opened.agent;
+    let _ = std::fs::remove_file(agent.session().path());
     let request = agent.request();
-    mcp.shutdown().await;
+    runtime.shutdown().await;
 
     let (dim, plain) =
         if std::io::stdout().is_terminal() { ("\x1b[2m", "\x1b[0m") } else { ("", "") };

@@ -81,7 +81,7 @@ async fn model(checks: &mut Checks, config: &Config) {
         Ok(spec) => spec,
         Err(e) => return checks.broken("model", e),
     };
-    if let Some(local) = crate::model_cmd::local_model_path(config, &spec) {
+    if let Some(local) = ferroclaw_runtime::local_model_path(config, &spec) {
         return match local {
             Ok(path) => checks.ok("model", format!("{spec} in process from {}", path.display())),
             Err(e) => checks.broken(&format!("model {spec}"), e),
@@ -149,14 +149,14 @@ fn skills(checks: &mut Checks, config: &Config) {
 }
 
 async fn mcp(checks: &mut Checks, config: &Config) {
-    let servers = crate::mcp_cmd::load(config);
+    let servers = ferroclaw_runtime::load_servers(config);
     if servers.servers.is_empty() && servers.problems.is_empty() {
         return checks.info("mcp", "no servers configured");
     }
     for problem in &servers.problems {
         checks.broken("mcp", problem);
     }
-    let hub = crate::mcp_cmd::start_hub(config, Default::default()).await;
+    let hub = ferroclaw_runtime::start_hub(config, Default::default()).await;
     for status in hub.statuses().await {
         match status.state {
             ServerState::Ready { tools } => {

@@ -17,7 +17,8 @@ use ferroclaw_protocol::AgentEvent;
 use tokio_util::sync::CancellationToken;
 
 use crate::exit;
-use crate::setup::{Resume, SetupError, open_agent};
+use crate::setup::SetupError;
+use ferroclaw_runtime::{Resume, Runtime, SessionOptions};
 
 /// Model round-trips allowed per task: a call, its result, an answer, with
 /// room for one wrong step.
@@ -235,7 +236,7 @@ pub async fn run(action: &EvalAction, config: &Config) -> Result<i32, SetupError
         None => config.model_spec()?,
     };
     // A local model by name is pinned to its file: the home below is empty.
-    let spec = match crate::model_cmd::local_model_path(config, &spec) {
+    let spec = match ferroclaw_runtime::local_model_path(config, &spec) {
         Some(Ok(path)) => format!("local:{}", path.display()),
         Some(Err(e)) => return Err(SetupError::Other(e)),
         None => spec,
@@ -305,7 +306,10 @@ fn make_fixture(ws: &Path, task: &Task) -> Result<(), SetupError> {
 
 async fn run_task(config: &Config, task: &Task) -> Result<Outcome, SetupError> {
     let started = Instant::now();
-    let mut agent = open_agent(config, &Resume::New, Arc::new(NoOneToAsk))?.agent;
+    // Each task has its own folder, so its own runtime (no MCP servers).
+    let runtime = Runtime::with_hub(config.clone(), ferroclaw_mcp::McpHub::empty())?;
+    let mut agent =
+        runtime.open(Resume::New, Arc::new(NoOneToAsk), SessionOptions::default())?.agent;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let counter = tokio::spawn(async move {
         let mut calls = 0;
@@ -315,7 +319,7 @@ async fn run_task(config: &Config, task: &Task) -> Result<Outcome, SetupError> {
         calls
     });
     let cancel = CancellationToken::new();
-    let message = ferroclaw_core::mentions::user_message(task.prompt, &agent.workspace);
+    let message = ferroclaw_core::mentions::user_message(task.prompt, agent.workspace());
     let run = agent.run(message, &tx, &cancel);
     let report = tokio::time::timeout(TASK_TIMEOUT, run).await;
     agent.finish().await;

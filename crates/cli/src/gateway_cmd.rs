@@ -1,24 +1,24 @@
 //! `ferroclaw gateway`: the always-on assistant (web chat, OpenAI API,
 //! Telegram, cron, heartbeat), and `ferroclaw gateway install` (a systemd
-//! user unit). Agents are built exactly as for the terminal, one session per chat.
+//! user unit). Agents are opened from the same runtime as the terminal's, one session per chat.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use clap::Subcommand;
-use ferroclaw_core::{Agent, Approver, Config, Overrides};
+use ferroclaw_core::{Config, Overrides};
 use ferroclaw_gateway::config::{ChannelSettings, GatewaySettings};
 use ferroclaw_gateway::telegram::{self, TelegramChannel};
 use ferroclaw_gateway::web::{OWNER, WebChannel, WebOptions};
-use ferroclaw_gateway::{AgentFactory, Channel, Gateway};
+use ferroclaw_gateway::{Channel, Gateway};
 use ferroclaw_gateway::{discord, slack};
-use ferroclaw_mcp::McpHub;
+use ferroclaw_runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::Cli;
 use crate::exit;
-use crate::setup::{Resume, SetupError, open_agent};
+use crate::setup::SetupError;
 
 /// Bytes of random token generated when none is configured.
 const TOKEN_BYTES: usize = 24;
@@ -98,33 +98,6 @@ fn other(e: impl std::fmt::Display) -> SetupError {
     SetupError::Other(e.to_string())
 }
 
-/// Opens chat agents with the CLI's set-up, sharing one MCP hub.
-struct CliFactory {
-    config: Config,
-    mcp: McpHub,
-}
-
-#[async_trait::async_trait]
-impl AgentFactory for CliFactory {
-    async fn open(&self, session_id: &str, approver: Arc<dyn Approver>) -> Result<Agent, String> {
-        // All chats share one recall connection. If it cannot be opened (out
-        // of file descriptors, typically), the chat fails and says why
-        // rather than running on with session search silently off.
-        ferroclaw_core::recall::Recall::shared(&self.config.home).map_err(|e| {
-            tracing::error!("cannot open a chat: {e}");
-            format!("cannot open the chat: {e}")
-        })?;
-        // Opening reads files and SQLite: let other tasks move to other threads meanwhile.
-        let resume = Resume::Named(session_id.to_string());
-        let opened = tokio::task::block_in_place(|| open_agent(&self.config, &resume, approver))
-            .map_err(|e| e.to_string())?;
-        let mut agent = opened.agent;
-        self.mcp.register_tools(&mut agent.tools);
-        agent.turn_hook = Some(Arc::new(crate::mcp_cmd::McpRefresh(self.mcp.clone())));
-        Ok(agent)
-    }
-}
-
 async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
     let (config, mut settings) = gateway_config(cli)?;
     settings.port = flags.port.unwrap_or(settings.port);
@@ -149,9 +122,9 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
             off.join(", ")
         )));
     }
-    let mcp = crate::mcp_cmd::start_hub(&config, Default::default()).await;
-    let factory = Arc::new(CliFactory { config: config.clone(), mcp: mcp.clone() });
-    let mut gateway = Gateway::new(config.home.clone(), settings.clone(), factory);
+    // One runtime for every chat: one MCP hub, one connection per model.
+    let runtime = Runtime::load(config.clone(), Default::default()).await?;
+    let mut gateway = Gateway::new(config.home.clone(), settings.clone(), runtime.clone());
     let mut enabled = Vec::new();
     for mut channel_settings in channels.into_iter().filter(|c| c.enabled) {
         channel_settings.check_allow_from().map_err(other)?;
@@ -229,7 +202,7 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
     let shutdown = CancellationToken::new();
     watch_signals(shutdown.clone());
     gateway.run(shutdown).await;
-    mcp.shutdown().await;
+    runtime.shutdown().await;
     Ok(exit::OK)
 }
 

@@ -1,6 +1,6 @@
-//! `ferroclaw mcp ...` (list, get, add, remove, login, logout, serve), the session's MCP
-//! hub (started with the agent, its problems reported once), and the REPL's
-//! `/mcp` and `/mcp__SERVER__PROMPT` commands with their terminal hooks.
+//! `ferroclaw mcp ...` (list, get, add, remove, login, logout, serve), and the
+//! REPL's `/mcp` and `/mcp__SERVER__PROMPT` commands with their terminal hooks
+//! (the hub itself is the runtime's: `ferroclaw_runtime::start_hub`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -12,8 +12,8 @@ use clap::{Subcommand, ValueEnum};
 use ferroclaw_core::{Config, Decision, PermissionMode, Permissions};
 use ferroclaw_llm::{ChatRequest, Provider};
 use ferroclaw_mcp::{
-    ClientHooks, Consent, Elicitation, Elicitor, HubOptions, McpConfig, McpHub, NewServer, Sampler,
-    SamplingRequest, ServerConfig, ServerState, TokenStore, ToolServer, Transport,
+    ClientHooks, Consent, Elicitation, Elicitor, McpHub, NewServer, Sampler, SamplingRequest,
+    ServerConfig, ServerState, ToolServer, Transport,
 };
 use ferroclaw_protocol::{Message, ProviderEvent};
 use ferroclaw_tools::{ToolContext, ToolRegistry};
@@ -128,17 +128,23 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
         }
         McpAction::Login { name } => {
             let url = http_url(config, name)?;
-            ferroclaw_mcp::login(name, &url, &token_store(config), Consent::Browser, None)
-                .await
-                .map_err(|e| other(e.to_string()))?;
+            ferroclaw_mcp::login(
+                name,
+                &url,
+                &ferroclaw_runtime::token_store(config),
+                Consent::Browser,
+                None,
+            )
+            .await
+            .map_err(|e| other(e.to_string()))?;
             println!(
                 "logged in to mcp server {name}; tokens saved in {}",
-                token_store(config).path(name).display()
+                ferroclaw_runtime::token_store(config).path(name).display()
             );
             Ok(exit::OK)
         }
         McpAction::Logout { name } => {
-            let store = token_store(config);
+            let store = ferroclaw_runtime::token_store(config);
             if store.remove(name).map_err(|e| other(e.to_string()))? {
                 println!("removed the OAuth tokens of mcp server {name}");
                 Ok(exit::OK)
@@ -199,14 +205,9 @@ fn scope_file(config: &Config, scope: Scope) -> PathBuf {
     }
 }
 
-/// Where `ferroclaw mcp login` keeps OAuth tokens: `$FERROCLAW_HOME/mcp-tokens/`.
-pub fn token_store(config: &Config) -> TokenStore {
-    TokenStore::new(config.home.join("mcp-tokens"))
-}
-
 /// The URL of the configured HTTP server `name`.
 fn http_url(config: &Config, name: &str) -> Result<String, SetupError> {
-    let servers = load(config);
+    let servers = ferroclaw_runtime::load_servers(config);
     if let Some(p) = servers.problems.iter().find(|p| p.server == name) {
         return Err(other(p.to_string()));
     }
@@ -222,44 +223,8 @@ fn http_url(config: &Config, name: &str) -> Result<String, SetupError> {
     }
 }
 
-/// The configured servers of this workspace.
-pub fn load(config: &Config) -> McpConfig {
-    McpConfig::load_layers(
-        &config.file.mcp_servers,
-        &config.home.join("config.toml"),
-        &config.workspace,
-        config.trusted,
-    )
-}
-
-/// Starts `servers` for this workspace, with its OAuth token store.
-async fn connect(config: &Config, servers: McpConfig, hooks: ClientHooks) -> McpHub {
-    let mut sandbox = crate::setup::sandbox_policy(config);
-    sandbox.writable.extend(config.file.allowed_dirs.iter().flatten().cloned());
-    let options = HubOptions {
-        workspace: config.workspace.clone(),
-        sandbox,
-        hooks,
-        tokens: Some(token_store(config)),
-    };
-    McpHub::start(servers, options).await
-}
-
-/// Starts the session's servers and reports, once, those that failed.
-pub async fn start_hub(config: &Config, hooks: ClientHooks) -> McpHub {
-    let servers = load(config);
-    if servers.servers.is_empty() && servers.problems.is_empty() {
-        return McpHub::empty();
-    }
-    let hub = connect(config, servers, hooks).await;
-    for problem in hub.problems() {
-        eprintln!("ferroclaw: warning: {problem}");
-    }
-    hub
-}
-
 async fn list(config: &Config) -> Result<i32, SetupError> {
-    let servers = load(config);
+    let servers = ferroclaw_runtime::load_servers(config);
     let describe: BTreeMap<String, String> =
         servers.servers.iter().map(|s| (s.name.clone(), describe(&s.transport))).collect();
     if servers.servers.is_empty() && servers.problems.is_empty() && servers.disabled.is_empty() {
@@ -268,7 +233,7 @@ async fn list(config: &Config) -> Result<i32, SetupError> {
         );
         return Ok(exit::OK);
     }
-    let hub = connect(config, servers, ClientHooks::default()).await;
+    let hub = ferroclaw_runtime::connect_mcp(config, servers, ClientHooks::default()).await;
     for status in hub.statuses().await {
         let what = describe.get(&status.name).cloned().unwrap_or_default();
         println!("{}: {} {what}", status.name, state_text(&status.state));
@@ -278,7 +243,7 @@ async fn list(config: &Config) -> Result<i32, SetupError> {
 }
 
 async fn get(config: &Config, name: &str) -> Result<i32, SetupError> {
-    let mut servers = load(config);
+    let mut servers = ferroclaw_runtime::load_servers(config);
     let known: Vec<String> = servers
         .servers
         .iter()
@@ -302,7 +267,7 @@ async fn get(config: &Config, name: &str) -> Result<i32, SetupError> {
     println!("{name}: {} (from {})", describe(&server.transport), server.source.display());
     servers.problems.clear();
     servers.disabled.clear();
-    let hub = connect(config, servers, ClientHooks::default()).await;
+    let hub = ferroclaw_runtime::connect_mcp(config, servers, ClientHooks::default()).await;
     let code = match hub.problems().first() {
         Some(problem) => {
             eprintln!("ferroclaw: {problem}");
@@ -453,11 +418,25 @@ pub async fn repl_command(input: &str, hub: &McpHub) -> Option<Result<Option<Str
 }
 
 /// The REPL's hooks: elicitation on the terminal; sampling with the agent's
-/// provider after the user agrees.
-pub fn terminal_hooks(provider: Arc<dyn Provider>, model: String) -> ClientHooks {
-    ClientHooks {
+/// provider after the user agrees. The servers start before the agent is
+/// opened: set the model to sample with on the [`SamplingModel`] then.
+pub fn terminal_hooks() -> (ClientHooks, SamplingModel) {
+    let model = SamplingModel::default();
+    let hooks = ClientHooks {
         elicitor: Some(Arc::new(TerminalElicitor)),
-        sampler: Some(Arc::new(ProviderSampler { provider, model })),
+        sampler: Some(Arc::new(ProviderSampler { model: model.clone() })),
+    };
+    (hooks, model)
+}
+
+/// The provider and model MCP sampling requests go to: the agent's.
+#[derive(Clone, Default)]
+pub struct SamplingModel(Arc<std::sync::OnceLock<(Arc<dyn Provider>, String)>>);
+
+impl SamplingModel {
+    /// Sampling uses `provider` and `model` from now on.
+    pub fn set(&self, provider: Arc<dyn Provider>, model: String) {
+        let _ = self.0.set((provider, model));
     }
 }
 
@@ -514,13 +493,15 @@ impl Elicitor for TerminalElicitor {
 }
 
 struct ProviderSampler {
-    provider: Arc<dyn Provider>,
-    model: String,
+    model: SamplingModel,
 }
 
 #[async_trait]
 impl Sampler for ProviderSampler {
     async fn sample(&self, request: SamplingRequest) -> Result<(String, String), String> {
+        let Some((provider, model)) = self.model.0.get() else {
+            return Err("no model to sample with yet".into());
+        };
         let preview = request.messages.last().map(|(_, t)| t.as_str()).unwrap_or_default();
         let answer = read_line(format!(
             "\nmcp server {} asks the model: {:.200}\nallow? [y/N] ",
@@ -541,10 +522,10 @@ impl Sampler for ProviderSampler {
                 }
             })
             .collect();
-        let mut chat = ChatRequest::new(self.model.clone(), messages);
+        let mut chat = ChatRequest::new(model.clone(), messages);
         chat.system = request.system.unwrap_or_default();
         chat.max_tokens = request.max_tokens;
-        let mut stream = self.provider.stream(chat);
+        let mut stream = provider.stream(chat);
         let mut text = String::new();
         while let Some(event) = stream.next().await {
             match event {
@@ -553,17 +534,6 @@ impl Sampler for ProviderSampler {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        Ok((text, self.model.clone()))
-    }
-}
-
-/// Refreshes the MCP tools before each model request, so a server's
-/// `tools/list_changed` takes effect during a request and in `-p` too.
-pub struct McpRefresh(pub McpHub);
-
-#[async_trait::async_trait]
-impl ferroclaw_core::agent::TurnHook for McpRefresh {
-    async fn before_model_call(&self, tools: &mut ferroclaw_tools::ToolRegistry) {
-        self.0.refresh_tools(tools).await;
+        Ok((text, model.clone()))
     }
 }

@@ -1,16 +1,13 @@
-//! `ferroclaw model list | pull | import | rm`: the local model store; and
-//! [`local_provider`], which turns a `local/NAME` or `local:PATH` spec into
-//! a provider running the model in process.
+//! `ferroclaw model list | pull | import | rm`: the local model store (the
+//! runtime opens the models: `ferroclaw_runtime`).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Subcommand;
 use ferroclaw_core::Config;
-use ferroclaw_llm::Provider;
-use ferroclaw_local::{CATALOGUE, LocalTarget, ModelStore, Progress, catalogue};
+use ferroclaw_local::{CATALOGUE, ModelStore, Progress, catalogue};
 
 use crate::exit;
 use crate::setup::SetupError;
@@ -214,49 +211,6 @@ fn size(bytes: u64) -> String {
         unit += 1;
     }
     if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
-}
-
-/// The provider for a `local/NAME` or `local:PATH` spec; `None` for any
-/// other spec. With `announce` (the model was picked because nothing else is
-/// configured) says so in one line on stderr.
-pub fn local_provider(
-    config: &Config,
-    spec: &str,
-    announce: bool,
-) -> Option<Result<Arc<dyn Provider>, SetupError>> {
-    let target = LocalTarget::parse(spec)?;
-    Some(open_local(config, &target).inspect(|_| {
-        if announce {
-            eprintln!(
-                "ferroclaw: no provider key set; using the local model {spec} (set a key or pass --model to change)"
-            );
-        }
-    }))
-}
-
-#[cfg(feature = "local")]
-fn open_local(config: &Config, target: &LocalTarget) -> Result<Arc<dyn Provider>, SetupError> {
-    let err = |e: ferroclaw_local::LocalError| SetupError::Other(e.to_string());
-    let path = target.path(&ModelStore::new(&config.home)).map_err(err)?;
-    let mut options = ferroclaw_local::LocalOptions::from_env().map_err(|e| err(e.into()))?;
-    options.kv_cache_dir = Some(config.home.join(ferroclaw_local::kvcache::KV_CACHE_DIR));
-    let provider = ferroclaw_local::LocalProvider::open(&path, &options).map_err(err)?;
-    Ok(Arc::new(provider))
-}
-
-#[cfg(not(feature = "local"))]
-fn open_local(_: &Config, _: &LocalTarget) -> Result<Arc<dyn Provider>, SetupError> {
-    Err(SetupError::Other(
-        "this ferroclaw was built without local models (cargo feature `local` of ferroclaw-cli); \
-         rebuild with default features, or pass --model PROVIDER/MODEL"
-            .into(),
-    ))
-}
-
-/// The path a spec's model would load from, for `doctor`.
-pub fn local_model_path(config: &Config, spec: &str) -> Option<Result<PathBuf, String>> {
-    let target = LocalTarget::parse(spec)?;
-    Some(target.path(&ModelStore::new(&config.home)).map_err(|e| e.to_string()))
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@ use tokio_util::sync::CancellationToken;
 use crate::args::{Cli, OutputFormat, StreamFormat};
 use crate::exit;
 use crate::render::{RenderOptions, render};
-use crate::setup::{Resume, SetupError, apply_flags, open_agent};
+use crate::setup::SetupError;
 use crate::tool_log::{self, ToolLog};
+use ferroclaw_runtime::Runtime;
 
 /// Most bytes of piped stdin added to the prompt; the rest is cut with a note.
 pub const MAX_STDIN_BYTES: usize = 256 * 1024;
@@ -36,14 +37,12 @@ pub struct Denial {
 pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let started = Instant::now();
     let prompt = prompt(cli)?;
-    let opened = open_agent(&config, &Resume::from_cli(cli), Arc::new(NoOneToAsk))?;
+    let runtime = Runtime::load(config.clone(), Default::default()).await?;
+    let resume = crate::setup::resume_from_cli(cli);
+    let opened = runtime.open(resume, Arc::new(NoOneToAsk), crate::setup::session_options(cli))?;
     let mut agent = opened.agent;
-    apply_flags(&mut agent, cli);
-    let mcp = crate::mcp_cmd::start_hub(&config, Default::default()).await;
-    mcp.register_tools(&mut agent.tools);
-    agent.turn_hook = Some(std::sync::Arc::new(crate::mcp_cmd::McpRefresh(mcp.clone())));
     let log = Arc::new(ToolLog::default());
-    agent.tools = tool_log::observe(&agent.tools, &log);
+    agent.map_tools(|tools| tool_log::observe(tools, &log));
     let (tx, rx) = unbounded_channel();
     let (forward, consumed) = unbounded_channel();
     let denials = Arc::new(Mutex::new(Vec::new()));
@@ -52,13 +51,13 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let consumer = match (cli.output_format, cli.stream_format) {
         (OutputFormat::Text, _) => tokio::spawn(render(
             consumed,
-            agent.model_spec.clone(),
+            agent.model_spec().to_string(),
             RenderOptions {
                 answer: false,
                 status,
                 notices: true,
                 tools: Some(log.clone()),
-                workspace: agent.workspace.clone(),
+                workspace: agent.workspace().to_path_buf(),
                 expand_hint: "",
                 question_shown: None,
             },
@@ -71,24 +70,24 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         (OutputFormat::Json, _) => tokio::spawn(drain(consumed)),
     };
     let _ = tx.send(AgentEvent::SessionStarted {
-        session_id: agent.session.meta().id.clone(),
-        model: agent.model_spec.clone(),
+        session_id: agent.session().meta().id.clone(),
+        model: agent.model_spec().to_string(),
         resumed: opened.resumed,
     });
     let cancel = CancellationToken::new();
     crate::interrupt::watch(cancel.clone());
     let report =
-        agent.run(crate::attach::user_message(&prompt, &agent.workspace), &tx, &cancel).await;
-    mcp.shutdown().await;
+        agent.run(crate::attach::user_message(&prompt, agent.workspace()), &tx, &cancel).await;
+    runtime.shutdown().await;
     agent.finish().await;
     drop(tx);
     let _ = tee.await;
     let _ = consumer.await;
     let denials = std::mem::take(&mut *denials.lock().unwrap_or_else(PoisonError::into_inner));
-    explain_denials(&denials, &agent.workspace);
+    explain_denials(&denials, agent.workspace());
     let mut stdout = std::io::stdout().lock();
     let result =
-        || result_json(&report, &agent.session.meta().id, &agent.model_spec, &denials, started);
+        || result_json(&report, &agent.session().meta().id, agent.model_spec(), &denials, started);
     match cli.output_format {
         OutputFormat::Text if report.is_error() => {
             if !status {

@@ -20,8 +20,9 @@ use crate::args::Cli;
 use crate::exit;
 use crate::keys::{self, KeyWatch};
 use crate::render::{RenderOptions, render};
-use crate::setup::{Resume, SetupError, apply_flags, open_agent};
+use crate::setup::SetupError;
 use crate::tool_log::{self, ToolLog};
+use ferroclaw_runtime::{Resume, Runtime};
 
 /// Slash commands and what they do, for `/help` and completion.
 const COMMANDS: &[(&str, &str)] = &[
@@ -62,7 +63,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let approver: Arc<dyn Approver> =
         Arc::new(crate::approver::TerminalApprover::new(answers.clone(), config.workspace.clone()));
     let mut editor = new_editor(&config)?;
-    let resume = match Resume::from_cli(cli) {
+    let resume = match crate::setup::resume_from_cli(cli) {
         Resume::Pick => {
             let (picked, ed) = pick_session(&config, editor).await?;
             editor = ed;
@@ -70,20 +71,19 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         }
         other => other,
     };
-    let opened = open_agent(&config, &resume, approver.clone())?;
+    let (hooks, sampling_model) = crate::mcp_cmd::terminal_hooks();
+    let runtime = Runtime::load(config.clone(), hooks).await?;
+    let opened = runtime.open(resume, approver.clone(), crate::setup::session_options(cli))?;
     let mut agent = opened.agent;
-    apply_flags(&mut agent, cli);
-    let hooks = crate::mcp_cmd::terminal_hooks(agent.provider.clone(), agent.model.clone());
-    let mcp = crate::mcp_cmd::start_hub(&config, hooks).await;
-    mcp.register_tools(&mut agent.tools);
-    agent.turn_hook = Some(Arc::new(crate::mcp_cmd::McpRefresh(mcp.clone())));
+    sampling_model.set(agent.provider().clone(), agent.model().to_string());
+    let mcp = runtime.mcp().clone();
     let mut repl = Repl {
         answers,
         tools: Arc::new(ToolLog::default()),
         pending: Vec::new(),
         typed_ahead: String::new(),
     };
-    agent.tools = tool_log::observe(&agent.tools, &repl.tools);
+    agent.map_tools(|tools| tool_log::observe(tools, &repl.tools));
     print_banner(&agent, opened.resumed, opened.skipped_bytes);
     let mut first = cli.prompt.clone();
     let mut interrupts = 0;
@@ -153,7 +153,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             continue;
         }
         if input.starts_with('/') {
-            match command(input, &mut agent, &config, &repl) {
+            match command(input, &mut agent, &runtime, &repl) {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
@@ -164,14 +164,14 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         }
         run_request(&mut agent, &mut repl, input).await;
     }
-    mcp.shutdown().await;
+    runtime.shutdown().await;
     agent.finish().await;
     Ok(exit::OK)
 }
 
 /// The prompt: `›`, marked when plan mode (or another mode than default) is on.
 fn prompt_marker(agent: &Agent) -> String {
-    prompt_for(agent.permissions.mode())
+    prompt_for(agent.permissions().mode())
 }
 
 fn prompt_for(mode: PermissionMode) -> String {
@@ -191,7 +191,7 @@ fn render_options(agent: &Agent, repl: &Repl, answer: bool) -> RenderOptions {
         status: true,
         notices: true,
         tools: Some(repl.tools.clone()),
-        workspace: agent.workspace.clone(),
+        workspace: agent.workspace().to_path_buf(),
         expand_hint: " (/expand)",
         question_shown: Some(repl.answers.shown.clone()),
     }
@@ -201,7 +201,7 @@ fn render_options(agent: &Agent, repl: &Repl, answer: bool) -> RenderOptions {
 async fn run_request(agent: &mut Agent, repl: &mut Repl, input: &str) {
     let (tx, rx) = unbounded_channel();
     let renderer =
-        tokio::spawn(render(rx, agent.model_spec.clone(), render_options(agent, repl, true)));
+        tokio::spawn(render(rx, agent.model_spec().to_string(), render_options(agent, repl, true)));
     let cancel = CancellationToken::new();
     let watcher = crate::interrupt::watch(cancel.clone());
     let keys = KeyWatch::start(cancel.clone(), repl.answers.clone());
@@ -210,8 +210,8 @@ async fn run_request(agent: &mut Agent, repl: &mut Repl, input: &str) {
         text = format!("{}\n\n{input}", repl.pending.join("\n\n"));
         repl.pending.clear();
     }
-    let message = crate::attach::user_message(&text, &agent.workspace);
-    for block in crate::attach::text_files(input, &agent.workspace) {
+    let message = crate::attach::user_message(&text, agent.workspace());
+    for block in crate::attach::text_files(input, agent.workspace()) {
         let path = block.split('"').nth(1).unwrap_or_default();
         let lines = block.lines().count().saturating_sub(2);
         eprintln!(
@@ -239,24 +239,25 @@ async fn shell_command(agent: &mut Agent, repl: &mut Repl, command: &str) {
         return;
     }
     let input = serde_json::json!({ "command": command });
-    if let ferroclaw_core::Decision::Deny(reason) = agent.permissions.decide("bash", false, &input)
+    if let ferroclaw_core::Decision::Deny(reason) =
+        agent.permissions().decide("bash", false, &input)
     {
         eprintln!("{}", crate::style::Style::for_stderr().red(&format!("refused: {reason}")));
         return;
     }
-    let Some(bash) = agent.tools.get("bash").cloned() else {
+    let Some(bash) = agent.tools().get("bash").cloned() else {
         eprintln!("{}", crate::style::Style::for_stderr().red("the bash tool is not available"));
         return;
     };
     let cancel = CancellationToken::new();
     let watcher = crate::interrupt::watch(cancel.clone());
     let ctx = ferroclaw_tools::ToolContext {
-        workspace: agent.workspace.clone(),
-        allowed_dirs: agent.allowed_dirs.clone(),
+        workspace: agent.workspace().to_path_buf(),
+        allowed_dirs: agent.allowed_dirs().to_vec(),
         cancel: cancel.clone(),
         call_id: format!("bang-{}", fastrand::u64(..)),
         events: None,
-        sandbox: agent.sandbox.clone(),
+        sandbox: agent.sandbox().clone(),
     };
     let started = std::time::Instant::now();
     let output = bash.execute(input, &ctx).await;
@@ -313,7 +314,8 @@ async fn pick_session(
 }
 
 /// Handles a slash command; `Ok(false)` means leave.
-fn command(input: &str, agent: &mut Agent, config: &Config, repl: &Repl) -> Result<bool, String> {
+fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Result<bool, String> {
+    let config = runtime.config();
     let (name, arg) = input.split_once(char::is_whitespace).unwrap_or((input, ""));
     let arg = arg.trim();
     let store = SessionStore::new(&config.home);
@@ -333,18 +335,16 @@ fn command(input: &str, agent: &mut Agent, config: &Config, repl: &Repl) -> Resu
         }
         "/clear" | "/new" => {
             crate::archive::spawn(agent, config);
-            agent.session =
-                store.create(&config.workspace, &agent.model_spec).map_err(|e| e.to_string())?;
-            agent.messages.clear();
-            println!("new conversation {}", agent.session.meta().id);
+            let session =
+                store.create(&config.workspace, agent.model_spec()).map_err(|e| e.to_string())?;
+            agent.switch_session(session, Vec::new());
+            println!("new conversation {}", agent.session().meta().id);
         }
-        "/model" if arg.is_empty() => println!("{}", agent.model_spec),
+        "/model" if arg.is_empty() => println!("{}", agent.model_spec()),
         "/model" => {
             let spec = crate::model_alias::resolve(arg, config);
-            let (provider, model) = config.resolve_model(&spec).map_err(|e| e.to_string())?;
-            agent.provider = ferroclaw_llm::connect(provider);
-            agent.model = model;
-            agent.model_spec = spec.clone();
+            let (provider, model) = runtime.provider(&spec).map_err(|e| e.to_string())?;
+            agent.set_model(provider, model, spec.clone());
             println!("model: {spec}");
         }
         "/sessions" => {
@@ -367,21 +367,20 @@ fn command(input: &str, agent: &mut Agent, config: &Config, repl: &Repl) -> Resu
             };
             let r = SessionLog::resume(&path, RESUME_TAIL_BYTES).map_err(|e| e.to_string())?;
             println!("resumed {} ({} messages)", r.log.meta().id, r.messages.len());
-            agent.session = r.log;
-            agent.messages = r.messages;
-            show_last_exchanges(&agent.messages);
+            agent.switch_session(r.log, r.messages);
+            show_last_exchanges(agent.messages());
         }
         "/plan" => {
-            let now = if agent.permissions.mode() == PermissionMode::Plan {
+            let now = if agent.permissions().mode() == PermissionMode::Plan {
                 PermissionMode::Default
             } else {
                 PermissionMode::Plan
             };
-            agent.permissions.set_mode(now);
+            agent.set_permission_mode(now);
             println!("permission mode: {}", ferroclaw_core::plan::mode_name(now));
         }
         "/jobs" => {
-            let jobs = agent.jobs.as_ref().map(|j| j.jobs()).unwrap_or_default();
+            let jobs = agent.jobs().map(|j| j.jobs()).unwrap_or_default();
             if jobs.is_empty() {
                 println!("no background jobs");
             }
@@ -396,12 +395,12 @@ fn command(input: &str, agent: &mut Agent, config: &Config, repl: &Repl) -> Resu
             }
         }
         "/todos" => {
-            let list = agent.todos.render();
+            let list = agent.todos().render();
             println!("{}", if list.is_empty() { "no todos" } else { &list });
         }
         "/usage" => {
-            let u = agent.total_usage;
-            let cost = pricing::cost(&agent.model_spec, &u)
+            let u = agent.total_usage();
+            let cost = pricing::cost(agent.model_spec(), &u)
                 .map(|c| format!(", ${c:.4}"))
                 .unwrap_or_default();
             println!(
@@ -420,16 +419,19 @@ fn command(input: &str, agent: &mut Agent, config: &Config, repl: &Repl) -> Resu
 /// `/compact [focus]`: summarise the history now.
 async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
     let (tx, rx) = unbounded_channel();
-    let renderer =
-        tokio::spawn(render(rx, agent.model_spec.clone(), render_options(agent, repl, false)));
+    let renderer = tokio::spawn(render(
+        rx,
+        agent.model_spec().to_string(),
+        render_options(agent, repl, false),
+    ));
     let cancel = CancellationToken::new();
     let watcher = crate::interrupt::watch(cancel.clone());
     let focus = (!focus.is_empty()).then_some(focus);
     match agent.compact(focus, &tx, &cancel).await {
         Ok(()) => eprintln!(
             "compacted: {} messages now, the full transcript stays in {}",
-            agent.messages.len(),
-            agent.session.path().display()
+            agent.messages().len(),
+            agent.session().path().display()
         ),
         Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
     }
@@ -440,7 +442,7 @@ async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
 
 /// One line above the prompt while background jobs run.
 fn show_running_jobs(agent: &Agent) {
-    let running = agent.jobs.as_ref().map(|j| j.running()).unwrap_or_default();
+    let running = agent.jobs().map(|j| j.running()).unwrap_or_default();
     if !running.is_empty() {
         let names: Vec<String> = running
             .iter()
@@ -463,14 +465,14 @@ fn print_banner(agent: &Agent, resumed: bool, skipped_bytes: u64) {
         "{} {} · {} · {what} {} · /help for commands",
         st.bold("ferroclaw"),
         env!("CARGO_PKG_VERSION"),
-        agent.model_spec,
-        agent.session.meta().id
+        agent.model_spec(),
+        agent.session().meta().id
     );
     if resumed {
-        show_last_exchanges(&agent.messages);
+        show_last_exchanges(agent.messages());
         let loaded = format!(
             "{} messages loaded{}",
-            agent.messages.len(),
+            agent.messages().len(),
             if skipped_bytes > 0 {
                 format!(
                     "; {:.1} MB of older transcript left out of the context (still on disk)",

@@ -20,9 +20,11 @@ use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 mod compact;
+pub mod parts;
 mod remember;
 
 pub use compact::{CompactTool, Compaction};
+pub use parts::AgentParts;
 pub use remember::Remembering;
 
 use crate::approval::{Approval, Approver};
@@ -44,39 +46,42 @@ changing anything.</system-reminder>";
 /// Characters of a tool result shown in [`AgentEvent::ToolCallFinished`].
 const PREVIEW_CHARS: usize = 200;
 
-/// Everything the loop needs; built by the CLI or the gateway.
+/// One conversation and everything its loop needs. Opened by the runtime
+/// (`ferroclaw_runtime::Runtime::open`); its parts are private, and what a
+/// caller may change mid-session has methods (see [`parts`]).
 pub struct Agent {
-    pub provider: Arc<dyn Provider>,
+    provider: Arc<dyn Provider>,
     /// The model name as the provider knows it.
-    pub model: String,
+    model: String,
     /// `PROVIDER/MODEL`, for display and the session file.
-    pub model_spec: String,
-    pub system: String,
-    pub tools: ToolRegistry,
-    pub permissions: Arc<Permissions>,
-    pub approver: Arc<dyn Approver>,
-    pub session: SessionLog,
+    model_spec: String,
+    /// Shared by every agent opened from the same prompt layers.
+    system: Arc<str>,
+    tools: ToolRegistry,
+    permissions: Arc<Permissions>,
+    approver: Arc<dyn Approver>,
+    session: SessionLog,
     /// The conversation sent to the model.
-    pub messages: Vec<Message>,
-    pub workspace: PathBuf,
-    pub allowed_dirs: Vec<PathBuf>,
-    pub max_turns: u32,
-    pub max_tokens: u32,
+    messages: Vec<Message>,
+    workspace: PathBuf,
+    allowed_dirs: Vec<PathBuf>,
+    max_turns: u32,
+    max_tokens: u32,
     /// Tokens used since the session was opened.
-    pub total_usage: Usage,
+    total_usage: Usage,
     /// The model's todo list (shared with the `todo_write` tool).
-    pub todos: TodoList,
+    todos: TodoList,
     /// Background jobs whose results are handed to the model (once each)
     /// before its next request; `None` where background tools are not offered.
-    pub jobs: Option<JobManager>,
+    jobs: Option<JobManager>,
     /// How commands are confined.
-    pub sandbox: SandboxPolicy,
+    sandbox: SandboxPolicy,
     /// Context-window settings and state.
-    pub compaction: Compaction,
+    compaction: Compaction,
     /// Recall index and memory consolidation.
-    pub remembering: Remembering,
+    remembering: Remembering,
     /// Called before each model request (MCP refreshes changed tool lists).
-    pub turn_hook: Option<Arc<dyn TurnHook>>,
+    turn_hook: Option<Arc<dyn TurnHook>>,
 }
 
 /// Something to do before each model request, with the tools at hand.
@@ -261,7 +266,7 @@ impl Agent {
     pub fn request(&self) -> ChatRequest {
         ChatRequest {
             model: self.model.clone(),
-            system: self.system.clone(),
+            system: self.system.to_string(),
             messages: self.messages.clone(),
             tools: self.tools.specs(),
             max_tokens: self.max_tokens,

@@ -36,11 +36,10 @@ pub mod recall;
 pub mod redact;
 pub mod session;
 pub mod skills;
-pub mod subagent;
 pub mod todo;
 pub mod trust;
 
-pub use agent::{Agent, EventSink, Outcome, Report};
+pub use agent::{Agent, AgentParts, EventSink, Outcome, Report};
 pub use approval::{Approval, Approver, NoOneToAsk, PlanVerdict};
 pub use config::{Config, ConfigError, Overrides};
 pub use context::{Context, ContextBuilder};

@@ -363,6 +363,8 @@ pub struct Resumed {
     pub skipped_bytes: u64,
     /// Lines that could not be parsed (a torn last line included).
     pub bad_lines: usize,
+    /// The lines of the conversation skipped as unreadable, `line N: why`.
+    pub skipped_lines: Vec<String>,
     /// What was repaired in the loaded conversation.
     pub repairs: Repairs,
     /// True when the metadata line was damaged and rebuilt from the rest.
@@ -450,10 +452,12 @@ impl SessionLog {
             }
         };
         bad_lines += read.bad.len();
+        let mut skipped_lines = Vec::with_capacity(read.bad.len());
         for (at, why) in &read.bad {
             let line = line_number(path, *at)
                 .map_or_else(|| format!("byte {at}"), |n| format!("line {n}"));
             tracing::warn!("{}: {line} skipped: {why}", path.display());
+            skipped_lines.push(format!("{line}: {why}"));
         }
         let was_rebuilt = meta.is_none();
         let meta = match meta {
@@ -486,6 +490,7 @@ impl SessionLog {
             messages,
             skipped_bytes: read.skipped,
             bad_lines,
+            skipped_lines,
             repairs,
             rebuilt_meta: was_rebuilt,
         })

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ferroclaw_core::{Agent, Approval, Approver};
+use ferroclaw_core::{Approval, Approver};
 use ferroclaw_protocol::ToolCall;
+use ferroclaw_runtime::Runtime;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -38,14 +39,6 @@ const CHANNEL_STOP_GRACE: Duration = Duration::from_secs(5);
 /// How often the status file is rewritten.
 const STATUS_INTERVAL: Duration = Duration::from_secs(5);
 
-/// Opens agents for the gateway; the CLI implements it with its own set-up.
-#[async_trait]
-pub trait AgentFactory: Send + Sync {
-    /// Opens the agent of session `session_id`: resumes the session file with
-    /// that id when there is one, else starts one with exactly that id.
-    async fn open(&self, session_id: &str, approver: Arc<dyn Approver>) -> Result<Agent, String>;
-}
-
 /// The approver of gateway agents: nobody at a terminal can be asked, so a
 /// call that needs approval is refused with what to configure instead.
 pub struct GatewayApprover;
@@ -67,7 +60,8 @@ impl Approver for GatewayApprover {
 /// What the gateway's tasks share.
 pub struct Shared {
     pub settings: GatewaySettings,
-    pub factory: Arc<dyn AgentFactory>,
+    /// Opens every chat's agent.
+    pub runtime: Arc<Runtime>,
     pub approver: Arc<dyn Approver>,
     pub outbox: Outbox,
     pub names: SessionNames,
@@ -232,7 +226,7 @@ impl Shared {
 pub struct Gateway {
     home: PathBuf,
     settings: GatewaySettings,
-    factory: Arc<dyn AgentFactory>,
+    runtime: Arc<Runtime>,
     approver: Arc<dyn Approver>,
     channels: Vec<(Arc<dyn Channel>, ChannelSettings)>,
     bus: MessageBus,
@@ -240,12 +234,12 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// A gateway for `home` (`$FERROCLAW_HOME`) opening agents with `factory`.
-    pub fn new(home: PathBuf, settings: GatewaySettings, factory: Arc<dyn AgentFactory>) -> Self {
+    /// A gateway for `home` (`$FERROCLAW_HOME`) opening agents from `runtime`.
+    pub fn new(home: PathBuf, settings: GatewaySettings, runtime: Arc<Runtime>) -> Self {
         Gateway {
             home,
             settings,
-            factory,
+            runtime,
             approver: Arc::new(GatewayApprover),
             channels: Vec::new(),
             bus: MessageBus::default(),
@@ -277,7 +271,7 @@ impl Gateway {
     pub async fn run(self, shutdown: CancellationToken) {
         let outbox = Outbox::new(self.channels.iter().map(|(c, _)| c.clone()));
         let shared = Arc::new(Shared {
-            factory: self.factory,
+            runtime: self.runtime,
             approver: self.approver,
             outbox,
             names: SessionNames::load(&self.home),

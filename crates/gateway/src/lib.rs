@@ -7,8 +7,9 @@
 //! any chat with the `message` tool and schedule work with the `cron` tool.
 //! [`cron`] jobs and the [`heartbeat`] run turns on a clock.
 //!
-//! It does not build agents: the CLI hands it an [`AgentFactory`] (so this
-//! crate does not depend on the CLI), and it does not render anything.
+//! It does not build agents: it opens each chat's agent from the
+//! [`ferroclaw_runtime::Runtime`] it is given, as every front end does, and it
+//! does not render anything.
 //!
 //! ```
 //! use ferroclaw_gateway::{InboundMessage, MessageBus, BusError, ANY_CHANNEL};
@@ -51,5 +52,5 @@ pub mod worker;
 pub use bus::{ANY_CHANNEL, BusError, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL};
 pub use channel::{Channel, ChannelError};
 pub use config::{ChannelSettings, DmPolicy, GatewayConfigError, GatewaySettings};
-pub use gateway::{AgentFactory, Gateway, GatewayApprover};
+pub use gateway::{Gateway, GatewayApprover};
 pub use sessions::SessionKey;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use ferroclaw_core::Agent;
 use ferroclaw_protocol::{AgentEvent, Message};
+use ferroclaw_runtime::{Resume, SessionOptions};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -61,7 +62,7 @@ result is above. Tell the user what came of it, briefly.]";
 pub async fn run(key: SessionKey, number: u64, mut rx: mpsc::Receiver<Work>, shared: Arc<Shared>) {
     let mut agent: Option<Agent> = None;
     loop {
-        let jobs = agent.as_ref().and_then(|a| a.jobs.clone());
+        let jobs = agent.as_ref().and_then(|a| a.jobs().cloned());
         let job_finished = async {
             match jobs {
                 Some(j) => j.wait_finished().await,
@@ -84,7 +85,7 @@ pub async fn run(key: SessionKey, number: u64, mut rx: mpsc::Receiver<Work>, sha
                 handle(&key, &mut agent, work, &shared).await;
             }
             () = tokio::time::sleep(shared.settings.session_idle()) => {
-                let busy = agent.as_ref().and_then(|a| a.jobs.as_ref()).is_some_and(|j| !j.running().is_empty());
+                let busy = agent.as_ref().and_then(|a| a.jobs()).is_some_and(|j| !j.running().is_empty());
                 if !busy && shared.retire(&key, number, &rx) {
                     break;
                 }
@@ -188,22 +189,36 @@ async fn open<'a>(
 ) -> Result<&'a mut Agent, String> {
     if agent.is_none() {
         let id = shared.names.current(key);
-        let mut opened = shared.factory.open(&id, shared.approver.clone()).await?;
         // The message and cron tools default to where this chat's answers go.
         let target = match delivery {
             Delivery::To(to) => to.clone(),
             _ => SessionKey::new(message.channel.clone(), message.chat_id.clone()),
         };
-        opened.tools.register(MessageTool {
-            outbox: shared.outbox.clone(),
-            channel: target.channel.clone(),
-            chat_id: target.chat_id.clone(),
-        });
-        opened.tools.register(CronTool {
-            store: shared.cron.clone(),
-            channel: target.channel,
-            chat_id: target.chat_id,
-        });
+        let options = SessionOptions {
+            extra_tools: vec![
+                Arc::new(MessageTool {
+                    outbox: shared.outbox.clone(),
+                    channel: target.channel.clone(),
+                    chat_id: target.chat_id.clone(),
+                }),
+                Arc::new(CronTool {
+                    store: shared.cron.clone(),
+                    channel: target.channel,
+                    chat_id: target.chat_id,
+                }),
+            ],
+            ..Default::default()
+        };
+        // Opening reads files: let other tasks move to other threads meanwhile.
+        let resume = Resume::Named(id.clone());
+        let opened = tokio::task::block_in_place(|| {
+            shared.runtime.open(resume, shared.approver.clone(), options)
+        })
+        .map_err(|e| {
+            tracing::error!("cannot open a chat: {e}");
+            format!("cannot open the chat: {e}")
+        })?
+        .agent;
         tracing::info!(session = %id, chat = %key.address(), "agent opened");
         *agent = Some(opened);
     }
@@ -246,8 +261,8 @@ async fn command_reply(
                     }
                 }
                 ChatCommand::Usage => {
-                    let u = a.total_usage;
-                    let cost = ferroclaw_core::pricing::cost(&a.model_spec, &u)
+                    let u = a.total_usage();
+                    let cost = ferroclaw_core::pricing::cost(a.model_spec(), &u)
                         .map(|c| format!(", about ${c:.4}"))
                         .unwrap_or_default();
                     WorkResult::Answered(format!(
@@ -259,14 +274,14 @@ async fn command_reply(
                 }
                 _ => {
                     let used = a.estimated_tokens();
-                    let window = a.compaction.context_window.max(1);
+                    let window = a.context_window().max(1);
                     WorkResult::Answered(format!(
                         "Session {}\nModel {}\nMessages {}\nContext about {used} of {window} tokens ({}%)\nTools {}",
-                        a.session.meta().id,
-                        a.model_spec,
-                        a.messages.len(),
+                        a.session().meta().id,
+                        a.model_spec(),
+                        a.messages().len(),
                         used * 100 / window,
-                        a.tools.len()
+                        a.tools().len()
                     ))
                 }
             }

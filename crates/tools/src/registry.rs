@@ -14,10 +14,13 @@ struct Entry {
     validator: Arc<OnceLock<Result<jsonschema::Validator, String>>>,
 }
 
-/// Tools in insertion order. Cloning is cheap (tools are shared).
+/// Tools in insertion order. Cloning is cheap (tools are shared), and the
+/// specs are built once per change and shared by the clones.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     entries: Vec<Entry>,
+    /// The specs of `entries`, built on first use; replaced on any change.
+    specs: Arc<OnceLock<Arc<[ToolSpec]>>>,
 }
 
 impl ToolRegistry {
@@ -34,6 +37,7 @@ impl ToolRegistry {
     /// Adds an already shared tool; a tool with the same name is replaced in place.
     pub fn register_arc(&mut self, tool: Arc<dyn Tool>) {
         let entry = Entry { tool, validator: Arc::new(OnceLock::new()) };
+        self.specs = Arc::default();
         match self.entries.iter_mut().find(|e| e.tool.name() == entry.tool.name()) {
             Some(slot) => *slot = entry,
             None => self.entries.push(entry),
@@ -62,14 +66,24 @@ impl ToolRegistry {
 
     /// The specs sent to the model, in order.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.entries
-            .iter()
-            .map(|e| ToolSpec {
-                name: e.tool.name().to_string(),
-                description: e.tool.description().to_string(),
-                input_schema: e.tool.input_schema(),
+        self.shared_specs().to_vec()
+    }
+
+    /// The specs, built once per change of the registry and shared by its
+    /// clones (a tool's schema is built by code on every `input_schema` call).
+    pub fn shared_specs(&self) -> Arc<[ToolSpec]> {
+        self.specs
+            .get_or_init(|| {
+                self.entries
+                    .iter()
+                    .map(|e| ToolSpec {
+                        name: e.tool.name().to_string(),
+                        description: e.tool.description().to_string(),
+                        input_schema: e.tool.input_schema(),
+                    })
+                    .collect()
             })
-            .collect()
+            .clone()
     }
 
     /// A NEW registry holding every tool except those named.
@@ -81,6 +95,7 @@ impl ToolRegistry {
                 .filter(|e| !names.contains(&e.tool.name()))
                 .cloned()
                 .collect(),
+            specs: Arc::default(),
         }
     }
 

@@ -55,7 +55,7 @@ impl Compaction {
 impl Agent {
     /// The request estimate, corrected by what the provider counted so far.
     pub fn estimated_tokens(&self) -> u64 {
-        self.compaction.estimator.estimate(&self.system, &self.messages, &self.tools.specs())
+        self.compaction.estimator.estimate(&self.system, &self.messages, &self.tools.shared_specs())
     }
 
     /// Before a model request: compacts when asked to or when the context
@@ -68,7 +68,7 @@ impl Agent {
         // The system prompt and tools are estimated once per turn: building
         // the tool specs is the costly part of an estimate.
         let estimator = self.compaction.estimator;
-        let fixed = estimator.estimate(&self.system, &[], &self.tools.specs());
+        let fixed = estimator.estimate(&self.system, &[], &self.tools.shared_specs());
         let messages = |agent: &Agent| estimator.estimate("", &agent.messages, &[]);
         if (fixed + messages(self)) as f64 >= limit / 2.0 {
             compaction::micro_compact_with(&mut self.messages, &self.compaction.micro);

@@ -6,24 +6,22 @@
 //! is saved beside the parent's; its events stream to the parent's renderer
 //! wrapped in [`AgentEvent::SubAgent`]; cancelling the parent cancels it.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use ferroclaw_core::agent::Outcome;
+use ferroclaw_core::agents::AgentType;
+use ferroclaw_core::session::SessionMeta;
+use ferroclaw_core::{Approver, Permissions};
 use ferroclaw_llm::Provider;
 use ferroclaw_protocol::{AgentEvent, Message};
-use ferroclaw_tools::{SandboxPolicy, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use crate::agent::{Agent, Compaction, Outcome};
-use crate::agents::AgentType;
-use crate::approval::Approver;
-use crate::permission::Permissions;
-use crate::session::{SessionMeta, SessionStore};
-use crate::todo::{TodoList, TodoWriteTool};
+use crate::{Resume, Runtime, SessionOptions};
 
 /// Tools a sub-agent never gets: delegation (no recursion) and the parent's
 /// own session state.
@@ -44,50 +42,74 @@ pub const DEFAULT_MAX_TURNS: u32 = 30;
 /// Default cap on a sub-agent's wall time.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// Resolves a `PROVIDER/MODEL` spec for agent types that name their own model.
-pub type ModelResolver =
-    Arc<dyn Fn(&str) -> Result<(Arc<dyn Provider>, String), String> + Send + Sync>;
-
-/// Everything needed to start children; shared by the `task` tool.
-pub struct SubAgents {
-    pub provider: Arc<dyn Provider>,
-    pub model: String,
-    pub model_spec: String,
-    pub resolve_model: Option<ModelResolver>,
-    /// The parent's tools; [`PARENT_ONLY_TOOLS`] are removed for children.
-    pub tools: ToolRegistry,
-    pub permissions: Arc<Permissions>,
-    pub approver: Arc<dyn Approver>,
-    pub store: SessionStore,
-    pub parent: SessionMeta,
+/// What a child is opened from: its parent's model, tools, permissions and
+/// prompt, and its own type and task. Given to [`Runtime::open`] as
+/// [`Resume::Child`] by the `task` tool.
+pub struct ChildOf {
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) model: String,
+    pub(crate) model_spec: String,
+    /// The parent's tools; [`PARENT_ONLY_TOOLS`] are removed for the child.
+    pub(crate) tools: ToolRegistry,
+    pub(crate) permissions: Arc<Permissions>,
+    pub(crate) parent: SessionMeta,
     /// The parent's system prompt; the child's adds its role to it.
-    pub system: String,
-    pub workspace: PathBuf,
-    pub allowed_dirs: Vec<PathBuf>,
-    pub sandbox: SandboxPolicy,
-    /// Context-window settings for children (their state starts fresh).
-    pub compaction: Compaction,
-    pub types: Vec<AgentType>,
-    pub max_turns: u32,
-    pub max_tokens: u32,
-    pub timeout: Duration,
-    pub limit: Arc<Semaphore>,
-    pub started: AtomicU32,
+    pub(crate) system: Arc<str>,
+    /// The parent's context window and compaction threshold.
+    pub(crate) window: (u64, f64),
+    pub(crate) kind: AgentType,
+    pub(crate) label: String,
+    pub(crate) description: String,
 }
 
-impl SubAgents {
-    /// The tools a child of `kind` gets.
-    fn child_tools(&self, kind: &AgentType) -> ToolRegistry {
+impl ChildOf {
+    /// The tools the child gets: the parent's (MCP tools included) minus
+    /// delegation and session state, narrowed to its type's list.
+    pub(crate) fn child_tools(&self) -> ToolRegistry {
         let base = self.tools.without(PARENT_ONLY_TOOLS);
         let mut tools = ToolRegistry::new();
         for name in base.names() {
             let Some(tool) = base.get(name) else { continue };
-            let allowed = kind.tools.as_ref().is_none_or(|list| list.iter().any(|t| t == name));
-            if allowed && (!kind.read_only || tool.read_only()) {
+            let allowed =
+                self.kind.tools.as_ref().is_none_or(|list| list.iter().any(|t| t == name));
+            if allowed && (!self.kind.read_only || tool.read_only()) {
                 tools.register_arc(tool.clone());
             }
         }
         tools
+    }
+
+    /// The child's system prompt: the parent's and its role.
+    pub(crate) fn system(&self) -> String {
+        format!(
+            "{}\n\n# You are a sub-agent ({})\nThe parent agent delegated this task to you: {}. \
+             Work on your own: nobody will answer questions. Your final answer is all the parent sees, \
+             so make it a complete, concise report.\n\n{}",
+            self.system, self.kind.name, self.description, self.kind.prompt
+        )
+    }
+}
+
+/// Everything a parent needs to start children; shared by its `task` tool.
+pub(crate) struct SubAgents {
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) model: String,
+    pub(crate) model_spec: String,
+    pub(crate) tools: ToolRegistry,
+    pub(crate) permissions: Arc<Permissions>,
+    pub(crate) approver: Arc<dyn Approver>,
+    pub(crate) parent: SessionMeta,
+    pub(crate) system: Arc<str>,
+    pub(crate) window: (u64, f64),
+    pub(crate) timeout: Duration,
+    pub(crate) limit: Arc<Semaphore>,
+    pub(crate) started: AtomicU32,
+}
+
+impl SubAgents {
+    fn types(&self) -> &[AgentType] {
+        self.runtime.agent_types()
     }
 
     /// Runs one child to the end and describes the result.
@@ -102,50 +124,26 @@ impl SubAgents {
             permit = self.limit.acquire() => permit.map_err(|_| ToolError::Failed("sub-agents are shut down".into()))?,
             _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
-        let (provider, model, model_spec) = match (&kind.model, &self.resolve_model) {
-            (Some(spec), Some(resolve)) => {
-                let (p, m) = resolve(spec)
-                    .map_err(|e| ToolError::Failed(format!("agent type {}: {e}", kind.name)))?;
-                (p, m, spec.clone())
-            }
-            _ => (self.provider.clone(), self.model.clone(), self.model_spec.clone()),
-        };
         let n = self.started.fetch_add(1, Ordering::Relaxed) + 1;
-        let label = format!("{}-{n}", kind.name);
-        let session = self.store.create_child(&self.parent, &label, &model_spec).map_err(|e| {
-            ToolError::Failed(format!("cannot start the sub-agent's transcript: {e}"))
-        })?;
-        let transcript = session.path().to_path_buf();
-        let todos = TodoList::default();
-        let mut tools = self.child_tools(kind);
-        tools.register(TodoWriteTool(todos.clone()));
-        let mut child = Agent {
-            provider,
-            model,
-            model_spec,
-            system: format!(
-                "{}\n\n# You are a sub-agent ({})\nThe parent agent delegated this task to you: {description}. \
-                 Work on your own: nobody will answer questions. Your final answer is all the parent sees, \
-                 so make it a complete, concise report.\n\n{}",
-                self.system, kind.name, kind.prompt
-            ),
-            tools,
+        let child = ChildOf {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            model_spec: self.model_spec.clone(),
+            tools: self.tools.clone(),
             permissions: self.permissions.clone(),
-            approver: self.approver.clone(),
-            session,
-            messages: Vec::new(),
-            workspace: self.workspace.clone(),
-            allowed_dirs: self.allowed_dirs.clone(),
-            max_turns: self.max_turns,
-            max_tokens: self.max_tokens,
-            total_usage: Default::default(),
-            todos,
-            jobs: None,
-            sandbox: self.sandbox.clone(),
-            compaction: Compaction::new(self.compaction.context_window, self.compaction.threshold),
-            remembering: Default::default(),
-            turn_hook: None,
+            parent: self.parent.clone(),
+            system: self.system.clone(),
+            window: self.window,
+            kind: kind.clone(),
+            label: format!("{}-{n}", kind.name),
+            description: description.to_string(),
         };
+        let opened = self
+            .runtime
+            .open(Resume::Child(Box::new(child)), self.approver.clone(), SessionOptions::default())
+            .map_err(|e| ToolError::Failed(format!("cannot start the sub-agent: {e}")))?;
+        let mut child = opened.agent;
+        let transcript = child.session().path().to_path_buf();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let forward = {
             let ctx = ctx.clone();
@@ -172,14 +170,14 @@ impl SubAgents {
         };
         let (report, ()) = tokio::join!(run, forward);
         let elapsed = started.elapsed();
-        let calls: usize = child.messages.iter().map(|m| m.tool_calls().count()).sum();
+        let calls: usize = child.messages().iter().map(|m| m.tool_calls().count()).sum();
         let summary = format!(
             "[{} sub-agent: {} turn{}, {calls} tool call{}, {} tokens, {:.1} s; transcript {}]",
             kind.name,
             report.as_ref().map_or(0, |r| r.num_turns),
             if report.as_ref().map_or(0, |r| r.num_turns) == 1 { "" } else { "s" },
             if calls == 1 { "" } else { "s" },
-            child.total_usage.total(),
+            child.total_usage().total(),
             elapsed.as_secs_f64(),
             transcript.display()
         );
@@ -201,7 +199,7 @@ impl SubAgents {
 }
 
 /// The `task` tool (also answers to `spawn`).
-pub struct TaskTool(pub Arc<SubAgents>);
+pub(crate) struct TaskTool(pub(crate) Arc<SubAgents>);
 
 #[async_trait]
 impl Tool for TaskTool {
@@ -220,9 +218,9 @@ impl Tool for TaskTool {
     }
 
     fn input_schema(&self) -> Value {
-        let types: Vec<String> = self.0.types.iter().map(|t| t.name.clone()).collect();
+        let types: Vec<String> = self.0.types().iter().map(|t| t.name.clone()).collect();
         let listing: Vec<String> =
-            self.0.types.iter().map(|t| format!("{}: {}", t.name, t.description)).collect();
+            self.0.types().iter().map(|t| format!("{}: {}", t.name, t.description)).collect();
         json!({
             "type": "object",
             "properties": {
@@ -243,8 +241,8 @@ impl Tool for TaskTool {
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let kind_name = input["agent_type"].as_str().unwrap_or("general");
-        let kind = self.0.types.iter().find(|t| t.name == kind_name).ok_or_else(|| {
-            let names: Vec<&str> = self.0.types.iter().map(|t| t.name.as_str()).collect();
+        let kind = self.0.types().iter().find(|t| t.name == kind_name).ok_or_else(|| {
+            let names: Vec<&str> = self.0.types().iter().map(|t| t.name.as_str()).collect();
             ToolError::InvalidArguments(format!(
                 "unknown agent_type {kind_name:?}; available: {}",
                 names.join(", ")

@@ -1,0 +1,208 @@
+//! How an [`Agent`] is made ([`AgentParts`], filled in by the runtime), what
+//! callers may read of it, and what they may change mid-session (model,
+//! permission mode, system prompt, tools, session).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ferroclaw_llm::Provider;
+use ferroclaw_protocol::{Message, Usage};
+use ferroclaw_tools::{JobManager, SandboxPolicy, Tool, ToolRegistry};
+
+use super::{Agent, Compaction, Remembering, TurnHook};
+use crate::approval::Approver;
+use crate::permission::{PermissionMode, Permissions};
+use crate::session::SessionLog;
+use crate::todo::TodoList;
+
+/// Everything an agent is made of. Filled in by `ferroclaw_runtime` (the one
+/// place that opens agents) and by tests of the loop itself; everyone else
+/// gets an agent from `Runtime::open`.
+pub struct AgentParts {
+    pub provider: Arc<dyn Provider>,
+    /// The model name as the provider knows it.
+    pub model: String,
+    /// `PROVIDER/MODEL`, for display and the session file.
+    pub model_spec: String,
+    /// The system prompt, shared by the agents opened from the same layers.
+    pub system: Arc<str>,
+    pub tools: ToolRegistry,
+    pub permissions: Arc<Permissions>,
+    pub approver: Arc<dyn Approver>,
+    pub session: SessionLog,
+    /// The conversation so far (empty for a new session).
+    pub messages: Vec<Message>,
+    pub workspace: PathBuf,
+    pub allowed_dirs: Vec<PathBuf>,
+    pub max_turns: u32,
+    pub max_tokens: u32,
+    pub todos: TodoList,
+    pub jobs: Option<JobManager>,
+    pub sandbox: SandboxPolicy,
+    pub compaction: Compaction,
+    pub remembering: Remembering,
+    pub turn_hook: Option<Arc<dyn TurnHook>>,
+}
+
+impl Agent {
+    /// An agent from its parts: for the runtime (and the loop's own tests).
+    pub fn new(parts: AgentParts) -> Agent {
+        let AgentParts {
+            provider,
+            model,
+            model_spec,
+            system,
+            tools,
+            permissions,
+            approver,
+            session,
+            messages,
+            workspace,
+            allowed_dirs,
+            max_turns,
+            max_tokens,
+            todos,
+            jobs,
+            sandbox,
+            compaction,
+            remembering,
+            turn_hook,
+        } = parts;
+        Agent {
+            provider,
+            model,
+            model_spec,
+            system,
+            tools,
+            permissions,
+            approver,
+            session,
+            messages,
+            workspace,
+            allowed_dirs,
+            max_turns,
+            max_tokens,
+            total_usage: Usage::default(),
+            todos,
+            jobs,
+            sandbox,
+            compaction,
+            remembering,
+            turn_hook,
+        }
+    }
+
+    /// The provider answering this conversation.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    /// The model name as the provider knows it.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// `PROVIDER/MODEL`.
+    pub fn model_spec(&self) -> &str {
+        &self.model_spec
+    }
+
+    /// The system prompt.
+    pub fn system(&self) -> &str {
+        &self.system
+    }
+
+    /// The tools offered to the model.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// The permission rules and mode (rules granted for the session included).
+    pub fn permissions(&self) -> &Arc<Permissions> {
+        &self.permissions
+    }
+
+    /// The session file.
+    pub fn session(&self) -> &SessionLog {
+        &self.session
+    }
+
+    /// The conversation sent to the model.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The project folder.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// Folders outside the workspace the tools may use.
+    pub fn allowed_dirs(&self) -> &[PathBuf] {
+        &self.allowed_dirs
+    }
+
+    /// How commands are confined.
+    pub fn sandbox(&self) -> &SandboxPolicy {
+        &self.sandbox
+    }
+
+    /// Tokens used since the session was opened.
+    pub fn total_usage(&self) -> Usage {
+        self.total_usage
+    }
+
+    /// The model's todo list.
+    pub fn todos(&self) -> &TodoList {
+        &self.todos
+    }
+
+    /// Background jobs, where background tools are offered.
+    pub fn jobs(&self) -> Option<&JobManager> {
+        self.jobs.as_ref()
+    }
+
+    /// The model's context window, in tokens.
+    pub fn context_window(&self) -> u64 {
+        self.compaction.context_window
+    }
+
+    /// Switches the model for the next requests (`/model`).
+    pub fn set_model(&mut self, provider: Arc<dyn Provider>, model: String, model_spec: String) {
+        self.provider = provider;
+        self.model = model;
+        self.model_spec = model_spec;
+    }
+
+    /// Switches the permission mode (`/plan`, `exit_plan_mode`).
+    pub fn set_permission_mode(&self, mode: PermissionMode) {
+        self.permissions.set_mode(mode);
+    }
+
+    /// Adds `extra` to the end of the system prompt (`--append-system-prompt`).
+    pub fn append_system_prompt(&mut self, extra: &str) {
+        self.system = format!("{}\n\n{extra}", self.system).into();
+    }
+
+    /// Offers one more tool (one of the same name is replaced).
+    pub fn add_tool(&mut self, tool: impl Tool + 'static) {
+        self.tools.register(tool);
+    }
+
+    /// Replaces the tools with `f` of them (the CLI wraps each to log its calls).
+    pub fn map_tools(&mut self, f: impl FnOnce(&ToolRegistry) -> ToolRegistry) {
+        self.tools = f(&self.tools);
+    }
+
+    /// Sets what runs before each model request.
+    pub fn set_turn_hook(&mut self, hook: Option<Arc<dyn TurnHook>>) {
+        self.turn_hook = hook;
+    }
+
+    /// Continues in another session file with its conversation (`/new`,
+    /// `/resume`): the model, tools and permissions stay.
+    pub fn switch_session(&mut self, session: SessionLog, messages: Vec<Message>) {
+        self.session = session;
+        self.messages = messages;
+    }
+}

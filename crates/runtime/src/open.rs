@@ -1,0 +1,253 @@
+//! [`Runtime::open`]: from a session to choose, an approver and a few
+//! options to a ready [`Agent`]. Everything shared comes from the runtime;
+//! what is built here is the session's own: its file, permissions, todo list,
+//! background jobs, compaction state and the tools bound to them.
+
+use std::sync::Arc;
+
+use ferroclaw_core::agent::{CompactTool, Compaction, Remembering};
+use ferroclaw_core::context::PromptProfile;
+use ferroclaw_core::memory::MemoryStore;
+use ferroclaw_core::plan::ExitPlanModeTool;
+use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
+use ferroclaw_core::todo::{TodoList, TodoWriteTool};
+use ferroclaw_core::{Agent, AgentParts, Approver, Permissions};
+use ferroclaw_tools::{JobManager, Tool, background_tools};
+
+use crate::subagent::{ChildOf, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_TURNS, SubAgents, TaskTool};
+use crate::{Runtime, RuntimeError};
+
+/// Which conversation to open.
+pub enum Resume {
+    New,
+    /// The newest session of the workspace.
+    Latest,
+    /// The session with this id (or a unique prefix of it).
+    Id(String),
+    /// The session with exactly this id: resumed when its file exists, else
+    /// created with that id (the gateway keeps one per chat).
+    Named(String),
+    /// `--resume` without an id: the user picks from recent sessions.
+    Pick,
+    /// A sub-agent's new session beside its parent's (the `task` tool).
+    Child(Box<ChildOf>),
+}
+
+/// What a front end asks of one session besides the runtime's defaults.
+#[derive(Default)]
+pub struct SessionOptions {
+    /// Added to the end of the system prompt (`--append-system-prompt`).
+    pub append_system_prompt: Option<String>,
+    /// Tools only this session offers (the gateway's `message` and `cron`).
+    pub extra_tools: Vec<Arc<dyn Tool>>,
+}
+
+/// What was opened, for the renderer.
+pub struct Opened {
+    pub agent: Agent,
+    /// True when an earlier conversation was loaded.
+    pub resumed: bool,
+    /// Older transcript bytes not loaded into the context.
+    pub skipped_bytes: u64,
+    /// Lines of the session file that could not be read and were skipped
+    /// (`line N: why`); the rest of the conversation was loaded.
+    pub skipped_lines: Vec<String>,
+}
+
+impl Runtime {
+    /// Opens an agent: the one function every front end (REPL, one-shot,
+    /// gateway, `eval`) and the `task` tool get agents from.
+    pub fn open(
+        self: &Arc<Self>,
+        resume: Resume,
+        approver: Arc<dyn Approver>,
+        options: SessionOptions,
+    ) -> Result<Opened, RuntimeError> {
+        let config = &self.config;
+        let store = &self.store;
+        let resume_path = match &resume {
+            Resume::New => None,
+            Resume::Latest => Some(store.latest(&config.workspace).ok_or_else(|| {
+                RuntimeError::Other(format!(
+                    "no earlier session in {} to continue; start one with `ferroclaw`",
+                    config.workspace.display()
+                ))
+            })?),
+            Resume::Id(id) => Some(store.find(&config.workspace, id)?),
+            Resume::Named(id) => Some(store.path_of(&config.workspace, id)).filter(|p| p.is_file()),
+            Resume::Pick => {
+                return Err(RuntimeError::Other(
+                    "--resume without an id needs the interactive REPL; pass an id (see `ferroclaw sessions list`)".into(),
+                ));
+            }
+            Resume::Child(_) => None,
+        };
+        let resume = match resume {
+            Resume::Child(child) => return self.open_child(*child, approver),
+            other => other,
+        };
+        let resumed = match &resume_path {
+            Some(path) => {
+                let mut r = SessionLog::resume(path, RESUME_TAIL_BYTES)?;
+                r.log.adopt_cwd(&config.workspace);
+                Some(r)
+            }
+            None => None,
+        };
+        // A resumed session keeps its model unless one is given now (or its
+        // metadata was lost).
+        let spec = match (&config.file.model, &resumed) {
+            (None, Some(r)) if !r.log.meta().model.is_empty() => r.log.meta().model.clone(),
+            _ => config.model_spec()?,
+        };
+        let announce = config.file.model.is_none() && resumed.is_none();
+        let (provider, model) = self.providers.get(config, &spec, announce)?;
+        let permissions = Permissions::new(
+            config.permission_mode(),
+            &config.file.permissions.allow,
+            &config.file.permissions.deny,
+        )
+        .map_err(RuntimeError::Other)?
+        .with_workspace(config.workspace.clone());
+        let (session, messages, skipped_bytes, skipped_lines, was_resumed) = match resumed {
+            Some(r) => (r.log, r.messages, r.skipped_bytes, r.skipped_lines, true),
+            None => {
+                let log = match &resume {
+                    Resume::Named(id) => store.create_named(&config.workspace, id, &spec)?,
+                    _ => store.create(&config.workspace, &spec)?,
+                };
+                (log, Vec::new(), 0, Vec::new(), false)
+            }
+        };
+        let permissions = Arc::new(permissions);
+        let profile = config.prompt_profile(&spec);
+        let prompt = self.prompts.get(profile, || {
+            let (prompt, problems) =
+                crate::prompt::build(config, profile, &self.shared_tools, self.recall.clone())?;
+            // Once per problem, however many roots the same skill was found in.
+            for problem in problems {
+                self.report(problem);
+            }
+            Ok(prompt)
+        })?;
+        let mut system = prompt.system.clone();
+        if let Some(extra) =
+            options.append_system_prompt.as_deref().filter(|s| !s.trim().is_empty())
+        {
+            system = format!("{system}\n\n{extra}").into();
+        }
+        // The session's own tools, after the shared ones.
+        let mut tools = prompt.tools.clone();
+        let jobs = JobManager::new();
+        for tool in background_tools(&jobs) {
+            tools.register_arc(tool);
+        }
+        let compaction = Compaction::new(
+            ferroclaw_core::compaction::context_window(&model, config.file.context_window),
+            config
+                .file
+                .compaction_threshold
+                .unwrap_or(ferroclaw_core::compaction::DEFAULT_COMPACTION_THRESHOLD),
+        );
+        tools.register(CompactTool(compaction.requested.clone()));
+        let todos = TodoList::restore(&messages);
+        tools.register(TodoWriteTool(todos.clone()));
+        tools.register(ExitPlanModeTool {
+            permissions: permissions.clone(),
+            approver: approver.clone(),
+        });
+        self.mcp.register_tools(&mut tools);
+        // Delegation comes last: sub-agents get every tool registered above,
+        // MCP tools included.
+        let subagents = SubAgents {
+            runtime: self.clone(),
+            provider: provider.clone(),
+            model: model.clone(),
+            model_spec: spec.clone(),
+            tools: tools.clone(),
+            permissions: permissions.clone(),
+            approver: approver.clone(),
+            parent: session.meta().clone(),
+            system: system.clone(),
+            window: (compaction.context_window, compaction.threshold),
+            timeout: crate::DEFAULT_TIMEOUT,
+            limit: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_PARALLEL)),
+            started: Default::default(),
+        };
+        tools.register(TaskTool(Arc::new(subagents)));
+        for tool in options.extra_tools {
+            tools.register_arc(tool);
+        }
+        if profile == PromptProfile::Lean {
+            tools = ferroclaw_core::context::lean_tools(&tools);
+        }
+        let memory = MemoryStore::new(&config.home).with_limits(config.file.memory);
+        let agent = Agent::new(AgentParts {
+            provider,
+            model,
+            max_tokens: config.max_tokens_for(&spec),
+            model_spec: spec,
+            system,
+            tools,
+            permissions,
+            approver,
+            session,
+            messages,
+            workspace: config.workspace.clone(),
+            allowed_dirs: config.file.allowed_dirs.clone().unwrap_or_default(),
+            max_turns: config.max_turns(),
+            todos,
+            jobs: Some(jobs),
+            sandbox: self.sandbox.clone(),
+            compaction,
+            remembering: Remembering::new(self.recall.clone(), Some(memory)),
+            turn_hook: Some(self.refresh.clone()),
+        });
+        Ok(Opened { agent, resumed: was_resumed, skipped_bytes, skipped_lines })
+    }
+
+    /// A sub-agent: a fresh session beside its parent's, the parent's tools
+    /// (MCP tools included) minus delegation, and the same MCP refresh.
+    fn open_child(
+        &self,
+        child: ChildOf,
+        approver: Arc<dyn Approver>,
+    ) -> Result<Opened, RuntimeError> {
+        let (provider, model, model_spec) = match &child.kind.model {
+            Some(spec) => {
+                let (p, m) = self.providers.get(&self.config, spec, false).map_err(|e| {
+                    RuntimeError::Other(format!("agent type {}: {e}", child.kind.name))
+                })?;
+                (p, m, spec.clone())
+            }
+            None => (child.provider.clone(), child.model.clone(), child.model_spec.clone()),
+        };
+        let session = self.store.create_child(&child.parent, &child.label, &model_spec)?;
+        let todos = TodoList::default();
+        let mut tools = child.child_tools();
+        tools.register(TodoWriteTool(todos.clone()));
+        let (window, threshold) = child.window;
+        let agent = Agent::new(AgentParts {
+            provider,
+            model,
+            model_spec,
+            system: child.system().into(),
+            tools,
+            permissions: child.permissions.clone(),
+            approver,
+            session,
+            messages: Vec::new(),
+            workspace: self.config.workspace.clone(),
+            allowed_dirs: self.config.file.allowed_dirs.clone().unwrap_or_default(),
+            max_turns: DEFAULT_MAX_TURNS,
+            max_tokens: self.config.max_tokens(),
+            todos,
+            jobs: None,
+            sandbox: self.sandbox.clone(),
+            compaction: Compaction::new(window, threshold),
+            remembering: Default::default(),
+            turn_hook: Some(self.refresh.clone()),
+        });
+        Ok(Opened { agent, resumed: false, skipped_bytes: 0, skipped_lines: Vec::new() })
+    }
+}

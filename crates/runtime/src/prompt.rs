@@ -1,0 +1,138 @@
+//! The prompt layers and the tools that go with them, built once per change
+//! and shared (`Arc`) by every agent opened from them. A build is reused
+//! until a file it read changes (memory, bootstrap and project files, rules,
+//! skills) or it is [`PROMPT_MAX_AGE`] old (the runtime layer's clock and git
+//! state).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use ferroclaw_core::context::{BOOTSTRAP_FILES, PROJECT_FILES, PromptProfile};
+use ferroclaw_core::memory::Target;
+use ferroclaw_core::recall::Recall;
+use ferroclaw_core::skills::SkillSet;
+use ferroclaw_core::{Config, ContextBuilder};
+use ferroclaw_tools::ToolRegistry;
+
+use crate::RuntimeError;
+
+/// How long a build's runtime layer (date and time, git state) is used
+/// before it is built again: a minute-old clock is close enough for a model,
+/// and `git status` is not run for every chat opened.
+pub const PROMPT_MAX_AGE: Duration = Duration::from_secs(60);
+
+/// One build: the system prompt and the shared tools of a profile.
+pub(crate) struct Prompt {
+    pub(crate) system: Arc<str>,
+    pub(crate) tools: ToolRegistry,
+    stamp: Stamp,
+    built: Instant,
+}
+
+/// The builds so far, by profile.
+#[derive(Default)]
+pub(crate) struct Prompts {
+    builds: Mutex<Vec<(PromptProfile, Arc<Prompt>)>>,
+}
+
+impl Prompts {
+    /// The build for `profile`, reused while its sources are unchanged.
+    pub(crate) fn get(
+        &self,
+        profile: PromptProfile,
+        build: impl FnOnce() -> Result<Prompt, RuntimeError>,
+    ) -> Result<Arc<Prompt>, RuntimeError> {
+        let cached = self.lock().iter().find(|(p, _)| *p == profile).map(|(_, b)| b.clone());
+        if let Some(prompt) = cached
+            && prompt.built.elapsed() < PROMPT_MAX_AGE
+            && prompt.stamp.is_current()
+        {
+            return Ok(prompt);
+        }
+        let fresh = Arc::new(build()?);
+        let mut builds = self.lock();
+        builds.retain(|(p, _)| *p != profile);
+        builds.push((profile, fresh.clone()));
+        Ok(fresh)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(PromptProfile, Arc<Prompt>)>> {
+        self.builds.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Builds the layers of `profile` and the tools that go with them; returns
+/// the problems found (skipped skills) for the caller to report once.
+pub(crate) fn build(
+    config: &Config,
+    profile: PromptProfile,
+    shared: &ToolRegistry,
+    recall: Option<Arc<Recall>>,
+) -> Result<(Prompt, Vec<String>), RuntimeError> {
+    let stamp = Stamp::of(config);
+    let context = ContextBuilder::for_config(config).profile(profile).build();
+    let mut tools = shared.clone();
+    context.register_tools(&mut tools, recall);
+    crate::tools::after_context_tools(config, &mut tools)?;
+    let prompt =
+        Prompt { system: context.system_prompt().into(), tools, stamp, built: Instant::now() };
+    Ok((prompt, context.warnings))
+}
+
+/// What the files a build read looked like: size and modification time of
+/// each (a folder's time changes when an entry is added or removed).
+struct Stamp(Vec<(PathBuf, Option<(SystemTime, u64)>)>);
+
+impl Stamp {
+    fn of(config: &Config) -> Stamp {
+        let (home, workspace) = (&config.home, &config.workspace);
+        let mut paths = Vec::new();
+        let memory = ferroclaw_core::memory::MemoryStore::new(home);
+        paths.push(memory.path(Target::Memory));
+        let bootstrap = ferroclaw_core::memory::workspace_dir(home);
+        paths.extend(BOOTSTRAP_FILES.iter().map(|f| bootstrap.join(f)));
+        for dir in project_dirs(workspace) {
+            paths.extend(PROJECT_FILES.iter().map(|f| dir.join(f)));
+        }
+        for dir in [home.join("rules"), workspace.join(".agent").join("rules")] {
+            paths.extend(entries(&dir));
+            paths.push(dir);
+        }
+        for root in SkillSet::roots(workspace, home) {
+            paths.extend(entries(&root.dir).into_iter().map(|d| d.join("SKILL.md")));
+            paths.push(root.dir);
+        }
+        Stamp(paths.into_iter().map(|p| (p.clone(), look(&p))).collect())
+    }
+
+    fn is_current(&self) -> bool {
+        self.0.iter().all(|(path, seen)| look(path) == *seen)
+    }
+}
+
+fn look(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> =
+        std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    out.sort();
+    out
+}
+
+/// The folders whose `AGENTS.md`/`CLAUDE.md` go into the prompt: the project
+/// folder up to the git root (just the project folder outside git).
+fn project_dirs(workspace: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for dir in workspace.ancestors() {
+        dirs.push(dir.to_path_buf());
+        if dir.join(".git").exists() {
+            return dirs;
+        }
+    }
+    dirs.truncate(1);
+    dirs
+}

@@ -1,0 +1,79 @@
+//! The tools every agent of a process shares (built-ins, `web_fetch`,
+//! `web_search`, the task board), and the sandbox policy from `[sandbox]`.
+
+use std::path::PathBuf;
+
+use ferroclaw_core::Config;
+use ferroclaw_core::config::WebSearchSection;
+use ferroclaw_tools::{SandboxPolicy, SearchBackend, ToolRegistry, WebSearchTool};
+
+use crate::RuntimeError;
+
+/// The tools without per-session state, in the order the model sees them.
+pub(crate) fn shared_tools(config: &Config) -> Result<ToolRegistry, RuntimeError> {
+    let mut tools = ferroclaw_tools::builtin_tools();
+    if let Some(fetch) = &config.file.web_fetch {
+        let tool = ferroclaw_tools::WebFetchTool::allowing_private(&fetch.allow_private)
+            .map_err(RuntimeError::Other)?;
+        tools.register(tool);
+    }
+    Ok(tools)
+}
+
+/// The tools registered after the context's own (`load_skill`, `memory`, ...).
+pub(crate) fn after_context_tools(
+    config: &Config,
+    tools: &mut ToolRegistry,
+) -> Result<(), RuntimeError> {
+    if let Some(search) = &config.file.web_search {
+        tools.register(web_search_tool(search)?);
+    }
+    ferroclaw_team::register_board_tools(tools, config.workspace.clone());
+    Ok(())
+}
+
+/// The `web_search` tool for the configured backend; a missing key or URL is
+/// a configuration error.
+pub fn web_search_tool(search: &WebSearchSection) -> Result<WebSearchTool, RuntimeError> {
+    let backend = SearchBackend::parse(&search.backend)
+        .map_err(|e| RuntimeError::Other(format!("[web_search] {e}")))?;
+    let key_env = search.api_key_env.clone().or(match backend {
+        SearchBackend::Brave => Some("BRAVE_API_KEY".to_string()),
+        SearchBackend::Tavily => Some("TAVILY_API_KEY".to_string()),
+        SearchBackend::Searxng => None,
+    });
+    let key = key_env.as_deref().and_then(|v| std::env::var(v).ok()).filter(|k| !k.is_empty());
+    if let (None, Some(env)) = (&key, &key_env)
+        && backend != SearchBackend::Searxng
+    {
+        return Err(RuntimeError::Other(format!(
+            "[web_search] {} needs an API key: set {env}",
+            search.backend
+        )));
+    }
+    WebSearchTool::new(backend, search.url.clone(), key).map_err(RuntimeError::Other)
+}
+
+/// The `[sandbox]` config as the tools' policy; `~` in writable folders is
+/// the user's home.
+pub fn sandbox_policy(config: &Config) -> SandboxPolicy {
+    let section = config.file.sandbox.clone().unwrap_or_default();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let writable = section
+        .writable
+        .iter()
+        .map(|p| match (p.strip_prefix("~"), &home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ => p.clone(),
+        })
+        .collect();
+    SandboxPolicy {
+        confine_writes: section.enabled.unwrap_or(true),
+        writable,
+        env: section.env.clone(),
+        tcp: ferroclaw_tools::landlock::TcpPolicy {
+            connect: section.tcp_connect.clone(),
+            bind: section.tcp_bind.clone(),
+        },
+    }
+}
