@@ -199,3 +199,45 @@ fn out_of_file_descriptors_a_chat_fails_loudly_with_a_server_error() {
     assert!(log.contains("ERROR") && log.contains("open files"), "{log}");
     drop(gw);
 }
+
+#[test]
+fn a_broken_agent_type_skill_or_mcp_server_is_reported_once_and_the_rest_loads() {
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("One.").into(), Turn::text("Two.").into()]);
+    let home = env.home.path();
+    std::fs::create_dir_all(home.join("agents")).unwrap();
+    std::fs::write(home.join("agents/bad.md"), "---\nname: bad\n---\nno description\n").unwrap();
+    std::fs::write(
+        home.join("agents/reviewer.md"),
+        "---\ndescription: reviews diffs\n---\nReview carefully.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.join("skills/broken")).unwrap();
+    std::fs::write(home.join("skills/broken/SKILL.md"), "---\nname: [unclosed\n---\nbody\n")
+        .unwrap();
+    std::fs::create_dir_all(home.join("skills/greet")).unwrap();
+    std::fs::write(
+        home.join("skills/greet/SKILL.md"),
+        "---\nname: greet\ndescription: says hello nicely\n---\nSay hello.\n",
+    )
+    .unwrap();
+    let gw = Gateway::start(
+        &env,
+        "heartbeat_minutes = 0\n\n[mcp_servers.gone]\ncommand = \"/nonexistent/server\"\n",
+    );
+    // Two chats: two agents opened from the one runtime.
+    assert_eq!(chat(gw.port, "a", "hi"), (200, "One.".to_string()));
+    assert_eq!(chat(gw.port, "b", "hi"), (200, "Two.".to_string()));
+    let (_, stderr) = gw.terminate();
+    let bad = home.join("agents/bad.md").display().to_string();
+    assert_eq!(stderr.matches("agent type skipped").count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("agent type skipped: {bad}: ")), "{stderr}");
+    let broken = home.join("skills/broken/SKILL.md").display().to_string();
+    assert_eq!(stderr.matches("skill skipped").count(), 1, "{stderr}");
+    assert!(stderr.contains(&broken), "{stderr}");
+    assert_eq!(stderr.matches("mcp server gone did not start").count(), 1, "{stderr}");
+    for i in 0..2 {
+        let body = env.request_body(i).to_string();
+        assert!(body.contains("reviewer: reviews diffs"), "the good agent type loaded: {body}");
+        assert!(body.contains("says hello nicely"), "the good skill loaded: {body}");
+    }
+}

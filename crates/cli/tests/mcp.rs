@@ -74,6 +74,36 @@ fn the_model_calls_an_mcp_tool_through_the_agent_loop() {
 }
 
 #[test]
+fn a_sub_agent_calls_the_parents_mcp_tools() {
+    let Some(bin) = everything_bin() else { return };
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            // The parent delegates; the child calls the MCP tool and reports.
+            Turn::tool(
+                "task",
+                json!({"description": "echo", "prompt": "echo hi with the ev server"}),
+            )
+            .into(),
+            Turn::tool("mcp__ev__echo", json!({"message": "hi"})).into(),
+            Turn::text("the server said Echo: hi").into(),
+            Turn::text("done").into(),
+        ],
+    );
+    write_mcp_json(env.ws(), &bin);
+    trust(&env);
+    let (code, stdout, stderr) = run(&mut env.oneshot("delegate", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "done\n");
+    let child_tools = env.request_body(1)["tools"].to_string();
+    assert!(child_tools.contains("mcp__ev__echo"), "the child was offered: {child_tools}");
+    assert!(!child_tools.contains("\"task\""), "no delegation for the child: {child_tools}");
+    assert_eq!(tool_results(&env.request_body(2)), [("Echo: hi".to_string(), false)]);
+    let parent = tool_results(&env.request_body(3));
+    assert!(parent[0].0.starts_with("the server said Echo: hi"), "{parent:?}");
+}
+
+#[test]
 fn a_broken_server_is_reported_once_and_the_request_still_runs() {
     let env = Env::new(Wire::Anthropic, vec![Turn::text("fine").into()]);
     let config = json!({"mcpServers": {
