@@ -30,6 +30,10 @@ pub use repair::{INTERRUPTED_RESULT, Repairs};
 /// anything older could not be sent anyway.
 pub const RESUME_TAIL_BYTES: u64 = 1024 * 1024;
 
+/// New ids drawn before [`SessionStore::create`] gives up on clashes (each
+/// clash is one chance in 65,536 per session started in the same second).
+const MAX_ID_CLASHES: u32 = 16;
+
 /// The first line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionMeta {
@@ -147,7 +151,20 @@ impl SessionStore {
 
     /// Starts a new session file for `cwd` and writes its metadata line.
     pub fn create(&self, cwd: &Path, model: &str) -> Result<SessionLog, SessionError> {
-        self.create_named(cwd, &clock::session_id(), model)
+        // An id has 16 random bits per second: when many sessions start in
+        // the same second and one draws a taken id, it draws again.
+        let mut clashes = 0;
+        loop {
+            match self.create_named(cwd, &clock::session_id(), model) {
+                Err(SessionError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::AlreadyExists
+                        && clashes < MAX_ID_CLASHES =>
+                {
+                    clashes += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Starts a session with exactly this id (the gateway names one per
@@ -631,5 +648,17 @@ mod tests {
         let p = dir.path().join("x.jsonl");
         std::fs::write(&p, "hello\n").unwrap();
         assert!(matches!(SessionLog::resume(&p, 100), Err(SessionError::NotASession { .. })));
+    }
+
+    #[test]
+    fn sessions_that_draw_the_same_id_in_the_same_second_both_start() {
+        let home = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(home.path());
+        fastrand::seed(7);
+        let first = store.create(home.path(), "m").unwrap();
+        fastrand::seed(7);
+        let second = store.create(home.path(), "m").unwrap();
+        assert_ne!(first.meta().id, second.meta().id);
+        assert!(first.path().is_file() && second.path().is_file());
     }
 }
