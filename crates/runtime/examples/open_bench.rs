@@ -5,7 +5,8 @@
 //! `cargo run --profile fast -p ferroclaw-runtime --example open_bench -- [AGENTS]`.
 //! Opens AGENTS (default 10,000) new sessions, keeps them all open, and
 //! prints the median and 99th percentile time of one `open` and the growth
-//! of the resident set per agent (VmRSS before and after, over AGENTS).
+//! of the resident set per agent (VmRSS before and after, over AGENTS); then
+//! the same per agent for AGENTS/10 agents that each answered one message.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,12 +27,27 @@ fn rss_kib() -> u64 {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let agents: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(10_000);
-    let server = ferroclaw_testkit::ScriptedServer::start(vec![]);
+    let answered = agents / 10;
+    // The server in another process (`bench/runtime_open.sh` starts one), so
+    // that the requests it records do not count as the agents' memory.
+    let in_process;
+    let url = match std::env::var("SCRIPTED_LLM_URL") {
+        Ok(url) => url,
+        Err(_) => {
+            eprintln!(
+                "SCRIPTED_LLM_URL is not set: the server runs in this process and its recorded requests count too"
+            );
+            let script =
+                (0..answered).map(|_| ferroclaw_testkit::Turn::text("ok").into()).collect();
+            in_process = ferroclaw_testkit::ScriptedServer::start(script);
+            in_process.url()
+        }
+    };
     let home = tempfile::tempdir().expect("temp home");
     let workspace = tempfile::tempdir().expect("temp workspace");
     let config = format!(
         "model = \"scripted/m\"\n\n[providers.scripted]\nwire = \"anthropic\"\nbase_url = \"{}\"\napi_key = \"k\"\n",
-        server.url()
+        url
     );
     std::fs::write(home.path().join("config.toml"), config).expect("config");
     let config = Config::load(
@@ -89,10 +105,26 @@ async fn main() {
         "memory: {:.1} KiB per idle agent (VmRSS {before} KiB -> {after} KiB for {agents} agents)",
         (after.saturating_sub(before)) as f64 / agents as f64
     );
+    // Idle after one answered message each, as a gateway chat is.
+    drop(opened);
+    let before = rss_kib();
+    let mut chats = Vec::with_capacity(answered);
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    for _ in 0..answered {
+        let mut agent = open();
+        agent.run(ferroclaw_protocol::Message::user("hi"), &tx, &cancel).await;
+        chats.push(agent);
+    }
+    let after = rss_kib();
+    println!(
+        "memory: {:.1} KiB per idle agent after one answered message ({answered} agents)",
+        (after.saturating_sub(before)) as f64 / answered.max(1) as f64
+    );
     println!(
         "tools per agent: {}, system prompt: {} bytes (shared)",
         first.tools().len(),
         first.system().len()
     );
-    drop(opened);
+    drop(chats);
 }

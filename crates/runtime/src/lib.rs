@@ -66,6 +66,8 @@ pub struct Runtime {
     sandbox: SandboxPolicy,
     /// Every agent's turn hook: refreshes its MCP tools when a list changed.
     refresh: Arc<dyn TurnHook>,
+    /// Tool sets of agents opened so far, whose specs later ones share.
+    spec_templates: Mutex<Vec<ToolRegistry>>,
     /// Problems already reported, so each is said once per process.
     reported: Mutex<BTreeSet<String>>,
 }
@@ -99,6 +101,7 @@ impl Runtime {
             shared_tools,
             types,
             recall,
+            spec_templates: Default::default(),
             reported: Default::default(),
             config,
         };

@@ -3,7 +3,7 @@
 //! what is built here is the session's own: its file, permissions, todo list,
 //! background jobs, compaction state and the tools bound to them.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use ferroclaw_core::agent::{CompactTool, Compaction, Remembering};
 use ferroclaw_core::context::PromptProfile;
@@ -12,10 +12,14 @@ use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
 use ferroclaw_core::todo::{TodoList, TodoWriteTool};
 use ferroclaw_core::{Agent, AgentParts, Approver, Permissions};
-use ferroclaw_tools::{JobManager, Tool, background_tools};
+use ferroclaw_tools::{JobManager, Tool, ToolRegistry, background_tools};
 
 use crate::subagent::{ChildOf, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_TURNS, SubAgents, TaskTool};
 use crate::{Runtime, RuntimeError};
+
+/// Tool sets remembered to share specs with (a parent's, its sub-agents' of
+/// a few types, the gateway's chats'): more kinds rarely run in one process.
+const SPEC_TEMPLATES: usize = 8;
 
 /// Which conversation to open.
 pub enum Resume {
@@ -181,6 +185,7 @@ impl Runtime {
         if profile == PromptProfile::Lean {
             tools = ferroclaw_core::context::lean_tools(&tools);
         }
+        self.share_specs(&mut tools);
         let memory = MemoryStore::new(&config.home).with_limits(config.file.memory);
         let agent = Agent::new(AgentParts {
             provider,
@@ -226,6 +231,7 @@ impl Runtime {
         let todos = TodoList::default();
         let mut tools = child.child_tools();
         tools.register(TodoWriteTool(todos.clone()));
+        self.share_specs(&mut tools);
         let (window, threshold) = child.window;
         let agent = Agent::new(AgentParts {
             provider,
@@ -249,5 +255,18 @@ impl Runtime {
             turn_hook: Some(self.refresh.clone()),
         });
         Ok(Opened { agent, resumed: false, skipped_bytes: 0, skipped_lines: Vec::new() })
+    }
+
+    /// Gives `tools` the specs of an agent opened before with the same tools,
+    /// so they are built once, not per agent; else keeps it as a template.
+    fn share_specs(&self, tools: &mut ToolRegistry) {
+        let mut templates = self.spec_templates.lock().unwrap_or_else(PoisonError::into_inner);
+        if templates.iter().any(|t| tools.share_specs_with(t)) {
+            return;
+        }
+        if templates.len() == SPEC_TEMPLATES {
+            templates.remove(0);
+        }
+        templates.push(tools.clone());
     }
 }

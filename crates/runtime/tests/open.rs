@@ -60,6 +60,8 @@ async fn agents_opened_from_one_runtime_share_the_prompt_and_each_have_their_own
     assert!(std::ptr::eq(a.system().as_ptr(), b.system().as_ptr()), "one prompt, shared");
     assert_ne!(a.session().meta().id, b.session().meta().id);
     assert_eq!(a.tools().names(), b.tools().names());
+    let specs = a.tools().shared_specs();
+    assert!(Arc::ptr_eq(&specs, &b.tools().shared_specs()), "tool specs built once, shared");
     assert!(a.tools().get("task").is_some() && a.tools().get("read").is_some());
     // A change to what the prompt is made of is picked up by the next agent.
     std::fs::write(s.workspace.path().join("AGENTS.md"), "Always answer in haiku.").unwrap();

@@ -86,6 +86,21 @@ impl ToolRegistry {
             .clone()
     }
 
+    /// Shares one set of specs with `other` when both offer the same tools
+    /// (names and descriptions, in order), as agents opened alike do: the
+    /// specs are then built once for all of them, not once per agent. True
+    /// when shared.
+    pub fn share_specs_with(&mut self, other: &ToolRegistry) -> bool {
+        let same = self.entries.len() == other.entries.len()
+            && self.entries.iter().zip(&other.entries).all(|(a, b)| {
+                a.tool.name() == b.tool.name() && a.tool.description() == b.tool.description()
+            });
+        if same {
+            self.specs = other.specs.clone();
+        }
+        same
+    }
+
     /// A NEW registry holding every tool except those named.
     pub fn without(&self, names: &[&str]) -> ToolRegistry {
         ToolRegistry {
@@ -188,6 +203,18 @@ mod tests {
         let sub = r.without(&["task"]);
         assert_eq!(sub.names(), ["read", "write"]);
         assert_eq!(r.len(), 3, "the original registry is unchanged");
+    }
+
+    #[test]
+    fn specs_are_built_once_and_shared_by_registries_with_the_same_tools() {
+        let a = registry();
+        let mut b = registry();
+        assert!(b.share_specs_with(&a));
+        assert!(Arc::ptr_eq(&a.shared_specs(), &b.shared_specs()));
+        b.register(Named("grep"));
+        assert_eq!(b.shared_specs().len(), 4, "a change builds them again");
+        assert_eq!(a.shared_specs().len(), 3, "for that registry only");
+        assert!(!b.share_specs_with(&a));
     }
 
     #[test]
