@@ -3,6 +3,7 @@
 //! what is built here is the session's own: its file, permissions, todo list,
 //! background jobs, compaction state and the tools bound to them.
 
+use std::path::PathBuf;
 use std::sync::{Arc, PoisonError};
 
 use ferroclaw_core::agent::{CompactTool, Compaction, Remembering};
@@ -67,29 +68,13 @@ impl Runtime {
         approver: Arc<dyn Approver>,
         options: SessionOptions,
     ) -> Result<Opened, RuntimeError> {
-        let config = &self.config;
-        let store = &self.store;
-        let resume_path = match &resume {
-            Resume::New => None,
-            Resume::Latest => Some(store.latest(&config.workspace).ok_or_else(|| {
-                RuntimeError::Other(format!(
-                    "no earlier session in {} to continue; start one with `ferroclaw`",
-                    config.workspace.display()
-                ))
-            })?),
-            Resume::Id(id) => Some(store.find(&config.workspace, id)?),
-            Resume::Named(id) => Some(store.path_of(&config.workspace, id)).filter(|p| p.is_file()),
-            Resume::Pick => {
-                return Err(RuntimeError::Other(
-                    "--resume without an id needs the interactive REPL; pass an id (see `ferroclaw sessions list`)".into(),
-                ));
-            }
-            Resume::Child(_) => None,
-        };
         let resume = match resume {
             Resume::Child(child) => return self.open_child(*child, approver),
             other => other,
         };
+        let config = &self.config;
+        let store = &self.store;
+        let resume_path = self.session_file(&resume)?;
         let resumed = match &resume_path {
             Some(path) => {
                 let mut r = SessionLog::resume(path, RESUME_TAIL_BYTES)?;
@@ -209,6 +194,27 @@ impl Runtime {
             turn_hook: Some(self.refresh.clone()),
         });
         Ok(Opened { agent, resumed: was_resumed, skipped_bytes, skipped_lines })
+    }
+
+    /// The file of the session to continue; `None` for a new one.
+    fn session_file(&self, resume: &Resume) -> Result<Option<PathBuf>, RuntimeError> {
+        let workspace = &self.config.workspace;
+        Ok(match resume {
+            Resume::New | Resume::Child(_) => None,
+            Resume::Latest => Some(self.store.latest(workspace).ok_or_else(|| {
+                RuntimeError::Other(format!(
+                    "no earlier session in {} to continue; start one with `ferroclaw`",
+                    workspace.display()
+                ))
+            })?),
+            Resume::Id(id) => Some(self.store.find(workspace, id)?),
+            Resume::Named(id) => Some(self.store.path_of(workspace, id)).filter(|p| p.is_file()),
+            Resume::Pick => {
+                return Err(RuntimeError::Other(
+                    "--resume without an id needs the interactive REPL; pass an id (see `ferroclaw sessions list`)".into(),
+                ));
+            }
+        })
     }
 
     /// A sub-agent: a fresh session beside its parent's, the parent's tools
