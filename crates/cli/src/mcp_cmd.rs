@@ -9,14 +9,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use clap::{Subcommand, ValueEnum};
-use ferroclaw_core::{Config, Decision, PermissionMode, Permissions};
+use ferroclaw_core::{Config, PermissionMode};
 use ferroclaw_llm::{ChatRequest, Provider};
 use ferroclaw_mcp::{
     ClientHooks, Consent, Elicitation, Elicitor, McpHub, NewServer, Sampler, SamplingRequest,
-    ServerConfig, ServerState, ToolServer, Transport,
+    ServerConfig, ServerState, Transport,
 };
 use ferroclaw_protocol::{Message, ProviderEvent};
-use ferroclaw_tools::{ToolContext, ToolRegistry};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -310,37 +309,7 @@ async fn serve(
 ) -> Result<i32, SetupError> {
     let mode =
         if yes { PermissionMode::Bypass } else { mode.unwrap_or_else(|| config.permission_mode()) };
-    let permissions = Arc::new(
-        Permissions::new(mode, &config.file.permissions.allow, &config.file.permissions.deny)
-            .map_err(other)?
-            .with_workspace(config.workspace.clone()),
-    );
-    let builtins = ferroclaw_tools::builtin_tools();
-    let mut tools = ToolRegistry::new();
-    for name in builtins.names() {
-        if let Some(tool) = builtins.get(name)
-            && permissions.decide(name, tool.read_only(), &json!({})) == Decision::Allow
-        {
-            tools.register_arc(Arc::clone(tool));
-        }
-    }
-    let read_only: BTreeMap<String, bool> = tools
-        .names()
-        .into_iter()
-        .filter_map(|n| tools.get(n).map(|t| (n.to_string(), t.read_only())))
-        .collect();
-    let gate: ferroclaw_mcp::Gate = Arc::new(move |name: &str, input: &Value| {
-        match permissions.decide(name, read_only.get(name).copied().unwrap_or(false), input) {
-            Decision::Allow => Ok(()),
-            Decision::Deny(reason) => Err(reason),
-            Decision::Ask => Err(format!(
-                "{name} needs approval, which nobody can give to an MCP client here; restart `ferroclaw mcp serve` with --yes or --permission-mode, or add an allow rule"
-            )),
-        }
-    });
-    let mut context = ToolContext::new(&config.workspace);
-    context.allowed_dirs = config.file.allowed_dirs.clone().unwrap_or_default();
-    let server = ToolServer::new(tools, context, gate);
+    let server = ferroclaw_runtime::tool_server(config, mode)?;
     let result = match http {
         None => server.serve_stdio().await,
         Some(port) => {

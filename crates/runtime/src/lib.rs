@@ -27,6 +27,7 @@ mod mcp;
 mod open;
 mod prompt;
 mod providers;
+mod serve;
 mod subagent;
 mod tools;
 
@@ -46,6 +47,7 @@ pub use mcp::{McpRefresh, connect as connect_mcp, load_servers, start_hub, token
 pub use open::{Opened, Resume, SessionOptions};
 pub use prompt::PROMPT_MAX_AGE;
 pub use providers::local_model_path;
+pub use serve::tool_server;
 pub use subagent::{
     ChildOf, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT, PARENT_ONLY_TOOLS,
 };
