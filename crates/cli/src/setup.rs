@@ -280,6 +280,7 @@ pub fn open_agent(
         compaction,
         remembering: Remembering::new(recall, Some(memory)),
         turn_hook: None,
+        reads: Default::default(),
     };
     Ok(Opened { agent, resumed: was_resumed, skipped_bytes })
 }

@@ -14,7 +14,8 @@ use ferroclaw_protocol::{
     AgentEvent, ContentBlock, Message, ProviderEvent, Role, StopReason, ToolCall, Usage,
 };
 use ferroclaw_tools::{
-    JobManager, SandboxPolicy, Tool, ToolContext, ToolOutput, ToolRegistry, format_results,
+    JobManager, ReadLedger, SandboxPolicy, Tool, ToolContext, ToolOutput, ToolRegistry,
+    format_results,
 };
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
@@ -77,6 +78,9 @@ pub struct Agent {
     pub remembering: Remembering,
     /// Called before each model request (MCP refreshes changed tool lists).
     pub turn_hook: Option<Arc<dyn TurnHook>>,
+    /// Files read in this conversation, so a re-read of an unchanged one is
+    /// answered with a note; kept in step with `messages` before each batch.
+    pub reads: ReadLedger,
 }
 
 /// Something to do before each model request, with the tools at hand.
@@ -334,6 +338,7 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Vec<ContentBlock> {
+        self.reads.sync(&self.messages);
         let ctx = ToolContext {
             workspace: self.workspace.clone(),
             allowed_dirs: self.allowed_dirs.clone(),
@@ -341,6 +346,7 @@ impl Agent {
             call_id: String::new(),
             events: Some(events.clone()),
             sandbox: self.sandbox.clone(),
+            reads: self.reads.clone(),
         };
         let cap = ferroclaw_tools::result_cap_chars(self.compaction.context_window);
         let mut results = Vec::with_capacity(calls.len());

@@ -145,6 +145,7 @@ impl SubAgents {
             compaction: Compaction::new(self.compaction.context_window, self.compaction.threshold),
             remembering: Default::default(),
             turn_hook: None,
+            reads: Default::default(),
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let forward = {

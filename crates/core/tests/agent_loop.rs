@@ -99,6 +99,7 @@ fn agent(
         compaction: ferroclaw_core::agent::Compaction::for_model("m"),
         remembering: Default::default(),
         turn_hook: None,
+        reads: Default::default(),
     }
 }
 

@@ -68,6 +68,7 @@ mod lines;
 mod list_dir;
 mod multi_edit;
 mod read;
+mod read_ledger;
 mod registry;
 mod result_cap;
 mod sandbox;
@@ -98,6 +99,7 @@ pub use lines::MAX_LINE_CHARS;
 pub use list_dir::{ListDirTool, MAX_LIST_ENTRIES};
 pub use multi_edit::MultiEditTool;
 pub use read::{DEFAULT_READ_LINES, MAX_IMAGE_BYTES, MAX_READ_CHARS, ReadTool, image_media_type};
+pub use read_ledger::ReadLedger;
 pub use registry::ToolRegistry;
 pub use result_cap::{MAX_RESULT_CHARS, cap_result, result_cap_chars};
 pub use sandbox::Sandbox;
@@ -152,6 +154,9 @@ pub struct ToolContext {
     pub events: Option<UnboundedSender<AgentEvent>>,
     /// How commands (`bash`, background jobs) are confined.
     pub sandbox: SandboxPolicy,
+    /// What this conversation has read (`read` answers a re-read of an
+    /// unchanged file with a note); owned by the agent.
+    pub reads: ReadLedger,
 }
 
 /// How the commands tools run are confined.
@@ -213,6 +218,7 @@ impl ToolContext {
             call_id: String::new(),
             events: None,
             sandbox: SandboxPolicy::default(),
+            reads: ReadLedger::default(),
         }
     }
 
