@@ -39,22 +39,19 @@ impl Tool for ReadTool {
     }
 
     fn description(&self) -> &str {
-        "Reads a file from the workspace. Text comes back as numbered lines like `cat -n` \
-         (line number, tab, line). By default the first 2000 lines are shown; lines longer \
-         than 2000 characters are cut. Use `offset` (1-based line number to start at) and \
-         `limit` (number of lines) to page through long files; the result says how many \
-         lines remain. PNG, JPEG, GIF and WebP images (up to 5 MB) come back as images. \
-         Binary files are refused. Paths are relative to the workspace.\n\
-         Example: {\"path\": \"src/main.rs\", \"offset\": 120, \"limit\": 40}"
+        "Reads a file as numbered lines (`cat -n`), or a PNG, JPEG, GIF or WebP image (up to 5 \
+         MB); binary files are refused. Shows 2000 lines unless `limit` says otherwise, cuts \
+         lines over 2000 characters, and says how many lines remain. A file unchanged since \
+         you read it gets a short note pointing at the earlier result."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace or absolute inside it."},
-                "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start reading at (default 1)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."}
+                "path": {"type": "string", "description": "Relative to the workspace, or absolute inside it."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line, 1-based (default 1)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Lines to show (default 2000)."}
             },
             "required": ["path"],
             "additionalProperties": false

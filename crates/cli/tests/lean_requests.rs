@@ -1,7 +1,8 @@
-//! End-to-end: a `read` of a file the conversation already holds, unchanged,
-//! is answered with a short note instead of the content again; anything that
-//! changed the file or took the earlier result out of the context brings the
-//! full content back.
+//! End-to-end: what ferroclaw sends stays lean. The first request (system
+//! prompt and every default tool) fits in 16 KB, and a `read` of a file the
+//! conversation already holds, unchanged, is answered with a short note
+//! instead of the content again; anything that changed the file or took the
+//! earlier result out of the context brings the full content back.
 
 mod common;
 
@@ -115,4 +116,22 @@ fn a_resumed_conversation_reads_in_full_again() {
     let results = tool_results(&env.request_body(3));
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(results[1].0.contains("1\talpha"), "{results:?}");
+}
+
+/// What the issue asked for: the fixed part of a request (identity, the
+/// runtime layer, 23 tools' descriptions and schemas) under 16 KB.
+const FIRST_REQUEST_BYTES: usize = 16_000;
+
+#[test]
+fn the_first_request_with_every_default_tool_fits_in_16_kb() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let env = Env::new(wire, vec![Turn::text("hi").into()]);
+        let (code, _, stderr) = run(&mut env.oneshot("hello", &[]));
+        assert_eq!(code, 0, "{stderr}");
+        let body = env.request_body(0);
+        let tools = body["tools"].as_array().map_or(0, Vec::len);
+        assert!(tools >= 20, "{wire:?}: every default tool is offered ({tools})");
+        let bytes = body.to_string().len();
+        assert!(bytes < FIRST_REQUEST_BYTES, "{wire:?}: the first request is {bytes} bytes");
+    }
 }
