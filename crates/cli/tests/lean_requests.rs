@@ -118,6 +118,24 @@ fn a_resumed_conversation_reads_in_full_again() {
     assert!(results[1].0.contains("1\talpha"), "{results:?}");
 }
 
+#[test]
+fn a_sub_agent_reads_in_full_what_its_parent_already_read() {
+    let (env, _) = session(vec![
+        notes(),
+        Turn::tool(
+            "task",
+            json!({"description": "count", "prompt": "count the notes", "agent_type": "explore"}),
+        )
+        .into(),
+        notes(),
+        Turn::text("30 lines").into(),
+        Turn::text("done").into(),
+    ]);
+    let child = tool_results(&env.request_body(3));
+    assert_eq!(child.len(), 1, "the sub-agent's own read: {child:?}");
+    assert!(child[0].0.contains("1\talpha"), "a fresh context gets the content: {child:?}");
+}
+
 /// What the issue asked for: the fixed part of a request (identity, the
 /// runtime layer, 23 tools' descriptions and schemas) under 16 KB.
 const FIRST_REQUEST_BYTES: usize = 16_000;
