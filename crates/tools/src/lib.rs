@@ -14,6 +14,10 @@
 //! [`canonical_tool_name`] maps other agents' tool names (`Read`, `read_file`,
 //! `exec`, ...) to ours.
 //!
+//! A [`ReadLedger`], owned by the agent and handed to tools in the
+//! [`ToolContext`], lets `read` answer a re-read of a file unchanged since
+//! the conversation read it with a short note instead of the content.
+//!
 //! A [`JobManager`] runs commands in the background for a session;
 //! [`background_tools`] gives the model `background_run`, `check_background`
 //! and `kill_background` on it, and [`JobManager::drain_finished`] hands each
