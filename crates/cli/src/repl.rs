@@ -258,6 +258,7 @@ async fn shell_command(agent: &mut Agent, repl: &mut Repl, command: &str) {
         call_id: format!("bang-{}", fastrand::u64(..)),
         events: None,
         sandbox: agent.sandbox().clone(),
+        reads: Default::default(),
     };
     let started = std::time::Instant::now();
     let output = bash.execute(input, &ctx).await;

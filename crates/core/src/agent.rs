@@ -14,7 +14,8 @@ use ferroclaw_protocol::{
     AgentEvent, ContentBlock, Message, ProviderEvent, Role, StopReason, ToolCall, Usage,
 };
 use ferroclaw_tools::{
-    JobManager, SandboxPolicy, Tool, ToolContext, ToolOutput, ToolRegistry, format_results,
+    JobManager, ReadLedger, SandboxPolicy, Tool, ToolContext, ToolOutput, ToolRegistry,
+    format_results,
 };
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
@@ -82,6 +83,9 @@ pub struct Agent {
     remembering: Remembering,
     /// Called before each model request (MCP refreshes changed tool lists).
     turn_hook: Option<Arc<dyn TurnHook>>,
+    /// Files read in this conversation, so a re-read of an unchanged one is
+    /// answered with a note; kept in step with `messages` before each batch.
+    reads: ReadLedger,
 }
 
 /// Something to do before each model request, with the tools at hand.
@@ -339,6 +343,7 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Vec<ContentBlock> {
+        self.reads.sync(&self.messages);
         let ctx = ToolContext {
             workspace: self.workspace.clone(),
             allowed_dirs: self.allowed_dirs.clone(),
@@ -346,6 +351,7 @@ impl Agent {
             call_id: String::new(),
             events: Some(events.clone()),
             sandbox: self.sandbox.clone(),
+            reads: self.reads.clone(),
         };
         let cap = ferroclaw_tools::result_cap_chars(self.compaction.context_window);
         let mut results = Vec::with_capacity(calls.len());

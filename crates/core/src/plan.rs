@@ -25,16 +25,15 @@ impl Tool for ExitPlanModeTool {
     }
 
     fn description(&self) -> &str {
-        "In plan mode, present your plan to the user for approval. Write the plan as concise Markdown: \
-         the steps, the files you will change, how you will check the result. If the user approves, plan \
-         mode ends and you carry the plan out; if not, you get their feedback and stay in plan mode. \
-         Example: {\"plan\": \"1. Add a `--json` flag in src/args.rs\\n2. ...\"}"
+        "In plan mode, presents your plan (concise Markdown: steps, files to change, how you \
+         will check) for the user's approval. If approved, plan mode ends and you carry it \
+         out; if not, you get their feedback and stay in plan mode."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
-            "properties": {"plan": {"type": "string", "description": "the plan, in Markdown"}},
+            "properties": {"plan": {"type": "string"}},
             "required": ["plan"],
             "additionalProperties": false
         })

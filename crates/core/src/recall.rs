@@ -226,11 +226,9 @@ impl Tool for SessionSearchTool {
     }
 
     fn description(&self) -> &str {
-        "Searches what the user asked and what you answered in earlier sessions (all \
-         projects), best matches first, with each session's id, date and folder. Use it \
-         when the user refers to earlier work (\"like last time\", \"what did we decide \
-         about X\"). Words are matched in any order and form; end a word with * for a \
-         prefix. Example: {\"query\": \"release workflow tags\", \"limit\": 5}"
+        "Searches earlier sessions of all projects (what the user asked, what you answered), \
+         best first, with each session's id, date and folder: for when the user refers to \
+         earlier work. Words match in any order and form; end one with * for a prefix."
     }
 
     fn input_schema(&self) -> Value {

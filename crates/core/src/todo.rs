@@ -137,12 +137,9 @@ impl Tool for TodoWriteTool {
     }
 
     fn description(&self) -> &str {
-        "Replace your todo list for the current work (the whole list each time). Use it for any task \
-         with 3 or more steps: write the steps, mark exactly ONE in_progress before starting it, mark it \
-         completed as soon as it is done, then start the next. At most one item may be in_progress and at \
-         most 50 items; a list breaking these rules is refused. The user sees the list. Example: \
-         {\"items\": [{\"content\": \"Run the tests\", \"status\": \"in_progress\", \"active_form\": \
-         \"Running the tests\"}, {\"content\": \"Fix failures\", \"status\": \"pending\"}]}"
+        "Replaces your todo list (send the whole list). Use it for tasks of 3 or more steps: \
+         mark one item in_progress before starting it and completed as soon as it is done. \
+         More than one in_progress or 50 items is refused. The user sees the list."
     }
 
     fn input_schema(&self) -> Value {
@@ -154,9 +151,9 @@ impl Tool for TodoWriteTool {
                     "items": {
                         "type": "object",
                         "properties": {
-                            "content": {"type": "string", "description": "what to do"},
+                            "content": {"type": "string"},
                             "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                            "active_form": {"type": "string", "description": "shown while in progress"}
+                            "active_form": {"type": "string", "description": "Shown while in progress."}
                         },
                         "required": ["content", "status"],
                         "additionalProperties": false

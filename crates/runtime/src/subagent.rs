@@ -208,13 +208,9 @@ impl Tool for TaskTool {
     }
 
     fn description(&self) -> &str {
-        "Delegate a self-contained piece of work to a sub-agent with a fresh context. It gets your tools \
-         (minus task), works on its own, and returns only its final report, so your context stays small. \
-         Use `explore` for searching and reading (read-only), `general` for multi-step work, or a custom \
-         type listed below. Call task several times in one answer to run sub-agents in parallel. Give a \
-         complete prompt: the sub-agent sees nothing of this conversation. Example: {\"description\": \
-         \"find the config loader\", \"prompt\": \"Find where config files are parsed and list the \
-         functions with file:line\", \"agent_type\": \"explore\"}"
+        "Delegates self-contained work to a sub-agent with a fresh context: it has your tools \
+         (minus task), works alone and returns only its final report. Several calls in one \
+         answer run in parallel. It sees nothing of this conversation: give a complete prompt."
     }
 
     fn input_schema(&self) -> Value {
@@ -224,8 +220,8 @@ impl Tool for TaskTool {
         json!({
             "type": "object",
             "properties": {
-                "description": {"type": "string", "description": "a few words: what the sub-agent is for"},
-                "prompt": {"type": "string", "description": "the whole task, self-contained"},
+                "description": {"type": "string", "description": "A few words, shown to the user."},
+                "prompt": {"type": "string"},
                 "agent_type": {"type": "string", "enum": types, "description": listing.join("; ")}
             },
             "required": ["description", "prompt"],

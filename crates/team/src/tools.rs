@@ -54,12 +54,9 @@ impl Tool for TaskCreateTool {
     }
 
     fn description(&self) -> &str {
-        "Adds a task to the project's shared task board (.agent/tasks/, kept across sessions \
-         and shared with other agents). Use it to plan multi-step work that may outlive this \
-         conversation or be split between agents; use task_update to add dependencies. Returns \
-         the task with its id.\n\
-         Example: {\"subject\": \"Add a --json flag to the report command\", \"description\": \
-         \"Done when `report --json` prints valid JSON and has a test.\"}"
+        "Adds a task to the project's task board (.agent/tasks/, kept across sessions, shared \
+         with other agents), for work that may outlive this conversation or be split between \
+         agents. Returns its id."
     }
 
     fn input_schema(&self) -> Value {
@@ -67,7 +64,7 @@ impl Tool for TaskCreateTool {
             "type": "object",
             "properties": {
                 "subject": {"type": "string", "description": "A short title."},
-                "description": {"type": "string", "description": "Details: what done means."}
+                "description": {"type": "string", "description": "What done means."}
             },
             "required": ["subject"],
             "additionalProperties": false
@@ -90,13 +87,10 @@ impl Tool for TaskUpdateTool {
     }
 
     fn description(&self) -> &str {
-        "Changes a task on the board: `status` (pending, in_progress, completed), `owner` (\"\" \
-         clears it), and dependencies: `addBlockedBy`/`removeBlockedBy` list tasks this one \
-         waits for, `addBlocks`/`removeBlocks` tasks that wait for this one. A task cannot \
-         start or complete while it waits for open tasks, and dependency cycles are refused. \
-         Completing a task frees the tasks waiting for it; the answer names those now ready.\n\
-         Example: {\"task_id\": 3, \"addBlockedBy\": [1, 2]} then later \
-         {\"task_id\": 1, \"status\": \"completed\"}"
+        "Changes a board task: `status`, `owner` (\"\" clears it), and what it waits for \
+         (`addBlockedBy`, `removeBlockedBy`) or blocks (`addBlocks`, `removeBlocks`). A task \
+         waiting for open tasks cannot start or complete; cycles are refused. The answer names \
+         tasks a completion made ready."
     }
 
     fn input_schema(&self) -> Value {
@@ -104,11 +98,11 @@ impl Tool for TaskUpdateTool {
         json!({
             "type": "object",
             "properties": {
-                "task_id": {"type": "integer", "minimum": 1, "description": "The task to change."},
+                "task_id": {"type": "integer", "minimum": 1},
                 "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                "owner": {"type": "string", "description": "Who works on it; \"\" clears it."},
-                "subject": {"type": "string", "description": "A new title."},
-                "description": {"type": "string", "description": "New details."},
+                "owner": {"type": "string"},
+                "subject": {"type": "string"},
+                "description": {"type": "string"},
                 "addBlockedBy": ids.clone(),
                 "removeBlockedBy": ids.clone(),
                 "addBlocks": ids.clone(),
@@ -161,9 +155,8 @@ impl Tool for TaskListTool {
     }
 
     fn description(&self) -> &str {
-        "Shows the project's task board, one line per task: [ ] pending, [>] in progress, \
-         [x] completed, with owner and the open tasks it waits for, then the tasks ready to \
-         start now. Use task_get for a task's description.\nExample: {}"
+        "Shows the task board, one line per task ([ ] pending, [>] in progress, [x] completed, \
+         owner, open tasks it waits for), then the tasks ready to start."
     }
 
     fn input_schema(&self) -> Value {
@@ -188,8 +181,7 @@ impl Tool for TaskGetTool {
     }
 
     fn description(&self) -> &str {
-        "Shows one task of the board in full: subject, description, status, owner, what it \
-         waits for (blockedBy) and what waits for it (blocks).\nExample: {\"task_id\": 3}"
+        "Shows one task in full: subject, description, status, owner, blockedBy and blocks."
     }
 
     fn input_schema(&self) -> Value {

@@ -41,27 +41,21 @@ impl Tool for BackgroundRunTool {
     }
 
     fn description(&self) -> &str {
-        "Starts a long command (build, test suite, server, download) with `bash -c` in the \
-         workspace and returns a job id at once, so you can keep working meanwhile. When the \
-         job ends, its status, exit code and the start and end of its output are given to you \
-         in a <background-results> block before your next turn; you do not need to poll. Use \
-         check_background(id) to see output so far, kill_background(id) to stop it. `timeout` \
-         is in SECONDS (default 1800 = 30 minutes); on timeout the command and everything it \
-         started are killed. Jobs are killed when the session ends unless `detached` is true \
-         (then output goes to .agent/jobs/<id>.log and the job outlives the session). The same \
-         deny list as bash applies. Use bash for quick commands.\n\
-         Example: {\"command\": \"cargo test --workspace 2>&1\", \"timeout\": 1200, \
-         \"description\": \"Run the whole test suite\"}"
+        "Starts a long command (build, tests, server) with `bash -c` in the workspace and \
+         returns a job id at once. When it ends, its status, exit code and output arrive in a \
+         <background-results> block before your next turn: no need to poll. Jobs end with the \
+         session unless `detached` (output then goes to .agent/jobs/ID.log). bash's deny list \
+         applies."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "command": {"type": "string", "description": "The command line, run with bash -c."},
-                "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in SECONDS (default 1800)."},
-                "detached": {"type": "boolean", "description": "Keep running after the session ends (default false)."},
-                "description": {"type": "string", "description": "A few words saying what the command does, shown to the user."}
+                "command": {"type": "string"},
+                "timeout": {"type": "integer", "minimum": 1, "description": "In SECONDS (default 1800)."},
+                "detached": {"type": "boolean", "description": "Outlive the session (default false)."},
+                "description": {"type": "string", "description": "What it does in a few words, shown to the user."}
             },
             "required": ["command"],
             "additionalProperties": false
@@ -115,17 +109,15 @@ impl Tool for CheckBackgroundTool {
     }
 
     fn description(&self) -> &str {
-        "Shows a background job's status (running, completed, timeout, error, killed), exit \
-         code, elapsed time and its output so far (long output keeps its start and end). \
-         Without `id`, lists every job of this session, one line each.\n\
-         Example: {\"id\": \"a1b2c3d4\"}"
+        "Shows a background job's status, exit code, elapsed time and output so far (start and \
+         end of long output); without `id`, lists this session's jobs."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "The job id from background_run; omit to list all jobs."}
+                "id": {"type": "string"}
             },
             "additionalProperties": false
         })
@@ -147,16 +139,15 @@ impl Tool for KillBackgroundTool {
     }
 
     fn description(&self) -> &str {
-        "Kills a background job and every process it started (its whole process group). \
-         Killing a job that already ended changes nothing.\n\
-         Example: {\"id\": \"a1b2c3d4\"}"
+        "Kills a background job and every process it started; a job that already ended is left \
+         as it is."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "The job id from background_run."}
+                "id": {"type": "string"}
             },
             "required": ["id"],
             "additionalProperties": false

@@ -55,24 +55,20 @@ impl Tool for BashTool {
     }
 
     fn description(&self) -> &str {
-        "Runs a command with `bash -c` in the workspace and returns its output (stdout and \
-         stderr merged in order) and exit code. The working directory persists between \
-         calls (`cd` sticks) but is reset to the workspace if it leaves it. `timeout` is in \
-         MILLISECONDS: default 120000 (2 minutes), at most 600000; on timeout the command and \
-         everything it started are killed. Output over 30000 characters keeps its start and \
-         end. Catastrophic commands (rm -rf /, mkfs, dd to a disk, shutdown, ...) are refused. \
-         Prefer read/grep/glob/edit over cat/grep/find/sed. Do not start interactive programs.\n\
-         Example: {\"command\": \"cargo test -p mycrate 2>&1 | tail -20\", \"timeout\": 300000, \
-         \"description\": \"Run mycrate's tests\"}"
+        "Runs a command with `bash -c` in the workspace; returns stdout and stderr merged, and \
+         the exit code. `cd` persists between calls (within the workspace). On timeout the \
+         command and all it started are killed. Output over 30000 characters keeps its start \
+         and end. Catastrophic commands (rm -rf /, mkfs, ...) are refused. Prefer read, grep, \
+         glob and edit to cat, grep, find and sed; no interactive programs."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "command": {"type": "string", "description": "The command line, run with bash -c."},
-                "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Timeout in milliseconds (default 120000, max 600000)."},
-                "description": {"type": "string", "description": "A few words saying what the command does, shown to the user."}
+                "command": {"type": "string"},
+                "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "In MILLISECONDS (default 120000)."},
+                "description": {"type": "string", "description": "What it does in a few words, shown to the user."}
             },
             "required": ["command"],
             "additionalProperties": false

@@ -78,15 +78,13 @@ mod tests {
     }
 
     #[test]
-    fn every_builtin_schema_compiles_and_every_description_has_an_example() {
+    fn every_builtin_schema_compiles() {
         let tools = builtin_tools();
         for name in tools.names() {
             // An empty object is either valid or refused for a missing field, never a bad schema.
             if let Err(e) = tools.validate(name, &serde_json::json!({})) {
                 assert!(!e.contains("invalid input schema"), "{name}: {e}");
             }
-            let description = tools.get(name).map(|t| t.description()).unwrap_or_default();
-            assert!(description.contains("Example"), "{name} has no example");
         }
     }
 

@@ -28,23 +28,19 @@ impl Tool for EditTool {
     }
 
     fn description(&self) -> &str {
-        "Replaces exact text in a file. `old_string` must match the file exactly, \
-         whitespace and indentation included (copy it from `read` output without the \
-         line-number prefix), and must occur exactly once unless `replace_all` is true; \
-         include surrounding lines to make it unique. Nothing is written when the edit \
-         fails; a failed match shows the closest lines. The result shows the changed \
-         lines with line numbers.\n\
-         Example: {\"path\": \"src/lib.rs\", \"old_string\": \"fn add(a: i32)\", \
-         \"new_string\": \"fn add(a: i64)\"}"
+        "Replaces exact text in a file. `old_string` must match exactly, indentation included \
+         (copy it from `read` without the line-number prefix), and occur once unless \
+         `replace_all`; add surrounding lines to make it unique. A failed edit writes nothing \
+         and shows the closest lines; a good one shows the changed lines."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "File to edit, relative to the workspace."},
-                "old_string": {"type": "string", "description": "Exact text to replace."},
-                "new_string": {"type": "string", "description": "Text to put in its place."},
+                "path": {"type": "string"},
+                "old_string": {"type": "string"},
+                "new_string": {"type": "string"},
                 "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
             },
             "required": ["path", "old_string", "new_string"],

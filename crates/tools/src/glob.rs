@@ -27,21 +27,17 @@ impl Tool for GlobTool {
     }
 
     fn description(&self) -> &str {
-        "Finds files whose path matches a glob pattern, newest (most recently modified) \
-         first. The pattern is matched against the path relative to `path` (default: the \
-         workspace): `*` stays within one folder, `**` crosses folders, `{a,b}` picks \
-         alternatives. Files ignored by .gitignore and the .git folder are skipped. At most \
-         200 paths are listed, relative to the workspace.\n\
-         Examples: {\"pattern\": \"**/*.rs\"}, {\"pattern\": \"src/**/*.{ts,tsx}\"}, \
-         {\"pattern\": \"*.md\", \"path\": \"docs\"}"
+        "Finds files by glob pattern (`*` within a folder, `**` across folders, `{a,b}` \
+         alternatives) matched against paths relative to `path`; newest first, at most 200, \
+         skipping .git and what .gitignore ignores."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern, e.g. \"**/*.rs\"."},
-                "path": {"type": "string", "description": "Folder to search in (default: the workspace)."}
+                "pattern": {"type": "string", "description": "e.g. **/*.rs"},
+                "path": {"type": "string", "description": "Folder to search (default: the workspace)."}
             },
             "required": ["pattern"],
             "additionalProperties": false

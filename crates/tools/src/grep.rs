@@ -37,33 +37,28 @@ impl Tool for GrepTool {
     }
 
     fn description(&self) -> &str {
-        "Searches file contents with a regular expression (Rust regex syntax, like ripgrep), \
-         skipping binary files and whatever .gitignore ignores. `output_mode`: \
-         \"files_with_matches\" (default: matching paths), \"content\" (matching lines as \
-         path:line:text, with -A/-B/-C context lines), or \"count\" (path:count). Filter files \
-         with `glob` (e.g. \"*.{ts,tsx}\") or `type` (ripgrep types: rust, py, js, ts, go, \
-         ...). `-i` ignores case; `multiline` lets `.` and the pattern span lines. Results are \
-         sorted by path and cut at `head_limit` (default 250) lines or files.\n\
-         Example: {\"pattern\": \"fn\\\\s+parse_\\\\w+\", \"type\": \"rust\", \"output_mode\": \
-         \"content\", \"-C\": 2}"
+        "Searches file contents with a regular expression (Rust regex, as ripgrep), skipping \
+         binary files and what .gitignore ignores. -A, -B and -C add context lines in content \
+         mode. Results are sorted by path and cut at `head_limit` (default 250) lines or \
+         files."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "Regular expression to search for."},
-                "path": {"type": "string", "description": "File or folder to search (default: the workspace)."},
-                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. \"*.rs\" or \"src/**/*.ts\"."},
-                "type": {"type": "string", "description": "Only search files of this ripgrep type, e.g. rust, py, js, ts, go, java, md."},
-                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "What to report (default files_with_matches)."},
-                "-i": {"type": "boolean", "description": "Case-insensitive search."},
-                "-n": {"type": "boolean", "description": "Show line numbers in content mode (default true)."},
-                "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after each match (content mode)."},
-                "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before each match (content mode)."},
-                "-C": {"type": "integer", "minimum": 0, "description": "Lines of context before and after each match (content mode)."},
-                "multiline": {"type": "boolean", "description": "Let matches span lines; `.` also matches newlines (default false)."},
-                "head_limit": {"type": "integer", "minimum": 1, "description": "Show at most this many lines/files/counts (default 250)."}
+                "pattern": {"type": "string"},
+                "path": {"type": "string", "description": "File or folder (default: the workspace)."},
+                "glob": {"type": "string", "description": "Only files matching it, e.g. *.{ts,tsx}"},
+                "type": {"type": "string", "description": "Only files of this ripgrep type: rust, py, js, ts, go, ..."},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "files_with_matches (default): paths; content: path:line:text; count: path:count."},
+                "-i": {"type": "boolean", "description": "Ignore case."},
+                "-n": {"type": "boolean", "description": "Default true."},
+                "-A": {"type": "integer", "minimum": 0},
+                "-B": {"type": "integer", "minimum": 0},
+                "-C": {"type": "integer", "minimum": 0},
+                "multiline": {"type": "boolean", "description": "Matches may span lines; `.` matches newlines."},
+                "head_limit": {"type": "integer", "minimum": 1}
             },
             "required": ["pattern"],
             "additionalProperties": false

@@ -14,6 +14,10 @@
 //! [`canonical_tool_name`] maps other agents' tool names (`Read`, `read_file`,
 //! `exec`, ...) to ours.
 //!
+//! A [`ReadLedger`], owned by the agent and handed to tools in the
+//! [`ToolContext`], lets `read` answer a re-read of a file unchanged since
+//! the conversation read it with a short note instead of the content.
+//!
 //! A [`JobManager`] runs commands in the background for a session;
 //! [`background_tools`] gives the model `background_run`, `check_background`
 //! and `kill_background` on it, and [`JobManager::drain_finished`] hands each
@@ -68,6 +72,7 @@ mod lines;
 mod list_dir;
 mod multi_edit;
 mod read;
+mod read_ledger;
 mod registry;
 mod result_cap;
 mod sandbox;
@@ -98,6 +103,7 @@ pub use lines::MAX_LINE_CHARS;
 pub use list_dir::{ListDirTool, MAX_LIST_ENTRIES};
 pub use multi_edit::MultiEditTool;
 pub use read::{DEFAULT_READ_LINES, MAX_IMAGE_BYTES, MAX_READ_CHARS, ReadTool, image_media_type};
+pub use read_ledger::ReadLedger;
 pub use registry::ToolRegistry;
 pub use result_cap::{MAX_RESULT_CHARS, cap_result, result_cap_chars};
 pub use sandbox::Sandbox;
@@ -152,6 +158,9 @@ pub struct ToolContext {
     pub events: Option<UnboundedSender<AgentEvent>>,
     /// How commands (`bash`, background jobs) are confined.
     pub sandbox: SandboxPolicy,
+    /// What this conversation has read (`read` answers a re-read of an
+    /// unchanged file with a note); owned by the agent.
+    pub reads: ReadLedger,
 }
 
 /// How the commands tools run are confined.
@@ -213,6 +222,7 @@ impl ToolContext {
             call_id: String::new(),
             events: None,
             sandbox: SandboxPolicy::default(),
+            reads: ReadLedger::default(),
         }
     }
 

@@ -28,18 +28,16 @@ impl Tool for ListDirTool {
     }
 
     fn description(&self) -> &str {
-        "Lists one folder (not recursive): each entry's kind (dir, file, symlink), size in \
-         bytes for files, and name; folders first, then by name. Hidden entries are shown; \
-         .git and whatever .gitignore ignores are left out. At most 500 entries. Use glob to \
-         find files deeper down.\n\
-         Example: {\"path\": \"src\"}"
+        "Lists one folder, not recursively: each entry's kind (dir, file, symlink), size for \
+         files, and name, folders first. Hidden entries are shown; .git and what .gitignore \
+         ignores are not. At most 500 entries."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "Folder to list (default: the workspace)."}
+                "path": {"type": "string", "description": "Default: the workspace."}
             },
             "additionalProperties": false
         })

@@ -19,30 +19,25 @@ impl Tool for MultiEditTool {
     }
 
     fn description(&self) -> &str {
-        "Applies several exact-text replacements to one file, in order, all or nothing: \
-         each edit works on the result of the previous one, and if any edit fails nothing \
-         is written and the error names the failing edit. Each edit follows the rules of \
-         `edit` (exact match, unique unless replace_all).\n\
-         Example: {\"path\": \"src/lib.rs\", \"edits\": [{\"old_string\": \"foo(\", \
-         \"new_string\": \"bar(\", \"replace_all\": true}, {\"old_string\": \"fn bar_impl\", \
-         \"new_string\": \"fn bar_inner\"}]}"
+        "Applies several `edit`s to one file in order (each on the result of the one before), \
+         all or nothing: if one fails, nothing is written and the error names it. Each follows \
+         `edit`'s rules."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "File to edit, relative to the workspace."},
+                "path": {"type": "string"},
                 "edits": {
                     "type": "array",
                     "minItems": 1,
-                    "description": "Edits applied in order.",
                     "items": {
                         "type": "object",
                         "properties": {
-                            "old_string": {"type": "string", "description": "Exact text to replace."},
-                            "new_string": {"type": "string", "description": "Text to put in its place."},
-                            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
+                            "old_string": {"type": "string"},
+                            "new_string": {"type": "string"},
+                            "replace_all": {"type": "boolean"}
                         },
                         "required": ["old_string", "new_string"],
                         "additionalProperties": false

@@ -9,9 +9,11 @@ use async_trait::async_trait;
 use base64::Engine;
 use ferroclaw_protocol::ResultPart;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::args::{optional_positive, required_str};
 use crate::lines::push_numbered;
+use crate::read_ledger::{FileRead, Shown};
 use crate::{Beneath, Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Lines shown when no `limit` is given (Claude Code's Read default).
@@ -37,22 +39,19 @@ impl Tool for ReadTool {
     }
 
     fn description(&self) -> &str {
-        "Reads a file from the workspace. Text comes back as numbered lines like `cat -n` \
-         (line number, tab, line). By default the first 2000 lines are shown; lines longer \
-         than 2000 characters are cut. Use `offset` (1-based line number to start at) and \
-         `limit` (number of lines) to page through long files; the result says how many \
-         lines remain. PNG, JPEG, GIF and WebP images (up to 5 MB) come back as images. \
-         Binary files are refused. Paths are relative to the workspace.\n\
-         Example: {\"path\": \"src/main.rs\", \"offset\": 120, \"limit\": 40}"
+        "Reads a file as numbered lines (`cat -n`), or a PNG, JPEG, GIF or WebP image (up to 5 \
+         MB); binary files are refused. Shows 2000 lines unless `limit` says otherwise, cuts \
+         lines over 2000 characters, and says how many lines remain. A file unchanged since \
+         you read it gets a short note pointing at the earlier result."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace or absolute inside it."},
-                "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start reading at (default 1)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)."}
+                "path": {"type": "string", "description": "Relative to the workspace, or absolute inside it."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line, 1-based (default 1)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Lines to show (default 2000)."}
             },
             "required": ["path"],
             "additionalProperties": false
@@ -78,9 +77,12 @@ impl Tool for ReadTool {
         let path = sandbox.resolve(raw)?;
         let shown = sandbox.display(&path);
         let (root, rel) = sandbox.beneath(&path)?;
-        tokio::task::spawn_blocking(move || read_file(&root, &rel, &shown, offset, limit))
-            .await
-            .map_err(|e| ToolError::Failed(format!("read task failed: {e}")))?
+        let name = shown.clone();
+        let file =
+            tokio::task::spawn_blocking(move || read_file(&root, &rel, &name, offset, limit))
+                .await
+                .map_err(|e| ToolError::Failed(format!("read task failed: {e}")))??;
+        Ok(ctx.reads.answer(&path, &shown, file, &ctx.call_id))
     }
 }
 
@@ -92,7 +94,7 @@ fn read_file(
     shown: &str,
     offset: usize,
     limit: usize,
-) -> Result<ToolOutput, ToolError> {
+) -> Result<FileRead, ToolError> {
     let mut file = root.open_read(path)?;
     let meta = file.metadata().map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
     if meta.is_dir() {
@@ -115,18 +117,38 @@ fn read_file(
              read shows text files and images only"
         )));
     }
-    let reader = BufReader::new(std::io::Cursor::new(head).chain(file));
-    numbered_lines(reader, shown, offset, limit)
+    let mut reader = BufReader::new(Hashing {
+        inner: std::io::Cursor::new(head).chain(file),
+        sha256: Sha256::new(),
+    });
+    let (output, lines) = numbered_lines(&mut reader, shown, offset, limit)?;
+    let sha256 = reader.into_inner().sha256.finalize().into();
+    Ok(FileRead { output, sha256, lines })
+}
+
+/// A reader that hashes what passes through it (`numbered_lines` reads to
+/// the end, so the whole file is hashed).
+struct Hashing<R> {
+    inner: R,
+    sha256: Sha256,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.sha256.update(&buf[..n]);
+        Ok(n)
+    }
 }
 
 /// Streams lines `offset..offset+limit` of `reader` into `cat -n` text with a
-/// trailer, counting (not keeping) the rest.
+/// trailer, counting (not keeping) the rest; also says which lines it showed.
 fn numbered_lines(
     mut reader: impl BufRead,
     shown: &str,
     offset: usize,
     limit: usize,
-) -> Result<ToolOutput, ToolError> {
+) -> Result<(ToolOutput, Shown), ToolError> {
     let io = |e| ToolError::io(format!("cannot read {shown}"), e);
     let mut out = String::new();
     let mut buf = Vec::new();
@@ -152,7 +174,7 @@ fn numbered_lines(
     let remaining = count_lines(&mut reader).map_err(io)?;
     let total = number + remaining;
     if total == 0 {
-        return Ok(ToolOutput::text(format!("({shown} is empty)")));
+        return Ok((ToolOutput::text(format!("({shown} is empty)")), Shown::Whole));
     }
     if offset > total {
         return Err(ToolError::InvalidArguments(format!(
@@ -178,7 +200,7 @@ fn numbered_lines(
             number + 1
         ));
     }
-    Ok(ToolOutput::text(out))
+    Ok((ToolOutput::text(out), Shown::Lines(offset, number)))
 }
 
 /// Counts the lines left in `reader` without keeping them (a last line
@@ -250,7 +272,7 @@ fn read_image(
     shown: &str,
     media_type: &'static str,
     len: u64,
-) -> Result<ToolOutput, ToolError> {
+) -> Result<FileRead, ToolError> {
     if len > MAX_IMAGE_BYTES {
         return Err(ToolError::Failed(format!(
             "{shown} is a {:.1} MB image, over the {} MB limit for images",
@@ -269,11 +291,12 @@ fn read_image(
         )));
     }
     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-    Ok(ToolOutput {
+    let output = ToolOutput {
         content: vec![
             ResultPart::Text { text: format!("{shown}: {media_type}, {} bytes", bytes.len()) },
             ResultPart::Image { media_type: media_type.to_string(), data },
         ],
         is_error: false,
-    })
+    };
+    Ok(FileRead { output, sha256: Sha256::digest(&bytes).into(), lines: Shown::Whole })
 }

@@ -50,21 +50,18 @@ impl Tool for WebFetchTool {
     }
 
     fn description(&self) -> &str {
-        "Fetches an http(s) URL and returns its content: HTML pages converted to Markdown \
-         (scripts, styles and navigation dropped; the page's <main> element when it has one), \
-         text and JSON as they are. Binary content (images, PDFs, archives) is refused. Output \
-         is cut at `max_chars` (default 20000). Redirects are followed (at most 5); the request \
-         times out after 30 s.\n\
-         Example: {\"url\": \"https://docs.rs/tokio/latest/tokio/\", \"format\": \"markdown\"}"
+        "Fetches an http(s) URL: HTML becomes Markdown (the <main> element if any, without \
+         scripts, styles and navigation), text and JSON come as they are, binary content is \
+         refused. Follows up to 5 redirects; times out after 30 s."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "url": {"type": "string", "description": "The http:// or https:// URL to fetch."},
-                "format": {"type": "string", "enum": ["markdown", "text"], "description": "How to return HTML (default markdown)."},
-                "max_chars": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_CHARS, "description": "Cut the result at this many characters (default 20000)."}
+                "url": {"type": "string"},
+                "format": {"type": "string", "enum": ["markdown", "text"], "description": "For HTML (default markdown)."},
+                "max_chars": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_CHARS, "description": "Cut the result here (default 20000)."}
             },
             "required": ["url"],
             "additionalProperties": false

@@ -20,19 +20,17 @@ impl Tool for WriteTool {
     }
 
     fn description(&self) -> &str {
-        "Writes `content` to a file in the workspace, replacing it if it exists and creating \
-         missing parent folders. The write is atomic (a crash never leaves half a file) and \
-         keeps an existing file's permissions. Prefer `edit` for changing part of an existing \
-         file; read a file before overwriting it.\n\
-         Example: {\"path\": \"notes/todo.md\", \"content\": \"# TODO\\n- ship it\\n\"}"
+        "Writes `content` to a file, replacing it or creating it (and missing folders); \
+         atomic, keeps an existing file's permissions. Prefer `edit` to change part of a file; \
+         read a file before overwriting it."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace or absolute inside it."},
-                "content": {"type": "string", "description": "The complete new content of the file."}
+                "path": {"type": "string"},
+                "content": {"type": "string", "description": "The whole new content."}
             },
             "required": ["path", "content"],
             "additionalProperties": false

@@ -157,15 +157,14 @@ impl Tool for CompactTool {
     }
 
     fn description(&self) -> &str {
-        "Summarise the conversation so far and continue from the summary, freeing context. Use it \
-         when a long task moves to a new phase and old details no longer matter. The full transcript \
-         stays on disk. Example: {\"focus\": \"the API design decisions\"}"
+        "Summarises the conversation and continues from the summary, freeing context: for when \
+         a long task moves to a new phase. The full transcript stays on disk."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
-            "properties": {"focus": {"type": "string", "description": "what the summary must keep"}},
+            "properties": {"focus": {"type": "string", "description": "What the summary must keep."}},
             "additionalProperties": false
         })
     }

@@ -89,6 +89,7 @@ impl Agent {
             compaction,
             remembering,
             turn_hook,
+            reads: Default::default(),
         }
     }
 

@@ -26,16 +26,12 @@ impl Tool for MemoryTool {
     }
 
     fn description(&self) -> &str {
-        "Saves what should outlive this conversation. target \"memory\" is MEMORY.md \
-         (facts about projects, environment, decisions, lessons learned); target \"user\" \
-         is USER.md (who the user is, preferences, how they like to work). Actions: \
-         \"add\" appends content as a new entry (one fact per line, e.g. \"- Prefers pnpm\"); \
-         \"replace\" swaps old_text for content; \"remove\" deletes old_text. old_text \
-         must occur exactly once in the file. Each file has a character limit: when full, \
-         replace or remove stale entries. Never store secrets (keys, passwords, tokens). \
-         Save durable facts, not the task at hand. The system prompt shows the memory as \
-         it was when this session started. \
-         Example: {\"action\": \"add\", \"target\": \"user\", \"content\": \"- Wants answers in French\"}"
+        "Saves durable facts, never secrets: target \"memory\" is MEMORY.md (projects, \
+         environment, decisions, lessons), \"user\" is USER.md (who the user is, preferences). \
+         \"add\" appends `content` (one fact per line); \"replace\" swaps `old_text` for \
+         `content`; \"remove\" deletes `old_text`; `old_text` must occur once. When a file is \
+         full, replace or remove stale entries. The system prompt shows the memory as of the \
+         session's start."
     }
 
     fn input_schema(&self) -> Value {
@@ -44,8 +40,8 @@ impl Tool for MemoryTool {
             "properties": {
                 "action": {"type": "string", "enum": ["add", "replace", "remove"]},
                 "target": {"type": "string", "enum": ["memory", "user"]},
-                "content": {"type": "string", "description": "The new text (add, replace)."},
-                "old_text": {"type": "string", "description": "Text to replace or remove; must occur exactly once."}
+                "content": {"type": "string"},
+                "old_text": {"type": "string"}
             },
             "required": ["action", "target"],
             "additionalProperties": false

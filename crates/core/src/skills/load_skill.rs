@@ -35,19 +35,17 @@ impl Tool for LoadSkillTool {
     }
 
     fn description(&self) -> &str {
-        "Loads a skill listed in the system prompt: returns its instructions as \
-         <skill name=\"NAME\">...</skill> followed by its resource files. Call it \
-         before a task the skill covers, then follow the instructions. With `file`, \
-         returns that resource file of the skill instead (a path from the list). \
-         Example: {\"name\": \"github\"} or {\"name\": \"pdf-forms\", \"file\": \"references/fields.md\"}"
+        "Loads a skill listed in the system prompt: its instructions, as <skill \
+         name=\"NAME\">...</skill>, and the list of its resource files; with `file`, that \
+         resource file instead. Follow the instructions."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "name": {"type": "string", "description": "The skill's name, as listed."},
-                "file": {"type": "string", "description": "A resource file of the skill, relative to its folder."}
+                "name": {"type": "string"},
+                "file": {"type": "string", "description": "A resource file, relative to the skill's folder."}
             },
             "required": ["name"],
             "additionalProperties": false
