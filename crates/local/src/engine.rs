@@ -304,7 +304,7 @@ impl Session<'_> {
         self.clock += 1;
         for i in 0..self.slots.len() {
             if self.slots[i].chat.as_ref().is_some_and(Chat::cancelled) {
-                self.release(i, true);
+                self.release(i, false);
             }
         }
         self.resolve_copies();
@@ -364,7 +364,7 @@ impl Session<'_> {
             match chat.step(model, ctx) {
                 Next::Continue => {}
                 Next::Done => self.release(i, false),
-                Next::Cancelled => self.release(i, true),
+                Next::Cancelled => self.release(i, false),
             }
         }
     }
@@ -403,8 +403,14 @@ impl Session<'_> {
         false
     }
 
-    /// Ends slot `i`'s chat. A cancelled or failed chat's cells are cleared;
-    /// a finished one's stay for its conversation's next turn.
+    /// Ends slot `i`'s chat and frees the slot for the next request. A
+    /// failed chat's cells are cleared. A finished or cancelled one's stay,
+    /// as a cache for its conversation's next turn, until the slot serves
+    /// another prompt or the context needs the room: clearing them while
+    /// other chats are answering would let those chats' next tokens fill the
+    /// holes, out of position order, and change the order llama.cpp sums
+    /// their attention in; small models' greedy answers flip on such
+    /// rounding, and a chat's answer should not depend on another's fate.
     fn release(&mut self, i: usize, clear: bool) {
         let slot = &mut self.slots[i];
         slot.chat = None;
