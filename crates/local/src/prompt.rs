@@ -83,11 +83,13 @@ pub fn system_text(system: &str, tools: &[ToolSpec]) -> String {
 
 /// Worked exchanges put before the conversation, each shown when its tool
 /// is offered: small models copy a call they have seen far more reliably
-/// than they follow a described format, and one example per common kind of
-/// request (look at the folder, read a file, run a command) shows that a
-/// question about files is answered by a call first. They are part of the
+/// than they follow a described format, and an example for each common
+/// kind of question (what is in the folder, what a file says) shows that it
+/// is answered by a call first. (A third, for `bash`, made SmolLM2-135M
+/// answer every result as "The command printed ...": measured with
+/// `ferroclaw eval tools`, it cost more than it gave.) They are part of the
 /// fixed prompt prefix, so their KV state is saved with the system turn.
-const EXAMPLES: [(&str, [(&str, &str); 4]); 3] = [
+const EXAMPLES: [(&str, [(&str, &str); 4]); 2] = [
     (
         "list_dir",
         [
@@ -107,18 +109,6 @@ const EXAMPLES: [(&str, [(&str, &str); 4]); 3] = [
             ),
             ("user", "<tool_response>\nhost = example.org\nport = 8080\n</tool_response>"),
             ("assistant", "The port in server.conf is 8080."),
-        ],
-    ),
-    (
-        "bash",
-        [
-            ("user", "Run date +%Y and tell me the output."),
-            (
-                "assistant",
-                "<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"date +%Y\"}}\n</tool_call>",
-            ),
-            ("user", "<tool_response>\n2025\n</tool_response>"),
-            ("assistant", "The command printed 2025."),
         ],
     ),
 ];
@@ -208,11 +198,11 @@ mod tests {
         assert_eq!(t[5], Turn { role: "user", content: "list files".into() });
         r.tools = vec![ToolSpec { name: "grep".into(), ..read_tool() }];
         assert_eq!((fixed_turns(&r), turns(&r).len()), (1, 2), "no example for grep");
-        r.tools = vec![read_tool(), ToolSpec { name: "bash".into(), ..read_tool() }];
+        r.tools = vec![ToolSpec { name: "list_dir".into(), ..read_tool() }, read_tool()];
         let t = turns(&r);
-        assert_eq!(fixed_turns(&r), 9, "one exchange for read, one for bash");
-        assert!(t[2].content.contains("\"name\": \"read\""), "{t:?}");
-        assert!(t[6].content.contains("\"name\": \"bash\""), "{t:?}");
+        assert_eq!(fixed_turns(&r), 9, "one exchange for list_dir, one for read");
+        assert!(t[2].content.contains("\"name\": \"list_dir\""), "{t:?}");
+        assert!(t[6].content.contains("\"name\": \"read\""), "{t:?}");
     }
 
     #[test]

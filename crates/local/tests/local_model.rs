@@ -337,3 +337,21 @@ async fn a_chat_cancelled_mid_answer_does_not_disturb_the_other() {
     assert_eq!(text_of(&events), alone);
     assert!(matches!(events.last(), Some(ProviderEvent::Stop(_))), "{events:?}");
 }
+
+#[tokio::test]
+async fn more_chats_than_sequences_wait_their_turn_and_all_finish() {
+    let Some(path) = model_path() else { return };
+    let _serial = SERIAL.lock().await;
+    let provider = LocalProvider::open(&path, &options(ToolChoice::Auto)).unwrap();
+    let system = "You are a terse assistant.";
+    let n = provider.parallel() as usize + 1;
+    let prompts: Vec<String> = (0..n).map(|i| format!("Say the number {i}.")).collect();
+    let answers = futures_util::future::join_all(
+        prompts.iter().map(|p| answer(&provider, greedy(system, p, 8))),
+    )
+    .await;
+    for events in &answers {
+        assert!(matches!(events.last(), Some(ProviderEvent::Stop(_))), "{events:?}");
+        assert!(usage_of(events).output_tokens >= 1, "{events:?}");
+    }
+}
