@@ -1,18 +1,22 @@
 //! The engine: a GGUF model loaded once per process, and the worker thread
 //! that owns its llama.cpp context. Requests queue on a channel; the worker
-//! renders each with the model's chat template, reuses the KV cache for the
-//! prefix it shares with the previous request, and streams what it samples
-//! back as [`ProviderEvent`]s. Dropping the receiving end stops generation.
+//! serves up to [`LocalOptions::parallel`] of them at once, each in its own
+//! sequence of one context whose KV cache is unified (cells are shared
+//! between sequences). A prompt start that another sequence holds (the
+//! system prompt and tools, the previous turn of the same conversation) is
+//! copied, not read again; each step decodes, in one batch, the next token
+//! of every answer in progress and the next chunk of prompts being read. A
+//! request arriving mid-answer joins at the next step; past the cap it
+//! waits its turn. Dropping the receiving end stops an answer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, mpsc};
 use std::time::Instant;
 
 use ferroclaw_llm::{ChatRequest, LlmError};
-use ferroclaw_protocol::{ProviderEvent, Role, StopReason, Usage};
+use ferroclaw_protocol::Role;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -21,29 +25,26 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 
+pub use crate::chat::EventSender;
+use crate::chat::{Chat, Next, stream_error};
 use crate::kvcache::PrefixCache;
 use crate::options::{LocalOptions, ToolChoice};
-use crate::repetition::LoopGuard;
 use crate::sampling::{GrammarMode, Sampling};
-use crate::toolcall::{CALL_OPEN, CallSplitter, RESULT_OPEN, Segment, parse_call};
+use crate::schedule::{FreeSlot, Want, common_prefix, pick_slot, plan_batch};
 use crate::{LocalError, grammar, prompt};
 
-/// Where a request's events go.
-pub type EventSender = tokio::sync::mpsc::Sender<Result<ProviderEvent, LlmError>>;
-
-/// Name used in errors and messages.
-const PROVIDER: &str = "local";
-
-/// Tokens decoded per llama.cpp batch while reading a prompt (llama.cpp's
-/// own default `n_batch`).
-const PROMPT_BATCH: u32 = 512;
+/// Tokens decoded per llama.cpp batch, all chats together (llama.cpp's own
+/// default `n_batch`).
+const BATCH_TOKENS: u32 = 512;
 
 /// One loaded model and the queue of its worker.
 pub struct Engine {
     /// The GGUF file.
     pub path: PathBuf,
-    /// Context size in tokens the worker was given.
+    /// Context size in tokens the worker was given (shared by its chats).
     pub context_tokens: u32,
+    /// Chats answered at once.
+    pub parallel: u32,
     jobs: Mutex<mpsc::Sender<Job>>,
 }
 
@@ -58,9 +59,6 @@ struct Job {
 static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
 static ENGINES: LazyLock<Mutex<HashMap<PathBuf, Arc<Engine>>>> = LazyLock::new(Default::default);
 
-/// Numbers tool-call ids across the process.
-static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
-
 /// The llama.cpp backend, initialised once; its logs go to `tracing`.
 fn backend() -> Result<&'static LlamaBackend, LocalError> {
     BACKEND
@@ -73,8 +71,8 @@ fn backend() -> Result<&'static LlamaBackend, LocalError> {
 }
 
 /// The engine for a model file: loaded on first use, then shared by every
-/// caller in the process. Threads and context size of the first caller win;
-/// sampling settings travel with each request.
+/// caller in the process. Threads, context size and parallel chats of the
+/// first caller win; sampling settings travel with each request.
 pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalError> {
     let key = path
         .canonicalize()
@@ -89,8 +87,10 @@ pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalErr
     let model = LlamaModel::load_from_file(backend, &key, &LlamaModelParams::default())
         .map_err(|e| LocalError::Load { path: key.clone(), message: e.to_string() })?;
     let context_tokens = options.context_tokens.min(model.n_ctx_train().max(1));
+    let parallel = options.parallel.max(1);
     tracing::info!(
-        "loaded {} in {} ms ({} parameters, context {context_tokens} tokens, {} threads)",
+        "loaded {} in {} ms ({} parameters, context {context_tokens} tokens, {} threads, \
+         {parallel} chats at once)",
         key.display(),
         started.elapsed().as_millis(),
         model.n_params(),
@@ -103,12 +103,13 @@ pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalErr
         _ => None,
     };
     let (tx, rx) = mpsc::channel();
-    let worker_options = LocalOptions { context_tokens, ..options.clone() };
+    let worker_options = LocalOptions { context_tokens, parallel, ..options.clone() };
     std::thread::Builder::new()
         .name("ferroclaw-local".into())
         .spawn(move || worker(model, worker_options, prefix_cache, rx))
         .map_err(|e| LocalError::Backend(format!("cannot start the model thread: {e}")))?;
-    let engine = Arc::new(Engine { path: key.clone(), context_tokens, jobs: Mutex::new(tx) });
+    let engine =
+        Arc::new(Engine { path: key.clone(), context_tokens, parallel, jobs: Mutex::new(tx) });
     engines.insert(key, engine.clone());
     Ok(engine)
 }
@@ -124,11 +125,8 @@ impl Engine {
     }
 }
 
-fn stream_error(message: impl Into<String>) -> LlmError {
-    LlmError::Stream { provider: PROVIDER.into(), message: message.into() }
-}
-
-/// The worker: owns the context, answers jobs in order.
+/// The worker: owns the context; admits requests while sequences are free
+/// and steps every admitted chat forward together.
 fn worker(
     model: LlamaModel,
     options: LocalOptions,
@@ -137,7 +135,9 @@ fn worker(
 ) {
     let params = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(options.context_tokens))
-        .with_n_batch(PROMPT_BATCH)
+        .with_n_batch(BATCH_TOKENS)
+        .with_n_seq_max(options.parallel)
+        .with_kv_unified(true)
         .with_n_threads(options.threads as i32)
         .with_n_threads_batch(options.threads as i32);
     let context = backend().and_then(|b| {
@@ -145,14 +145,8 @@ fn worker(
             .new_context(b, params)
             .map_err(|e| LocalError::Backend(format!("cannot create a context: {e}")))
     });
-    let mut session = match context {
-        Ok(ctx) => Session {
-            template: model.chat_template(None).or_else(|_| LlamaChatTemplate::new("chatml")).ok(),
-            model: &model,
-            ctx,
-            cached: Vec::new(),
-            prefix_cache,
-        },
+    let ctx = match context {
+        Ok(ctx) => ctx,
         Err(e) => {
             for job in jobs {
                 let _ = job.events.blocking_send(Err(stream_error(e.to_string())));
@@ -160,36 +154,81 @@ fn worker(
             return;
         }
     };
-    for job in jobs {
-        if job.events.is_closed() {
-            continue;
+    let mut session = Session {
+        template: model.chat_template(None).or_else(|_| LlamaChatTemplate::new("chatml")).ok(),
+        model: &model,
+        ctx,
+        slots: (0..options.parallel as i32)
+            .map(|seq| Slot { seq, cached: Vec::new(), chat: None, last_used: 0 })
+            .collect(),
+        prefix_cache,
+        batch: LlamaBatch::new(BATCH_TOKENS as usize, 1),
+        clock: 0,
+    };
+    let mut queue: VecDeque<Job> = VecDeque::new();
+    loop {
+        if session.idle() && queue.is_empty() {
+            match jobs.recv() {
+                Ok(job) => queue.push_back(job),
+                Err(_) => return,
+            }
         }
-        if let Err(e) = session.answer(&job) {
-            let _ = job.events.blocking_send(Err(e));
+        queue.extend(jobs.try_iter());
+        queue.retain(|job| !job.events.is_closed());
+        while session.has_free_slot() {
+            let Some(job) = queue.pop_front() else { break };
+            session.admit(job);
         }
+        session.step();
     }
 }
 
-/// The context and what its KV cache holds.
+/// The context and its sequences.
 pub(crate) struct Session<'m> {
     pub(crate) model: &'m LlamaModel,
     pub(crate) ctx: LlamaContext<'m>,
     pub(crate) template: Option<LlamaChatTemplate>,
-    /// The tokens whose keys and values are in the cache, in order.
-    pub(crate) cached: Vec<LlamaToken>,
+    /// One per sequence of the context.
+    pub(crate) slots: Vec<Slot>,
     /// Where prompt prefix states are saved across processes.
     pub(crate) prefix_cache: Option<PrefixCache>,
+    batch: LlamaBatch<'static>,
+    /// Steps taken (orders slots by last use).
+    clock: u64,
 }
 
-/// Why generation stopped early.
-enum Halt {
-    /// The receiver is gone: the caller cancelled.
-    Cancelled,
+/// One sequence of the context: what its KV cells hold, and the chat it
+/// serves. A finished chat leaves its cells as a cache for the next turn of
+/// its conversation; they are dropped when the slot serves another prompt
+/// or the context runs out of room.
+pub(crate) struct Slot {
+    pub(crate) seq: i32,
+    /// The tokens whose keys and values are in this sequence, in order.
+    pub(crate) cached: Vec<LlamaToken>,
+    chat: Option<Chat>,
+    last_used: u64,
 }
 
 impl Session<'_> {
-    /// Answers one request, streaming its events.
-    fn answer(&mut self, job: &Job) -> Result<(), LlmError> {
+    fn idle(&self) -> bool {
+        self.slots.iter().all(|s| s.chat.is_none())
+    }
+
+    fn has_free_slot(&self) -> bool {
+        self.slots.iter().any(|s| s.chat.is_none())
+    }
+
+    /// Starts a chat in a free slot: renders and tokenizes its prompt, keeps
+    /// or copies the longest prompt start already in the cache (or restores
+    /// the saved prefix state), and builds its samplers. Errors go to the
+    /// request's stream.
+    fn admit(&mut self, job: Job) {
+        if let Err(e) = self.try_admit(&job) {
+            let _ = job.events.blocking_send(Err(e));
+        }
+    }
+
+    fn try_admit(&mut self, job: &Job) -> Result<(), LlmError> {
         let started = Instant::now();
         let request = &job.request;
         let text = self.render(request)?;
@@ -202,126 +241,246 @@ impl Session<'_> {
                 tokens.len()
             )));
         }
-        let mut reused = self.reuse_prefix(&tokens);
-        let prefix = self.fixed_prefix_len(request, &tokens);
-        let mut save_to = None;
-        if let Some(cache) = &self.prefix_cache
-            && reused < prefix
+        let free: Vec<FreeSlot<'_, LlamaToken>> = (self.slots.iter().enumerate())
+            .filter(|(_, s)| s.chat.is_none())
+            .map(|(index, s)| FreeSlot { index, cached: &s.cached, last_used: s.last_used })
+            .collect();
+        let Some(s) = pick_slot(&free, &tokens) else {
+            return Err(stream_error("no free sequence (a bug: admitted without room)"));
+        };
+        // At least one prompt token is always read: reading is what gives
+        // the next token's probabilities.
+        let limit = tokens.len() - 1;
+        let own = common_prefix(&self.slots[s].cached, &tokens).min(limit);
+        self.keep(s, own);
+        // Another sequence may hold (or be reading) a longer start.
+        let mut copy_from = None;
+        let best_other = (0..self.slots.len())
+            .filter(|&o| o != s)
+            .map(|o| (o, common_prefix(self.slots[o].holds_or_reads(), &tokens).min(limit)))
+            .max_by_key(|&(_, n)| n);
+        if let Some((o, n)) = best_other
+            && n > own
         {
+            if self.slots[o].cached.len() >= n {
+                self.copy(o, s, n);
+            } else {
+                copy_from = Some((o, n));
+            }
+        }
+        let mut save_at = None;
+        let prefix = self.fixed_prefix_len(request, &tokens);
+        let coming = copy_from.map_or(self.slots[s].cached.len(), |(_, n)| n);
+        if let Some(cache) = &self.prefix_cache
+            && coming < prefix
+        {
+            copy_from = None;
             let path = cache.path_for(&tokens[..prefix].iter().map(|t| t.0).collect::<Vec<_>>());
-            match self.restore_prefix(&path, &tokens[..prefix]) {
-                Ok(()) => reused = prefix,
-                Err(reason) => {
-                    // A failed load leaves the sequence empty.
-                    reused = self.cached.len();
-                    if path.exists() {
-                        tracing::debug!("local: ignored prompt state {}: {reason}", path.display());
-                        PrefixCache::remove(&path);
-                    }
-                    save_to = Some(path);
+            if let Err(reason) = self.restore_prefix(s, &path, &tokens[..prefix]) {
+                if path.exists() {
+                    tracing::debug!("local: ignored prompt state {}: {reason}", path.display());
+                    PrefixCache::remove(&path);
                 }
+                save_at = Some((prefix, path));
             }
         }
-        if let Some(path) = save_to {
-            if self.read_prompt(&tokens[reused..prefix], &job.events).is_err() {
-                return Ok(());
-            }
-            self.save_prefix(&path, prefix);
-            if self.read_prompt(&tokens[prefix..], &job.events).is_err() {
-                return Ok(());
-            }
-        } else if self.read_prompt(&tokens[reused..], &job.events).is_err() {
-            return Ok(());
-        }
-        let prompt_done = Instant::now();
         // Half the free context at most, so the conversation can go on.
         let budget = (request.max_tokens as usize).min((n_ctx - tokens.len()) / 2).max(1);
-        let mut sampler = self.sampler(request, &job.options)?;
-        let mut splitter = CallSplitter::new();
-        let mut utf8 = Utf8Pieces::default();
-        let mut calls = Calls::default();
-        let mut guard = LoopGuard::new();
-        let mut generated = 0usize;
-        let mut first_token: Option<Instant> = None;
-        let mut stop = StopReason::EndTurn;
-        loop {
-            if generated >= budget {
-                stop = StopReason::MaxTokens;
-                break;
+        let sampler = self.sampler(request, &job.options)?;
+        let mut chat = Chat::new(job.events.clone(), tokens, budget, sampler, started);
+        chat.reused = self.slots[s].cached.len();
+        chat.save_at = save_at;
+        chat.copy_from = copy_from;
+        chat.admitted = self.clock;
+        self.slots[s].chat = Some(chat);
+        Ok(())
+    }
+
+    /// One step: drops cancelled chats, copies prompt starts that became
+    /// ready, decodes one batch for every chat that wants tokens, saves
+    /// prefix states that are complete, and lets each chat with fresh
+    /// logits sample and stream.
+    fn step(&mut self) {
+        self.clock += 1;
+        for i in 0..self.slots.len() {
+            if self.slots[i].chat.as_ref().is_some_and(Chat::cancelled) {
+                self.release(i, false);
             }
-            let token = sampler.sample(&self.ctx);
-            if self.model.vocab().is_eog(token) {
-                break;
+        }
+        self.resolve_copies();
+        let wants: Vec<Want> = self.slots.iter().map(Slot::want).collect();
+        let plan = plan_batch(&wants, BATCH_TOKENS as usize);
+        self.batch.clear();
+        let mut added: Vec<Vec<LlamaToken>> = vec![Vec::new(); self.slots.len()];
+        for (i, &n) in plan.iter().enumerate() {
+            if n == 0 {
+                continue;
             }
-            generated += 1;
-            first_token.get_or_insert_with(Instant::now);
-            let piece = self.model.vocab().token_to_piece(token, true, None);
-            let text = utf8.push(&piece);
-            if guard.push(token.0, &text) {
-                tracing::warn!("local: stopped a looping answer after {generated} tokens");
-                break;
-            }
-            for segment in splitter.push(&text) {
-                if emit_segment(segment, &job.events, &mut calls).is_err() {
-                    return Ok(());
+            let slot = &mut self.slots[i];
+            let Some(chat) = slot.chat.as_mut() else { continue };
+            let have = slot.cached.len();
+            let (tokens, logits_last) = match chat.next {
+                Some(token) => (vec![token], true),
+                None => (chat.tokens[have..have + n].to_vec(), have + n == chat.tokens.len()),
+            };
+            for (k, token) in tokens.iter().enumerate() {
+                let last = k + 1 == tokens.len() && logits_last;
+                if self.batch.add(*token, (have + k) as i32, &[slot.seq], last).is_err() {
+                    tracing::warn!("local: batch overflow (a bug)");
                 }
             }
-            if job.events.is_closed() {
-                return Ok(());
+            if logits_last {
+                chat.logits_at = Some(self.batch.n_tokens() - 1);
             }
-            if splitter.ended() {
-                tracing::debug!("local: stopped an answer that began a {RESULT_OPEN}");
-                break;
+            added[i] = tokens;
+        }
+        if self.batch.n_tokens() == 0 {
+            return;
+        }
+        if !self.decode(&added) {
+            return;
+        }
+        for (slot, tokens) in self.slots.iter_mut().zip(added) {
+            if let Some(chat) = slot.chat.as_mut()
+                && !tokens.is_empty()
+            {
+                chat.next = None;
             }
-            if self.decode(&[token], true).is_err() {
-                return Err(stream_error("llama.cpp failed to decode a token"));
+            slot.cached.extend(tokens);
+        }
+        for i in 0..self.slots.len() {
+            let slot = &mut self.slots[i];
+            let Some(chat) = slot.chat.as_mut() else { continue };
+            if let Some((at, _)) = &chat.save_at
+                && *at == slot.cached.len()
+                && let Some((at, path)) = chat.save_at.take()
+            {
+                self.save_prefix(i, &path, at);
             }
         }
-        let rest = utf8.finish();
-        let mut tail = splitter.push(&rest);
-        let unfinished = match splitter.finish() {
-            Ok(last) => {
-                tail.extend(last);
-                None
+        for i in 0..self.slots.len() {
+            let Session { model, ctx, slots, .. } = self;
+            let Some(chat) = slots[i].chat.as_mut() else { continue };
+            match chat.step(model, ctx) {
+                Next::Continue => {}
+                Next::Done => self.release(i, false),
+                Next::Cancelled => self.release(i, false),
             }
-            Err(body) => Some(body),
+        }
+    }
+
+    /// Decodes the batch. Out of room, it first drops the caches finished
+    /// chats left, then gives up the newest chat in the batch (with an error
+    /// on its stream); false when nothing was decoded this step.
+    fn decode(&mut self, added: &[Vec<LlamaToken>]) -> bool {
+        use llama_cpp_2::DecodeError;
+        let mut result = self.ctx.decode(&mut self.batch);
+        if result == Err(DecodeError::NoKvCacheSlot) && self.drop_idle_caches() > 0 {
+            result = self.ctx.decode(&mut self.batch);
+        }
+        let message = match result {
+            Ok(()) => return true,
+            Err(DecodeError::NoKvCacheSlot) => format!(
+                "the context is full ({} tokens shared by the chats in progress); \
+                 set FERROCLAW_LOCAL_CONTEXT higher or FERROCLAW_LOCAL_PARALLEL lower",
+                self.ctx.n_ctx()
+            ),
+            Err(e) => format!("llama.cpp failed to decode: {e}"),
         };
-        for segment in tail {
-            if emit_segment(segment, &job.events, &mut calls).is_err() {
-                return Ok(());
-            }
+        tracing::warn!("local: {message}");
+        let newest = (0..self.slots.len())
+            .filter(|&i| !added[i].is_empty())
+            .max_by_key(|&i| self.slots[i].chat.as_ref().map(|c| c.admitted));
+        for chat in self.slots.iter_mut().filter_map(|s| s.chat.as_mut()) {
+            chat.logits_at = None;
         }
-        if let Some(body) = unfinished
-            && calls.emit(&job.events, body, true).is_err()
+        if let Some(i) = newest
+            && let Some(chat) = &self.slots[i].chat
         {
-            return Ok(());
+            let _ = chat.events.blocking_send(Err(stream_error(message)));
+            self.release(i, true);
         }
-        if calls.count > 0 {
-            stop = StopReason::ToolUse;
+        false
+    }
+
+    /// Ends slot `i`'s chat and frees the slot for the next request. A
+    /// failed chat's cells are cleared. A finished or cancelled one's stay,
+    /// as a cache for its conversation's next turn, until the slot serves
+    /// another prompt or the context needs the room: clearing them while
+    /// other chats are answering would let those chats' next tokens fill the
+    /// holes, out of position order, and change the order llama.cpp sums
+    /// their attention in; small models' greedy answers flip on such
+    /// rounding, and a chat's answer should not depend on another's fate.
+    fn release(&mut self, i: usize, clear: bool) {
+        let slot = &mut self.slots[i];
+        slot.chat = None;
+        slot.last_used = self.clock;
+        if clear {
+            let _ = self.ctx.clear_kv_cache_seq(Some(slot.seq as u32), None, None);
+            slot.cached.clear();
         }
-        let done = Instant::now();
-        let evaluated = tokens.len() - reused;
-        let prompt_secs = (prompt_done - started).as_secs_f64();
-        let gen_secs = first_token.map_or(0.0, |t| (done - t).as_secs_f64());
-        tracing::info!(
-            "local: prompt {} tokens ({reused} reused, {evaluated} read in {:.0} ms, {:.0} tok/s), \
-             first token after {:.0} ms, {generated} generated ({:.1} tok/s, {} resampled for the grammar)",
-            tokens.len(),
-            prompt_secs * 1e3,
-            evaluated as f64 / prompt_secs.max(1e-9),
-            first_token.map_or(0.0, |t| (t - started).as_secs_f64() * 1e3),
-            generated.saturating_sub(1) as f64 / gen_secs.max(1e-9),
-            sampler.resampled,
-        );
-        let usage = Usage {
-            input_tokens: evaluated as u64,
-            output_tokens: generated as u64,
-            cache_read_tokens: reused as u64,
-            cache_write_tokens: 0,
-        };
-        let _ = send(&job.events, ProviderEvent::Usage(usage));
-        let _ = send(&job.events, ProviderEvent::Stop(stop));
-        Ok(())
+    }
+
+    /// Clears the cells of sequences no chat is using; returns how many.
+    fn drop_idle_caches(&mut self) -> usize {
+        let mut dropped = 0;
+        for slot in self.slots.iter_mut().filter(|s| s.chat.is_none() && !s.cached.is_empty()) {
+            let _ = self.ctx.clear_kv_cache_seq(Some(slot.seq as u32), None, None);
+            slot.cached.clear();
+            dropped += 1;
+        }
+        dropped
+    }
+
+    /// Chats waiting for another's prompt start copy it once it is read,
+    /// or give up waiting when that chat is gone.
+    fn resolve_copies(&mut self) {
+        for i in 0..self.slots.len() {
+            let Some(chat) = &self.slots[i].chat else { continue };
+            let Some((src, n)) = chat.copy_from else { continue };
+            let wanted = &chat.tokens[..n];
+            let source = &self.slots[src];
+            let ready = source.cached.len() >= n && source.cached[..n] == *wanted;
+            let coming = common_prefix(source.holds_or_reads(), wanted) >= n;
+            if ready {
+                self.copy(src, i, n);
+            }
+            let slot = &mut self.slots[i];
+            if let Some(chat) = slot.chat.as_mut()
+                && (ready || !coming)
+            {
+                chat.reused = slot.cached.len();
+                chat.copy_from = None;
+            }
+        }
+    }
+
+    /// Keeps the first `n` tokens of slot `s`'s sequence, drops the rest.
+    fn keep(&mut self, s: usize, n: usize) {
+        let slot = &mut self.slots[s];
+        let kept = u32::try_from(n).unwrap_or(u32::MAX);
+        match self.ctx.clear_kv_cache_seq(Some(slot.seq as u32), Some(kept), None) {
+            Ok(true) => slot.cached.truncate(n),
+            // Recurrent models cannot cut their state: start over.
+            _ => {
+                let _ = self.ctx.clear_kv_cache_seq(Some(slot.seq as u32), None, None);
+                slot.cached.clear();
+            }
+        }
+    }
+
+    /// Makes slot `to` hold the first `n` tokens of slot `from` (shared
+    /// cells: nothing is computed or duplicated).
+    fn copy(&mut self, from: usize, to: usize, n: usize) {
+        let (src, dst) = (self.slots[from].seq, self.slots[to].seq);
+        let _ = self.ctx.clear_kv_cache_seq(Some(dst as u32), None, None);
+        let end = u32::try_from(n).unwrap_or(u32::MAX);
+        if self.ctx.copy_kv_cache_seq(src, dst, Some(0), Some(end)).is_ok() {
+            self.slots[to].cached = self.slots[from].cached[..n].to_vec();
+            tracing::debug!("local: copied {n} prompt tokens from sequence {src} to {dst}");
+        } else {
+            self.slots[to].cached.clear();
+        }
     }
 
     /// The request as the model's chat template writes it, ready for the answer.
@@ -339,59 +498,6 @@ impl Session<'_> {
         self.model
             .apply_chat_template(template, &messages, true)
             .map_err(|e| stream_error(format!("cannot apply the model's chat template: {e}")))
-    }
-
-    /// Keeps the cached prefix shared with `tokens` and drops the rest;
-    /// returns its length. At least one token is always left to read, since
-    /// reading is what produces the next token's probabilities.
-    fn reuse_prefix(&mut self, tokens: &[LlamaToken]) -> usize {
-        let mut common = self.cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
-        if common == tokens.len() {
-            common = common.saturating_sub(1);
-        }
-        let kept = u32::try_from(common).unwrap_or(u32::MAX);
-        match self.ctx.clear_kv_cache_seq(Some(0), Some(kept), None) {
-            Ok(true) => {}
-            // Recurrent models cannot cut their state: start over.
-            _ => {
-                self.ctx.clear_kv_cache();
-                common = 0;
-            }
-        }
-        self.cached.truncate(common);
-        common
-    }
-
-    /// Reads prompt tokens into the cache in batches.
-    fn read_prompt(&mut self, tokens: &[LlamaToken], events: &EventSender) -> Result<(), Halt> {
-        let chunks = tokens.chunks(PROMPT_BATCH as usize);
-        let last = chunks.len().saturating_sub(1);
-        for (i, chunk) in chunks.enumerate() {
-            if events.is_closed() {
-                return Err(Halt::Cancelled);
-            }
-            if self.decode(chunk, i == last).is_err() {
-                let _ =
-                    events.blocking_send(Err(stream_error("llama.cpp failed to read the prompt")));
-                return Err(Halt::Cancelled);
-            }
-        }
-        Ok(())
-    }
-
-    /// Decodes tokens at the end of the cache; logits for the last one if asked.
-    fn decode(&mut self, tokens: &[LlamaToken], logits_for_last: bool) -> Result<(), ()> {
-        let mut batch = LlamaBatch::new(tokens.len().max(1), 1);
-        let start = self.cached.len();
-        for (i, token) in tokens.iter().enumerate() {
-            let last = i + 1 == tokens.len();
-            batch.add(*token, (start + i) as i32, &[0], last && logits_for_last).map_err(|_| ())?;
-        }
-        self.ctx.decode(&mut batch).map_err(|e| {
-            tracing::warn!("local: decode failed: {e}");
-        })?;
-        self.cached.extend_from_slice(tokens);
-        Ok(())
     }
 
     /// The samplers of one answer: the tool-call grammar when tools are
@@ -416,109 +522,42 @@ impl Session<'_> {
     }
 }
 
+impl Slot {
+    /// What the sequence holds, or will once its chat has read its prompt.
+    fn holds_or_reads(&self) -> &[LlamaToken] {
+        match &self.chat {
+            Some(chat) if self.cached.len() < chat.tokens.len() && chat.next.is_none() => {
+                &chat.tokens
+            }
+            _ => &self.cached,
+        }
+    }
+
+    /// What the slot's chat wants from the next decode.
+    fn want(&self) -> Want {
+        let Some(chat) = &self.chat else { return Want::Nothing };
+        if chat.copy_from.is_some() || chat.logits_at.is_some() {
+            return Want::Nothing;
+        }
+        if chat.next.is_some() {
+            return Want::Generate;
+        }
+        let have = self.cached.len();
+        if have >= chat.tokens.len() {
+            return Want::Nothing;
+        }
+        let until_pause = match &chat.save_at {
+            Some((at, _)) if *at > have => at - have,
+            _ => usize::MAX,
+        };
+        Want::Read { left: chat.tokens.len() - have, until_pause }
+    }
+}
+
 /// True when the request ends with the user's own message (not tool
 /// results): the model is about to give its first answer to it.
 fn awaits_first_answer(request: &ChatRequest) -> bool {
     request.messages.last().is_some_and(|m| m.role == Role::User && !m.is_tool_results())
-}
-
-/// Sends one event; `Err` when the receiver is gone.
-fn send(events: &EventSender, event: ProviderEvent) -> Result<(), Halt> {
-    events.blocking_send(Ok(event)).map_err(|_| Halt::Cancelled)
-}
-
-/// Streams text, or announces and emits a parsed call.
-fn emit_segment(segment: Segment, events: &EventSender, calls: &mut Calls) -> Result<(), Halt> {
-    match segment {
-        Segment::Text(text) => send(events, ProviderEvent::TextDelta(text)),
-        Segment::Call(body) => calls.emit(events, body, false),
-    }
-}
-
-/// The calls of one answer so far.
-#[derive(Default)]
-struct Calls {
-    /// Calls emitted (malformed ones included).
-    count: usize,
-    /// Name and arguments of each well-formed call, to drop repeats: small
-    /// models often write the same call twice in a row.
-    seen: Vec<(String, serde_json::Value)>,
-}
-
-impl Calls {
-    /// Announces and emits one call. A body that does not parse (or was cut
-    /// short by the token cap) goes out with `parse_error` set, so the loop
-    /// can tell the model what went wrong. An exact repeat of an earlier call
-    /// of this answer is dropped.
-    fn emit(&mut self, events: &EventSender, body: String, cut_short: bool) -> Result<(), Halt> {
-        let id = next_call_id();
-        let parsed = if cut_short {
-            Err(format!("the answer ended inside {CALL_OPEN} (token cap reached)"))
-        } else {
-            parse_call(id.clone(), &body).map_err(|e| e.to_string())
-        };
-        let (call, parse_error) = match parsed {
-            Ok(call) => {
-                let key = (call.name.clone(), call.input.clone());
-                if self.seen.contains(&key) {
-                    tracing::debug!("local: dropped a repeated call to {}", call.name);
-                    return Ok(());
-                }
-                self.seen.push(key);
-                (call, None)
-            }
-            Err(e) => (
-                ferroclaw_protocol::ToolCall {
-                    id,
-                    name: String::new(),
-                    input: serde_json::Value::String(body),
-                },
-                Some(e),
-            ),
-        };
-        self.count += 1;
-        send(
-            events,
-            ProviderEvent::ToolCallStarted { id: call.id.clone(), name: call.name.clone() },
-        )?;
-        send(events, ProviderEvent::ToolCall { call, parse_error })
-    }
-}
-
-fn next_call_id() -> String {
-    format!("call_local_{}", NEXT_CALL.fetch_add(1, Ordering::Relaxed))
-}
-
-/// Joins token bytes into whole UTF-8 characters (a character may span tokens).
-#[derive(Default)]
-struct Utf8Pieces {
-    pending: Vec<u8>,
-}
-
-impl Utf8Pieces {
-    /// Adds bytes; returns the complete characters so far.
-    fn push(&mut self, bytes: &[u8]) -> String {
-        self.pending.extend_from_slice(bytes);
-        match std::str::from_utf8(&self.pending) {
-            Ok(s) => {
-                let out = s.to_string();
-                self.pending.clear();
-                out
-            }
-            Err(e) if e.error_len().is_none() => {
-                let valid = e.valid_up_to();
-                let out = String::from_utf8_lossy(&self.pending[..valid]).into_owned();
-                self.pending.drain(..valid);
-                out
-            }
-            Err(_) => String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned(),
-        }
-    }
-
-    /// Whatever is left, invalid bytes replaced.
-    fn finish(&mut self) -> String {
-        String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned()
-    }
 }
 
 #[cfg(test)]
@@ -537,14 +576,5 @@ mod tests {
         assert!(!awaits_first_answer(&r), "after tool results the model is free");
         r.messages.push(Message::assistant("done"));
         assert!(!awaits_first_answer(&r));
-    }
-
-    #[test]
-    fn a_character_split_across_tokens_comes_out_whole() {
-        let mut u = Utf8Pieces::default();
-        let bytes = "é".as_bytes();
-        assert_eq!(u.push(&bytes[..1]), "");
-        assert_eq!(u.push(&bytes[1..]), "é");
-        assert_eq!(u.finish(), "");
     }
 }

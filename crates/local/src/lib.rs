@@ -51,6 +51,8 @@
 //! ```
 
 pub mod catalogue;
+#[cfg(feature = "engine")]
+mod chat;
 pub mod download;
 #[cfg(feature = "engine")]
 mod engine;
@@ -65,6 +67,8 @@ mod provider;
 pub mod repetition;
 #[cfg(feature = "engine")]
 mod sampling;
+#[cfg(feature = "engine")]
+mod schedule;
 pub mod store;
 pub mod toolcall;
 

@@ -19,6 +19,14 @@ pub const DEFAULT_TEMPERATURE: f32 = 0.2;
 /// machine, 2+ threads fell from ~145 to 12-26 tokens/s for SmolLM2-135M).
 pub const MAX_DEFAULT_THREADS: u32 = 8;
 
+/// Chats one model answers at once by default (each in its own sequence
+/// of one context; more wait in a queue). Four keeps a gateway's chats and
+/// an agent's sub-agents from waiting for each other's whole answers while
+/// the batch stays small enough for a laptop CPU.
+pub const DEFAULT_PARALLEL: u32 = 4;
+/// Most chats at once that may be configured.
+pub const MAX_PARALLEL: u32 = 64;
+
 /// Variable overriding the thread count.
 pub const THREADS_ENV: &str = "FERROCLAW_LOCAL_THREADS";
 /// Variable overriding the context size.
@@ -31,6 +39,8 @@ pub const SEED_ENV: &str = "FERROCLAW_LOCAL_SEED";
 pub const TOOL_CHOICE_ENV: &str = "FERROCLAW_LOCAL_TOOL_CHOICE";
 /// Variable capping the saved prompt states, in MB (0 turns saving off).
 pub const KV_CACHE_MB_ENV: &str = "FERROCLAW_LOCAL_KV_CACHE_MB";
+/// Variable setting how many chats one model answers at once.
+pub const PARALLEL_ENV: &str = "FERROCLAW_LOCAL_PARALLEL";
 
 /// When the model must call a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,8 +59,11 @@ pub enum ToolChoice {
 pub struct LocalOptions {
     /// Threads for reading prompts and generating.
     pub threads: u32,
-    /// Context size in tokens (capped by what the model was trained for).
+    /// Context size in tokens (capped by what the model was trained for),
+    /// shared by the chats in progress.
     pub context_tokens: u32,
+    /// Chats answered at once; more wait their turn.
+    pub parallel: u32,
     /// Temperature when a request sets none; 0 samples greedily.
     pub temperature: f32,
     /// Sampling seed; `None` draws one per request.
@@ -69,6 +82,7 @@ impl Default for LocalOptions {
         Self {
             threads: default_threads(),
             context_tokens: DEFAULT_CONTEXT_TOKENS,
+            parallel: DEFAULT_PARALLEL,
             temperature: DEFAULT_TEMPERATURE,
             seed: None,
             tool_choice: ToolChoice::Auto,
@@ -125,6 +139,13 @@ impl LocalOptions {
                 _ => return Err(bad(TOOL_CHOICE_ENV, &v, "auto or first")),
             };
         }
+        if let Some(v) = get(PARALLEL_ENV) {
+            const EXPECTED: &str = "a number of chats from 1 to 64";
+            o.parallel = parse(PARALLEL_ENV, &v, EXPECTED)?;
+            if !(1..=MAX_PARALLEL).contains(&o.parallel) {
+                return Err(bad(PARALLEL_ENV, &v, EXPECTED));
+            }
+        }
         if let Some(v) = get(KV_CACHE_MB_ENV) {
             let mb: u64 = parse(KV_CACHE_MB_ENV, &v, "a size in MB, 0 to save nothing")?;
             o.kv_cache_cap = mb << 20;
@@ -178,6 +199,11 @@ mod tests {
         let err =
             LocalOptions::from_lookup(|n| (n == CONTEXT_ENV).then(|| "big".into())).unwrap_err();
         assert!(err.to_string().contains("8192"), "{err}");
+        let err =
+            LocalOptions::from_lookup(|n| (n == PARALLEL_ENV).then(|| "0".into())).unwrap_err();
+        assert!(err.to_string().contains("FERROCLAW_LOCAL_PARALLEL"), "{err}");
+        let o = LocalOptions::from_lookup(|n| (n == PARALLEL_ENV).then(|| "2".into())).unwrap();
+        assert_eq!(o.parallel, 2);
     }
 
     #[test]

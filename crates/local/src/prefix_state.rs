@@ -1,6 +1,6 @@
 //! The engine's side of [`crate::kvcache`]: finding the fixed prefix of a
 //! prompt (system turn, tools, the worked example), loading its saved KV
-//! state into sequence 0, and saving it after a first read.
+//! state into a chat's sequence, and saving it after a first read.
 
 use std::path::Path;
 
@@ -37,10 +37,11 @@ impl Session<'_> {
         if prefix.len() < tokens.len() && tokens.starts_with(&prefix) { prefix.len() } else { 0 }
     }
 
-    /// Loads a saved prefix state into sequence 0, checking that it holds
-    /// exactly `prefix`. On failure the sequence is left empty.
+    /// Loads a saved prefix state into slot `s`'s sequence, checking that it
+    /// holds exactly `prefix`. On failure the sequence is left empty.
     pub(crate) fn restore_prefix(
         &mut self,
+        s: usize,
         path: &Path,
         prefix: &[LlamaToken],
     ) -> Result<(), String> {
@@ -49,12 +50,13 @@ impl Session<'_> {
         }
         // llama.cpp aborts on some malformed files: check before it reads.
         PrefixCache::check(path)?;
-        let _ = self.ctx.clear_kv_cache_seq(Some(0), None, None);
-        self.cached.clear();
-        let loaded = self.ctx.state_seq_load_file(path, 0, prefix.len());
+        let seq = self.slots[s].seq;
+        let _ = self.ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
+        self.slots[s].cached.clear();
+        let loaded = self.ctx.state_seq_load_file(path, seq, prefix.len());
         match loaded {
             Ok((tokens, bytes)) if tokens == prefix => {
-                self.cached = tokens;
+                self.slots[s].cached = tokens;
                 PrefixCache::touch(path);
                 tracing::debug!(
                     "local: restored {} prompt tokens from {} ({bytes} bytes)",
@@ -64,7 +66,7 @@ impl Session<'_> {
                 Ok(())
             }
             other => {
-                let _ = self.ctx.clear_kv_cache_seq(Some(0), None, None);
+                let _ = self.ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
                 Err(match other {
                     Ok(_) => "it holds a different prompt".into(),
                     Err(e) => e.to_string(),
@@ -73,11 +75,12 @@ impl Session<'_> {
         }
     }
 
-    /// Saves sequence 0, which holds exactly the first `prefix` tokens of
-    /// the prompt, to `path` (written beside it, then renamed).
-    pub(crate) fn save_prefix(&mut self, path: &Path, prefix: usize) {
+    /// Saves slot `s`'s sequence, which holds exactly the first `prefix`
+    /// tokens of the prompt, to `path` (written beside it, then renamed).
+    pub(crate) fn save_prefix(&mut self, s: usize, path: &Path, prefix: usize) {
         let tmp = PrefixCache::temp_path(path);
-        match self.ctx.state_seq_save_file(&tmp, 0, &self.cached[..prefix]) {
+        let slot = &self.slots[s];
+        match self.ctx.state_seq_save_file(&tmp, slot.seq, &slot.cached[..prefix]) {
             Ok(bytes) => match std::fs::rename(&tmp, path).and_then(|()| PrefixCache::seal(path)) {
                 Ok(()) => {
                     tracing::debug!(

@@ -24,9 +24,7 @@ pub fn turns(request: &ChatRequest) -> Vec<Turn> {
     if !system.is_empty() {
         out.push(Turn { role: "system", content: system });
     }
-    if offers_example(request) {
-        out.extend(EXAMPLE_TURNS.map(|(role, text)| Turn { role, content: text.to_string() }));
-    }
+    out.extend(example_turns(request));
     for message in &request.messages {
         let turn = Turn {
             role: match message.role {
@@ -76,34 +74,59 @@ pub fn system_text(system: &str, tools: &[ToolSpec]) -> String {
     out.push_str(
         "\n</tools>\n\nFor each function call, return a json object with function name and \
          arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n\
-         {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
+         {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>\n\n\
+         When a request is about files, folders or commands, call a function first and \
+         answer from what it returns.",
     );
     out
 }
 
-/// The tool the few-shot example calls; the example is shown only when it is offered.
-const EXAMPLE_TOOL: &str = "list_dir";
-
-/// A worked exchange put before the conversation when [`EXAMPLE_TOOL`] is
-/// offered: small models copy a call they have seen far more reliably than
-/// they follow a described format. It is part of the fixed prompt prefix,
-/// so its KV state is saved with the system turn.
-const EXAMPLE_TURNS: [(&str, &str); 4] = [
-    ("user", "What files are in this folder?"),
-    ("assistant", "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {}}\n</tool_call>"),
-    ("user", "<tool_response>\nfile 120 example.txt\ndir todo\n</tool_response>"),
-    ("assistant", "This folder has one file, example.txt, and one folder, todo."),
+/// Worked exchanges put before the conversation, each shown when its tool
+/// is offered: small models copy a call they have seen far more reliably
+/// than they follow a described format, and an example for each common
+/// kind of question (what is in the folder, what a file says) shows that it
+/// is answered by a call first. (A third, for `bash`, made SmolLM2-135M
+/// answer every result as "The command printed ...": measured with
+/// `ferroclaw eval tools`, it cost more than it gave.) They are part of the
+/// fixed prompt prefix, so their KV state is saved with the system turn.
+const EXAMPLES: [(&str, [(&str, &str); 4]); 2] = [
+    (
+        "list_dir",
+        [
+            ("user", "What files are in this folder?"),
+            ("assistant", "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {}}\n</tool_call>"),
+            ("user", "<tool_response>\nfile 120 example.txt\ndir todo\n</tool_response>"),
+            ("assistant", "This folder has one file, example.txt, and one folder, todo."),
+        ],
+    ),
+    (
+        "read",
+        [
+            ("user", "What is the port in server.conf?"),
+            (
+                "assistant",
+                "<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"server.conf\"}}\n</tool_call>",
+            ),
+            ("user", "<tool_response>\nhost = example.org\nport = 8080\n</tool_response>"),
+            ("assistant", "The port in server.conf is 8080."),
+        ],
+    ),
 ];
 
-/// How many of [`turns`]' first turns are the same for every request with
-/// these tools and system prompt: the system turn and the example.
-pub fn fixed_turns(request: &ChatRequest) -> usize {
-    let system = usize::from(!request.system.is_empty() || !request.tools.is_empty());
-    system + if offers_example(request) { EXAMPLE_TURNS.len() } else { 0 }
+/// The worked exchanges for the tools a request offers, in order.
+fn example_turns(request: &ChatRequest) -> impl Iterator<Item = Turn> + '_ {
+    EXAMPLES
+        .iter()
+        .filter(|(tool, _)| request.tools.iter().any(|t| t.name == *tool))
+        .flat_map(|(_, turns)| turns.iter())
+        .map(|(role, text)| Turn { role, content: text.to_string() })
 }
 
-fn offers_example(request: &ChatRequest) -> bool {
-    request.tools.iter().any(|t| t.name == EXAMPLE_TOOL)
+/// How many of [`turns`]' first turns are the same for every request with
+/// these tools and system prompt: the system turn and the examples.
+pub fn fixed_turns(request: &ChatRequest) -> usize {
+    let system = usize::from(!request.system.is_empty() || !request.tools.is_empty());
+    system + example_turns(request).count()
 }
 
 /// A message's blocks as one string: text, calls as `<tool_call>` blocks,
@@ -161,7 +184,7 @@ mod tests {
         assert!(t[0].content.starts_with("You are helpful.\n\n# Tools"));
         assert!(t[0].content.contains(r#""name":"read""#), "{}", t[0].content);
         assert!(t[0].content.contains("<tool_call></tool_call>"));
-        assert_eq!(t[1], Turn { role: "user", content: "hi".into() });
+        assert_eq!(t.last(), Some(&Turn { role: "user", content: "hi".into() }));
     }
 
     #[test]
@@ -173,8 +196,13 @@ mod tests {
         assert_eq!(t.len(), 6);
         assert!(t[2].content.starts_with("<tool_call>\n{\"name\": \"list_dir\""), "{t:?}");
         assert_eq!(t[5], Turn { role: "user", content: "list files".into() });
-        r.tools = vec![read_tool()];
-        assert_eq!((fixed_turns(&r), turns(&r).len()), (1, 2), "no example without list_dir");
+        r.tools = vec![ToolSpec { name: "grep".into(), ..read_tool() }];
+        assert_eq!((fixed_turns(&r), turns(&r).len()), (1, 2), "no example for grep");
+        r.tools = vec![ToolSpec { name: "list_dir".into(), ..read_tool() }, read_tool()];
+        let t = turns(&r);
+        assert_eq!(fixed_turns(&r), 9, "one exchange for list_dir, one for read");
+        assert!(t[2].content.contains("\"name\": \"list_dir\""), "{t:?}");
+        assert!(t[6].content.contains("\"name\": \"read\""), "{t:?}");
     }
 
     #[test]

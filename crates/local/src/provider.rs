@@ -37,6 +37,11 @@ impl LocalProvider {
     pub fn context_tokens(&self) -> u32 {
         self.engine.context_tokens
     }
+
+    /// How many chats the model answers at once (more wait their turn).
+    pub fn parallel(&self) -> u32 {
+        self.engine.parallel
+    }
 }
 
 impl Provider for LocalProvider {

@@ -82,10 +82,11 @@ impl Sampling {
         Ok(Self { grammar, chain: LlamaSampler::chain_simple(chain), resampled: 0 })
     }
 
-    /// The next token from the context's last logits, accepted by every
-    /// sampler (so the grammar and the penalty window move on).
-    pub fn sample(&mut self, ctx: &LlamaContext<'_>) -> LlamaToken {
-        let mut candidates = ctx.token_data_array();
+    /// The next token from the logits at index `at` of the batch just
+    /// decoded, accepted by every sampler (so the grammar and the penalty
+    /// window move on).
+    pub fn sample(&mut self, ctx: &LlamaContext<'_>, at: i32) -> LlamaToken {
+        let mut candidates = ctx.token_data_array_ith(at);
         candidates.apply_sampler(&mut self.chain);
         let mut token = candidates.selected_token().unwrap_or(LlamaToken::new(0));
         if let Some(grammar) = &mut self.grammar {
@@ -94,7 +95,7 @@ impl Sampling {
             single.apply_sampler(grammar);
             if single.data.first().is_none_or(|d| d.logit() == f32::NEG_INFINITY) {
                 self.resampled += 1;
-                let mut candidates = ctx.token_data_array();
+                let mut candidates = ctx.token_data_array_ith(at);
                 candidates.apply_sampler(grammar);
                 candidates.apply_sampler(&mut self.chain);
                 token = candidates.selected_token().unwrap_or(token);

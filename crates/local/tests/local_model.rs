@@ -278,3 +278,80 @@ async fn a_prompt_larger_than_the_context_is_a_clear_error() {
     let err = last.unwrap().unwrap_err().to_string();
     assert!(err.contains("context") && err.contains("FERROCLAW_LOCAL_CONTEXT"), "{err}");
 }
+
+/// A greedy request (temperature 0): its answer depends only on the prompt.
+/// Each test has its own system prompt, so no test reuses another's cache.
+fn greedy(system: &str, prompt: &str, max_tokens: u32) -> ChatRequest {
+    let mut r = request(vec![Message::user(prompt)], max_tokens);
+    r.system = system.into();
+    r.temperature = Some(0.0);
+    r
+}
+
+#[tokio::test]
+async fn two_concurrent_chats_answer_exactly_as_each_would_alone() {
+    let Some(path) = model_path() else { return };
+    let _serial = SERIAL.lock().await;
+    let provider = LocalProvider::open(&path, &options(ToolChoice::Auto)).unwrap();
+    assert!(provider.parallel() >= 2, "the default serves several chats at once");
+    let system = "You are a helpful assistant. Answer briefly.";
+    let (a, b) = ("Name three colours.", "What is the capital of France?");
+    let alone_a = text_of(&answer(&provider, greedy(system, a, 24)).await);
+    let alone_b = text_of(&answer(&provider, greedy(system, b, 24)).await);
+    let (together_a, together_b) = tokio::join!(
+        answer(&provider, greedy(system, a, 24)),
+        answer(&provider, greedy(system, b, 24))
+    );
+    assert_eq!(text_of(&together_a), alone_a);
+    assert_eq!(text_of(&together_b), alone_b);
+    // Both were served from one context: the shared system prompt was read
+    // once and copied (or kept from the runs alone), never read twice.
+    let (ua, ub) = (usage_of(&together_a), usage_of(&together_b));
+    assert!(ua.cache_read_tokens > 0 && ub.cache_read_tokens > 0, "{ua:?} {ub:?}");
+}
+
+#[tokio::test]
+async fn a_chat_cancelled_mid_answer_does_not_disturb_the_other() {
+    let Some(path) = model_path() else { return };
+    let _serial = SERIAL.lock().await;
+    let provider = LocalProvider::open(&path, &options(ToolChoice::Auto)).unwrap();
+    let system = "You are a friendly assistant. Be brief.";
+    let prompt = "Name three animals.";
+    let alone = text_of(&answer(&provider, greedy(system, prompt, 24)).await);
+    // A long answer is under way when the second chat arrives; it is
+    // dropped while the second is still answering.
+    let mut long = provider.stream(greedy(system, "Write a very long story about a dragon.", 4000));
+    while !matches!(long.next().await, Some(Ok(ProviderEvent::TextDelta(_)))) {}
+    let mut short = provider.stream(greedy(system, prompt, 24));
+    let mut events = Vec::new();
+    while let Some(e) = short.next().await {
+        let e = e.unwrap();
+        let first_delta = events.is_empty() && matches!(e, ProviderEvent::TextDelta(_));
+        events.push(e);
+        if first_delta {
+            // Both are generating now; the long one goes away.
+            assert!(matches!(long.next().await, Some(Ok(_))), "the long answer was under way");
+            drop(std::mem::replace(&mut long, Box::pin(futures_util::stream::empty())));
+        }
+    }
+    assert_eq!(text_of(&events), alone);
+    assert!(matches!(events.last(), Some(ProviderEvent::Stop(_))), "{events:?}");
+}
+
+#[tokio::test]
+async fn more_chats_than_sequences_wait_their_turn_and_all_finish() {
+    let Some(path) = model_path() else { return };
+    let _serial = SERIAL.lock().await;
+    let provider = LocalProvider::open(&path, &options(ToolChoice::Auto)).unwrap();
+    let system = "You are a terse assistant.";
+    let n = provider.parallel() as usize + 1;
+    let prompts: Vec<String> = (0..n).map(|i| format!("Say the number {i}.")).collect();
+    let answers = futures_util::future::join_all(
+        prompts.iter().map(|p| answer(&provider, greedy(system, p, 8))),
+    )
+    .await;
+    for events in &answers {
+        assert!(matches!(events.last(), Some(ProviderEvent::Stop(_))), "{events:?}");
+        assert!(usage_of(events).output_tokens >= 1, "{events:?}");
+    }
+}
