@@ -47,7 +47,7 @@ fn main() {
         .build()
         .expect("runtime");
     let mut by_category: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    let (mut passed, mut failed) = (0, 0);
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for file in files {
         let text = std::fs::read_to_string(&file).expect("readable case file");
         let doc: toml::Table =
@@ -67,6 +67,11 @@ fn main() {
                     passed += 1;
                     slot.0 += 1;
                 }
+                // A case this machine cannot try (no user namespaces, ...).
+                Err(why) if why.starts_with("SKIP: ") => {
+                    skipped += 1;
+                    println!("{why} [{category}] {name}");
+                }
                 Err(why) => {
                     failed += 1;
                     slot.1 += 1;
@@ -82,7 +87,7 @@ fn main() {
     for (category, (p, f)) in &by_category {
         println!("  {category:<40} {p:>3} passed, {f} failed");
     }
-    println!("\n{passed} passed, {failed} failed");
+    println!("\n{passed} passed, {failed} failed, {skipped} skipped");
     if failed > 0 {
         std::process::exit(1);
     }
@@ -406,6 +411,49 @@ fn e2e(case: &Value, server: &PageServer) -> Result<(), String> {
             let _ = run(&mut env.oneshot("configure", &flags));
             if env.ws().join(target).exists() {
                 return Err(format!("{target} was written"));
+            }
+            Ok(())
+        }
+        // A command the permission gate lets through (bypass mode, a spelling
+        // it cannot follow) still cannot change files that configure git or
+        // the next session: the command sees them read-only.
+        "protected_bash_write" => {
+            if let Err(why) = ferroclaw_tools::protected_mounts::available() {
+                return Err(format!("SKIP: {why}"));
+            }
+            let env = Env::new(
+                Wire::OpenAi,
+                vec![
+                    Turn::tool("bash", json!({"command": format!("{command}; echo ok > ok.txt")}))
+                        .into(),
+                    Turn::text("ok").into(),
+                ],
+            );
+            let files = [
+                (".git/config", "[core]\n"),
+                (".git/hooks/pre-commit", "#!/bin/sh\n"),
+                (".mcp.json", "{}"),
+                (".agent/config.toml", "# the project's settings\n"),
+            ];
+            for (f, text) in files {
+                let p = env.ws().join(f);
+                std::fs::create_dir_all(p.parent().unwrap_or(env.ws()))
+                    .map_err(|e| e.to_string())?;
+                std::fs::write(&p, text).map_err(|e| e.to_string())?;
+            }
+            let flags: Vec<&str> =
+                case["flags"].as_str().unwrap_or("--permission-mode bypass").split(' ').collect();
+            let (_, _, stderr) = run(&mut env.oneshot("configure", &flags));
+            if !env.ws().join("ok.txt").exists() {
+                let results =
+                    (env.server.requests().len() > 1).then(|| tool_results(&env.request_body(1)));
+                return Err(format!("the command did not run at all: {results:?} {stderr}"));
+            }
+            for (f, text) in files {
+                let now = std::fs::read_to_string(env.ws().join(f)).unwrap_or_default();
+                if now != text {
+                    return Err(format!("{f} was changed to {now:?}"));
+                }
             }
             Ok(())
         }

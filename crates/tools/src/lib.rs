@@ -67,6 +67,7 @@ pub mod landlock;
 mod lines;
 mod list_dir;
 mod multi_edit;
+pub mod protected_mounts;
 mod read;
 mod registry;
 mod result_cap;
@@ -193,7 +194,10 @@ impl SandboxPolicy {
             return Ok(None);
         }
         let roots = landlock::roots_for(workspace, allowed_dirs, &self.writable);
-        landlock::WriteConfinement::prepare(&roots, &self.tcp).map(|c| c.map(std::sync::Arc::new))
+        let projects: Vec<PathBuf> =
+            std::iter::once(workspace.to_path_buf()).chain(allowed_dirs.iter().cloned()).collect();
+        let confinement = landlock::WriteConfinement::prepare(&roots, &self.tcp)?;
+        Ok(confinement.map(|c| std::sync::Arc::new(c.protect_files(&projects))))
     }
 
     /// The environment for a command: the allow-list, the configured names
