@@ -244,13 +244,26 @@ impl Permissions {
             }
         }
         // Folders the command may `cd` into: a protected file is looked for
-        // from each (`cd .git && echo x > config`).
+        // from each (`cd .git && echo x > config`). A `cd` to a folder named
+        // at run time (`cd "$d"`) may land in any of them, so protected files
+        // are looked for from every folder that holds some.
         let mut bases = vec![self.workspace.clone()];
         for cmd in &script.commands {
-            if cmd.program() == Some("cd")
-                && let Some(dir) = cmd.unwrapped().get(1).filter(|w| !w.dynamic)
-                && let Some(last) = bases.last()
-            {
+            if !matches!(cmd.program(), Some("cd" | "pushd")) {
+                continue;
+            }
+            let Some(dir) = cmd.unwrapped().iter().skip(1).find(|w| !w.text.starts_with('-'))
+            else {
+                continue;
+            };
+            if dir.dynamic {
+                for folder in ferroclaw_tools::PROTECTED_FOLDERS {
+                    bases.push(self.workspace.join(folder));
+                }
+                // Any name in `.git/hooks` is protected; after a `cd` named
+                // at run time, refuse the names git runs as hooks.
+                bases.push(PathBuf::from(GIT_HOOKS_MARK));
+            } else if let Some(last) = bases.last() {
                 let next = resolve(last, &dir.text).abs;
                 bases.push(next);
             }
@@ -261,8 +274,7 @@ impl Permissions {
         let mut writes_allowed = true;
         for write in script.file_writes() {
             let target = resolve(&self.workspace, &write.target.text);
-            let why =
-                bases.iter().find_map(|base| protected(&resolve(base, &write.target.text).abs));
+            let why = protected_from(&bases, &write.target.text);
             if let Some(why) = why {
                 return Err(format!(
                     "{} may not be written by the agent: {why}; the user edits it",
@@ -345,7 +357,7 @@ impl Permissions {
             if text.starts_with('-') || text.is_empty() {
                 continue;
             }
-            if let Some(why) = bases.iter().find_map(|base| protected(&resolve(base, text).abs)) {
+            if let Some(why) = protected_from(bases, text) {
                 return Err(format!("{program} may not touch {text}: {why}; the user edits it"));
             }
         }
@@ -412,6 +424,49 @@ impl Permissions {
     pub fn always_rules(&self, tool: &str, input: &Value) -> Vec<Rule> {
         always_rules(&self.workspace, tool, input)
     }
+}
+
+/// Stands in the folders a command may `cd` into for "a folder named at run
+/// time, maybe `.git/hooks`".
+const GIT_HOOKS_MARK: &str = "<.git/hooks?>";
+
+/// The hooks git runs (githooks(5)).
+const GIT_HOOKS: &[&str] = &[
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "pre-receive",
+    "update",
+    "proc-receive",
+    "post-receive",
+    "post-update",
+    "reference-transaction",
+    "push-to-checkout",
+    "pre-auto-gc",
+    "post-rewrite",
+    "sendemail-validate",
+    "fsmonitor-watchman",
+    "post-index-change",
+];
+
+/// Why `target`, written from any of `bases`, is a protected file.
+fn protected_from(bases: &[PathBuf], target: &str) -> Option<&'static str> {
+    bases.iter().find_map(|base| {
+        if base.as_os_str() == GIT_HOOKS_MARK {
+            let name = ferroclaw_tools::shell::basename(target);
+            return GIT_HOOKS.contains(&name).then_some("git runs the hooks in .git/hooks");
+        }
+        protected(&resolve(base, target).abs)
+    })
 }
 
 /// The rules an "always" answer to a call of `tool` adds in `workspace`; see

@@ -23,6 +23,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::PROTECTED_FOLDERS;
+
 /// Files (or folders) beneath a project root that commands may not change,
 /// each judged protected by [`crate::protected_file`].
 pub const PROTECTED_PATHS: &[&str] = &[
@@ -36,10 +38,6 @@ pub const PROTECTED_PATHS: &[&str] = &[
     ".ferroclaw/config.toml",
     ".ferroclaw/trust.json",
 ];
-
-/// Folders holding protected files: bound onto themselves (still writable)
-/// so that renaming or deleting them fails (`EBUSY`).
-const PROTECTED_FOLDERS: &[&str] = &[".git", ".agent", ".claude", ".ferroclaw"];
 
 /// One bind mount the child makes.
 #[derive(Debug)]
@@ -167,7 +165,9 @@ unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
 }
 
 /// The protected paths that exist under `roots`, folders first: `(path,
-/// read_only)`, where folders bound only to pin them have `read_only = false`.
+/// read_only)`. The folders holding them ([`PROTECTED_FOLDERS`]) are bound
+/// onto themselves still writable (`read_only = false`), so that renaming or
+/// deleting them fails (`EBUSY`).
 fn existing_protected(roots: &[PathBuf]) -> Vec<(PathBuf, bool)> {
     let mut folders = Vec::new();
     let mut files = Vec::new();

@@ -102,6 +102,22 @@ async fn bash_cd_persists_between_calls() {
     assert!(out.lines().next().is_some_and(|l| l.ends_with("/sub")), "{out}");
 }
 
+/// The permission gate judges `echo x > config` from the workspace; a shell
+/// left in `.git` would make that `.git/config`.
+#[tokio::test]
+async fn redteam_bash_cd_into_git_is_not_kept_for_the_next_call() {
+    let ws = workspace();
+    ws.write(".git/hooks/pre-commit", "#!/bin/sh\n");
+    for folder in [".git", ".git/hooks", ".agent"] {
+        std::fs::create_dir_all(ws.path(folder)).unwrap();
+        let out = ws.ok("bash", json!({"command": format!("cd {folder}")})).await;
+        assert!(out.contains("holds files the agent may not write"), "{out}");
+        let out = ws.ok("bash", json!({"command": "pwd"})).await;
+        let root = std::fs::canonicalize(ws.dir.path()).unwrap();
+        assert_eq!(out.lines().next(), Some(root.to_str().unwrap()), "{out}");
+    }
+}
+
 #[tokio::test]
 async fn bash_cd_outside_the_workspace_is_reset_with_a_note() {
     let ws = workspace();
