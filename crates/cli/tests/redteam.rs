@@ -6,7 +6,8 @@
 //! - `deny_list`: the bash deny list (refuse/run)
 //! - `shell_parse`: the simple commands the shell parser finds
 //! - `ssrf`: web_fetch's address check on a URL (refuse/pass)
-//! - `ssrf_fetch`: a real fetch against a local server (redirects to forbidden places)
+//! - `ssrf_fetch`: a real fetch against a local server (redirects to forbidden
+//!   places), directly or through a proxy (`proxy = true`)
 //! - `path`: how a file path resolves for rules
 //! - `trust`: what an untrusted project's files can and cannot set
 //! - `e2e`: the real binary against the scripted model (named scenarios)
@@ -219,7 +220,17 @@ fn ssrf(case: &Value) -> Result<(), String> {
 }
 
 async fn ssrf_fetch(case: &Value, server: &PageServer) -> Result<(), String> {
-    let tool = WebFetchTool::allowing_private(&strs(&case["allow_private"]))?;
+    let mut tool = WebFetchTool::allowing_private(&strs(&case["allow_private"]))?;
+    // `proxy = true`: the page server is also an HTTP proxy that fetches
+    // nothing and answers every request itself (as a permissive proxy would).
+    if case["proxy"].as_bool() == Some(true) {
+        tool = tool.through_proxy(&server.base);
+    }
+    // `resolve = ["name=ip"]`: DNS answers for made-up names.
+    for pair in strs(&case["resolve"]) {
+        let (name, ip) = pair.split_once('=').ok_or("resolve entries are name=ip")?;
+        tool = tool.resolving(name, ip.parse().map_err(|e| format!("{ip}: {e}"))?);
+    }
     let ws = tempfile::tempdir().map_err(|e| e.to_string())?;
     let url = case["url"].as_str().unwrap_or("").replace("{server}", &server.base);
     let out = tool.execute(json!({"url": url}), &ToolContext::new(ws.path())).await;
@@ -485,6 +496,11 @@ fn answer(mut stream: std::net::TcpStream) {
     let n = stream.read(&mut buf).unwrap_or(0);
     let request = String::from_utf8_lossy(&buf[..n]);
     let target = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+    // A proxied request names the whole URL: answer for its path.
+    let target = match target.strip_prefix("http://") {
+        Some(rest) => rest.find('/').map_or("/".to_string(), |at| rest[at..].to_string()),
+        None => target,
+    };
     let response = if let Some(to) = target.strip_prefix("/redirect?to=") {
         format!(
             "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
