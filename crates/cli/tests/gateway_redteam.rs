@@ -246,3 +246,41 @@ fn redteam_gateway_oversized_headers_bodies_and_socket_messages_are_refused() {
     assert_eq!(request(gw.port, "GET", "/health", None, None).map(|r| r.0), Some(200));
     assert!(env.server.requests().is_empty());
 }
+
+#[test]
+fn redteam_gateway_a_chat_page_that_stops_reading_is_disconnected() {
+    // A 12 MB answer in 64 KB deltas: far more than the 4 MB that may wait
+    // for one page, plus what the kernel's socket buffers hold.
+    let answer = format!("{} ", "x".repeat(64 * 1024 - 1)).repeat(192);
+    let env = Env::new(Wire::OpenAi, vec![Turn::text(answer).into()]);
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        let tcp = tokio::net::TcpSocket::new_v4().unwrap();
+        tcp.set_recv_buffer_size(16 * 1024).unwrap();
+        let tcp = tcp.connect(([127, 0, 0, 1], gw.port).into()).await.unwrap();
+        let url = format!("ws://127.0.0.1:{}/ws?token={TOKEN}&chat=slow", gw.port);
+        let (mut socket, _) = tokio_tungstenite::client_async(url, tcp).await.unwrap();
+        let _ready = socket.next().await;
+        let hello = serde_json::json!({"type": "message", "content": "write a lot"});
+        socket.send(Message::Text(hello.to_string().into())).await.unwrap();
+        // The page reads nothing until the gateway gives up on it...
+        let gave_up = || {
+            std::fs::read_to_string(&gw.stderr_path)
+                .unwrap_or_default()
+                .contains("a chat page stopped reading; disconnected")
+        };
+        wait_for(90, "the gateway to give up on a page that does not read", gave_up);
+        // ...then finds its stream cut off before the reply.
+        let mut replied = false;
+        while let Some(Ok(frame)) = socket.next().await {
+            if let Message::Text(text) = frame {
+                replied |= text.contains("\"type\":\"reply\"");
+            }
+        }
+        assert!(!replied, "the whole answer waited for a page that did not read");
+    });
+    assert_eq!(request(gw.port, "GET", "/health", None, None).map(|r| r.0), Some(200));
+}
