@@ -11,12 +11,16 @@
 //! - `path`: how a file path resolves for rules
 //! - `trust`: what an untrusted project's files can and cannot set
 //! - `e2e`: the real binary against the scripted model (named scenarios)
+//! - `gateway`: one real gateway, shared by every such case, against
+//!   strangers on the network (see `redteam_gateway/mod.rs`)
 //!
 //! Add a kind by adding an arm to `run_case`. Runs without the test harness:
 //! `cargo test -p ferroclaw-cli --test redteam [-- FILTER]` prints counts by
 //! category and `N passed, N failed`, and fails when any case fails.
 
 mod common;
+mod gateway_support;
+mod redteam_gateway;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -42,6 +46,7 @@ fn main() {
         .collect();
     files.sort();
     let server = PageServer::start();
+    let gateway = redteam_gateway::SharedGateway::new();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -61,7 +66,10 @@ fn main() {
                 continue;
             }
             let category = case["category"].as_str().unwrap_or("uncategorised").to_string();
-            let result = run_case(&case, &server, &runtime);
+            let result = match case["kind"].as_str() {
+                Some("gateway") => redteam_gateway::run(&case, &gateway),
+                _ => run_case(&case, &server, &runtime),
+            };
             let slot = by_category.entry(category.clone()).or_default();
             match result {
                 Ok(()) => {
@@ -89,6 +97,7 @@ fn main() {
         println!("  {category:<40} {p:>3} passed, {f} failed");
     }
     println!("\n{passed} passed, {failed} failed, {skipped} skipped");
+    drop(gateway); // stops it (exit skips destructors)
     if failed > 0 {
         std::process::exit(1);
     }
