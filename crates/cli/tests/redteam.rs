@@ -410,7 +410,10 @@ fn e2e(case: &Value, server: &PageServer) -> Result<(), String> {
             env.write_home_config(
                 "[web_fetch]\nallow_private = [\"127.0.0.1\"]\n[permissions]\nallow = [\"web_fetch(domain:127.0.0.1)\"]\n",
             );
-            let _ = run(&mut env.oneshot("summarise the page", &[]));
+            let (_, _, stderr) = run(&mut env.oneshot("summarise the page", &[]));
+            if env.server.requests().len() < 4 {
+                return Err(format!("the agent stopped before the script ended: {stderr}"));
+            }
             let results = tool_results(&env.request_body(3));
             if !results.first().is_some_and(|r| r.0.contains("IGNORE PREVIOUS")) {
                 return Err(format!("the page was not fetched: {results:?}"));

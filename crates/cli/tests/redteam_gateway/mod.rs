@@ -48,9 +48,13 @@ impl SharedGateway {
             .started
             .get_or_init(|| {
                 let env = Env::new(Wire::OpenAi, vec![]);
-                let config = format!(
-                    "heartbeat_minutes = 0\nheader_timeout_secs = 3\nmax_connections = {MAX_CONNECTIONS}\nmax_websockets = {MAX_WEBSOCKETS}\nrequests_per_minute = {REQUESTS_PER_MINUTE}\n"
+                let limits = format!(
+                    "header_timeout_secs = 3\nmax_connections = {MAX_CONNECTIONS}\nmax_websockets = {MAX_WEBSOCKETS}\nrequests_per_minute = {REQUESTS_PER_MINUTE}\n"
                 );
+                // An older build (FERROCLAW_BIN) may not know these keys: run it as it ships.
+                let older = std::env::var_os("FERROCLAW_BIN").is_some();
+                let config =
+                    format!("heartbeat_minutes = 0\n{}", if older { "" } else { limits.as_str() });
                 let gw = Gateway::start(&env, &config);
                 (env, gw)
             })
