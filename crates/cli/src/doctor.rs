@@ -216,6 +216,22 @@ fn sandbox_kernel(checks: &mut Checks) {
             "this kernel has no Landlock; bash runs unconfined and only the deny list of catastrophic commands applies",
         ),
     }
+    match ferroclaw_tools::protected_mounts::available() {
+        Ok(()) if landlock::abi_version().is_some() => checks.ok(
+            "protected files",
+            "bash and MCP servers see .git/config, .git/hooks, .mcp.json and .agent/config.toml read-only (user namespace + read-only bind mounts)",
+        ),
+        Ok(()) => checks.info(
+            "protected files",
+            "user namespaces work, but without Landlock commands may write .git/config, .git/hooks, .mcp.json and .agent/config.toml",
+        ),
+        Err(why) => checks.info(
+            "protected files",
+            format!(
+                "{why}: bash may write .git/config, .git/hooks, .mcp.json and .agent/config.toml when the permission gate does not see it; only the gate guards them"
+            ),
+        ),
+    }
 }
 
 /// The gateway's settings parse and its port is free (or held by a running gateway).

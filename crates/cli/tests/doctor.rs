@@ -14,6 +14,10 @@ fn a_broken_config_fails_doctor_and_the_other_checks_still_run() {
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("!! config:") && stdout.contains("did you mean \"model\""), "{stdout}");
     assert!(stdout.contains(" sandbox: "), "the kernel check still runs: {stdout}");
+    assert!(
+        stdout.contains(" protected files: "),
+        "says whether .git/config is read-only: {stdout}"
+    );
 }
 
 #[test]

@@ -6,16 +6,23 @@
 //! - `deny_list`: the bash deny list (refuse/run)
 //! - `shell_parse`: the simple commands the shell parser finds
 //! - `ssrf`: web_fetch's address check on a URL (refuse/pass)
-//! - `ssrf_fetch`: a real fetch against a local server (redirects to forbidden places)
+//! - `ssrf_fetch`: a real fetch against a local server (redirects to forbidden
+//!   places), directly or through a proxy (`proxy = true`)
 //! - `path`: how a file path resolves for rules
 //! - `trust`: what an untrusted project's files can and cannot set
 //! - `e2e`: the real binary against the scripted model (named scenarios)
+//! - `gateway`: one real gateway, shared by every such case, against
+//!   strangers on the network (see `redteam_gateway/mod.rs`)
 //!
 //! Add a kind by adding an arm to `run_case`. Runs without the test harness:
 //! `cargo test -p ferroclaw-cli --test redteam [-- FILTER]` prints counts by
-//! category and `N passed, N failed`, and fails when any case fails.
+//! category and `N passed, N failed`, and fails when any case fails. With
+//! `FERROCLAW_BIN=/path/to/ferroclaw`, only the `e2e` and `gateway` cases run,
+//! against that binary (to see which attacks an older build lets through).
 
 mod common;
+mod gateway_support;
+mod redteam_gateway;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -41,13 +48,18 @@ fn main() {
         .collect();
     files.sort();
     let server = PageServer::start();
+    let gateway = redteam_gateway::SharedGateway::new();
+    let binary_only = std::env::var_os("FERROCLAW_BIN").is_some();
+    if binary_only {
+        println!("FERROCLAW_BIN is set: running only the e2e and gateway cases against it");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
     let mut by_category: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    let (mut passed, mut failed) = (0, 0);
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for file in files {
         let text = std::fs::read_to_string(&file).expect("readable case file");
         let doc: toml::Table =
@@ -59,13 +71,25 @@ fn main() {
             if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
                 continue;
             }
+            // Against another build, only the cases that drive the binary mean anything.
+            if binary_only && !matches!(case["kind"].as_str(), Some("e2e" | "gateway")) {
+                continue;
+            }
             let category = case["category"].as_str().unwrap_or("uncategorised").to_string();
-            let result = run_case(&case, &server, &runtime);
+            let result = match case["kind"].as_str() {
+                Some("gateway") => redteam_gateway::run(&case, &gateway),
+                _ => run_case(&case, &server, &runtime),
+            };
             let slot = by_category.entry(category.clone()).or_default();
             match result {
                 Ok(()) => {
                     passed += 1;
                     slot.0 += 1;
+                }
+                // A case this machine cannot try (no user namespaces, ...).
+                Err(why) if why.starts_with("SKIP: ") => {
+                    skipped += 1;
+                    println!("{why} [{category}] {name}");
                 }
                 Err(why) => {
                     failed += 1;
@@ -82,7 +106,8 @@ fn main() {
     for (category, (p, f)) in &by_category {
         println!("  {category:<40} {p:>3} passed, {f} failed");
     }
-    println!("\n{passed} passed, {failed} failed");
+    println!("\n{passed} passed, {failed} failed, {skipped} skipped");
+    drop(gateway); // stops it (exit skips destructors)
     if failed > 0 {
         std::process::exit(1);
     }
@@ -214,7 +239,17 @@ fn ssrf(case: &Value) -> Result<(), String> {
 }
 
 async fn ssrf_fetch(case: &Value, server: &PageServer) -> Result<(), String> {
-    let tool = WebFetchTool::allowing_private(&strs(&case["allow_private"]))?;
+    let mut tool = WebFetchTool::allowing_private(&strs(&case["allow_private"]))?;
+    // `proxy = true`: the page server is also an HTTP proxy that fetches
+    // nothing and answers every request itself (as a permissive proxy would).
+    if case["proxy"].as_bool() == Some(true) {
+        tool = tool.through_proxy(&server.base);
+    }
+    // `resolve = ["name=ip"]`: DNS answers for made-up names.
+    for pair in strs(&case["resolve"]) {
+        let (name, ip) = pair.split_once('=').ok_or("resolve entries are name=ip")?;
+        tool = tool.resolving(name, ip.parse().map_err(|e| format!("{ip}: {e}"))?);
+    }
     let ws = tempfile::tempdir().map_err(|e| e.to_string())?;
     let url = case["url"].as_str().unwrap_or("").replace("{server}", &server.base);
     let out = tool.execute(json!({"url": url}), &ToolContext::new(ws.path())).await;
@@ -375,7 +410,10 @@ fn e2e(case: &Value, server: &PageServer) -> Result<(), String> {
             env.write_home_config(
                 "[web_fetch]\nallow_private = [\"127.0.0.1\"]\n[permissions]\nallow = [\"web_fetch(domain:127.0.0.1)\"]\n",
             );
-            let _ = run(&mut env.oneshot("summarise the page", &[]));
+            let (_, _, stderr) = run(&mut env.oneshot("summarise the page", &[]));
+            if env.server.requests().len() < 4 {
+                return Err(format!("the agent stopped before the script ended: {stderr}"));
+            }
             let results = tool_results(&env.request_body(3));
             if !results.first().is_some_and(|r| r.0.contains("IGNORE PREVIOUS")) {
                 return Err(format!("the page was not fetched: {results:?}"));
@@ -409,6 +447,52 @@ fn e2e(case: &Value, server: &PageServer) -> Result<(), String> {
             }
             Ok(())
         }
+        // A command the permission gate lets through (bypass mode, a spelling
+        // it cannot follow) still cannot change files that configure git or
+        // the next session: the command sees them read-only.
+        "protected_bash_write" => {
+            if ferroclaw_tools::landlock::abi_version().is_none() {
+                return Err("SKIP: this kernel has no Landlock".into());
+            }
+            if let Err(why) = ferroclaw_tools::protected_mounts::available() {
+                return Err(format!("SKIP: {why}"));
+            }
+            let env = Env::new(
+                Wire::OpenAi,
+                vec![
+                    Turn::tool("bash", json!({"command": format!("{command}; echo ok > ok.txt")}))
+                        .into(),
+                    Turn::text("ok").into(),
+                ],
+            );
+            let files = [
+                (".git/config", "[core]\n"),
+                (".git/hooks/pre-commit", "#!/bin/sh\n"),
+                (".mcp.json", "{}"),
+                (".agent/config.toml", "# the project's settings\n"),
+            ];
+            for (f, text) in files {
+                let p = env.ws().join(f);
+                std::fs::create_dir_all(p.parent().unwrap_or(env.ws()))
+                    .map_err(|e| e.to_string())?;
+                std::fs::write(&p, text).map_err(|e| e.to_string())?;
+            }
+            let flags: Vec<&str> =
+                case["flags"].as_str().unwrap_or("--permission-mode bypass").split(' ').collect();
+            let (_, _, stderr) = run(&mut env.oneshot("configure", &flags));
+            if !env.ws().join("ok.txt").exists() {
+                let results =
+                    (env.server.requests().len() > 1).then(|| tool_results(&env.request_body(1)));
+                return Err(format!("the command did not run at all: {results:?} {stderr}"));
+            }
+            for (f, text) in files {
+                let now = std::fs::read_to_string(env.ws().join(f)).unwrap_or_default();
+                if now != text {
+                    return Err(format!("{f} was changed to {now:?}"));
+                }
+            }
+            Ok(())
+        }
         other => Err(format!("unknown scenario {other:?}")),
     }
 }
@@ -437,6 +521,11 @@ fn answer(mut stream: std::net::TcpStream) {
     let n = stream.read(&mut buf).unwrap_or(0);
     let request = String::from_utf8_lossy(&buf[..n]);
     let target = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+    // A proxied request names the whole URL: answer for its path.
+    let target = match target.strip_prefix("http://") {
+        Some(rest) => rest.find('/').map_or("/".to_string(), |at| rest[at..].to_string()),
+        None => target,
+    };
     let response = if let Some(to) = target.strip_prefix("/redirect?to=") {
         format!(
             "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"

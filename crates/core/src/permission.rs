@@ -16,6 +16,7 @@ use serde_json::Value;
 mod paths;
 mod rule;
 
+use paths::{GIT_HOOKS_MARK, protected_from};
 pub use paths::{Resolved, protected, resolve};
 pub use rule::{EDIT_TOOLS, READ_FAMILY, Rule, command_prefix, wildcard};
 
@@ -244,13 +245,26 @@ impl Permissions {
             }
         }
         // Folders the command may `cd` into: a protected file is looked for
-        // from each (`cd .git && echo x > config`).
+        // from each (`cd .git && echo x > config`). A `cd` to a folder named
+        // at run time (`cd "$d"`) may land in any of them, so protected files
+        // are looked for from every folder that holds some.
         let mut bases = vec![self.workspace.clone()];
         for cmd in &script.commands {
-            if cmd.program() == Some("cd")
-                && let Some(dir) = cmd.unwrapped().get(1).filter(|w| !w.dynamic)
-                && let Some(last) = bases.last()
-            {
+            if !matches!(cmd.program(), Some("cd" | "pushd")) {
+                continue;
+            }
+            let Some(dir) = cmd.unwrapped().iter().skip(1).find(|w| !w.text.starts_with('-'))
+            else {
+                continue;
+            };
+            if dir.dynamic {
+                for folder in ferroclaw_tools::PROTECTED_FOLDERS {
+                    bases.push(self.workspace.join(folder));
+                }
+                // Any name in `.git/hooks` is protected; after a `cd` named
+                // at run time, refuse the names git runs as hooks.
+                bases.push(PathBuf::from(GIT_HOOKS_MARK));
+            } else if let Some(last) = bases.last() {
                 let next = resolve(last, &dir.text).abs;
                 bases.push(next);
             }
@@ -261,8 +275,7 @@ impl Permissions {
         let mut writes_allowed = true;
         for write in script.file_writes() {
             let target = resolve(&self.workspace, &write.target.text);
-            let why =
-                bases.iter().find_map(|base| protected(&resolve(base, &write.target.text).abs));
+            let why = protected_from(&bases, &write.target.text);
             if let Some(why) = why {
                 return Err(format!(
                     "{} may not be written by the agent: {why}; the user edits it",
@@ -345,7 +358,7 @@ impl Permissions {
             if text.starts_with('-') || text.is_empty() {
                 continue;
             }
-            if let Some(why) = bases.iter().find_map(|base| protected(&resolve(base, text).abs)) {
+            if let Some(why) = protected_from(bases, text) {
                 return Err(format!("{program} may not touch {text}: {why}; the user edits it"));
             }
         }

@@ -64,3 +64,29 @@ async fn redteam_secrets_mcp_server_gets_only_the_allow_listed_environment() {
     assert!(env.contains("SERVER_OWN_TOKEN=own"), "the server's own env passes: {env}");
     assert!(env.contains("TMPDIR=/tmp"), "{env}");
 }
+
+#[tokio::test]
+async fn redteam_confine_mcp_server_sees_protected_project_files_read_only() {
+    if ferroclaw_tools::landlock::abi_version().is_none()
+        || ferroclaw_tools::protected_mounts::available().is_err()
+    {
+        eprintln!("SKIP: no Landlock or no user namespaces");
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".git/hooks")).unwrap();
+    std::fs::write(ws.path().join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(ws.path().join(".mcp.json"), "{}").unwrap();
+    let script = "echo x >> .git/config; echo x > .git/hooks/pre-commit; echo x >> .mcp.json; \
+                  echo y > inside.txt";
+    let config = McpConfig { servers: vec![writer(script)], ..Default::default() };
+    let _hub = McpHub::start(
+        config,
+        HubOptions { workspace: ws.path().to_path_buf(), ..Default::default() },
+    )
+    .await;
+    assert!(ws.path().join("inside.txt").exists(), "the server ran and wrote in the workspace");
+    assert_eq!(std::fs::read_to_string(ws.path().join(".git/config")).unwrap(), "[core]\n");
+    assert_eq!(std::fs::read_to_string(ws.path().join(".mcp.json")).unwrap(), "{}");
+    assert!(!ws.path().join(".git/hooks/pre-commit").exists(), "a hook was created");
+}

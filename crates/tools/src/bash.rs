@@ -168,7 +168,9 @@ impl BashTool {
     }
 
     /// Stores the shell's final directory, or resets to the workspace when it
-    /// is outside the sandbox.
+    /// is outside the sandbox or inside a folder holding protected files
+    /// (`.git`, `.agent`, ...): the permission gate judges a command's paths
+    /// from the workspace, and from there `config` is not `.git/config`.
     fn remember_cwd(&self, cwd_file: &Path, sandbox: &Sandbox, notes: &mut Vec<String>) {
         let Ok(written) = std::fs::read_to_string(cwd_file) else {
             return;
@@ -178,7 +180,21 @@ impl BashTool {
             return;
         }
         let mut slot = self.cwd.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if sandbox.contains(&dir) {
+        let protected = sandbox.roots().iter().find_map(|root| {
+            let rel = dir.strip_prefix(root).ok()?;
+            rel.components().find(|c| {
+                crate::PROTECTED_FOLDERS.iter().any(|f| c.as_os_str() == std::ffi::OsStr::new(f))
+            })
+        });
+        if let Some(folder) = protected {
+            notes.push(format!(
+                "the shell ended in {}, inside {}, which holds files the agent may not write; the next command runs in the workspace {}",
+                dir.display(),
+                folder.as_os_str().to_string_lossy(),
+                sandbox.workspace().display()
+            ));
+            *slot = None;
+        } else if sandbox.contains(&dir) {
             *slot = (dir != sandbox.workspace()).then_some(dir);
         } else {
             notes.push(format!(

@@ -271,6 +271,57 @@ impl Beneath {
     }
 }
 
+/// What a folder walk (which goes by path) found, looked at again beneath
+/// the root: each entry is `fstatat`'d by name in its folder opened beneath
+/// the root without following links, so a walk that went through a folder
+/// swapped for a link shows nothing from outside, not even names or times.
+pub(crate) struct Recheck<'a> {
+    beneath: &'a Beneath,
+    /// Folders (relative to the root) opened so far; `None` when that failed.
+    dirs: std::collections::HashMap<PathBuf, Option<OwnedFd>>,
+}
+
+/// An entry as found beneath the root.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EntryStat {
+    pub kind: &'static str,
+    pub size: u64,
+    pub modified: std::time::SystemTime,
+}
+
+impl<'a> Recheck<'a> {
+    pub(crate) fn new(beneath: &'a Beneath) -> Self {
+        Self { beneath, dirs: std::collections::HashMap::new() }
+    }
+
+    /// `path` (absolute, as the walk gave it) as found beneath the root now;
+    /// `None` when it is not there, or is another file than the walk saw
+    /// (`ino`, where the walk knew it).
+    pub(crate) fn stat(&mut self, path: &Path, ino: Option<u64>) -> Option<EntryStat> {
+        let rel = self.beneath.relative(path)?;
+        let name = cstring(Path::new(rel.file_name()?)).ok()?;
+        let parent = rel.parent().unwrap_or(Path::new("")).to_path_buf();
+        let beneath = self.beneath;
+        let dir = self.dirs.entry(parent).or_insert_with_key(|p| beneath.open_dir(p).ok());
+        let st = fstatat_nofollow(dir.as_ref()?.as_fd_ref(), &name).ok()?;
+        if ino.is_some_and(|ino| ino != st.st_ino) {
+            return None;
+        }
+        let kind = match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => "dir",
+            libc::S_IFREG => "file",
+            libc::S_IFLNK => "symlink",
+            _ => "other",
+        };
+        let modified = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                u64::try_from(st.st_mtime).unwrap_or(0),
+                u32::try_from(st.st_mtime_nsec).unwrap_or(0),
+            );
+        Some(EntryStat { kind, size: u64::try_from(st.st_size).unwrap_or(0), modified })
+    }
+}
+
 /// The refusal when a link appeared on a checked path.
 fn swapped(shown: &str) -> ToolError {
     ToolError::Refused(format!(

@@ -278,6 +278,9 @@ fn check_script_code(code: &str, here: &Here) -> Option<String> {
     None
 }
 
+/// Folders that hold protected files (see [`protected_file`]).
+pub const PROTECTED_FOLDERS: &[&str] = &[".git", ".agent", ".claude", ".ferroclaw"];
+
 /// Why the agent may never write `path`, or `None`. These files configure
 /// the next session (`.agent/config.toml`, `.mcp.json`, Claude Code's
 /// settings, ferroclaw's own home) or make git run code (`.git/config` with

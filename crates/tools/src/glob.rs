@@ -10,6 +10,7 @@ use ignore::WalkState;
 use serde_json::{Value, json};
 
 use crate::args::{optional_str, required_str};
+use crate::beneath::Recheck;
 use crate::walk::{walk_threads, walker};
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -66,8 +67,9 @@ impl Tool for GlobTool {
             .compile_matcher();
         let cancel = ctx.cancel.clone();
         let walk_base = base.clone();
+        let (beneath, _) = sandbox.beneath(&base)?;
         let mut found = tokio::task::spawn_blocking(move || {
-            let (tx, rx) = mpsc::channel::<(SystemTime, PathBuf)>();
+            let (tx, rx) = mpsc::channel::<(Option<u64>, PathBuf)>();
             walker(&walk_base).threads(walk_threads()).build_parallel().run(|| {
                 let tx = tx.clone();
                 let matcher = &matcher;
@@ -85,18 +87,19 @@ impl Tool for GlobTool {
                     }
                     let rel = entry.path().strip_prefix(base).unwrap_or(entry.path());
                     if matcher.is_match(rel) {
-                        let mtime = entry
-                            .metadata()
-                            .ok()
-                            .and_then(|m| m.modified().ok())
-                            .unwrap_or(SystemTime::UNIX_EPOCH);
-                        let _ = tx.send((mtime, entry.into_path()));
+                        let _ = tx.send((entry.ino(), entry.into_path()));
                     }
                     WalkState::Continue
                 })
             });
             drop(tx);
-            rx.into_iter().collect::<Vec<_>>()
+            // The walk goes by path; each match is looked at again beneath
+            // the workspace (its time too), so a folder swapped for a link
+            // while it runs shows nothing from outside.
+            let mut recheck = Recheck::new(&beneath);
+            rx.into_iter()
+                .filter_map(|(ino, path)| Some((recheck.stat(&path, ino)?.modified, path)))
+                .collect::<Vec<(SystemTime, PathBuf)>>()
         })
         .await
         .map_err(|e| ToolError::Failed(format!("glob task failed: {e}")))?;

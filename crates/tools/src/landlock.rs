@@ -9,13 +9,19 @@
 //! ports. Where the kernel lacks Landlock, commands run unconfined and only
 //! the deny list applies (`ferroclaw doctor` says which).
 //!
-//! The ruleset is built in the parent (opening folders allocates); the child
-//! only calls `prctl` and `landlock_restrict_self` between fork and exec,
-//! which are async-signal-safe.
+//! Inside the writable folders, the protected project files (`.git/config`,
+//! `.git/hooks`, `.mcp.json`, ...) are made read-only by bind mounts in a
+//! namespace of the command's own ([`crate::protected_mounts`]).
+//!
+//! The ruleset and the mounts are prepared in the parent (opening folders
+//! allocates); the child only makes async-signal-safe calls between fork and
+//! exec (`prctl`, `unshare`, `mount`, `landlock_restrict_self`).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+use crate::protected_mounts::ProtectedMounts;
 
 // Access rights (linux/landlock.h).
 const ACCESS_FS_WRITE_FILE: u64 = 1 << 1;
@@ -141,6 +147,9 @@ pub struct WriteConfinement {
     roots: Vec<PathBuf>,
     /// Whether TCP rules are enforced (ABI 4+ and a restriction configured).
     tcp_enforced: bool,
+    /// Read-only bind mounts over the protected project files, when the
+    /// system allows them (see [`crate::protected_mounts`]).
+    mounts: Option<ProtectedMounts>,
 }
 
 impl WriteConfinement {
@@ -210,7 +219,7 @@ impl WriteConfinement {
                     })?;
             }
         }
-        Ok(Some(Self { ruleset, roots: added, tcp_enforced: handled_net != 0 }))
+        Ok(Some(Self { ruleset, roots: added, tcp_enforced: handled_net != 0, mounts: None }))
     }
 
     /// The folders (and devices) writes are allowed beneath.
@@ -223,13 +232,32 @@ impl WriteConfinement {
         self.tcp_enforced
     }
 
+    /// Also makes the protected files beneath `project_roots` (`.git/config`,
+    /// `.git/hooks`, `.mcp.json`, ...) read-only for the command, where user
+    /// namespaces allow it.
+    pub fn protect_files(mut self, project_roots: &[PathBuf]) -> Self {
+        self.mounts = ProtectedMounts::prepare(project_roots);
+        self
+    }
+
+    /// The protected files commands see read-only (empty when none exists
+    /// or namespaces are unavailable).
+    pub fn read_only_files(&self) -> Vec<PathBuf> {
+        self.mounts.as_ref().map(ProtectedMounts::read_only_paths).unwrap_or_default()
+    }
+
     /// Confines the calling process. Only for the child between fork and
     /// exec (`Command::pre_exec`): no allocation, async-signal-safe calls only.
+    /// The read-only mounts come first: once Landlock applies, the command
+    /// can no longer mount or unmount anything.
     pub fn apply_in_child(&self) -> std::io::Result<()> {
         // SAFETY: plain syscalls on integers and an fd we keep open.
         unsafe {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some(mounts) = &self.mounts {
+                mounts.apply_in_child();
             }
             if libc::syscall(libc::SYS_landlock_restrict_self, self.ruleset.as_raw_fd(), 0u32) != 0
             {

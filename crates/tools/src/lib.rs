@@ -71,6 +71,7 @@ pub mod landlock;
 mod lines;
 mod list_dir;
 mod multi_edit;
+pub mod protected_mounts;
 mod read;
 mod read_ledger;
 mod registry;
@@ -94,7 +95,7 @@ pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use bash_output::MAX_OUTPUT_CHARS;
 pub use beneath::Beneath;
 pub use builtin::{builtin_tools, canonical_tool_name, register_builtins};
-pub use deny::{dangerous_command, normalize as normalize_path, protected_file};
+pub use deny::{PROTECTED_FOLDERS, dangerous_command, normalize as normalize_path, protected_file};
 pub use edit::EditTool;
 pub use glob::{GlobTool, MAX_GLOB_RESULTS};
 pub use grep::{DEFAULT_HEAD_LIMIT, GrepTool};
@@ -202,7 +203,10 @@ impl SandboxPolicy {
             return Ok(None);
         }
         let roots = landlock::roots_for(workspace, allowed_dirs, &self.writable);
-        landlock::WriteConfinement::prepare(&roots, &self.tcp).map(|c| c.map(std::sync::Arc::new))
+        let projects: Vec<PathBuf> =
+            std::iter::once(workspace.to_path_buf()).chain(allowed_dirs.iter().cloned()).collect();
+        let confinement = landlock::WriteConfinement::prepare(&roots, &self.tcp)?;
+        Ok(confinement.map(|c| std::sync::Arc::new(c.protect_files(&projects))))
     }
 
     /// The environment for a command: the allow-list, the configured names

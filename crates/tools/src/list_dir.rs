@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::args::optional_str;
+use crate::beneath::Recheck;
 use crate::walk::walker;
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -56,23 +57,22 @@ impl Tool for ListDirTool {
                 "{shown} is not a folder; use read for files"
             )));
         }
+        let (beneath, _) = sandbox.beneath(&dir)?;
         let mut entries = tokio::task::spawn_blocking(move || {
+            // The walk goes by path (for .gitignore); each entry is looked at
+            // again beneath the workspace, so a folder swapped for a link
+            // while it runs shows nothing from outside.
+            let mut recheck = Recheck::new(&beneath);
             walker(&dir)
                 .max_depth(Some(1))
                 .build()
                 .filter_map(Result::ok)
                 .filter(|e| e.depth() == 1)
-                .map(|e| {
-                    let file_type = e.file_type();
-                    let kind = match file_type {
-                        Some(t) if t.is_symlink() => "symlink",
-                        Some(t) if t.is_dir() => "dir",
-                        Some(t) if t.is_file() => "file",
-                        _ => "other",
-                    };
-                    let size =
-                        (kind == "file").then(|| e.metadata().ok().map(|m| m.len())).flatten();
-                    Entry { name: e.file_name().to_string_lossy().into_owned(), kind, size }
+                .filter_map(|e| {
+                    let found = recheck.stat(e.path(), e.ino())?;
+                    let size = (found.kind == "file").then_some(found.size);
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    Some(Entry { name, kind: found.kind, size })
                 })
                 .collect::<Vec<_>>()
         })

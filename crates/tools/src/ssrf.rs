@@ -202,6 +202,18 @@ impl CheckedResolver {
     }
 }
 
+impl PrivateAllowList {
+    /// Why `host`, resolving to `addrs`, may not be reached, or `None`.
+    pub fn check_addrs(&self, host: &str, addrs: &[IpAddr]) -> Option<Refused> {
+        if self.allows_host(host) {
+            return None;
+        }
+        addrs.iter().find_map(|ip| {
+            self.check_ip(*ip).map(|why| Refused(format!("{host} resolves to {ip}, {why}")))
+        })
+    }
+}
+
 impl Resolve for CheckedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let allow = self.allow.clone();
@@ -211,13 +223,9 @@ impl Resolve for CheckedResolver {
                 .await
                 .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)?
                 .collect();
-            if !allow.allows_host(&host) {
-                for addr in &addrs {
-                    if let Some(why) = allow.check_ip(addr.ip()) {
-                        let refused = Refused(format!("{host} resolves to {}, {why}", addr.ip()));
-                        return Err(Box::new(refused) as Box<dyn std::error::Error + Send + Sync>);
-                    }
-                }
+            let ips: Vec<IpAddr> = addrs.iter().map(SocketAddr::ip).collect();
+            if let Some(refused) = allow.check_addrs(&host, &ips) {
+                return Err(Box::new(refused) as Box<dyn std::error::Error + Send + Sync>);
             }
             Ok(Box::new(addrs.into_iter()) as Addrs)
         })

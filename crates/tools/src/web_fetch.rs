@@ -4,6 +4,8 @@
 //! config allows them (see [`crate::ssrf`]): every address is checked after
 //! DNS resolution, the connection goes only to the checked address (so a DNS
 //! answer that changes cannot switch it), and every redirect is checked again.
+//! Through an HTTP proxy (`HTTPS_PROXY`, ...), which resolves names itself,
+//! each host is resolved here first and refused when it resolves privately.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -34,6 +36,10 @@ pub struct WebFetchTool {
     client: OnceLock<Result<reqwest::Client, String>>,
     /// Private addresses config allows (`[web_fetch] allow_private`).
     allow: Arc<PrivateAllowList>,
+    /// A proxy for every request instead of the environment's (tests).
+    proxy: Option<String>,
+    /// Host names answered without DNS, as curl's `--resolve` (tests).
+    resolved: Vec<(String, std::net::IpAddr)>,
 }
 
 /// How a body is turned into text.
@@ -85,9 +91,6 @@ impl Tool for WebFetchTool {
                 url.scheme()
             )));
         }
-        if let Some(refused) = self.allow.check_url(&url) {
-            return Err(ToolError::Failed(format!("fetching {url} refused: {refused}")));
-        }
         let markdown = match optional_str(&input, "format").unwrap_or("markdown") {
             "markdown" => true,
             "text" => false,
@@ -99,9 +102,8 @@ impl Tool for WebFetchTool {
         };
         let max_chars = optional_positive(&input, "max_chars")?
             .map_or(DEFAULT_MAX_CHARS, |n| n.min(MAX_MAX_CHARS) as usize);
-        let client = self.client()?;
         tokio::select! {
-            result = fetch(client, url, markdown, max_chars) => result,
+            result = self.fetch(url, markdown, max_chars) => result,
             _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
         }
     }
@@ -117,70 +119,149 @@ impl WebFetchTool {
     /// CIDR ranges (`10.0.0.0/8`) or host names (`localhost`), as in
     /// `[web_fetch] allow_private`. A bad entry is an error naming it.
     pub fn allowing_private(entries: &[String]) -> Result<Self, String> {
-        Ok(Self { client: OnceLock::new(), allow: Arc::new(PrivateAllowList::parse(entries)?) })
+        let allow = Arc::new(PrivateAllowList::parse(entries)?);
+        Ok(Self { allow, ..Self::default() })
+    }
+
+    /// Sends every request through the HTTP proxy at `url` instead of the
+    /// environment's `HTTPS_PROXY`/`HTTP_PROXY`.
+    pub fn through_proxy(mut self, url: &str) -> Self {
+        self.proxy = Some(url.to_string());
+        self
+    }
+
+    /// Answers DNS for `host` with `ip` (as curl's `--resolve`); the answer
+    /// is checked like any other.
+    pub fn resolving(mut self, host: &str, ip: std::net::IpAddr) -> Self {
+        self.resolved.push((host.to_ascii_lowercase(), ip));
+        self
+    }
+
+    /// Whether requests may go through a proxy, which resolves names itself.
+    fn proxied(&self) -> bool {
+        self.proxy.is_some()
+            || ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"].iter().any(|name| {
+                [name.to_string(), name.to_ascii_lowercase()]
+                    .iter()
+                    .any(|n| std::env::var_os(n).is_some_and(|v| !v.is_empty()))
+            })
+    }
+
+    /// Refuses `url` when its host is a forbidden address, or, where a proxy
+    /// would resolve it (or a name is answered here), when it resolves to one.
+    async fn check_destination(&self, url: &reqwest::Url) -> Result<(), ToolError> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ToolError::Failed(format!(
+                "fetching {url} refused: a redirect to a {}: URL",
+                url.scheme()
+            )));
+        }
+        if let Some(refused) = self.allow.check_url(url) {
+            return Err(ToolError::Failed(format!("fetching {url} refused: {refused}")));
+        }
+        let Some(url::Host::Domain(host)) = url.host() else { return Ok(()) };
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let answered: Vec<std::net::IpAddr> =
+            self.resolved.iter().filter(|(h, _)| *h == host).map(|(_, ip)| *ip).collect();
+        let addrs = if !answered.is_empty() {
+            answered
+        } else if self.proxied() {
+            // A name we cannot resolve is left to the proxy (networks where
+            // only the proxy resolves outside names).
+            match tokio::net::lookup_host((host.as_str(), 0)).await {
+                Ok(addrs) => addrs.map(|a| a.ip()).collect(),
+                Err(_) => Vec::new(),
+            }
+        } else {
+            return Ok(()); // the client's resolver checks it when connecting
+        };
+        if let Some(refused) = self.allow.check_addrs(&host, &addrs) {
+            return Err(ToolError::Failed(format!("fetching {url} refused: {refused}")));
+        }
+        Ok(())
+    }
+
+    /// Fetches `url`, following up to [`MAX_REDIRECTS`] redirects, each
+    /// destination checked before anything is sent to it.
+    async fn get(&self, url: reqwest::Url) -> Result<reqwest::Response, ToolError> {
+        let client = self.client()?;
+        let shown = url.to_string();
+        let mut url = url;
+        for _ in 0..=MAX_REDIRECTS {
+            self.check_destination(&url).await?;
+            let response =
+                client.get(url.clone()).send().await.map_err(|e| request_error(&shown, &e))?;
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .filter(|_| response.status().is_redirection());
+            let Some(location) = location else { return Ok(response) };
+            url = url.join(location).map_err(|e| {
+                ToolError::Failed(format!(
+                    "fetching {shown} failed: a redirect to {location:?}: {e}"
+                ))
+            })?;
+        }
+        Err(ToolError::Failed(format!("fetching {shown} failed: {TooManyRedirects}")))
     }
 
     fn client(&self) -> Result<&reqwest::Client, ToolError> {
         self.client
             .get_or_init(|| {
                 let _ = rustls::crypto::ring::default_provider().install_default();
-                let allow = self.allow.clone();
-                let redirects = reqwest::redirect::Policy::custom(move |attempt| {
-                    if attempt.previous().len() > MAX_REDIRECTS {
-                        return attempt.error(TooManyRedirects);
-                    }
-                    if !matches!(attempt.url().scheme(), "http" | "https") {
-                        let scheme = attempt.url().scheme().to_string();
-                        return attempt.error(Refused(format!("a redirect to a {scheme}: URL")));
-                    }
-                    match allow.check_url(attempt.url()) {
-                        Some(refused) => attempt.error(refused),
-                        None => attempt.follow(),
-                    }
-                });
-                reqwest::Client::builder()
+                // Redirects are followed by `get`, which checks each one.
+                let mut builder = reqwest::Client::builder()
                     .connect_timeout(CONNECT_TIMEOUT)
                     .timeout(TOTAL_TIMEOUT)
-                    .redirect(redirects)
+                    .redirect(reqwest::redirect::Policy::none())
                     .dns_resolver(CheckedResolver::new(self.allow.clone()))
-                    .user_agent(concat!("ferroclaw/", env!("CARGO_PKG_VERSION")))
-                    .build()
-                    .map_err(|e| format!("cannot build the HTTP client: {e}"))
+                    .user_agent(concat!("ferroclaw/", env!("CARGO_PKG_VERSION")));
+                for (host, ip) in &self.resolved {
+                    builder = builder.resolve(host, std::net::SocketAddr::new(*ip, 0));
+                }
+                if let Some(proxy) = &self.proxy {
+                    let proxy = reqwest::Proxy::all(proxy)
+                        .map_err(|e| format!("bad proxy {proxy:?}: {e}"))?;
+                    builder = builder.no_proxy().proxy(proxy);
+                }
+                builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))
             })
             .as_ref()
             .map_err(|e| ToolError::Failed(e.clone()))
     }
 }
 
-/// Fetches `url` and renders it.
-async fn fetch(
-    client: &reqwest::Client,
-    url: reqwest::Url,
-    markdown: bool,
-    max_chars: usize,
-) -> Result<ToolOutput, ToolError> {
-    let shown = url.to_string();
-    let mut response = client.get(url).send().await.map_err(|e| request_error(&shown, &e))?;
-    let final_url = response.url().to_string();
-    let status = response.status();
-    if status.is_redirection() {
-        // The redirect policy stops only at a Location it cannot follow.
-        let to = response
+impl WebFetchTool {
+    /// Fetches `url` and renders it.
+    async fn fetch(
+        &self,
+        url: reqwest::Url,
+        markdown: bool,
+        max_chars: usize,
+    ) -> Result<ToolOutput, ToolError> {
+        let shown = url.to_string();
+        let mut response = self.get(url).await?;
+        let final_url = response.url().to_string();
+        let status = response.status();
+        if status.is_redirection() {
+            // The redirect policy stops only at a Location it cannot follow.
+            let to = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("(none)")
+                .to_string();
+            return Err(ToolError::Failed(format!(
+                "fetching {shown} refused: a redirect to {to} (only http and https are followed)"
+            )));
+        }
+        let content_type = response
             .headers()
-            .get(reqwest::header::LOCATION)
+            .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .unwrap_or("(none)")
-            .to_string();
-        return Err(ToolError::Failed(format!(
-            "fetching {shown} refused: a redirect to {to} (only http and https are followed)"
-        )));
-    }
-    let content_type = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or(v).trim().to_ascii_lowercase());
-    let declared = match content_type.as_deref() {
+            .map(|v| v.split(';').next().unwrap_or(v).trim().to_ascii_lowercase());
+        let declared = match content_type.as_deref() {
         Some(ct) => Some(body_kind(ct).ok_or_else(|| {
             ToolError::Failed(format!(
                 "{final_url} returned binary content ({ct}); web_fetch only returns text, HTML and JSON"
@@ -189,60 +270,61 @@ async fn fetch(
         None => None,
     };
 
-    let mut bytes = Vec::new();
-    let mut cut = false;
-    while let Some(chunk) = response.chunk().await.map_err(|e| request_error(&final_url, &e))? {
-        let room = MAX_BODY_BYTES - bytes.len();
-        if chunk.len() > room {
-            bytes.extend_from_slice(&chunk[..room]);
-            cut = true;
-            break;
+        let mut bytes = Vec::new();
+        let mut cut = false;
+        while let Some(chunk) = response.chunk().await.map_err(|e| request_error(&final_url, &e))? {
+            let room = MAX_BODY_BYTES - bytes.len();
+            if chunk.len() > room {
+                bytes.extend_from_slice(&chunk[..room]);
+                cut = true;
+                break;
+            }
+            bytes.extend_from_slice(&chunk);
         }
-        bytes.extend_from_slice(&chunk);
-    }
-    let kind = match declared {
-        Some(kind) => kind,
-        None if bytes.contains(&0) => {
-            return Err(ToolError::Failed(format!(
-                "{final_url} returned binary content (no content type, NUL bytes in the body)"
-            )));
-        }
-        None => sniff(&bytes),
-    };
-    let body = String::from_utf8_lossy(&bytes).into_owned();
-    let text = match kind {
-        Body::Html => tokio::task::spawn_blocking(move || {
-            if markdown { html_to_markdown(&body) } else { html_to_text(&body) }
-        })
-        .await
-        .map_err(|e| ToolError::Failed(format!("HTML conversion failed: {e}")))?,
-        Body::Text => body,
-    };
+        let kind = match declared {
+            Some(kind) => kind,
+            None if bytes.contains(&0) => {
+                return Err(ToolError::Failed(format!(
+                    "{final_url} returned binary content (no content type, NUL bytes in the body)"
+                )));
+            }
+            None => sniff(&bytes),
+        };
+        let body = String::from_utf8_lossy(&bytes).into_owned();
+        let text = match kind {
+            Body::Html => tokio::task::spawn_blocking(move || {
+                if markdown { html_to_markdown(&body) } else { html_to_text(&body) }
+            })
+            .await
+            .map_err(|e| ToolError::Failed(format!("HTML conversion failed: {e}")))?,
+            Body::Text => body,
+        };
 
-    let mut out = format!(
-        "URL: {final_url}\nStatus: {status}\nContent-Type: {}\n\n",
-        content_type.as_deref().unwrap_or("(none)")
-    );
-    let total_chars = text.chars().count();
-    match text.char_indices().nth(max_chars) {
-        None => out.push_str(&text),
-        Some((at, _)) => {
-            out.push_str(&text[..at]);
-            out.push_str(&format!(
+        let mut out = format!(
+            "URL: {final_url}\nStatus: {status}\nContent-Type: {}\n\n",
+            content_type.as_deref().unwrap_or("(none)")
+        );
+        let total_chars = text.chars().count();
+        match text.char_indices().nth(max_chars) {
+            None => out.push_str(&text),
+            Some((at, _)) => {
+                out.push_str(&text[..at]);
+                out.push_str(&format!(
                 "\n\n[... cut at {max_chars} of {total_chars} characters; call web_fetch with a larger max_chars to see more ...]"
             ));
+            }
         }
+        if cut {
+            out.push_str(&format!(
+                "\n[the response was larger than {} MB; only its start was read]",
+                MAX_BODY_BYTES / (1024 * 1024)
+            ));
+        }
+        if !status.is_success() {
+            return Ok(ToolOutput::error(format!("HTTP {status} from {final_url}\n\n{out}")));
+        }
+        Ok(ToolOutput::text(out))
     }
-    if cut {
-        out.push_str(&format!(
-            "\n[the response was larger than {} MB; only its start was read]",
-            MAX_BODY_BYTES / (1024 * 1024)
-        ));
-    }
-    if !status.is_success() {
-        return Ok(ToolOutput::error(format!("HTTP {status} from {final_url}\n\n{out}")));
-    }
-    Ok(ToolOutput::text(out))
 }
 
 /// How to treat a body of content type `ct`; `None` for binary types.

@@ -64,7 +64,11 @@ impl Env {
 
     /// The same, as a plain `std::process::Command` (for tests that signal it).
     pub fn std_cmd(&self) -> std::process::Command {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ferroclaw"));
+        // FERROCLAW_BIN runs another build (the red-team suite against an
+        // older binary: `FERROCLAW_BIN=/path/ferroclaw cargo test --test redteam`).
+        let bin = std::env::var_os("FERROCLAW_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_ferroclaw").into());
+        let mut cmd = std::process::Command::new(bin);
         // Nothing on stdin unless a test writes it (`-p` reads piped stdin).
         cmd.stdin(std::process::Stdio::null());
         cmd.env_clear()

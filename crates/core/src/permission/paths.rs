@@ -67,6 +67,49 @@ fn follow_links(path: &Path) -> PathBuf {
     }
 }
 
+/// Stands in the folders a command may `cd` into for "a folder named at run
+/// time, maybe `.git/hooks`".
+pub(super) const GIT_HOOKS_MARK: &str = "<.git/hooks?>";
+
+/// The hooks git runs (githooks(5)).
+const GIT_HOOKS: &[&str] = &[
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "pre-receive",
+    "update",
+    "proc-receive",
+    "post-receive",
+    "post-update",
+    "reference-transaction",
+    "push-to-checkout",
+    "pre-auto-gc",
+    "post-rewrite",
+    "sendemail-validate",
+    "fsmonitor-watchman",
+    "post-index-change",
+];
+
+/// Why `target`, written from any of `bases`, is a protected file.
+pub(super) fn protected_from(bases: &[PathBuf], target: &str) -> Option<&'static str> {
+    bases.iter().find_map(|base| {
+        if base.as_os_str() == GIT_HOOKS_MARK {
+            let name = ferroclaw_tools::shell::basename(target);
+            return GIT_HOOKS.contains(&name).then_some("git runs the hooks in .git/hooks");
+        }
+        protected(&resolve(base, target).abs)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

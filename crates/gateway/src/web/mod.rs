@@ -9,6 +9,7 @@
 
 mod limits;
 mod openai;
+mod queue;
 mod server;
 mod socket;
 
@@ -25,7 +26,7 @@ use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{Failure, MessageBus, OutboundMessage};
@@ -36,6 +37,8 @@ use crate::config::{
 };
 use limits::BUSY_RETRY_AFTER_SECS;
 pub use limits::{MAX_BODY_BYTES, Rate, RateLimiter};
+pub use queue::MAX_QUEUED_BYTES;
+use queue::OutQueue;
 
 /// The sender id of whoever holds the web token.
 pub const OWNER: &str = "owner";
@@ -62,6 +65,9 @@ pub struct WebOptions {
     pub allowed_origins: Vec<String>,
     /// How long a connection may take to send its request headers.
     pub header_timeout: std::time::Duration,
+    /// Bytes that may wait for one client (a chat page, a streamed answer)
+    /// before it is disconnected as too slow.
+    pub max_queued_bytes: usize,
 }
 
 impl WebOptions {
@@ -77,6 +83,7 @@ impl WebOptions {
             requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
             allowed_origins: Vec::new(),
             header_timeout: std::time::Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECS),
+            max_queued_bytes: MAX_QUEUED_BYTES,
         }
     }
 }
@@ -91,7 +98,7 @@ pub struct WebChannel {
 struct WebState {
     options: WebOptions,
     /// Open chat pages, by chat id.
-    sockets: Mutex<HashMap<String, Vec<mpsc::UnboundedSender<Value>>>>,
+    sockets: Mutex<HashMap<String, Vec<OutQueue<String>>>>,
     /// Chat pages open now (checked against `max_websockets`).
     open_sockets: AtomicUsize,
     /// API requests waiting for their answer, by inbound message id.
@@ -311,7 +318,8 @@ impl Channel for WebChannel {
         });
         let mut sockets = web.sockets.lock().unwrap_or_else(PoisonError::into_inner);
         let open = sockets.get_mut(&message.chat_id).map(|list| {
-            list.retain(|tx| tx.send(frame.clone()).is_ok());
+            let text = frame.to_string();
+            list.retain(|queue| queue.push(text.clone(), text.len()));
             !list.is_empty()
         });
         if open == Some(true) {

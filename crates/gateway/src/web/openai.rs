@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::limits::{BODY_READ_TIMEOUT, MAX_BODY_BYTES};
+use super::queue::{OutQueue, out_queue};
 use super::{App, OWNER, api_error, failure_response};
 use crate::bus::{EventTap, Failure, InboundMessage, OutboundMessage};
 use crate::files::now_ms;
@@ -100,7 +101,8 @@ pub(super) async fn completions(State(app): State<App>, request: Request<Body>) 
     let completion_id = format!("chatcmpl-{id}");
     if stream {
         let chunks = Chunks { id: completion_id, model };
-        return streamed(chunks, include_usage, events, reply).into_response();
+        let limit = app.web.options.max_queued_bytes;
+        return streamed(chunks, include_usage, events, reply, limit).into_response();
     }
     let mut events = events;
     let Ok(answer) = reply.await else {
@@ -174,11 +176,12 @@ struct Progress {
 
 impl Progress {
     /// Sends a text delta on; remembers the usage.
-    fn take(&mut self, event: AgentEvent, chunks: &Chunks, tx: &mpsc::UnboundedSender<Event>) {
+    fn take(&mut self, event: AgentEvent, chunks: &Chunks, tx: &OutQueue<Event>) {
         match event {
             AgentEvent::TextDelta { text } => {
                 self.streamed.push_str(&text);
-                let _ = tx.send(chunks.delta(json!({"content": text}), None));
+                let bytes = text.len() + CHUNK_OVERHEAD_BYTES;
+                tx.push(chunks.delta(json!({"content": text}), None), bytes);
             }
             AgentEvent::Finished { usage, .. } => self.usage = usage,
             // A new model round-trip after tools: what was streamed so far
@@ -188,7 +191,12 @@ impl Progress {
     }
 }
 
+/// What a chunk's JSON adds to its text, counted against the queue's bytes.
+const CHUNK_OVERHEAD_BYTES: usize = 256;
+
 /// The answer as server-sent `chat.completion.chunk`s, ending with `[DONE]`.
+/// A client that stops reading is cut off once `limit` bytes wait for it
+/// (the stream ends without `[DONE]`).
 ///
 /// Every event of the turn is queued on `events` before the answer arrives
 /// on `reply` (the worker delivers the answer only after its last event), so
@@ -199,10 +207,12 @@ fn streamed(
     include_usage: bool,
     mut events: mpsc::UnboundedReceiver<AgentEvent>,
     reply: oneshot::Receiver<OutboundMessage>,
+    limit: usize,
 ) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
-    let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    let (tx, rx) = out_queue::<Event>(limit);
     tokio::spawn(async move {
-        let _ = tx.send(chunks.delta(json!({"role": "assistant", "content": ""}), None));
+        let send = |event: Event| tx.push(event, CHUNK_OVERHEAD_BYTES);
+        send(chunks.delta(json!({"role": "assistant", "content": ""}), None));
         let mut progress = Progress::default();
         tokio::pin!(reply);
         let answer = loop {
@@ -221,25 +231,26 @@ fn streamed(
         match answer {
             Some(OutboundMessage { failure: Some(failure), content, .. }) => {
                 let error = super::error_body(failure_status(failure), &content);
-                let _ = tx.send(Event::default().data(error.to_string()));
+                send(Event::default().data(error.to_string()));
             }
             Some(answer) => {
                 // Text not streamed (a command's reply): send it whole.
                 if !progress.streamed.ends_with(answer.content.as_str()) {
-                    let _ = tx.send(chunks.delta(json!({"content": answer.content}), None));
+                    let bytes = answer.content.len() + CHUNK_OVERHEAD_BYTES;
+                    tx.push(chunks.delta(json!({"content": answer.content}), None), bytes);
                 }
-                let _ = tx.send(chunks.delta(json!({}), Some("stop")));
+                send(chunks.delta(json!({}), Some("stop")));
                 if include_usage {
-                    let _ = tx.send(chunks.usage(&progress.usage));
+                    send(chunks.usage(&progress.usage));
                 }
             }
             None => {
                 let message = "the gateway stopped before answering";
                 let error = super::error_body(StatusCode::SERVICE_UNAVAILABLE, message);
-                let _ = tx.send(Event::default().data(error.to_string()));
+                send(Event::default().data(error.to_string()));
             }
         }
-        let _ = tx.send(Event::default().data("[DONE]"));
+        send(Event::default().data("[DONE]"));
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|event| (Ok(event), rx))

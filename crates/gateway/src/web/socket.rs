@@ -18,9 +18,9 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use super::limits::{MAX_WS_FRAME_BYTES, MAX_WS_MESSAGE_BYTES, Rate, WS_IDLE_TIMEOUT};
+use super::queue::{OutQueue, out_queue};
 use super::{App, OWNER, WebState};
 use crate::bus::{EventTap, InboundMessage};
 
@@ -90,7 +90,7 @@ pub(super) async fn upgrade(
 
 async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
     let (mut sink, mut stream) = socket.split();
-    let (out, mut out_rx) = mpsc::unbounded_channel::<Value>();
+    let (out, mut out_rx) = out_queue::<String>(app.web.options.max_queued_bytes);
     app.web
         .sockets
         .lock()
@@ -99,15 +99,27 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         .or_default()
         .push(out.clone());
     let writer = tokio::spawn(async move {
-        while let Some(frame) = out_rx.recv().await {
-            if sink.send(Frame::Text(frame.to_string().into())).await.is_err() {
-                break;
+        while let Some(text) = out_rx.recv().await {
+            tokio::select! {
+                biased;
+                // A page that stopped reading: give up the write it blocks.
+                () = out_rx.overflowed() => break,
+                sent = sink.send(Frame::Text(text.into())) => if sent.is_err() { break },
             }
         }
     });
-    let _ = out.send(json!({"type": "ready", "chat": chat}));
-    // A page that says nothing for WS_IDLE_TIMEOUT is dropped (it reconnects when used).
-    while let Ok(Some(Ok(frame))) = tokio::time::timeout(WS_IDLE_TIMEOUT, stream.next()).await {
+    send(&out, json!({"type": "ready", "chat": chat}));
+    loop {
+        // A page that says nothing for WS_IDLE_TIMEOUT is dropped (it
+        // reconnects when used), and so is one that stopped reading.
+        let next = tokio::select! {
+            () = out.overflowed() => {
+                tracing::warn!(%chat, "web: a chat page stopped reading; disconnected");
+                break;
+            }
+            next = tokio::time::timeout(WS_IDLE_TIMEOUT, stream.next()) => next,
+        };
+        let Ok(Some(Ok(frame))) = next else { break };
         let text = match frame {
             Frame::Text(t) => t.to_string(),
             Frame::Close(_) => break,
@@ -118,7 +130,8 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
                 v["content"].as_str().unwrap_or_default().to_string()
             }
             _ => {
-                let _ = out.send(json!({"type": "error", "message": "expected {\"type\":\"message\",\"content\":...}"}));
+                let expected = "expected {\"type\":\"message\",\"content\":...}";
+                send(&out, json!({"type": "error", "message": expected}));
                 continue;
             }
         };
@@ -127,26 +140,33 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         }
         if let Rate::Limited { retry_after_secs, .. } = app.web.per_address.check(&address) {
             let message = format!("too many messages; try again in {retry_after_secs} s");
-            let _ = out.send(json!({"type": "error", "message": message}));
+            send(&out, json!({"type": "error", "message": message}));
             continue;
         }
         // Events go into the socket's one queue, the answer after them (the
         // worker calls the tap for every event before it delivers the answer).
         let events_to = out.clone();
         let tap = EventTap::new(move |event| {
-            let _ = events_to.send(json!({"type": "event", "event": event}));
+            send(&events_to, json!({"type": "event", "event": event}));
         });
         let message = InboundMessage::new("web", OWNER, chat.clone(), content).with_tap(tap);
         if let Err(e) = app.bus.publish(message) {
-            let _ = out.send(json!({"type": "error", "message": e.to_string()}));
+            send(&out, json!({"type": "error", "message": e.to_string()}));
         }
     }
     writer.abort();
     let mut sockets = app.web.sockets.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(list) = sockets.get_mut(&chat) {
-        list.retain(|tx| !tx.same_channel(&out));
+        list.retain(|queue| !queue.same_queue(&out));
         if list.is_empty() {
             sockets.remove(&chat);
         }
     }
+}
+
+/// Queues a frame for the page; a page too far behind is being disconnected.
+fn send(out: &OutQueue<String>, frame: Value) {
+    let text = frame.to_string();
+    let bytes = text.len();
+    out.push(text, bytes);
 }

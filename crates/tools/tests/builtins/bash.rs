@@ -102,6 +102,22 @@ async fn bash_cd_persists_between_calls() {
     assert!(out.lines().next().is_some_and(|l| l.ends_with("/sub")), "{out}");
 }
 
+/// The permission gate judges `echo x > config` from the workspace; a shell
+/// left in `.git` would make that `.git/config`.
+#[tokio::test]
+async fn redteam_bash_cd_into_git_is_not_kept_for_the_next_call() {
+    let ws = workspace();
+    ws.write(".git/hooks/pre-commit", "#!/bin/sh\n");
+    for folder in [".git", ".git/hooks", ".agent"] {
+        std::fs::create_dir_all(ws.path(folder)).unwrap();
+        let out = ws.ok("bash", json!({"command": format!("cd {folder}")})).await;
+        assert!(out.contains("holds files the agent may not write"), "{out}");
+        let out = ws.ok("bash", json!({"command": "pwd"})).await;
+        let root = std::fs::canonicalize(ws.dir.path()).unwrap();
+        assert_eq!(out.lines().next(), Some(root.to_str().unwrap()), "{out}");
+    }
+}
+
 #[tokio::test]
 async fn bash_cd_outside_the_workspace_is_reset_with_a_note() {
     let ws = workspace();
@@ -177,4 +193,71 @@ async fn bash_cannot_write_outside_the_workspace_and_temp_when_landlock_is_avail
     ws.ctx.sandbox.confine_writes = false;
     ws.tools.get("bash").unwrap().execute(json!({"command": command}), &ws.ctx).await.unwrap();
     assert!(target.exists(), "with the sandbox off the same command writes");
+}
+
+/// A workspace with the files that configure git and the next session.
+fn project_with_protected_files() -> crate::Ws {
+    let ws = workspace();
+    ws.write(".git/config", "[core]\n");
+    ws.write(".git/hooks/pre-commit", "#!/bin/sh\n");
+    ws.write(".mcp.json", "{}");
+    ws.write(".agent/config.toml", "model = \"x\"\n");
+    ws
+}
+
+fn protected_files_unchanged(ws: &crate::Ws) {
+    assert_eq!(ws.read(".git/config"), "[core]\n");
+    assert_eq!(ws.read(".git/hooks/pre-commit"), "#!/bin/sh\n");
+    assert_eq!(ws.read(".mcp.json"), "{}");
+    assert_eq!(ws.read(".agent/config.toml"), "model = \"x\"\n");
+    assert!(!ws.path(".git/hooks/post-checkout").exists(), "a new hook was created");
+}
+
+#[tokio::test]
+async fn redteam_confine_bash_cannot_change_protected_files_in_a_writable_workspace() {
+    if ferroclaw_tools::landlock::abi_version().is_none() {
+        eprintln!("SKIP: this kernel has no Landlock");
+        return;
+    }
+    if let Err(why) = ferroclaw_tools::protected_mounts::available() {
+        eprintln!("SKIP: {why}");
+        return;
+    }
+    let ws = project_with_protected_files();
+    // Spellings the permission gate may not see; the mounts hold whatever the spelling.
+    let command = "echo x >> .git/config; echo x > .git/hooks/pre-commit; \
+         echo x > .git/hooks/post-checkout; echo x >> .mcp.json; rm -f .agent/config.toml; \
+         mv .mcp.json moved.json; mv .git git-moved; cd .git && echo x >> config; cd ..; \
+         echo x >> /proc/$PPID/root$PWD/.git/config; \
+         echo ordinary > made.txt && mkdir -p .git/refs/x && echo ok > .git/refs/x/y && echo wrote";
+    let out = ws.call("bash", json!({ "command": command })).await.unwrap().joined_text();
+    protected_files_unchanged(&ws);
+    assert!(ws.path(".git").is_dir() && !ws.path("git-moved").exists(), ".git was renamed");
+    assert!(!ws.path("moved.json").exists(), ".mcp.json was renamed");
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert!(out.contains("wrote"), "ordinary writes (also inside .git) still work: {out}");
+    assert_eq!(ws.read("made.txt"), "ordinary\n");
+}
+
+#[tokio::test]
+async fn redteam_confine_a_background_job_cannot_change_protected_files() {
+    if ferroclaw_tools::landlock::abi_version().is_none()
+        || ferroclaw_tools::protected_mounts::available().is_err()
+    {
+        eprintln!("SKIP: no Landlock or no user namespaces");
+        return;
+    }
+    let ws = project_with_protected_files();
+    let jobs = ferroclaw_tools::JobManager::new();
+    let run = ferroclaw_tools::background_tools(&jobs)
+        .into_iter()
+        .find(|t| t.name() == "background_run")
+        .unwrap();
+    let command = "f=.git/config; echo x >> $f; echo x >> .mcp.json; echo done > job.txt";
+    run.execute(json!({"command": command}), &ws.ctx).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), jobs.wait_finished())
+        .await
+        .expect("the job finishes");
+    assert!(ws.path("job.txt").exists(), "the job ran");
+    protected_files_unchanged(&ws);
 }

@@ -91,3 +91,31 @@ async fn redteam_race_read_and_grep_under_a_swapper_leak_nothing() {
     stop.store(true, Ordering::Relaxed);
     swapper.join().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redteam_race_list_dir_and_glob_under_a_swapper_show_no_names_from_outside() {
+    let ws = workspace();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("OUTSIDE-NAME.txt"), "x").unwrap();
+    std::fs::create_dir(outside.path().join("OUTSIDE-DIR")).unwrap();
+    std::fs::write(outside.path().join("OUTSIDE-DIR/deeper.txt"), "x").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = start_swapper(ws.dir.path(), outside.path(), Arc::clone(&stop));
+    let mut listed = 0;
+    for _ in 0..ROUNDS {
+        for (tool, input) in [
+            ("list_dir", json!({"path": "dir"})),
+            ("glob", json!({"pattern": "**/*.txt", "path": "dir"})),
+            ("glob", json!({"pattern": "dir/**/*"})),
+        ] {
+            if let Ok(out) = ws.call(tool, input).await {
+                let text = out.joined_text();
+                assert!(!text.contains("OUTSIDE-"), "{tool} listed a name from outside: {text}");
+                listed += usize::from(text.contains("file.txt"));
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    eprintln!("{listed} listings showed the inside file; none showed a name from outside");
+}
