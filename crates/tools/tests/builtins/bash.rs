@@ -227,7 +227,7 @@ async fn redteam_confine_bash_cannot_change_protected_files_in_a_writable_worksp
     // Spellings the permission gate may not see; the mounts hold whatever the spelling.
     let command = "echo x >> .git/config; echo x > .git/hooks/pre-commit; \
          echo x > .git/hooks/post-checkout; echo x >> .mcp.json; rm -f .agent/config.toml; \
-         mv .mcp.json moved.json; mv .git git-moved; cd .git && echo x >> config; cd ..; \
+         mv .mcp.json moved.json; mv .git git-moved; (cd .git && echo x >> config); \
          echo x >> /proc/$PPID/root$PWD/.git/config; \
          echo ordinary > made.txt && mkdir -p .git/refs/x && echo ok > .git/refs/x/y && echo wrote";
     let out = ws.call("bash", json!({ "command": command })).await.unwrap().joined_text();
