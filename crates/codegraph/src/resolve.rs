@@ -1,0 +1,355 @@
+//! Name resolution: which symbol a call or inheritance site refers to.
+//!
+//! Honest about its limits. A site resolves *exactly* when the name is
+//! defined in the same file (a bare call, or `self.x()` within the same
+//! type), or when an import says which module it comes from and that module
+//! holds exactly one such symbol. Anything else is a *heuristic* edge to each
+//! candidate with the same name (confidence 1/n, at most 0.8), or no edge at
+//! all when there are more than [`MAX_CANDIDATES`] or the import points
+//! outside the project. The site itself is always kept, by name, so it can
+//! be linked again when its target's file changes.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{Connection, params};
+
+use crate::lang::Lang;
+
+/// More same-named candidates than this and a site gets no edge (a name like
+/// `new` or `get` says nothing about which one is meant).
+pub const MAX_CANDIDATES: usize = 5;
+
+/// The confidence of a heuristic edge to the only candidate by that name.
+pub const UNIQUE_NAME_CONFIDENCE: f64 = 0.8;
+
+/// The confidence of an edge found by the type's qualified name in another
+/// file (a Rust `impl` split across files, `Type::f()` not imported).
+pub const QUALIFIED_CONFIDENCE: f64 = 0.9;
+
+#[derive(Clone)]
+struct Candidate {
+    id: i64,
+    file_id: i64,
+    path: String,
+    family: String,
+    kind: String,
+    qualified: String,
+}
+
+struct SiteRow {
+    id: i64,
+    file_id: i64,
+    path: String,
+    caller_qualified: Option<String>,
+    kind: String,
+    name: String,
+    qualifier: Option<String>,
+    family: String,
+    sep: &'static str,
+}
+
+/// A resolved target: symbol id, confidence, exact.
+type Target = (i64, f64, bool);
+
+/// Resolves again the sites in `files` and every site named in `names`;
+/// returns how many sites were resolved.
+pub(crate) fn relink(
+    tx: &Connection,
+    files: &[i64],
+    names: &HashSet<String>,
+) -> rusqlite::Result<usize> {
+    let mut site_ids: HashSet<i64> = HashSet::new();
+    {
+        let mut by_file = tx.prepare("SELECT id FROM sites WHERE file_id = ?1")?;
+        for f in files {
+            for id in by_file.query_map([f], |r| r.get::<_, i64>(0))? {
+                site_ids.insert(id?);
+            }
+        }
+        let mut by_name = tx.prepare("SELECT id FROM sites WHERE name = ?1")?;
+        for n in names {
+            for id in by_name.query_map([n], |r| r.get::<_, i64>(0))? {
+                site_ids.insert(id?);
+            }
+        }
+    }
+    let mut ids: Vec<i64> = site_ids.into_iter().collect();
+    ids.sort_unstable();
+    let mut candidates: HashMap<String, Vec<Candidate>> = HashMap::new();
+    let mut imports: HashMap<i64, Vec<(String, String)>> = HashMap::new();
+    let mut load_site = tx.prepare(
+        "SELECT s.id, s.file_id, c.qualified, s.kind, s.name, s.qualifier, f.language, f.path
+         FROM sites s JOIN files f ON f.id = s.file_id LEFT JOIN symbols c ON c.id = s.caller_id
+         WHERE s.id = ?1",
+    )?;
+    let mut clear = tx.prepare("DELETE FROM edges WHERE site_id = ?1")?;
+    let mut insert =
+        tx.prepare("INSERT OR IGNORE INTO edges(site_id, target_id, confidence, exact) VALUES (?1, ?2, ?3, ?4)")?;
+    for id in &ids {
+        let site = load_site.query_row([id], |r| {
+            let lang: String = r.get(6)?;
+            Ok(SiteRow {
+                id: r.get(0)?,
+                file_id: r.get(1)?,
+                path: r.get(7)?,
+                caller_qualified: r.get(2)?,
+                kind: r.get(3)?,
+                name: r.get(4)?,
+                qualifier: r.get(5)?,
+                sep: if lang == Lang::Rust.name() { "::" } else { "." },
+                family: Lang::family_of(&lang).to_string(),
+            })
+        })?;
+        if !candidates.contains_key(&site.name) {
+            let found = load_candidates(tx, &site.name)?;
+            candidates.insert(site.name.clone(), found);
+        }
+        if let std::collections::hash_map::Entry::Vacant(e) = imports.entry(site.file_id) {
+            e.insert(load_imports(tx, site.file_id)?);
+        }
+        let cands = candidates.get(&site.name).map(Vec::as_slice).unwrap_or_default();
+        let file_imports = imports.get(&site.file_id).map(Vec::as_slice).unwrap_or_default();
+        clear.execute([site.id])?;
+        for (target, confidence, exact) in resolve(&site, file_imports, cands) {
+            insert.execute(params![site.id, target, confidence, exact])?;
+        }
+    }
+    Ok(ids.len())
+}
+
+fn load_candidates(tx: &Connection, name: &str) -> rusqlite::Result<Vec<Candidate>> {
+    let mut stmt = tx.prepare(
+        "SELECT s.id, s.file_id, f.path, f.language, s.kind, s.qualified
+         FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name = ?1",
+    )?;
+    let rows = stmt.query_map([name], |r| {
+        let lang: String = r.get(3)?;
+        Ok(Candidate {
+            id: r.get(0)?,
+            file_id: r.get(1)?,
+            path: r.get(2)?,
+            family: Lang::family_of(&lang).to_string(),
+            kind: r.get(4)?,
+            qualified: r.get(5)?,
+        })
+    })?;
+    rows.collect()
+}
+
+fn load_imports(tx: &Connection, file_id: i64) -> rusqlite::Result<Vec<(String, String)>> {
+    let mut stmt = tx.prepare("SELECT alias, path FROM imports WHERE file_id = ?1")?;
+    let rows = stmt.query_map([file_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+const SELF_NAMES: &[&str] = &["self", "Self", "this", "cls"];
+
+fn resolve(site: &SiteRow, imports: &[(String, String)], all: &[Candidate]) -> Vec<Target> {
+    let allowed: &[&str] = if site.kind == "inherits" {
+        &["class", "trait", "struct"]
+    } else {
+        &["function", "method", "class"]
+    };
+    let cands: Vec<&Candidate> = all
+        .iter()
+        .filter(|c| c.family == site.family && allowed.contains(&c.kind.as_str()))
+        .collect();
+    if cands.is_empty() {
+        return Vec::new();
+    }
+    let sep = site.sep;
+    let first_segment = |q: &str| q.split([':', '.']).next().unwrap_or(q).to_string();
+
+    match site.qualifier.as_deref() {
+        // `self.helper()`: a method of the caller's own type.
+        Some(q) if SELF_NAMES.contains(&q) => {
+            if let Some(owner) =
+                site.caller_qualified.as_deref().and_then(|c| c.rsplit_once(sep)).map(|p| p.0)
+            {
+                let want = format!("{owner}{sep}{}", site.name);
+                let own: Vec<&&Candidate> = cands.iter().filter(|c| c.qualified == want).collect();
+                if let Some(same) = own.iter().find(|c| c.file_id == site.file_id) {
+                    return vec![(same.id, 1.0, true)];
+                }
+                if own.len() == 1 {
+                    return vec![(own[0].id, QUALIFIED_CONFIDENCE, false)];
+                }
+            }
+            by_name(&cands, |c| c.kind == "method")
+        }
+        // `module.f()`, `pkg.F()`, `ns.f()` where the first segment was imported.
+        Some(q) if imports.iter().any(|(alias, _)| *alias == first_segment(q)) => {
+            let head = first_segment(q);
+            let path = imports
+                .iter()
+                .find(|(a, _)| *a == head)
+                .map(|(_, p)| p.clone())
+                .unwrap_or_default();
+            let rest = q.strip_prefix(&head).unwrap_or("");
+            let module = format!("{path}{rest}");
+            let in_module: Vec<&Candidate> =
+                cands.iter().copied().filter(|c| module_matches(&c.path, &module)).collect();
+            // `Store::open` where `Store` was imported: the type's method.
+            let typed: Vec<&Candidate> = cands
+                .iter()
+                .copied()
+                .filter(|c| c.qualified.ends_with(&format!("{head}{sep}{}", site.name)))
+                .collect();
+            match (in_module.len(), typed.len()) {
+                (1, _) => vec![(in_module[0].id, 1.0, true)],
+                (_, 1) => vec![(typed[0].id, 1.0, true)],
+                (0, 0) => Vec::new(),
+                _ => split(if in_module.is_empty() { &typed } else { &in_module }),
+            }
+        }
+        // `Type::f()` or `module::f()` not imported (Rust paths), `obj.m()`.
+        Some(q) => {
+            let last = q.rsplit([':', '.']).next().unwrap_or(q);
+            let want = format!("{last}{sep}{}", site.name);
+            let typed: Vec<&Candidate> =
+                cands.iter().copied().filter(|c| c.qualified.ends_with(&want)).collect();
+            if let Some(same) = typed.iter().find(|c| c.file_id == site.file_id) {
+                return vec![(same.id, 1.0, true)];
+            }
+            if typed.len() == 1 {
+                let exact =
+                    SELF_NAMES.contains(&first_segment(q).as_str()) || first_segment(q) == "crate";
+                return vec![(typed[0].id, if exact { 1.0 } else { QUALIFIED_CONFIDENCE }, exact)];
+            }
+            let in_module: Vec<&Candidate> = cands
+                .iter()
+                .copied()
+                .filter(|c| c.qualified == site.name && module_matches(&c.path, q))
+                .collect();
+            if in_module.len() == 1 && sep == "::" {
+                let exact = first_segment(q) == "crate";
+                return vec![(
+                    in_module[0].id,
+                    if exact { 1.0 } else { QUALIFIED_CONFIDENCE },
+                    exact,
+                )];
+            }
+            if sep == "::" && is_rust_type_path(q) {
+                // `Vec::new()`, `std::fs::read()`: a path to something outside the project.
+                return Vec::new();
+            }
+            by_name(&cands, |c| c.kind == "method")
+        }
+        None => {
+            // A name defined in this file.
+            let local: Vec<&Candidate> = cands
+                .iter()
+                .copied()
+                .filter(|c| c.file_id == site.file_id && c.kind != "method")
+                .collect();
+            if local.len() == 1 {
+                return vec![(local[0].id, 1.0, true)];
+            }
+            // Go: a package is its folder, so the same folder is the same scope.
+            if site.family == "go" {
+                let package: Vec<&Candidate> = cands
+                    .iter()
+                    .copied()
+                    .filter(|c| c.kind != "method" && folder(&c.path) == folder(&site.path))
+                    .collect();
+                if package.len() == 1 {
+                    return vec![(package[0].id, 1.0, true)];
+                }
+            }
+            // A name imported from a module of the project.
+            if let Some((_, path)) = imports.iter().find(|(alias, _)| *alias == site.name) {
+                let (module, original) = split_path(path);
+                let from: Vec<&Candidate> = cands
+                    .iter()
+                    .copied()
+                    .filter(|c| {
+                        c.kind != "method"
+                            && c.qualified.rsplit([':', '.']).next() == Some(original)
+                    })
+                    .filter(|c| module_matches(&c.path, module))
+                    .collect();
+                return match from.len() {
+                    0 => Vec::new(),
+                    1 => vec![(from[0].id, 1.0, true)],
+                    _ => split(&from),
+                };
+            }
+            by_name(&cands, |c| c.kind != "method")
+        }
+    }
+}
+
+/// `Vec`, `std::fs`, `Store`: a Rust path (not a value like `self.items`),
+/// naming a type when capitalised or a module when it has `::`.
+fn is_rust_type_path(q: &str) -> bool {
+    let is_path = q.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':');
+    is_path && (q.contains("::") || q.starts_with(|c: char| c.is_uppercase()))
+}
+
+fn folder(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// Heuristic edges to the candidates `keep` accepts.
+fn by_name(cands: &[&Candidate], keep: impl Fn(&Candidate) -> bool) -> Vec<Target> {
+    let kept: Vec<&Candidate> = cands.iter().copied().filter(|c| keep(c)).collect();
+    split(&kept)
+}
+
+fn split(cands: &[&Candidate]) -> Vec<Target> {
+    if cands.is_empty() || cands.len() > MAX_CANDIDATES {
+        return Vec::new();
+    }
+    let confidence = (1.0 / cands.len() as f64).min(UNIQUE_NAME_CONFIDENCE);
+    cands.iter().map(|c| (c.id, confidence, false)).collect()
+}
+
+/// `crate::store::open` → (`crate::store`, `open`); `./util.helper` → (`./util`, `helper`).
+fn split_path(path: &str) -> (&str, &str) {
+    if let Some((m, n)) = path.rsplit_once("::") {
+        return (m, n);
+    }
+    match path.rsplit_once('.') {
+        Some((m, n)) if !n.contains('/') => (m, n),
+        _ => (path, ""),
+    }
+}
+
+/// Whether the file at `path` can be the module `module` names: its last
+/// meaningful segment is the file's stem, or its folder's name for
+/// `mod.rs`, `__init__.py`, `index.ts` and Go packages.
+fn module_matches(path: &str, module: &str) -> bool {
+    let segments: Vec<&str> = module
+        .split(|c| c == ':' || c == '.' || c == '/')
+        .filter(|s| !s.is_empty() && !matches!(*s, "crate" | "self" | "super"))
+        .collect();
+    let Some(last) = segments.last() else { return true };
+    let mut parts = path.rsplit('/');
+    let file = parts.next().unwrap_or(path);
+    let dir = parts.next().unwrap_or("");
+    let stem = file.split('.').next().unwrap_or(file);
+    stem == *last || dir == *last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_matches_files_and_package_folders() {
+        assert!(module_matches("src/store.rs", "crate::store"));
+        assert!(module_matches("src/store/mod.rs", "crate::store"));
+        assert!(module_matches("pkg/util.py", "pkg.util"));
+        assert!(module_matches("src/util.ts", "./util"));
+        assert!(module_matches("store/store.go", "example.com/m/store"));
+        assert!(!module_matches("src/other.rs", "crate::store"));
+        assert!(module_matches("src/lib.rs", "crate"));
+    }
+
+    #[test]
+    fn split_path_separates_module_and_name() {
+        assert_eq!(split_path("crate::store::open"), ("crate::store", "open"));
+        assert_eq!(split_path("./util.helper"), ("./util", "helper"));
+        assert_eq!(split_path("pkg.util.helper"), ("pkg.util", "helper"));
+    }
+}
