@@ -320,7 +320,7 @@ fn split_path(path: &str) -> (&str, &str) {
 /// `mod.rs`, `__init__.py`, `index.ts` and Go packages.
 fn module_matches(path: &str, module: &str) -> bool {
     let segments: Vec<&str> = module
-        .split(|c| c == ':' || c == '.' || c == '/')
+        .split([':', '.', '/'])
         .filter(|s| !s.is_empty() && !matches!(*s, "crate" | "self" | "super"))
         .collect();
     let Some(last) = segments.last() else { return true };

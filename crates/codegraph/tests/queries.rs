@@ -1,0 +1,140 @@
+//! The questions the graph answers, and the tools that ask them for the
+//! model: answers cite file:line, mark exact and heuristic edges, say how
+//! fresh the index is, and page within a budget.
+
+use std::fs;
+use std::path::Path;
+
+use ferroclaw_codegraph::render::{Page, paginate};
+use ferroclaw_codegraph::{CodeIndex, SymbolKind, register_code_tools};
+use ferroclaw_tools::{ToolContext, ToolRegistry};
+use serde_json::json;
+
+fn python_fixture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python")
+}
+
+fn indexed(root: &Path) -> (CodeIndex, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let mut index = CodeIndex::open(root, home.path()).unwrap();
+    index.update().unwrap();
+    (index, home)
+}
+
+#[test]
+fn outline_lists_symbols_nested_in_source_order() {
+    let (index, _home) = indexed(&python_fixture());
+    let outline: Vec<(usize, String)> =
+        index.outline("app/models.py").unwrap().into_iter().map(|(d, s)| (d, s.name)).collect();
+    let names: Vec<(usize, &str)> = outline.iter().map(|(d, n)| (*d, n.as_str())).collect();
+    assert_eq!(
+        names,
+        [
+            (0, "MAX_ITEMS"),
+            (0, "Base"),
+            (1, "save"),
+            (1, "validate"),
+            (0, "User"),
+            (1, "greet"),
+            (0, "format_name")
+        ]
+    );
+}
+
+#[test]
+fn find_ranks_exact_names_first_and_filters_by_kind() {
+    let (index, _home) = indexed(&python_fixture());
+    let found: Vec<String> =
+        index.find("save", None, 10).unwrap().into_iter().map(|s| s.qualified).collect();
+    assert_eq!(found, ["Base.save"]);
+    let classes: Vec<String> =
+        index.find("e", Some(SymbolKind::Class), 10).unwrap().into_iter().map(|s| s.name).collect();
+    assert_eq!(classes, ["Base", "User"]);
+}
+
+#[test]
+fn definition_accepts_qualified_names_and_paths() {
+    let (index, _home) = indexed(&python_fixture());
+    let by_qualified = index.definition("Base.save").unwrap();
+    assert_eq!((by_qualified[0].path.as_str(), by_qualified[0].start_line), ("app/models.py", 6));
+    assert_eq!(by_qualified[0].doc.as_deref(), Some("Saves the model."));
+    let by_path = index.definition("app/service.py:register").unwrap();
+    assert_eq!(by_path.len(), 1);
+    assert!(index.definition("tests/test_service.py:register").unwrap().is_empty());
+}
+
+#[test]
+fn impact_reaches_transitive_callers_and_their_tests() {
+    let (index, _home) = indexed(&python_fixture());
+    let impact = index.impact("format_name").unwrap();
+    let callers: Vec<&str> = impact.callers.iter().map(|(_, s, _)| s.qualified.as_str()).collect();
+    assert_eq!(callers, ["User.greet", "register", "test_register"]);
+    assert_eq!(impact.files, ["app/models.py", "app/service.py", "tests/test_service.py"]);
+    assert_eq!(impact.tests.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["test_register"]);
+}
+
+#[test]
+fn same_named_functions_without_an_import_are_heuristic_candidates() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("a.py"), "def process():\n    pass\n").unwrap();
+    fs::write(root.path().join("b.py"), "def process():\n    pass\n").unwrap();
+    fs::write(root.path().join("c.py"), "def main():\n    process()\n").unwrap();
+    let (index, _home) = indexed(root.path());
+    let callees = index.callees("main", 1).unwrap();
+    let edges: Vec<(String, bool, f64)> =
+        callees.edges.iter().map(|e| (e.to.path.clone(), e.exact, e.confidence)).collect();
+    assert_eq!(edges, [("a.py".to_string(), false, 0.5), ("b.py".to_string(), false, 0.5)]);
+}
+
+#[test]
+fn paging_shows_a_budget_of_lines_and_where_to_continue() {
+    let lines: Vec<String> = (1..=10).map(|i| format!("line {i:02}")).collect();
+    let first = paginate("header", &lines, Page { offset: 0, max_chars: 30 });
+    assert_eq!(
+        first,
+        "header\nline 01\nline 02\nline 03\n[lines 1-3 of 10; call again with offset=3 for more]\n"
+    );
+    let last = paginate("header", &lines, Page { offset: 9, max_chars: 30 });
+    assert_eq!(last, "header\nline 10\n[lines 10-10 of 10; end]\n");
+}
+
+#[tokio::test]
+async fn code_callers_tool_cites_sites_marks_edges_and_freshness() {
+    let home = tempfile::tempdir().unwrap();
+    let root = python_fixture();
+    let mut registry = ToolRegistry::new();
+    assert!(register_code_tools(&mut registry, &root, home.path()));
+    let names = registry.names();
+    assert_eq!(
+        names,
+        [
+            "code_outline",
+            "code_find",
+            "code_definition",
+            "code_callers",
+            "code_callees",
+            "code_impact"
+        ]
+    );
+    let tool = registry.get("code_callers").unwrap();
+    let input = json!({"symbol": "format_name"});
+    registry.validate("code_callers", &input).unwrap();
+    let out = tool.execute(input, &ToolContext::new(&root)).await.unwrap();
+    let text = out.joined_text();
+    assert!(!out.is_error);
+    assert!(
+        text.starts_with(
+            "callers of format_name (app/models.py:19): 2 edges (2 exact, 0 heuristic)\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("index: 4 files"), "{text}");
+    assert!(text.contains("no files changed since"), "{text}");
+    assert!(text.contains("app/models.py:16 method User.greet -> format_name [exact]"), "{text}");
+    assert!(text.contains("app/service.py:8 function register -> format_name [exact]"), "{text}");
+
+    let missing = registry.get("code_definition").unwrap();
+    let out = missing.execute(json!({"symbol": "nope"}), &ToolContext::new(&root)).await.unwrap();
+    assert!(out.is_error);
+    assert!(out.joined_text().contains("no symbol `nope`"));
+}
