@@ -45,6 +45,11 @@ pub struct UpdateStats {
     /// Sites whose targets were resolved again.
     pub relinked_sites: usize,
     pub elapsed: Duration,
+    /// Of `elapsed`: walking and reading, parsing, writing, linking.
+    pub walk: Duration,
+    pub parse: Duration,
+    pub write: Duration,
+    pub link: Duration,
 }
 
 /// How far the index is behind the files on disk.
@@ -105,6 +110,7 @@ impl CodeIndex {
     pub fn update(&mut self) -> Result<UpdateStats, Error> {
         let started = Instant::now();
         let found = walk(&self.root);
+        let walked = started.elapsed();
         let stored = self.stored_files()?;
         let seen: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
         let removed: Vec<String> =
@@ -122,9 +128,13 @@ impl CodeIndex {
                 None => to_read.push((f, None)),
             }
         }
+        let parse_started = Instant::now();
         let changes = parse_all(to_read, &mut touched);
+        let parse = parse_started.elapsed();
         let mut stats = self.apply(changes, &removed, &touched)?;
         stats.files = files;
+        stats.walk = walked;
+        stats.parse = parse;
         stats.elapsed = started.elapsed();
         Ok(stats)
     }
@@ -215,6 +225,7 @@ impl CodeIndex {
         removed: &[String],
         touched: &[Found],
     ) -> Result<UpdateStats, Error> {
+        let started = Instant::now();
         let path = self.db_path.display().to_string();
         let err = |e| Error::Db(path.clone(), e);
         let tx =
@@ -240,6 +251,7 @@ impl CodeIndex {
             relink_names.extend(change.parsed.symbols.iter().map(|s| s.name.clone()));
             changed_files.push(id);
         }
+        let write = started.elapsed();
         let relinked_sites = resolve::relink(&tx, &changed_files, &relink_names).map_err(err)?;
         if parsed > 0 || !removed.is_empty() || !touched.is_empty() {
             tx.execute(
@@ -250,11 +262,12 @@ impl CodeIndex {
         }
         tx.commit().map_err(err)?;
         Ok(UpdateStats {
-            files: 0,
             parsed,
             removed: removed.len(),
             relinked_sites,
-            elapsed: Duration::ZERO,
+            write,
+            link: started.elapsed() - write,
+            ..UpdateStats::default()
         })
     }
 }

@@ -175,7 +175,7 @@ fn resolve(site: &SiteRow, imports: &[(String, String)], all: &[Candidate]) -> V
                     return vec![(own[0].id, QUALIFIED_CONFIDENCE, false)];
                 }
             }
-            by_name(&cands, |c| c.kind == "method")
+            methods_in_scope(site, imports, &cands)
         }
         // `module.f()`, `pkg.F()`, `ns.f()` where the first segment was imported.
         Some(q) if imports.iter().any(|(alias, _)| *alias == first_segment(q)) => {
@@ -233,7 +233,7 @@ fn resolve(site: &SiteRow, imports: &[(String, String)], all: &[Candidate]) -> V
                 // `Vec::new()`, `std::fs::read()`: a path to something outside the project.
                 return Vec::new();
             }
-            by_name(&cands, |c| c.kind == "method")
+            methods_in_scope(site, imports, &cands)
         }
         None => {
             // A name defined in this file.
@@ -288,6 +288,31 @@ fn is_rust_type_path(q: &str) -> bool {
 
 fn folder(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// Heuristic edges for `value.method()`: to the methods of that name whose
+/// type is in scope in the calling file (defined there, imported, or in the
+/// same Go package) when there are any, else to all of them.
+fn methods_in_scope(
+    site: &SiteRow,
+    imports: &[(String, String)],
+    cands: &[&Candidate],
+) -> Vec<Target> {
+    let methods: Vec<&Candidate> = cands.iter().copied().filter(|c| c.kind == "method").collect();
+    let in_scope: Vec<&Candidate> = methods
+        .iter()
+        .copied()
+        .filter(|c| {
+            let owner = c
+                .qualified
+                .rsplit_once(site.sep)
+                .map(|(o, _)| o.rsplit(site.sep).next().unwrap_or(o));
+            c.file_id == site.file_id
+                || owner.is_some_and(|o| imports.iter().any(|(alias, _)| alias == o))
+                || (site.family == "go" && folder(&c.path) == folder(&site.path))
+        })
+        .collect();
+    split(if in_scope.is_empty() { &methods } else { &in_scope })
 }
 
 /// Heuristic edges to the candidates `keep` accepts.
