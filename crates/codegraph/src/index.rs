@@ -231,9 +231,11 @@ impl CodeIndex {
         let tx =
             self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
         let mut relink_names: HashSet<String> = HashSet::new();
+        let mut relink_sites: HashSet<i64> = HashSet::new();
         let mut changed_files: Vec<i64> = Vec::new();
         for rel in removed {
-            old_names(&tx, rel, &mut relink_names).map_err(err)?;
+            let old = old_symbols(&tx, rel, &mut relink_sites).map_err(err)?;
+            relink_names.extend(old.into_iter().map(|(name, _, _)| name));
             tx.execute("DELETE FROM files WHERE path = ?1", [rel]).map_err(err)?;
         }
         for f in touched {
@@ -245,14 +247,24 @@ impl CodeIndex {
         }
         let parsed = changes.len();
         for change in changes {
-            old_names(&tx, &change.found.rel, &mut relink_names).map_err(err)?;
+            // Sites linked into the old symbols lose their edges with them;
+            // names added, removed or changed in kind or container may
+            // change how any same-named site resolves.
+            let old = old_symbols(&tx, &change.found.rel, &mut relink_sites).map_err(err)?;
+            let new: HashSet<(String, String, String)> = change
+                .parsed
+                .symbols
+                .iter()
+                .map(|s| (s.name.clone(), s.kind.as_str().to_string(), s.qualified.clone()))
+                .collect();
+            relink_names.extend(old.symmetric_difference(&new).map(|(name, _, _)| name.clone()));
             tx.execute("DELETE FROM files WHERE path = ?1", [&change.found.rel]).map_err(err)?;
             let id = insert_file(&tx, &change).map_err(err)?;
-            relink_names.extend(change.parsed.symbols.iter().map(|s| s.name.clone()));
             changed_files.push(id);
         }
         let write = started.elapsed();
-        let relinked_sites = resolve::relink(&tx, &changed_files, &relink_names).map_err(err)?;
+        let relinked_sites =
+            resolve::relink(&tx, &changed_files, &relink_names, &relink_sites).map_err(err)?;
         if parsed > 0 || !removed.is_empty() || !touched.is_empty() {
             tx.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('updated_at', ?1)",
@@ -278,15 +290,26 @@ struct StoredFile {
     mtime_ns: i64,
 }
 
-/// Names of the symbols `rel` defines now (about to be replaced or dropped).
-fn old_names(tx: &Connection, rel: &str, names: &mut HashSet<String>) -> rusqlite::Result<()> {
+/// The symbols `rel` defines now (about to be replaced or dropped), as
+/// (name, kind, qualified name); the sites linked to them go into `linked`.
+fn old_symbols(
+    tx: &Connection,
+    rel: &str,
+    linked: &mut HashSet<i64>,
+) -> rusqlite::Result<HashSet<(String, String, String)>> {
     let mut stmt = tx.prepare(
-        "SELECT s.name FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ?1",
+        "SELECT s.name, s.kind, s.qualified FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ?1",
     )?;
-    for name in stmt.query_map([rel], |r| r.get::<_, String>(0))? {
-        names.insert(name?);
+    let rows = stmt.query_map([rel], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let symbols = rows.collect::<rusqlite::Result<HashSet<_>>>()?;
+    let mut sites = tx.prepare(
+        "SELECT e.site_id FROM edges e JOIN symbols t ON t.id = e.target_id JOIN files f ON f.id = t.file_id
+         WHERE f.path = ?1",
+    )?;
+    for id in sites.query_map([rel], |r| r.get::<_, i64>(0))? {
+        linked.insert(id?);
     }
-    Ok(())
+    Ok(symbols)
 }
 
 fn insert_file(tx: &Connection, change: &Change) -> rusqlite::Result<i64> {

@@ -38,6 +38,7 @@ mod query;
 pub mod render;
 pub mod resolve;
 mod store;
+#[cfg(feature = "tools")]
 mod tools;
 
 use std::path::PathBuf;
@@ -49,6 +50,7 @@ pub use query::{
     Counts, EdgeInfo, Graph, Impact, MAX_GRAPH_EDGES, MAX_IMPACT_DEPTH, SymbolInfo, Unresolved,
 };
 pub use store::{BUSY_TIMEOUT, SCHEMA_VERSION, db_path};
+#[cfg(feature = "tools")]
 pub use tools::{
     CodeCalleesTool, CodeCallersTool, CodeDefinitionTool, CodeFindTool, CodeImpactTool,
     CodeOutlineTool, QUICK_BUILD_MAX_FILES, SharedIndex, register_code_tools,

@@ -170,11 +170,9 @@ impl CodeIndex {
     /// of the qualified name), or `path/file.rs:name`.
     pub fn definition(&self, spec: &str) -> Result<Vec<SymbolInfo>, Error> {
         let spec = spec.trim();
-        let (file, name) = match spec.rsplit_once(':') {
-            Some((f, n))
-                if !f.ends_with(':') && !n.is_empty() && (f.contains('/') || f.contains('.')) =>
-            {
-                (Some(f.trim_start_matches("./")), n)
+        let (file, name) = match single_colon(spec) {
+            Some(i) if spec[..i].contains(['/', '.']) && i + 1 < spec.len() => {
+                (Some(spec[..i].trim_start_matches("./")), &spec[i + 1..])
             }
             _ => (None, spec),
         };
@@ -418,6 +416,14 @@ pub struct Counts {
     pub sites: u64,
     pub exact_edges: u64,
     pub edges: u64,
+}
+
+/// The first `:` that is not part of a `::` (the end of `path:name`).
+fn single_colon(spec: &str) -> Option<usize> {
+    let bytes = spec.as_bytes();
+    (0..bytes.len()).find(|&i| {
+        bytes[i] == b':' && bytes.get(i + 1) != Some(&b':') && (i == 0 || bytes[i - 1] != b':')
+    })
 }
 
 #[derive(Clone, Copy)]

@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::lang::Lang;
 
@@ -51,95 +51,109 @@ struct SiteRow {
 /// A resolved target: symbol id, confidence, exact.
 type Target = (i64, f64, bool);
 
-/// Resolves again the sites in `files` and every site named in `names`;
-/// returns how many sites were resolved.
+/// Resolves again the sites in `files`, every site named in `names`, and
+/// the sites `site_ids`; returns how many sites were resolved.
 pub(crate) fn relink(
     tx: &Connection,
     files: &[i64],
     names: &HashSet<String>,
+    site_ids: &HashSet<i64>,
 ) -> rusqlite::Result<usize> {
-    let mut site_ids: HashSet<i64> = HashSet::new();
+    const SITE_COLUMNS: &str =
+        "SELECT s.id, s.file_id, c.qualified, s.kind, s.name, s.qualifier, f.language, f.path
+         FROM sites s JOIN files f ON f.id = s.file_id LEFT JOIN symbols c ON c.id = s.caller_id";
+    let site_row = |r: &rusqlite::Row| {
+        let lang: String = r.get(6)?;
+        Ok(SiteRow {
+            id: r.get(0)?,
+            file_id: r.get(1)?,
+            path: r.get(7)?,
+            caller_qualified: r.get(2)?,
+            kind: r.get(3)?,
+            name: r.get(4)?,
+            qualifier: r.get(5)?,
+            sep: if lang == Lang::Rust.name() { "::" } else { "." },
+            family: Lang::family_of(&lang).to_string(),
+        })
+    };
+    // Every site to resolve, once; their old edges go first.
+    let mut sites: Vec<SiteRow> = Vec::new();
+    let mut seen: HashSet<i64> = HashSet::new();
     {
-        let mut by_file = tx.prepare("SELECT id FROM sites WHERE file_id = ?1")?;
+        let mut by_file = tx.prepare(&format!("{SITE_COLUMNS} WHERE s.file_id = ?1"))?;
+        let mut clear_file = tx.prepare(
+            "DELETE FROM edges WHERE site_id IN (SELECT id FROM sites WHERE file_id = ?1)",
+        )?;
         for f in files {
-            for id in by_file.query_map([f], |r| r.get::<_, i64>(0))? {
-                site_ids.insert(id?);
+            clear_file.execute([f])?;
+            for row in by_file.query_map([f], site_row)? {
+                let row = row?;
+                if seen.insert(row.id) {
+                    sites.push(row);
+                }
             }
         }
-        let mut by_name = tx.prepare("SELECT id FROM sites WHERE name = ?1")?;
+        // Sites linked into replaced symbols: their edges went with them.
+        let mut by_id = tx.prepare(&format!("{SITE_COLUMNS} WHERE s.id = ?1"))?;
+        let mut clear_id = tx.prepare("DELETE FROM edges WHERE site_id = ?1")?;
+        for id in site_ids {
+            clear_id.execute([id])?;
+            let row = by_id.query_row([id], site_row).optional()?;
+            if let Some(row) = row.filter(|r| !seen.contains(&r.id)) {
+                seen.insert(row.id);
+                sites.push(row);
+            }
+        }
+        let mut by_name = tx.prepare(&format!("{SITE_COLUMNS} WHERE s.name = ?1"))?;
+        let mut clear_name = tx
+            .prepare("DELETE FROM edges WHERE site_id IN (SELECT id FROM sites WHERE name = ?1)")?;
         for n in names {
-            for id in by_name.query_map([n], |r| r.get::<_, i64>(0))? {
-                site_ids.insert(id?);
+            clear_name.execute([n])?;
+            for row in by_name.query_map([n], site_row)? {
+                let row = row?;
+                if seen.insert(row.id) {
+                    sites.push(row);
+                }
             }
         }
     }
-    let mut ids: Vec<i64> = site_ids.into_iter().collect();
-    ids.sort_unstable();
     let mut candidates: HashMap<String, Vec<Candidate>> = HashMap::new();
     let mut imports: HashMap<i64, Vec<(String, String)>> = HashMap::new();
-    let mut load_site = tx.prepare(
-        "SELECT s.id, s.file_id, c.qualified, s.kind, s.name, s.qualifier, f.language, f.path
-         FROM sites s JOIN files f ON f.id = s.file_id LEFT JOIN symbols c ON c.id = s.caller_id
-         WHERE s.id = ?1",
-    )?;
-    let mut clear = tx.prepare("DELETE FROM edges WHERE site_id = ?1")?;
-    let mut insert =
-        tx.prepare("INSERT OR IGNORE INTO edges(site_id, target_id, confidence, exact) VALUES (?1, ?2, ?3, ?4)")?;
-    for id in &ids {
-        let site = load_site.query_row([id], |r| {
-            let lang: String = r.get(6)?;
-            Ok(SiteRow {
-                id: r.get(0)?,
-                file_id: r.get(1)?,
-                path: r.get(7)?,
-                caller_qualified: r.get(2)?,
-                kind: r.get(3)?,
-                name: r.get(4)?,
-                qualifier: r.get(5)?,
-                sep: if lang == Lang::Rust.name() { "::" } else { "." },
-                family: Lang::family_of(&lang).to_string(),
-            })
-        })?;
-        if !candidates.contains_key(&site.name) {
-            let found = load_candidates(tx, &site.name)?;
-            candidates.insert(site.name.clone(), found);
-        }
-        if let std::collections::hash_map::Entry::Vacant(e) = imports.entry(site.file_id) {
-            e.insert(load_imports(tx, site.file_id)?);
-        }
-        let cands = candidates.get(&site.name).map(Vec::as_slice).unwrap_or_default();
-        let file_imports = imports.get(&site.file_id).map(Vec::as_slice).unwrap_or_default();
-        clear.execute([site.id])?;
-        for (target, confidence, exact) in resolve(&site, file_imports, cands) {
-            insert.execute(params![site.id, target, confidence, exact])?;
-        }
-    }
-    Ok(ids.len())
-}
-
-fn load_candidates(tx: &Connection, name: &str) -> rusqlite::Result<Vec<Candidate>> {
-    let mut stmt = tx.prepare(
+    let mut load_candidates = tx.prepare(
         "SELECT s.id, s.file_id, f.path, f.language, s.kind, s.qualified
          FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name = ?1",
     )?;
-    let rows = stmt.query_map([name], |r| {
-        let lang: String = r.get(3)?;
-        Ok(Candidate {
-            id: r.get(0)?,
-            file_id: r.get(1)?,
-            path: r.get(2)?,
-            family: Lang::family_of(&lang).to_string(),
-            kind: r.get(4)?,
-            qualified: r.get(5)?,
-        })
-    })?;
-    rows.collect()
-}
-
-fn load_imports(tx: &Connection, file_id: i64) -> rusqlite::Result<Vec<(String, String)>> {
-    let mut stmt = tx.prepare("SELECT alias, path FROM imports WHERE file_id = ?1")?;
-    let rows = stmt.query_map([file_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    rows.collect()
+    let mut load_imports = tx.prepare("SELECT alias, path FROM imports WHERE file_id = ?1")?;
+    let mut insert =
+        tx.prepare("INSERT OR IGNORE INTO edges(site_id, target_id, confidence, exact) VALUES (?1, ?2, ?3, ?4)")?;
+    for site in &sites {
+        if !candidates.contains_key(&site.name) {
+            let found = load_candidates
+                .query_map([&site.name], |r| {
+                    let lang: String = r.get(3)?;
+                    Ok(Candidate {
+                        id: r.get(0)?,
+                        file_id: r.get(1)?,
+                        path: r.get(2)?,
+                        family: Lang::family_of(&lang).to_string(),
+                        kind: r.get(4)?,
+                        qualified: r.get(5)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            candidates.insert(site.name.clone(), found);
+        }
+        if let std::collections::hash_map::Entry::Vacant(e) = imports.entry(site.file_id) {
+            let rows = load_imports.query_map([site.file_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            e.insert(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+        }
+        let cands = candidates.get(&site.name).map(Vec::as_slice).unwrap_or_default();
+        let file_imports = imports.get(&site.file_id).map(Vec::as_slice).unwrap_or_default();
+        for (target, confidence, exact) in resolve(site, file_imports, cands) {
+            insert.execute(params![site.id, target, confidence, exact])?;
+        }
+    }
+    Ok(sites.len())
 }
 
 const SELF_NAMES: &[&str] = &["self", "Self", "this", "cls"];

@@ -138,3 +138,22 @@ fn readers_see_the_index_while_a_second_handle_writes() {
     writer.update().unwrap();
     assert_eq!(callers_of(&reader, "open"), ["src/lib.rs:5 run -> src/store.rs:2 exact=true"]);
 }
+
+#[test]
+fn a_new_same_named_function_elsewhere_turns_a_guess_into_candidates() {
+    let root = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    write(root.path(), "a.py", "def process():\n    pass\n");
+    write(root.path(), "main.py", "def main():\n    process()\n");
+    let mut index = CodeIndex::open(root.path(), home.path()).unwrap();
+    index.update().unwrap();
+    let guess = |index: &CodeIndex| -> Vec<(String, bool, f64)> {
+        let graph = index.callees("main", 1).unwrap();
+        graph.edges.iter().map(|e| (e.to.path.clone(), e.exact, e.confidence)).collect()
+    };
+    assert_eq!(guess(&index), [("a.py".to_string(), false, 0.8)]);
+
+    write(root.path(), "b.py", "def process():\n    pass\n");
+    index.reindex_file(Path::new("b.py")).unwrap();
+    assert_eq!(guess(&index), [("a.py".to_string(), false, 0.5), ("b.py".to_string(), false, 0.5)]);
+}

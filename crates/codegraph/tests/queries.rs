@@ -1,14 +1,11 @@
-//! The questions the graph answers, and the tools that ask them for the
-//! model: answers cite file:line, mark exact and heuristic edges, say how
-//! fresh the index is, and page within a budget.
+//! The questions the graph answers: outlines, finding, definitions,
+//! callers, callees and impact, and answers paged within a budget.
 
 use std::fs;
 use std::path::Path;
 
 use ferroclaw_codegraph::render::{Page, paginate};
-use ferroclaw_codegraph::{CodeIndex, SymbolKind, register_code_tools};
-use ferroclaw_tools::{ToolContext, ToolRegistry};
-use serde_json::json;
+use ferroclaw_codegraph::{CodeIndex, SymbolKind};
 
 fn python_fixture() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python")
@@ -96,45 +93,4 @@ fn paging_shows_a_budget_of_lines_and_where_to_continue() {
     );
     let last = paginate("header", &lines, Page { offset: 9, max_chars: 30 });
     assert_eq!(last, "header\nline 10\n[lines 10-10 of 10; end]\n");
-}
-
-#[tokio::test]
-async fn code_callers_tool_cites_sites_marks_edges_and_freshness() {
-    let home = tempfile::tempdir().unwrap();
-    let root = python_fixture();
-    let mut registry = ToolRegistry::new();
-    assert!(register_code_tools(&mut registry, &root, home.path()));
-    let names = registry.names();
-    assert_eq!(
-        names,
-        [
-            "code_outline",
-            "code_find",
-            "code_definition",
-            "code_callers",
-            "code_callees",
-            "code_impact"
-        ]
-    );
-    let tool = registry.get("code_callers").unwrap();
-    let input = json!({"symbol": "format_name"});
-    registry.validate("code_callers", &input).unwrap();
-    let out = tool.execute(input, &ToolContext::new(&root)).await.unwrap();
-    let text = out.joined_text();
-    assert!(!out.is_error);
-    assert!(
-        text.starts_with(
-            "callers of format_name (app/models.py:19): 2 edges (2 exact, 0 heuristic)\n"
-        ),
-        "{text}"
-    );
-    assert!(text.contains("index: 4 files"), "{text}");
-    assert!(text.contains("no files changed since"), "{text}");
-    assert!(text.contains("app/models.py:16 method User.greet -> format_name [exact]"), "{text}");
-    assert!(text.contains("app/service.py:8 function register -> format_name [exact]"), "{text}");
-
-    let missing = registry.get("code_definition").unwrap();
-    let out = missing.execute(json!({"symbol": "nope"}), &ToolContext::new(&root)).await.unwrap();
-    assert!(out.is_error);
-    assert!(out.joined_text().contains("no symbol `nope`"));
 }
