@@ -401,14 +401,21 @@ fn parse_all(files: Vec<(Found, Option<String>)>, touched: &mut Vec<Found>) -> V
     })
 }
 
-/// Every source file under `root` in a language the index knows,
-/// honouring `.gitignore` and friends.
-fn walk(root: &Path) -> Vec<Found> {
+/// The walker over `root`: `.gitignore` and friends honoured (in a git
+/// repository or not), hidden files included, version-control folders,
+/// `node_modules` and `target` skipped, symlinks not followed.
+pub(crate) fn walker(root: &Path) -> ignore::WalkBuilder {
     let mut builder = ignore::WalkBuilder::new(root);
     builder.hidden(false).require_git(false).follow_links(false).filter_entry(|entry| {
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
         !(is_dir && entry.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
     });
+    builder
+}
+
+/// Every source file under `root` in a language the index knows.
+fn walk(root: &Path) -> Vec<Found> {
+    let builder = walker(root);
     let mut out = Vec::new();
     for entry in builder.build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {

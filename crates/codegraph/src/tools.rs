@@ -83,14 +83,20 @@ pub fn register_code_tools(registry: &mut ToolRegistry, workspace: &Path, home: 
     true
 }
 
+/// The most folder entries [`small_project`] looks at before it gives up
+/// (a workspace that is a home folder must not be walked in full).
+const QUICK_BUILD_MAX_ENTRIES: usize = 50_000;
+
 /// Counts source files up to the limit, stopping early past it.
 fn small_project(workspace: &Path) -> bool {
-    let mut count = 0;
-    let walker = ignore::WalkBuilder::new(workspace).require_git(false).build();
-    for entry in walker.flatten() {
+    let mut sources = 0;
+    for (seen, entry) in crate::index::walker(workspace).build().flatten().enumerate() {
+        if seen > QUICK_BUILD_MAX_ENTRIES {
+            return false;
+        }
         if entry.file_type().is_some_and(|t| t.is_file()) && Lang::of(entry.path()).is_some() {
-            count += 1;
-            if count > QUICK_BUILD_MAX_FILES {
+            sources += 1;
+            if sources > QUICK_BUILD_MAX_FILES {
                 return false;
             }
         }
