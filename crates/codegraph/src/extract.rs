@@ -133,7 +133,7 @@ const MAX_SIGNATURE_CHARS: usize = 200;
 pub fn parse(parser: &mut Parser, lang: Lang, source: &str) -> Option<Parsed> {
     parser.set_language(&lang.grammar()).ok()?;
     let tree = parser.parse(source, None)?;
-    let mut walk = Walk { lang, src: source.as_bytes(), out: Parsed::default() };
+    let mut walk = Walk { lang, src: source.as_bytes(), out: Parsed::default(), line_offset: 0 };
     walk.visit(tree.root_node(), &Scope::default());
     Some(walk.out)
 }
@@ -157,9 +157,16 @@ struct Walk<'a> {
     lang: Lang,
     src: &'a [u8],
     out: Parsed,
+    /// Rows before `src` in the file (a Rust macro body parsed on its own).
+    line_offset: u32,
 }
 
 impl Walk<'_> {
+    /// The 1-based line in the file where `node` starts.
+    fn line(&self, node: Node) -> u32 {
+        node.start_position().row as u32 + 1 + self.line_offset
+    }
+
     fn text(&self, node: Node) -> &str {
         node.utf8_text(self.src).unwrap_or("")
     }
@@ -196,8 +203,8 @@ impl Walk<'_> {
             name: name.to_string(),
             qualified: qualified.clone(),
             parent: scope.parent,
-            start_line: node.start_position().row as u32 + 1,
-            end_line: node.end_position().row as u32 + 1,
+            start_line: self.line(node),
+            end_line: node.end_position().row as u32 + 1 + self.line_offset,
             signature: self.signature(node),
             doc: self.doc(node),
             is_test,
@@ -230,16 +237,12 @@ impl Walk<'_> {
             name: name.to_string(),
             qualifier,
             caller,
-            line: node.start_position().row as u32 + 1,
+            line: self.line(node),
         });
     }
 
     fn import(&mut self, alias: &str, path: String, node: Node) {
-        self.out.imports.push(Import {
-            alias: alias.to_string(),
-            path,
-            line: node.start_position().row as u32 + 1,
-        });
+        self.out.imports.push(Import { alias: alias.to_string(), path, line: self.line(node) });
     }
 
     /// The declaration from its start to its body, whitespace collapsed.

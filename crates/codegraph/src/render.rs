@@ -146,6 +146,16 @@ pub fn roots_summary(roots: &[SymbolInfo]) -> String {
     format!("{}{more}{note}", shown.join(", "))
 }
 
+/// The callee of a callers edge: its name, or, when several definitions
+/// were asked about, which one.
+fn target(e: &EdgeInfo, several: bool) -> String {
+    if several {
+        format!("{} ({}:{})", e.to.qualified, e.to.path, e.to.start_line)
+    } else {
+        e.to.name.clone()
+    }
+}
+
 fn count_summary(edges: &[EdgeInfo]) -> String {
     let exact = edges.iter().filter(|e| e.exact).count();
     format!("{} edges ({} exact, {} heuristic)", edges.len(), exact, edges.len() - exact)
@@ -168,7 +178,7 @@ pub fn callers_lines(graph: &Graph) -> (String, Vec<String>) {
                 "  ".repeat(e.depth.saturating_sub(1)),
                 e.site_path,
                 e.site_line,
-                e.to.name,
+                target(e, graph.roots.len() > 1),
                 tag(e.exact, e.confidence)
             )
         })

@@ -50,6 +50,16 @@ impl Walk<'_> {
                 }
                 None
             }
+            "macro_invocation" => {
+                let mut cursor = node.walk();
+                let body = node.named_children(&mut cursor).find(|c| c.kind() == "token_tree");
+                match body {
+                    Some(body) if scope.caller.is_none() => self.rust_macro_items(body, scope),
+                    Some(body) => self.rust_macro_calls(body, scope),
+                    None => {}
+                }
+                None
+            }
             "attribute_item" | "macro_definition" => None,
             _ => Some(scope.clone()),
         }
@@ -130,6 +140,56 @@ impl Walk<'_> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `cfg_rt! { pub fn f() {} }` at item level: the body is parsed as Rust
+    /// on its own (tree-sitter leaves it a token tree), lines kept.
+    fn rust_macro_items(&mut self, body: Node, scope: &Scope) {
+        let src = self.src;
+        let text = body.utf8_text(src).unwrap_or("");
+        let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else { return };
+        let mut parser = tree_sitter::Parser::new();
+        if parser.set_language(&self.lang.grammar()).is_err() {
+            return;
+        }
+        let Some(tree) = parser.parse(inner, None) else { return };
+        let mut sub = Walk {
+            lang: self.lang,
+            src: inner.as_bytes(),
+            out: std::mem::take(&mut self.out),
+            line_offset: self.line_offset + body.start_position().row as u32,
+        };
+        let root = tree.root_node();
+        let mut cursor = root.walk();
+        for child in root.named_children(&mut cursor) {
+            sub.visit(child, scope);
+        }
+        self.out = sub.out;
+    }
+
+    /// `assert_eq!(run(), 1)` inside a function: `name(...)` in the macro's
+    /// tokens is a call site (`a.name(...)` and `A::name(...)` keep `a`/`A`).
+    fn rust_macro_calls(&mut self, tokens: Node, scope: &Scope) {
+        let mut cursor = tokens.walk();
+        let children: Vec<Node> = tokens.children(&mut cursor).collect();
+        for (i, child) in children.iter().enumerate() {
+            if child.kind() == "token_tree" {
+                self.rust_macro_calls(*child, scope);
+                continue;
+            }
+            let called = children
+                .get(i + 1)
+                .is_some_and(|n| n.kind() == "token_tree" && self.text(*n).starts_with('('));
+            if child.kind() != "identifier" || !called {
+                continue;
+            }
+            let qualifier = match i.checked_sub(1).map(|p| self.text(children[p])) {
+                Some("." | "::") => i.checked_sub(2).map(|q| self.text(children[q]).to_string()),
+                _ => None,
+            };
+            let name = self.text(*child).to_string();
+            self.site(SiteKind::Calls, &name, qualifier, *child, scope);
         }
     }
 }
