@@ -94,3 +94,28 @@ fn paging_shows_a_budget_of_lines_and_where_to_continue() {
     let last = paginate("header", &lines, Page { offset: 9, max_chars: 30 });
     assert_eq!(last, "header\nline 10\n[lines 10-10 of 10; end]\n");
 }
+
+#[test]
+fn freshness_names_the_files_changed_since_the_last_update() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("a.py"), "def a():\n    pass\n").unwrap();
+    fs::write(root.path().join("b.py"), "def b():\n    pass\n").unwrap();
+    let (index, _home) = indexed(root.path());
+    let fresh = ferroclaw_codegraph::render::freshness(
+        &index.counts().unwrap(),
+        &index.staleness().unwrap(),
+    );
+    assert!(fresh.starts_with("index: 2 files, 2 symbols, 0 edges (0 exact); updated "), "{fresh}");
+    assert!(fresh.ends_with("; no files changed since"), "{fresh}");
+
+    fs::write(root.path().join("a.py"), "def a():\n    return 1\n").unwrap();
+    fs::write(root.path().join("c.py"), "def c():\n    pass\n").unwrap();
+    let fresh = ferroclaw_codegraph::render::freshness(
+        &index.counts().unwrap(),
+        &index.staleness().unwrap(),
+    );
+    assert!(
+        fresh.ends_with("; 2 files changed since (a.py, c.py): answers about them may be stale"),
+        "{fresh}"
+    );
+}
