@@ -63,6 +63,9 @@ pub enum SiteKind {
     Calls,
     /// A base class, an implemented trait or interface.
     Inherits,
+    /// An import of a project symbol (`use crate::store::open`,
+    /// `from app.models import User`): which files depend on it.
+    Imports,
 }
 
 impl SiteKind {
@@ -71,6 +74,7 @@ impl SiteKind {
         match self {
             SiteKind::Calls => "calls",
             SiteKind::Inherits => "inherits",
+            SiteKind::Imports => "imports",
         }
     }
 }
@@ -242,6 +246,19 @@ impl Walk<'_> {
     }
 
     fn import(&mut self, alias: &str, path: String, node: Node) {
+        // The imported name, linked to the symbol it names when the project has it.
+        let split = path
+            .rsplit_once("::")
+            .or_else(|| path.rsplit_once('.').filter(|(_, n)| !n.contains('/')));
+        if let Some((module, name)) = split.filter(|(_, n)| !n.is_empty() && alias != "*") {
+            self.out.sites.push(Site {
+                kind: SiteKind::Imports,
+                name: name.to_string(),
+                qualifier: Some(module.to_string()),
+                caller: None,
+                line: self.line(node),
+            });
+        }
         self.out.imports.push(Import { alias: alias.to_string(), path, line: self.line(node) });
     }
 

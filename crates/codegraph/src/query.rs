@@ -224,6 +224,22 @@ impl CodeIndex {
                 callers.push((edge.depth, from.clone(), edge.exact));
             }
         }
+        // Files that import the symbol or one of its callers depend on it too.
+        let mut importers = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT f.path FROM edges e JOIN sites s ON s.id = e.site_id JOIN files f ON f.id = s.file_id
+                 WHERE e.target_id = ?1 AND s.kind = 'imports'",
+            )
+            .map_err(|e| self.db_err(e))?;
+        let reached = graph.roots.iter().map(|r| r.id).chain(callers.iter().map(|(_, c, _)| c.id));
+        for id in reached {
+            let paths: Vec<String> = importers
+                .query_map([id], |r| r.get(0))
+                .and_then(|rows| rows.collect())
+                .map_err(|e| self.db_err(e))?;
+            files.extend(paths);
+        }
         let mut files: Vec<String> = files.into_iter().collect();
         files.sort();
         Ok(Impact { roots: graph.roots, callers, files, tests, truncated: graph.truncated })
@@ -241,7 +257,7 @@ impl CodeIndex {
                 "SELECT e.exact, e.confidence, s.kind, sf.path, s.line, {other}
                  FROM edges e JOIN sites s ON s.id = e.site_id JOIN files sf ON sf.id = s.file_id
                  LEFT JOIN symbols t ON t.id = s.caller_id LEFT JOIN files tf ON tf.id = t.file_id
-                 WHERE e.target_id = ?1 ORDER BY sf.path, s.line"
+                 WHERE e.target_id = ?1 AND s.kind != 'imports' ORDER BY sf.path, s.line"
             ),
             Direction::Callees => format!(
                 "SELECT e.exact, e.confidence, s.kind, sf.path, s.line, {other}

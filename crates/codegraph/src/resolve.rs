@@ -159,6 +159,19 @@ pub(crate) fn relink(
 const SELF_NAMES: &[&str] = &["self", "Self", "this", "cls"];
 
 fn resolve(site: &SiteRow, imports: &[(String, String)], all: &[Candidate]) -> Vec<Target> {
+    if site.kind == "imports" {
+        // A top-level symbol of that name in a file the module path names.
+        let module = site.qualifier.as_deref().unwrap_or("");
+        let from: Vec<&Candidate> = all
+            .iter()
+            .filter(|c| c.family == site.family && c.kind != "method" && c.qualified == site.name)
+            .filter(|c| module_matches(&c.path, module))
+            .collect();
+        return match from.len() {
+            1 => vec![(from[0].id, 1.0, true)],
+            _ => split(&from),
+        };
+    }
     let allowed: &[&str] = if site.kind == "inherits" {
         &["class", "trait", "struct"]
     } else {

@@ -119,3 +119,15 @@ fn freshness_names_the_files_changed_since_the_last_update() {
         "{fresh}"
     );
 }
+
+#[test]
+fn impact_counts_files_that_only_import_the_symbol() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("a.py"), "def helper():\n    pass\n").unwrap();
+    fs::write(root.path().join("b.py"), "from a import helper\n\nHANDLERS = [helper]\n").unwrap();
+    let (index, _home) = indexed(root.path());
+    assert!(index.callers("helper", 1).unwrap().edges.is_empty(), "an import is not a call");
+    let impact = index.impact("helper").unwrap();
+    assert!(impact.callers.is_empty());
+    assert_eq!(impact.files, ["b.py"]);
+}
