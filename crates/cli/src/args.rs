@@ -244,6 +244,13 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::eval_cmd::EvalAction,
     },
+    /// Build or update this project's code graph (symbols and calls, tree-sitter into SQLite).
+    Index,
+    /// Ask the code graph: outline, find, definition, callers, callees, impact.
+    Code {
+        #[command(subcommand)]
+        action: crate::code_cmd::CodeAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,6 +5,7 @@ mod archive;
 mod args;
 mod attach;
 mod claude_stream;
+mod code_cmd;
 mod context_cmd;
 mod cron_cmd;
 mod diff;
@@ -97,6 +98,8 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Cron { action }) => cron_cmd::run(action),
         Some(Command::Status) => status_cmd::run(cli),
         Some(Command::Eval { action }) => eval_cmd::run(action, &setup::load_config(cli)?).await,
+        Some(Command::Index) => code_cmd::index(cli),
+        Some(Command::Code { action }) => code_cmd::code(cli, action),
         Some(Command::Sessions { action }) => {
             let config = setup::load_config(cli)?;
             sessions::run(action, &config)?;

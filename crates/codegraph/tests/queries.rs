@@ -1,0 +1,133 @@
+//! The questions the graph answers: outlines, finding, definitions,
+//! callers, callees and impact, and answers paged within a budget.
+
+use std::fs;
+use std::path::Path;
+
+use ferroclaw_codegraph::render::{Page, paginate};
+use ferroclaw_codegraph::{CodeIndex, SymbolKind};
+
+fn python_fixture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python")
+}
+
+fn indexed(root: &Path) -> (CodeIndex, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let mut index = CodeIndex::open(root, home.path()).unwrap();
+    index.update().unwrap();
+    (index, home)
+}
+
+#[test]
+fn outline_lists_symbols_nested_in_source_order() {
+    let (index, _home) = indexed(&python_fixture());
+    let outline: Vec<(usize, String)> =
+        index.outline("app/models.py").unwrap().into_iter().map(|(d, s)| (d, s.name)).collect();
+    let names: Vec<(usize, &str)> = outline.iter().map(|(d, n)| (*d, n.as_str())).collect();
+    assert_eq!(
+        names,
+        [
+            (0, "MAX_ITEMS"),
+            (0, "Base"),
+            (1, "save"),
+            (1, "validate"),
+            (0, "User"),
+            (1, "greet"),
+            (0, "format_name")
+        ]
+    );
+}
+
+#[test]
+fn find_ranks_exact_names_first_and_filters_by_kind() {
+    let (index, _home) = indexed(&python_fixture());
+    let found: Vec<String> =
+        index.find("save", None, 10).unwrap().into_iter().map(|s| s.qualified).collect();
+    assert_eq!(found, ["Base.save"]);
+    let classes: Vec<String> =
+        index.find("e", Some(SymbolKind::Class), 10).unwrap().into_iter().map(|s| s.name).collect();
+    assert_eq!(classes, ["Base", "User"]);
+}
+
+#[test]
+fn definition_accepts_qualified_names_and_paths() {
+    let (index, _home) = indexed(&python_fixture());
+    let by_qualified = index.definition("Base.save").unwrap();
+    assert_eq!((by_qualified[0].path.as_str(), by_qualified[0].start_line), ("app/models.py", 6));
+    assert_eq!(by_qualified[0].doc.as_deref(), Some("Saves the model."));
+    let by_path = index.definition("app/service.py:register").unwrap();
+    assert_eq!(by_path.len(), 1);
+    assert!(index.definition("tests/test_service.py:register").unwrap().is_empty());
+}
+
+#[test]
+fn impact_reaches_transitive_callers_and_their_tests() {
+    let (index, _home) = indexed(&python_fixture());
+    let impact = index.impact("format_name").unwrap();
+    let callers: Vec<&str> = impact.callers.iter().map(|(_, s, _)| s.qualified.as_str()).collect();
+    assert_eq!(callers, ["User.greet", "register", "test_register"]);
+    assert_eq!(impact.files, ["app/models.py", "app/service.py", "tests/test_service.py"]);
+    assert_eq!(impact.tests.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["test_register"]);
+}
+
+#[test]
+fn same_named_functions_without_an_import_are_heuristic_candidates() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("a.py"), "def process():\n    pass\n").unwrap();
+    fs::write(root.path().join("b.py"), "def process():\n    pass\n").unwrap();
+    fs::write(root.path().join("c.py"), "def main():\n    process()\n").unwrap();
+    let (index, _home) = indexed(root.path());
+    let callees = index.callees("main", 1).unwrap();
+    let edges: Vec<(String, bool, f64)> =
+        callees.edges.iter().map(|e| (e.to.path.clone(), e.exact, e.confidence)).collect();
+    assert_eq!(edges, [("a.py".to_string(), false, 0.5), ("b.py".to_string(), false, 0.5)]);
+}
+
+#[test]
+fn paging_shows_a_budget_of_lines_and_where_to_continue() {
+    let lines: Vec<String> = (1..=10).map(|i| format!("line {i:02}")).collect();
+    let first = paginate("header", &lines, Page { offset: 0, max_chars: 30 });
+    assert_eq!(
+        first,
+        "header\nline 01\nline 02\nline 03\n[lines 1-3 of 10; call again with offset=3 for more]\n"
+    );
+    let last = paginate("header", &lines, Page { offset: 9, max_chars: 30 });
+    assert_eq!(last, "header\nline 10\n[lines 10-10 of 10; end]\n");
+}
+
+#[test]
+fn freshness_names_the_files_changed_since_the_last_update() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("a.py"), "def a():\n    pass\n").unwrap();
+    fs::write(root.path().join("b.py"), "def b():\n    pass\n").unwrap();
+    let (index, _home) = indexed(root.path());
+    let fresh = ferroclaw_codegraph::render::freshness(
+        &index.counts().unwrap(),
+        &index.staleness().unwrap(),
+    );
+    assert!(fresh.starts_with("index: 2 files, 2 symbols, 0 edges (0 exact); updated "), "{fresh}");
+    assert!(fresh.ends_with("; no files changed since"), "{fresh}");
+
+    fs::write(root.path().join("a.py"), "def a():\n    return 1\n").unwrap();
+    fs::write(root.path().join("c.py"), "def c():\n    pass\n").unwrap();
+    let fresh = ferroclaw_codegraph::render::freshness(
+        &index.counts().unwrap(),
+        &index.staleness().unwrap(),
+    );
+    assert!(
+        fresh.ends_with("; 2 files changed since (a.py, c.py): answers about them may be stale"),
+        "{fresh}"
+    );
+}
+
+#[test]
+fn impact_counts_files_that_only_import_the_symbol() {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("a.py"), "def helper():\n    pass\n").unwrap();
+    fs::write(root.path().join("b.py"), "from a import helper\n\nHANDLERS = [helper]\n").unwrap();
+    let (index, _home) = indexed(root.path());
+    assert!(index.callers("helper", 1).unwrap().edges.is_empty(), "an import is not a call");
+    let impact = index.impact("helper").unwrap();
+    assert!(impact.callers.is_empty());
+    assert_eq!(impact.files, ["b.py"]);
+}
