@@ -103,8 +103,14 @@ impl Recall {
         let err = |source| RecallError::Sqlite { path: path.to_path_buf(), source };
         let conn = Connection::open(path).map_err(err)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(err)?;
+        // WAL with synchronous = NORMAL: a commit is a write, not an fsync (a
+        // crash can lose the last few indexed requests, never corrupt the
+        // index). The session files are what must survive; this index is a
+        // convenience over them, and an fsync per answered request would
+        // bound a busy gateway by the disk.
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
              CREATE VIRTUAL TABLE IF NOT EXISTS turns USING fts5(
                  user, answer,
                  session_id UNINDEXED, cwd UNINDEXED, ts UNINDEXED,

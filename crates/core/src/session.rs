@@ -12,12 +12,14 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ferroclaw_protocol::{Message, Role, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::clock;
 
+pub mod commit;
 mod lines;
 pub mod repair;
 
@@ -202,7 +204,7 @@ impl SessionStore {
             .open(&path)
             .map_err(io(&path))?;
         lock(&file, &path, &meta.id)?;
-        let mut log = SessionLog { path, file, meta };
+        let mut log = SessionLog { path, file: Arc::new(file), meta };
         log.append(&Entry::Meta(log.meta.clone()))?;
         log.sync()?;
         Ok(log)
@@ -349,7 +351,8 @@ fn lock(file: &File, path: &Path, id: &str) -> Result<(), SessionError> {
 #[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
-    file: File,
+    /// Shared with the group committer while a sync is pending.
+    file: Arc<File>,
     meta: SessionMeta,
 }
 
@@ -392,7 +395,7 @@ impl SessionLog {
             line = serde_json::to_vec(&value).map_err(encode)?;
         }
         line.push(b'\n');
-        self.file.write_all(&line).map_err(io(&self.path))
+        (&*self.file).write_all(&line).map_err(io(&self.path))
     }
 
     /// Appends a message of the conversation.
@@ -400,9 +403,18 @@ impl SessionLog {
         self.append(&Entry::Message { ts: clock::unix_seconds(), message: message.clone() })
     }
 
-    /// Flushes the file to disk: called at turn boundaries.
+    /// Flushes the file to disk now, on this thread (see [`SessionLog::commit`]
+    /// for turn boundaries).
     pub fn sync(&mut self) -> Result<(), SessionError> {
         self.file.sync_data().map_err(io(&self.path))
+    }
+
+    /// Makes everything appended so far durable through the process's group
+    /// committer (see [`commit`]): called at turn boundaries. The async
+    /// thread is free meanwhile, and many sessions ending turns at once
+    /// share the syncer's batches.
+    pub async fn commit(&mut self) -> Result<(), SessionError> {
+        commit::GroupCommit::global().commit(self.file.clone()).await.map_err(io(&self.path))
     }
 
     /// Fills in the folder of a session whose metadata had to be rebuilt.
@@ -482,7 +494,7 @@ impl SessionLog {
             tracing::warn!(path = %path.display(), "cut off a torn last line ({} bytes)", len - end);
         }
         Ok(Resumed {
-            log: SessionLog { path: path.to_path_buf(), file, meta },
+            log: SessionLog { path: path.to_path_buf(), file: Arc::new(file), meta },
             messages,
             skipped_bytes: read.skipped,
             bad_lines,
