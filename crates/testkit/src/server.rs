@@ -233,5 +233,34 @@ fn route(shared: &Shared, method: &Method, path: &str, body: Result<Value, Strin
         let message = format!("scripted-llm: script exhausted after {served} requests");
         return wire.error(StatusCode::INTERNAL_SERVER_ERROR, Some(&message));
     };
+    let step = match step {
+        Step::Reply(mut turn) if turn.text.contains(LAST_USER) => {
+            turn.text = turn.text.replace(LAST_USER, &last_user_text(&body));
+            Step::Reply(turn)
+        }
+        step => step,
+    };
     wire.render(&step, &Exchange::new(seq, &body, &shared.options))
+}
+
+/// In a reply's text, replaced by the text of the request's last user
+/// message, so a load test can check that each answer belongs to its request.
+pub const LAST_USER: &str = "{{last_user}}";
+
+/// The text of the last `user` message of a request, either wire format
+/// (a string, or the `text` of its content parts).
+fn last_user_text(body: &Value) -> String {
+    let Some(message) = body["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
+    else {
+        return String::new();
+    };
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => {
+            parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n")
+        }
+        _ => String::new(),
+    }
 }
