@@ -85,6 +85,13 @@ pub enum Entry {
     },
 }
 
+/// [`Entry::Message`] borrowing its message, for writing (the same line).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum MessageLine<'a> {
+    Message { ts: u64, message: &'a Message },
+}
+
 /// Problems with session files.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -386,9 +393,19 @@ impl SessionLog {
     /// Appends one entry as one line (a single write, so a crash tears at most
     /// it), with known secret values redacted (see [`crate::redact`]).
     pub fn append(&mut self, entry: &Entry) -> Result<(), SessionError> {
+        self.append_line(entry)
+    }
+
+    /// Appends a message of the conversation (serialised where it is, not copied).
+    pub fn append_message(&mut self, message: &Message) -> Result<(), SessionError> {
+        self.append_line(&MessageLine::Message { ts: clock::unix_seconds(), message })
+    }
+
+    fn append_line(&mut self, entry: &impl Serialize) -> Result<(), SessionError> {
         let encode =
             |e| SessionError::Io { path: self.path.clone(), source: std::io::Error::other(e) };
         let mut line = serde_json::to_vec(entry).map_err(encode)?;
+        // Valid UTF-8 (serde_json wrote it), so this borrows rather than copies.
         if crate::redact::contains_secret(&String::from_utf8_lossy(&line)) {
             let mut value = serde_json::to_value(entry).map_err(encode)?;
             crate::redact::redact_json(&mut value);
@@ -396,11 +413,6 @@ impl SessionLog {
         }
         line.push(b'\n');
         (&*self.file).write_all(&line).map_err(io(&self.path))
-    }
-
-    /// Appends a message of the conversation.
-    pub fn append_message(&mut self, message: &Message) -> Result<(), SessionError> {
-        self.append(&Entry::Message { ts: clock::unix_seconds(), message: message.clone() })
     }
 
     /// Flushes the file to disk now, on this thread (see [`SessionLog::commit`]
