@@ -212,8 +212,9 @@ impl SessionStore {
             .map_err(io(&path))?;
         lock(&file, &path, &meta.id)?;
         let mut log = SessionLog { path, file: Arc::new(file), meta };
+        // Not synced here: the first turn's commit makes it durable with the
+        // rest, and a file a crash left empty is taken up again (see `resume`).
         log.append(&Entry::Meta(log.meta.clone()))?;
-        log.sync()?;
         Ok(log)
     }
 
@@ -494,6 +495,15 @@ impl SessionLog {
                 });
                 rebuilt_meta(path, &usage.collect::<Vec<_>>())
             }
+            // Nothing complete in it: created, then a crash before its first
+            // turn was made durable. It starts afresh under its name.
+            None if end == 0 => {
+                tracing::warn!(
+                    "{}: empty (cut short when it was created); started afresh",
+                    path.display()
+                );
+                rebuilt_meta(path, &[])
+            }
             None => return Err(SessionError::NotASession { path: path.to_path_buf() }),
         };
         let mut messages = read.messages;
@@ -505,8 +515,12 @@ impl SessionLog {
             file.set_len(end).map_err(io(path))?;
             tracing::warn!(path = %path.display(), "cut off a torn last line ({} bytes)", len - end);
         }
+        let mut log = SessionLog { path: path.to_path_buf(), file: Arc::new(file), meta };
+        if end == 0 {
+            log.append(&Entry::Meta(log.meta.clone()))?;
+        }
         Ok(Resumed {
-            log: SessionLog { path: path.to_path_buf(), file: Arc::new(file), meta },
+            log,
             messages,
             skipped_bytes: read.skipped,
             bad_lines,
@@ -642,6 +656,28 @@ mod tests {
         let skipped = for_each_entry(&path, |_| shown += 1).unwrap();
         assert_eq!((shown, skipped), (2, vec![1, 4]));
         assert_eq!(store.list(Path::new("/p")).len(), 1, "still listed");
+    }
+
+    #[test]
+    fn a_session_file_a_crash_left_empty_or_torn_starts_afresh_under_its_name() {
+        let (_d, store) = store();
+        let cwd = Path::new("/p");
+        for content in [&b""[..], br#"{"type":"meta","id":"#] {
+            let path = store.path_of(cwd, "chat-1");
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, content).unwrap();
+            let mut r = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
+            assert!(r.rebuilt_meta && r.messages.is_empty());
+            r.log.adopt_cwd(cwd);
+            r.log.append_message(&Message::user("hello")).unwrap();
+            drop(r);
+            let again = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
+            assert!(!again.rebuilt_meta, "its metadata line was written again");
+            assert_eq!(again.log.meta().id, "chat-1");
+            assert_eq!(again.messages, vec![Message::user("hello")]);
+            drop(again);
+            std::fs::remove_file(&path).unwrap();
+        }
     }
 
     #[test]
