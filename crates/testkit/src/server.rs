@@ -49,6 +49,10 @@ pub struct ServerOptions {
     /// answered in the next message (or a result without its call); such a
     /// request consumes no step.
     pub strict: bool,
+    /// Do not keep requests in memory: [`ScriptedServer::requests`] stays
+    /// empty, `record_path` still gets them (the `scripted-llm` binary, which
+    /// serves benchmarks of any length).
+    pub forget_requests: bool,
 }
 
 /// A scripted LLM HTTP server running on its own thread; dropping it shuts it down.
@@ -105,7 +109,7 @@ impl ScriptedServer {
             Some(path) => Some(OpenOptions::new().create(true).append(true).open(path)?),
             None => None,
         };
-        let recorder = Arc::new(Recorder::new(sink));
+        let recorder = Arc::new(Recorder::new(sink, !options.forget_requests));
         let shared = Arc::new(Shared {
             script: Mutex::new(Cursor { steps: script, served: 0 }),
             options,
