@@ -234,6 +234,8 @@ def main():
             time.sleep(1)
             print("%d sessions opened (one message each) in %.1f s, lost %d, mismatched %d"
                   % (args.sessions, elapsed, results.lost, results.mismatched))
+            for e in results.errors[:5]:
+                print("  !", e)
             print("RSS with %d live idle sessions:     %6.1f MiB" % (args.sessions, gw.rss()))
             gw.stop()
     finally:
