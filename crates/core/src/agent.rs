@@ -218,9 +218,20 @@ impl Agent {
                 break self.report(Outcome::Cancelled, "cancelled by the user".into(), turn, usage);
             }
         };
-        if let Err(e) = self.session.sync() {
-            emit(events, AgentEvent::Error { message: e.to_string(), fatal: false });
-        }
+        // Not done before its bytes are durable: a failed sync fails the request.
+        let report = match self.session.commit().await {
+            Ok(()) => report,
+            Err(e) => {
+                let text = format!("the conversation could not be saved: {e}");
+                self.fail(
+                    Outcome::Failed(text.clone()),
+                    text,
+                    report.num_turns,
+                    report.usage,
+                    events,
+                )
+            }
+        };
         self.remember(&request, &report);
         emit(
             events,

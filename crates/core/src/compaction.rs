@@ -152,9 +152,28 @@ pub fn estimate_tokens(system: &str, messages: &[Message], tools: &[ToolSpec]) -
         + messages.iter().map(Message::char_len).sum::<usize>()
         + tools
             .iter()
-            .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
+            .map(|t| t.name.len() + t.description.len() + json_len(&t.input_schema))
             .sum::<usize>();
     (chars as u64).div_ceil(4)
+}
+
+/// Bytes of `value` as compact JSON, counted without building the text
+/// (estimates run before every model request).
+fn json_len(value: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// Estimates corrected by what the provider actually counted: after each

@@ -12,12 +12,14 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ferroclaw_protocol::{Message, Role, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::clock;
 
+pub mod commit;
 mod lines;
 pub mod repair;
 
@@ -85,6 +87,13 @@ pub enum Entry {
         summary: String,
         replaced: usize,
     },
+}
+
+/// [`Entry::Message`] borrowing its message, for writing (the same line).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum MessageLine<'a> {
+    Message { ts: u64, message: &'a Message },
 }
 
 /// Problems with session files.
@@ -219,9 +228,10 @@ impl SessionStore {
             .open(&path)
             .map_err(io(&path))?;
         lock(&file, &path, &meta.id)?;
-        let mut log = SessionLog { path, file, meta };
+        let mut log = SessionLog { path, file: Arc::new(file), meta };
+        // Not synced here: the first turn's commit makes it durable with the
+        // rest, and a file a crash left empty is taken up again (see `resume`).
         log.append(&Entry::Meta(log.meta.clone()))?;
-        log.sync()?;
         Ok(log)
     }
 
@@ -366,7 +376,8 @@ fn lock(file: &File, path: &Path, id: &str) -> Result<(), SessionError> {
 #[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
-    file: File,
+    /// Shared with the group committer while a sync is pending.
+    file: Arc<File>,
     meta: SessionMeta,
 }
 
@@ -402,26 +413,40 @@ impl SessionLog {
     /// Appends one entry as one line (a single write, so a crash tears at most
     /// it), with known secret values redacted (see [`crate::redact`]).
     pub fn append(&mut self, entry: &Entry) -> Result<(), SessionError> {
+        self.append_line(entry)
+    }
+
+    /// Appends a message of the conversation (serialised where it is, not copied).
+    pub fn append_message(&mut self, message: &Message) -> Result<(), SessionError> {
+        self.append_line(&MessageLine::Message { ts: clock::unix_seconds(), message })
+    }
+
+    fn append_line(&mut self, entry: &impl Serialize) -> Result<(), SessionError> {
         let encode =
             |e| SessionError::Io { path: self.path.clone(), source: std::io::Error::other(e) };
         let mut line = serde_json::to_vec(entry).map_err(encode)?;
+        // Valid UTF-8 (serde_json wrote it), so this borrows rather than copies.
         if crate::redact::contains_secret(&String::from_utf8_lossy(&line)) {
             let mut value = serde_json::to_value(entry).map_err(encode)?;
             crate::redact::redact_json(&mut value);
             line = serde_json::to_vec(&value).map_err(encode)?;
         }
         line.push(b'\n');
-        self.file.write_all(&line).map_err(io(&self.path))
+        (&*self.file).write_all(&line).map_err(io(&self.path))
     }
 
-    /// Appends a message of the conversation.
-    pub fn append_message(&mut self, message: &Message) -> Result<(), SessionError> {
-        self.append(&Entry::Message { ts: clock::unix_seconds(), message: message.clone() })
-    }
-
-    /// Flushes the file to disk: called at turn boundaries.
+    /// Flushes the file to disk now, on this thread (see [`SessionLog::commit`]
+    /// for turn boundaries).
     pub fn sync(&mut self) -> Result<(), SessionError> {
         self.file.sync_data().map_err(io(&self.path))
+    }
+
+    /// Makes everything appended so far durable through the process's group
+    /// committer (see [`commit`]): called at turn boundaries. The async
+    /// thread is free meanwhile, and many sessions ending turns at once
+    /// share the syncer's batches.
+    pub async fn commit(&mut self) -> Result<(), SessionError> {
+        commit::GroupCommit::global().commit(self.file.clone()).await.map_err(io(&self.path))
     }
 
     /// Fills in the folder of a session whose metadata had to be rebuilt.
@@ -491,6 +516,15 @@ impl SessionLog {
                 });
                 rebuilt_meta(path, &usage.collect::<Vec<_>>())
             }
+            // Nothing complete in it: created, then a crash before its first
+            // turn was made durable. It starts afresh under its name.
+            None if end == 0 => {
+                tracing::warn!(
+                    "{}: empty (cut short when it was created); started afresh",
+                    path.display()
+                );
+                rebuilt_meta(path, &[])
+            }
             None => return Err(SessionError::NotASession { path: path.to_path_buf() }),
         };
         let mut messages = read.messages;
@@ -502,8 +536,12 @@ impl SessionLog {
             file.set_len(end).map_err(io(path))?;
             tracing::warn!(path = %path.display(), "cut off a torn last line ({} bytes)", len - end);
         }
+        let mut log = SessionLog { path: path.to_path_buf(), file: Arc::new(file), meta };
+        if end == 0 {
+            log.append(&Entry::Meta(log.meta.clone()))?;
+        }
         Ok(Resumed {
-            log: SessionLog { path: path.to_path_buf(), file, meta },
+            log,
             messages,
             skipped_bytes: read.skipped,
             bad_lines,
@@ -640,6 +678,28 @@ mod tests {
         let skipped = for_each_entry(&path, |_| shown += 1).unwrap();
         assert_eq!((shown, skipped), (2, vec![1, 4]));
         assert_eq!(store.list(Path::new("/p")).len(), 1, "still listed");
+    }
+
+    #[test]
+    fn a_session_file_a_crash_left_empty_or_torn_starts_afresh_under_its_name() {
+        let (_d, store) = store();
+        let cwd = Path::new("/p");
+        for content in [&b""[..], br#"{"type":"meta","id":"#] {
+            let path = store.path_of(cwd, "chat-1");
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, content).unwrap();
+            let mut r = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
+            assert!(r.rebuilt_meta && r.messages.is_empty());
+            r.log.adopt_cwd(cwd);
+            r.log.append_message(&Message::user("hello")).unwrap();
+            drop(r);
+            let again = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
+            assert!(!again.rebuilt_meta, "its metadata line was written again");
+            assert_eq!(again.log.meta().id, "chat-1");
+            assert_eq!(again.messages, vec![Message::user("hello")]);
+            drop(again);
+            std::fs::remove_file(&path).unwrap();
+        }
     }
 
     #[test]

@@ -47,6 +47,10 @@
 //!   {"kind": "reply", "text": "Done.", "input_tokens": 120, "output_tokens": 3}
 //! ]
 //! ```
+//!
+//! In a reply's text, `{{last_user}}` ([`LAST_USER`]) stands for the text of the request's
+//! last user message: `{"kind": "reply", "text": "echo: {{last_user}}"}` with `--repeat`
+//! answers every request with its own words (load tests check answers against requests so).
 
 mod anthropic;
 mod openai;
@@ -62,4 +66,4 @@ pub use recording::RecordedRequest;
 pub use script::{
     DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, Fault, ScriptedToolCall, Step, Turn,
 };
-pub use server::{ScriptedServer, ServerOptions};
+pub use server::{LAST_USER, ScriptedServer, ServerOptions};

@@ -19,7 +19,8 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), String> {
     let mut script = None;
-    let mut options = ServerOptions::default();
+    // Nobody asks this process for its requests: they go to --record only.
+    let mut options = ServerOptions { forget_requests: true, ..ServerOptions::default() };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));

@@ -39,37 +39,45 @@ impl RecordedRequest {
 /// Shared request log, optionally mirrored to a JSON-lines file.
 pub(crate) struct Recorder {
     started_at: Instant,
-    requests: Mutex<Vec<RecordedRequest>>,
+    /// Every request (`None` once written to the sink, when not kept).
+    requests: Mutex<Vec<Option<RecordedRequest>>>,
     sink: Option<Mutex<File>>,
+    /// Keep requests in memory for [`Recorder::snapshot`] (a server in a
+    /// test); the `scripted-llm` binary only writes them to its sink, so a
+    /// long benchmark neither grows without bound nor pays for copies.
+    keep: bool,
 }
 
 impl Recorder {
     /// An empty log; `sink` receives one JSON line per request once its response ends.
-    pub fn new(sink: Option<File>) -> Recorder {
+    pub fn new(sink: Option<File>, keep: bool) -> Recorder {
         Recorder {
             started_at: Instant::now(),
             requests: Mutex::new(Vec::new()),
             sink: sink.map(Mutex::new),
+            keep,
         }
     }
 
     /// Appends a request and returns a guard that completes its record.
     pub fn push(self: &Arc<Self>, request: RecordedRequest) -> Completion {
         let mut requests = lock(&self.requests);
-        requests.push(request);
+        requests.push(Some(request));
         Completion { recorder: Arc::clone(self), index: requests.len() - 1 }
     }
 
     /// A copy of the log in arrival order.
     pub fn snapshot(&self) -> Vec<RecordedRequest> {
-        lock(&self.requests).clone()
+        lock(&self.requests).iter().flatten().cloned().collect()
     }
 
     fn write_line(&self, index: usize) {
-        let Some(sink) = &self.sink else { return };
-        let Some(request) = lock(&self.requests).get(index).cloned() else {
-            return;
+        let request = {
+            let mut requests = lock(&self.requests);
+            let Some(slot) = requests.get_mut(index) else { return };
+            if self.keep { slot.clone() } else { slot.take() }
         };
+        let (Some(sink), Some(request)) = (&self.sink, request) else { return };
         let micros = |at: Instant| at.saturating_duration_since(self.started_at).as_micros() as u64;
         let line = json!({
             "method": request.method,
@@ -93,7 +101,7 @@ impl Completion {
     /// Marks the response as completely handed to the connection, now (first call wins).
     pub fn finish(&self) {
         let now = Instant::now();
-        if let Some(request) = lock(&self.recorder.requests).get_mut(self.index) {
+        if let Some(Some(request)) = lock(&self.recorder.requests).get_mut(self.index) {
             request.finished_at.get_or_insert(now);
         }
     }

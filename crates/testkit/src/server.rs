@@ -49,6 +49,10 @@ pub struct ServerOptions {
     /// answered in the next message (or a result without its call); such a
     /// request consumes no step.
     pub strict: bool,
+    /// Do not keep requests in memory: [`ScriptedServer::requests`] stays
+    /// empty, `record_path` still gets them (the `scripted-llm` binary, which
+    /// serves benchmarks of any length).
+    pub forget_requests: bool,
 }
 
 /// A scripted LLM HTTP server running on its own thread; dropping it shuts it down.
@@ -105,7 +109,7 @@ impl ScriptedServer {
             Some(path) => Some(OpenOptions::new().create(true).append(true).open(path)?),
             None => None,
         };
-        let recorder = Arc::new(Recorder::new(sink));
+        let recorder = Arc::new(Recorder::new(sink, !options.forget_requests));
         let shared = Arc::new(Shared {
             script: Mutex::new(Cursor { steps: script, served: 0 }),
             options,
@@ -233,5 +237,34 @@ fn route(shared: &Shared, method: &Method, path: &str, body: Result<Value, Strin
         let message = format!("scripted-llm: script exhausted after {served} requests");
         return wire.error(StatusCode::INTERNAL_SERVER_ERROR, Some(&message));
     };
+    let step = match step {
+        Step::Reply(mut turn) if turn.text.contains(LAST_USER) => {
+            turn.text = turn.text.replace(LAST_USER, &last_user_text(&body));
+            Step::Reply(turn)
+        }
+        step => step,
+    };
     wire.render(&step, &Exchange::new(seq, &body, &shared.options))
+}
+
+/// In a reply's text, replaced by the text of the request's last user
+/// message, so a load test can check that each answer belongs to its request.
+pub const LAST_USER: &str = "{{last_user}}";
+
+/// The text of the last `user` message of a request, either wire format
+/// (a string, or the `text` of its content parts).
+fn last_user_text(body: &Value) -> String {
+    let Some(message) = body["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
+    else {
+        return String::new();
+    };
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => {
+            parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n")
+        }
+        _ => String::new(),
+    }
 }

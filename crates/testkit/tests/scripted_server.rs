@@ -327,6 +327,19 @@ fn an_exhausted_script_answers_500_unless_repeat_cycles_it() {
 }
 
 #[test]
+fn a_reply_can_echo_the_last_user_message_of_each_request() {
+    let options = ServerOptions { repeat: true, ..Default::default() };
+    let echo = Turn::text(format!("echo: {}", ferroclaw_testkit::LAST_USER));
+    let server = ScriptedServer::start_with(vec![echo.into()], options);
+    let anthropic = r#"{"model":"m","messages":[{"role":"user","content":"first"},
+        {"role":"assistant","content":"x"},
+        {"role":"user","content":[{"type":"text","text":"second"}]}]}"#;
+    let openai = r#"{"model":"m","messages":[{"role":"user","content":"third"}]}"#;
+    assert_eq!(messages(&server, anthropic).json()["content"][0]["text"], "echo: second");
+    assert_eq!(chat(&server, openai).json()["choices"][0]["message"]["content"], "echo: third");
+}
+
+#[test]
 fn a_body_that_is_not_json_gets_400_and_consumes_no_step() {
     let server = ScriptedServer::start(vec![Turn::text("still here").into()]);
     let bad = messages(&server, "{not json");

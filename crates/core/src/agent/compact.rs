@@ -138,7 +138,7 @@ impl Agent {
         self.log(compaction_entry(&history, self.messages.len()));
         self.messages = history;
         self.remembering.history_replaced();
-        if let Err(e) = self.session.sync() {
+        if let Err(e) = self.session.commit().await {
             tracing::error!("{e}");
         }
         let after = self.estimated_tokens();
