@@ -6,7 +6,8 @@
 //! Opens AGENTS (default 10,000) new sessions, keeps them all open, and
 //! prints the median and 99th percentile time of one `open` and the growth
 //! of the resident set per agent (VmRSS before and after, over AGENTS); then
-//! the same per agent for AGENTS/10 agents that each answered one message.
+//! the same per agent for AGENTS/10 agents that each answered one message
+//! (measured first, and all kept, so that no agent reuses freed memory).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -67,6 +68,18 @@ async fn main() {
     let started = Instant::now();
     let first = open();
     let first_open = started.elapsed();
+    // Idle after one answered message each, as a gateway chat is.
+    let before = rss_kib();
+    let mut chats = Vec::with_capacity(answered);
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    for _ in 0..answered {
+        let mut agent = open();
+        agent.run(ferroclaw_protocol::Message::user("hi"), &tx, &cancel).await;
+        chats.push(agent);
+    }
+    let after = rss_kib();
+    let answered_kib = (after.saturating_sub(before)) as f64 / answered.max(1) as f64;
     let before = rss_kib();
     let mut opened = Vec::with_capacity(agents);
     let mut times = Vec::with_capacity(agents);
@@ -105,26 +118,14 @@ async fn main() {
         "memory: {:.1} KiB per idle agent (VmRSS {before} KiB -> {after} KiB for {agents} agents)",
         (after.saturating_sub(before)) as f64 / agents as f64
     );
-    // Idle after one answered message each, as a gateway chat is.
-    drop(opened);
-    let before = rss_kib();
-    let mut chats = Vec::with_capacity(answered);
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let cancel = tokio_util::sync::CancellationToken::new();
-    for _ in 0..answered {
-        let mut agent = open();
-        agent.run(ferroclaw_protocol::Message::user("hi"), &tx, &cancel).await;
-        chats.push(agent);
-    }
-    let after = rss_kib();
     println!(
-        "memory: {:.1} KiB per idle agent after one answered message ({answered} agents)",
-        (after.saturating_sub(before)) as f64 / answered.max(1) as f64
+        "memory: {answered_kib:.1} KiB per idle agent after one answered message ({answered} agents)"
     );
     println!(
         "tools per agent: {}, system prompt: {} bytes (shared)",
         first.tools().len(),
         first.system().len()
     );
+    drop(opened);
     drop(chats);
 }
