@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{Env, Wire, run};
+use common::{Env, Wire, run, tool_results};
+use ferroclaw_testkit::Turn;
+use serde_json::json;
 
 fn write(root: &std::path::Path, rel: &str, text: &str) {
     let path = root.join(rel);
@@ -50,4 +52,37 @@ fn an_unknown_symbol_is_one_clear_error() {
     assert_eq!(code, 1);
     assert!(stdout.is_empty(), "{stdout}");
     assert!(stderr.contains("no symbol `nope` in the code index"), "{stderr}");
+}
+
+#[test]
+fn the_model_asks_code_callers_once_the_project_is_indexed() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("no index yet").into()]);
+    write(env.ws(), "app/util.py", "def helper():\n    return 1\n");
+    // Before `ferroclaw index` the tools are not offered.
+    let (code, _, stderr) = run(&mut env.oneshot("who calls helper?", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!env.request_body(0).to_string().contains("code_callers"), "offered without an index");
+
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("code_callers", json!({"symbol": "helper"})).into(),
+            Turn::text("main calls helper").into(),
+        ],
+    );
+    write(env.ws(), "app/util.py", "def helper():\n    return 1\n");
+    write(
+        env.ws(),
+        "app/main.py",
+        "from app.util import helper\n\n\ndef main():\n    return helper()\n",
+    );
+    let (code, _, stderr) = run(env.cmd().arg("index"));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = run(&mut env.oneshot("who calls helper?", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("main calls helper"), "{stdout}");
+    let results = tool_results(&env.request_body(1));
+    let (text, is_error) = &results[0];
+    assert!(!is_error, "{text}");
+    assert!(text.contains("app/main.py:5 function main -> helper [exact]"), "{text}");
 }
