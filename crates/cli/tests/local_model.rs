@@ -78,15 +78,17 @@ fn run(cmd: &mut Command) -> (i32, String, String) {
 /// Tools a wrong guess of a tiny model must not run in these tests.
 const DENY_WRITES: &str = "[permissions]\ndeny = [\"bash\", \"background_run\", \"kill_background\", \"write\", \"*edit\", \"memory\", \"web_*\", \"task\"]\n";
 
+/// The README's first command, with no switch: the model's first answer
+/// is a real, grammar-valid tool call (its own, or its made-up answer redone
+/// as one), the tool runs, and the next turn answers.
 #[test]
-fn the_real_model_makes_a_grammar_constrained_tool_call_and_answers() {
+fn the_readmes_first_command_makes_a_real_tool_call_with_no_switch_and_answers() {
     let Some(model) = model_path() else { return };
     let env = Env::new();
     env.config(DENY_WRITES);
     let spec = format!("local:{}", model.display());
     let (code, stdout, stderr) = run(env
         .cmd()
-        .env("FERROCLAW_LOCAL_TOOL_CHOICE", "first")
         .args(["--model", &spec, "--yes", "--max-turns", "4", "--output-format", "stream-json"])
         .args(["-p", "List the files in this folder."]));
     let events: Vec<AgentEvent> = stdout

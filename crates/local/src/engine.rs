@@ -286,8 +286,9 @@ impl Session<'_> {
         }
         // Half the free context at most, so the conversation can go on.
         let budget = (request.max_tokens as usize).min((n_ctx - tokens.len()) / 2).max(1);
-        let sampler = self.sampler(request, &job.options)?;
+        let (sampler, redo) = self.samplers(request, &job.options)?;
         let mut chat = Chat::new(job.events.clone(), tokens, budget, sampler, started);
+        chat.redo = redo;
         chat.reused = self.slots[s].cached.len();
         chat.save_at = save_at;
         chat.copy_from = copy_from;
@@ -365,6 +366,13 @@ impl Session<'_> {
                 Next::Continue => {}
                 Next::Done => self.release(i, false),
                 Next::Cancelled => self.release(i, false),
+                Next::Redo => {
+                    chat.start_redo();
+                    // Keep the prompt but its last token: reading that one
+                    // again gives the first token's probabilities afresh.
+                    let prompt = chat.tokens.len() - 1;
+                    self.keep(i, prompt);
+                }
             }
         }
     }
@@ -502,23 +510,37 @@ impl Session<'_> {
 
     /// The samplers of one answer: the tool-call grammar when tools are
     /// offered (forced for a first answer under `ToolChoice::First`, else
-    /// lazy), then the penalty and temperature chain.
-    fn sampler(&self, request: &ChatRequest, options: &LocalOptions) -> Result<Sampling, LlmError> {
-        let gbnf = if request.tools.is_empty() {
-            None
-        } else {
-            let (gbnf, loose) = grammar::tool_call_grammar(&request.tools)
-                .map_err(|e| stream_error(format!("cannot build the tool-call grammar: {e}")))?;
-            for l in loose {
-                tracing::warn!("local: tool {} arguments not constrained: {}", l.name, l.reason);
-            }
-            Some(gbnf)
-        };
-        let forced = options.tool_choice == ToolChoice::First && awaits_first_answer(request);
-        let mode = if forced { GrammarMode::Forced } else { GrammarMode::Lazy };
+    /// lazy), then the penalty and temperature chain. Under
+    /// `ToolChoice::Auto`, a first answer also gets samplers with the
+    /// grammar forced, to redo it with if it goes wrong ([`crate::redo`]).
+    fn samplers(
+        &self,
+        request: &ChatRequest,
+        options: &LocalOptions,
+    ) -> Result<(Sampling, Option<Sampling>), LlmError> {
         let temperature = request.temperature.unwrap_or(options.temperature);
-        Sampling::new(self.model, gbnf.as_deref().map(|g| (g, mode)), temperature, options.seed())
-            .map_err(|e| stream_error(format!("llama.cpp rejected the tool-call grammar: {e}")))
+        let seed = options.seed();
+        let build = |grammar: Option<(&str, GrammarMode)>| {
+            Sampling::new(self.model, grammar, temperature, seed)
+                .map_err(|e| stream_error(format!("llama.cpp rejected the tool-call grammar: {e}")))
+        };
+        if request.tools.is_empty() {
+            return Ok((build(None)?, None));
+        }
+        let (gbnf, loose) = grammar::tool_call_grammar(&request.tools)
+            .map_err(|e| stream_error(format!("cannot build the tool-call grammar: {e}")))?;
+        for l in loose {
+            tracing::warn!("local: tool {} arguments not constrained: {}", l.name, l.reason);
+        }
+        let first = awaits_first_answer(request);
+        Ok(match options.tool_choice {
+            ToolChoice::First if first => (build(Some((&gbnf, GrammarMode::Forced)))?, None),
+            ToolChoice::Auto if first => (
+                build(Some((&gbnf, GrammarMode::Lazy)))?,
+                Some(build(Some((&gbnf, GrammarMode::Forced)))?),
+            ),
+            _ => (build(Some((&gbnf, GrammarMode::Lazy)))?, None),
+        })
     }
 }
 

@@ -64,6 +64,7 @@ mod prefix_state;
 pub mod prompt;
 #[cfg(feature = "engine")]
 mod provider;
+pub mod redo;
 pub mod repetition;
 #[cfg(feature = "engine")]
 mod sampling;

@@ -35,7 +35,7 @@ pub const CONTEXT_ENV: &str = "FERROCLAW_LOCAL_CONTEXT";
 pub const TEMPERATURE_ENV: &str = "FERROCLAW_LOCAL_TEMPERATURE";
 /// Variable fixing the sampling seed (for reproducible runs).
 pub const SEED_ENV: &str = "FERROCLAW_LOCAL_SEED";
-/// Variable choosing the [`ToolChoice`]: `auto` or `first`.
+/// Variable choosing the [`ToolChoice`]: `auto`, `free` or `first`.
 pub const TOOL_CHOICE_ENV: &str = "FERROCLAW_LOCAL_TOOL_CHOICE";
 /// Variable capping the saved prompt states, in MB (0 turns saving off).
 pub const KV_CACHE_MB_ENV: &str = "FERROCLAW_LOCAL_KV_CACHE_MB";
@@ -45,9 +45,13 @@ pub const PARALLEL_ENV: &str = "FERROCLAW_LOCAL_PARALLEL";
 /// When the model must call a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ToolChoice {
-    /// The model decides; a call, once started, is held to the grammar.
+    /// The model decides; a call, once started, is held to the grammar. A
+    /// first answer to a user's message that makes up a tool result, loops
+    /// or says nothing is redone with a call forced ([`crate::redo`]).
     #[default]
     Auto,
+    /// The model decides and its answers stand as written (no redo).
+    Free,
     /// The first answer to each user message must be a tool call; later
     /// answers (after tool results) are `Auto`. Makes tiny models act
     /// instead of describing how they would.
@@ -135,8 +139,9 @@ impl LocalOptions {
         if let Some(v) = get(TOOL_CHOICE_ENV) {
             o.tool_choice = match v.trim() {
                 "auto" => ToolChoice::Auto,
+                "free" => ToolChoice::Free,
                 "first" => ToolChoice::First,
-                _ => return Err(bad(TOOL_CHOICE_ENV, &v, "auto or first")),
+                _ => return Err(bad(TOOL_CHOICE_ENV, &v, "auto, free or first")),
             };
         }
         if let Some(v) = get(PARALLEL_ENV) {

@@ -1,0 +1,78 @@
+//! When a first answer is redone as a tool call. A small model asked to act
+//! ("List the files in this folder.") often does not open a call: it starts
+//! writing a tool's result itself (`<tool_response>`, made up), falls into a
+//! loop, or says nothing. For the first answer to a user's own message, with
+//! tools offered and the model free to choose, the engine holds back the
+//! first [`HOLD_TOKENS`] tokens of text; if the answer goes wrong in one of
+//! those ways within them, it is thrown away (nothing was shown) and
+//! generated again from the same prompt with the tool-call grammar forced,
+//! so the model picks a real tool and real arguments, the tool runs, and
+//! the next answer is written from its real result. An answer that is plain
+//! text and ends well, or that opens a call itself, is kept as it is.
+
+/// Tokens of a first answer held back while it may still be redone. Long
+/// enough for a loop to show (the loop guard needs 32 tokens) and for the
+/// opening words of an answer, short enough that a real text answer is
+/// delayed by well under a second on SmolLM2-135M (~100 tokens/s).
+pub const HOLD_TOKENS: usize = 48;
+
+/// How the held part of a first answer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The model ended its turn (or reached its token cap).
+    Stopped,
+    /// The model began a `<tool_response>` of its own: it is making one up.
+    MadeUpResult,
+    /// The loop guard stopped the answer.
+    Looping,
+}
+
+impl Ending {
+    /// Words for the log.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Stopped => "it said nothing",
+            Self::MadeUpResult => "it began a made-up tool result",
+            Self::Looping => "it was looping",
+        }
+    }
+}
+
+/// Whether to throw the held answer away and redo it as a forced tool call:
+/// no call was made, and the answer made up a result, looped, or said
+/// nothing. A short text answer that ends by itself stands.
+pub fn redo_as_call(ending: Ending, held_text: &str, calls: usize) -> bool {
+    if calls > 0 {
+        return false;
+    }
+    match ending {
+        Ending::MadeUpResult | Ending::Looping => true,
+        Ending::Stopped => held_text.trim().is_empty(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_made_up_result_or_a_loop_is_redone_whatever_was_said_before() {
+        assert!(redo_as_call(Ending::MadeUpResult, "", 0));
+        assert!(redo_as_call(Ending::MadeUpResult, "The files are:", 0));
+        assert!(redo_as_call(Ending::Looping, "http://x http://x http://x", 0));
+    }
+
+    #[test]
+    fn an_empty_answer_is_redone_but_a_short_text_answer_stands() {
+        assert!(redo_as_call(Ending::Stopped, "", 0));
+        assert!(redo_as_call(Ending::Stopped, " \n ", 0));
+        assert!(!redo_as_call(Ending::Stopped, "Hello! How can I help?", 0));
+    }
+
+    #[test]
+    fn an_answer_that_called_a_tool_is_never_redone() {
+        assert!(!redo_as_call(Ending::MadeUpResult, "", 1));
+        assert!(!redo_as_call(Ending::Stopped, "", 1));
+        assert!(!redo_as_call(Ending::Looping, "", 2));
+    }
+}
