@@ -212,6 +212,20 @@ mod tests {
     }
 
     #[test]
+    fn tool_choice_is_auto_by_default_and_free_or_first_by_variable() {
+        let choice = |v: &str| {
+            let v = v.to_string();
+            LocalOptions::from_lookup(move |n| (n == TOOL_CHOICE_ENV).then(|| v.clone()))
+                .map(|o| o.tool_choice)
+        };
+        assert_eq!(LocalOptions::default().tool_choice, ToolChoice::Auto);
+        assert_eq!(choice("free"), Ok(ToolChoice::Free));
+        assert_eq!(choice("first"), Ok(ToolChoice::First));
+        let err = choice("always").unwrap_err();
+        assert!(err.to_string().contains("auto, free or first"), "{err}");
+    }
+
+    #[test]
     fn the_default_thread_count_is_between_one_and_the_cap() {
         let t = default_threads();
         assert!((1..=MAX_DEFAULT_THREADS).contains(&t));
