@@ -31,6 +31,7 @@ use crate::kvcache::PrefixCache;
 use crate::options::{LocalOptions, ToolChoice};
 use crate::sampling::{GrammarMode, Sampling};
 use crate::schedule::{FreeSlot, Want, common_prefix, pick_slot, plan_batch};
+use crate::toolcall::CALL_OPEN;
 use crate::{LocalError, grammar, prompt};
 
 /// Tokens decoded per llama.cpp batch, all chats together (llama.cpp's own
@@ -288,6 +289,10 @@ impl Session<'_> {
         let budget = (request.max_tokens as usize).min((n_ctx - tokens.len()) / 2).max(1);
         let (sampler, redo) = self.samplers(request, &job.options)?;
         let mut chat = Chat::new(job.events.clone(), tokens, budget, sampler, started);
+        if redo.is_some() {
+            let open = self.model.vocab().tokenize(CALL_OPEN.as_bytes(), false, true);
+            chat.open_token = open.first().copied();
+        }
         chat.redo = redo;
         chat.reused = self.slots[s].cached.len();
         chat.save_at = save_at;
@@ -511,8 +516,9 @@ impl Session<'_> {
     /// The samplers of one answer: the tool-call grammar when tools are
     /// offered (forced for a first answer under `ToolChoice::First`, else
     /// lazy), then the penalty and temperature chain. Under
-    /// `ToolChoice::Auto`, a first answer also gets samplers with the
-    /// grammar forced, to redo it with if it goes wrong ([`crate::redo`]).
+    /// `ToolChoice::Auto`, a first answer also gets samplers with a call
+    /// to a tool that changes nothing forced, to redo it with if it goes
+    /// wrong ([`crate::redo`]).
     fn samplers(
         &self,
         request: &ChatRequest,
@@ -533,13 +539,21 @@ impl Session<'_> {
             tracing::warn!("local: tool {} arguments not constrained: {}", l.name, l.reason);
         }
         let first = awaits_first_answer(request);
+        let lazy = build(Some((&gbnf, GrammarMode::Lazy)))?;
         Ok(match options.tool_choice {
             ToolChoice::First if first => (build(Some((&gbnf, GrammarMode::Forced)))?, None),
-            ToolChoice::Auto if first => (
-                build(Some((&gbnf, GrammarMode::Lazy)))?,
-                Some(build(Some((&gbnf, GrammarMode::Forced)))?),
-            ),
-            _ => (build(Some((&gbnf, GrammarMode::Lazy)))?, None),
+            ToolChoice::Auto if first => {
+                let look = crate::redo::redo_tools(&request.tools);
+                if look.is_empty() {
+                    (lazy, None)
+                } else {
+                    let (gbnf, _) = grammar::tool_call_grammar(&look).map_err(|e| {
+                        stream_error(format!("cannot build the tool-call grammar: {e}"))
+                    })?;
+                    (lazy, Some(build(Some((&gbnf, GrammarMode::Forced)))?))
+                }
+            }
+            _ => (lazy, None),
         })
     }
 }

@@ -9,12 +9,36 @@
 //! so the model picks a real tool and real arguments, the tool runs, and
 //! the next answer is written from its real result. An answer that is plain
 //! text and ends well, or that opens a call itself, is kept as it is.
+//!
+//! The forced call is ferroclaw's choice, not the model's, so it is limited
+//! to tools that change nothing ([`LOOK_TOOLS`]): a redo may look, never
+//! write, edit or run. Without one of them on offer there is no redo.
+
+use ferroclaw_protocol::ToolSpec;
+
+/// ferroclaw's tools that only look (their `read_only` is true): the only
+/// ones a forced redo may call.
+pub const LOOK_TOOLS: [&str; 4] = ["list_dir", "read", "glob", "grep"];
+
+/// The offered tools a redo may call.
+pub fn redo_tools(tools: &[ToolSpec]) -> Vec<ToolSpec> {
+    tools.iter().filter(|t| LOOK_TOOLS.contains(&t.name.as_str())).cloned().collect()
+}
 
 /// Tokens of a first answer held back while it may still be redone. Long
 /// enough for a loop to show (the loop guard needs 32 tokens) and for the
 /// opening words of an answer, short enough that a real text answer is
 /// delayed by well under a second on SmolLM2-135M (~100 tokens/s).
 pub const HOLD_TOKENS: usize = 48;
+
+/// The probability of a token under the raw logits (softmax over the whole
+/// vocabulary); 0 for a token out of range.
+pub fn probability(logits: &[f32], token: usize) -> f32 {
+    let Some(&x) = logits.get(token) else { return 0.0 };
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|&l| (l - max).exp()).sum();
+    (x - max).exp() / sum
+}
 
 /// How the held part of a first answer ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +91,29 @@ mod tests {
         assert!(redo_as_call(Ending::Stopped, "", 0));
         assert!(redo_as_call(Ending::Stopped, " \n ", 0));
         assert!(!redo_as_call(Ending::Stopped, "Hello! How can I help?", 0));
+    }
+
+    #[test]
+    fn a_redo_may_only_call_tools_that_change_nothing() {
+        let spec = |name: &str| ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+        };
+        let offered = ["bash", "read", "write", "edit", "list_dir", "grep", "glob", "web_fetch"];
+        let offered: Vec<ToolSpec> = offered.iter().map(|n| spec(n)).collect();
+        let names: Vec<String> = redo_tools(&offered).into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["read", "list_dir", "grep", "glob"]);
+        assert!(redo_tools(&[spec("bash"), spec("write")]).is_empty());
+    }
+
+    #[test]
+    fn probability_is_the_softmax_of_the_logits() {
+        let logits = [0.0, (3.0f32).ln(), f32::NEG_INFINITY];
+        assert!((probability(&logits, 1) - 0.75).abs() < 1e-6);
+        assert!((probability(&logits, 0) - 0.25).abs() < 1e-6);
+        assert_eq!(probability(&logits, 2), 0.0);
+        assert_eq!(probability(&logits, 9), 0.0);
     }
 
     #[test]
