@@ -62,8 +62,8 @@ fn redteam_gateway_a_flooding_sender_is_rate_limited_and_told_once() {
         fake.user_says(7, "Mallory", &format!("spam {i}"));
     }
     fake.user_says(8, "Ann", "hello");
-    wait_for(15, "Ann's answer", || !fake.sent_to(8).is_empty());
-    wait_for(15, "the flood's answers", || fake.sent_to(7).len() >= 3);
+    wait_for(30, "Ann's answer", || !fake.sent_to(8).is_empty());
+    wait_for(30, "the flood's answers", || fake.sent_to(7).len() >= 3);
     std::thread::sleep(Duration::from_millis(500));
     let to_flooder = fake.sent_to(7);
     assert_eq!(to_flooder.iter().filter(|t| t.as_str() == "ok").count(), 2, "{to_flooder:?}");

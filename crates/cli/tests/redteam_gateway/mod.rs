@@ -136,7 +136,7 @@ pub fn run(case: &Value, shared: &SharedGateway) -> Result<(), String> {
                 .map_err(|e| format!("the first sockets were refused: {e}"))?;
             let got = ws_status(port, TOKEN, None);
             drop(held);
-            wait_for(10, "a socket slot to free", || ws_status(port, TOKEN, None) == 101);
+            wait_for(30, "a socket slot to free", || ws_status(port, TOKEN, None) == 101);
             (got == 503).then_some(()).ok_or_else(|| format!("expected 503, got {got}"))
         }
         "ws_big_message" => {
