@@ -36,7 +36,7 @@ fn a_full_chat_queue_is_429_with_retry_after_and_a_failed_turn_is_500() {
     let gw = Gateway::start(&env, "heartbeat_minutes = 0\nchat_queue = 1\n");
     let port = gw.port;
     let first = std::thread::spawn(move || chat(port, "q", "one"));
-    wait_for(10, "the first turn to reach the model", || env.server.requests().len() == 1);
+    wait_for(30, "the first turn to reach the model", || env.server.requests().len() == 1);
     let second = std::thread::spawn(move || chat(port, "q", "two"));
     std::thread::sleep(Duration::from_millis(300));
     let body = serde_json::json!({"user": "q", "messages": [{"role": "user", "content": "three"}]});

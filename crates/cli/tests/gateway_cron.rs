@@ -50,7 +50,7 @@ fn a_job_due_in_two_seconds_runs_once_and_delivers_its_answer() {
     ]));
     assert_eq!(rc, 0, "{out}{err}");
     let _gw = Gateway::start(&env, &config);
-    wait_for(15, "the job's answer", || !fake.sent_to(5).is_empty());
+    wait_for(30, "the job's answer", || !fake.sent_to(5).is_empty());
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert_eq!(fake.sent_to(5), ["Stand up and stretch!"]);
     assert_eq!(env.server.requests().len(), 1, "ran once");
@@ -85,7 +85,7 @@ fn a_restart_does_not_run_a_slot_again_and_the_run_is_recorded() {
     file["jobs"][0]["state"]["next_run_at_ms"] = soon.into();
     std::fs::write(env.home.path().join("cron/jobs.json"), file.to_string()).unwrap();
     let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
-    wait_for(15, "the run to be recorded", || {
+    wait_for(30, "the run to be recorded", || {
         jobs(&env)["jobs"][0]["state"]["last_status"] == "ok"
     });
     let state = &jobs(&env)["jobs"][0]["state"];

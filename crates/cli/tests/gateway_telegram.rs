@@ -23,7 +23,7 @@ fn an_unknown_sender_gets_a_pairing_code_and_is_answered_once_the_owner_approves
     let env = Env::new(Wire::OpenAi, vec![Turn::text("Hello **Ann**, nice to meet you.").into()]);
     let _gw = Gateway::start(&env, &telegram_config(&fake, "heartbeat_minutes = 0"));
     fake.user_says(42, "Ann", "hi, who are you?");
-    wait_for(10, "the pairing code", || !fake.sent_to(42).is_empty());
+    wait_for(30, "the pairing code", || !fake.sent_to(42).is_empty());
     let refusal = fake.sent_to(42)[0].clone();
     assert!(refusal.contains("ferroclaw pairing approve telegram"), "{refusal}");
     assert!(env.server.requests().is_empty(), "an unapproved sender never reaches the model");
@@ -36,7 +36,7 @@ fn an_unknown_sender_gets_a_pairing_code_and_is_answered_once_the_owner_approves
     assert_eq!(rc, 0, "{out}{err}");
     assert!(out.contains("approved sender 42"), "{out}");
     fake.user_says(42, "Ann", "hi again");
-    wait_for(10, "the answer", || fake.sent_to(42).len() >= 2);
+    wait_for(30, "the answer", || fake.sent_to(42).len() >= 2);
     assert_eq!(fake.sent_to(42)[1], "Hello <b>Ann</b>, nice to meet you.");
     assert_eq!(fake.sent().last().unwrap()["parse_mode"], "HTML");
     let (_, listed, _) = run(env.cmd().args(["pairing", "list"]));
@@ -53,7 +53,7 @@ fn an_allow_listed_sender_gets_a_long_answer_split_under_telegrams_limit() {
         format!("heartbeat_minutes = 0\n{}allow_from = [\"7\"]\n", telegram_config(&fake, ""));
     let _gw = Gateway::start(&env, &config);
     fake.user_says(7, "Bo", "tell me a lot");
-    wait_for(10, "the answer", || fake.sent_to(7).len() >= 2);
+    wait_for(30, "the answer", || fake.sent_to(7).len() >= 2);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let pieces = fake.sent_to(7);
     assert!(pieces.iter().all(|p| p.chars().count() <= 4096));

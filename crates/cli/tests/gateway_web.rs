@@ -117,5 +117,5 @@ fn the_web_chat_page_streams_the_answer_in_headless_chromium() {
     assert!(found.answer.contains("Hello from the scripted model"), "{found:?}");
     assert!(found.deltas > 1, "the answer was streamed: {found:?}");
     assert!(found.user_shown, "{found:?}");
-    wait_for(5, "the session file", || !env.session_files().is_empty());
+    wait_for(30, "the session file", || !env.session_files().is_empty());
 }

@@ -453,16 +453,25 @@ async fn three_stdio_servers_start_in_parallel() {
         return;
     };
     let ws = tempfile::tempdir().unwrap();
-    // Each server sleeps 1 s before starting: in sequence that alone is 3 s.
+    // Each server waits (up to 20 s) until all three have been spawned before
+    // it starts: started one after another, the first never sees the others,
+    // gives up and exits, and the hub reports it.
+    let started = tempfile::tempdir().unwrap();
+    let dir = started.path().display().to_string();
     let slow = |name: &str| {
-        let script = format!("sleep 1; exec '{}' stdio", bin.display());
+        let script = format!(
+            "touch '{dir}/{name}'; i=0; \
+             while [ $(ls '{dir}' | wc -l) -lt 3 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; \
+             [ $(ls '{dir}' | wc -l) -ge 3 ] || exit 1; exec '{}' stdio",
+            bin.display()
+        );
         ServerConfig::stdio(name, "sh", &["-c", &script])
     };
     let (hub, _) =
         start(vec![slow("a"), slow("b"), slow("c")], ws.path(), ClientHooks::default()).await;
     assert!(hub.problems().is_empty(), "{:?}", hub.problems());
-    eprintln!("MEASURE three delayed stdio servers ready after {:?}", hub.ready_after());
-    assert!(hub.ready_after() < Duration::from_millis(2900), "{:?}", hub.ready_after());
+    assert_eq!(hub.tool_names().len(), 3, "{:?}", hub.tool_names());
+    eprintln!("MEASURE three rendezvous stdio servers ready after {:?}", hub.ready_after());
     hub.shutdown().await;
 
     let (hub, _) = start(

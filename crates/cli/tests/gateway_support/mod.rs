@@ -220,3 +220,25 @@ pub fn python_openai_available() -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// Sends `head` (and no more) and returns what comes back before the server
+/// closes or `wait` passes.
+pub fn send_head(port: u16, head: &str, wait: Duration) -> String {
+    let Ok(mut tcp) = TcpStream::connect(("127.0.0.1", port)) else { return String::new() };
+    let _ = tcp.set_read_timeout(Some(wait));
+    if tcp.write_all(head.as_bytes()).is_err() {
+        return String::new();
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = tcp.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+        if String::from_utf8_lossy(&out).contains("\r\n\r\n") {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

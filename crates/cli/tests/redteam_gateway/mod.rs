@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::common::{Env, Wire};
-use crate::gateway_support::{Gateway, TOKEN, request, wait_for};
+use crate::gateway_support::{Gateway, TOKEN, request, send_head, wait_for};
 
 /// Connections the shared gateway takes at once.
 const MAX_CONNECTIONS: usize = 8;
@@ -136,7 +136,7 @@ pub fn run(case: &Value, shared: &SharedGateway) -> Result<(), String> {
                 .map_err(|e| format!("the first sockets were refused: {e}"))?;
             let got = ws_status(port, TOKEN, None);
             drop(held);
-            wait_for(10, "a socket slot to free", || ws_status(port, TOKEN, None) == 101);
+            wait_for(30, "a socket slot to free", || ws_status(port, TOKEN, None) == 101);
             (got == 503).then_some(()).ok_or_else(|| format!("expected 503, got {got}"))
         }
         "ws_big_message" => {
@@ -199,28 +199,6 @@ fn ws_status(port: u16, token: &str, origin: Option<&str>) -> u16 {
 
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("(nothing)")
-}
-
-/// Sends `head` (and no more) and returns what comes back before the server
-/// closes or `wait` passes.
-fn send_head(port: u16, head: &str, wait: Duration) -> String {
-    let Ok(mut tcp) = TcpStream::connect(("127.0.0.1", port)) else { return String::new() };
-    let _ = tcp.set_read_timeout(Some(wait));
-    if tcp.write_all(head.as_bytes()).is_err() {
-        return String::new();
-    }
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = tcp.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        out.extend_from_slice(&buf[..n]);
-        if String::from_utf8_lossy(&out).contains("\r\n\r\n") {
-            break;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// True when the server closes the connection (EOF or reset) within `wait`.
