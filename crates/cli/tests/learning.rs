@@ -205,7 +205,7 @@ fn by_default_only_an_explicit_request_is_reviewed() {
     let tools = env.server.requests()[0].body["tools"].to_string();
     assert!(!tools.contains("skill_manage"), "no tool spec cost by default");
     let (code, _, stderr) =
-        run(&mut env.cmd().args(["-c", "-p", "thanks, remember how to do this", "--yes"]));
+        run(env.cmd().args(["-c", "-p", "thanks, remember how to do this", "--yes"]));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(env.server.requests().len(), 9, "the explicit request was reviewed");
     let prompt = env.server.requests()[8].body["messages"][0]["content"].to_string();
