@@ -302,3 +302,29 @@ fn eval_learning_runs_the_starter_dataset_with_the_scripted_model() {
     assert!(stdout.contains("PASS neardup-publish-crate"), "{stdout}");
     assert!(stdout.contains("create \"publish-crate\" merged as a patch"), "{stdout}");
 }
+
+#[test]
+fn the_repl_mentions_pending_drafts_once_and_never_reviews_a_segment_waiting_on_the_user() {
+    let env = Env::new(Wire::Anthropic, complex_task("Notes drafted. Which version should I tag?"));
+    env.write_home_config(LEARNING_ON);
+    let draft = json!({
+        "id": "20261130000000-create-pin-toolchain-0001", "created": "2026-11-30T00:00:00Z",
+        "action": "create", "name": "pin-toolchain", "scope": "user", "before": null,
+        "after": "---\nname: pin-toolchain\ndescription: d\n---\nb\n", "reason": "r", "origin": "review"
+    });
+    write(
+        env.home.path(),
+        "skills/.drafts/20261130000000-create-pin-toolchain-0001.json",
+        &draft.to_string(),
+    );
+    let input = "write the release notes\n/new\n/exit\n";
+    let (code, _, stderr) = run(env.cmd().arg("--yes").write_stdin(input));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stderr.matches("1 skill draft waits for review: ferroclaw skills review").count(),
+        1,
+        "{stderr}"
+    );
+    // The answer asked a question: neither it nor /new nor the exit reviewed it.
+    assert_eq!(env.server.requests().len(), 7);
+}
