@@ -141,6 +141,15 @@ impl ReviewInput {
         for (name, description, _) in store.archived() {
             index.push_str(&format!("- {name} (archived): {}\n", one_line(&description)));
         }
+        // Proposals waiting for a person: not to be proposed twice.
+        for d in store.drafts() {
+            index.push_str(&format!(
+                "- {} ({} draft pending approval): {}\n",
+                d.name,
+                d.action,
+                one_line(&d.reason)
+            ));
+        }
         let about = segment_words(segment);
         let mut scored: Vec<(f64, &Skill)> = skills
             .skills()
