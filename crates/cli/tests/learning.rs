@@ -325,6 +325,13 @@ fn the_repl_mentions_pending_drafts_once_and_never_reviews_a_segment_waiting_on_
         1,
         "{stderr}"
     );
-    // The answer asked a question: neither it nor /new nor the exit reviewed it.
-    assert_eq!(env.server.requests().len(), 7);
+    // The answer asked a question: neither it nor /new nor the exit reviewed
+    // it (/new may archive the conversation to memory: another call, not a review).
+    let reviews = env
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.body["system"].to_string().contains("You review one finished segment"))
+        .count();
+    assert_eq!(reviews, 0);
 }

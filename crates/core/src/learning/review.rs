@@ -27,6 +27,8 @@ const RESULT_CHARS: usize = 400;
 pub const MAX_SEGMENT_CHARS: usize = 24_000;
 /// Existing skills whose whole text goes with the request.
 pub const CLOSEST_SKILLS: usize = 3;
+/// Longest text of one closest skill sent, in characters (about 1k tokens).
+pub const MAX_CLOSEST_CHARS: usize = 4_000;
 /// Cap on the review answer, in tokens.
 const MAX_ANSWER_TOKENS: u32 = 4_096;
 
@@ -206,7 +208,8 @@ pub fn review_request(model: &str, input: &ReviewInput) -> ChatRequest {
         if input.index.is_empty() { "(none)\n" } else { &input.index }
     );
     for (name, text) in &input.closest {
-        prompt.push_str(&format!("<skill_md name=\"{name}\">\n{}\n</skill_md>\n\n", text.trim()));
+        let text = crate::context::cap(text.trim(), MAX_CLOSEST_CHARS);
+        prompt.push_str(&format!("<skill_md name=\"{name}\">\n{text}\n</skill_md>\n\n"));
     }
     prompt.push_str(&format!("<segment>\n{}</segment>", input.transcript));
     let mut request = ChatRequest::new(model, vec![Message::user(prompt)]);
