@@ -41,6 +41,15 @@ pub enum EvalAction {
         #[arg(long = "task", value_name = "NAME")]
         tasks: Vec<String>,
     },
+    /// The skill-learning review on labelled fixture conversations
+    /// (skip / create / patch): accuracy per label and a confusion table.
+    Learning {
+        /// A folder of cases (`*.json`), e.g. eval/learning in the source tree.
+        dataset: std::path::PathBuf,
+        /// The reviewer model (default: `learning.model`, else the configured one).
+        #[arg(short = 'm', long)]
+        model: Option<String>,
+    },
 }
 
 /// What a task's check gets: the fixture folder after the run and the final answer.
@@ -221,7 +230,12 @@ struct Outcome {
 
 /// Runs `eval` subcommands.
 pub async fn run(action: &EvalAction, config: &Config) -> Result<i32, SetupError> {
-    let EvalAction::Tools { model, tasks } = action;
+    let (model, tasks) = match action {
+        EvalAction::Tools { model, tasks } => (model, tasks),
+        EvalAction::Learning { dataset, model } => {
+            return crate::eval_learning::run(dataset, model.as_deref(), config).await;
+        }
+    };
     for name in tasks {
         if !TASKS.iter().any(|t| t.name == name) {
             let names: Vec<&str> = TASKS.iter().map(|t| t.name).collect();

@@ -85,6 +85,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     };
     agent.map_tools(|tools| tool_log::observe(tools, &repl.tools));
     print_banner(&agent, opened.resumed, opened.skipped_bytes);
+    mention_drafts(&config);
     let mut first = cli.prompt.clone();
     let mut interrupts = 0;
     loop {
@@ -484,6 +485,20 @@ fn print_banner(agent: &Agent, resumed: bool, skipped_bytes: u64) {
             }
         );
         eprintln!("{}", st.dim(&loaded));
+    }
+}
+
+/// Says once, at the start, that skill drafts wait for a person.
+fn mention_drafts(config: &ferroclaw_core::Config) {
+    let pending =
+        ferroclaw_core::learning::SkillStore::new(&config.home, &config.workspace).drafts().len();
+    if pending > 0 {
+        let line = format!(
+            "{pending} skill draft{} wait{} for review: ferroclaw skills review",
+            if pending == 1 { "" } else { "s" },
+            if pending == 1 { "s" } else { "" }
+        );
+        eprintln!("{}", crate::style::Style::for_stderr().dim(&line));
     }
 }
 

@@ -1,5 +1,9 @@
 //! `ferroclaw skills list|show|check`: the skills this project sees, one
-//! skill in full, and a validation report that fails on errors.
+//! skill in full, and a validation report that fails on errors; the learning
+//! loop's subcommands (review, history, rollback, retire, stats, upkeep) are
+//! in `skills_learn.rs`.
+
+use std::path::PathBuf;
 
 use clap::Subcommand;
 use ferroclaw_core::Config;
@@ -13,21 +17,70 @@ use crate::setup::SetupError;
 #[derive(Debug, Subcommand)]
 pub enum SkillsAction {
     /// Every skill: name, source, status, description.
-    List,
+    List {
+        /// List retired (archived) skills instead.
+        #[arg(long)]
+        archived: bool,
+    },
     /// One skill: where it comes from, its requirements and its instructions.
     Show {
         /// The skill's name.
         name: String,
     },
-    /// Validate every skill file; exits 1 when one is malformed.
-    Check,
+    /// Validate every skill file; exits 1 when one is malformed. With PATH,
+    /// validate and safety-scan that skill folder (one installed by hand).
+    Check {
+        /// A skill folder (holding SKILL.md) or a folder of skills.
+        path: Option<PathBuf>,
+    },
+    /// Drafts proposed by the learning loop: list them, show one (a diff for
+    /// patches), approve or reject. Without flags, asks about each in a terminal.
+    Review {
+        /// List the pending drafts.
+        #[arg(long)]
+        list: bool,
+        /// Show one draft in full (id or a unique prefix).
+        #[arg(long, value_name = "ID")]
+        show: Option<String>,
+        /// Approve a draft: the skill is live from the next session.
+        #[arg(long, value_name = "ID")]
+        approve: Option<String>,
+        /// Reject a draft (kept under .drafts/rejected/).
+        #[arg(long, value_name = "ID")]
+        reject: Option<String>,
+        /// Approve despite the safety scan's findings.
+        #[arg(long, requires = "approve")]
+        force: bool,
+    },
+    /// Every recorded version of a skill.
+    History { name: String },
+    /// Restore an earlier version (default: the one before the newest) as a new version.
+    Rollback { name: String, version: Option<u32> },
+    /// Retire a skill: it moves to the archive (see `skills list --archived`).
+    Retire { name: String },
+    /// How often each skill was loaded and how its tasks ended; what reviews cost.
+    Stats,
+    /// Skills unused for long or often followed by failure; lists them (a dry
+    /// run) unless --propose files drafts for `skills review`.
+    Upkeep {
+        #[arg(long)]
+        propose: bool,
+    },
 }
 
 /// Runs a `skills` subcommand; returns the exit code.
 pub fn run(action: &SkillsAction, config: &Config) -> Result<i32, SetupError> {
     let set = SkillSet::discover(&config.workspace, &config.home);
     match action {
-        SkillsAction::List => {
+        SkillsAction::List { archived: true } => crate::skills_learn::list_archived(config),
+        SkillsAction::Check { path: Some(path) } => crate::skills_learn::check_path(path),
+        SkillsAction::Review { .. }
+        | SkillsAction::History { .. }
+        | SkillsAction::Rollback { .. }
+        | SkillsAction::Retire { .. }
+        | SkillsAction::Stats
+        | SkillsAction::Upkeep { .. } => crate::skills_learn::run(action, config, &set),
+        SkillsAction::List { archived: false } => {
             for problem in set.problems() {
                 eprintln!("{problem}");
             }
@@ -55,7 +108,7 @@ pub fn run(action: &SkillsAction, config: &Config) -> Result<i32, SetupError> {
             print_skill(s);
             Ok(exit::OK)
         }
-        SkillsAction::Check => {
+        SkillsAction::Check { path: None } => {
             for problem in set.problems() {
                 println!("{problem}");
             }

@@ -21,10 +21,12 @@ use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 mod compact;
+mod learn;
 pub mod parts;
 mod remember;
 
 pub use compact::{CompactTool, Compaction};
+pub use learn::Learner;
 pub use parts::AgentParts;
 pub use remember::Remembering;
 
@@ -233,6 +235,7 @@ impl Agent {
             }
         };
         self.remember(&request, &report);
+        self.learn(crate::learning::SegmentEnd::Answer, Some(&report));
         emit(
             events,
             AgentEvent::Finished {

@@ -47,6 +47,8 @@ pub struct ConfigFile {
     pub compaction_threshold: Option<f64>,
     /// `[memory]`: limits of the memory files.
     pub memory: Option<crate::memory::MemorySection>,
+    /// `[learning]`: self-learning skills (reviews, drafts, auto-approval).
+    pub learning: Option<crate::learning::LearningSection>,
     /// `[web_search]`: without it the `web_search` tool is not offered.
     pub web_search: Option<WebSearchSection>,
     /// `[web_fetch]`: private addresses `web_fetch` may reach.
@@ -468,6 +470,13 @@ impl ConfigFile {
         if self.gateway.take().is_some() {
             ignored.push("[gateway] settings".to_string());
         }
+        // A repository must not turn on auto-approval of skills (standing
+        // instructions) for whoever opens it.
+        if let Some(learning) = &mut self.learning
+            && learning.auto_approve.take() == Some(true)
+        {
+            ignored.push("[learning] auto_approve".to_string());
+        }
         let channels: Vec<String> = std::mem::take(&mut self.channels).into_keys().collect();
         if !channels.is_empty() {
             ignored.push(format!("gateway channels {}", channels.join(", ")));
@@ -492,6 +501,7 @@ impl ConfigFile {
             context_window,
             compaction_threshold,
             memory,
+            learning,
             web_search,
             web_fetch,
             sandbox,
@@ -707,6 +717,19 @@ pub const CONFIG_TEMPLATE: &str = r#"# ferroclaw configuration. Layers: this fil
 # [memory]
 # memory_chars = 4000    # cap on workspace/memory/MEMORY.md
 # user_chars = 2000      # cap on workspace/USER.md
+
+# Self-learning skills. Unset: a segment is reviewed only when you ask
+# ("remember how to do this"); true: also on signals (many steps, errors
+# overcome, corrections, tests passing); false: no learning, no skill_manage.
+# [learning]
+# enabled = true
+# auto_approve = false        # true: proposals go live without `skills review`
+# min_tool_calls = 5
+# min_steps = 3
+# duplicate_similarity = 0.5  # a create this close to a skill becomes a patch
+# model = "anthropic/claude-haiku-4-5"   # the reviewer (default: the session's)
+# unused_days = 90
+# failures_to_flag = 3
 
 # MCP servers (also read from the project's .mcp.json and .agent/mcp.json):
 # [mcp_servers.fs]

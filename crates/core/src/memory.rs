@@ -15,7 +15,7 @@
 //! prompt prefix stays stable for provider caching.
 
 mod consolidate;
-mod screen;
+pub(crate) mod screen;
 mod tool;
 
 use std::path::{Path, PathBuf};

@@ -53,8 +53,15 @@ impl std::str::FromStr for PermissionMode {
 /// Tools that change only the agent's own state (its memory files, which
 /// refuse secrets and injected instructions; its todo list; the task board):
 /// they run without asking.
-pub const SELF_STATE_TOOLS: &[&str] =
-    &["memory", "todo_write", "task_create", "task_update", "task_list", "task_get"];
+pub const SELF_STATE_TOOLS: &[&str] = &[
+    "memory",
+    "skill_manage",
+    "todo_write",
+    "task_create",
+    "task_update",
+    "task_list",
+    "task_get",
+];
 
 /// Read-only tools that still reach out (a URL can carry data away): they
 /// ask in default mode like tools that change things.

@@ -24,8 +24,10 @@ mod requirements;
 use std::path::{Path, PathBuf};
 
 pub use builtin::BUILTIN_SKILLS;
-pub use load_skill::{LoadSkillTool, render_skill};
-pub use parse::{MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, check_name};
+pub use load_skill::{LoadSkillTool, render_skill, resources as load_skill_resources};
+pub use parse::{
+    MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, check_name, parse_skill_md,
+};
 pub use requirements::Requirements;
 
 /// Longest body of an `always` skill put into the system prompt, in

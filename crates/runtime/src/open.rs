@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError};
 
-use ferroclaw_core::agent::{CompactTool, Compaction, Remembering};
+use ferroclaw_core::agent::{CompactTool, Compaction, Learner, Remembering};
 use ferroclaw_core::context::PromptProfile;
+use ferroclaw_core::learning::{LearningConfig, Mode, SkillStore};
 use ferroclaw_core::memory::MemoryStore;
 use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
@@ -172,6 +173,19 @@ impl Runtime {
         }
         self.share_specs(&mut tools);
         let memory = MemoryStore::new(&config.home).with_limits(config.file.memory);
+        let mut remembering = Remembering::new(self.recall.clone(), Some(memory));
+        let learning = LearningConfig::from_section(config.file.learning.as_ref());
+        if learning.mode != Mode::Off {
+            let store = SkillStore::new(&config.home, &config.workspace);
+            // A resumed conversation's last requests count: "remember how to do
+            // this" may follow work done before the restart.
+            let mut learner = Learner::new(learning.clone(), store, 0);
+            if let Some(spec) = &learning.model {
+                let (p, m) = self.providers.get(config, spec, false)?;
+                learner = learner.with_reviewer(p, m);
+            }
+            remembering = remembering.with_learner(learner);
+        }
         let agent = Agent::new(AgentParts {
             provider,
             model,
@@ -190,7 +204,7 @@ impl Runtime {
             jobs: Some(jobs),
             sandbox: self.sandbox.clone(),
             compaction,
-            remembering: Remembering::new(self.recall.clone(), Some(memory)),
+            remembering,
             turn_hook: Some(self.refresh.clone()),
         });
         Ok(Opened { agent, resumed: was_resumed, skipped_bytes, skipped_lines })

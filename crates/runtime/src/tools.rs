@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use ferroclaw_core::Config;
 use ferroclaw_core::config::WebSearchSection;
+use ferroclaw_core::learning::{LearningConfig, Mode, SkillManageTool, SkillStore};
 use ferroclaw_tools::{SandboxPolicy, SearchBackend, ToolRegistry, WebSearchTool};
 
 use crate::RuntimeError;
@@ -30,6 +31,13 @@ pub(crate) fn after_context_tools(
         tools.register(web_search_tool(search)?);
     }
     ferroclaw_team::register_board_tools(tools, config.workspace.clone());
+    let learning = LearningConfig::from_section(config.file.learning.as_ref());
+    // Only where learning is on: in the default mode (reviews when asked)
+    // the tool's spec would cost tokens on every request.
+    if learning.mode == Mode::Auto {
+        let store = SkillStore::new(&config.home, &config.workspace);
+        tools.register(SkillManageTool::new(store, learning));
+    }
     // The code graph's tools once the project has an index (`ferroclaw
     // index`): one stat here, never a walk of the project at start-up.
     if ferroclaw_codegraph::db_path(&config.home, &config.workspace).is_file() {

@@ -203,7 +203,12 @@ impl Agent {
     /// Continues in another session file with its conversation (`/new`,
     /// `/resume`): the model, tools and permissions stay.
     pub fn switch_session(&mut self, session: SessionLog, messages: Vec<Message>) {
+        // The conversation left behind is a finished segment (`/new`).
+        self.learn(crate::learning::SegmentEnd::New, None);
         self.session = session;
         self.messages = messages;
+        if let Some(learner) = &mut self.remembering.learner {
+            learner.restart_at(0);
+        }
     }
 }

@@ -25,18 +25,30 @@ pub struct Remembering {
     pub store: Option<MemoryStore>,
     /// Messages before this index were consolidated already.
     consolidated: usize,
-    running: Vec<JoinHandle<()>>,
+    /// Background work (consolidations, skill reviews) to wait for at the end.
+    pub(super) running: Vec<JoinHandle<()>>,
+    /// Skill learning (`None`: off).
+    pub(super) learner: Option<super::learn::Learner>,
 }
 
 impl Remembering {
     /// Recall and consolidation into `store`.
     pub fn new(recall: Option<Arc<Recall>>, store: Option<MemoryStore>) -> Self {
-        Self { recall, store, consolidated: 0, running: Vec::new() }
+        Self { recall, store, consolidated: 0, running: Vec::new(), learner: None }
+    }
+
+    /// Learns skills from finished segments with `learner`.
+    pub fn with_learner(mut self, learner: super::learn::Learner) -> Self {
+        self.learner = Some(learner);
+        self
     }
 
     /// The history was replaced (compaction): start counting afresh.
     pub(super) fn history_replaced(&mut self) {
         self.consolidated = 0;
+        if let Some(learner) = &mut self.learner {
+            learner.history_replaced();
+        }
     }
 }
 
@@ -83,6 +95,7 @@ impl Agent {
     /// Waits (a bounded time) for consolidations still running; call when
     /// the session ends so a one-shot run does not drop them.
     pub async fn finish(&mut self) {
+        self.learn(crate::learning::SegmentEnd::SessionEnd, None);
         for handle in self.remembering.running.drain(..) {
             let _ = tokio::time::timeout(FINISH_WAIT, handle).await;
         }

@@ -10,7 +10,7 @@ use regex::{Regex, RegexSet};
 
 /// Credential shapes: provider API keys, cloud keys, tokens, private keys and
 /// `password = ...` assignments.
-const SECRET_PATTERNS: &[(&str, &str)] = &[
+pub(crate) const SECRET_PATTERNS: &[(&str, &str)] = &[
     (r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}", "an API key (sk-...)"),
     (r"\bAKIA[0-9A-Z]{16}\b", "an AWS access key"),
     (r"\bgh[pousr]_[A-Za-z0-9]{30,}", "a GitHub token"),
@@ -28,7 +28,7 @@ const SECRET_PATTERNS: &[(&str, &str)] = &[
 ];
 
 /// Phrases that try to override the agent's instructions.
-const INJECTION_PATTERNS: &[&str] = &[
+pub(crate) const INJECTION_PATTERNS: &[&str] = &[
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|your|system)\b.{0,20}\b(?:instructions?|prompts?|rules|guidelines|directives)\b",
     r"(?i)\byou are now\b.{0,40}\b(?:mode|unrestricted|jailbroken|dan)\b",
     r"(?i)\b(?:new|updated|real)\s+system\s+prompt\b",
@@ -40,7 +40,7 @@ const INJECTION_PATTERNS: &[&str] = &[
 
 /// Characters that hide text from a human reader: zero-width characters and
 /// bidirectional overrides.
-const INVISIBLE: &[char] = &[
+pub(crate) const INVISIBLE: &[char] = &[
     '\u{200b}', '\u{200c}', '\u{200d}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}',
     '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{feff}',
 ];
