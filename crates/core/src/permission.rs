@@ -53,8 +53,15 @@ impl std::str::FromStr for PermissionMode {
 /// Tools that change only the agent's own state (its memory files, which
 /// refuse secrets and injected instructions; its todo list; the task board):
 /// they run without asking.
-pub const SELF_STATE_TOOLS: &[&str] =
-    &["memory", "todo_write", "task_create", "task_update", "task_list", "task_get"];
+pub const SELF_STATE_TOOLS: &[&str] = &[
+    "memory",
+    "todo_write",
+    "task_create",
+    "task_update",
+    "task_list",
+    "task_get",
+    "task_bind_worktree",
+];
 
 /// Read-only tools that still reach out (a URL can carry data away): they
 /// ask in default mode like tools that change things.
@@ -162,7 +169,9 @@ impl Permissions {
         let session = self.session_allow.lock().map(|r| r.clone()).unwrap_or_default();
         let allow: Vec<&Rule> = self.allow.iter().chain(session.iter()).collect();
         let allowed = match tool {
-            "bash" => {
+            // `worktree_run` runs its command through the bash tool: the
+            // same rules judge it.
+            "bash" | "worktree_run" => {
                 let command = input.get("command").and_then(Value::as_str).unwrap_or("");
                 match self.decide_command(command, &allow) {
                     Err(reason) => return Decision::Deny(reason),

@@ -1,5 +1,5 @@
 //! The tools every agent of a process shares (built-ins, `web_fetch`,
-//! `web_search`, the task board, the code graph's tools where the project has
+//! `web_search`, the task board and its worktrees, the code graph's tools where the project has
 //! an index), and the sandbox policy from `[sandbox]`.
 
 use std::path::PathBuf;
@@ -30,6 +30,7 @@ pub(crate) fn after_context_tools(
         tools.register(web_search_tool(search)?);
     }
     ferroclaw_team::register_board_tools(tools, config.workspace.clone());
+    ferroclaw_team::register_worktree_tools(tools, config.workspace.clone());
     // The code graph's tools once the project has an index (`ferroclaw
     // index`): one stat here, never a walk of the project at start-up.
     if ferroclaw_codegraph::db_path(&config.home, &config.workspace).is_file() {
