@@ -562,6 +562,17 @@ mod tests {
     }
 
     #[test]
+    fn a_command_run_in_a_worktree_is_judged_by_the_bash_rules() {
+        let p = perms(PermissionMode::Bypass, &[], &["bash(curl *)"]);
+        let run = |command: &str| json!({"name": "a", "command": command});
+        assert!(matches!(p.decide("worktree_run", false, &run("curl x")), Decision::Deny(_)));
+        assert_eq!(p.decide("worktree_run", false, &run("ls")), Decision::Allow);
+        let p = perms(PermissionMode::Default, &["bash(cargo test*)"], &[]);
+        assert_eq!(p.decide("worktree_run", false, &run("cargo test -q")), Decision::Allow);
+        assert_eq!(p.decide("worktree_run", false, &run("rm -rf src")), Decision::Ask);
+    }
+
+    #[test]
     fn allow_rules_match_command_prefixes_and_path_globs() {
         let p = perms(PermissionMode::Default, &["bash(git status*)", "edit(src/**)"], &[]);
         assert_eq!(p.decide("bash", false, &json!({"command": "git status -s"})), Decision::Allow);
