@@ -14,7 +14,12 @@ const RECENT_EVENTS: usize = 20;
 
 /// Prints the index and the latest events; an unreadable index is an error.
 pub fn run(cli: &Cli) -> Result<i32, SetupError> {
-    let manager = WorktreeManager::open(setup::workspace(cli)?);
+    let workspace = setup::workspace(cli)?;
+    if !ferroclaw_team::worktree::in_git_repo(&workspace) {
+        println!("{} is not in a git repository; worktrees need one.", workspace.display());
+        return Ok(exit::OK);
+    }
+    let manager = WorktreeManager::open(workspace);
     let (worktrees, events) = match (manager.list(), manager.events(RECENT_EVENTS)) {
         (Ok(worktrees), Ok(events)) => (worktrees, events),
         (Err(e), _) | (_, Err(e)) => {

@@ -1,7 +1,7 @@
 //! End-to-end: git worktrees driven by the scripted model through the real
 //! binary: two worktrees hold the same file name apart, keep and remove
-//! leave their events on disk, uncommitted work is not removed, a project
-//! outside git says why it cannot isolate, and the REPL shows events live.
+//! leave their events on disk, uncommitted work is not removed, isolation
+//! that cannot be set up says why, and the REPL shows events live.
 
 mod common;
 
@@ -142,23 +142,33 @@ fn two_worktrees_hold_the_same_file_apart_and_keep_and_remove_are_recorded() {
 }
 
 #[test]
-fn a_project_outside_git_cannot_isolate_and_says_why() {
+fn isolation_that_cannot_be_set_up_says_why_and_changes_nothing() {
+    // A main checkout with an uncommitted edit: a worktree from HEAD would
+    // silently lack it.
     let env = Env::new(
         Wire::Anthropic,
-        vec![
-            Turn::tool("worktree_create", json!({"name": "a"})).into(),
-            Turn::text("cannot").into(),
-        ],
+        vec![Turn::tool("worktree_create", json!({"name": "a"})).into(), Turn::text("no").into()],
     );
+    init_repo(env.ws());
+    std::fs::write(env.ws().join("README.md"), "# edited\n").unwrap();
     let (code, _, stderr) = run(&mut env.oneshot("isolate", &["--yes"]));
     assert_eq!(code, 0, "{stderr}");
     let result = tool_results(&env.request_body(1));
     let result = result.last().unwrap();
-    assert!(result.1 && result.0.contains("is not a git repository"), "{result:?}");
-    assert!(!env.ws().join(".agent/worktrees").exists(), "nothing was written");
+    assert!(result.1 && result.0.contains("uncommitted changes (README.md)"), "{result:?}");
+    assert!(!env.ws().join(".agent/worktrees/a").exists());
+    let names: Vec<String> =
+        events(env.ws()).iter().map(|e| e["event"].as_str().unwrap().to_string()).collect();
+    assert_eq!(names, ["worktree.create.before", "worktree.create.failed"]);
+
+    // Outside git the tools are not offered at all, and the command says why.
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("hi").into()]);
+    assert_eq!(run(&mut env.oneshot("hello", &[])).0, 0);
+    let offered = env.request_body(0)["tools"].to_string();
+    assert!(offered.contains("task_create") && !offered.contains("worktree_create"));
     let (code, listing, _) = run(env.cmd().arg("worktrees"));
     assert_eq!(code, 0);
-    assert!(listing.contains("(no worktrees)"), "{listing}");
+    assert!(listing.contains("not in a git repository"), "{listing}");
 }
 
 #[test]

@@ -30,7 +30,11 @@ pub(crate) fn after_context_tools(
         tools.register(web_search_tool(search)?);
     }
     ferroclaw_team::register_board_tools(tools, config.workspace.clone());
-    ferroclaw_team::register_worktree_tools(tools, config.workspace.clone());
+    // The worktree tools where they can work: in a git repository (a few
+    // stats, no git process).
+    if ferroclaw_team::worktree::in_git_repo(&config.workspace) {
+        ferroclaw_team::register_worktree_tools(tools, config.workspace.clone());
+    }
     // The code graph's tools once the project has an index (`ferroclaw
     // index`): one stat here, never a walk of the project at start-up.
     if ferroclaw_codegraph::db_path(&config.home, &config.workspace).is_file() {

@@ -157,6 +157,12 @@ pub fn validate_name(name: &str) -> Result<(), WorktreeError> {
     if ok { Ok(()) } else { Err(WorktreeError::InvalidName { name: name.to_string() }) }
 }
 
+/// True when `path` lies in a git work tree (a `.git` folder or file in it
+/// or above it): a few stats, no git process.
+pub fn in_git_repo(path: &Path) -> bool {
+    path.ancestors().any(|dir| dir.join(".git").exists())
+}
+
 impl WorktreeManager {
     /// The worktrees of `project` (its task board is the one bound tasks are
     /// on). Touches nothing until used.

@@ -83,29 +83,27 @@ impl Tool for WorktreeTool {
     fn description(&self) -> &str {
         match self.kind {
             Kind::Create => {
-                "Creates an isolated git worktree (branch wt/NAME, folder .agent/worktrees/NAME) \
-                 from base_ref (default HEAD), optionally bound to a board task, so work there \
-                 cannot disturb the main checkout or other worktrees."
+                "Creates an isolated git worktree .agent/worktrees/NAME on a new branch wt/NAME \
+                 from base_ref (default HEAD), optionally bound to a board task."
             }
-            Kind::List => "Lists the project's worktrees: name, status, branch, bound task.",
-            Kind::Status => {
-                "Shows one worktree: its uncommitted changes and its commits since its base."
-            }
+            Kind::List => "Lists the worktrees: status, branch, bound task.",
+            Kind::Status => "A worktree's uncommitted files and commits since its base.",
             Kind::Run => {
-                "Runs a shell command inside a worktree (like bash, confined to that worktree)."
+                "Runs a command like bash with the worktree as its workspace (to commit, run \
+                 `git -C .agent/worktrees/NAME commit ...` with bash)."
             }
-            Kind::Keep => "Marks a worktree kept: it stays on disk for a human to review.",
+            Kind::Keep => "Keeps a worktree on disk for a human to review.",
             Kind::Remove => {
-                "Removes a worktree's folder (its branch stays). Refused with uncommitted \
-                 changes unless force; complete_task marks its bound task completed."
+                "Removes a worktree's folder, keeping its branch; refused with uncommitted \
+                 changes unless force. complete_task completes its bound task."
             }
-            Kind::Events => "Shows the latest worktree lifecycle events.",
+            Kind::Events => "The latest worktree lifecycle events.",
             Kind::BindTask => "Binds a board task to a worktree.",
         }
     }
 
     fn input_schema(&self) -> Value {
-        let name = json!({"type": "string", "pattern": "^[A-Za-z0-9._-]{1,40}$"});
+        let name = json!({"type": "string"});
         let task = json!({"type": "integer", "minimum": 1});
         let (properties, required) = match self.kind {
             Kind::Create => (
