@@ -190,6 +190,8 @@ pub enum Command {
     },
     /// Print this project's task board (.agent/tasks/).
     Tasks,
+    /// Print this project's git worktrees (.agent/worktrees/) and their latest events.
+    Worktrees,
     /// MCP servers: list, get, add, remove; or serve ferroclaw's tools.
     Mcp {
         #[command(subcommand)]

@@ -34,6 +34,7 @@ mod style;
 mod tasks_cmd;
 mod tool_log;
 mod trust_cmd;
+mod worktrees_cmd;
 
 use crate::args::{Cli, Command};
 use crate::setup::SetupError;
@@ -91,6 +92,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Init { force }) => init(*force),
         Some(Command::Doctor) => doctor::run(cli).await,
         Some(Command::Tasks) => tasks_cmd::run(cli),
+        Some(Command::Worktrees) => worktrees_cmd::run(cli),
         Some(Command::Mcp { action }) => mcp_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Context { raw }) => context_cmd::run(&setup::load_config(cli)?, *raw).await,
         Some(Command::Skills { action }) => skills_cmd::run(action, &setup::load_config(cli)?),

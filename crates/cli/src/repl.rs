@@ -86,6 +86,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     agent.map_tools(|tools| tool_log::observe(tools, &repl.tools));
     print_banner(&agent, opened.resumed, opened.skipped_bytes);
     mention_drafts(&config);
+    tokio::spawn(crate::worktrees_cmd::print_events(ferroclaw_team::worktree::subscribe()));
     let mut first = cli.prompt.clone();
     let mut interrupts = 0;
     loop {

@@ -61,6 +61,7 @@ pub const SELF_STATE_TOOLS: &[&str] = &[
     "task_update",
     "task_list",
     "task_get",
+    "task_bind_worktree",
 ];
 
 /// Read-only tools that still reach out (a URL can carry data away): they
@@ -169,7 +170,9 @@ impl Permissions {
         let session = self.session_allow.lock().map(|r| r.clone()).unwrap_or_default();
         let allow: Vec<&Rule> = self.allow.iter().chain(session.iter()).collect();
         let allowed = match tool {
-            "bash" => {
+            // `worktree_run` runs its command through the bash tool: the
+            // same rules judge it.
+            "bash" | "worktree_run" => {
                 let command = input.get("command").and_then(Value::as_str).unwrap_or("");
                 match self.decide_command(command, &allow) {
                     Err(reason) => return Decision::Deny(reason),
@@ -557,6 +560,17 @@ mod tests {
         ));
         assert!(matches!(p.decide("read", true, &json!({"path": "./.env"})), Decision::Deny(_)));
         assert_eq!(p.decide("bash", false, &json!({"command": "ls"})), Decision::Allow);
+    }
+
+    #[test]
+    fn a_command_run_in_a_worktree_is_judged_by_the_bash_rules() {
+        let p = perms(PermissionMode::Bypass, &[], &["bash(curl *)"]);
+        let run = |command: &str| json!({"name": "a", "command": command});
+        assert!(matches!(p.decide("worktree_run", false, &run("curl x")), Decision::Deny(_)));
+        assert_eq!(p.decide("worktree_run", false, &run("ls")), Decision::Allow);
+        let p = perms(PermissionMode::Default, &["bash(cargo test*)"], &[]);
+        assert_eq!(p.decide("worktree_run", false, &run("cargo test -q")), Decision::Allow);
+        assert_eq!(p.decide("worktree_run", false, &run("rm -rf src")), Decision::Ask);
     }
 
     #[test]

@@ -314,6 +314,7 @@ impl Gateway {
         let timers_stop = CancellationToken::new();
         let timers = TaskTracker::new();
         timers.spawn(crate::scheduler::run_cron(shared.clone(), timers_stop.clone()));
+        timers.spawn(crate::worktree_log::run(timers_stop.clone()));
         let workspace = shared.settings.workspace(&self.home);
         timers.spawn(crate::scheduler::run_heartbeat(
             shared.clone(),

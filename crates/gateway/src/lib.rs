@@ -48,6 +48,7 @@ pub mod telegram;
 pub mod tools;
 pub mod web;
 pub mod worker;
+mod worktree_log;
 
 pub use bus::{ANY_CHANNEL, BusError, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL};
 pub use channel::{Channel, ChannelError};

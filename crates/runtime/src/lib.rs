@@ -43,6 +43,8 @@ use ferroclaw_mcp::{ClientHooks, McpHub};
 use ferroclaw_tools::{SandboxPolicy, ToolRegistry};
 
 pub use error::RuntimeError;
+/// Worktree lifecycle events of this process, for front ends to show.
+pub use ferroclaw_team::worktree::{WorktreeEvent, subscribe as worktree_events};
 pub use mcp::{McpRefresh, connect as connect_mcp, load_servers, start_hub, token_store};
 pub use open::{Opened, Resume, SessionOptions};
 pub use prompt::PROMPT_MAX_AGE;

@@ -3,7 +3,7 @@
 //! what is built here is the session's own: its file, permissions, todo list,
 //! background jobs, compaction state and the tools bound to them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
 use ferroclaw_core::agent::{CompactTool, Compaction, Learner, Remembering};
@@ -46,6 +46,13 @@ pub struct SessionOptions {
     pub append_system_prompt: Option<String>,
     /// Tools only this session offers (the gateway's `message` and `cron`).
     pub extra_tools: Vec<Arc<dyn Tool>>,
+    /// Roots the agent in this folder instead of the project (a teammate in
+    /// its git worktree): file tools' confinement, relative paths, `bash`'s
+    /// working folder, the sandbox's Landlock roots and protected files, the
+    /// project files and rules in its prompt, and where its session is
+    /// listed. The task board and the worktree tools stay the project's, so
+    /// a team shares them. `None` (the default): the project folder.
+    pub workspace_root: Option<PathBuf>,
 }
 
 /// What was opened, for the renderer.
@@ -75,11 +82,18 @@ impl Runtime {
         };
         let config = &self.config;
         let store = &self.store;
-        let resume_path = self.session_file(&resume)?;
+        // The folder the agent works in, and the config its prompt is built
+        // from when that is not the project.
+        let rooted = match &options.workspace_root {
+            Some(root) => Some(rooted_config(config, root)?),
+            None => None,
+        };
+        let workspace = rooted.as_ref().map_or(&config.workspace, |c| &c.workspace).clone();
+        let resume_path = self.session_file(&resume, &workspace)?;
         let resumed = match &resume_path {
             Some(path) => {
                 let mut r = SessionLog::resume(path, RESUME_TAIL_BYTES)?;
-                r.log.adopt_cwd(&config.workspace);
+                r.log.adopt_cwd(&workspace);
                 Some(r)
             }
             None => None,
@@ -98,28 +112,38 @@ impl Runtime {
             &config.file.permissions.deny,
         )
         .map_err(RuntimeError::Other)?
-        .with_workspace(config.workspace.clone());
+        .with_workspace(workspace.clone());
         let (session, messages, skipped_bytes, skipped_lines, was_resumed) = match resumed {
             Some(r) => (r.log, r.messages, r.skipped_bytes, r.skipped_lines, true),
             None => {
                 let log = match &resume {
-                    Resume::Named(id) => store.create_named(&config.workspace, id, &spec)?,
-                    _ => store.create(&config.workspace, &spec)?,
+                    Resume::Named(id) => store.create_named(&workspace, id, &spec)?,
+                    _ => store.create(&workspace, &spec)?,
                 };
                 (log, Vec::new(), 0, Vec::new(), false)
             }
         };
         let permissions = Arc::new(permissions);
         let profile = config.prompt_profile(&spec);
-        let prompt = self.prompts.get(profile, || {
-            let (prompt, problems) =
-                crate::prompt::build(config, profile, &self.shared_tools, self.recall.clone())?;
+        let build = |context: &ferroclaw_core::Config| {
+            let (prompt, problems) = crate::prompt::build(
+                context,
+                config,
+                profile,
+                &self.shared_tools,
+                self.recall.clone(),
+            )?;
             // Once per problem, however many roots the same skill was found in.
             for problem in problems {
                 self.report(problem);
             }
             Ok(prompt)
-        })?;
+        };
+        // A rooted agent's prompt is its own (its folder's project files).
+        let prompt = match &rooted {
+            None => self.prompts.get(profile, || build(config))?,
+            Some(rooted) => Arc::new(build(rooted)?),
+        };
         let mut system = prompt.system.clone();
         if let Some(extra) =
             options.append_system_prompt.as_deref().filter(|s| !s.trim().is_empty())
@@ -159,6 +183,7 @@ impl Runtime {
             approver: approver.clone(),
             parent: session.meta().clone(),
             system: system.clone(),
+            workspace: workspace.clone(),
             window: (compaction.context_window, compaction.threshold),
             timeout: crate::DEFAULT_TIMEOUT,
             limit: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_PARALLEL)),
@@ -197,7 +222,7 @@ impl Runtime {
             approver,
             session,
             messages,
-            workspace: config.workspace.clone(),
+            workspace,
             allowed_dirs: config.file.allowed_dirs.clone().unwrap_or_default(),
             max_turns: config.max_turns(),
             todos,
@@ -211,8 +236,11 @@ impl Runtime {
     }
 
     /// The file of the session to continue; `None` for a new one.
-    fn session_file(&self, resume: &Resume) -> Result<Option<PathBuf>, RuntimeError> {
-        let workspace = &self.config.workspace;
+    fn session_file(
+        &self,
+        resume: &Resume,
+        workspace: &Path,
+    ) -> Result<Option<PathBuf>, RuntimeError> {
         Ok(match resume {
             Resume::New | Resume::Child(_) => None,
             Resume::Latest => Some(self.store.latest(workspace).ok_or_else(|| {
@@ -263,7 +291,7 @@ impl Runtime {
             approver,
             session,
             messages: Vec::new(),
-            workspace: self.config.workspace.clone(),
+            workspace: child.workspace.clone(),
             allowed_dirs: self.config.file.allowed_dirs.clone().unwrap_or_default(),
             max_turns: DEFAULT_MAX_TURNS,
             max_tokens: self.config.max_tokens(),
@@ -289,4 +317,26 @@ impl Runtime {
         }
         templates.push(tools.clone());
     }
+}
+
+/// The config of an agent rooted in `root`: the project's, with `root` (an
+/// existing folder, made absolute) as its workspace.
+fn rooted_config(
+    config: &ferroclaw_core::Config,
+    root: &Path,
+) -> Result<ferroclaw_core::Config, RuntimeError> {
+    let root = config
+        .workspace
+        .join(root)
+        .canonicalize()
+        .map_err(|e| RuntimeError::Other(format!("workspace_root {}: {e}", root.display())))?;
+    if !root.is_dir() {
+        return Err(RuntimeError::Other(format!(
+            "workspace_root {} is not a folder",
+            root.display()
+        )));
+    }
+    let mut rooted = config.clone();
+    rooted.workspace = root;
+    Ok(rooted)
 }

@@ -62,10 +62,12 @@ impl Prompts {
     }
 }
 
-/// Builds the layers of `profile` and the tools that go with them; returns
-/// the problems found (skipped skills) for the caller to report once.
+/// Builds the layers of `profile` from `config`'s workspace and the tools
+/// that go with them (the task board and worktree tools on `project`'s);
+/// returns the problems found (skipped skills) for the caller to report once.
 pub(crate) fn build(
     config: &Config,
+    project: &Config,
     profile: PromptProfile,
     shared: &ToolRegistry,
     recall: Option<Arc<Recall>>,
@@ -74,7 +76,7 @@ pub(crate) fn build(
     let context = ContextBuilder::for_config(config).profile(profile).build();
     let mut tools = shared.clone();
     context.register_tools(&mut tools, recall);
-    crate::tools::after_context_tools(config, &mut tools)?;
+    crate::tools::after_context_tools(project, &mut tools)?;
     let prompt =
         Prompt { system: context.system_prompt().into(), tools, stamp, built: Instant::now() };
     Ok((prompt, context.warnings))

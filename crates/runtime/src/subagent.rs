@@ -6,6 +6,7 @@
 //! is saved beside the parent's; its events stream to the parent's renderer
 //! wrapped in [`AgentEvent::SubAgent`]; cancelling the parent cancels it.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -55,6 +56,8 @@ pub struct ChildOf {
     pub(crate) parent: SessionMeta,
     /// The parent's system prompt; the child's adds its role to it.
     pub(crate) system: Arc<str>,
+    /// The parent's workspace (its worktree when it was opened in one).
+    pub(crate) workspace: PathBuf,
     /// The parent's context window and compaction threshold.
     pub(crate) window: (u64, f64),
     pub(crate) kind: AgentType,
@@ -101,6 +104,7 @@ pub(crate) struct SubAgents {
     pub(crate) approver: Arc<dyn Approver>,
     pub(crate) parent: SessionMeta,
     pub(crate) system: Arc<str>,
+    pub(crate) workspace: PathBuf,
     pub(crate) window: (u64, f64),
     pub(crate) timeout: Duration,
     pub(crate) limit: Arc<Semaphore>,
@@ -133,6 +137,7 @@ impl SubAgents {
             permissions: self.permissions.clone(),
             parent: self.parent.clone(),
             system: self.system.clone(),
+            workspace: self.workspace.clone(),
             window: self.window,
             kind: kind.clone(),
             label: format!("{}-{n}", kind.name),

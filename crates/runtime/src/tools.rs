@@ -1,5 +1,5 @@
 //! The tools every agent of a process shares (built-ins, `web_fetch`,
-//! `web_search`, the task board, the code graph's tools where the project has
+//! `web_search`, the task board and its worktrees, the code graph's tools where the project has
 //! an index), and the sandbox policy from `[sandbox]`.
 
 use std::path::PathBuf;
@@ -37,6 +37,11 @@ pub(crate) fn after_context_tools(
     if learning.mode == Mode::Auto {
         let store = SkillStore::new(&config.home, &config.workspace);
         tools.register(SkillManageTool::new(store, learning));
+    }
+    // The worktree tools where they can work: in a git repository (a few
+    // stats, no git process).
+    if ferroclaw_team::worktree::in_git_repo(&config.workspace) {
+        ferroclaw_team::register_worktree_tools(tools, config.workspace.clone());
     }
     // The code graph's tools once the project has an index (`ferroclaw
     // index`): one stat here, never a walk of the project at start-up.

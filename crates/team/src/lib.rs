@@ -36,6 +36,7 @@ mod error;
 mod render;
 mod task;
 mod tools;
+pub mod worktree;
 
 pub use board::{BOARD_DIR, Listing, TaskBoard, Unreadable, Updated};
 pub use error::BoardError;
@@ -44,3 +45,5 @@ pub use task::{Task, TaskStatus, TaskUpdate};
 pub use tools::{
     TaskCreateTool, TaskGetTool, TaskListTool, TaskUpdateTool, board_tools, register_board_tools,
 };
+pub use worktree::tools::register_worktree_tools;
+pub use worktree::{WorktreeError, WorktreeManager};

@@ -1,0 +1,192 @@
+//! End-to-end: git worktrees driven by the scripted model through the real
+//! binary: two worktrees hold the same file name apart, keep and remove
+//! leave their events on disk, uncommitted work is not removed, isolation
+//! that cannot be set up says why, and the REPL shows events live.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{Env, Wire, run, tool_results};
+use ferroclaw_testkit::{ScriptedToolCall, Turn};
+use serde_json::json;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Makes the workspace a repository with one commit.
+fn init_repo(ws: &Path) {
+    git(ws, &["init", "-q", "-b", "main"]);
+    git(ws, &["config", "user.name", "Test"]);
+    git(ws, &["config", "user.email", "test@example.com"]);
+    std::fs::write(ws.join("README.md"), "# project\n").unwrap();
+    git(ws, &["add", "README.md"]);
+    git(ws, &["commit", "-q", "-m", "first"]);
+}
+
+fn events(ws: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(ws.join(".agent/worktrees/events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn call(name: &str, input: serde_json::Value) -> ScriptedToolCall {
+    ScriptedToolCall::new(name, input)
+}
+
+#[test]
+fn two_worktrees_hold_the_same_file_apart_and_keep_and_remove_are_recorded() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("task_create", json!({"subject": "try plan b"})).into(),
+            Turn::tools(vec![
+                call("worktree_create", json!({"name": "plan-a"})),
+                call("worktree_create", json!({"name": "plan-b", "task_id": 1})),
+            ])
+            .into(),
+            Turn::tools(vec![
+                call(
+                    "worktree_run",
+                    json!({"name": "plan-a", "command": "echo from-a > notes.txt"}),
+                ),
+                call(
+                    "worktree_run",
+                    json!({"name": "plan-b", "command": "echo from-b > notes.txt"}),
+                ),
+            ])
+            .into(),
+            Turn::tool("worktree_run", json!({"name": "plan-a", "command": "cat notes.txt"}))
+                .into(),
+            Turn::tool("worktree_keep", json!({"name": "plan-a"})).into(),
+            Turn::tool("worktree_remove", json!({"name": "plan-b", "complete_task": true})).into(),
+            Turn::tool(
+                "worktree_remove",
+                json!({"name": "plan-b", "force": true, "complete_task": true}),
+            )
+            .into(),
+            Turn::tool("worktree_events", json!({"limit": 3})).into(),
+            Turn::text("done").into(),
+        ],
+    );
+    init_repo(env.ws());
+    let (code, stdout, stderr) = run(&mut env.oneshot("try both plans", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "done\n");
+
+    let ws = env.ws();
+    let a = ws.join(".agent/worktrees/plan-a");
+    assert_eq!(std::fs::read_to_string(a.join("notes.txt")).unwrap(), "from-a\n");
+    assert!(!ws.join("notes.txt").exists(), "the main checkout is untouched");
+    let read = tool_results(&env.request_body(4));
+    assert!(read.last().unwrap().0.contains("from-a"), "{read:?}");
+    let refused = tool_results(&env.request_body(6));
+    let refused = refused.last().unwrap();
+    assert!(refused.1 && refused.0.contains("uncommitted changes"), "{refused:?}");
+    assert!(refused.0.contains("notes.txt") && refused.0.contains("force"), "{refused:?}");
+    let removed = tool_results(&env.request_body(7));
+    assert!(removed.last().unwrap().0.contains("task #1 try plan b is completed"), "{removed:?}");
+    assert!(!ws.join(".agent/worktrees/plan-b").exists());
+
+    let names: Vec<String> =
+        events(ws).iter().map(|e| e["event"].as_str().unwrap().to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "worktree.create.before",
+            "worktree.create.after",
+            "worktree.create.before",
+            "worktree.create.after",
+            "worktree.keep",
+            "worktree.remove.before",
+            "worktree.remove.failed",
+            "worktree.remove.before",
+            "worktree.remove.after",
+            "task.completed",
+        ]
+    );
+    assert_eq!(events(ws)[3]["task"], 1);
+    let shown = tool_results(&env.request_body(8));
+    assert!(shown.last().unwrap().0.contains("task.completed plan-b (task #1)"), "{shown:?}");
+    let task: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(ws.join(".agent/tasks/task_1.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (task["status"].as_str(), task["worktree"].as_str()),
+        (Some("completed"), Some("plan-b"))
+    );
+
+    let (code, listing, _) = run(env.cmd().arg("worktrees"));
+    assert_eq!(code, 0);
+    assert!(listing.contains("kept     plan-a  wt/plan-a"), "{listing}");
+    assert!(listing.contains("removed  plan-b  wt/plan-b  task #1"), "{listing}");
+    assert!(
+        listing.contains(
+            "worktree.remove.failed plan-b (task #1): worktree \"plan-b\" has uncommitted"
+        ),
+        "{listing}"
+    );
+}
+
+#[test]
+fn isolation_that_cannot_be_set_up_says_why_and_changes_nothing() {
+    // A main checkout with an uncommitted edit: a worktree from HEAD would
+    // silently lack it.
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Turn::tool("worktree_create", json!({"name": "a"})).into(), Turn::text("no").into()],
+    );
+    init_repo(env.ws());
+    std::fs::write(env.ws().join("README.md"), "# edited\n").unwrap();
+    let (code, _, stderr) = run(&mut env.oneshot("isolate", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    let result = tool_results(&env.request_body(1));
+    let result = result.last().unwrap();
+    assert!(result.1 && result.0.contains("uncommitted changes (README.md)"), "{result:?}");
+    assert!(!env.ws().join(".agent/worktrees/a").exists());
+    let names: Vec<String> =
+        events(env.ws()).iter().map(|e| e["event"].as_str().unwrap().to_string()).collect();
+    assert_eq!(names, ["worktree.create.before", "worktree.create.failed"]);
+
+    // Outside git the tools are not offered at all, and the command says why.
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("hi").into()]);
+    assert_eq!(run(&mut env.oneshot("hello", &[])).0, 0);
+    let offered = env.request_body(0)["tools"].to_string();
+    assert!(offered.contains("task_create") && !offered.contains("worktree_create"));
+    let (code, listing, _) = run(env.cmd().arg("worktrees"));
+    assert_eq!(code, 0);
+    assert!(listing.contains("not in a git repository"), "{listing}");
+}
+
+#[test]
+fn the_repl_prints_worktree_events_as_they_happen() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("worktree_create", json!({"name": "live"})).into(),
+            Turn::text("made it").into(),
+        ],
+    );
+    init_repo(env.ws());
+    let (code, stdout, stderr) =
+        run(env.cmd().arg("--yes").write_stdin("make a worktree\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("made it"), "{stdout}");
+    assert!(
+        stderr.contains("[worktree]") && stderr.contains("worktree.create.after live"),
+        "{stderr}"
+    );
+}
