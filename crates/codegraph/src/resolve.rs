@@ -172,10 +172,10 @@ fn resolve(site: &SiteRow, imports: &[(String, String)], all: &[Candidate]) -> V
             _ => split(&from),
         };
     }
-    let allowed: &[&str] = if site.kind == "inherits" {
-        &["class", "trait", "struct"]
-    } else {
-        &["function", "method", "class"]
+    let allowed: &[&str] = match site.kind.as_str() {
+        "inherits" => &["class", "trait", "struct"],
+        "references" => &["class", "trait", "struct", "enum"],
+        _ => &["function", "method", "class"],
     };
     let cands: Vec<&Candidate> = all
         .iter()
