@@ -293,7 +293,7 @@ def main():
     if args.make_truth:
         make_truth(src)
         return
-    binary = args.bin
+    binary = os.path.abspath(args.bin) if args.bin else None
     if not binary:
         subprocess.run(["cargo", "build", "--quiet", "-p", "ferroclaw-cli", "--profile", "fast"], cwd=ROOT, check=True)
         binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "fast", "ferroclaw")
