@@ -199,3 +199,37 @@ fn types_named_in_signatures_fields_and_annotations_are_references_with_sites() 
     let impact = index.impact("Store").unwrap();
     assert!(impact.files.contains(&"src/lib.rs".to_string()), "{:?}", impact.files);
 }
+
+#[test]
+fn a_self_import_or_a_call_chain_from_an_imported_module_still_links_method_calls() {
+    let root = tempfile::tempdir().unwrap();
+    let files = [
+        ("src/list.rs", "pub struct List;\n"),
+        (
+            "src/runtime.rs",
+            "pub struct Builder;\n\nimpl Builder {\n    pub fn new() -> Builder {\n        Builder\n    }\n\n    pub fn lifo(self) -> Builder {\n        self\n    }\n}\n",
+        ),
+        (
+            "src/lib.rs",
+            "mod list;\nmod runtime;\nuse crate::list::{self, List};\nuse crate::runtime;\n\npub struct Set;\n\nimpl Set {\n    pub fn needs_release(&self) -> bool {\n        true\n    }\n}\n\npub struct Holder {\n    set: Set,\n}\n\nimpl Holder {\n    fn release(&self) -> bool {\n        self.set.needs_release()\n    }\n}\n\nfn start() {\n    runtime::Builder::new()\n        .lifo();\n}\n",
+        ),
+    ];
+    for (rel, text) in files {
+        let path = root.path().join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let (index, _home) = indexed(root.path());
+    // `use crate::list::{self, ..}` made `self` an import, so `self.set.m()`
+    // was looked up in a module named `self` and linked to nothing.
+    let callers = index.callers("needs_release", 1).unwrap();
+    let from: Vec<String> =
+        callers.edges.iter().filter_map(|e| e.from.as_ref().map(|f| f.qualified.clone())).collect();
+    assert_eq!(from, ["Holder::release"]);
+    // `runtime::Builder::new().lifo()`: `runtime` is imported, but the
+    // qualifier is a call chain, not a path into the module.
+    let callers = index.callers("lifo", 1).unwrap();
+    let from: Vec<String> =
+        callers.edges.iter().filter_map(|e| e.from.as_ref().map(|f| f.qualified.clone())).collect();
+    assert_eq!(from, ["start"]);
+}

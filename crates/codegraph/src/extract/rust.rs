@@ -118,6 +118,11 @@ impl Walk<'_> {
         let join =
             |p: &str, s: &str| if p.is_empty() { s.to_string() } else { format!("{p}::{s}") };
         match node.kind() {
+            // `use a::b::{self}` brings `b`, not a name `self`.
+            "self" if !prefix.is_empty() => {
+                let alias = prefix.rsplit("::").next().unwrap_or(prefix).to_string();
+                self.import(&alias, prefix.to_string(), at);
+            }
             "identifier" | "crate" | "self" | "super" => {
                 let name = self.text(node).to_string();
                 self.import(&name, join(prefix, &name), at);
