@@ -61,7 +61,7 @@ COMMON = set(
     reset start stop contains sleep now elapsed duration handle block_on finish clear extend capacity
     is_some is_none ok err filter and_then or_else unwrap_or rev find any all count sum min max abs
     to_owned borrow borrow_mut split as_str as_bytes bind connect accept listen with_capacity advance
-    put chunk remaining from_std into_std local_addr peer_addr subscribe notify notified bytes""".split()
+    put chunk remaining from_std into_std local_addr peer_addr subscribe notify notified bytes entry""".split()
 )
 
 
