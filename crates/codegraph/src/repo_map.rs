@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use rusqlite::OptionalExtension;
 use sha2::{Digest, Sha256};
@@ -18,6 +19,10 @@ use crate::{CodeIndex, Error};
 
 /// The default budget of the map, in tokens (aider's default too).
 pub const DEFAULT_REPO_MAP_TOKENS: usize = 1_024;
+
+/// How long storing the map waits for another writer before it leaves the
+/// map uncached.
+const CACHE_WRITE_WAIT: Duration = Duration::from_millis(100);
 
 /// PageRank's damping factor (the usual 0.85) and rounds (enough for the
 /// ranking to settle on graphs of a few hundred thousand edges).
@@ -56,11 +61,14 @@ impl CodeIndex {
             return Ok(map);
         }
         let map = self.build_repo_map(max_tokens)?;
-        // A busy database only costs the cache, never the answer.
+        // A busy database (a running `ferroclaw index`) only costs the cache,
+        // never the answer, and never makes the prompt wait.
+        self.set_busy_timeout(CACHE_WRITE_WAIT)?;
         let stored = self.conn.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('repo_map_key', ?1), ('repo_map', ?2)",
             [&key, &map],
         );
+        self.set_busy_timeout(crate::BUSY_TIMEOUT)?;
         if let Err(e) = stored {
             tracing::debug!(error = %e, "repo map not cached");
         }
