@@ -78,7 +78,9 @@ async fn an_edit_through_the_edit_tool_is_in_the_index_before_any_code_tool_runs
     assert_eq!(callers.edges.len(), 1, "{callers:?}");
     assert_eq!(callers.edges[0].site_path, "main.py");
 
-    // A failed edit changes nothing and is still answered as the tool answers it.
+    // A failed edit is answered as the tool answers it, and changes nothing.
     let input = json!({"path": "main.py", "old_string": "not there", "new_string": "x"});
-    assert!(edit.execute(input, &ToolContext::new(root.path())).await.unwrap().is_error);
+    let failed = edit.execute(input, &ToolContext::new(root.path())).await;
+    assert!(failed.is_err_and(|e| e.to_string().contains("old_string was not found")));
+    assert_eq!(reader.callers("other", 1).unwrap().edges.len(), 1);
 }
