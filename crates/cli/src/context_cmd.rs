@@ -23,7 +23,10 @@ const NO_MODEL_STAND_IN: &str = "ollama/none";
 pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     // No model configured: show the full profile, which any key would get.
     let profile = config.model_spec().map_or(PromptProfile::Full, |s| config.prompt_profile(&s));
-    let context = ContextBuilder::for_config(config).profile(profile).build();
+    let context = ContextBuilder::for_config(config)
+        .profile(profile)
+        .repo_map(ferroclaw_runtime::repo_map_layer(config))
+        .build();
     if raw {
         for w in &context.warnings {
             eprintln!("{w}");

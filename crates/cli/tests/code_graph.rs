@@ -86,3 +86,50 @@ fn the_model_asks_code_callers_once_the_project_is_indexed() {
     assert!(!is_error, "{text}");
     assert!(text.contains("app/main.py:5 function main -> helper [exact]"), "{text}");
 }
+
+#[test]
+fn ferroclaw_context_shows_the_repo_map_when_asked_for() {
+    let env = project();
+    env.write_home_config("[context]\nrepo_map = true\n");
+    // No index yet: no map, and no error.
+    let (code, stdout, stderr) = run(env.cmd().arg("context"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains("# Repo map"), "{stdout}");
+
+    let (code, _, stderr) = run(env.cmd().arg("index"));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = run(env.cmd().arg("context"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("──── repo_map · ~"), "{stdout}");
+    assert!(stdout.contains("app/util.py:\n  1 def helper()"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_serve_offers_the_code_tools_once_the_project_is_indexed() {
+    use ferroclaw_mcp::{HubOptions, McpConfig, McpHub, ServerConfig, Transport};
+    let env = project();
+    let (code, _, stderr) = run(env.cmd().arg("index"));
+    assert_eq!(code, 0, "{stderr}");
+    let mut config =
+        ServerConfig::stdio("ferro", env!("CARGO_BIN_EXE_ferroclaw"), &["mcp", "serve"]);
+    if let Transport::Stdio { env: vars, cwd, .. } = &mut config.transport {
+        vars.insert("FERROCLAW_HOME".into(), env.home.path().display().to_string());
+        *cwd = Some(env.ws().to_path_buf());
+    }
+    let hub = McpHub::start(
+        McpConfig { servers: vec![config], ..Default::default() },
+        HubOptions { workspace: env.ws().to_path_buf(), ..Default::default() },
+    )
+    .await;
+    assert!(hub.problems().is_empty(), "{:?}", hub.problems());
+    let mut tools = ferroclaw_tools::ToolRegistry::new();
+    hub.register_tools(&mut tools);
+    let callers = tools.get("mcp__ferro__code_callers").expect("code_callers offered");
+    let out = callers
+        .execute(json!({"symbol": "helper"}), &ferroclaw_tools::ToolContext::new("/"))
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert!(out.joined_text().contains("app/main.py:5 function main -> helper [exact]"), "{out:?}");
+    hub.shutdown().await;
+}

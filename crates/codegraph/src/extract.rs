@@ -7,6 +7,8 @@ mod js;
 mod python;
 mod rust;
 
+use std::collections::HashSet;
+
 use tree_sitter::{Node, Parser};
 
 use crate::lang::Lang;
@@ -66,6 +68,9 @@ pub enum SiteKind {
     /// An import of a project symbol (`use crate::store::open`,
     /// `from app.models import User`): which files depend on it.
     Imports,
+    /// A type named where it is used (a parameter, a field, a return type,
+    /// an annotation): kept once per name in each function or type.
+    References,
 }
 
 impl SiteKind {
@@ -75,6 +80,7 @@ impl SiteKind {
             SiteKind::Calls => "calls",
             SiteKind::Inherits => "inherits",
             SiteKind::Imports => "imports",
+            SiteKind::References => "references",
         }
     }
 }
@@ -130,6 +136,27 @@ pub struct Parsed {
     pub imports: Vec<Import>,
 }
 
+/// Nodes whose type identifiers are what they define or declare (the type
+/// itself, a type parameter, an `impl` header), not uses of another type.
+const DEFINES_TYPE: &[&str] = &[
+    "struct_item",
+    "enum_item",
+    "union_item",
+    "trait_item",
+    "type_item",
+    "impl_item",
+    "type_parameters",
+    "constrained_type_parameter",
+    "type_parameter",
+    "class_declaration",
+    "abstract_class_declaration",
+    "interface_declaration",
+    "type_alias_declaration",
+    "enum_declaration",
+    "type_spec",
+    "type_parameter_declaration",
+];
+
 /// The longest signature kept, in characters.
 const MAX_SIGNATURE_CHARS: usize = 200;
 
@@ -137,7 +164,13 @@ const MAX_SIGNATURE_CHARS: usize = 200;
 pub fn parse(parser: &mut Parser, lang: Lang, source: &str) -> Option<Parsed> {
     parser.set_language(&lang.grammar()).ok()?;
     let tree = parser.parse(source, None)?;
-    let mut walk = Walk { lang, src: source.as_bytes(), out: Parsed::default(), line_offset: 0 };
+    let mut walk = Walk {
+        lang,
+        src: source.as_bytes(),
+        out: Parsed::default(),
+        line_offset: 0,
+        referenced: HashSet::new(),
+    };
     walk.visit(tree.root_node(), &Scope::default());
     Some(walk.out)
 }
@@ -163,6 +196,8 @@ struct Walk<'a> {
     out: Parsed,
     /// Rows before `src` in the file (a Rust macro body parsed on its own).
     line_offset: u32,
+    /// (referrer, qualifier, name) of the references sites so far: one each.
+    referenced: HashSet<(usize, Option<String>, String)>,
 }
 
 impl Walk<'_> {
@@ -241,6 +276,36 @@ impl Walk<'_> {
             name: name.to_string(),
             qualifier,
             caller,
+            line: self.line(node),
+        });
+    }
+
+    /// A `references` site for the type `name` written at `node`, from the
+    /// enclosing function or type (a type named at top level, in an `impl`
+    /// header, or inside a definition's own name is not a use).
+    fn reference(&mut self, name: &str, qualifier: Option<String>, node: Node, scope: &Scope) {
+        let is_own_name = node.parent().is_some_and(|p| DEFINES_TYPE.contains(&p.kind()));
+        // Type parameters (`T`) and `Self` name nothing in the project.
+        if is_own_name || name.len() < 2 || name == "Self" {
+            return;
+        }
+        let is_type = |i: &usize| {
+            self.out.symbols.get(*i).is_some_and(|s| {
+                matches!(
+                    s.kind,
+                    SymbolKind::Struct | SymbolKind::Enum | SymbolKind::Trait | SymbolKind::Class
+                )
+            })
+        };
+        let Some(referrer) = scope.caller.or(scope.parent.filter(is_type)) else { return };
+        if !self.referenced.insert((referrer, qualifier.clone(), name.to_string())) {
+            return;
+        }
+        self.out.sites.push(Site {
+            kind: SiteKind::References,
+            name: name.to_string(),
+            qualifier,
+            caller: Some(referrer),
             line: self.line(node),
         });
     }

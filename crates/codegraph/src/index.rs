@@ -150,7 +150,11 @@ impl CodeIndex {
             Err(_) => return Err(Error::OutsideProject(path.to_path_buf())),
         };
         let stored = self.stored_files()?;
-        let meta = std::fs::metadata(&abs).ok().filter(|m| m.is_file());
+        // What the walk would skip is not indexed (or is dropped) here either.
+        let skipped = rel.split('/').any(|c| SKIPPED_DIRS.contains(&c));
+        let meta = std::fs::metadata(&abs)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= MAX_FILE_BYTES && !skipped);
         let lang = Lang::of(&abs);
         let (Some(meta), Some(lang)) = (meta, lang) else {
             let removed: Vec<String> =
@@ -168,6 +172,12 @@ impl CodeIndex {
         stats.files = 1;
         stats.elapsed = started.elapsed();
         Ok(stats)
+    }
+
+    /// How long a write waits for another writer before it fails
+    /// ([`BUSY_TIMEOUT`](crate::BUSY_TIMEOUT) when opened).
+    pub fn set_busy_timeout(&self, wait: Duration) -> Result<(), Error> {
+        self.conn.busy_timeout(wait).map_err(|e| self.db_err(e))
     }
 
     /// Which files changed on disk since the last update, without reading them.

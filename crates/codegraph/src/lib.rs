@@ -1,6 +1,6 @@
 //! A code graph: the symbols of a project (functions, methods, classes,
 //! structs, enums, traits and interfaces, modules, constants) and the edges
-//! between them (calls, imports, inheritance), parsed with tree-sitter and
+//! between them (calls, imports, inheritance, type references), parsed with tree-sitter and
 //! kept in SQLite under `$FERROCLAW_HOME/index/<project key>.db`.
 //!
 //! grep finds names and text; the graph finds relations: who calls this,
@@ -36,6 +36,7 @@ mod index;
 mod lang;
 mod query;
 pub mod render;
+mod repo_map;
 pub mod resolve;
 mod store;
 #[cfg(feature = "tools")]
@@ -49,11 +50,12 @@ pub use lang::Lang;
 pub use query::{
     Counts, EdgeInfo, Graph, Impact, MAX_GRAPH_EDGES, MAX_IMPACT_DEPTH, SymbolInfo, Unresolved,
 };
+pub use repo_map::DEFAULT_REPO_MAP_TOKENS;
 pub use store::{BUSY_TIMEOUT, SCHEMA_VERSION, db_path};
 #[cfg(feature = "tools")]
 pub use tools::{
-    CodeCalleesTool, CodeCallersTool, CodeDefinitionTool, CodeFindTool, CodeImpactTool,
-    CodeOutlineTool, QUICK_BUILD_MAX_FILES, SharedIndex, register_code_tools,
+    CodeQuery, CodeTool, EDITING_TOOLS, QUICK_BUILD_MAX_FILES, ReindexAfterEdit, SharedIndex,
+    register_code_tools,
 };
 
 /// Parses one file's source (for tests and tools that want the raw facts).

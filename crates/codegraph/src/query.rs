@@ -36,7 +36,7 @@ pub struct SymbolInfo {
 pub struct EdgeInfo {
     /// How many hops from the symbol asked about (1 = direct).
     pub depth: usize,
-    /// `calls` or `inherits`.
+    /// `calls`, `inherits` or `references`.
     pub kind: String,
     /// The calling symbol; `None` for a call at a file's top level.
     pub from: Option<SymbolInfo>,
@@ -334,7 +334,8 @@ impl CodeIndex {
             .conn
             .prepare(
                 "SELECT s.name, s.qualifier, f.path, s.line FROM sites s JOIN files f ON f.id = s.file_id
-                 WHERE s.caller_id = ?1 AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.site_id = s.id)
+                 WHERE s.caller_id = ?1 AND s.kind = 'calls'
+                   AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.site_id = s.id)
                  ORDER BY s.line",
             )
             .map_err(|e| self.db_err(e))?;

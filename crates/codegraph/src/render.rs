@@ -172,7 +172,11 @@ pub fn callers_lines(graph: &Graph) -> (String, Vec<String>) {
             let who = e.from.as_ref().map_or("<top level>".to_string(), |f| {
                 format!("{} {}{}", f.kind, f.qualified, if f.is_test { " [test]" } else { "" })
             });
-            let how = if e.kind == "inherits" { " inherits" } else { "" };
+            let how = match e.kind.as_str() {
+                "inherits" => " inherits",
+                "references" => " refers to",
+                _ => "",
+            };
             format!(
                 "{}{}:{} {who}{how} -> {} [{}]",
                 "  ".repeat(e.depth.saturating_sub(1)),
@@ -195,7 +199,11 @@ pub fn callees_lines(graph: &Graph) -> (String, Vec<String>) {
         .edges
         .iter()
         .map(|e| {
-            let how = if e.kind == "inherits" { "inherits " } else { "" };
+            let how = match e.kind.as_str() {
+                "inherits" => "inherits ",
+                "references" => "refers to ",
+                _ => "",
+            };
             format!(
                 "{}{}:{} {how}-> {} {} at {}:{} [{}]",
                 "  ".repeat(e.depth.saturating_sub(1)),

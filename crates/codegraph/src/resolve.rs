@@ -172,10 +172,10 @@ fn resolve(site: &SiteRow, imports: &[(String, String)], all: &[Candidate]) -> V
             _ => split(&from),
         };
     }
-    let allowed: &[&str] = if site.kind == "inherits" {
-        &["class", "trait", "struct"]
-    } else {
-        &["function", "method", "class"]
+    let allowed: &[&str] = match site.kind.as_str() {
+        "inherits" => &["class", "trait", "struct"],
+        "references" => &["class", "trait", "struct", "enum"],
+        _ => &["function", "method", "class"],
     };
     let cands: Vec<&Candidate> = all
         .iter()
@@ -225,7 +225,10 @@ fn resolve(site: &SiteRow, imports: &[(String, String)], all: &[Candidate]) -> V
             match (in_module.len(), typed.len()) {
                 (1, _) => vec![(in_module[0].id, 1.0, true)],
                 (_, 1) => vec![(typed[0].id, 1.0, true)],
-                (0, 0) => Vec::new(),
+                // `module.f()` into a module outside the project.
+                (0, 0) if is_path(q) => Vec::new(),
+                // `runtime::Builder::new().m()`: a call on a value, like `obj.m()`.
+                (0, 0) => methods_in_scope(site, imports, &cands),
                 _ => split(if in_module.is_empty() { &typed } else { &in_module }),
             }
         }
@@ -304,6 +307,12 @@ fn resolve(site: &SiteRow, imports: &[(String, String)], all: &[Candidate]) -> V
             by_name(&cands, |c| c.kind != "method")
         }
     }
+}
+
+/// `np`, `pkg.util`, `std::fs`: names and separators only, no call or
+/// expression.
+fn is_path(q: &str) -> bool {
+    q.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '.'))
 }
 
 /// `Vec`, `std::fs`, `Store`: a Rust path (not a value like `self.items`),

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::Error;
 
 /// Bumped whenever the tables change; an index with another version is rebuilt.
-pub const SCHEMA_VERSION: &str = "1";
+pub const SCHEMA_VERSION: &str = "2";
 
 /// How long a writer waits for another writer before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

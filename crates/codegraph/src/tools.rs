@@ -1,14 +1,20 @@
 //! The graph as tools for the model: `code_outline`, `code_find`,
 //! `code_definition`, `code_callers`, `code_callees` and `code_impact`.
 //!
-//! Each call first brings the index up to date (incremental: only files
-//! whose size or time changed are read, only changed content is parsed), so
-//! an edit the agent just made is in the answer; if that update fails (the
-//! database is busy), the answer comes from the index as it is and says how
-//! many files changed since.
+//! The six are one [`CodeTool`] each, told apart by a [`CodeQuery`].
+//!
+//! Edits reach the index two ways. The file tools that edit (`write`,
+//! `edit`, `multi_edit`) are wrapped in [`ReindexAfterEdit`], which
+//! re-indexes the file as soon as the edit succeeds (one file, no walk). And
+//! each code tool call first brings the index up to date (only files whose
+//! size or time changed are read, only changed content is parsed), which
+//! catches what `bash` or the user's editor changed; if that update fails
+//! (the database is busy), the answer comes from the index as it is and
+//! says how many files changed since.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -16,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::extract::SymbolKind;
 use crate::render::{self, LEGEND, Page};
-use crate::{CodeIndex, Error, Lang, Staleness};
+use crate::{BUSY_TIMEOUT, CodeIndex, Error, Lang, Staleness, UpdateStats};
 
 /// A project with at most this many source files gets the tools even
 /// without an index: its first build takes a few seconds.
@@ -24,6 +30,15 @@ pub const QUICK_BUILD_MAX_FILES: usize = 3_000;
 
 /// The deepest `code_callers`/`code_callees` go.
 const MAX_DEPTH: u64 = 5;
+
+/// The file tools whose successful edits are re-indexed at once; each takes
+/// the file as `path`.
+pub const EDITING_TOOLS: &[&str] = &["write", "edit", "multi_edit"];
+
+/// How long re-indexing after an edit waits for another writer (a running
+/// `ferroclaw index`) before it leaves the file to the next code tool call,
+/// which finds it by its changed time: an edit must not wait on a full build.
+const EDIT_REINDEX_WAIT: Duration = Duration::from_millis(500);
 
 /// The index the code tools share, opened on first use.
 pub struct SharedIndex {
@@ -42,15 +57,21 @@ impl SharedIndex {
         })
     }
 
+    /// The index, opened on first use.
+    fn open(&self) -> Result<MutexGuard<'_, Option<CodeIndex>>, Error> {
+        let mut guard = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(CodeIndex::open(&self.workspace, &self.home)?);
+        }
+        Ok(guard)
+    }
+
     /// Runs `f` on the up-to-date index; the second value is the freshness line.
     fn with<T>(
         &self,
         f: impl FnOnce(&CodeIndex) -> Result<T, Error>,
     ) -> Result<(T, String), Error> {
-        let mut guard = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            *guard = Some(CodeIndex::open(&self.workspace, &self.home)?);
-        }
+        let mut guard = self.open()?;
         let Some(index) = guard.as_mut() else { return Err(Error::NoIndex(self.home.clone())) };
         let stale = match index.update() {
             Ok(_) => Staleness { changed: Vec::new(), age_secs: Some(0) },
@@ -63,23 +84,37 @@ impl SharedIndex {
         let value = f(index)?;
         Ok((value, render::freshness(&counts, &stale)))
     }
+
+    /// Re-indexes the file at `path` (absolute, or relative to the project)
+    /// right after an edit, waiting at most [`EDIT_REINDEX_WAIT`] for another writer.
+    pub fn reindex(&self, path: &Path) -> Result<UpdateStats, Error> {
+        let mut guard = self.open()?;
+        let Some(index) = guard.as_mut() else { return Err(Error::NoIndex(self.home.clone())) };
+        index.set_busy_timeout(EDIT_REINDEX_WAIT)?;
+        let stats = index.reindex_file(path);
+        index.set_busy_timeout(BUSY_TIMEOUT)?;
+        stats
+    }
 }
 
 /// Registers the six code tools on `registry` when the project at
 /// `workspace` has an index under `home` or is small enough to build one
-/// quickly ([`QUICK_BUILD_MAX_FILES`]); returns whether it did.
+/// quickly ([`QUICK_BUILD_MAX_FILES`]), and wraps the [`EDITING_TOOLS`]
+/// already there in [`ReindexAfterEdit`]; returns whether it did.
 pub fn register_code_tools(registry: &mut ToolRegistry, workspace: &Path, home: &Path) -> bool {
     let has_index = crate::db_path(home, workspace).exists();
     if !has_index && !small_project(workspace) {
         return false;
     }
     let shared = SharedIndex::new(workspace, home);
-    registry.register(CodeOutlineTool(shared.clone()));
-    registry.register(CodeFindTool(shared.clone()));
-    registry.register(CodeDefinitionTool(shared.clone()));
-    registry.register(CodeCallersTool(shared.clone()));
-    registry.register(CodeCalleesTool(shared.clone()));
-    registry.register(CodeImpactTool(shared));
+    for query in CodeQuery::ALL {
+        registry.register(CodeTool { shared: shared.clone(), query });
+    }
+    for name in EDITING_TOOLS {
+        if let Some(inner) = registry.get(name).cloned() {
+            registry.register(ReindexAfterEdit { inner, shared: shared.clone() });
+        }
+    }
     true
 }
 
@@ -104,10 +139,14 @@ fn small_project(workspace: &Path) -> bool {
     true
 }
 
-/// Runs a query off the async runtime and turns its text (or error) into a tool result.
+/// A question for the index, asked off the async runtime: its header line
+/// and answer lines.
+type Question = Box<dyn FnOnce(&CodeIndex) -> Result<(String, Vec<String>), Error> + Send>;
+
+/// Runs a question off the async runtime and turns its text (or error) into a tool result.
 async fn answer(
     shared: &Arc<SharedIndex>,
-    f: impl FnOnce(&CodeIndex) -> Result<(String, Vec<String>), Error> + Send + 'static,
+    f: Question,
     page: Page,
 ) -> Result<ToolOutput, ToolError> {
     let shared = shared.clone();
@@ -154,224 +193,238 @@ fn schema(props: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
 
-macro_rules! read_only_tool {
-    ($ty:ident) => {
-        /// A code-graph tool (see the module docs).
-        pub struct $ty(pub Arc<SharedIndex>);
-    };
-}
-read_only_tool!(CodeOutlineTool);
-read_only_tool!(CodeFindTool);
-read_only_tool!(CodeDefinitionTool);
-read_only_tool!(CodeCallersTool);
-read_only_tool!(CodeCalleesTool);
-read_only_tool!(CodeImpactTool);
-
-#[async_trait]
-impl Tool for CodeOutlineTool {
-    fn name(&self) -> &str {
-        "code_outline"
-    }
-    fn description(&self) -> &str {
-        "Lists the symbols of one source file (functions, types, methods, constants) with their line ranges, \
-         signatures and first doc line, nested as in the file. Cheaper than reading the file to find your way."
-    }
-    fn input_schema(&self) -> Value {
-        schema(
-            json!({"path": {"type": "string", "description": "File path, relative to the project or absolute."}}),
-            &["path"],
-        )
-    }
-    fn read_only(&self) -> bool {
-        true
-    }
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let path = string_arg(&input, "path")?;
-        let root = self.0.workspace.canonicalize().unwrap_or_else(|_| self.0.workspace.clone());
-        let rel = Path::new(&path)
-            .strip_prefix(&root)
-            .or_else(|_| Path::new(&path).strip_prefix(&self.0.workspace))
-            .map_or(path.clone(), |r| r.to_string_lossy().into_owned());
-        answer(
-            &self.0,
-            move |index| {
-                let symbols = index.outline(&rel)?;
-                Ok((
-                    format!("outline of {rel}: {} symbols", symbols.len()),
-                    render::outline_lines(&symbols),
-                ))
-            },
-            page_of(&input),
-        )
-        .await
-    }
+/// Which question a [`CodeTool`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeQuery {
+    Outline,
+    Find,
+    Definition,
+    Callers,
+    Callees,
+    Impact,
 }
 
-#[async_trait]
-impl Tool for CodeFindTool {
-    fn name(&self) -> &str {
-        "code_find"
+impl CodeQuery {
+    /// Every code tool, in the order the model sees them.
+    pub const ALL: [CodeQuery; 6] = [
+        CodeQuery::Outline,
+        CodeQuery::Find,
+        CodeQuery::Definition,
+        CodeQuery::Callers,
+        CodeQuery::Callees,
+        CodeQuery::Impact,
+    ];
+
+    /// The tool's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CodeQuery::Outline => "code_outline",
+            CodeQuery::Find => "code_find",
+            CodeQuery::Definition => "code_definition",
+            CodeQuery::Callers => "code_callers",
+            CodeQuery::Callees => "code_callees",
+            CodeQuery::Impact => "code_impact",
+        }
     }
-    fn description(&self) -> &str {
-        "Finds symbol definitions whose name contains `query` (case-insensitive), exact names first, \
-         optionally of one `kind`. Answers file:line-range, kind, qualified name and signature."
+
+    fn description(self) -> &'static str {
+        match self {
+            CodeQuery::Outline => {
+                "Lists the symbols of one source file (functions, types, methods, constants) with their line ranges, \
+                 signatures and first doc line, nested as in the file. Cheaper than reading the file to find your way."
+            }
+            CodeQuery::Find => {
+                "Finds symbol definitions whose name contains `query` (case-insensitive), exact names first, \
+                 optionally of one `kind`. Answers file:line-range, kind, qualified name and signature."
+            }
+            CodeQuery::Definition => {
+                "Where a symbol is defined: file:line-range, signature and first doc line. `symbol` is a name, \
+                 a qualified name (`Store::open`, `Repo.save`) or `path:name`."
+            }
+            CodeQuery::Callers => {
+                "Who calls a symbol (and which types inherit from it, and which functions and types refer to \
+                 it as a type), up to `depth` hops, as file:line of each site. Edges are marked exact (same file \
+                 or import) or ~confidence (matched by name only)."
+            }
+            CodeQuery::Callees => {
+                "What a symbol calls (and the project types it refers to), up to `depth` hops, with where each \
+                 is defined; calls to libraries or ambiguous names are listed as unresolved. Edges are marked \
+                 exact or ~confidence."
+            }
+            CodeQuery::Impact => {
+                "What may break if a symbol changes: its transitive callers (and users of a type), the files \
+                 they are in, and the tests among them (to run after the change)."
+            }
+        }
     }
-    fn input_schema(&self) -> Value {
-        schema(
-            json!({
-                "query": {"type": "string", "description": "Part of a symbol name, e.g. `open` or `Store::open`."},
-                "kind": {"type": "string", "enum": ["function", "method", "class", "struct", "enum", "trait", "interface", "module", "constant"]}
-            }),
-            &["query"],
-        )
-    }
-    fn read_only(&self) -> bool {
-        true
-    }
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let query = string_arg(&input, "query")?;
-        let kind = match input["kind"].as_str() {
-            Some(k) => Some(
-                SymbolKind::parse(k)
-                    .ok_or_else(|| ToolError::InvalidArguments(format!("unknown kind `{k}`")))?,
+
+    /// The tool's own arguments and which are required (paging is added by [`schema`]).
+    fn properties(self) -> (Value, &'static [&'static str]) {
+        let symbol = json!({"type": "string", "description": "A name, `Type::name`/`Type.name`, or `path:name`."});
+        match self {
+            CodeQuery::Outline => (
+                json!({"path": {"type": "string", "description": "File path, relative to the project or absolute."}}),
+                &["path"],
             ),
-            None => None,
-        };
-        answer(
-            &self.0,
-            move |index| {
-                let found = index.find(&query, kind, 500)?;
-                Ok((
-                    format!("{} symbols matching `{query}`", found.len()),
-                    render::symbol_lines(&found),
-                ))
-            },
-            page_of(&input),
-        )
-        .await
+            CodeQuery::Find => (
+                json!({
+                    "query": {"type": "string", "description": "Part of a symbol name, e.g. `open` or `Store::open`."},
+                    "kind": {"type": "string", "enum": ["function", "method", "class", "struct", "enum", "trait", "interface", "module", "constant"]}
+                }),
+                &["query"],
+            ),
+            CodeQuery::Definition | CodeQuery::Impact => (json!({"symbol": symbol}), &["symbol"]),
+            CodeQuery::Callers | CodeQuery::Callees => (
+                json!({
+                    "symbol": symbol,
+                    "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "Hops to follow (default 1)."}
+                }),
+                &["symbol"],
+            ),
+        }
+    }
+
+    /// Checks the arguments and returns the question to put to the index.
+    fn question(self, input: &Value, workspace: &Path) -> Result<Question, ToolError> {
+        let depth = input["depth"].as_u64().unwrap_or(1).clamp(1, MAX_DEPTH) as usize;
+        Ok(match self {
+            CodeQuery::Outline => {
+                let path = string_arg(input, "path")?;
+                let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
+                let rel = Path::new(&path)
+                    .strip_prefix(&root)
+                    .or_else(|_| Path::new(&path).strip_prefix(workspace))
+                    .map_or(path.clone(), |r| r.to_string_lossy().into_owned());
+                Box::new(move |index: &CodeIndex| {
+                    let symbols = index.outline(&rel)?;
+                    Ok((
+                        format!("outline of {rel}: {} symbols", symbols.len()),
+                        render::outline_lines(&symbols),
+                    ))
+                })
+            }
+            CodeQuery::Find => {
+                let query = string_arg(input, "query")?;
+                let kind = match input["kind"].as_str() {
+                    Some(k) => Some(SymbolKind::parse(k).ok_or_else(|| {
+                        ToolError::InvalidArguments(format!("unknown kind `{k}`"))
+                    })?),
+                    None => None,
+                };
+                Box::new(move |index: &CodeIndex| {
+                    let found = index.find(&query, kind, 500)?;
+                    Ok((
+                        format!("{} symbols matching `{query}`", found.len()),
+                        render::symbol_lines(&found),
+                    ))
+                })
+            }
+            CodeQuery::Definition => {
+                let symbol = string_arg(input, "symbol")?;
+                Box::new(move |index: &CodeIndex| {
+                    let found = index.definition(&symbol)?;
+                    if found.is_empty() {
+                        return Err(Error::UnknownSymbol(symbol));
+                    }
+                    Ok((
+                        format!("{} definitions of `{symbol}`", found.len()),
+                        render::symbol_lines(&found),
+                    ))
+                })
+            }
+            CodeQuery::Callers => {
+                let symbol = string_arg(input, "symbol")?;
+                Box::new(move |index: &CodeIndex| {
+                    Ok(render::callers_lines(&index.callers(&symbol, depth)?))
+                })
+            }
+            CodeQuery::Callees => {
+                let symbol = string_arg(input, "symbol")?;
+                Box::new(move |index: &CodeIndex| {
+                    Ok(render::callees_lines(&index.callees(&symbol, depth)?))
+                })
+            }
+            CodeQuery::Impact => {
+                let symbol = string_arg(input, "symbol")?;
+                Box::new(move |index: &CodeIndex| Ok(render::impact_lines(&index.impact(&symbol)?)))
+            }
+        })
+    }
+}
+
+/// A code-graph tool for the model: one [`CodeQuery`] over a [`SharedIndex`].
+pub struct CodeTool {
+    shared: Arc<SharedIndex>,
+    query: CodeQuery,
+}
+
+impl CodeTool {
+    /// The tool answering `query` from `shared`.
+    pub fn new(shared: Arc<SharedIndex>, query: CodeQuery) -> CodeTool {
+        CodeTool { shared, query }
     }
 }
 
 #[async_trait]
-impl Tool for CodeDefinitionTool {
+impl Tool for CodeTool {
     fn name(&self) -> &str {
-        "code_definition"
+        self.query.name()
     }
     fn description(&self) -> &str {
-        "Where a symbol is defined: file:line-range, signature and first doc line. `symbol` is a name, \
-         a qualified name (`Store::open`, `Repo.save`) or `path:name`."
+        self.query.description()
     }
     fn input_schema(&self) -> Value {
-        schema(json!({"symbol": {"type": "string"}}), &["symbol"])
+        let (props, required) = self.query.properties();
+        schema(props, required)
     }
     fn read_only(&self) -> bool {
         true
     }
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let symbol = string_arg(&input, "symbol")?;
-        answer(
-            &self.0,
-            move |index| {
-                let found = index.definition(&symbol)?;
-                if found.is_empty() {
-                    return Err(Error::UnknownSymbol(symbol));
-                }
-                Ok((
-                    format!("{} definitions of `{symbol}`", found.len()),
-                    render::symbol_lines(&found),
-                ))
-            },
-            page_of(&input),
-        )
-        .await
+        let question = self.query.question(&input, &self.shared.workspace)?;
+        answer(&self.shared, question, page_of(&input)).await
     }
 }
 
-fn depth_of(input: &Value) -> usize {
-    input["depth"].as_u64().unwrap_or(1).clamp(1, MAX_DEPTH) as usize
-}
-
-fn depth_schema() -> Value {
-    json!({"symbol": {"type": "string", "description": "A name, `Type::name`/`Type.name`, or `path:name`."},
-           "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "Hops to follow (default 1)."}})
+/// A file tool that edits (one of [`EDITING_TOOLS`]) whose file is
+/// re-indexed as soon as the edit succeeds, so the next code tool answer,
+/// `ferroclaw code` and the repo map see it. A failed re-index (the
+/// database busy past [`EDIT_REINDEX_WAIT`]) never fails the edit: the next
+/// code tool call finds the file by its changed time.
+pub struct ReindexAfterEdit {
+    inner: Arc<dyn Tool>,
+    shared: Arc<SharedIndex>,
 }
 
 #[async_trait]
-impl Tool for CodeCallersTool {
+impl Tool for ReindexAfterEdit {
     fn name(&self) -> &str {
-        "code_callers"
+        self.inner.name()
     }
     fn description(&self) -> &str {
-        "Who calls a symbol (and which types inherit from it), up to `depth` hops, as file:line of each call. \
-         Edges are marked exact (same file or import) or ~confidence (matched by name only)."
+        self.inner.description()
     }
     fn input_schema(&self) -> Value {
-        schema(depth_schema(), &["symbol"])
+        self.inner.input_schema()
     }
     fn read_only(&self) -> bool {
-        true
+        self.inner.read_only()
     }
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let symbol = string_arg(&input, "symbol")?;
-        let depth = depth_of(&input);
-        answer(
-            &self.0,
-            move |index| Ok(render::callers_lines(&index.callers(&symbol, depth)?)),
-            page_of(&input),
-        )
-        .await
+    fn concurrent(&self) -> bool {
+        self.inner.concurrent()
     }
-}
-
-#[async_trait]
-impl Tool for CodeCalleesTool {
-    fn name(&self) -> &str {
-        "code_callees"
-    }
-    fn description(&self) -> &str {
-        "What a symbol calls, up to `depth` hops, with where each callee is defined; calls to libraries or \
-         ambiguous names are listed as unresolved. Edges are marked exact or ~confidence."
-    }
-    fn input_schema(&self) -> Value {
-        schema(depth_schema(), &["symbol"])
-    }
-    fn read_only(&self) -> bool {
-        true
-    }
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let symbol = string_arg(&input, "symbol")?;
-        let depth = depth_of(&input);
-        answer(
-            &self.0,
-            move |index| Ok(render::callees_lines(&index.callees(&symbol, depth)?)),
-            page_of(&input),
-        )
-        .await
-    }
-}
-
-#[async_trait]
-impl Tool for CodeImpactTool {
-    fn name(&self) -> &str {
-        "code_impact"
-    }
-    fn description(&self) -> &str {
-        "What may break if a symbol changes: its transitive callers, the files they are in, and the tests \
-         among them (to run after the change)."
-    }
-    fn input_schema(&self) -> Value {
-        schema(json!({"symbol": {"type": "string"}}), &["symbol"])
-    }
-    fn read_only(&self) -> bool {
-        true
-    }
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let symbol = string_arg(&input, "symbol")?;
-        answer(
-            &self.0,
-            move |index| Ok(render::impact_lines(&index.impact(&symbol)?)),
-            page_of(&input),
-        )
-        .await
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let out = self.inner.execute(input.clone(), ctx).await?;
+        let Some(raw) = input["path"].as_str().filter(|_| !out.is_error) else { return Ok(out) };
+        let path = ctx.workspace.join(raw);
+        let shared = self.shared.clone();
+        match tokio::task::spawn_blocking(move || shared.reindex(&path)).await {
+            Ok(Ok(_) | Err(Error::OutsideProject(_))) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "re-index after edit failed; the next code tool call catches up")
+            }
+            Err(e) => tracing::debug!(error = %e, "re-index after edit did not finish"),
+        }
+        Ok(out)
     }
 }

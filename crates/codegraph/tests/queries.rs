@@ -131,3 +131,105 @@ fn impact_counts_files_that_only_import_the_symbol() {
     assert!(impact.callers.is_empty());
     assert_eq!(impact.files, ["b.py"]);
 }
+
+/// Who refers to `symbol`: `path:line referrer kind exact`.
+fn referrers(index: &CodeIndex, symbol: &str) -> Vec<String> {
+    index
+        .callers(symbol, 1)
+        .unwrap()
+        .edges
+        .iter()
+        .map(|e| {
+            let from = e.from.as_ref().map_or("<top>".to_string(), |f| f.qualified.clone());
+            format!("{}:{} {from} {} exact={}", e.site_path, e.site_line, e.kind, e.exact)
+        })
+        .collect()
+}
+
+#[test]
+fn types_named_in_signatures_fields_and_annotations_are_references_with_sites() {
+    let root = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "src/store.rs",
+            "pub struct Store;\n\nimpl Store {\n    pub fn open() -> Store {\n        Store\n    }\n}\n",
+        ),
+        (
+            "src/lib.rs",
+            "mod store;\nuse crate::store::Store;\n\npub struct Cache {\n    inner: Vec<Store>,\n}\n\npub fn keep<T>(s: &Store, t: T) -> Option<Store> {\n    let _: Option<Store> = None;\n    None\n}\n",
+        ),
+        ("models.py", "class User:\n    pass\n"),
+        ("service.py", "from models import User\n\ndef save(u: User) -> None:\n    pass\n"),
+        ("types.ts", "export interface Item {\n  id: number;\n}\n"),
+        (
+            "use.ts",
+            "import { Item } from './types';\n\nexport function take(i: Item): Item[] {\n  return [i];\n}\n",
+        ),
+        ("go.mod", "module example.com/m\n"),
+        ("store/store.go", "package store\n\ntype Box struct{}\n"),
+        (
+            "main.go",
+            "package main\n\nimport \"example.com/m/store\"\n\nfunc run(b *store.Box) {}\n",
+        ),
+    ];
+    for (rel, text) in files {
+        let path = root.path().join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let (index, _home) = indexed(root.path());
+    // One site per referrer (the second `Option<Store>` in `keep` is not
+    // repeated), the impl header is not a use, `T` names nothing.
+    assert_eq!(
+        referrers(&index, "Store"),
+        [
+            "src/lib.rs:5 Cache references exact=true",
+            "src/lib.rs:8 keep references exact=true",
+            "src/store.rs:4 Store::open references exact=true",
+        ]
+    );
+    assert_eq!(referrers(&index, "User"), ["service.py:3 save references exact=true"]);
+    assert_eq!(referrers(&index, "Item"), ["use.ts:3 take references exact=true"]);
+    assert_eq!(referrers(&index, "Box"), ["main.go:5 run references exact=true"]);
+    // Callees list the project types used; library types are not "unresolved calls".
+    let callees = index.callees("keep", 1).unwrap();
+    assert_eq!(callees.edges.len(), 1);
+    assert!(callees.unresolved.is_empty(), "{:?}", callees.unresolved);
+    // What breaks if `Store` changes reaches the users of the type and their callers.
+    let impact = index.impact("Store").unwrap();
+    assert!(impact.files.contains(&"src/lib.rs".to_string()), "{:?}", impact.files);
+}
+
+#[test]
+fn a_self_import_or_a_call_chain_from_an_imported_module_still_links_method_calls() {
+    let root = tempfile::tempdir().unwrap();
+    let files = [
+        ("src/list.rs", "pub struct List;\n"),
+        (
+            "src/runtime.rs",
+            "pub struct Builder;\n\nimpl Builder {\n    pub fn new() -> Builder {\n        Builder\n    }\n\n    pub fn lifo(self) -> Builder {\n        self\n    }\n}\n",
+        ),
+        (
+            "src/lib.rs",
+            "mod list;\nmod runtime;\nuse crate::list::{self, List};\nuse crate::runtime;\n\npub struct Set;\n\nimpl Set {\n    pub fn needs_release(&self) -> bool {\n        true\n    }\n}\n\npub struct Holder {\n    set: Set,\n}\n\nimpl Holder {\n    fn release(&self) -> bool {\n        self.set.needs_release()\n    }\n}\n\nfn start() {\n    runtime::Builder::new()\n        .lifo();\n}\n",
+        ),
+    ];
+    for (rel, text) in files {
+        let path = root.path().join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let (index, _home) = indexed(root.path());
+    // `use crate::list::{self, ..}` made `self` an import, so `self.set.m()`
+    // was looked up in a module named `self` and linked to nothing.
+    let callers = index.callers("needs_release", 1).unwrap();
+    let from: Vec<String> =
+        callers.edges.iter().filter_map(|e| e.from.as_ref().map(|f| f.qualified.clone())).collect();
+    assert_eq!(from, ["Holder::release"]);
+    // `runtime::Builder::new().lifo()`: `runtime` is imported, but the
+    // qualifier is a call chain, not a path into the module.
+    let callers = index.callers("lifo", 1).unwrap();
+    let from: Vec<String> =
+        callers.edges.iter().filter_map(|e| e.from.as_ref().map(|f| f.qualified.clone())).collect();
+    assert_eq!(from, ["start"]);
+}

@@ -47,3 +47,40 @@ async fn code_callers_tool_cites_sites_marks_edges_and_freshness() {
     assert!(out.is_error);
     assert!(out.joined_text().contains("no symbol `nope`"));
 }
+
+#[tokio::test]
+async fn an_edit_through_the_edit_tool_is_in_the_index_before_any_code_tool_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("util.py"), "def helper():\n    return 1\n").unwrap();
+    std::fs::write(
+        root.path().join("main.py"),
+        "from util import helper\n\ndef main():\n    return helper()\n",
+    )
+    .unwrap();
+    ferroclaw_codegraph::CodeIndex::open(root.path(), home.path()).unwrap().update().unwrap();
+    let mut registry = ferroclaw_tools::builtin_tools();
+    assert!(register_code_tools(&mut registry, root.path(), home.path()));
+
+    let edit = registry.get("edit").unwrap();
+    let input =
+        json!({"path": "main.py", "old_string": "return helper()", "new_string": "return other()"});
+    let out = edit.execute(input, &ToolContext::new(root.path())).await.unwrap();
+    assert!(!out.is_error, "{out:?}");
+    // A reader that never updates sees the edit: it was indexed by the edit itself.
+    let reader = ferroclaw_codegraph::CodeIndex::open_existing(root.path(), home.path()).unwrap();
+    assert!(reader.callers("helper", 1).unwrap().edges.is_empty());
+
+    let write = registry.get("write").unwrap();
+    let input = json!({"path": "extra.py", "content": "def other():\n    pass\n"});
+    assert!(!write.execute(input, &ToolContext::new(root.path())).await.unwrap().is_error);
+    let callers = reader.callers("other", 1).unwrap();
+    assert_eq!(callers.edges.len(), 1, "{callers:?}");
+    assert_eq!(callers.edges[0].site_path, "main.py");
+
+    // A failed edit is answered as the tool answers it, and changes nothing.
+    let input = json!({"path": "main.py", "old_string": "not there", "new_string": "x"});
+    let failed = edit.execute(input, &ToolContext::new(root.path())).await;
+    assert!(failed.is_err_and(|e| e.to_string().contains("old_string was not found")));
+    assert_eq!(reader.callers("other", 1).unwrap().edges.len(), 1);
+}

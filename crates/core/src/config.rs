@@ -55,6 +55,8 @@ pub struct ConfigFile {
     pub web_fetch: Option<WebFetchSection>,
     /// `[sandbox]`: how `bash` is confined.
     pub sandbox: Option<SandboxSection>,
+    /// `[context]`: optional prompt layers (the repo map).
+    pub context: Option<ContextSection>,
     /// `[mcp_servers.NAME]`: MCP servers, validated by `ferroclaw-mcp`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, toml::Table>,
@@ -95,6 +97,17 @@ pub struct WebFetchSection {
     /// (`["127.0.0.1", "10.0.0.0/8", "intranet.local"]`).
     #[serde(default)]
     pub allow_private: Vec<String>,
+}
+
+/// `[context]`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSection {
+    /// Put the repo map (the project's most referenced symbols, from the
+    /// code index `ferroclaw index` builds) into the prompt (default false).
+    pub repo_map: Option<bool>,
+    /// The repo map's budget in tokens (default 1,024).
+    pub repo_map_tokens: Option<usize>,
 }
 
 /// `[sandbox]`.
@@ -505,6 +518,7 @@ impl ConfigFile {
             web_search,
             web_fetch,
             sandbox,
+            context,
             gateway
         );
         self.permissions.allow.extend(later.permissions.allow);

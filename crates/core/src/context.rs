@@ -58,7 +58,8 @@ Be brief: say what you did and found, not what you are about to do.";
 /// One layer of the prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layer {
-    /// `identity`, `workspace`, `project`, `rules`, `memory`, `skills` or `runtime`.
+    /// `identity`, `workspace`, `project`, `repo_map`, `rules`, `memory`,
+    /// `skills` or `runtime`.
     pub name: &'static str,
     /// The text; empty when the layer has nothing.
     pub text: String,
@@ -81,6 +82,7 @@ pub struct ContextBuilder {
     builtin_skills: bool,
     memory: MemoryStore,
     profile: PromptProfile,
+    repo_map: String,
 }
 
 /// An assembled context: the prompt layers and what the context tools need.
@@ -110,6 +112,7 @@ impl ContextBuilder {
             builtin_skills: true,
             memory: MemoryStore::new(home),
             profile: PromptProfile::Full,
+            repo_map: String::new(),
         }
     }
 
@@ -150,6 +153,13 @@ impl ContextBuilder {
         self
     }
 
+    /// The repo map layer's text (built by the code graph; the full
+    /// profile only, empty for none).
+    pub fn repo_map(mut self, map: String) -> Self {
+        self.repo_map = map;
+        self
+    }
+
     /// Reads every source and assembles the layers.
     pub fn build(&self) -> Context {
         let skills = SkillSet::from_roots(
@@ -182,11 +192,16 @@ impl ContextBuilder {
             Layer { name: "identity", text: IDENTITY.to_string() },
             Layer { name: "workspace", text: self.bootstrap_layer() },
             Layer { name: "project", text: project_layer(&self.workspace) },
+            Layer { name: "repo_map", text: self.repo_map.clone() },
             Layer { name: "rules", text: rules_layer(&self.workspace, &self.home) },
             Layer { name: "memory", text: memory_layer(&self.memory.read(Target::Memory)) },
             Layer { name: "skills", text: skills.prompt_layer() },
             Layer { name: "runtime", text: runtime.render() },
         ]
+        .into_iter()
+        // The repo map is there only when asked for (`context.repo_map`).
+        .filter(|l| l.name != "repo_map" || !l.text.is_empty())
+        .collect()
     }
 
     /// The lean profile's layers: no workspace files or rules, project

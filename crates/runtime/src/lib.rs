@@ -47,7 +47,7 @@ pub use error::RuntimeError;
 pub use ferroclaw_team::worktree::{WorktreeEvent, subscribe as worktree_events};
 pub use mcp::{McpRefresh, connect as connect_mcp, load_servers, start_hub, token_store};
 pub use open::{Opened, Resume, SessionOptions};
-pub use prompt::PROMPT_MAX_AGE;
+pub use prompt::{PROMPT_MAX_AGE, repo_map_layer};
 pub use providers::local_model_path;
 pub use serve::tool_server;
 pub use subagent::{

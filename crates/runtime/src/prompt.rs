@@ -73,13 +73,39 @@ pub(crate) fn build(
     recall: Option<Arc<Recall>>,
 ) -> Result<(Prompt, Vec<String>), RuntimeError> {
     let stamp = Stamp::of(config);
-    let context = ContextBuilder::for_config(config).profile(profile).build();
+    let context = ContextBuilder::for_config(config)
+        .profile(profile)
+        .repo_map(repo_map_layer(config))
+        .build();
     let mut tools = shared.clone();
     context.register_tools(&mut tools, recall);
     crate::tools::after_context_tools(project, &mut tools)?;
     let prompt =
         Prompt { system: context.system_prompt().into(), tools, stamp, built: Instant::now() };
     Ok((prompt, context.warnings))
+}
+
+/// The repo map for the prompt when `[context] repo_map = true` and the
+/// project has a code index (`ferroclaw index`); empty otherwise, or when
+/// the index cannot be read (logged). The map comes from the index as it is
+/// (edits re-index their files; nothing is walked here) and is cached in it
+/// by the files' hashes.
+pub fn repo_map_layer(config: &Config) -> String {
+    let section = config.file.context.unwrap_or_default();
+    if section.repo_map != Some(true) {
+        return String::new();
+    }
+    let tokens = section.repo_map_tokens.unwrap_or(ferroclaw_codegraph::DEFAULT_REPO_MAP_TOKENS);
+    let map = ferroclaw_codegraph::CodeIndex::open_existing(&config.workspace, &config.home)
+        .and_then(|index| index.repo_map(tokens));
+    match map {
+        Ok(map) => map,
+        Err(ferroclaw_codegraph::Error::NoIndex(_)) => String::new(),
+        Err(e) => {
+            tracing::warn!(error = %e, "repo map left out of the prompt");
+            String::new()
+        }
+    }
 }
 
 /// What the files a build read looked like: size and modification time of

@@ -1,5 +1,6 @@
 //! What `ferroclaw mcp serve` offers an MCP client: no agent, the built-in
-//! tools the permission mode lets run without asking, behind the same
+//! tools (and the code graph's, where the project has an index) the
+//! permission mode lets run without asking, behind the same
 //! permission gate an agent's calls pass.
 
 use std::collections::BTreeMap;
@@ -19,10 +20,15 @@ pub fn tool_server(config: &Config, mode: PermissionMode) -> Result<ToolServer, 
             .map_err(RuntimeError::Other)?
             .with_workspace(config.workspace.clone()),
     );
-    let builtins = ferroclaw_tools::builtin_tools();
+    let mut offered = ferroclaw_tools::builtin_tools();
+    // The code graph's tools once the project has an index (and its edits
+    // re-indexed), as for an agent.
+    if ferroclaw_codegraph::db_path(&config.home, &config.workspace).is_file() {
+        ferroclaw_codegraph::register_code_tools(&mut offered, &config.workspace, &config.home);
+    }
     let mut tools = ToolRegistry::new();
-    for name in builtins.names() {
-        if let Some(tool) = builtins.get(name)
+    for name in offered.names() {
+        if let Some(tool) = offered.get(name)
             && permissions.decide(name, tool.read_only(), &json!({})) == Decision::Allow
         {
             tools.register_arc(Arc::clone(tool));

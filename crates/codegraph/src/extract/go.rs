@@ -5,6 +5,32 @@ use tree_sitter::Node;
 
 use super::{Scope, SiteKind, SymbolKind, Walk};
 
+/// Go's predeclared types: never a project's.
+const PREDECLARED: &[&str] = &[
+    "any",
+    "bool",
+    "byte",
+    "comparable",
+    "complex64",
+    "complex128",
+    "error",
+    "float32",
+    "float64",
+    "int",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "rune",
+    "string",
+    "uint",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uintptr",
+];
+
 impl Walk<'_> {
     pub(super) fn go(&mut self, node: Node, scope: &Scope) -> Option<Scope> {
         match node.kind() {
@@ -62,6 +88,19 @@ impl Walk<'_> {
                     .field_text(node, "name")
                     .unwrap_or_else(|| path.rsplit('/').next().unwrap_or(&path).to_string());
                 self.import(&alias, path, node);
+                None
+            }
+            "type_identifier" => {
+                let name = self.text(node).to_string();
+                if !PREDECLARED.contains(&name.as_str()) {
+                    self.reference(&name, None, node, scope);
+                }
+                None
+            }
+            "qualified_type" => {
+                let name = self.field_text(node, "name").unwrap_or_default();
+                let package = self.field_text(node, "package");
+                self.reference(&name, package, node, scope);
                 None
             }
             _ => Some(scope.clone()),

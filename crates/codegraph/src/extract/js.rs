@@ -90,6 +90,19 @@ impl Walk<'_> {
                 }
                 None
             }
+            // Bases were recorded as `inherits` sites with the class.
+            "class_heritage" | "extends_type_clause" => None,
+            "type_identifier" => {
+                let name = self.text(node).to_string();
+                self.reference(&name, None, node, scope);
+                None
+            }
+            "nested_type_identifier" => {
+                let name = self.field_text(node, "name").unwrap_or_default();
+                let module = self.field_text(node, "module");
+                self.reference(&name, module, node, scope);
+                None
+            }
             _ => Some(scope.clone()),
         }
     }

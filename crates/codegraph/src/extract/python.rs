@@ -106,7 +106,34 @@ impl Walk<'_> {
                 }
                 Some(scope.clone())
             }
+            "type" => {
+                self.python_type_refs(node, scope);
+                None
+            }
             _ => Some(scope.clone()),
+        }
+    }
+
+    /// The names in an annotation (`User`, `models.User`, `list[User]`) as
+    /// `references` sites.
+    fn python_type_refs(&mut self, node: Node, scope: &Scope) {
+        match node.kind() {
+            "identifier" => {
+                let name = self.text(node).to_string();
+                self.reference(&name, None, node, scope);
+            }
+            "attribute" => {
+                let name = self.field_text(node, "attribute").unwrap_or_default();
+                let object = self.field_text(node, "object");
+                self.reference(&name, object, node, scope);
+            }
+            _ => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.python_type_refs(child, scope);
+                }
+            }
         }
     }
 }

@@ -60,6 +60,17 @@ impl Walk<'_> {
                 }
                 None
             }
+            "type_identifier" => {
+                let name = self.text(node).to_string();
+                self.reference(&name, None, node, scope);
+                None
+            }
+            "scoped_type_identifier" => {
+                let name = self.field_text(node, "name").unwrap_or_default();
+                let path = self.field_text(node, "path");
+                self.reference(&name, path, node, scope);
+                None
+            }
             "attribute_item" | "macro_definition" => None,
             _ => Some(scope.clone()),
         }
@@ -107,6 +118,11 @@ impl Walk<'_> {
         let join =
             |p: &str, s: &str| if p.is_empty() { s.to_string() } else { format!("{p}::{s}") };
         match node.kind() {
+            // `use a::b::{self}` brings `b`, not a name `self`.
+            "self" if !prefix.is_empty() => {
+                let alias = prefix.rsplit("::").next().unwrap_or(prefix).to_string();
+                self.import(&alias, prefix.to_string(), at);
+            }
             "identifier" | "crate" | "self" | "super" => {
                 let name = self.text(node).to_string();
                 self.import(&name, join(prefix, &name), at);
@@ -159,6 +175,7 @@ impl Walk<'_> {
             src: inner.as_bytes(),
             out: std::mem::take(&mut self.out),
             line_offset: self.line_offset + body.start_position().row as u32,
+            referenced: std::mem::take(&mut self.referenced),
         };
         let root = tree.root_node();
         let mut cursor = root.walk();
@@ -166,6 +183,7 @@ impl Walk<'_> {
             sub.visit(child, scope);
         }
         self.out = sub.out;
+        self.referenced = sub.referenced;
     }
 
     /// `assert_eq!(run(), 1)` inside a function: `name(...)` in the macro's
