@@ -190,6 +190,8 @@ pub enum Command {
     },
     /// Print this project's task board (.agent/tasks/).
     Tasks,
+    /// Print this project's agent team (.agent/team/): members, status, unread messages.
+    Team,
     /// MCP servers: list, get, add, remove; or serve ferroclaw's tools.
     Mcp {
         #[command(subcommand)]

@@ -30,6 +30,7 @@ mod skills_cmd;
 mod status_cmd;
 mod style;
 mod tasks_cmd;
+mod team;
 mod tool_log;
 mod trust_cmd;
 
@@ -89,6 +90,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Init { force }) => init(*force),
         Some(Command::Doctor) => doctor::run(cli).await,
         Some(Command::Tasks) => tasks_cmd::run(cli),
+        Some(Command::Team) => tasks_cmd::team(cli),
         Some(Command::Mcp { action }) => mcp_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Context { raw }) => context_cmd::run(&setup::load_config(cli)?, *raw).await,
         Some(Command::Skills { action }) => skills_cmd::run(action, &setup::load_config(cli)?),
