@@ -188,13 +188,13 @@ impl TeamRunner {
         }
         let max = self.settings.max_teammates;
         let member = self.team.update(|c| {
-            if let Some(m) = c.members.iter().find(|m| m.name == spec.name) {
-                if m.status != MemberStatus::Shutdown {
-                    return Err(TeamError::Exists {
-                        name: spec.name.clone(),
-                        status: m.status.as_str().to_string(),
-                    });
-                }
+            if let Some(m) = c.members.iter().find(|m| m.name == spec.name)
+                && m.status != MemberStatus::Shutdown
+            {
+                return Err(TeamError::Exists {
+                    name: spec.name.clone(),
+                    status: m.status.as_str().to_string(),
+                });
             }
             let alive = c.members.iter().filter(|m| m.status != MemberStatus::Shutdown).count();
             if alive >= max {
@@ -246,7 +246,6 @@ impl TeamRunner {
         let options = SessionOptions {
             append_system_prompt: Some(system),
             extra_tools: teammate_tools(&seat, &self.board),
-            ..Default::default()
         };
         let open = |resume: Resume| {
             self.runtime

@@ -171,7 +171,7 @@ impl Team {
     /// name is an error listing the members, never a new inbox.
     pub fn send(&self, message: &InboxMessage) -> Result<(), TeamError> {
         let names = self.names()?;
-        if !names.iter().any(|n| *n == message.to) {
+        if !names.contains(&message.to) {
             return Err(TeamError::UnknownMember { name: message.to.clone(), members: names });
         }
         if message.content.trim().is_empty() && message.kind == MessageType::Message {
