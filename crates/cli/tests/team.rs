@@ -414,3 +414,51 @@ fn a_lead_killed_mid_team_continues_with_its_team_and_loses_no_message() {
     assert_eq!(config["members"][0]["session_id"], session_before);
     assert_eq!(status_of(env.ws(), "alice"), "shutdown");
 }
+
+#[test]
+fn a_name_already_on_the_team_and_a_teammate_past_the_cap_are_refused() {
+    let env = team_env(
+        vec![
+            Turn::tools(vec![
+                spawn("alice", "Wait."),
+                spawn("alice", "Wait."),
+                spawn("bob", "Wait."),
+            ])
+            .into(),
+            text("Tried."),
+        ],
+        vec![("alice", vec![text("waiting")])],
+    );
+    env.write_home_config(&format!("{TEAM_CONFIG}max_teammates = 1\n"));
+    let (code, _, err) = run(&mut env.oneshot("Spawn", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    let results = common::tool_results(&env.request_body(1));
+    assert!(!results[0].1, "{results:?}");
+    assert!(
+        results[1].1 && results[1].0.contains("\"alice\" is already on the team"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].1 && results[2].0.contains("the team is full: 1 teammates at most"),
+        "{results:?}"
+    );
+    assert_eq!(team_config(env.ws())["members"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn once_the_token_budget_is_spent_a_teammate_stops_and_the_lead_is_told() {
+    let env = team_env(
+        vec![
+            tool("spawn_teammate", json!({"name": "alice", "role": "coder", "prompt": "Work."})),
+            wait_until(&lead_inbox_has(1)),
+            text("Out of budget."),
+        ],
+        vec![("alice", vec![text("one step"), text("never sent")])],
+    );
+    env.write_home_config(&format!("{TEAM_CONFIG}token_budget = 10\n"));
+    let (code, _, err) = run(&mut env.oneshot("Work", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(any_contains(&requests_of(&env, None), "token budget (10 tokens) is spent"));
+    assert_eq!(requests_of(&env, Some("alice")).len(), 1, "no model call after the budget");
+    assert_eq!(status_of(env.ws(), "alice"), "shutdown");
+}
