@@ -244,7 +244,7 @@ impl Agent {
         // Not done before its bytes are durable: a failed sync fails the request.
         let report = match self.session.commit().await {
             Ok(()) => {
-                if let Some(injector) = &self.injector {
+                if let Some(injector) = self.injector.as_ref().filter(|i| i.has_uncommitted()) {
                     injector.committed();
                 }
                 report
