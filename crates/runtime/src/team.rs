@@ -187,7 +187,14 @@ impl TeamRunner {
             )));
         }
         let max = self.settings.max_teammates;
+        let lead_session = self
+            .lead_session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|m| m.id.clone());
         let member = self.team.update(|c| {
+            c.lead_session = lead_session.or(c.lead_session.take());
             if let Some(m) = c.members.iter().find(|m| m.name == spec.name)
                 && m.status != MemberStatus::Shutdown
             {
