@@ -462,3 +462,25 @@ fn once_the_token_budget_is_spent_a_teammate_stops_and_the_lead_is_told() {
     assert_eq!(requests_of(&env, Some("alice")).len(), 1, "no model call after the budget");
     assert_eq!(status_of(env.ws(), "alice"), "shutdown");
 }
+
+#[test]
+fn the_repl_shows_the_team_and_the_leads_unread_messages() {
+    let env = team_env(vec![], vec![]);
+    let dir = env.ws().join(".agent/team/inbox");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = json!({"team_name": "demo", "lead": "lead", "members": [
+        {"name": "alice", "role": "writer", "status": "shutdown", "session_id": null, "prompt": ""}]});
+    std::fs::write(env.ws().join(".agent/team/config.json"), config.to_string()).unwrap();
+    let message = json!({"id": "m1", "type": "message", "from": "alice", "to": "lead",
+        "content": "draft is ready", "timestamp": "2026-11-30T12:00:00Z"});
+    std::fs::write(dir.join("lead.jsonl"), format!("{message}\n")).unwrap();
+    let (code, stdout, stderr) = run(env.cmd().write_stdin("/team\n/inbox\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("Team demo (lead: lead") && stdout.contains("1 unread for the lead"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("alice") && stdout.contains("shutdown") && stdout.contains("writer"));
+    assert!(stdout.contains("[message] from alice: draft is ready"), "{stdout}");
+    assert!(env.server.requests().is_empty(), "showing makes no model call");
+}
