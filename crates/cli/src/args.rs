@@ -192,6 +192,8 @@ pub enum Command {
     Tasks,
     /// Print this project's git worktrees (.agent/worktrees/) and their latest events.
     Worktrees,
+    /// Print this project's agent team (.agent/team/): members, status, unread messages.
+    Team,
     /// MCP servers: list, get, add, remove; or serve ferroclaw's tools.
     Mcp {
         #[command(subcommand)]

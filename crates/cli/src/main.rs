@@ -32,6 +32,7 @@ mod skills_learn;
 mod status_cmd;
 mod style;
 mod tasks_cmd;
+mod team;
 mod tool_log;
 mod trust_cmd;
 mod worktrees_cmd;
@@ -93,6 +94,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Doctor) => doctor::run(cli).await,
         Some(Command::Tasks) => tasks_cmd::run(cli),
         Some(Command::Worktrees) => worktrees_cmd::run(cli),
+        Some(Command::Team) => tasks_cmd::team(cli),
         Some(Command::Mcp { action }) => mcp_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Context { raw }) => context_cmd::run(&setup::load_config(cli)?, *raw).await,
         Some(Command::Skills { action }) => skills_cmd::run(action, &setup::load_config(cli)?),

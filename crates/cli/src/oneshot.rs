@@ -41,6 +41,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let resume = crate::setup::resume_from_cli(cli);
     let opened = runtime.open(resume, Arc::new(NoOneToAsk), crate::setup::session_options(cli))?;
     let mut agent = opened.agent;
+    let team = crate::team::attach(&runtime, &mut agent)?;
     let log = Arc::new(ToolLog::default());
     agent.map_tools(|tools| tool_log::observe(tools, &log));
     let (tx, rx) = unbounded_channel();
@@ -76,8 +77,16 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     });
     let cancel = CancellationToken::new();
     crate::interrupt::watch(cancel.clone());
+    if let Some(team) = &team {
+        team.set_events(Some(tx.clone()));
+    }
     let report =
         agent.run(crate::attach::user_message(&prompt, agent.workspace()), &tx, &cancel).await;
+    // A one-shot lead waits for its teammates to finish before it ends.
+    if let Some(team) = &team {
+        crate::team::wait(team, &cancel).await;
+        team.set_events(None);
+    }
     runtime.shutdown().await;
     agent.finish().await;
     drop(tx);

@@ -252,6 +252,10 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 }
                 _ => {}
             },
+            AgentEvent::Team { name, status, detail } if opts.status => {
+                let what = if detail == status { status } else { format!("{status} · {detail}") };
+                eprintln!("  {}", st.dim(&format!("⚑ {name}: {what}")));
+            }
             AgentEvent::Finished { usage, num_turns, .. } if opts.status => {
                 let cost = pricing::cost(&model, &usage)
                     .map(|c| format!(" · ${c:.4}"))

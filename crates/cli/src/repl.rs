@@ -22,6 +22,7 @@ use crate::keys::{self, KeyWatch};
 use crate::render::{RenderOptions, render};
 use crate::setup::SetupError;
 use crate::tool_log::{self, ToolLog};
+use ferroclaw_runtime::team::TeamRunner;
 use ferroclaw_runtime::{Resume, Runtime};
 
 /// Slash commands and what they do, for `/help` and completion.
@@ -39,6 +40,8 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/compact", "summarise the conversation to free context: /compact [what to keep]"),
     ("/jobs", "background jobs and their status"),
     ("/mcp", "MCP servers and prompts: /mcp__SERVER__PROMPT ARGS"),
+    ("/team", "the agent team: teammates, status, unread messages"),
+    ("/inbox", "the lead's unread team messages (the model gets them at its next call)"),
     ("/exit", "leave (also /quit, Ctrl-D)"),
 ];
 
@@ -55,6 +58,8 @@ struct Repl {
     pending: Vec<String>,
     /// Typed during the last request, put back into the next prompt.
     typed_ahead: String,
+    /// The lead's team, when teams are on.
+    team: Option<Arc<TeamRunner>>,
 }
 
 /// Runs the REPL until the user leaves; returns the exit code.
@@ -77,11 +82,13 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let mut agent = opened.agent;
     sampling_model.set(agent.provider().clone(), agent.model().to_string());
     let mcp = runtime.mcp().clone();
+    let team = crate::team::attach(&runtime, &mut agent)?;
     let mut repl = Repl {
         answers,
         tools: Arc::new(ToolLog::default()),
         pending: Vec::new(),
         typed_ahead: String::new(),
+        team,
     };
     agent.map_tools(|tools| tool_log::observe(tools, &repl.tools));
     print_banner(&agent, opened.resumed, opened.skipped_bytes);
@@ -102,6 +109,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             }
             None => {
                 show_running_jobs(&agent);
+                show_team(&repl);
                 let prompt = prompt_marker(&agent);
                 let initial = std::mem::take(&mut repl.typed_ahead);
                 let (result, ed) = tokio::task::spawn_blocking(move || {
@@ -166,6 +174,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         }
         run_request(&mut agent, &mut repl, input).await;
     }
+    // Teammates stop with the REPL; their status stays for `--continue`.
+    if let Some(team) = &repl.team {
+        team.stop_all().await;
+    }
     runtime.shutdown().await;
     agent.finish().await;
     Ok(exit::OK)
@@ -222,7 +234,13 @@ async fn run_request(agent: &mut Agent, repl: &mut Repl, input: &str) {
                 .dim(&format!("⎘ {path} ({lines} line{})", if lines == 1 { "" } else { "s" }))
         );
     }
+    if let Some(team) = &repl.team {
+        team.set_events(Some(tx.clone()));
+    }
     agent.run(message, &tx, &cancel).await;
+    if let Some(team) = &repl.team {
+        team.set_events(None);
+    }
     watcher.abort();
     drop(tx);
     let _ = renderer.await;
@@ -397,6 +415,25 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
                 );
             }
         }
+        "/team" => match &repl.team {
+            Some(team) => match ferroclaw_team::render_team(team.team()) {
+                Ok(text) => println!("{text}"),
+                Err(e) => return Err(e.to_string()),
+            },
+            None => println!("teams are off: add a [team] section to the config"),
+        },
+        "/inbox" => match &repl.team {
+            Some(team) => {
+                let batch = team.lead_seat().reader.peek().map_err(|e| e.to_string())?;
+                if batch.messages.is_empty() {
+                    println!("no unread team messages");
+                }
+                for m in &batch.messages {
+                    println!("{}", m.render());
+                }
+            }
+            None => println!("teams are off: add a [team] section to the config"),
+        },
         "/todos" => {
             let list = agent.todos().render();
             println!("{}", if list.is_empty() { "no todos" } else { &list });
@@ -444,6 +481,22 @@ async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
 }
 
 /// One line above the prompt while background jobs run.
+/// A status line of the teammates still running, before the prompt.
+fn show_team(repl: &Repl) {
+    let Some(team) = &repl.team else { return };
+    let Ok(Some(config)) = team.team().load() else { return };
+    let alive: Vec<String> = config
+        .members
+        .iter()
+        .filter(|m| m.status != ferroclaw_team::MemberStatus::Shutdown)
+        .map(|m| format!("{} {}", m.name, m.status.as_str()))
+        .collect();
+    if !alive.is_empty() {
+        let line = format!("⚑ team: {} (/team, /inbox)", alive.join(", "));
+        eprintln!("{}", crate::style::Style::for_stderr().dim(&line));
+    }
+}
+
 fn show_running_jobs(agent: &Agent) {
     let running = agent.jobs().map(|j| j.running()).unwrap_or_default();
     if !running.is_empty() {

@@ -1,6 +1,7 @@
-//! `ferroclaw tasks`: prints the project's task board (`.agent/tasks/`).
+//! `ferroclaw tasks`: prints the project's task board (`.agent/tasks/`);
+//! `ferroclaw team`: its agent team (`.agent/team/`).
 
-use ferroclaw_team::{TaskBoard, render_board};
+use ferroclaw_team::{TaskBoard, Team, render_board, render_team};
 
 use crate::args::Cli;
 use crate::exit;
@@ -17,6 +18,21 @@ pub fn run(cli: &Cli) -> Result<i32, SetupError> {
         }
         Err(e) => {
             eprintln!("ferroclaw: task board {}: {e}", board.dir().display());
+            Ok(exit::FAILED)
+        }
+    }
+}
+
+/// Prints the team of the workspace.
+pub fn team(cli: &Cli) -> Result<i32, SetupError> {
+    let team = Team::open(setup::workspace(cli)?);
+    match render_team(&team) {
+        Ok(text) => {
+            println!("{text}");
+            Ok(exit::OK)
+        }
+        Err(e) => {
+            eprintln!("ferroclaw: team {}: {e}", team.dir().display());
             Ok(exit::FAILED)
         }
     }

@@ -85,6 +85,8 @@ pub struct Agent {
     remembering: Remembering,
     /// Called before each model request (MCP refreshes changed tool lists).
     turn_hook: Option<Arc<dyn TurnHook>>,
+    /// Adds messages from outside (a teammate's inbox) before each request.
+    injector: Option<Arc<dyn Injector>>,
     /// Files read in this conversation, so a re-read of an unchanged one is
     /// answered with a note; kept in step with `messages` before each batch.
     reads: ReadLedger,
@@ -95,6 +97,26 @@ pub struct Agent {
 pub trait TurnHook: Send + Sync {
     /// Runs before each model request; may change the tools offered.
     async fn before_model_call(&self, tools: &mut ToolRegistry);
+}
+
+/// Something outside the conversation that has things to tell the model
+/// before its next request, even between the tool calls of a running turn
+/// (a team member's inbox). What it hands out must not be lost if the
+/// process dies, so the loop tells it when the session file holding it is
+/// durable.
+pub trait Injector: Send + Sync {
+    /// Text to add to the conversation (as a user message) before the next
+    /// model request; `None` when there is nothing new.
+    fn before_request(&self) -> Option<String>;
+    /// True when something was handed out (by `before_request` or by a tool)
+    /// and not yet [`committed`](Self::committed).
+    fn has_uncommitted(&self) -> bool;
+    /// Everything recorded so far is durable in the session file.
+    fn committed(&self);
+    /// Text to add after compaction replaced the history (who the agent is).
+    fn after_compaction(&self) -> Option<String> {
+        None
+    }
 }
 
 /// How a request ended.
@@ -171,6 +193,7 @@ impl Agent {
             }
             turn += 1;
             self.deliver_background_results();
+            self.deliver_injected().await;
             self.fit_context(events, cancel).await;
             if let Some(hook) = &self.turn_hook {
                 hook.before_model_call(&mut self.tools).await;
@@ -222,7 +245,12 @@ impl Agent {
         };
         // Not done before its bytes are durable: a failed sync fails the request.
         let report = match self.session.commit().await {
-            Ok(()) => report,
+            Ok(()) => {
+                if let Some(injector) = self.injector.as_ref().filter(|i| i.has_uncommitted()) {
+                    injector.committed();
+                }
+                report
+            }
             Err(e) => {
                 let text = format!("the conversation could not be saved: {e}");
                 self.fail(
@@ -541,6 +569,22 @@ impl Agent {
         let block = format_results(&jobs.drain_finished());
         if !block.is_empty() {
             self.record(Message::user(block));
+        }
+    }
+
+    /// Adds what the injector has (a teammate's `<inbox>`) before the next
+    /// request, then makes the session durable before the injector may
+    /// forget it (so a crash neither loses nor repeats it).
+    async fn deliver_injected(&mut self) {
+        let Some(injector) = self.injector.clone() else { return };
+        if let Some(text) = injector.before_request() {
+            self.record(Message::user(text));
+        }
+        if injector.has_uncommitted() {
+            match self.session.commit().await {
+                Ok(()) => injector.committed(),
+                Err(e) => tracing::error!("{e}"),
+            }
         }
     }
 

@@ -57,6 +57,8 @@ pub struct ConfigFile {
     pub sandbox: Option<SandboxSection>,
     /// `[context]`: optional prompt layers (the repo map).
     pub context: Option<ContextSection>,
+    /// `[team]`: limits and timing of agent teams.
+    pub team: Option<TeamSection>,
     /// `[mcp_servers.NAME]`: MCP servers, validated by `ferroclaw-mcp`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, toml::Table>,
@@ -127,6 +129,23 @@ pub struct SandboxSection {
     pub tcp_connect: Option<Vec<u16>>,
     /// TCP ports commands may bind (Landlock ABI 4+); absent = any.
     pub tcp_bind: Option<Vec<u16>>,
+}
+
+/// `[team]`: agent teams (the lead's teammates).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamSection {
+    /// Teammates at most (default 4).
+    pub max_teammates: Option<usize>,
+    /// Tokens the whole team may use; once spent, teammates stop after
+    /// their current step and the lead is told (default: no limit).
+    pub token_budget: Option<u64>,
+    /// Seconds between an idle teammate's looks at its inbox and the task
+    /// board (default 5).
+    pub poll_secs: Option<f64>,
+    /// Seconds an idle teammate waits with nothing to do before it shuts
+    /// down (default 60).
+    pub idle_timeout_secs: Option<f64>,
 }
 
 /// `[providers.NAME]`.
@@ -519,6 +538,7 @@ impl ConfigFile {
             web_fetch,
             sandbox,
             context,
+            team,
             gateway
         );
         self.permissions.allow.extend(later.permissions.allow);

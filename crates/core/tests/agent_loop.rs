@@ -224,3 +224,63 @@ async fn cancelling_before_the_answer_ends_the_request_without_losing_it() {
     assert_eq!(a.messages().len(), 2, "the request and the partial answer are kept");
     assert!(a.messages()[1].text().starts_with("hmm"));
 }
+
+/// Hands out one note at its second request (like a message arriving while
+/// a tool runs) and counts commits; gives an identity after compaction.
+#[derive(Default)]
+struct Inbox {
+    calls: std::sync::atomic::AtomicUsize,
+    handed: std::sync::atomic::AtomicBool,
+    commits: std::sync::atomic::AtomicUsize,
+}
+
+impl ferroclaw_core::agent::Injector for Inbox {
+    fn before_request(&self) -> Option<String> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.calls.fetch_add(1, SeqCst) == 1 {
+            self.handed.store(true, SeqCst);
+            return Some("<inbox>news from alice</inbox>".into());
+        }
+        None
+    }
+    fn has_uncommitted(&self) -> bool {
+        self.handed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn committed(&self) {
+        self.handed.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn after_compaction(&self) -> Option<String> {
+        Some("<identity>You are alice</identity>".into())
+    }
+}
+
+#[tokio::test]
+async fn injected_text_arrives_between_tool_calls_is_committed_and_identity_survives_compaction() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::start(vec![
+        Turn::tool("rendezvous", json!({})).into(),
+        Turn::text("done").into(),
+        Turn::text("## Goal\nthe summary").into(),
+    ]);
+    let mut tools = ToolRegistry::new();
+    tools.register(Rendezvous(Arc::new(Barrier::new(1))));
+    let mut agent =
+        agent(&server, tools, PermissionMode::Default, Arc::new(NoOneToAsk), home.path());
+    let inbox = Arc::new(Inbox::default());
+    agent.set_injector(Some(inbox.clone()));
+    let (report, _) = run(&mut agent, "go").await;
+    assert_eq!(report.outcome, Outcome::Answered);
+    let bodies: Vec<String> =
+        server.requests().iter().map(|r| r.body["messages"].to_string()).collect();
+    assert!(!bodies[0].contains("news from alice"));
+    assert!(bodies[1].contains("news from alice"), "delivered before the second call of the turn");
+    assert_eq!(inbox.commits.load(std::sync::atomic::Ordering::SeqCst), 1, "committed once");
+    let saved = std::fs::read_to_string(agent.session().path()).unwrap();
+    assert!(saved.contains("news from alice"), "in the session file before the commit");
+
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    agent.compact(None, &tx, &CancellationToken::new()).await.unwrap();
+    let last = agent.messages().last().unwrap().text();
+    assert!(last.contains("<identity>You are alice</identity>"), "{last}");
+}

@@ -106,6 +106,9 @@ pub enum AgentEvent {
     PlanProposed { plan: String },
     /// An event of a sub-agent started by the tool call `call_id`.
     SubAgent { call_id: String, agent_type: String, event: Box<AgentEvent> },
+    /// A teammate's news: its status (`working`, `idle`, `shutdown`) and
+    /// what happened (spawned, claimed a task, sent a message, stopped).
+    Team { name: String, status: String, detail: String },
     /// The user's request is done: the final answer and totals.
     Finished { result: String, session_id: String, num_turns: u32, usage: Usage, is_error: bool },
 }

@@ -29,6 +29,7 @@ mod prompt;
 mod providers;
 mod serve;
 mod subagent;
+pub mod team;
 mod tools;
 
 use std::collections::BTreeSet;

@@ -11,7 +11,7 @@ use ferroclaw_core::context::PromptProfile;
 use ferroclaw_core::learning::{LearningConfig, Mode, SkillStore};
 use ferroclaw_core::memory::MemoryStore;
 use ferroclaw_core::plan::ExitPlanModeTool;
-use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
+use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog, SessionMeta};
 use ferroclaw_core::todo::{TodoList, TodoWriteTool};
 use ferroclaw_core::{Agent, AgentParts, Approver, Permissions};
 use ferroclaw_tools::{JobManager, Tool, ToolRegistry, background_tools};
@@ -37,6 +37,12 @@ pub enum Resume {
     Pick,
     /// A sub-agent's new session beside its parent's (the `task` tool).
     Child(Box<ChildOf>),
+    /// A new top-level agent whose session is stored beside `parent`'s,
+    /// as `PARENT.LABEL` (a teammate): never picked by `--continue`.
+    Beside {
+        parent: Box<SessionMeta>,
+        label: String,
+    },
 }
 
 /// What a front end asks of one session besides the runtime's defaults.
@@ -118,6 +124,7 @@ impl Runtime {
             None => {
                 let log = match &resume {
                     Resume::Named(id) => store.create_named(&workspace, id, &spec)?,
+                    Resume::Beside { parent, label } => store.create_child(parent, label, &spec)?,
                     _ => store.create(&workspace, &spec)?,
                 };
                 (log, Vec::new(), 0, Vec::new(), false)
@@ -242,7 +249,7 @@ impl Runtime {
         workspace: &Path,
     ) -> Result<Option<PathBuf>, RuntimeError> {
         Ok(match resume {
-            Resume::New | Resume::Child(_) => None,
+            Resume::New | Resume::Child(_) | Resume::Beside { .. } => None,
             Resume::Latest => Some(self.store.latest(workspace).ok_or_else(|| {
                 RuntimeError::Other(format!(
                     "no earlier session in {} to continue; start one with `ferroclaw`",

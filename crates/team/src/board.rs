@@ -177,6 +177,51 @@ impl TaskBoard {
         Ok(Updated { task, unblocked, notes })
     }
 
+    /// Claims task `id` for `owner` atomically: under the board's lock, the
+    /// task must be pending, unowned and wait for nothing open; it becomes
+    /// `in_progress` owned by `owner`. Two agents never claim the same task.
+    pub fn claim(&self, id: u64, owner: &str) -> Result<Task, BoardError> {
+        let _lock = self.lock_exclusive()?;
+        let mut board = self.load()?;
+        board.require(id)?;
+        let blockers = board.open_blockers(id);
+        let task = board.tasks.get_mut(&id).ok_or(BoardError::UnknownTask { id })?;
+        if task.status != TaskStatus::Pending || task.owner.is_some() {
+            return Err(BoardError::Invalid(format!(
+                "task #{id} is not free to claim: it is {}{}",
+                task.status,
+                task.owner.as_deref().map(|o| format!(", owned by {o}")).unwrap_or_default()
+            )));
+        }
+        if !blockers.is_empty() {
+            return Err(BoardError::Blocked { id, blockers });
+        }
+        task.status = TaskStatus::InProgress;
+        task.owner = Some(owner.to_string());
+        task.updated_at = clock::now();
+        let task = task.clone();
+        self.write(&task)?;
+        self.sync_dir();
+        Ok(task)
+    }
+
+    /// Claims the first pending, unowned task that waits for nothing open
+    /// (lowest id), if any: what an idle teammate does on its own.
+    pub fn claim_next(&self, owner: &str) -> Result<Option<Task>, BoardError> {
+        for task in self.ready()? {
+            if task.owner.is_some() {
+                continue;
+            }
+            match self.claim(task.id, owner) {
+                Ok(task) => return Ok(Some(task)),
+                // Someone else was faster: try the next one.
+                Err(BoardError::Invalid(_) | BoardError::Blocked { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
     /// Takes the board's lock for a change, creating the folder if needed.
     fn lock_exclusive(&self) -> Result<File, BoardError> {
         std::fs::create_dir_all(&self.dir)

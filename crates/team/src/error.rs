@@ -51,3 +51,37 @@ fn chain(ids: &[u64]) -> String {
 pub(crate) fn list(ids: &[u64]) -> String {
     ids.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ")
 }
+
+/// A refused or failed team operation; the message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum TeamError {
+    /// Nobody on the team has this name (never a new inbox).
+    #[error("{name:?} is not on the team; members: {}", members.join(", "))]
+    UnknownMember { name: String, members: Vec<String> },
+    /// A teammate of this name exists already (no doubles).
+    #[error("{name:?} is already on the team ({status}); pick another name or message it")]
+    Exists { name: String, status: String },
+    /// An argument makes no sense (a bad name, an empty message).
+    #[error("{0}")]
+    Invalid(String),
+    /// The team is full.
+    #[error("the team is full: {max} teammates at most ([team] max_teammates)")]
+    Full { max: usize },
+    /// No request has this id.
+    #[error("there is no pending request {0:?}")]
+    UnknownRequest(String),
+    /// Reading or writing the team's files failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl TeamError {
+    /// An I/O error about `path`.
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        Self::Io { path: path.to_path_buf(), source }
+    }
+}

@@ -1,4 +1,5 @@
-//! Coordination between agents, starting with the shared task board.
+//! Coordination between agents: the shared task board, and the files of an
+//! agent team (who is on it, their inboxes, protocol requests).
 //!
 //! The [`TaskBoard`] keeps tasks as files under `<workspace>/.agent/tasks/`,
 //! one `task_<id>.json` per task in learn-claude-code's format (`id`,
@@ -11,7 +12,14 @@
 //! its path and does not hide the other tasks.
 //!
 //! [`board_tools`] gives the model's tools: `task_create`, `task_update`,
-//! `task_list`, `task_get`. This crate does not run agents or talk to models.
+//! `task_list`, `task_get`.
+//!
+//! A [`Team`] lives in `<workspace>/.agent/team/`: `config.json` (members,
+//! status, sessions), one append-only inbox per member (`inbox/NAME.jsonl`,
+//! see [`inbox`] for why a message is never lost nor read twice) and the
+//! protocol requests. [`lead_tools`] and [`teammate_tools`] are the team's
+//! tools for one [`Seat`]. This crate does not run agents or talk to models:
+//! `ferroclaw-runtime` starts teammates.
 //!
 //! ```
 //! use ferroclaw_team::{TaskBoard, TaskStatus, TaskUpdate};
@@ -32,15 +40,21 @@
 
 mod board;
 mod clock;
+pub mod config;
 mod error;
+pub mod inbox;
 mod render;
+pub mod seat_tools;
 mod task;
 mod tools;
 pub mod worktree;
 
 pub use board::{BOARD_DIR, Listing, TaskBoard, Unreadable, Updated};
-pub use error::BoardError;
-pub use render::{render_board, task_line};
+pub use config::{LEAD, Member, MemberStatus, Request, TEAM_DIR, Team, TeamConfig};
+pub use error::{BoardError, TeamError};
+pub use inbox::{Batch, InboxMessage, InboxReader, MessageType};
+pub use render::{render_board, render_team, task_line};
+pub use seat_tools::{PlanGate, Seat, TEAM_TOOL_NAMES, lead_tools, plan_approved, teammate_tools};
 pub use task::{Task, TaskStatus, TaskUpdate};
 pub use tools::{
     TaskCreateTool, TaskGetTool, TaskListTool, TaskUpdateTool, board_tools, register_board_tools,

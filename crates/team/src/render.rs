@@ -57,3 +57,41 @@ pub fn task_line(task: &Task, open_blockers: &[u64]) -> String {
     let extra = if extra.is_empty() { String::new() } else { format!(" ({})", extra.join("; ")) };
     format!("{mark} #{} {}{extra}", task.id, task.subject)
 }
+
+/// The team for people (`ferroclaw team`, `/team`): each member's role,
+/// status and unread messages, and the requests still pending.
+pub fn render_team(team: &crate::Team) -> Result<String, crate::TeamError> {
+    let Some(config) = team.load()? else {
+        return Ok("No team in this workspace (the lead's spawn_teammate starts one).".to_string());
+    };
+    let unread = |name: &str| {
+        crate::InboxReader::open(&team.inbox_dir(), name).peek().map_or(0, |b| b.messages.len())
+    };
+    let mut out = format!("Team {} (lead: {}", config.team_name, config.lead);
+    if let Some(session) = &config.lead_session {
+        out.push_str(&format!(", session {session}"));
+    }
+    out.push_str(&format!("), {} unread for the lead\n", unread(&config.lead)));
+    if config.members.is_empty() {
+        out.push_str("  no teammates yet\n");
+    }
+    for m in &config.members {
+        out.push_str(&format!(
+            "  {:<12} {:<9} {}  ({} unread{})\n",
+            m.name,
+            m.status.as_str(),
+            m.role,
+            unread(&m.name),
+            if m.plan_required { ", plan required" } else { "" }
+        ));
+    }
+    let pending: Vec<crate::Request> =
+        team.requests()?.into_iter().filter(|r| r.status == "pending").collect();
+    for r in pending {
+        out.push_str(&format!(
+            "  pending {} request {}: {} -> {}\n",
+            r.kind, r.request_id, r.from, r.to
+        ));
+    }
+    Ok(out.trim_end().to_string())
+}

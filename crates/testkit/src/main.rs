@@ -5,7 +5,8 @@ use std::{io::Write, path::PathBuf, process::ExitCode};
 use ferroclaw_testkit::{ScriptedServer, ServerOptions, Step};
 
 const USAGE: &str = "usage: scripted-llm --script FILE.json [--port N] [--repeat] \
-[--openai-repeat-id-and-name] [--openai-usage-always] [--strict] [--record FILE.jsonl]";
+[--openai-repeat-id-and-name] [--openai-usage-always] [--strict] [--record FILE.jsonl] \
+[--route MARKER=FILE.json]...";
 
 fn main() -> ExitCode {
     match run() {
@@ -36,6 +37,13 @@ fn run() -> Result<(), String> {
             "--openai-repeat-id-and-name" => options.openai_repeat_id_and_name = true,
             "--openai-usage-always" => options.openai_usage_always = true,
             "--strict" => options.strict = true,
+            "--route" => {
+                let route = value()?;
+                let (marker, file) = route
+                    .split_once('=')
+                    .ok_or_else(|| format!("--route {route}: expected MARKER=FILE.json"))?;
+                options.routes.push((marker.to_string(), read_steps(&PathBuf::from(file))?));
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -44,10 +52,7 @@ fn run() -> Result<(), String> {
         }
     }
     let path = script.ok_or("--script is required")?;
-    let text =
-        std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
-    let steps: Vec<Step> =
-        serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+    let steps = read_steps(&path)?;
     let server = ScriptedServer::try_start_with(steps, options)
         .map_err(|error| format!("cannot start: {error}"))?;
     let mut stdout = std::io::stdout().lock();
@@ -58,4 +63,11 @@ fn run() -> Result<(), String> {
     loop {
         std::thread::park();
     }
+}
+
+/// The steps of a script file.
+fn read_steps(path: &std::path::Path) -> Result<Vec<Step>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
 }

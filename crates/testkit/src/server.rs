@@ -53,7 +53,16 @@ pub struct ServerOptions {
     /// empty, `record_path` still gets them (the `scripted-llm` binary, which
     /// serves benchmarks of any length).
     pub forget_requests: bool,
+    /// Scripts of other agents (a team's teammates): a request whose system
+    /// prompt contains a route's marker plays that route's script instead of
+    /// the main one. An exhausted route answers plain text
+    /// ([`ROUTE_DONE`]), so an agent woken more often than scripted just
+    /// ends its turn.
+    pub routes: Vec<(String, Vec<Step>)>,
 }
+
+/// What an exhausted route answers.
+pub const ROUTE_DONE: &str = "(nothing more to do)";
 
 /// A scripted LLM HTTP server running on its own thread; dropping it shuts it down.
 pub struct ScriptedServer {
@@ -66,6 +75,8 @@ pub struct ScriptedServer {
 /// State shared by all requests.
 struct Shared {
     script: Mutex<Cursor>,
+    /// Marker and script of each route.
+    routes: Mutex<Vec<(String, Cursor)>>,
     options: ServerOptions,
     recorder: Arc<Recorder>,
 }
@@ -110,8 +121,14 @@ impl ScriptedServer {
             None => None,
         };
         let recorder = Arc::new(Recorder::new(sink, !options.forget_requests));
+        let routes = options
+            .routes
+            .iter()
+            .map(|(marker, steps)| (marker.clone(), Cursor { steps: steps.clone(), served: 0 }))
+            .collect();
         let shared = Arc::new(Shared {
             script: Mutex::new(Cursor { steps: script, served: 0 }),
+            routes: Mutex::new(routes),
             options,
             recorder: Arc::clone(&recorder),
         });
@@ -230,6 +247,17 @@ fn route(shared: &Shared, method: &Method, path: &str, body: Result<Value, Strin
     {
         return wire.error(StatusCode::BAD_REQUEST, Some(&problem));
     }
+    let system = system_text(&body);
+    let mut routes = shared.routes.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, cursor)) =
+        routes.iter_mut().find(|(marker, _)| system.contains(marker.as_str()))
+    {
+        let (seq, step) = cursor
+            .next(false)
+            .unwrap_or((cursor.served + 1, Step::Reply(crate::Turn::text(ROUTE_DONE))));
+        return wire.render(&substitute(step, &body), &Exchange::new(seq, &body, &shared.options));
+    }
+    drop(routes);
     let next =
         shared.script.lock().unwrap_or_else(PoisonError::into_inner).next(shared.options.repeat);
     let Some((seq, step)) = next else {
@@ -237,14 +265,53 @@ fn route(shared: &Shared, method: &Method, path: &str, body: Result<Value, Strin
         let message = format!("scripted-llm: script exhausted after {served} requests");
         return wire.error(StatusCode::INTERNAL_SERVER_ERROR, Some(&message));
     };
-    let step = match step {
-        Step::Reply(mut turn) if turn.text.contains(LAST_USER) => {
-            turn.text = turn.text.replace(LAST_USER, &last_user_text(&body));
-            Step::Reply(turn)
+    wire.render(&substitute(step, &body), &Exchange::new(seq, &body, &shared.options))
+}
+
+/// Fills in [`LAST_USER`] in a reply's text and [`LAST_USER_TASK_ID`] in its
+/// tool calls' arguments.
+fn substitute(step: Step, body: &Value) -> Step {
+    let Step::Reply(mut turn) = step else { return step };
+    if turn.text.contains(LAST_USER) {
+        turn.text = turn.text.replace(LAST_USER, &last_user_text(body));
+    }
+    for call in &mut turn.tool_calls {
+        if let Value::Object(args) = &mut call.arguments {
+            for value in args.values_mut() {
+                if value == LAST_USER_TASK_ID {
+                    *value = last_user_task_id(body).map_or(Value::Null, Value::from);
+                }
+            }
         }
-        step => step,
+    }
+    Step::Reply(turn)
+}
+
+/// A tool call argument that is exactly this string becomes the number after
+/// the last `task #` in the request's last user message (a teammate told
+/// which task it claimed completes that task).
+pub const LAST_USER_TASK_ID: &str = "{{last_user_task_id}}";
+
+fn last_user_task_id(body: &Value) -> Option<u64> {
+    let text = last_user_text(body);
+    let at = text.rfind("task #")? + "task #".len();
+    let digits: String = text[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The system prompt of a request, either wire format.
+fn system_text(body: &Value) -> String {
+    let text = |v: &Value| match v {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => {
+            parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n")
+        }
+        _ => String::new(),
     };
-    wire.render(&step, &Exchange::new(seq, &body, &shared.options))
+    match body["messages"].as_array().and_then(|m| m.first()).filter(|m| m["role"] == "system") {
+        Some(first) => text(&first["content"]),
+        None => text(&body["system"]),
+    }
 }
 
 /// In a reply's text, replaced by the text of the request's last user

@@ -137,6 +137,10 @@ impl Agent {
         );
         self.log(compaction_entry(&history, self.messages.len()));
         self.messages = history;
+        // Who the agent is (a teammate's name, role and team) survives.
+        if let Some(identity) = self.injector.as_ref().and_then(|i| i.after_compaction()) {
+            self.record(ferroclaw_protocol::Message::user(identity));
+        }
         self.remembering.history_replaced();
         if let Err(e) = self.session.commit().await {
             tracing::error!("{e}");

@@ -9,7 +9,7 @@ use ferroclaw_llm::Provider;
 use ferroclaw_protocol::{Message, Usage};
 use ferroclaw_tools::{JobManager, SandboxPolicy, Tool, ToolRegistry};
 
-use super::{Agent, Compaction, Remembering, TurnHook};
+use super::{Agent, Compaction, Injector, Remembering, TurnHook};
 use crate::approval::Approver;
 use crate::permission::{PermissionMode, Permissions};
 use crate::session::SessionLog;
@@ -89,6 +89,7 @@ impl Agent {
             compaction,
             remembering,
             turn_hook,
+            injector: None,
             reads: Default::default(),
         }
     }
@@ -198,6 +199,11 @@ impl Agent {
     /// Sets what runs before each model request.
     pub fn set_turn_hook(&mut self, hook: Option<Arc<dyn TurnHook>>) {
         self.turn_hook = hook;
+    }
+
+    /// Sets what adds outside messages (an inbox) before each model request.
+    pub fn set_injector(&mut self, injector: Option<Arc<dyn Injector>>) {
+        self.injector = injector;
     }
 
     /// Continues in another session file with its conversation (`/new`,
