@@ -142,8 +142,17 @@ const FIRST_REQUEST_BYTES: usize = 16_000;
 
 #[test]
 fn the_first_request_with_every_default_tool_fits_in_16_kb() {
-    for wire in [Wire::Anthropic, Wire::OpenAi] {
+    for (wire, git) in [(Wire::Anthropic, false), (Wire::OpenAi, false), (Wire::OpenAi, true)] {
         let env = Env::new(wire, vec![Turn::text("hi").into()]);
+        if git {
+            // Most projects are repositories: what is offered there counts.
+            let out = std::process::Command::new("git")
+                .args(["init", "-q"])
+                .current_dir(env.ws())
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+        }
         let (code, _, stderr) = run(&mut env.oneshot("hello", &[]));
         assert_eq!(code, 0, "{stderr}");
         let body = env.request_body(0);

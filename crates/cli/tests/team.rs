@@ -484,3 +484,87 @@ fn the_repl_shows_the_team_and_the_leads_unread_messages() {
     assert!(stdout.contains("[message] from alice: draft is ready"), "{stdout}");
     assert!(env.server.requests().is_empty(), "showing makes no model call");
 }
+
+fn git(ws: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(ws)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn spawn_isolated(name: &str, worktree: &str) -> ferroclaw_testkit::ScriptedToolCall {
+    ferroclaw_testkit::ScriptedToolCall::new(
+        "spawn_teammate",
+        json!({"name": name, "role": "coder", "prompt": "Write your notes.", "worktree": worktree}),
+    )
+}
+
+fn writes_notes(name: &str) -> Vec<Step> {
+    vec![
+        tool("write", json!({"path": "notes.txt", "content": format!("notes of {name}\n")})),
+        tool("send_message", json!({"to": "lead", "content": format!("{name} wrote notes")})),
+        text("done"),
+    ]
+}
+
+#[test]
+fn two_teammates_in_their_own_worktrees_write_the_same_file_without_interfering() {
+    let env = team_env(
+        vec![
+            Turn::tools(vec![spawn_isolated("alice", "wa"), spawn_isolated("bob", "wb")]).into(),
+            wait_until(&lead_inbox_has(2)),
+            text("Both wrote."),
+        ],
+        vec![("alice", writes_notes("alice")), ("bob", writes_notes("bob"))],
+    );
+    let ws = env.ws();
+    git(ws, &["init", "-q", "-b", "main"]);
+    git(ws, &["config", "user.name", "Test"]);
+    git(ws, &["config", "user.email", "test@example.com"]);
+    std::fs::write(ws.join("README.md"), "# project\n").unwrap();
+    git(ws, &["add", "README.md"]);
+    git(ws, &["commit", "-q", "-m", "first"]);
+    let (code, out, err) = run(&mut env.oneshot("Split the work", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Both wrote."), "{out}");
+    let read = |p: &str| std::fs::read_to_string(ws.join(p)).unwrap_or_default();
+    assert_eq!(read(".agent/worktrees/wa/notes.txt"), "notes of alice\n");
+    assert_eq!(read(".agent/worktrees/wb/notes.txt"), "notes of bob\n");
+    assert!(!ws.join("notes.txt").exists(), "the main checkout is untouched");
+    let config = team_config(ws);
+    let trees: Vec<&str> = config["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["worktree"].as_str())
+        .collect();
+    assert_eq!(trees, ["wa", "wb"], "{config}");
+}
+
+#[test]
+fn a_teammate_that_cannot_be_isolated_is_not_spawned_and_the_lead_is_told_why() {
+    // Not a git repository: isolation cannot be set up, so no shared folder.
+    let env = team_env(
+        vec![
+            tool(
+                "spawn_teammate",
+                json!({"name": "alice", "role": "coder", "prompt": "Work.", "worktree": "wa"}),
+            ),
+            text("ok"),
+        ],
+        vec![("alice", writes_notes("alice"))],
+    );
+    let (code, _, err) = run(&mut env.oneshot("Isolate alice", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    let result = common::tool_results(&env.request_body(1));
+    let (text, is_error) = result.last().unwrap();
+    assert!(*is_error && text.contains("cannot isolate alice in worktree wa"), "{text}");
+    assert!(text.contains("not a git repository") || text.contains("git"), "{text}");
+    assert!(requests_of(&env, Some("alice")).is_empty(), "alice never ran");
+    assert!(!env.ws().join("notes.txt").exists());
+}

@@ -24,6 +24,12 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// Worktree tools are offered in a git repository once a team is configured
+/// (or the project has worktrees): `[team]` in the home config.
+fn want_worktrees(env: &Env) {
+    env.write_home_config("[team]\n");
+}
+
 /// Makes the workspace a repository with one commit.
 fn init_repo(ws: &Path) {
     git(ws, &["init", "-q", "-b", "main"]);
@@ -82,6 +88,7 @@ fn two_worktrees_hold_the_same_file_apart_and_keep_and_remove_are_recorded() {
         ],
     );
     init_repo(env.ws());
+    want_worktrees(&env);
     let (code, stdout, stderr) = run(&mut env.oneshot("try both plans", &["--yes"]));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "done\n");
@@ -150,6 +157,7 @@ fn isolation_that_cannot_be_set_up_says_why_and_changes_nothing() {
         vec![Turn::tool("worktree_create", json!({"name": "a"})).into(), Turn::text("no").into()],
     );
     init_repo(env.ws());
+    want_worktrees(&env);
     std::fs::write(env.ws().join("README.md"), "# edited\n").unwrap();
     let (code, _, stderr) = run(&mut env.oneshot("isolate", &["--yes"]));
     assert_eq!(code, 0, "{stderr}");
@@ -163,6 +171,7 @@ fn isolation_that_cannot_be_set_up_says_why_and_changes_nothing() {
 
     // Outside git the tools are not offered at all, and the command says why.
     let env = Env::new(Wire::Anthropic, vec![Turn::text("hi").into()]);
+    want_worktrees(&env);
     assert_eq!(run(&mut env.oneshot("hello", &[])).0, 0);
     let offered = env.request_body(0)["tools"].to_string();
     assert!(offered.contains("task_create") && !offered.contains("worktree_create"));
@@ -181,6 +190,7 @@ fn the_repl_prints_worktree_events_as_they_happen() {
         ],
     );
     init_repo(env.ws());
+    want_worktrees(&env);
     let (code, stdout, stderr) =
         run(env.cmd().arg("--yes").write_stdin("make a worktree\n/exit\n"));
     assert_eq!(code, 0, "{stderr}");
@@ -189,4 +199,13 @@ fn the_repl_prints_worktree_events_as_they_happen() {
         stderr.contains("[worktree]") && stderr.contains("worktree.create.after live"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_git_project_without_a_team_or_worktrees_is_not_offered_the_worktree_tools() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("hi").into()]);
+    init_repo(env.ws());
+    assert_eq!(run(&mut env.oneshot("hello", &[])).0, 0);
+    let offered = env.request_body(0)["tools"].to_string();
+    assert!(offered.contains("task_create") && !offered.contains("worktree_create"), "{offered}");
 }

@@ -256,7 +256,14 @@ impl Runtime {
                     workspace.display()
                 ))
             })?),
-            Resume::Id(id) => Some(self.store.find(workspace, id)?),
+            // A session stored beside its lead's (a teammate rooted in a
+            // worktree) is found under the project too.
+            Resume::Id(id) => Some(match self.store.find(workspace, id) {
+                Err(_) if workspace != self.config.workspace => {
+                    self.store.find(&self.config.workspace, id)?
+                }
+                found => found?,
+            }),
             Resume::Named(id) => Some(self.store.path_of(workspace, id)).filter(|p| p.is_file()),
             Resume::Pick => {
                 return Err(RuntimeError::Other(

@@ -12,6 +12,7 @@
 //! reattaches every teammate that was not shut down.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -23,7 +24,7 @@ use ferroclaw_protocol::{AgentEvent, Message};
 use ferroclaw_team::inbox::last_through;
 use ferroclaw_team::{
     InboxMessage, LEAD, Member, MemberStatus, MessageType, Seat, TaskBoard, Team, TeamError,
-    lead_tools, teammate_tools,
+    WorktreeManager, lead_tools, teammate_tools,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -81,6 +82,9 @@ pub struct TeammateSpec {
     pub agent_type: Option<String>,
     /// Its write tools are refused until the lead approves its plan.
     pub plan_required: bool,
+    /// The git worktree it works in (`.agent/worktrees/NAME`, created when
+    /// missing); `None`: the project folder.
+    pub worktree: Option<String>,
 }
 
 /// The lead's side of a team: starts, tracks and stops teammates.
@@ -216,6 +220,7 @@ impl TeamRunner {
                 agent_type: spec.agent_type.clone(),
                 prompt: spec.prompt.clone(),
                 plan_required: spec.plan_required,
+                worktree: spec.worktree.clone(),
             };
             c.members.retain(|m| m.name != spec.name);
             c.members.push(member.clone());
@@ -254,6 +259,7 @@ impl TeamRunner {
         let options = SessionOptions {
             append_system_prompt: Some(system),
             extra_tools: teammate_tools(&seat, &self.board),
+            workspace_root: self.worktree_of(&member, resume.is_none())?,
         };
         let open = |resume: Resume| {
             self.runtime
@@ -311,6 +317,31 @@ impl TeamRunner {
             tokio::spawn(async move { runner.run_teammate(seat, agent, first, cancel).await });
         self.running.lock().unwrap_or_else(PoisonError::into_inner).insert(name, handle);
         Ok(())
+    }
+
+    /// The folder an isolated teammate works in: its worktree, created on
+    /// first spawn (a kept or existing one is reused) and found again on
+    /// reattach. Isolation that cannot be set up (not a git repository, a
+    /// dirty checkout) fails the spawn with the reason: never silently shared.
+    fn worktree_of(&self, member: &Member, first: bool) -> Result<Option<PathBuf>, TeamError> {
+        let Some(name) = &member.worktree else { return Ok(None) };
+        let manager = WorktreeManager::open(&self.runtime.config().workspace);
+        let tree = match manager.get(name) {
+            Ok(tree) => tree,
+            Err(_) if first => manager.create(name, None, None).map_err(|e| {
+                TeamError::Invalid(format!(
+                    "cannot isolate {} in worktree {name}: {e}",
+                    member.name
+                ))
+            })?,
+            Err(e) => {
+                return Err(TeamError::Invalid(format!(
+                    "cannot reattach {} to worktree {name}: {e}",
+                    member.name
+                )));
+            }
+        };
+        Ok(Some(tree.path))
     }
 
     /// Reattaches every teammate that was working or idle when the lead

@@ -38,9 +38,15 @@ pub(crate) fn after_context_tools(
         let store = SkillStore::new(&config.home, &config.workspace);
         tools.register(SkillManageTool::new(store, learning));
     }
-    // The worktree tools where they can work: in a git repository (a few
-    // stats, no git process).
-    if ferroclaw_team::worktree::in_git_repo(&config.workspace) {
+    // The worktree tools where they can work (a git repository: a few
+    // stats, no git process) and are wanted: a team is configured or
+    // formed, or the project has worktrees already. Eight more specs on
+    // every request of every session would push the first request past
+    // 16 KB for nothing.
+    let wanted = config.file.team.is_some()
+        || ferroclaw_team::Team::open(&config.workspace).exists()
+        || config.workspace.join(".agent/worktrees/index.json").is_file();
+    if wanted && ferroclaw_team::worktree::in_git_repo(&config.workspace) {
         ferroclaw_team::register_worktree_tools(tools, config.workspace.clone());
     }
     // The code graph's tools once the project has an index (`ferroclaw

@@ -54,6 +54,9 @@ pub struct Member {
     /// Whether its write tools wait for an approved plan.
     #[serde(default)]
     pub plan_required: bool,
+    /// The git worktree it works in (`.agent/worktrees/NAME`), when isolated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
 }
 
 /// `.agent/team/config.json` (learn-claude-code's `team_name` and
@@ -303,6 +306,7 @@ mod tests {
             agent_type: None,
             prompt: String::new(),
             plan_required: false,
+            worktree: None,
         }
     }
 

@@ -77,7 +77,8 @@ impl Tool for SpawnTeammateTool {
                 "role": {"type": "string"},
                 "prompt": {"type": "string", "description": "Its first instructions."},
                 "agent_type": {"type": "string", "enum": types},
-                "plan_required": {"type": "boolean", "description": "Its write tools wait for your plan_approval."}
+                "plan_required": {"type": "boolean", "description": "Its write tools wait for your plan_approval."},
+                "worktree": {"type": "string", "description": "Isolate it in this git worktree (created from HEAD if missing): its edits never touch your checkout."}
             },
             "required": ["name", "role", "prompt"],
             "additionalProperties": false
@@ -102,6 +103,7 @@ impl Tool for SpawnTeammateTool {
             prompt: text("prompt"),
             agent_type: input.get("agent_type").and_then(Value::as_str).map(str::to_string),
             plan_required: input.get("plan_required").and_then(Value::as_bool).unwrap_or(false),
+            worktree: input.get("worktree").and_then(Value::as_str).map(str::to_string),
         };
         if spec.prompt.trim().is_empty() {
             return Err(ToolError::InvalidArguments("the prompt is empty".into()));
