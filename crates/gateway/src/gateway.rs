@@ -57,6 +57,9 @@ impl Approver for GatewayApprover {
     }
 }
 
+/// A chat worker's queue (boxed work: see [`Shared::enqueue`]).
+type WorkQueue = mpsc::Sender<Box<Work>>;
+
 /// What the gateway's tasks share.
 pub struct Shared {
     pub settings: GatewaySettings,
@@ -71,7 +74,7 @@ pub struct Shared {
     pub turns: Semaphore,
     channels: HashMap<String, ChannelSettings>,
     /// The queue of every live chat's worker, with the worker's number.
-    live: Mutex<HashMap<SessionKey, (u64, mpsc::Sender<Box<Work>>)>>,
+    live: Mutex<HashMap<SessionKey, (u64, WorkQueue)>>,
     next_worker: AtomicU64,
     workers: TaskTracker,
     turns_done: AtomicU64,
