@@ -17,6 +17,8 @@ Phases (each against a fresh gateway and home):
 Usage: cargo build --release -p ferroclaw-cli -p ferroclaw-testkit
        python3 bench/gateway_load.py [--profile release] [--turns 16]
            [--users 50] [--messages 20] [--sessions 10000] [--skip-sessions]
+FERROCLAW_WRAP runs the gateway under a tool (`FERROCLAW_WRAP="heaptrack -o /tmp/gw"`:
+what each idle session holds, by call site; `perf record -g -o /tmp/gw.data`: where time goes).
 Report the machine's load (`cat /proc/loadavg`) with the numbers: the client,
 the gateway and the scripted model share the machine's cores.
 """
@@ -25,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import socket
 import statistics
@@ -76,7 +79,8 @@ class Gateway:
                "ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": llm_url,
                "FERROCLAW_MODEL": "anthropic/bench"}
         self.stderr = open(os.path.join(self.home, "gateway.stderr"), "w")
-        self.proc = subprocess.Popen([binary, "gateway"], env=env, cwd=self.home,
+        wrap = shlex.split(os.environ.get("FERROCLAW_WRAP", ""))
+        self.proc = subprocess.Popen(wrap + [binary, "gateway"], env=env, cwd=self.home,
                                      stdout=subprocess.DEVNULL, stderr=self.stderr,
                                      stdin=subprocess.DEVNULL)
         deadline = time.time() + 60
@@ -98,7 +102,8 @@ class Gateway:
         return rss_mib(self.proc.pid)
 
     def stop(self):
-        self.proc.kill()
+        # A wrapping tool writes its report on SIGTERM; the gateway itself stops at once.
+        self.proc.send_signal(15 if os.environ.get("FERROCLAW_WRAP") else 9)
         self.proc.wait()
         self.stderr.close()
 

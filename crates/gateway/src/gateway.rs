@@ -57,6 +57,9 @@ impl Approver for GatewayApprover {
     }
 }
 
+/// A chat worker's queue (boxed work: see [`Shared::enqueue`]).
+type WorkQueue = mpsc::Sender<Box<Work>>;
+
 /// What the gateway's tasks share.
 pub struct Shared {
     pub settings: GatewaySettings,
@@ -71,7 +74,7 @@ pub struct Shared {
     pub turns: Semaphore,
     channels: HashMap<String, ChannelSettings>,
     /// The queue of every live chat's worker, with the worker's number.
-    live: Mutex<HashMap<SessionKey, (u64, mpsc::Sender<Work>)>>,
+    live: Mutex<HashMap<SessionKey, (u64, WorkQueue)>>,
     next_worker: AtomicU64,
     workers: TaskTracker,
     turns_done: AtomicU64,
@@ -84,7 +87,10 @@ pub struct Shared {
 
 impl Shared {
     /// Queues `work` for `key`'s worker, starting one when the chat has none.
-    pub fn enqueue(self: &Arc<Self>, key: SessionKey, mut work: Work) -> Result<(), BusError> {
+    pub fn enqueue(self: &Arc<Self>, key: SessionKey, work: Work) -> Result<(), BusError> {
+        // Boxed: a queue's buffer is a block of slots, kept while the chat
+        // lives, so each slot is a pointer rather than a whole `Work`.
+        let mut work = Box::new(work);
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if let Some((_, tx)) = live.get(&key) {
@@ -106,7 +112,7 @@ impl Shared {
     }
 
     /// Forgets an idle worker unless a message arrived meanwhile; true when it may stop.
-    pub fn retire(&self, key: &SessionKey, number: u64, rx: &mpsc::Receiver<Work>) -> bool {
+    pub fn retire(&self, key: &SessionKey, number: u64, rx: &mpsc::Receiver<Box<Work>>) -> bool {
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         if !rx.is_empty() {
             return false;

@@ -59,7 +59,12 @@ const JOB_FINISHED_PROMPT: &str = "[System: a background job you started has fin
 result is above. Tell the user what came of it, briefly.]";
 
 /// Runs a chat's worker until its queue closes (shutdown) or it idles out.
-pub async fn run(key: SessionKey, number: u64, mut rx: mpsc::Receiver<Work>, shared: Arc<Shared>) {
+pub async fn run(
+    key: SessionKey,
+    number: u64,
+    mut rx: mpsc::Receiver<Box<Work>>,
+    shared: Arc<Shared>,
+) {
     let mut agent: Option<Agent> = None;
     loop {
         let jobs = agent.as_ref().and_then(|a| a.jobs().cloned());
@@ -71,7 +76,9 @@ pub async fn run(key: SessionKey, number: u64, mut rx: mpsc::Receiver<Work>, sha
         };
         tokio::select! {
             work = rx.recv() => match work {
-                Some(work) => handle(&key, &mut agent, work, &shared).await,
+                // Boxed, here and below: a turn's state is large, and an
+                // idle chat's worker should not keep room for it.
+                Some(work) => Box::pin(handle(&key, &mut agent, *work, &shared)).await,
                 None => break,
             },
             () = job_finished => {
@@ -82,7 +89,7 @@ pub async fn run(key: SessionKey, number: u64, mut rx: mpsc::Receiver<Work>, sha
                     Delivery::Nowhere
                 };
                 let work = Work { message, delivery, quiet_if_ok: false, done: None };
-                handle(&key, &mut agent, work, &shared).await;
+                Box::pin(handle(&key, &mut agent, work, &shared)).await;
             }
             () = tokio::time::sleep(shared.settings.session_idle()) => {
                 let busy = agent.as_ref().and_then(|a| a.jobs()).is_some_and(|j| !j.running().is_empty());
@@ -93,7 +100,7 @@ pub async fn run(key: SessionKey, number: u64, mut rx: mpsc::Receiver<Work>, sha
         }
     }
     if let Some(mut agent) = agent {
-        agent.finish().await;
+        Box::pin(agent.finish()).await;
     }
 }
 

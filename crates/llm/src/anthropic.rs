@@ -5,10 +5,8 @@
 
 use std::collections::HashMap;
 
-use ferroclaw_protocol::{
-    ContentBlock, Message, ProviderEvent, ResultPart, Role, StopReason, ToolCall, Usage,
-};
-use serde_json::{Map, Value, json};
+use ferroclaw_protocol::{ProviderEvent, StopReason, ToolCall, Usage};
+use serde_json::{Value, json};
 
 use crate::ChatRequest;
 use crate::decode::{DecodeError, parse_arguments, str_field, u64_field};
@@ -20,103 +18,18 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 /// The request path below the base URL.
 pub(crate) const PATH: &str = "/v1/messages";
 
-/// Builds the JSON body of a Messages request.
-///
-/// Prompt caching: the system prompt, the last tool spec and the last block of
-/// the last message carry `cache_control` breakpoints (3 of the 4 allowed), so
-/// each turn of an agent loop reads the previous turn's prefix from cache.
+mod body;
+
+/// The JSON body of a Messages request, written straight from `req` (see [`body`]).
+pub(crate) fn request_bytes(req: &ChatRequest, stream: bool) -> Vec<u8> {
+    // Serialising borrowed strings and JSON values cannot fail.
+    serde_json::to_vec(&body::Body { req, stream }).unwrap_or_default()
+}
+
+/// The body as a JSON value (tests look into it).
+#[cfg(test)]
 pub(crate) fn request_body(req: &ChatRequest, stream: bool) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(req.model));
-    body.insert("max_tokens".into(), json!(req.max_tokens));
-    if !req.system.is_empty() {
-        body.insert(
-            "system".into(),
-            json!([{"type": "text", "text": req.system, "cache_control": ephemeral()}]),
-        );
-    }
-    let mut messages: Vec<Value> = req.messages.iter().map(message_json).collect();
-    if let Some(last_block) = messages
-        .last_mut()
-        .and_then(|m| m.get_mut("content"))
-        .and_then(Value::as_array_mut)
-        .and_then(|blocks| blocks.last_mut())
-        .and_then(Value::as_object_mut)
-    {
-        last_block.insert("cache_control".into(), ephemeral());
-    }
-    body.insert("messages".into(), Value::Array(messages));
-    if !req.tools.is_empty() {
-        let mut tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
-            .collect();
-        if let Some(Value::Object(last)) = tools.last_mut() {
-            last.insert("cache_control".into(), ephemeral());
-        }
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    body.insert("stream".into(), json!(stream));
-    Value::Object(body)
-}
-
-fn ephemeral() -> Value {
-    json!({"type": "ephemeral"})
-}
-
-fn message_json(m: &Message) -> Value {
-    let role = match m.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
-    // The API rejects empty text blocks; drop them unless nothing else is left.
-    let has_other = m.content.iter().any(|b| !is_empty_text(b));
-    let content: Vec<Value> =
-        m.content.iter().filter(|b| !has_other || !is_empty_text(b)).map(block_json).collect();
-    json!({"role": role, "content": content})
-}
-
-fn is_empty_text(b: &ContentBlock) -> bool {
-    matches!(b, ContentBlock::Text { text } if text.is_empty())
-}
-
-fn image_json(media_type: &str, data: &str) -> Value {
-    json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
-}
-
-fn block_json(b: &ContentBlock) -> Value {
-    match b {
-        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
-        ContentBlock::Image { media_type, data } => image_json(media_type, data),
-        ContentBlock::ToolCall(call) => {
-            // The API insists on an object; a call whose arguments failed to
-            // parse (kept as a string) is replayed as `{}`.
-            let input = if call.input.is_object() { call.input.clone() } else { json!({}) };
-            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
-        }
-        ContentBlock::ToolResult { tool_call_id, content, is_error } => {
-            let parts: Vec<Value> = content
-                .iter()
-                .filter_map(|p| match p {
-                    ResultPart::Text { text } if text.is_empty() => None,
-                    ResultPart::Text { text } => Some(json!({"type": "text", "text": text})),
-                    ResultPart::Image { media_type, data } => Some(image_json(media_type, data)),
-                })
-                .collect();
-            let mut block =
-                json!({"type": "tool_result", "tool_use_id": tool_call_id, "is_error": is_error});
-            if !parts.is_empty()
-                && let Value::Object(map) = &mut block
-            {
-                map.insert("content".into(), Value::Array(parts));
-            }
-            block
-        }
-    }
+    serde_json::from_slice(&request_bytes(req, stream)).unwrap_or_default()
 }
 
 /// Anthropic's usage object: `input_tokens` excludes cache reads and writes.

@@ -84,16 +84,18 @@ impl Provider for HttpProvider {
             crate::images::replace_images_with_notes(&mut request.messages);
         }
         let body = match config.wire {
-            WireFormat::Anthropic => anthropic::request_body(&request, config.stream),
+            WireFormat::Anthropic => anthropic::request_bytes(&request, config.stream),
             WireFormat::OpenAi => openai::request_body(
                 &request,
                 config.stream,
                 openai::max_tokens_field(&config.base_url),
-            ),
+            )
+            .to_string()
+            .into_bytes(),
         };
         let exchange = Exchange {
             shared: Arc::clone(&self.shared),
-            body: Bytes::from(body.to_string()),
+            body: Bytes::from(body),
             attempt: 0,
             phase: Phase::Send,
             ready: VecDeque::new(),

@@ -9,8 +9,43 @@
 //! the same per agent for AGENTS/10 agents that each answered one message
 //! (measured first, and all kept, so that no agent reuses freed memory).
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+/// Counts the heap bytes live, so memory per agent is measured exactly
+/// (VmRSS also counts the allocator's slack and freed pages it keeps).
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator, only counting sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: same layout as asked.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: allocated by `alloc` above with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: as `dealloc` and `alloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn heap() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
 
 use ferroclaw_core::{Config, NoOneToAsk, Overrides};
 use ferroclaw_runtime::{Resume, Runtime, SessionOptions};
@@ -70,6 +105,7 @@ async fn main() {
     let first_open = started.elapsed();
     // Idle after one answered message each, as a gateway chat is.
     let before = rss_kib();
+    let heap_before = heap();
     let mut chats = Vec::with_capacity(answered);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -80,7 +116,9 @@ async fn main() {
     }
     let after = rss_kib();
     let answered_kib = (after.saturating_sub(before)) as f64 / answered.max(1) as f64;
+    let answered_heap = heap().saturating_sub(heap_before) as f64 / answered.max(1) as f64;
     let before = rss_kib();
+    let heap_before = heap();
     let mut opened = Vec::with_capacity(agents);
     let mut times = Vec::with_capacity(agents);
     for _ in 0..agents {
@@ -90,6 +128,7 @@ async fn main() {
         opened.push(agent);
     }
     let after = rss_kib();
+    let idle_heap = heap().saturating_sub(heap_before) as f64 / agents as f64;
     // What part of an open is the new session file (created, metadata line
     // written, fsynced so the session survives a crash).
     let mut files = Vec::with_capacity(1000);
@@ -115,11 +154,13 @@ async fn main() {
         files[files.len() / 2].as_secs_f64() * 1e6
     );
     println!(
-        "memory: {:.1} KiB per idle agent (VmRSS {before} KiB -> {after} KiB for {agents} agents)",
-        (after.saturating_sub(before)) as f64 / agents as f64
+        "memory: {:.1} KiB per idle agent (VmRSS {before} KiB -> {after} KiB for {agents} agents), heap {:.1} KiB",
+        (after.saturating_sub(before)) as f64 / agents as f64,
+        idle_heap / 1024.0
     );
     println!(
-        "memory: {answered_kib:.1} KiB per idle agent after one answered message ({answered} agents)"
+        "memory: {answered_kib:.1} KiB per idle agent after one answered message ({answered} agents), heap {:.1} KiB",
+        answered_heap / 1024.0
     );
     println!(
         "tools per agent: {}, system prompt: {} bytes (shared)",

@@ -59,6 +59,11 @@ impl Recorder {
         }
     }
 
+    /// True when recorded bodies are read: kept for a test, or written to a sink.
+    pub fn wants_bodies(&self) -> bool {
+        self.keep || self.sink.is_some()
+    }
+
     /// Appends a request and returns a guard that completes its record.
     pub fn push(self: &Arc<Self>, request: RecordedRequest) -> Completion {
         let mut requests = lock(&self.requests);

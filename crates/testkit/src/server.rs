@@ -207,7 +207,13 @@ async fn handle(
             .iter()
             .map(|(name, value)| (name.to_string(), lossy(value.as_bytes())))
             .collect(),
-        body: parsed.clone().unwrap_or_else(|_| Value::String(lossy(&body))),
+        // Copied only when someone will read it (a benchmark's server with
+        // neither a test nor a record file asking skips the copy).
+        body: if shared.recorder.wants_bodies() {
+            parsed.clone().unwrap_or_else(|_| Value::String(lossy(&body)))
+        } else {
+            Value::Null
+        },
         received_at,
         finished_at: None,
     });

@@ -3,7 +3,7 @@
 use super::*;
 use crate::WireFormat;
 use crate::decode::tests::{chunked, decode_chunks};
-use ferroclaw_protocol::ToolSpec;
+use ferroclaw_protocol::{ContentBlock, Message, ResultPart, Role, ToolSpec};
 
 fn spec(name: &str) -> ToolSpec {
     ToolSpec {
