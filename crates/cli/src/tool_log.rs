@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use ferroclaw_tools::{Around, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, Wrapped};
 use serde_json::Value;
 
 /// Largest file kept as the "before" of a diff; bigger files get no diff.
@@ -64,7 +64,7 @@ pub fn observe(tools: &ToolRegistry, log: &Arc<ToolLog>) -> ToolRegistry {
     let mut out = ToolRegistry::new();
     for name in tools.names() {
         if let Some(inner) = tools.get(name) {
-            out.register_arc(Arc::new(Observed { inner: inner.clone(), log: log.clone() }));
+            out.register(Wrapped { inner: inner.clone(), around: Observed(log.clone()) });
         }
     }
     out
@@ -89,42 +89,28 @@ pub fn input_path(input: &Value, workspace: &Path) -> Option<PathBuf> {
     Some(workspace.join(raw))
 }
 
-struct Observed {
-    inner: Arc<dyn Tool>,
-    log: Arc<ToolLog>,
-}
+struct Observed(Arc<ToolLog>);
 
 #[async_trait]
-impl Tool for Observed {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-    fn input_schema(&self) -> Value {
-        self.inner.input_schema()
-    }
-    fn read_only(&self) -> bool {
-        self.inner.read_only()
-    }
-    fn concurrent(&self) -> bool {
-        self.inner.concurrent()
-    }
-
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let name = self.inner.name().to_string();
+impl Around for Observed {
+    async fn run(
+        &self,
+        inner: &dyn Tool,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let name = inner.name().to_string();
         let path = FILE_TOOLS
             .contains(&name.as_str())
             .then(|| input_path(&input, &ctx.workspace))
             .flatten();
         let before = path.as_deref().and_then(read_text);
-        let result = self.inner.execute(input, ctx).await;
+        let result = inner.execute(input, ctx).await;
         let output = match &result {
             Ok(out) => out.joined_text(),
             Err(e) => e.to_string(),
         };
-        self.log.put(&ctx.call_id, Record { path, before, output });
+        self.0.put(&ctx.call_id, Record { path, before, output });
         result
     }
 }

@@ -485,18 +485,6 @@ fn the_repl_shows_the_team_and_the_leads_unread_messages() {
     assert!(env.server.requests().is_empty(), "showing makes no model call");
 }
 
-fn git(ws: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(ws)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 fn spawn_isolated(name: &str, worktree: &str) -> ferroclaw_testkit::ScriptedToolCall {
     ferroclaw_testkit::ScriptedToolCall::new(
         "spawn_teammate",
@@ -523,12 +511,7 @@ fn two_teammates_in_their_own_worktrees_write_the_same_file_without_interfering(
         vec![("alice", writes_notes("alice")), ("bob", writes_notes("bob"))],
     );
     let ws = env.ws();
-    git(ws, &["init", "-q", "-b", "main"]);
-    git(ws, &["config", "user.name", "Test"]);
-    git(ws, &["config", "user.email", "test@example.com"]);
-    std::fs::write(ws.join("README.md"), "# project\n").unwrap();
-    git(ws, &["add", "README.md"]);
-    git(ws, &["commit", "-q", "-m", "first"]);
+    ferroclaw_testkit::git::init_repo(ws, "README.md", "# project\n");
     let (code, out, err) = run(&mut env.oneshot("Split the work", &["--yes"]));
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Both wrote."), "{out}");

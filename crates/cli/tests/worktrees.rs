@@ -6,23 +6,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::{ScriptedToolCall, Turn};
 use serde_json::json;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 /// Worktree tools are offered in a git repository once a team is configured
 /// (or the project has worktrees): `[team]` in the home config.
@@ -32,12 +19,7 @@ fn want_worktrees(env: &Env) {
 
 /// Makes the workspace a repository with one commit.
 fn init_repo(ws: &Path) {
-    git(ws, &["init", "-q", "-b", "main"]);
-    git(ws, &["config", "user.name", "Test"]);
-    git(ws, &["config", "user.email", "test@example.com"]);
-    std::fs::write(ws.join("README.md"), "# project\n").unwrap();
-    git(ws, &["add", "README.md"]);
-    git(ws, &["commit", "-q", "-m", "first"]);
+    ferroclaw_testkit::git::init_repo(ws, "README.md", "# project\n");
 }
 
 fn events(ws: &Path) -> Vec<serde_json::Value> {

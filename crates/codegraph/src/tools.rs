@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use ferroclaw_tools::{Around, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, Wrapped};
 use serde_json::{Value, json};
 
 use crate::extract::SymbolKind;
@@ -112,7 +112,7 @@ pub fn register_code_tools(registry: &mut ToolRegistry, workspace: &Path, home: 
     }
     for name in EDITING_TOOLS {
         if let Some(inner) = registry.get(name).cloned() {
-            registry.register(ReindexAfterEdit { inner, shared: shared.clone() });
+            registry.register(Wrapped { inner, around: ReindexAfterEdit(shared.clone()) });
         }
     }
     true
@@ -391,33 +391,20 @@ impl Tool for CodeTool {
 /// `ferroclaw code` and the repo map see it. A failed re-index (the
 /// database busy past [`EDIT_REINDEX_WAIT`]) never fails the edit: the next
 /// code tool call finds the file by its changed time.
-pub struct ReindexAfterEdit {
-    inner: Arc<dyn Tool>,
-    shared: Arc<SharedIndex>,
-}
+pub struct ReindexAfterEdit(Arc<SharedIndex>);
 
 #[async_trait]
-impl Tool for ReindexAfterEdit {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-    fn input_schema(&self) -> Value {
-        self.inner.input_schema()
-    }
-    fn read_only(&self) -> bool {
-        self.inner.read_only()
-    }
-    fn concurrent(&self) -> bool {
-        self.inner.concurrent()
-    }
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let out = self.inner.execute(input.clone(), ctx).await?;
+impl Around for ReindexAfterEdit {
+    async fn run(
+        &self,
+        inner: &dyn Tool,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let out = inner.execute(input.clone(), ctx).await?;
         let Some(raw) = input["path"].as_str().filter(|_| !out.is_error) else { return Ok(out) };
         let path = ctx.workspace.join(raw);
-        let shared = self.shared.clone();
+        let shared = self.0.clone();
         match tokio::task::spawn_blocking(move || shared.reindex(&path)).await {
             Ok(Ok(_) | Err(Error::OutsideProject(_))) => {}
             Ok(Err(e)) => {

@@ -33,7 +33,7 @@ use crate::{Resume, Runtime, SessionOptions};
 
 mod tools;
 
-use tools::{ArcTool, SpawnTeammateTool, gate_writes};
+use tools::{SpawnTeammateTool, gate_writes};
 
 /// Default cap on teammates at once (`[team] max_teammates`).
 pub const DEFAULT_MAX_TEAMMATES: usize = 4;
@@ -146,7 +146,7 @@ impl TeamRunner {
     /// lead finds its team).
     pub fn attach_lead(self: &Arc<Self>, agent: &mut Agent) -> Result<(), TeamError> {
         for tool in lead_tools(&self.lead) {
-            agent.add_tool(ArcTool(tool));
+            agent.add_tool_arc(tool);
         }
         agent.add_tool(SpawnTeammateTool(self.clone()));
         // A lead that died after recording messages but before saving its

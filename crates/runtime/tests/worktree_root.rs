@@ -2,8 +2,6 @@
 //! folder (a git worktree) and cannot write the main checkout through
 //! `write`, `edit` or `bash`.
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use ferroclaw_core::{Config, NoOneToAsk, Outcome, Overrides};
@@ -11,21 +9,10 @@ use ferroclaw_mcp::McpHub;
 use ferroclaw_protocol::{ContentBlock, Message, ResultPart};
 use ferroclaw_runtime::{Resume, Runtime, SessionOptions};
 use ferroclaw_team::WorktreeManager;
+use ferroclaw_testkit::git::init_repo;
 use ferroclaw_testkit::{ScriptedServer, Step, Turn};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 /// The text and error flag of every tool result, in order.
 fn tool_results(messages: &[Message]) -> Vec<(String, bool)> {
@@ -58,12 +45,7 @@ async fn an_agent_rooted_in_a_worktree_cannot_write_the_main_checkout() {
     }
     let dir = outside.unwrap_or_else(|| tempfile::tempdir().unwrap());
     let main = dir.path().canonicalize().unwrap();
-    git(&main, &["init", "-q", "-b", "main"]);
-    git(&main, &["config", "user.name", "Test"]);
-    git(&main, &["config", "user.email", "test@example.com"]);
-    std::fs::write(main.join("notes.txt"), "main\n").unwrap();
-    git(&main, &["add", "notes.txt"]);
-    git(&main, &["commit", "-q", "-m", "first"]);
+    init_repo(&main, "notes.txt", "main\n");
     let tree = WorktreeManager::open(&main).create("a", None, None).unwrap().path;
     std::fs::write(main.join("AGENTS.md"), "MAIN CHECKOUT RULES").unwrap();
     std::fs::write(tree.join("AGENTS.md"), "WORKTREE RULES").unwrap();

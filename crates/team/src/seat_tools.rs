@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
+use ferroclaw_tools::{Around, Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::board::TaskBoard;
@@ -402,35 +402,24 @@ pub fn plan_approved(team: &Team, name: &str) -> bool {
 /// until the lead approves one of its plans (the constraint lives in the
 /// tool, not in the prompt).
 pub struct PlanGate {
-    pub inner: Arc<dyn Tool>,
     pub team: Team,
     pub name: String,
 }
 
 #[async_trait]
-impl Tool for PlanGate {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-    fn input_schema(&self) -> Value {
-        self.inner.input_schema()
-    }
-    fn read_only(&self) -> bool {
-        self.inner.read_only()
-    }
-    fn concurrent(&self) -> bool {
-        self.inner.concurrent()
-    }
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+impl Around for PlanGate {
+    async fn run(
+        &self,
+        inner: &dyn Tool,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         if !plan_approved(&self.team, &self.name) {
             return Err(ToolError::Refused(format!(
                 "{} is refused until the lead approves your plan: call submit_plan(plan) and wait for the plan_approval_response",
-                self.inner.name()
+                inner.name()
             )));
         }
-        self.inner.execute(input, ctx).await
+        inner.execute(input, ctx).await
     }
 }

@@ -143,6 +143,49 @@ pub trait Tool: Send + Sync {
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
 
+/// What a wrapper does around another tool's run: a check before it, a
+/// record after it. [`Wrapped`] keeps the inner tool's name, description,
+/// schema and flags, so the model sees the same tool.
+#[async_trait]
+pub trait Around: Send + Sync {
+    /// Runs `inner` (or refuses to) with `input`.
+    async fn run(
+        &self,
+        inner: &dyn Tool,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError>;
+}
+
+/// `inner` run through `around` (a plan gate, a re-index after edits, a
+/// call log).
+pub struct Wrapped<A> {
+    pub inner: std::sync::Arc<dyn Tool>,
+    pub around: A,
+}
+
+#[async_trait]
+impl<A: Around> Tool for Wrapped<A> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn input_schema(&self) -> Value {
+        self.inner.input_schema()
+    }
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
+    }
+    fn concurrent(&self) -> bool {
+        self.inner.concurrent()
+    }
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.around.run(self.inner.as_ref(), input, ctx).await
+    }
+}
+
 /// What a tool gets besides its arguments.
 #[derive(Debug, Clone)]
 pub struct ToolContext {

@@ -191,6 +191,11 @@ impl Agent {
         self.tools.register(tool);
     }
 
+    /// Adds a tool shared with other agents.
+    pub fn add_tool_arc(&mut self, tool: std::sync::Arc<dyn Tool>) {
+        self.tools.register_arc(tool);
+    }
+
     /// Replaces the tools with `f` of them (the CLI wraps each to log its calls).
     pub fn map_tools(&mut self, f: impl FnOnce(&ToolRegistry) -> ToolRegistry) {
         self.tools = f(&self.tools);

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferroclaw_team::{PlanGate, TEAM_TOOL_NAMES, Team};
-use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, Wrapped};
 use serde_json::{Value, json};
 
 use super::{TeamRunner, TeammateSpec};
@@ -17,39 +17,13 @@ pub(super) fn gate_writes(tools: &ToolRegistry, team: &Team, name: &str) -> Tool
         if tool.read_only() || TEAM_TOOL_NAMES.contains(&tool_name) {
             gated.register_arc(tool.clone());
         } else {
-            gated.register(PlanGate {
+            gated.register(Wrapped {
                 inner: tool.clone(),
-                team: team.clone(),
-                name: name.to_string(),
+                around: PlanGate { team: team.clone(), name: name.to_string() },
             });
         }
     }
     gated
-}
-
-/// An `Arc<dyn Tool>` as a tool (for `Agent::add_tool`).
-pub(super) struct ArcTool(pub(super) Arc<dyn Tool>);
-
-#[async_trait]
-impl Tool for ArcTool {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-    fn description(&self) -> &str {
-        self.0.description()
-    }
-    fn input_schema(&self) -> Value {
-        self.0.input_schema()
-    }
-    fn read_only(&self) -> bool {
-        self.0.read_only()
-    }
-    fn concurrent(&self) -> bool {
-        self.0.concurrent()
-    }
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        self.0.execute(input, ctx).await
-    }
 }
 
 /// `spawn_teammate(name, role, prompt, agent_type?, plan_required?)`.

@@ -1,34 +1,15 @@
 //! The manager against real git in temp folders.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use super::*;
-
-/// Runs git in `dir` without the user's or system's config.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use ferroclaw_testkit::git::{git, init_repo};
 
 /// A repository with one commit holding `notes.txt`.
 fn repo() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["config", "user.name", "Test"]);
-    git(&root, &["config", "user.email", "test@example.com"]);
-    std::fs::write(root.join("notes.txt"), "main\n").unwrap();
-    git(&root, &["add", "notes.txt"]);
-    git(&root, &["commit", "-q", "-m", "first"]);
+    init_repo(&root, "notes.txt", "main\n");
     (dir, root)
 }
 
