@@ -62,7 +62,9 @@ pub fn task_line(task: &Task, open_blockers: &[u64]) -> String {
 /// status and unread messages, and the requests still pending.
 pub fn render_team(team: &crate::Team) -> Result<String, crate::TeamError> {
     let Some(config) = team.load()? else {
-        return Ok("No team in this workspace (the lead's spawn_teammate starts one).".to_string());
+        return Ok("No team in this workspace. With a [team] section in the config \
+                   (~/.ferroclaw/config.toml or .agent/config.toml) the lead gets spawn_teammate."
+            .to_string());
     };
     let unread = |name: &str| {
         crate::InboxReader::open(&team.inbox_dir(), name).peek().map_or(0, |b| b.messages.len())
