@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ferroclaw_llm::{ChatRequest, LlmError, Provider};
 use ferroclaw_local::{LocalOptions, LocalProvider, ToolChoice};
-use ferroclaw_protocol::{Message, ProviderEvent, StopReason, ToolSpec, Usage};
+use ferroclaw_protocol::{Message, ProviderEvent, StopReason, ToolCall, ToolSpec, Usage};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -56,6 +56,17 @@ async fn answer(provider: &LocalProvider, request: ChatRequest) -> Vec<ProviderE
         }
     }
     out
+}
+
+/// The tool calls among `events`, each with its argument parse error.
+fn tool_calls(events: &[ProviderEvent]) -> Vec<(&ToolCall, &Option<String>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ProviderEvent::ToolCall { call, parse_error } => Some((call, parse_error)),
+            _ => None,
+        })
+        .collect()
 }
 
 fn text_of(events: &[ProviderEvent]) -> String {
@@ -183,13 +194,7 @@ async fn a_tool_call_names_a_real_tool_with_schema_valid_arguments() {
             request(vec![Message::user("What will the weather be in Paris this week?")], 120);
         r.tools = vec![list_tool(), weather_tool()];
         let events = answer(&provider, r).await;
-        let calls: Vec<_> = events
-            .iter()
-            .filter_map(|e| match e {
-                ProviderEvent::ToolCall { call, parse_error } => Some((call, parse_error)),
-                _ => None,
-            })
-            .collect();
+        let calls = tool_calls(&events);
         assert!(!calls.is_empty(), "seed {seed}: {events:?}");
         for (call, parse_error) in calls {
             assert_eq!(parse_error, &None, "seed {seed}: {call:?}");
@@ -242,13 +247,7 @@ async fn a_first_answer_that_makes_up_a_result_is_redone_as_a_real_call() {
     assert!(!called, "SmolLM2 alone called a tool: {events:?}");
     let provider = LocalProvider::open(&path, &options(ToolChoice::Auto)).unwrap();
     let events = answer(&provider, readme_request()).await;
-    let calls: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            ProviderEvent::ToolCall { call, parse_error } => Some((call, parse_error)),
-            _ => None,
-        })
-        .collect();
+    let calls = tool_calls(&events);
     assert!(!calls.is_empty(), "{events:?}");
     assert!(calls.iter().all(|(_, err)| err.is_none()), "{calls:?}");
     assert!(!text_of(&events).contains("tool_response"), "{events:?}");
