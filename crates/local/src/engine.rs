@@ -533,11 +533,7 @@ impl Session<'_> {
         if request.tools.is_empty() {
             return Ok((build(None)?, None));
         }
-        let (gbnf, loose) = grammar::tool_call_grammar(&request.tools)
-            .map_err(|e| stream_error(format!("cannot build the tool-call grammar: {e}")))?;
-        for l in loose {
-            tracing::warn!("local: tool {} arguments not constrained: {}", l.name, l.reason);
-        }
+        let gbnf = grammar::tool_call_grammar(&request.tools);
         let first = awaits_first_answer(request);
         let lazy = build(Some((&gbnf, GrammarMode::Lazy)))?;
         Ok(match options.tool_choice {
@@ -547,9 +543,7 @@ impl Session<'_> {
                 if look.is_empty() {
                     (lazy, None)
                 } else {
-                    let (gbnf, _) = grammar::tool_call_grammar(&look).map_err(|e| {
-                        stream_error(format!("cannot build the tool-call grammar: {e}"))
-                    })?;
+                    let gbnf = grammar::tool_call_grammar(&look);
                     (lazy, Some(build(Some((&gbnf, GrammarMode::Forced)))?))
                 }
             }

@@ -1,138 +1,127 @@
 //! The grammar that makes a small model's tool calls valid: once the model
 //! writes `<tool_call>`, every following token must continue a JSON object
 //! naming one of the offered tools with arguments valid under that tool's
-//! schema, then `</tool_call>`. Built with llama.cpp's JSON-schema-to-GBNF
-//! converter from the union of the tools' schemas; used as a lazy grammar,
-//! so text before the trigger is free.
+//! schema, then `</tool_call>`. Each tool's schema is converted by
+//! [`crate::json_gbnf`]; used as a lazy grammar, so text before the
+//! trigger is free.
 
 use ferroclaw_protocol::ToolSpec;
-use serde_json::Value;
 
+use crate::json_gbnf::{Grammar, gbnf_literal, json_literal, rule_name};
 use crate::toolcall::{CALL_CLOSE, CALL_OPEN};
 
-/// Name of the rule the converter's output is renamed to.
-const CALL_RULE: &str = "tool-call-json";
-
-/// A tool schema the converter could not take; that tool's arguments are
-/// then only required to be a JSON object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LooseTool {
-    pub name: String,
-    pub reason: String,
+/// The grammar (start rule `root`) of one or more calls to `tools`, each in
+/// the call tags, separated by newlines, and nothing after them. A call is
+/// `{"name": NAME, "arguments": ARGS}`, name first as models are trained.
+pub fn tool_call_grammar(tools: &[ToolSpec]) -> String {
+    let mut g = Grammar::default();
+    let mut calls = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let base = format!("call-{}", rule_name(&tool.name));
+        // Arguments are an object whatever the schema says.
+        let args = match g.value(&tool.input_schema, &format!("{base}-args")) {
+            any if any == "value" => "any-object".to_string(),
+            args => args,
+        };
+        let name = json_literal(&serde_json::Value::String(tool.name.clone()));
+        let body = format!(
+            r#""{{" space "\"name\"" space ":" space {name} space "," space "\"arguments\"" space ":" space {args} "}}" space"#
+        );
+        calls.push(g.define(&base, &body));
+    }
+    g.define("tool-call", &calls.join(" | "));
+    let (open, close) = (gbnf_literal(CALL_OPEN), gbnf_literal(CALL_CLOSE));
+    g.define("tool-call-block", &format!(r#"{open} "\n"? tool-call "\n"? {close}"#));
+    g.define("root", r#"tool-call-block ("\n" tool-call-block)*"#);
+    g.finish()
 }
 
-/// The JSON schema of one call, written by hand so that `name` comes before
-/// `arguments` (the converter keeps the order of `properties`, and models are
-/// trained on name-first).
-pub fn call_schema(name: &str, arguments: &Value) -> String {
-    let name = Value::String(name.to_string());
-    format!(
-        r#"{{"type":"object","properties":{{"name":{{"const":{name}}},"arguments":{arguments}}},"required":["name","arguments"],"additionalProperties":false}}"#
-    )
-}
-
-/// The union of the calls' schemas; `loose` tools get `{"type":"object"}` arguments.
-pub fn union_schema(tools: &[ToolSpec], loose: &[LooseTool]) -> String {
-    let any_object = serde_json::json!({"type": "object"});
-    let alternatives: Vec<String> = tools
-        .iter()
-        .map(|t| {
-            let args =
-                if loose.iter().any(|l| l.name == t.name) { &any_object } else { &t.input_schema };
-            call_schema(&t.name, args)
-        })
-        .collect();
-    format!(r#"{{"oneOf":[{}]}}"#, alternatives.join(","))
-}
-
-/// Wraps the converter's grammar (whose start rule is `root`) in the call
-/// tags: one or more calls, separated by newlines, and nothing after them.
-pub fn wrap_in_tags(converted: &str) -> String {
-    let mut out = String::with_capacity(converted.len() + 200);
-    for line in converted.lines() {
-        match line.strip_prefix("root ::=") {
-            Some(body) => {
-                out.push_str(CALL_RULE);
-                out.push_str(" ::=");
-                out.push_str(body);
-            }
-            None => out.push_str(line),
+/// `text` as a regular expression matching itself: llama.cpp builds a
+/// `std::regex` from each trigger pattern and, without the `common`
+/// helpers' exception shim, an invalid one aborts the process. The
+/// characters escaped are ECMAScript's syntax characters, as llama.cpp's
+/// own `regex_escape` does.
+pub fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for c in text.chars() {
+        if ".^$|()*+?[]{}\\".contains(c) {
+            out.push('\\');
         }
-        out.push('\n');
+        out.push(c);
     }
-    let open = gbnf_literal(CALL_OPEN);
-    let close = gbnf_literal(CALL_CLOSE);
-    out.push_str(&format!(
-        "tool-call-block ::= {open} \"\\n\"? {CALL_RULE} \"\\n\"? {close}\n\
-         root ::= tool-call-block (\"\\n\" tool-call-block)*\n"
-    ));
     out
-}
-
-/// A GBNF string literal.
-fn gbnf_literal(text: &str) -> String {
-    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
-/// The grammar for `tools`, and the tools whose schemas had to be loosened.
-#[cfg(feature = "engine")]
-pub fn tool_call_grammar(tools: &[ToolSpec]) -> Result<(String, Vec<LooseTool>), String> {
-    let convert =
-        |schema: &str| llama_cpp_2::json_schema_to_grammar(schema).map_err(|e| e.to_string());
-    if let Ok(g) = convert(&union_schema(tools, &[])) {
-        return Ok((wrap_in_tags(&g), Vec::new()));
-    }
-    // Find the schemas the converter rejects, one by one.
-    let loose: Vec<LooseTool> = tools
-        .iter()
-        .filter_map(|t| {
-            convert(&call_schema(&t.name, &t.input_schema))
-                .err()
-                .map(|reason| LooseTool { name: t.name.clone(), reason })
-        })
-        .collect();
-    let g = convert(&union_schema(tools, &loose))?;
-    Ok((wrap_in_tags(&g), loose))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::gbnf_match::Gbnf;
+    use serde_json::{Value, json};
 
     fn tool(name: &str, schema: Value) -> ToolSpec {
         ToolSpec { name: name.into(), description: String::new(), input_schema: schema }
     }
 
-    #[test]
-    fn the_call_schema_puts_name_before_arguments_and_forbids_extras() {
-        let s = call_schema("ls", &json!({"type": "object"}));
-        let name_at = s.find("\"name\"").unwrap();
-        let args_at = s.find("\"arguments\"").unwrap();
-        assert!(name_at < args_at, "{s}");
-        let v: Value = serde_json::from_str(&s).unwrap();
-        assert_eq!(v["properties"]["name"]["const"], "ls");
-        assert_eq!(v["additionalProperties"], false);
+    fn tools() -> Vec<ToolSpec> {
+        vec![
+            tool(
+                "read_file",
+                json!({"type": "object", "properties": {"path": {"type": "string"}},
+                       "required": ["path"], "additionalProperties": false}),
+            ),
+            tool("anything", json!({"weird": true})),
+        ]
     }
 
     #[test]
-    fn a_loose_tool_keeps_its_name_but_takes_any_object() {
-        let tools = [
-            tool("a", json!({"type": "object", "properties": {"x": {"type": "string"}}})),
-            tool("b", json!({"weird": true})),
-        ];
-        let loose = [LooseTool { name: "b".into(), reason: "r".into() }];
-        let v: Value = serde_json::from_str(&union_schema(&tools, &loose)).unwrap();
-        assert_eq!(v["oneOf"][0]["properties"]["arguments"]["properties"]["x"]["type"], "string");
-        assert_eq!(v["oneOf"][1]["properties"]["name"]["const"], "b");
-        assert_eq!(v["oneOf"][1]["properties"]["arguments"], json!({"type": "object"}));
-    }
-
-    #[test]
-    fn the_wrapped_grammar_starts_with_the_tag_and_renames_the_converters_root() {
-        let g = wrap_in_tags("root ::= \"{\" space \"}\"\nspace ::= \" \"?\n");
-        assert!(g.contains("tool-call-json ::= \"{\" space \"}\""), "{g}");
-        assert!(g.contains("tool-call-block ::= \"<tool_call>\""), "{g}");
+    fn a_call_names_a_tool_first_then_its_arguments() {
+        let g = tool_call_grammar(&tools());
+        assert!(
+            g.contains(r#"call-read-file ::= "{" space "\"name\"" space ":" space "\"read_file\"" space "," space "\"arguments\"" space ":" space call-read-file-args "}" space"#),
+            "{g}"
+        );
+        assert!(g.contains("tool-call ::= call-read-file | call-anything"), "{g}");
         assert_eq!(g.matches("root ::=").count(), 1, "{g}");
+    }
+
+    #[test]
+    fn calls_in_tags_match_and_anything_else_does_not() {
+        let g = Gbnf::parse(&tool_call_grammar(&tools())).unwrap();
+        assert!(g.matches(
+            r#"<tool_call>{"name": "read_file", "arguments": {"path": "a.txt"}}</tool_call>"#
+        ));
+        assert!(g.matches(
+            "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n</tool_call>\n\
+             <tool_call>{\"name\": \"anything\", \"arguments\": {\"x\": [1, null]}}</tool_call>"
+        ));
+        for wrong in [
+            r#"<tool_call>{"name": "write_file", "arguments": {"path": "a"}}</tool_call>"#,
+            r#"<tool_call>{"arguments": {"path": "a"}, "name": "read_file"}</tool_call>"#,
+            r#"<tool_call>{"name": "read_file", "arguments": {}}</tool_call>"#,
+            r#"<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call> done"#,
+            r#"{"name": "read_file", "arguments": {"path": "a"}}"#,
+            r#"<tool_call>{"name": "anything", "arguments": [1]}</tool_call>"#,
+        ] {
+            assert!(!g.matches(wrong), "matched: {wrong}");
+        }
+    }
+
+    #[test]
+    fn tool_names_are_escaped_and_rule_names_stay_distinct() {
+        let tools = [tool("a.b", json!({})), tool("a-b", json!({})), tool("q\"x", json!({}))];
+        let g = Gbnf::parse(&tool_call_grammar(&tools)).unwrap();
+        for name in ["a.b", "a-b", "q\\\"x"] {
+            let call = format!(r#"<tool_call>{{"name": "{name}", "arguments": {{}}}}</tool_call>"#);
+            assert!(g.matches(&call), "{call}");
+        }
+    }
+
+    #[test]
+    fn trigger_text_is_escaped_so_it_matches_itself_only() {
+        assert_eq!(regex_escape("<tool_call>"), "<tool_call>");
+        assert_eq!(
+            regex_escape("a.b*[c](d)|{e}^$\\?+"),
+            "a\\.b\\*\\[c\\]\\(d\\)\\|\\{e\\}\\^\\$\\\\\\?\\+"
+        );
     }
 }

@@ -56,7 +56,10 @@ mod chat;
 pub mod download;
 #[cfg(feature = "engine")]
 mod engine;
+#[cfg(test)]
+mod gbnf_match;
 pub mod grammar;
+pub mod json_gbnf;
 pub mod kvcache;
 mod options;
 #[cfg(feature = "engine")]

@@ -12,6 +12,7 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
+use crate::grammar::regex_escape;
 use crate::toolcall::CALL_OPEN;
 
 /// Sampling: top-k and top-p as in llama.cpp's defaults.
@@ -57,9 +58,15 @@ impl Sampling {
             Some((gbnf, GrammarMode::Forced)) => Some(LlamaSampler::grammar(model, gbnf, "root")),
             Some((gbnf, GrammarMode::Lazy)) => Some(match call_open_token(model) {
                 Some(token) => {
-                    LlamaSampler::grammar_lazy(model, gbnf, "root", [] as [&str; 0], &[token])
+                    LlamaSampler::grammar_lazy_patterns(model, gbnf, "root", &[], &[token])
                 }
-                None => LlamaSampler::grammar_lazy(model, gbnf, "root", [CALL_OPEN], &[]),
+                None => LlamaSampler::grammar_lazy_patterns(
+                    model,
+                    gbnf,
+                    "root",
+                    &[regex_escape(CALL_OPEN)],
+                    &[],
+                ),
             }),
         }
         .transpose()

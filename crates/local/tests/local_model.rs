@@ -215,6 +215,70 @@ async fn a_tool_call_names_a_real_tool_with_schema_valid_arguments() {
     }
 }
 
+/// A tool whose schema uses every construct the JSON-schema-to-GBNF
+/// converter knows.
+fn every_construct_tool() -> ToolSpec {
+    let step = json!({
+        "type": "object",
+        "properties": {"what": {"type": "string"}, "minutes": {"type": "integer"}},
+        "required": ["what"],
+        "additionalProperties": false
+    });
+    ToolSpec {
+        name: "plan_task".into(),
+        description: "Plan a task".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "title": {"type": "string"},
+                "priority": {"enum": ["low", "high"]},
+                "weight": {"type": "number"},
+                "done": {"type": "boolean"},
+                "note": {"type": ["string", "null"]},
+                "owner": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "kind": {"const": "task"},
+                "steps": {"type": "array", "minItems": 1, "items": step},
+                "tags": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "anything": {}
+            },
+            "required": ["title", "priority", "weight", "done", "note", "owner", "kind", "steps"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The grammar comes from ferroclaw's own converter (llama.cpp's `common`
+/// helpers are not built): llama.cpp takes it for every construct, and the
+/// calls made under it are valid under the schema.
+#[tokio::test]
+async fn calls_under_the_converted_grammar_are_valid_for_every_schema_construct() {
+    let Some(path) = model_path() else { return };
+    let _serial = SERIAL.lock().await;
+    let tool = every_construct_tool();
+    let validator = jsonschema::validator_for(&tool.input_schema).unwrap();
+    let mut made = 0;
+    for seed in [1, 2, 3] {
+        let provider = LocalProvider::open(
+            &path,
+            &LocalOptions { seed: Some(seed), ..options(ToolChoice::First) },
+        )
+        .unwrap();
+        let mut r = request(vec![Message::user("Plan painting the kitchen.")], 300);
+        r.tools = vec![tool.clone()];
+        // A stream error here would be llama.cpp refusing the grammar.
+        let events = answer(&provider, r).await;
+        for (call, parse_error) in tool_calls(&events) {
+            assert_eq!(parse_error, &None, "seed {seed}: {call:?}");
+            assert_eq!(call.name, "plan_task");
+            let problems: Vec<String> =
+                validator.iter_errors(&call.input).map(|e| e.to_string()).collect();
+            assert!(problems.is_empty(), "seed {seed}: {} {problems:?}", call.input);
+            made += 1;
+        }
+    }
+    assert!(made > 0, "no call finished within 300 tokens in three tries");
+}
+
 /// The README's first request as ferroclaw's lean profile sends it (its
 /// identity, `list_dir` with its worked example), the model free to choose:
 /// SmolLM2 on its own makes up a `<tool_response>`; the engine redoes that
