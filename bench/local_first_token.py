@@ -6,9 +6,10 @@ restoring the saved prefix (warm).
     bench/local_first_token.py BINARY MODEL.gguf [RUNS] [PROMPT]
 
 BINARY is a built ferroclaw (e.g. target/fast/ferroclaw, what scripts/run
-builds). Each run happens in a fresh folder holding three small files, with a
-throwaway FERROCLAW_HOME whose models/ links MODEL; the prompt-state cache
-there persists across the runs. Prints, per run: the engine's own figures
+builds). Every run happens in the same throwaway folder (the prompt names
+the folder, so the saved prefix is per folder), its three small files written
+afresh, with a throwaway FERROCLAW_HOME whose models/ links MODEL; the
+prompt-state cache there persists across the runs. Prints, per run: the engine's own figures
 from its log (prompt tokens, reused/restored, first token after admission),
 the time from process start to the first byte on stdout, and the whole run.
 In the default `auto` tool choice a first answer is held back for its first
@@ -31,12 +32,14 @@ def main():
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 4
     prompt = sys.argv[4] if len(sys.argv) > 4 else "List the files in this folder."
     home = tempfile.mkdtemp(prefix="ferroclaw-first-token-")
+    work = tempfile.mkdtemp(prefix="ferroclaw-first-token-work-")
     try:
         os.makedirs(f"{home}/models")
         os.symlink(model, f"{home}/models/bench.gguf")
         print(f"load: {open('/proc/loadavg').read().split()[:3]}")
         for run in range(runs):
-            work = tempfile.mkdtemp(prefix="ferroclaw-first-token-work-")
+            shutil.rmtree(work, ignore_errors=True)
+            os.makedirs(work)
             for name, text in [("notes.txt", "buy milk\n"), ("plan.md", "# Plan\n"), ("a.py", "print(1)\n")]:
                 with open(f"{work}/{name}", "w") as f:
                     f.write(text)
@@ -52,7 +55,6 @@ def main():
             first_at = time.monotonic() - started
             rest, err = p.communicate()
             total = time.monotonic() - started
-            shutil.rmtree(work, ignore_errors=True)
             log = err.decode(errors="replace")
             engine = re.findall(r"local: prompt (\d+) tokens \((\d+) reused.*?first token after (\d+) ms", log)
             restored = re.findall(r"restored (\d+) prompt tokens", log)
@@ -73,6 +75,7 @@ def main():
         print(f"load: {open('/proc/loadavg').read().split()[:3]}")
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
