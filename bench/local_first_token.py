@@ -49,7 +49,7 @@ def main():
             started = time.monotonic()
             p = subprocess.Popen(
                 [binary, "--model", "local/bench", "--yes", "-p", prompt],
-                cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
             )
             first = p.stdout.read(1)
             first_at = time.monotonic() - started
