@@ -6,10 +6,13 @@
 //! every inbound message against the channel's `dm_policy` and allow-list
 //! before it reaches a model) and does not run agents.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{MessageBus, OutboundMessage};
+use crate::gateway::Shared;
 
 /// Why a channel could not start or deliver.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +44,11 @@ pub trait Channel: Send + Sync {
     /// an error means the channel could not run at all.
     async fn start(&self, bus: MessageBus, shutdown: CancellationToken)
     -> Result<(), ChannelError>;
+
+    /// Called once before `start` with the running gateway's state, for
+    /// channels that show more than chats (the web app's sessions, cron
+    /// and pairing views). Most channels need nothing from it.
+    fn attach(&self, _gateway: &Arc<Shared>) {}
 
     /// Delivers one message to `message.chat_id`, splitting or converting it
     /// as the platform requires.

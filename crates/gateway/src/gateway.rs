@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use ferroclaw_core::{Approval, Approver};
 use ferroclaw_protocol::ToolCall;
 use ferroclaw_runtime::Runtime;
+use ferroclaw_tools::{JobManager, JobSummary};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -27,7 +28,7 @@ use crate::config::{ChannelSettings, GatewaySettings};
 use crate::cron::CronStore;
 use crate::outbox::Outbox;
 use crate::pairing::{Admission, PairingStore};
-use crate::sessions::{SessionKey, SessionNames};
+use crate::sessions::{SessionKey, SessionNames, SessionTitles};
 use crate::status::{ChannelStatus, GatewayStatus, StatusFile};
 use crate::web::{Rate, RateLimiter};
 use crate::worker::{self, Delivery, Work};
@@ -63,11 +64,15 @@ type WorkQueue = mpsc::Sender<Box<Work>>;
 /// What the gateway's tasks share.
 pub struct Shared {
     pub settings: GatewaySettings,
+    /// `$FERROCLAW_HOME`.
+    pub home: PathBuf,
     /// Opens every chat's agent.
     pub runtime: Arc<Runtime>,
     pub approver: Arc<dyn Approver>,
     pub outbox: Outbox,
     pub names: SessionNames,
+    /// Names given to conversations in the web app.
+    pub titles: SessionTitles,
     pub cron: CronStore,
     pub pairing: PairingStore,
     /// Permits for turns running at once.
@@ -83,6 +88,8 @@ pub struct Shared {
     last_chat: Mutex<Option<SessionKey>>,
     /// Messages by `CHANNEL:SENDER`.
     per_sender: RateLimiter,
+    /// The background jobs of every chat with an agent in memory.
+    jobs: Mutex<HashMap<SessionKey, JobManager>>,
 }
 
 impl Shared {
@@ -135,6 +142,33 @@ impl Shared {
     pub(crate) fn turn_finished(&self) {
         self.turns_running.fetch_sub(1, Ordering::Relaxed);
         self.turns_done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The channels the gateway runs, with their settings, by name.
+    pub fn channel_settings(&self) -> Vec<ChannelSettings> {
+        let mut out: Vec<ChannelSettings> = self.channels.values().cloned().collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// Turns running now and turns finished since start.
+    pub fn turn_counts(&self) -> (usize, u64) {
+        (self.turns_running.load(Ordering::Relaxed), self.turns_done.load(Ordering::Relaxed))
+    }
+
+    /// Lists `key`'s background jobs for [`Shared::jobs_of`] while its agent is open.
+    pub(crate) fn watch_jobs(&self, key: &SessionKey, jobs: JobManager) {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone(), jobs);
+    }
+
+    pub(crate) fn forget_jobs(&self, key: &SessionKey) {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).remove(key);
+    }
+
+    /// The background jobs `key`'s agent started (none when it is not open).
+    pub fn jobs_of(&self, key: &SessionKey) -> Vec<JobSummary> {
+        let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        jobs.get(key).map(JobManager::jobs).unwrap_or_default()
     }
 
     /// The chat that spoke last.
@@ -281,6 +315,7 @@ impl Gateway {
             approver: self.approver,
             outbox,
             names: SessionNames::load(&self.home),
+            titles: SessionTitles::load(&self.home),
             cron: CronStore::new(&self.home),
             pairing: PairingStore::new(&self.home),
             turns: Semaphore::new(self.settings.max_concurrent_turns),
@@ -296,6 +331,8 @@ impl Gateway {
             turns_running: AtomicUsize::new(0),
             last_chat: Mutex::new(None),
             per_sender: RateLimiter::new(self.settings.messages_per_minute),
+            jobs: Mutex::new(HashMap::new()),
+            home: self.home.clone(),
             settings: self.settings,
         });
         let mut inbound = self.bus.subscribe(ANY_CHANNEL);
@@ -305,6 +342,9 @@ impl Gateway {
             self.channels.iter().map(|(c, _)| c.name().to_string()).collect();
         let channel_stop = CancellationToken::new();
         let channel_tasks = TaskTracker::new();
+        for (channel, _) in &self.channels {
+            channel.attach(&shared);
+        }
         for (channel, _) in &self.channels {
             let (channel, bus, stop) = (channel.clone(), self.bus.clone(), channel_stop.clone());
             channel_tasks.spawn(async move {

@@ -99,6 +99,7 @@ pub async fn run(
             }
         }
     }
+    shared.forget_jobs(&key);
     if let Some(mut agent) = agent {
         Box::pin(agent.finish()).await;
     }
@@ -173,8 +174,10 @@ async fn turn(
         }
     });
     let input = Message::user(work.message.content.clone());
-    // Turns in flight finish even when the gateway is asked to stop.
-    let report = agent.run(input, &tx, &CancellationToken::new()).await;
+    // Turns in flight finish even when the gateway is asked to stop; only
+    // the sender's own stop (the web chat's button) cancels one.
+    let cancel = work.message.cancel.clone().unwrap_or_default();
+    let report = agent.run(input, &tx, &cancel).await;
     drop(tx);
     // Every event reaches the tap before the answer is delivered (by the caller).
     let _ = forward.await;
@@ -227,6 +230,9 @@ async fn open<'a>(
         })?
         .agent;
         tracing::info!(session = %id, chat = %key.address(), "agent opened");
+        if let Some(jobs) = opened.jobs() {
+            shared.watch_jobs(key, jobs.clone());
+        }
         *agent = Some(opened);
     }
     agent.as_mut().ok_or_else(|| "no agent".to_string())

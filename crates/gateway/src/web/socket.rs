@@ -1,7 +1,11 @@
 //! The web chat's WebSocket: JSON frames both ways.
 //!
-//! Client to server: `{"type": "message", "content": "..."}`.
-//! Server to client: `{"type": "ready", "chat": ID}`; `{"type": "event",
+//! Client to server: `{"type": "message", "content": "...", "images": [...]}`;
+//! `{"type": "stop"}` cancels the turns this page asked for (the one running
+//! and any waiting).
+//! Server to client: `{"type": "ready", "chat": ID, "session": ID}` (the
+//! conversation the page continues; its history is at `/api/sessions/ID`);
+//! `{"type": "event",
 //! "event": AgentEvent}` while the answer is written (text deltas, tool
 //! calls); `{"type": "reply", "content", "reply_to"}` with the final answer;
 //! `{"type": "message", "content"}` for messages the agent sends on its own;
@@ -18,11 +22,13 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::limits::{MAX_WS_FRAME_BYTES, MAX_WS_MESSAGE_BYTES, Rate, WS_IDLE_TIMEOUT};
 use super::queue::{OutQueue, out_queue};
 use super::{App, OWNER, WebState};
 use crate::bus::{EventTap, InboundMessage};
+use crate::sessions::SessionKey;
 
 /// Longest chat id a page may ask for.
 const MAX_CHAT_CHARS: usize = 64;
@@ -71,14 +77,7 @@ pub(super) async fn upgrade(
         return (StatusCode::SERVICE_UNAVAILABLE, why).into_response();
     }
     let open = OpenSocket(app.web.clone());
-    let chat = query
-        .chat
-        .filter(|c| {
-            !c.is_empty()
-                && c.len() <= MAX_CHAT_CHARS
-                && c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
-        })
-        .unwrap_or_else(|| "default".into());
+    let chat = query.chat.filter(|c| valid_chat(c)).unwrap_or_else(|| "default".into());
     let address = peer.ip().to_string();
     ws.max_message_size(MAX_WS_MESSAGE_BYTES).max_frame_size(MAX_WS_FRAME_BYTES).on_upgrade(
         move |socket| async move {
@@ -86,6 +85,13 @@ pub(super) async fn upgrade(
             drop(open);
         },
     )
+}
+
+/// True for a chat id a page may use: 1-64 letters, digits, `-` or `_`.
+pub(super) fn valid_chat(chat: &str) -> bool {
+    !chat.is_empty()
+        && chat.len() <= MAX_CHAT_CHARS
+        && chat.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
 }
 
 async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
@@ -108,7 +114,10 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             }
         }
     });
-    send(&out, json!({"type": "ready", "chat": chat}));
+    let session = app.web.gateway.get().map(|gw| gw.names.current(&SessionKey::new("web", &chat)));
+    send(&out, json!({"type": "ready", "chat": chat, "session": session}));
+    // Cancels every turn this page asked for; replaced after each stop.
+    let mut stop = CancellationToken::new();
     loop {
         // A page that says nothing for WS_IDLE_TIMEOUT is dropped (it
         // reconnects when used), and so is one that stopped reading.
@@ -125,12 +134,17 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             Frame::Close(_) => break,
             _ => continue,
         };
-        let content = match serde_json::from_str::<Value>(&text) {
-            Ok(v) if v["type"] == "message" => {
-                v["content"].as_str().unwrap_or_default().to_string()
+        let frame = serde_json::from_str::<Value>(&text).unwrap_or_default();
+        let content = match frame["type"].as_str() {
+            Some("message") => frame["content"].as_str().unwrap_or_default().to_string(),
+            Some("stop") => {
+                stop.cancel();
+                stop = CancellationToken::new();
+                continue;
             }
             _ => {
-                let expected = "expected {\"type\":\"message\",\"content\":...}";
+                let expected =
+                    "expected {\"type\":\"message\",\"content\":...} or {\"type\":\"stop\"}";
                 send(&out, json!({"type": "error", "message": expected}));
                 continue;
             }
@@ -149,7 +163,9 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         let tap = EventTap::new(move |event| {
             send(&events_to, json!({"type": "event", "event": event}));
         });
-        let message = InboundMessage::new("web", OWNER, chat.clone(), content).with_tap(tap);
+        let message = InboundMessage::new("web", OWNER, chat.clone(), content)
+            .with_tap(tap)
+            .with_cancel(stop.child_token());
         if let Err(e) = app.bus.publish(message) {
             send(&out, json!({"type": "error", "message": e.to_string()}));
         }
