@@ -99,8 +99,20 @@ fn sigterm_mid_turn_finishes_the_turn_delivers_and_persists_the_answer() {
     assert!(log.contains("gateway stopped"), "{log}");
 }
 
+/// The answer the scripted model streams in the browser test: Markdown with
+/// a code block, and HTML that must not run.
+const MARKDOWN_ANSWER: &str = "Found **one** file. Here is the code:\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n<img src=x onerror=\"window.pwned = 1\"><script>window.pwned = 2</script>\n\n- done";
+
+/// Where a browser test saves its screenshots for review.
+fn screenshots_dir() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("screenshots")
+}
+
 #[test]
-fn the_web_chat_page_streams_the_answer_in_headless_chromium() {
+fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_chromium() {
     let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
@@ -109,13 +121,164 @@ fn the_web_chat_page_streams_the_answer_in_headless_chromium() {
     };
     let env = Env::new(
         Wire::OpenAi,
-        vec![Turn::text("Hello from the scripted model, streamed in pieces.").into()],
+        vec![
+            Turn::tool("glob", serde_json::json!({"pattern": "*.txt"})).into(),
+            Turn::text(MARKDOWN_ANSWER).into(),
+            Turn::text("Second answer.").into(),
+        ],
     );
+    // The gateway's agents work in `$FERROCLAW_HOME/workspace`.
+    std::fs::create_dir_all(env.home.path().join("workspace")).unwrap();
+    std::fs::write(env.home.path().join("workspace/notes.txt"), "a note").unwrap();
+    // A stranger waiting on Telegram for the owner's approval.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let now_ms = now.as_millis() as u64;
+    let pending = serde_json::json!({"approved": [], "pending": [{"code": "K7PX3QMA", "sender": "4242",
+        "chat_id": "4242", "name": "Alice", "created_at_ms": now_ms, "expires_at_ms": now_ms + 3_600_000}]});
+    std::fs::create_dir_all(env.home.path().join("pairing")).unwrap();
+    std::fs::write(env.home.path().join("pairing/telegram.json"), pending.to_string()).unwrap();
     let gw = Gateway::start(&env, "");
-    let url = format!("{}/#token={TOKEN}", gw.url());
-    let found = gateway_support::browser::type_and_read_answer(chromium, &url, "hi there");
-    assert!(found.answer.contains("Hello from the scripted model"), "{found:?}");
-    assert!(found.deltas > 1, "the answer was streamed: {found:?}");
-    assert!(found.user_shown, "{found:?}");
-    wait_for(30, "the session file", || !env.session_files().is_empty());
+    let shots = screenshots_dir();
+    let mut b = gateway_support::browser::Browser::launch(chromium);
+    b.viewport(1280, 800, false);
+    b.navigate(&format!("{}/#token={TOKEN}", gw.url()));
+    b.wait_for("the socket", "document.getElementById('state').textContent === 'connected'");
+    let weight = b.eval(
+        "performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))\
+         .reduce((n, e) => n + e.decodedBodySize, 0)",
+    );
+    let paint = b.eval(
+        "(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null",
+    );
+    eprintln!("web app: {weight} bytes loaded, first contentful paint at {paint} ms");
+
+    // Streamed Markdown with a highlighted code block, its copy button, a tool card.
+    b.fill("#input", "show me the code");
+    b.click("#send");
+    b.wait_for("the answer", "document.querySelector('.msg.assistant.done pre code')");
+    assert!(b.eval("window.ferroclaw.deltas").as_u64().unwrap() > 1, "the answer was streamed");
+    assert_eq!(b.eval("!!document.querySelector('.msg.assistant.done strong')"), true);
+    assert_eq!(b.eval("!!document.querySelector('code.language-rust .token.keyword')"), true);
+    assert_eq!(
+        b.eval(
+            "window.pwned === undefined && !document.querySelector('#log script, #log [onerror]')"
+        ),
+        true,
+        "model HTML ran"
+    );
+    b.click(".msg.assistant.done pre .copy");
+    b.wait_for("the copy", "(window.ferroclaw.copied || '').includes('fn main()')");
+    assert_eq!(b.eval("document.querySelector('.tool .tool-name').textContent"), "glob");
+    b.wait_for("the tool card's result", "document.querySelector('.tool.ok .tool-result')");
+    let result = b.eval("document.querySelector('.tool .tool-result').textContent");
+    assert!(result.as_str().unwrap().contains("notes.txt"), "{result}");
+    b.screenshot(&shots.join("chat-desktop.png"));
+
+    // A reload shows the conversation again, from the session file.
+    b.eval("location.reload()");
+    b.wait_for("the history", "window.ferroclaw && window.ferroclaw.historyLoaded > 0");
+    assert_eq!(b.eval("document.querySelector('#log .msg.user').textContent"), "show me the code");
+    assert_eq!(b.eval("!!document.querySelector('#log .tool .tool-result')"), true);
+    assert_eq!(b.eval("!!document.querySelector('#log .msg.assistant code.language-rust')"), true);
+
+    // A second conversation, then back to the first from the sidebar.
+    b.click("#new-chat");
+    b.wait_for("a new chat", "document.getElementById('state').textContent === 'connected' && !document.querySelector('#log .msg')");
+    b.fill("#input", "second conversation");
+    b.click("#send");
+    b.wait_for("the second answer", "document.querySelector('.msg.assistant.done') && document.querySelector('.msg.assistant.done').textContent.includes('Second answer')");
+    b.wait_for(
+        "both in the sidebar",
+        "document.querySelectorAll('#sessions .session').length === 2",
+    );
+    let first = "[...document.querySelectorAll('#sessions .session .open')].find(e => e.textContent.includes('show me the code'))";
+    b.eval(&format!("{first}.click()"));
+    b.wait_for("the first conversation", "document.querySelector('#log .msg.user') && document.querySelector('#log .msg.user').textContent === 'show me the code'");
+    assert_eq!(
+        b.eval("document.querySelector('#sessions .session.current .title').textContent"),
+        "show me the code"
+    );
+
+    // Search finds a conversation by what was said in it (the recall index).
+    b.fill("#search", "second");
+    b.wait_for("the search", "document.querySelectorAll('#sessions .session').length === 1 && document.querySelector('#sessions .session .snippet')");
+    b.fill("#search", "");
+    b.wait_for("the list", "document.querySelectorAll('#sessions .session').length === 2");
+
+    // Cron: a job added with its schedule explained in words.
+    b.click("#tab-operate");
+    b.click("#operate-nav [data-pane=cron]");
+    b.fill("#cron-name", "Morning briefing");
+    b.fill("#cron-value", "0 9 * * 1-5");
+    b.fill("#cron-tz", "Europe/Paris");
+    b.wait_for(
+        "the explanation",
+        "document.getElementById('cron-explained').textContent.includes('09:00')",
+    );
+    b.fill("#cron-message", "Summarise my day ahead");
+    b.click("#cron-add");
+    b.wait_for("the job", "document.querySelector('.job-card h3') && document.querySelector('.job-card h3').textContent === 'Morning briefing'");
+    let jobs: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(env.home.path().join("cron/jobs.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(jobs["jobs"][0]["schedule"]["expr"], "0 9 * * 1-5", "{jobs}");
+    b.screenshot(&shots.join("cron-desktop.png"));
+
+    // Pairing: the owner approves the stranger.
+    b.click("#operate-nav [data-pane=pairing]");
+    b.wait_for(
+        "the request",
+        "document.querySelector('.pairing-request[data-code=K7PX3QMA] .approve')",
+    );
+    b.click(".pairing-request[data-code=K7PX3QMA] .approve");
+    b.wait_for("the approval", "document.querySelector('#pane-pairing .approved') && !document.querySelector('.pairing-request')");
+    let pairing: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(env.home.path().join("pairing/telegram.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(pairing["approved"][0]["sender"], "4242", "{pairing}");
+    assert_eq!(pairing["pending"], serde_json::json!([]), "{pairing}");
+
+    // The same app on a phone.
+    b.viewport(390, 844, true);
+    b.eval("document.getElementById('toast').hidden = true");
+    b.click("#operate-nav [data-pane=cron]");
+    b.screenshot(&shots.join("cron-phone.png"));
+    b.click("#tab-chat");
+    b.screenshot(&shots.join("chat-phone.png"));
+    b.click("#menu");
+    b.screenshot(&shots.join("sessions-phone.png"));
+}
+
+#[test]
+fn the_app_api_needs_the_token_and_refuses_bad_input_without_changing_anything() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    let gw = Gateway::start(&env, "");
+    for path in ["/api/sessions", "/api/cron", "/api/pairing", "/api/memory", "/api/log"] {
+        let (status, _) = request(gw.port, "GET", path, None, None).unwrap();
+        assert_eq!(status, 401, "{path} without the token");
+        let (status, _) = request(gw.port, "GET", path, Some("wrong"), None).unwrap();
+        assert_eq!(status, 401, "{path} with a wrong token");
+    }
+    let (status, page) = request(gw.port, "GET", "/", None, None).unwrap();
+    assert_eq!(status, 200);
+    assert!(page.contains("/app.js"), "{page}");
+    let bad_job = serde_json::json!({"name": "x", "message": "hi", "schedule": {"kind": "cron", "value": "every morning"}});
+    let (status, body) =
+        request(gw.port, "POST", "/api/cron", Some(TOKEN), Some(&bad_job)).unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("every morning"), "the error names the bad schedule: {body}");
+    let (_, list) = request(gw.port, "GET", "/api/cron", Some(TOKEN), None).unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&list).unwrap()["jobs"],
+        serde_json::json!([])
+    );
+    let (status, _) =
+        request(gw.port, "GET", "/api/sessions/..%2F..%2Fconfig", Some(TOKEN), None).unwrap();
+    assert_eq!(status, 400);
+    let too_big = serde_json::json!({"text": "x".repeat(50_000)});
+    let (status, body) =
+        request(gw.port, "PUT", "/api/memory/memory", Some(TOKEN), Some(&too_big)).unwrap();
+    assert_eq!(status, 400, "{body}");
 }
