@@ -282,3 +282,44 @@ fn the_app_api_needs_the_token_and_refuses_bad_input_without_changing_anything()
         request(gw.port, "PUT", "/api/memory/memory", Some(TOKEN), Some(&too_big)).unwrap();
     assert_eq!(status, 400, "{body}");
 }
+
+#[test]
+fn stop_from_the_web_page_cancels_a_turn_that_would_never_end() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message as Frame;
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![Fault::Stall { after_text: "Thinking about it".into() }.into()],
+    );
+    let gw = Gateway::start(&env, "");
+    let url = format!("ws://127.0.0.1:{}/ws?token={TOKEN}&chat=stopper", gw.port);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let last = rt.block_on(async {
+        let (ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+        let (mut sink, mut stream) = ws.split();
+        let mut next = async || -> serde_json::Value {
+            // A guard against a hang, not a timing claim.
+            let frame = tokio::time::timeout(Duration::from_secs(60), stream.next()).await;
+            let Ok(Some(Ok(Frame::Text(text)))) = frame else { panic!("no frame: {frame:?}") };
+            serde_json::from_str(&text).unwrap()
+        };
+        assert_eq!(next().await["type"], "ready");
+        let message = serde_json::json!({"type": "message", "content": "think forever"});
+        sink.send(Frame::Text(message.to_string().into())).await.unwrap();
+        while next().await["event"]["type"] != "text_delta" {}
+        sink.send(Frame::Text(r#"{"type":"stop"}"#.into())).await.unwrap();
+        loop {
+            let frame = next().await;
+            if frame["type"] == "reply" || frame["type"] == "error" {
+                return frame;
+            }
+        }
+    });
+    assert!(last["content"].as_str().unwrap_or_default().contains("cancelled"), "{last}");
+    // The shown part stays in the conversation, marked as interrupted.
+    wait_for(30, "the session file", || {
+        env.session_files().iter().any(|f| {
+            std::fs::read_to_string(f).unwrap_or_default().contains("interrupted by the user")
+        })
+    });
+}
