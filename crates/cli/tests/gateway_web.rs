@@ -122,6 +122,7 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     let env = Env::new(
         Wire::OpenAi,
         vec![
+            Turn::text("Hello, API caller.").into(),
             Turn::tool("glob", serde_json::json!({"pattern": "*.txt"})).into(),
             Turn::text(MARKDOWN_ANSWER).into(),
             Turn::text("Second answer.").into(),
@@ -138,6 +139,8 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     std::fs::create_dir_all(env.home.path().join("pairing")).unwrap();
     std::fs::write(env.home.path().join("pairing/telegram.json"), pending.to_string()).unwrap();
     let gw = Gateway::start(&env, "");
+    // A conversation on another channel, for the sidebar.
+    assert_eq!(chat(gw.port, "alice", "hello from the api"), (200, "Hello, API caller.".into()));
     let shots = screenshots_dir();
     let mut b = gateway_support::browser::Browser::launch(chromium);
     b.viewport(1280, 800, false);
@@ -188,8 +191,8 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     b.click("#send");
     b.wait_for("the second answer", "document.querySelector('.msg.assistant.done') && document.querySelector('.msg.assistant.done').textContent.includes('Second answer')");
     b.wait_for(
-        "both in the sidebar",
-        "document.querySelectorAll('#sessions .session').length === 2",
+        "all three in the sidebar",
+        "document.querySelectorAll('#sessions .session').length === 3",
     );
     let first = "[...document.querySelectorAll('#sessions .session .open')].find(e => e.textContent.includes('show me the code'))";
     b.eval(&format!("{first}.click()"));
@@ -198,12 +201,19 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
         b.eval("document.querySelector('#sessions .session.current .title').textContent"),
         "show me the code"
     );
+    // One from another channel opens to read.
+    let api = "[...document.querySelectorAll('#sessions .session')].find(e => e.textContent.includes('api'))";
+    b.eval(&format!("{api}.querySelector('.open').click()"));
+    b.wait_for("the API conversation", "!document.getElementById('readonly').hidden && document.querySelector('#log .msg.user').textContent === 'hello from the api'");
+    assert_eq!(b.eval("document.getElementById('form').hidden"), true, "read-only");
+    b.click("#back-to-chat");
+    b.wait_for("my chat again", "document.getElementById('readonly').hidden && document.querySelector('#log .msg.user') && document.querySelector('#log .msg.user').textContent === 'show me the code'");
 
     // Search finds a conversation by what was said in it (the recall index).
     b.fill("#search", "second");
     b.wait_for("the search", "document.querySelectorAll('#sessions .session').length === 1 && document.querySelector('#sessions .session .snippet')");
     b.fill("#search", "");
-    b.wait_for("the list", "document.querySelectorAll('#sessions .session').length === 2");
+    b.wait_for("the list", "document.querySelectorAll('#sessions .session').length === 3");
 
     // Cron: a job added with its schedule explained in words.
     b.click("#tab-operate");
@@ -249,6 +259,22 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     b.screenshot(&shots.join("chat-phone.png"));
     b.click("#menu");
     b.screenshot(&shots.join("sessions-phone.png"));
+    b.click("#menu");
+
+    // An approval card (frames of the `approvals` contract): the choice goes
+    // back over the socket, and the resolution closes the card.
+    b.eval("window.sent = []; const send = WebSocket.prototype.send; WebSocket.prototype.send = function (d) { window.sent.push(d); return send.call(this, d); }");
+    b.eval("window.ferroclaw.frame({type: 'approval', id: 'a1', tool: 'bash', input: {command: 'rm -rf build'}, summary: 'Run rm -rf build'})");
+    assert_eq!(b.eval("document.querySelectorAll('#approval-a1 .buttons button').length"), 4);
+    b.fill("#approval-a1 .reason", "not now");
+    b.click("#approval-a1 .choice-deny");
+    let sent = b.eval("JSON.parse(window.sent[window.sent.length - 1])");
+    assert_eq!(
+        sent,
+        serde_json::json!({"type": "approve", "id": "a1", "choice": "deny", "reason": "not now"})
+    );
+    b.eval("window.ferroclaw.frame({type: 'approval_resolved', id: 'a1', outcome: 'denied'})");
+    assert_eq!(b.eval("document.querySelector('#approval-a1').textContent"), "Approval: denied");
 }
 
 #[test]

@@ -87,15 +87,22 @@ fn conversations(gw: &Shared) -> Vec<SessionSummary> {
 /// A conversation as the sidebar shows it.
 fn listed(gw: &Shared, s: &SessionSummary) -> Value {
     let chat = gw.names.chat_of(&s.id);
-    let channel = chat.as_ref().map(|k| k.channel.clone()).or_else(|| {
+    let mut channel = chat.as_ref().map(|k| k.channel.clone()).or_else(|| {
         s.id.strip_prefix("gw-").and_then(|r| r.split_once('-')).map(|(c, _)| c.to_string())
     });
+    // The OpenAI API's chats are web chats named `api-USER`.
+    let api = chat.as_ref().is_some_and(|k| k.channel == "web" && k.chat_id.starts_with("api-"))
+        || s.id.starts_with("gw-web-api-");
+    if api {
+        channel = Some("api".into());
+    }
     json!({
         "id": s.id,
         "title": gw.titles.get(&s.id).unwrap_or_else(|| s.title.clone()),
         "channel": channel,
-        // The web chat a page may continue this conversation in; others are read-only.
-        "chat": chat.filter(|k| k.channel == "web").map(|k| k.chat_id),
+        // The web chat a page may continue this conversation in; others
+        // (other channels, API clients' chats, older sessions) are read-only.
+        "chat": chat.filter(|k| k.channel == "web" && !api).map(|k| k.chat_id),
         "modified": s.modified,
         "created": s.created,
         "model": s.model,

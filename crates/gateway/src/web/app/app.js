@@ -18,8 +18,8 @@ function newChatId() { return "page-" + Math.random().toString(36).slice(2, 10);
 
 const $ = id => document.getElementById(id);
 const log = $("log"), input = $("input"), state = $("state");
-// Counters the browser tests read.
-window.ferroclaw = { deltas: 0, replies: 0, historyLoaded: 0, session: null };
+// Counters the browser tests read (and `frame`, to show a server frame).
+window.ferroclaw = { deltas: 0, replies: 0, historyLoaded: 0, session: null, frame: f => onFrame(f) };
 
 /** Calls the JSON API with the token; throws Error(message) on failure. */
 async function api(path, method = "GET", body) {
@@ -149,10 +149,16 @@ function renderJobs(jobs) {
   for (const j of jobs) box.appendChild(el("div", "job " + j.status, `${j.status} · ${j.elapsed_secs}s · ${j.command}`));
 }
 
-async function pollJobs() {
+/** Polls the chat's jobs (while any runs) and notices a new conversation (`/new`). */
+async function pollJobs(lastReply) {
   try {
     const s = await api("chats/" + encodeURIComponent(chat));
     renderJobs(s.jobs);
+    if (s.session !== window.ferroclaw.session && !readOnly) {
+      window.ferroclaw.session = s.session;
+      log.replaceChildren(); cards.clear();
+      if (lastReply) add(el("div", "msg note", lastReply));
+    }
     if (s.jobs.some(j => j.status === "running")) setTimeout(pollJobs, 3000);
   } catch (_) { /* the next turn polls again */ }
 }
@@ -222,7 +228,7 @@ function onFrame(frame) {
     case "event": onEvent(frame.event); break;
     case "reply":
       endStream(frame.content); window.ferroclaw.replies++; setBusy(false);
-      refreshSessions(); pollJobs();
+      refreshSessions(); pollJobs(frame.content);
       break;
     case "message": endStream(); assistantBubble(frame.content, true); break;
     case "error": endStream(); add(el("div", "msg error", frame.message)); setBusy(false); break;
