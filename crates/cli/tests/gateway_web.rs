@@ -178,7 +178,8 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     b.screenshot(&shots.join("chat-desktop.png"));
 
     // A reload shows the conversation again, from the session file.
-    b.eval("location.reload()");
+    // (The old page must not pass for the new one.)
+    b.eval("window.ferroclaw.historyLoaded = -1000; location.reload()");
     b.wait_for("the history", "window.ferroclaw && window.ferroclaw.historyLoaded > 0");
     assert_eq!(b.eval("document.querySelector('#log .msg.user').textContent"), "show me the code");
     assert_eq!(b.eval("!!document.querySelector('#log .tool .tool-result')"), true);
@@ -261,9 +262,26 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     b.screenshot(&shots.join("sessions-phone.png"));
     b.click("#menu");
 
+    // From here on the page's frames are recorded instead of sent.
+    b.eval("window.sent = []; WebSocket.prototype.send = function (d) { window.sent.push(d); }");
+
+    // A pasted image goes out with the message, as base64.
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+    b.eval(&format!(
+        "const dt = new DataTransfer(); \
+         dt.items.add(new File([Uint8Array.from(atob('{PNG}'), c => c.charCodeAt(0))], 'dot.png', {{type: 'image/png'}})); \
+         document.getElementById('input').dispatchEvent(new ClipboardEvent('paste', {{clipboardData: dt, bubbles: true}}))"
+    ));
+    b.wait_for("the thumbnail", "document.querySelector('#attachments img')");
+    b.fill("#input", "what is in this picture?");
+    b.click("#send");
+    let sent = b.eval("JSON.parse(window.sent[window.sent.length - 1])");
+    assert_eq!(sent["content"], "what is in this picture?");
+    assert_eq!(sent["images"], serde_json::json!([{"media_type": "image/png", "data": PNG}]));
+    assert_eq!(b.eval("!!document.querySelector('#log .msg.user img.thumb')"), true);
+
     // An approval card (frames of the `approvals` contract): the choice goes
     // back over the socket, and the resolution closes the card.
-    b.eval("window.sent = []; const send = WebSocket.prototype.send; WebSocket.prototype.send = function (d) { window.sent.push(d); return send.call(this, d); }");
     b.eval("window.ferroclaw.frame({type: 'approval', id: 'a1', tool: 'bash', input: {command: 'rm -rf build'}, summary: 'Run rm -rf build'})");
     assert_eq!(b.eval("document.querySelectorAll('#approval-a1 .buttons button').length"), 4);
     b.fill("#approval-a1 .reason", "not now");

@@ -291,18 +291,33 @@ function switchChat(id) {
 // ---- composing -------------------------------------------------------------
 
 let pending = []; // images to send: {media_type, data, url}
-const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+/** Longest side sent: what providers read without scaling (Anthropic's 1568 px). */
+const MAX_IMAGE_SIDE = 1568;
+/** A chat socket message is at most 1 MiB: the images of one message share this. */
+const MAX_IMAGES_BYTES = 900 * 1024;
+const MAX_FILE_BYTES = 20 * 1024 * 1024;
 
-function addImage(file) {
+/** Takes an image, scaled down (JPEG) when larger than providers read or than a message holds. */
+async function addImage(file) {
   if (!/^image\/(png|jpeg|gif|webp)$/.test(file.type)) { toast("Only PNG, JPEG, GIF or WebP images"); return; }
-  if (file.size > MAX_IMAGE_BYTES) { toast("Images are at most 5 MB"); return; }
-  const reader = new FileReader();
-  reader.onload = () => {
-    const url = reader.result;
-    pending.push({ media_type: file.type, data: url.slice(url.indexOf(",") + 1), url });
-    showAttachments();
-  };
-  reader.readAsDataURL(file);
+  if (file.size > MAX_FILE_BYTES) { toast("That image is over 20 MB"); return; }
+  let blob = file;
+  try {
+    const bitmap = await createImageBitmap(file);
+    const scale = Math.min(1, MAX_IMAGE_SIDE / Math.max(bitmap.width, bitmap.height));
+    if (scale < 1 || file.size > 400 * 1024) {
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.round(bitmap.width * scale); canvas.height = Math.round(bitmap.height * scale);
+      canvas.getContext("2d").drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+      blob = await new Promise(done => canvas.toBlob(done, "image/jpeg", 0.85));
+    }
+  } catch (_) { /* not decodable here: sent as it is, if it fits */ }
+  const url = await new Promise(done => { const r = new FileReader(); r.onload = () => done(r.result); r.readAsDataURL(blob); });
+  const data = url.slice(url.indexOf(",") + 1);
+  const used = pending.reduce((n, p) => n + p.data.length, 0);
+  if (used + data.length > MAX_IMAGES_BYTES) { toast("That is as many images as one message can carry"); return; }
+  pending.push({ media_type: blob.type || file.type, data, url });
+  showAttachments();
 }
 
 function showAttachments() {
