@@ -8,7 +8,7 @@ mod gateway_support;
 use std::time::Duration;
 
 use common::{Env, Wire};
-use ferroclaw_testkit::{Fault, Turn};
+use ferroclaw_testkit::{Fault, ScriptedToolCall, Turn};
 use gateway_support::{Gateway, TOKEN, chat, request, skip_or_fail, wait_for};
 
 #[test]
@@ -123,7 +123,16 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
         Wire::OpenAi,
         vec![
             Turn::text("Hello, API caller.").into(),
-            Turn::tool("glob", serde_json::json!({"pattern": "*.txt"})).into(),
+            Turn::tools(vec![
+                ScriptedToolCall::new(
+                    "todo_write",
+                    serde_json::json!({"items": [
+                    {"content": "Find the files", "status": "completed"},
+                    {"content": "Show the code", "status": "in_progress"}]}),
+                ),
+                ScriptedToolCall::new("glob", serde_json::json!({"pattern": "*.txt"})),
+            ])
+            .into(),
             Turn::text(MARKDOWN_ANSWER).into(),
             Turn::text("Second answer.").into(),
         ],
@@ -171,10 +180,17 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     );
     b.click(".msg.assistant.done pre .copy");
     b.wait_for("the copy", "(window.ferroclaw.copied || '').includes('fn main()')");
-    assert_eq!(b.eval("document.querySelector('.tool .tool-name').textContent"), "glob");
-    b.wait_for("the tool card's result", "document.querySelector('.tool.ok .tool-result')");
-    let result = b.eval("document.querySelector('.tool .tool-result').textContent");
+    let glob = "[...document.querySelectorAll('.tool')].find(c => c.querySelector('.tool-name').textContent === 'glob')";
+    b.wait_for("the tool card's result", &format!("{glob}.querySelector('.tool-result')"));
+    assert_eq!(b.eval(&format!("{glob}.classList.contains('ok')")), true);
+    let result = b.eval(&format!("{glob}.querySelector('.tool-result').textContent"));
     assert!(result.as_str().unwrap().contains("notes.txt"), "{result}");
+    // The todo list shows live.
+    assert_eq!(
+        b.eval("[...document.querySelectorAll('#todos .todo')].map(t => t.className).join()"),
+        "todo completed,todo in_progress"
+    );
+    b.eval(&format!("{glob}.open = true"));
     b.screenshot(&shots.join("chat-desktop.png"));
 
     // A reload shows the conversation again, from the session file.
