@@ -232,6 +232,17 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     b.fill("#search", "");
     b.wait_for("the list", "document.querySelectorAll('#sessions .session').length === 3");
 
+    // A conversation renamed keeps its name, and is found by it.
+    let id = b.eval("window.ferroclaw.session");
+    let id = id.as_str().unwrap();
+    let title = serde_json::json!({"title": "Rust snippet"});
+    let path = format!("/api/sessions/{id}/title");
+    let (status, body) = request(gw.port, "PUT", &path, Some(TOKEN), Some(&title)).unwrap();
+    assert_eq!(status, 200, "{body}");
+    b.fill("#search", "snippet");
+    b.wait_for("the renamed conversation", "document.querySelectorAll('#sessions .session').length === 1 && document.querySelector('#sessions .title').textContent === 'Rust snippet'");
+    b.fill("#search", "");
+
     // Cron: a job added with its schedule explained in words.
     b.click("#tab-operate");
     b.click("#operate-nav [data-pane=cron]");
