@@ -1,5 +1,5 @@
 //! The always-on assistant behind `ferroclaw gateway`: chat channels (the
-//! built-in web chat, an OpenAI-compatible API, Telegram, Discord, Slack) feed a bounded
+//! built-in web app, an OpenAI-compatible API, Telegram, Discord, Slack) feed a bounded
 //! [`MessageBus`]; the [`Gateway`] admits each message by its channel's DM
 //! policy ([`pairing`]), and runs it in the chat's own session (one worker per
 //! live chat: each chat in order, chats in parallel up to a limit). Answers go

@@ -134,17 +134,18 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             Frame::Close(_) => break,
             _ => continue,
         };
-        let frame = serde_json::from_str::<Value>(&text).unwrap_or_default();
-        let content = match frame["type"].as_str() {
-            Some("message") => frame["content"].as_str().unwrap_or_default().to_string(),
-            Some("stop") => {
+        let content = match serde_json::from_str::<Value>(&text) {
+            Ok(v) if v["type"] == "message" => {
+                v["content"].as_str().unwrap_or_default().to_string()
+            }
+            // Stop: cancel the turns this page asked for (running or waiting).
+            Ok(v) if v["type"] == "stop" => {
                 stop.cancel();
                 stop = CancellationToken::new();
                 continue;
             }
             _ => {
-                let expected =
-                    "expected {\"type\":\"message\",\"content\":...} or {\"type\":\"stop\"}";
+                let expected = "expected {\"type\":\"message\",\"content\":...}";
                 send(&out, json!({"type": "error", "message": expected}));
                 continue;
             }
