@@ -238,11 +238,18 @@ function onFrame(frame) {
 }
 
 /** Shows a conversation's history from its session file. */
+let historyGen = 0;
 async function loadHistory(session, banner) {
+  const gen = ++historyGen;
+  const before = new Set(log.children);
   let items = [];
   try { items = session ? (await api("sessions/" + encodeURIComponent(session))).items : []; }
   catch (e) { if (!/no conversation/.test(e.message)) toast(e.message); }
-  log.replaceChildren(); cards.clear(); current = null;
+  if (gen !== historyGen) return; // a newer load replaces this one
+  // What was sent or received while the history loaded stays, after it.
+  const since = [...log.children].filter(c => !before.has(c));
+  log.replaceChildren(); cards.clear();
+  if (!since.includes(current)) current = null;
   for (const it of items) {
     if (it.kind === "user") userBubble(it.text);
     else if (it.kind === "assistant") assistantBubble(it.text, true);
@@ -252,6 +259,7 @@ async function loadHistory(session, banner) {
       if (it.preview !== undefined) finishCard(it.id, it.name, it.is_error, undefined, it.preview);
     }
   }
+  log.append(...since);
   const ro = $("readonly");
   ro.hidden = !banner;
   if (banner) $("readonly-text").textContent = banner;
