@@ -131,3 +131,81 @@ impl Translator {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferroclaw_protocol::{TodoItem, TodoStatus, ToolCall, Usage};
+
+    fn translator() -> Translator {
+        Translator {
+            workspace: PathBuf::from("/ws"),
+            context_window: 200_000,
+            model: "anthropic/claude-test".into(),
+        }
+    }
+
+    #[test]
+    fn an_edit_is_shown_with_its_diff_and_the_file_it_touches() {
+        let event = AgentEvent::ToolCallStarted {
+            id: "c1".into(),
+            name: "edit".into(),
+            input: json!({"path": "src/a.rs", "old_string": "x", "new_string": "y"}),
+        };
+        let update = &translator().updates(&event)[0];
+        assert_eq!(update["sessionUpdate"], "tool_call");
+        assert_eq!(update["kind"], "edit");
+        assert_eq!(update["locations"][0]["path"], "/ws/src/a.rs");
+        assert_eq!(
+            update["content"][0],
+            json!({"type": "diff", "path": "/ws/src/a.rs", "oldText": "x", "newText": "y"})
+        );
+    }
+
+    #[test]
+    fn the_todo_list_is_the_plan_and_usage_is_measured_against_the_window() {
+        let todos = AgentEvent::Todos {
+            items: vec![TodoItem {
+                content: "Run the tests".into(),
+                status: TodoStatus::InProgress,
+                active_form: None,
+            }],
+        };
+        let plan = &translator().updates(&todos)[0];
+        assert_eq!(plan["entries"][0]["status"], "in_progress");
+        let usage = AgentEvent::Usage {
+            usage: Usage { input_tokens: 100, output_tokens: 20, ..Default::default() },
+        };
+        let update = &translator().updates(&usage)[0];
+        assert_eq!((update["used"].as_u64(), update["size"].as_u64()), (Some(120), Some(200_000)));
+    }
+
+    #[test]
+    fn history_replays_requests_tool_calls_results_and_answers_in_order() {
+        let messages = vec![
+            Message::user("fix it"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolCall(ToolCall {
+                    id: "c1".into(),
+                    name: "bash".into(),
+                    input: json!({"command": "cargo test"}),
+                })],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result("c1", "ok", false)],
+            },
+            Message::assistant("fixed"),
+        ];
+        let updates = translator().history(&messages);
+        let kinds: Vec<&str> =
+            updates.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+        );
+        assert_eq!(updates[1]["kind"], "execute");
+        assert_eq!(updates[2]["status"], "completed");
+    }
+}
