@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use common::{Env, Wire};
-use ferroclaw_testkit::{Step, Turn};
+use ferroclaw_testkit::{Fault, Step, Turn};
 use serde_json::{Value, json};
 
 /// Longest wait for one frame: a hung agent fails the test instead of
@@ -365,4 +365,41 @@ fn the_schema_check_rejects_frames_the_protocol_does_not_allow() {
     let good = json!({"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
         "content": {"type": "text", "text": "hi"}}});
     schemas.check("session/update", &good);
+}
+
+#[test]
+fn the_editors_mcp_servers_join_ours_and_a_streaming_answer_can_be_cancelled() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Step::Fault(Fault::Stall { after_text: "Let me think".into() })],
+    );
+    let ws = env.ws().canonicalize().unwrap();
+    let mut client = Client::start(&env);
+    initialize(&mut client);
+    // The editor's MCP server: ferroclaw's own tools over stdio.
+    let server = json!({
+        "name": "editor",
+        "command": env!("CARGO_BIN_EXE_ferroclaw"),
+        "args": ["mcp", "serve"],
+        "env": [{"name": "FERROCLAW_HOME", "value": env.home.path()}],
+    });
+    let (new, _) = client.request("session/new", json!({"cwd": ws, "mcpServers": [server]}));
+    let session = new["sessionId"].as_str().unwrap().to_string();
+    let id = client.send(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "think"}]}),
+    );
+    // Cancelled once the answer streams; the model never finishes it.
+    while client.next()["params"]["update"]["sessionUpdate"] != "agent_message_chunk" {}
+    client.notify("session/cancel", json!({"sessionId": session}));
+    let (result, _) = client.until_response(id, |_, frame| panic!("unexpected request {frame}"));
+    assert_eq!(result["stopReason"], "cancelled");
+    let tools: Vec<String> = env.request_body(0)["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(tools.iter().any(|t| t == "mcp__editor__read"), "{tools:?}");
+    assert!(client.finish().success());
 }
