@@ -269,7 +269,13 @@ impl Server {
             .list(&cwd)
             .into_iter()
             .filter(|s| s.parent.is_none())
-            .map(|s| json!({"sessionId": s.id, "cwd": cwd, "title": s.title}))
+            .map(|s| {
+                let mut info = json!({"sessionId": s.id, "cwd": cwd, "title": s.title});
+                if let Some(t) = chrono::DateTime::from_timestamp(s.modified as i64, 0) {
+                    info["updatedAt"] = json!(t.to_rfc3339());
+                }
+                info
+            })
             .collect();
         Ok(json!({"sessions": sessions}))
     }

@@ -298,6 +298,7 @@ fn an_editor_drives_a_whole_session_over_acp() {
         .filter_map(|s| s["sessionId"].as_str())
         .collect();
     assert!(listed.contains(&session.as_str()), "{list}");
+    assert!(list["sessions"][0]["updatedAt"].is_string(), "{list}");
     assert!(client.finish().success());
 
     // A new process loads the session and replays it as updates.
