@@ -333,6 +333,7 @@ impl Server {
                 workspace: workspace.clone(),
                 context_window: agent.context_window(),
                 model: agent.model_spec().to_string(),
+                running: Default::default(),
             },
             agent: tokio::sync::Mutex::new(agent),
             cancel,
@@ -479,13 +480,14 @@ impl Session {
     /// The updates for one event; a call already shown by its permission
     /// request is updated instead of shown again.
     fn updates(&self, event: &AgentEvent) -> Vec<Value> {
+        let updates = self.translator.updates(event);
         if let AgentEvent::ToolCallStarted { id, .. } = event
             && lock(&self.announced).remove(id)
         {
             return vec![json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
                 "status": "in_progress"})];
         }
-        self.translator.updates(event)
+        updates
     }
 }
 

@@ -1,7 +1,9 @@
 //! From ferroclaw's [`AgentEvent`] stream (and a resumed conversation's
 //! messages) to ACP `session/update`s.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
 use ferroclaw_protocol::{AgentEvent, ContentBlock, Message, ResultPart, Role};
 use serde_json::{Value, json};
@@ -15,6 +17,8 @@ pub struct Translator {
     pub context_window: u64,
     /// The model spec, for the cost of `usage_update`.
     pub model: String,
+    /// Calls started and not finished: name and input, by id.
+    pub running: Mutex<HashMap<String, (String, Value)>>,
 }
 
 impl Translator {
@@ -30,6 +34,10 @@ impl Translator {
             // Shown before the call runs, with its diffs; a call that needs
             // permission was already shown by the permission request.
             AgentEvent::ToolCallStarted { id, name, input } => {
+                self.running
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.clone(), (name.clone(), input.clone()));
                 let mut call = wire::tool_call(&self.workspace, id, name, input, "in_progress");
                 call["sessionUpdate"] = json!("tool_call");
                 vec![call]
@@ -40,12 +48,9 @@ impl Translator {
                 "status": "failed",
                 "content": [wire::text_content(reason)],
             })],
-            AgentEvent::ToolCallFinished { id, is_error, preview, .. } => vec![json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": id,
-                "status": if *is_error { "failed" } else { "completed" },
-                "rawOutput": {"preview": preview},
-            })],
+            AgentEvent::ToolCallFinished { id, is_error, preview, .. } => {
+                vec![self.finished(id, *is_error, preview)]
+            }
             AgentEvent::Todos { items } => {
                 let entries: Vec<Value> = items.iter().map(wire::plan_entry).collect();
                 vec![json!({"sessionUpdate": "plan", "entries": entries})]
@@ -83,6 +88,27 @@ impl Translator {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The update of a finished call: an edit that worked shows its diffs
+    /// and files again; anything else its result.
+    fn finished(&self, id: &str, is_error: bool, preview: &str) -> Value {
+        let started = self.running.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        let mut update = json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": id,
+            "status": if is_error { "failed" } else { "completed" },
+            "content": [wire::text_content(preview)],
+            "rawOutput": {"preview": preview},
+        });
+        if let Some((name, input)) = started {
+            let diffs = wire::diffs(&self.workspace, &name, &input);
+            if !is_error && !diffs.is_empty() {
+                update["content"] = json!(diffs);
+                update["locations"] = json!(wire::locations(&self.workspace, &input));
+            }
+        }
+        update
     }
 
     /// A conversation as updates, for `session/load`: user text, the
@@ -142,6 +168,7 @@ mod tests {
             workspace: PathBuf::from("/ws"),
             context_window: 200_000,
             model: "anthropic/claude-test".into(),
+            running: Default::default(),
         }
     }
 
@@ -152,7 +179,8 @@ mod tests {
             name: "edit".into(),
             input: json!({"path": "src/a.rs", "old_string": "x", "new_string": "y"}),
         };
-        let update = &translator().updates(&event)[0];
+        let t = translator();
+        let update = &t.updates(&event)[0];
         assert_eq!(update["sessionUpdate"], "tool_call");
         assert_eq!(update["kind"], "edit");
         assert_eq!(update["locations"][0]["path"], "/ws/src/a.rs");
@@ -160,6 +188,17 @@ mod tests {
             update["content"][0],
             json!({"type": "diff", "path": "/ws/src/a.rs", "oldText": "x", "newText": "y"})
         );
+        let done = AgentEvent::ToolCallFinished {
+            id: "c1".into(),
+            name: "edit".into(),
+            is_error: false,
+            duration_ms: 1,
+            preview: "Edited src/a.rs".into(),
+        };
+        let finished = &t.updates(&done)[0];
+        assert_eq!(finished["status"], "completed");
+        assert_eq!(finished["content"][0]["type"], "diff", "the update shows the diff too");
+        assert_eq!(finished["locations"][0]["path"], "/ws/src/a.rs");
     }
 
     #[test]
