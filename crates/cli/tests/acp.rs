@@ -316,6 +316,15 @@ fn an_editor_drives_a_whole_session_over_acp() {
         "the answer is replayed: {updates:?}"
     );
     assert!(client.finish().success());
+
+    // Resuming continues the session without replaying it.
+    let mut client = Client::start(&env);
+    initialize(&mut client);
+    let (resumed, updates) =
+        client.request("session/resume", json!({"sessionId": session, "cwd": ws}));
+    assert_eq!(updates, Vec::<Value>::new());
+    assert_eq!(resumed["modes"]["currentModeId"], "default");
+    assert!(client.finish().success());
 }
 
 #[test]
