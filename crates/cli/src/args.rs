@@ -194,6 +194,9 @@ pub enum Command {
     Worktrees,
     /// Print this project's agent team (.agent/team/): members, status, unread messages.
     Team,
+    /// Serve editors over ACP (Agent Client Protocol) on stdin/stdout, e.g.
+    /// Zed: "agent_servers": {"ferroclaw": {"command": "ferroclaw", "args": ["acp"]}}.
+    Acp,
     /// MCP servers: list, get, add, remove; or serve ferroclaw's tools.
     Mcp {
         #[command(subcommand)]
