@@ -25,6 +25,7 @@ pub mod compaction;
 pub mod config;
 pub mod context;
 pub mod frontmatter;
+pub mod hooks;
 pub mod learning;
 pub mod memory;
 pub mod mentions;
