@@ -251,11 +251,21 @@ impl Agent {
         self.run_hooks(event, &[trigger], fields, events).await;
     }
 
-    /// SessionEnd: the front end is done with this agent (`exit`, `clear`,
-    /// `other`). Its hooks cannot stop anything.
-    pub async fn end_session(&mut self, reason: &str, events: &EventSink) {
+    /// SessionEnd, from [`Agent::finish`] when the session ran a request:
+    /// its hooks cannot stop anything, and what they say goes to the log.
+    pub(super) async fn hook_session_end(&mut self, reason: &str) {
+        if !self.hook_state.started || self.hook_state.subagent.is_some() {
+            return;
+        }
+        let (events, _unheard) = tokio::sync::mpsc::unbounded_channel();
         let fields = json!({"reason": reason});
-        self.run_hooks(HookEvent::SessionEnd, &[reason], fields, events).await;
+        if let Some(out) =
+            self.run_hooks(HookEvent::SessionEnd, &[reason], fields, &events).await
+        {
+            for notice in out.notices {
+                tracing::warn!("hook: {notice}");
+            }
+        }
         if let Err(e) = self.session.commit().await {
             tracing::error!("{e}");
         }
