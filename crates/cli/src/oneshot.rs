@@ -80,8 +80,18 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     if let Some(team) = &team {
         team.set_events(Some(tx.clone()));
     }
-    let report =
-        agent.run(crate::attach::user_message(&prompt, agent.workspace()), &tx, &cancel).await;
+    // `-p "/name ARGS"` runs a custom command, as typed in the REPL.
+    let custom = runtime.custom_commands();
+    let report = match ferroclaw_core::commands::find(&custom, &prompt) {
+        Some((cmd, args)) => {
+            let message = crate::attach::user_message;
+            runtime.run_command(&mut agent, cmd, args, message, &tx, &cancel).await
+        }
+        None => {
+            let message = crate::attach::user_message(&prompt, agent.workspace());
+            agent.run(message, &tx, &cancel).await
+        }
+    };
     // A one-shot lead waits for its teammates to finish before it ends.
     if let Some(team) = &team {
         crate::team::wait(team, &cancel).await;

@@ -20,6 +20,7 @@ use ferroclaw_tools::{
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
+mod command;
 mod compact;
 mod hooked;
 mod learn;
@@ -188,6 +189,7 @@ impl Agent {
             input.content.push(ContentBlock::text(PLAN_MODE_REMINDER));
         }
         if let Err(reason) = self.hook_prompt(&mut input, events).await {
+            self.permissions.end_turn();
             return self.refuse(reason, events);
         }
         self.record(input);
@@ -259,6 +261,8 @@ impl Agent {
                 break self.report(Outcome::Cancelled, "cancelled by the user".into(), turn, usage);
             }
         };
+        // A custom command's allowed-tools were for this request only.
+        self.permissions.end_turn();
         // Not done before its bytes are durable: a failed sync fails the request.
         let report = match self.session.commit().await {
             Ok(()) => {

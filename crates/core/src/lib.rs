@@ -21,6 +21,7 @@ pub mod agent;
 pub mod agents;
 pub mod approval;
 pub mod clock;
+pub mod commands;
 pub mod compaction;
 pub mod config;
 pub mod context;

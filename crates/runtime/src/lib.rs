@@ -22,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+mod commands;
 mod error;
 mod mcp;
 mod open;

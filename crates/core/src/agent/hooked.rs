@@ -259,9 +259,7 @@ impl Agent {
         }
         let (events, _unheard) = tokio::sync::mpsc::unbounded_channel();
         let fields = json!({"reason": reason});
-        if let Some(out) =
-            self.run_hooks(HookEvent::SessionEnd, &[reason], fields, &events).await
-        {
+        if let Some(out) = self.run_hooks(HookEvent::SessionEnd, &[reason], fields, &events).await {
             for notice in out.notices {
                 tracing::warn!("hook: {notice}");
             }
