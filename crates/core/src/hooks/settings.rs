@@ -173,7 +173,7 @@ pub fn compile(table: &HookTable, source: &Path) -> Result<Vec<Hook>, HookError>
                     .filter(|c| !c.trim().is_empty())
                     .ok_or_else(|| bad(format!("{name}: a command hook needs \"command\"")))?;
                 let timeout_secs = spec.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
-                if !(timeout_secs > 0.0) {
+                if !timeout_secs.is_finite() || timeout_secs <= 0.0 {
                     return Err(bad(format!("{name}: timeout must be a positive number")));
                 }
                 out.push(Hook {
