@@ -8,6 +8,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use ferroclaw_core::hooks;
 use ferroclaw_core::{Config, NoOneToAsk, Outcome, Report};
 use ferroclaw_protocol::AgentEvent;
 use serde_json::{Value, json};
@@ -212,7 +213,8 @@ fn explain_denials(denials: &[Denial], workspace: &std::path::Path) {
             false => &d.reason,
         };
         eprintln!("  {}({subject}): {}", d.tool_name, crate::render::shorten(why, 100));
-        if !d.reason.starts_with("permission denied") {
+        // A rule cannot overrule a hook: no rule to suggest for its refusals.
+        if !d.reason.starts_with("permission denied") && !hooks::refused_by_hook(&d.reason) {
             let scoped = allow_rules(workspace, &d.tool_name, &d.tool_input);
             if scoped.is_empty() {
                 eprintln!(

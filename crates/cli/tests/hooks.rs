@@ -84,6 +84,7 @@ fn a_pre_tool_use_hook_blocks_rm_with_exit_2_in_one_shot_and_in_the_repl() {
         is_error && result.contains("move files to ./trash"),
         "stderr reaches the model: {result}"
     );
+    assert!(!stderr.contains("--allowedTools"), "no rule can overrule a hook: {stderr}");
 
     let (code, stdout, stderr) = run(env.cmd().write_stdin("clean up\n"));
     assert_eq!(code, 0, "{stderr}");

@@ -388,6 +388,13 @@ fn raise(outcome: &mut HookOutcome, answer: PermissionAnswer) {
     }
 }
 
+/// True for the reason of a tool call a hook refused (as the loop words it:
+/// `blocked by a PreToolUse hook: ...`, `denied by a PermissionRequest hook: ...`).
+pub fn refused_by_hook(reason: &str) -> bool {
+    (reason.starts_with("blocked by a ") || reason.starts_with("denied by a "))
+        && reason.split(':').next().is_some_and(|head| head.ends_with(" hook"))
+}
+
 /// Claude Code's name for one of our tools (`bash` -> `Bash`), so matchers
 /// and scripts written for Claude Code see the names they know.
 pub fn claude_tool_name(tool: &str) -> Option<&'static str> {
