@@ -82,7 +82,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         team.set_events(Some(tx.clone()));
     }
     // `-p "/name ARGS"` runs a custom command, as typed in the REPL.
-    let custom = runtime.custom_commands();
+    let custom = match prompt.trim_start().starts_with('/') {
+        true => runtime.custom_commands(),
+        false => Vec::new(),
+    };
     let report = match ferroclaw_core::commands::find(&custom, &prompt) {
         Some((cmd, args)) => {
             let message = crate::attach::user_message;

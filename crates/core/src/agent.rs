@@ -188,7 +188,7 @@ impl Agent {
         if self.permissions.mode() == PermissionMode::Plan {
             input.content.push(ContentBlock::text(PLAN_MODE_REMINDER));
         }
-        if let Err(reason) = self.hook_prompt(&mut input, events).await {
+        if let Err(reason) = self.hook_prompt(&request, &mut input, events).await {
             self.permissions.end_turn();
             return self.refuse(reason, events);
         }

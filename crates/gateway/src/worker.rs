@@ -174,7 +174,9 @@ async fn turn(
     });
     // Turns in flight finish even when the gateway is asked to stop.
     let cancel = CancellationToken::new();
-    let custom = match work.message.channel != SYSTEM_CHANNEL {
+    let custom = match work.message.channel != SYSTEM_CHANNEL
+        && work.message.content.trim_start().starts_with('/')
+    {
         true => shared.runtime.custom_commands(),
         false => Vec::new(),
     };

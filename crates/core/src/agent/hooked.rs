@@ -96,6 +96,7 @@ impl Agent {
     /// the prompt, which then is not sent.
     pub(super) async fn hook_prompt(
         &mut self,
+        prompt: &str,
         input: &mut Message,
         events: &EventSink,
     ) -> Result<(), String> {
@@ -120,7 +121,7 @@ impl Agent {
                 add_context(input, &out.context);
             }
         }
-        let fields = json!({"prompt": input.text()});
+        let fields = json!({"prompt": prompt});
         let Some(out) = self.run_hooks(HookEvent::UserPromptSubmit, &[], fields, events).await
         else {
             return Ok(());
