@@ -41,10 +41,34 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/compact", "summarise the conversation to free context: /compact [what to keep]"),
     ("/jobs", "background jobs and their status"),
     ("/mcp", "MCP servers and prompts: /mcp__SERVER__PROMPT ARGS"),
+    ("/hooks", "the hooks in force, in the order they run"),
     ("/team", "the agent team: teammates, status, unread messages"),
     ("/inbox", "the lead's unread team messages (the model gets them at its next call)"),
     ("/exit", "leave (also /quit, Ctrl-D)"),
 ];
+
+/// `/hooks`: each hook in force (event, matcher, command, file), and a
+/// note when an untrusted project's hooks are skipped.
+fn show_hooks(agent: &Agent, config: &Config) {
+    let hooks = agent.hooks().list();
+    if hooks.is_empty() {
+        println!("no hooks (see \"Hooks\" in the README)");
+    }
+    for h in hooks {
+        let closed = if h.fail_closed { ", fail_closed" } else { "" };
+        println!(
+            "  {} [{}] {} (timeout {}s{closed}; {})",
+            h.event.name(),
+            h.matcher.describe(),
+            h.command,
+            h.timeout_secs,
+            h.source.display()
+        );
+    }
+    for line in config.ignored.iter().filter(|l| l.starts_with("hooks ")) {
+        println!("  skipped until you trust this project: {line}");
+    }
+}
 
 /// True when `line` names a built-in command (they win over custom ones).
 fn is_builtin(line: &str) -> bool {
@@ -386,6 +410,7 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
                 "  End a line with \\ to continue it; Esc or Ctrl-C interrupts a request; Ctrl-C twice exits."
             );
         }
+        "/hooks" => show_hooks(agent, config),
         "/clear" | "/new" => {
             crate::archive::spawn(agent, config);
             let session =

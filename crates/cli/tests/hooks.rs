@@ -86,9 +86,13 @@ fn a_pre_tool_use_hook_blocks_rm_with_exit_2_in_one_shot_and_in_the_repl() {
     );
     assert!(!stderr.contains("--allowedTools"), "no rule can overrule a hook: {stderr}");
 
-    let (code, stdout, stderr) = run(env.cmd().write_stdin("clean up\n"));
+    let (code, stdout, stderr) = run(env.cmd().write_stdin("clean up\n/hooks\n"));
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("could not remove it"), "{stdout}");
+    assert!(
+        stdout.contains("PreToolUse [Bash]") && stdout.contains("no-rm.sh"),
+        "/hooks: {stdout}"
+    );
     assert!(env.ws().join("data").exists(), "the REPL runs the same hooks");
     let (result, _) = tool_results(&env.request_body(3))[0].clone();
     assert!(result.contains("move files to ./trash"), "{result}");

@@ -97,6 +97,18 @@ impl Matcher {
             .map_err(|e| format!("matcher {text:?} is not a valid regex: {e}"))
     }
 
+    /// The matcher as written (`*` for all).
+    pub fn describe(&self) -> String {
+        match self {
+            Matcher::Any => "*".into(),
+            Matcher::Names(list) => list.join("|"),
+            Matcher::Regex(re) => {
+                let text = re.as_str();
+                text.strip_prefix("^(?:").and_then(|t| t.strip_suffix(")$")).unwrap_or(text).into()
+            }
+        }
+    }
+
     /// True when any of `names` (a tool's own name and its Claude Code name)
     /// is accepted.
     pub fn accepts(&self, names: &[&str]) -> bool {
