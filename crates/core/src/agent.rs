@@ -522,7 +522,7 @@ impl Agent {
         if cancel.is_cancelled() {
             return Err("cancelled by the user before it ran".into());
         }
-        let (input, hook_permission) = match self.hook_pre_tool(call, name, events).await {
+        let (mut input, hook_permission) = match self.hook_pre_tool(call, name, events).await {
             PreTool::Go { input, permission } => (input, permission),
             PreTool::Blocked(reason) => return Err(self.refused(call, reason, events)),
         };
@@ -542,7 +542,12 @@ impl Agent {
             Decision::Allow => Ok(()),
             Decision::Deny(reason) => Err(format!("permission denied: {reason}")),
             Decision::Ask => match self.hook_permission_request(call, name, &input, events).await {
-                Some(answer) => answer,
+                Some(Ok(Some(rewritten))) => {
+                    self.tools.validate(name, &rewritten)?;
+                    input = rewritten;
+                    Ok(())
+                }
+                Some(answer) => answer.map(drop),
                 None => self.ask(call, name, &input, events).await,
             },
         };

@@ -46,6 +46,16 @@ fn hook(event: HookEvent, command: &str) -> Hook {
 }
 
 fn agent(server: &ScriptedServer, home: &Path, hooks: Vec<Hook>, subagent: Option<&str>) -> Agent {
+    agent_in(PermissionMode::Bypass, server, home, hooks, subagent)
+}
+
+fn agent_in(
+    mode: PermissionMode,
+    server: &ScriptedServer,
+    home: &Path,
+    hooks: Vec<Hook>,
+    subagent: Option<&str>,
+) -> Agent {
     let mut config = ProviderConfig::new("anthropic", WireFormat::Anthropic, server.url());
     config.api_key = Some("k".into());
     let mut tools = ToolRegistry::new();
@@ -56,7 +66,7 @@ fn agent(server: &ScriptedServer, home: &Path, hooks: Vec<Hook>, subagent: Optio
         model_spec: "anthropic/m".into(),
         system: "test".into(),
         tools,
-        permissions: Arc::new(Permissions::new(PermissionMode::Bypass, &[], &[]).unwrap()),
+        permissions: Arc::new(Permissions::new(mode, &[], &[]).unwrap()),
         approver: Arc::new(NoOneToAsk),
         session: SessionStore::new(home).create(home, "anthropic/m").unwrap(),
         messages: Vec::new(),
@@ -154,4 +164,33 @@ async fn post_tool_use_hooks_add_their_say_to_the_result() {
         .collect();
     assert!(result.contains("{\"x\":1}") && result.contains("lint failed"), "{result}");
     assert!(result.contains("3 warnings"), "{result}");
+}
+
+fn tool_results(agent: &Agent) -> String {
+    agent
+        .messages()
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { content, .. } => {
+                Some(content.iter().filter_map(|p| p.as_text()).collect::<Vec<_>>().join("\n"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_permission_request_hook_answers_for_the_user_and_may_rewrite_the_input() {
+    let server = ScriptedServer::start(vec![
+        Turn::tool("echo", json!({"x": 1})).into(),
+        Turn::text("ok").into(),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let allow = r#"echo '{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": {"x": 2}}}}'"#;
+    let hooks = vec![hook(HookEvent::PermissionRequest, allow)];
+    // Nobody could be asked: without the hook the call would be refused.
+    let mut agent = agent_in(PermissionMode::Default, &server, home.path(), hooks, None);
+    run(&mut agent, "go").await;
+    assert_eq!(tool_results(&agent), "{\"x\":2}");
 }

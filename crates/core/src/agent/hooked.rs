@@ -159,14 +159,14 @@ impl Agent {
     }
 
     /// PermissionRequest (and a Notification) when a call would ask the user:
-    /// `Some` when a hook answered for them.
+    /// `Some` when a hook answered for them (an allow may rewrite the input).
     pub(super) async fn hook_permission_request(
         &mut self,
         call: &ToolCall,
         name: &str,
         input: &Value,
         events: &EventSink,
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<Option<Value>, String>> {
         let subject = tool_names(name);
         let fields = tool_fields(call, name, input);
         let answer =
@@ -176,7 +176,7 @@ impl Agent {
                     out.blocked.unwrap_or_default()
                 ))),
                 Some(out) => match out.permission {
-                    Some(PermissionAnswer::Allow) => Some(Ok(())),
+                    Some(PermissionAnswer::Allow) => Some(Ok(out.updated_input)),
                     Some(PermissionAnswer::Deny(reason)) => {
                         Some(Err(format!("denied by a PermissionRequest hook: {reason}")))
                     }
