@@ -3,9 +3,10 @@
 //! Claude Code's format so existing hook scripts work unchanged.
 //!
 //! Where they come from, in the order they run ([`Hooks::load`]):
-//! `[hooks]` in `$FERROCLAW_HOME/config.toml`, `~/.claude/settings.json`,
-//! then, only in a trusted workspace ([`crate::trust`]), `.agent/config.toml`,
-//! `.claude/settings.json` and `.claude/settings.local.json`. A project's
+//! `[hooks]` in `$FERROCLAW_HOME/config.toml`, then in the project's
+//! `.agent/config.toml`, then Claude Code's `~/.claude/settings.json`, then
+//! the project's `.claude/settings.json` and `.claude/settings.local.json`;
+//! the project's files only in a trusted workspace ([`crate::trust`]). A project's
 //! hooks are commands a repository would run on the user's machine, so an
 //! untrusted project's are skipped and named in [`crate::Config::ignored`].
 //!

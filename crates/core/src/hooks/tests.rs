@@ -145,3 +145,48 @@ async fn user_prompt_plain_stdout_is_context_and_continue_false_stops() {
     assert_eq!(out.context, vec!["today is monday".to_string()]);
     assert_eq!(out.stop.as_deref(), Some("quiet hours"));
 }
+
+#[test]
+fn hooks_load_in_the_documented_order_and_a_projects_only_once_trusted() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let toml = |c: &str| {
+        format!("[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = \"command\"\ncommand = \"{c}\"\n")
+    };
+    let json = |c: &str| {
+        json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": c}]}]}}).to_string()
+    };
+    std::fs::write(home.path().join("config.toml"), toml("home-toml")).unwrap();
+    std::fs::create_dir_all(ws.path().join(".agent")).unwrap();
+    std::fs::create_dir_all(ws.path().join(".claude")).unwrap();
+    std::fs::write(ws.path().join(".agent/config.toml"), toml("project-toml")).unwrap();
+    std::fs::write(ws.path().join(".claude/settings.json"), json("project-json")).unwrap();
+    std::fs::write(ws.path().join(".claude/settings.local.json"), json("local-json")).unwrap();
+    let load = || {
+        let config =
+            crate::Config::load(home.path().into(), ws.path().into(), &crate::Overrides::default())
+                .unwrap();
+        let hooks = Hooks::load(&config).unwrap();
+        let ours = ["home-toml", "project-toml", "project-json", "local-json"];
+        let commands: Vec<String> = hooks
+            .list()
+            .iter()
+            .map(|h| h.command.clone())
+            .filter(|c| ours.contains(&c.as_str()))
+            .collect();
+        (commands, config.ignored)
+    };
+    let (commands, ignored) = load();
+    assert_eq!(commands, ["home-toml"]);
+    let said = ignored.join("\n");
+    assert!(
+        said.contains(".agent/config.toml")
+            && said.contains(".claude/settings.json")
+            && said.contains(".claude/settings.local.json"),
+        "{said}"
+    );
+    crate::trust::TrustStore::new(home.path()).trust(ws.path()).unwrap();
+    let (commands, ignored) = load();
+    assert_eq!(commands, ["home-toml", "project-toml", "project-json", "local-json"]);
+    assert!(ignored.is_empty(), "{ignored:?}");
+}
