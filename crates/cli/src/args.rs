@@ -237,7 +237,7 @@ pub enum Command {
     },
     /// The gateway, its chat sessions and cron jobs.
     Status,
-    /// Trust this project's own settings (.agent/config.toml, .mcp.json), or list/revoke trust.
+    /// Trust this project's own settings (.agent/config.toml, .mcp.json, .claude/settings*.json hooks), or list/revoke trust.
     Trust {
         /// List trusted projects.
         #[arg(long, conflicts_with = "revoke")]

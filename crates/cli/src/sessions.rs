@@ -93,7 +93,7 @@ fn print_entry(entry: Entry) {
         Entry::Compaction { replaced, .. } => {
             println!("— {replaced} earlier messages compacted into a summary —\n")
         }
-        Entry::Usage { .. } | Entry::Permission { .. } => {}
+        Entry::Usage { .. } | Entry::Permission { .. } | Entry::Hook { .. } => {}
     }
 }
 

@@ -87,6 +87,16 @@ pub enum Entry {
         summary: String,
         replaced: usize,
     },
+    /// A hook ran ([`crate::hooks`]): which, and what came of it.
+    Hook {
+        ts: u64,
+        event: String,
+        command: String,
+        /// `None` when it timed out, did not start, or died by a signal.
+        exit_code: Option<i32>,
+        result: String,
+        duration_ms: u64,
+    },
 }
 
 /// [`Entry::Message`] borrowing its message, for writing (the same line).

@@ -173,11 +173,22 @@ async fn turn(
             }
         }
     });
-    let input = Message::user(work.message.content.clone());
     // Turns in flight finish even when the gateway is asked to stop; only
     // the sender's own stop (the web chat's button) cancels one.
     let cancel = work.message.cancel.clone().unwrap_or_default();
-    let report = agent.run(input, &tx, &cancel).await;
+    let custom = match work.message.channel != SYSTEM_CHANNEL
+        && work.message.content.trim_start().starts_with('/')
+    {
+        true => shared.runtime.custom_commands(),
+        false => Vec::new(),
+    };
+    let report = match ferroclaw_core::commands::find(&custom, &work.message.content) {
+        Some((cmd, args)) => {
+            let message = ferroclaw_core::mentions::user_message;
+            shared.runtime.run_command(agent, cmd, args, message, &tx, &cancel).await
+        }
+        None => agent.run(Message::user(work.message.content.clone()), &tx, &cancel).await,
+    };
     drop(tx);
     // Every event reaches the tap before the answer is delivered (by the caller).
     let _ = forward.await;
@@ -238,6 +249,16 @@ async fn open<'a>(
     agent.as_mut().ok_or_else(|| "no agent".to_string())
 }
 
+/// `/help`: the chat commands, then the custom ones (`.agent/commands/`, ...).
+fn help(shared: &Shared) -> String {
+    let mut text = HELP.to_string();
+    for c in shared.runtime.custom_commands() {
+        let hint = c.argument_hint.as_deref().map(|h| format!(" {h}")).unwrap_or_default();
+        text.push_str(&format!("\n/{}{hint} — {}", c.name, c.description));
+    }
+    text
+}
+
 /// Runs a chat command.
 async fn command_reply(
     key: &SessionKey,
@@ -247,7 +268,7 @@ async fn command_reply(
     shared: &Arc<Shared>,
 ) -> WorkResult {
     match command {
-        ChatCommand::Help => WorkResult::Answered(HELP.into()),
+        ChatCommand::Help => WorkResult::Answered(help(shared)),
         ChatCommand::New => {
             if let Some(mut old) = agent.take() {
                 old.finish().await;

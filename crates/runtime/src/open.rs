@@ -239,6 +239,8 @@ impl Runtime {
             remembering,
             turn_hook: Some(self.refresh.clone()),
         });
+        let mut agent = agent;
+        agent.set_hooks(self.hooks.clone(), None);
         Ok(Opened { agent, resumed: was_resumed, skipped_bytes, skipped_lines })
     }
 
@@ -316,6 +318,8 @@ impl Runtime {
             remembering: Default::default(),
             turn_hook: Some(self.refresh.clone()),
         });
+        let mut agent = agent;
+        agent.set_hooks(self.hooks.clone(), Some(child.kind.name.clone()));
         Ok(Opened { agent, resumed: false, skipped_bytes: 0, skipped_lines: Vec::new() })
     }
 

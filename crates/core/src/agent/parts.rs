@@ -91,6 +91,7 @@ impl Agent {
             turn_hook,
             injector: None,
             reads: Default::default(),
+            hook_state: Default::default(),
         }
     }
 
