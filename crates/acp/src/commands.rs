@@ -15,22 +15,23 @@ pub const BUILTIN: [(&str, &str, Option<&str>); 3] = [
 /// Every command to offer in `workspace`: built-ins, then skills (a skill
 /// runs as `/NAME ARGS`: the model loads it and follows it), then custom
 /// commands.
-pub fn available(workspace: &Path, home: &Path) -> Vec<Value> {
+pub fn available(
+    workspace: &Path,
+    home: &Path,
+    custom: &[ferroclaw_core::commands::CustomCommand],
+) -> Vec<Value> {
     let mut out: Vec<Value> =
         BUILTIN.iter().map(|(name, description, hint)| command(name, description, *hint)).collect();
     let skills = ferroclaw_core::skills::SkillSet::discover(workspace, home);
     for skill in skills.skills() {
         out.push(command(&skill.name, &skill.description, Some("what to do")));
     }
-    out.extend(custom(workspace, home));
+    for c in custom {
+        if !out.iter().any(|o| o["name"] == c.name.as_str()) {
+            out.push(command(&c.name, &c.description, c.argument_hint.as_deref()));
+        }
+    }
     out
-}
-
-/// Custom slash commands (`.claude/commands/*.md`, `.agent/commands/*.md`,
-/// `$FERROCLAW_HOME/commands/`): none yet. The commands module of the core
-/// fills this in; each becomes one entry here.
-pub fn custom(_workspace: &Path, _home: &Path) -> Vec<Value> {
-    Vec::new()
 }
 
 fn command(name: &str, description: &str, hint: Option<&str>) -> Value {

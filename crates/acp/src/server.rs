@@ -348,7 +348,8 @@ impl Server {
     /// Tells the client the slash commands of session `id`.
     fn announce_commands(&self, id: &str) {
         let Ok(session) = self.session(id) else { return };
-        let available = commands::available(&session.translator.workspace, &session.home);
+        let custom = session.runtime.custom_commands();
+        let available = commands::available(&session.translator.workspace, &session.home, &custom);
         self.peer.notify(
             "session/update",
             wire::update(
@@ -433,13 +434,33 @@ impl Server {
                 }
             }
             _ => {
-                let text =
-                    commands::skill_request(&workspace, &session.home, text.trim()).unwrap_or(text);
-                let mut message = ferroclaw_core::mentions::user_message(&text, &workspace);
-                for (media_type, data) in images {
-                    message.content.push(ContentBlock::Image { media_type, data });
-                }
-                let report = agent.run(message, &tx, &cancel).await;
+                let custom = match text.trim_start().starts_with('/') {
+                    true => session.runtime.custom_commands(),
+                    false => Vec::new(),
+                };
+                let report = match ferroclaw_core::commands::find(&custom, &text) {
+                    // A custom command: its model and allowed tools for this
+                    // request only, as in the REPL.
+                    Some((cmd, args)) => {
+                        let message = |text: &str, workspace: &std::path::Path| {
+                            let mut message = ferroclaw_core::mentions::user_message(text, workspace);
+                            for (media_type, data) in images {
+                                message.content.push(ContentBlock::Image { media_type, data });
+                            }
+                            message
+                        };
+                        session.runtime.run_command(&mut agent, cmd, args, message, &tx, &cancel).await
+                    }
+                    None => {
+                        let text = commands::skill_request(&workspace, &session.home, text.trim())
+                            .unwrap_or(text);
+                        let mut message = ferroclaw_core::mentions::user_message(&text, &workspace);
+                        for (media_type, data) in images {
+                            message.content.push(ContentBlock::Image { media_type, data });
+                        }
+                        agent.run(message, &tx, &cancel).await
+                    }
+                };
                 match report.outcome {
                     Outcome::Answered => "end_turn",
                     Outcome::Cancelled => "cancelled",
