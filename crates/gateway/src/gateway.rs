@@ -18,6 +18,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::approval::{ApprovalBroker, Choice, Decided};
 use crate::bus::{
     ANY_CHANNEL, BusError, Failure, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL,
 };
@@ -39,8 +40,9 @@ const CHANNEL_STOP_GRACE: Duration = Duration::from_secs(5);
 /// How often the status file is rewritten.
 const STATUS_INTERVAL: Duration = Duration::from_secs(5);
 
-/// The approver of gateway agents: nobody at a terminal can be asked, so a
-/// call that needs approval is refused with what to configure instead.
+/// An approver that refuses every call needing approval, with what to
+/// configure instead (for gateways that should never ask; the default asks
+/// in the chat through the [`ApprovalBroker`]).
 pub struct GatewayApprover;
 
 #[async_trait]
@@ -65,7 +67,11 @@ pub struct Shared {
     pub settings: GatewaySettings,
     /// Opens every chat's agent.
     pub runtime: Arc<Runtime>,
-    pub approver: Arc<dyn Approver>,
+    /// The approver of every chat's agent when set; else each chat asks in
+    /// the chat through `approvals`.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Approval requests waiting for an answer in a chat.
+    pub approvals: Arc<ApprovalBroker>,
     pub outbox: Outbox,
     pub names: SessionNames,
     pub cron: CronStore,
@@ -195,9 +201,17 @@ impl Shared {
             }
             return;
         }
-        if ChatCommand::parse(&message.content) == Some(ChatCommand::Help) {
-            self.reply_now(&message, HELP.into());
-            return;
+        match ChatCommand::parse(&message.content) {
+            Some(ChatCommand::Help) => {
+                self.reply_now(&message, HELP.into());
+                return;
+            }
+            // Answered at once: the chat's worker is waiting for it.
+            Some(ChatCommand::Decide { id, choice }) => {
+                self.decide(message, &id, choice);
+                return;
+            }
+            _ => {}
         }
         let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
         *self.last_chat.lock().unwrap_or_else(PoisonError::into_inner) = Some(key.clone());
@@ -217,6 +231,33 @@ impl Shared {
         }
     }
 
+    /// `/approve`, `/deny` or a button press: answers the request and tells the sender.
+    fn decide(&self, message: InboundMessage, id: &str, choice: Choice) {
+        let decided =
+            self.approvals.decide(id, &message.channel, &message.chat_id, &message.sender, choice);
+        let text = match &decided {
+            Decided::Done { tool, outcome } => format!("{tool}: {outcome}."),
+            Decided::Unknown => "No approval request with that id is waiting in this chat \
+                 (answered already, timed out, or never asked here)."
+                .to_string(),
+            Decided::NotAllowed => "Only the person whose message started this (or an approver) \
+                 can answer this request; nothing changed."
+                .to_string(),
+        };
+        let Some(channel) = self.outbox.channel(&message.channel).cloned() else { return };
+        let id = id.to_string();
+        tokio::spawn(async move {
+            if let Decided::Done { outcome, .. } = &decided
+                && let Err(e) = channel.approval_resolved(&message.chat_id, &id, outcome).await
+            {
+                tracing::debug!("{e}");
+            }
+            if let Err(e) = channel.answer_decision(&message, &decided, &text).await {
+                tracing::warn!("decision not acknowledged: {e}");
+            }
+        });
+    }
+
     fn reply_now(&self, message: &InboundMessage, text: String) {
         let outbox = self.outbox.clone();
         let reply = OutboundMessage::reply(message, text);
@@ -233,7 +274,7 @@ pub struct Gateway {
     home: PathBuf,
     settings: GatewaySettings,
     runtime: Arc<Runtime>,
-    approver: Arc<dyn Approver>,
+    approver: Option<Arc<dyn Approver>>,
     channels: Vec<(Arc<dyn Channel>, ChannelSettings)>,
     bus: MessageBus,
     web_url: Option<String>,
@@ -246,7 +287,7 @@ impl Gateway {
             home,
             settings,
             runtime,
-            approver: Arc::new(GatewayApprover),
+            approver: None,
             channels: Vec::new(),
             bus: MessageBus::default(),
             web_url: None,
@@ -258,9 +299,9 @@ impl Gateway {
         self.channels.push((channel, settings));
     }
 
-    /// Replaces the approver of gateway agents (default [`GatewayApprover`]).
+    /// Replaces the approver of gateway agents (default: ask in the chat).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
-        self.approver = approver;
+        self.approver = Some(approver);
     }
 
     /// The web chat's address, shown by `ferroclaw status`.
@@ -276,9 +317,15 @@ impl Gateway {
     /// Runs until `shutdown` is cancelled, then drains and returns.
     pub async fn run(self, shutdown: CancellationToken) {
         let outbox = Outbox::new(self.channels.iter().map(|(c, _)| c.clone()));
+        let approvals = Arc::new(ApprovalBroker::new(
+            outbox.clone(),
+            self.settings.approval_timeout(),
+            self.settings.approvers.clone(),
+        ));
         let shared = Arc::new(Shared {
             runtime: self.runtime,
             approver: self.approver,
+            approvals,
             outbox,
             names: SessionNames::load(&self.home),
             cron: CronStore::new(&self.home),
@@ -361,6 +408,8 @@ impl Gateway {
         }
         channel_stop.cancel();
         timers_stop.cancel();
+        // Nobody is left to answer: waiting calls are denied and their turns end.
+        shared.approvals.close();
         // Closing every queue lets each worker finish what it accepted, then stop.
         shared.live.lock().unwrap_or_else(PoisonError::into_inner).clear();
         shared.workers.close();

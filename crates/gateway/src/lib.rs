@@ -26,6 +26,7 @@
 //! assert!(Schedule::cron("every morning", None).is_err());
 //! ```
 
+pub mod approval;
 pub mod bus;
 pub mod channel;
 pub mod commands;

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 struct Shared {
     updates: Vec<Value>,
     sent: Vec<Value>,
+    /// answerCallbackQuery bodies.
+    answered: Vec<Value>,
     next_update: i64,
 }
 
@@ -56,6 +58,33 @@ impl FakeTelegram {
                 "text": text
             }
         }));
+    }
+
+    /// `user_id` presses the inline button carrying `data` under a message in `chat_id`.
+    pub fn user_presses(&self, user_id: i64, chat_id: i64, data: &str) {
+        let mut s = self.shared.lock().unwrap();
+        let id = s.next_update;
+        s.next_update += 1;
+        s.updates.push(json!({
+            "update_id": id,
+            "callback_query": {
+                "id": format!("cb{id}"),
+                "from": {"id": user_id, "is_bot": false, "first_name": "Someone"},
+                "message": {"message_id": 1, "chat": {"id": chat_id, "type": "private"}, "date": 0, "text": "..."},
+                "chat_instance": "1",
+                "data": data
+            }
+        }));
+    }
+
+    /// The sendMessage bodies that carried an inline keyboard.
+    pub fn keyboards(&self) -> Vec<Value> {
+        self.sent().into_iter().filter(|m| m.get("reply_markup").is_some()).collect()
+    }
+
+    /// Every answerCallbackQuery body.
+    pub fn answered(&self) -> Vec<Value> {
+        self.shared.lock().unwrap().answered.clone()
     }
 
     /// Texts the bot sent to `chat_id`, in order.
@@ -103,6 +132,10 @@ async fn handle(
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+        }
+        "answerCallbackQuery" => {
+            shared.lock().unwrap().answered.push(body);
+            Json(json!({"ok": true, "result": true}))
         }
         "sendMessage" => {
             shared.lock().unwrap().sent.push(body);

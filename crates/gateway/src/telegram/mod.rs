@@ -1,5 +1,8 @@
 //! The Telegram channel: Bot API long polling (`getUpdates` with offset and
-//! timeout) in, `sendMessage` out, over a thin HTTP client. The API base is
+//! timeout) in, `sendMessage` out, over a thin HTTP client. Approval requests
+//! carry an inline keyboard; a press comes back as a `callback_query`, goes
+//! on the bus as the `/approve` or `/deny` command it stands for, and is
+//! acknowledged with `answerCallbackQuery` (the presser's toast). The API base is
 //! configurable (`api_base`), so tests run against a local fake Bot API.
 
 mod format;
@@ -12,6 +15,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{ApprovalPrompt, BUTTONS, Decided, button_command};
 use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
 
@@ -76,8 +80,12 @@ impl TelegramChannel {
         Ok(value["result"].clone())
     }
 
-    /// Turns one update into an inbound message (text messages only).
+    /// Turns one update into an inbound message (text messages, and presses
+    /// of approval buttons).
     pub(crate) fn inbound(update: &Value) -> Option<InboundMessage> {
+        if let Some(press) = update.get("callback_query") {
+            return Self::button_press(press);
+        }
         let message = update.get("message").or_else(|| update.get("edited_message"))?;
         let text = message["text"].as_str().or_else(|| message["caption"].as_str())?;
         let sender = message["from"]["id"].as_i64()?.to_string();
@@ -91,6 +99,25 @@ impl TelegramChannel {
             meta.insert("name".into(), json!(n));
         }
         meta.insert("message_id".into(), message["message_id"].clone());
+        Some(inbound)
+    }
+}
+
+impl TelegramChannel {
+    /// A press of an approval button: its command, from the presser, in the
+    /// chat of the message the button is on.
+    fn button_press(press: &Value) -> Option<InboundMessage> {
+        let data = press["data"].as_str()?;
+        if !(data.starts_with("/approve ") || data.starts_with("/deny ")) {
+            return None;
+        }
+        let sender = press["from"]["id"].as_i64()?.to_string();
+        let chat = press["message"]["chat"]["id"].as_i64()?.to_string();
+        let mut inbound = InboundMessage::new("telegram", sender, chat, data);
+        inbound.metadata.insert("callback_query_id".into(), press["id"].clone());
+        if let Some(n) = press["from"]["first_name"].as_str() {
+            inbound.metadata.insert("name".into(), json!(n));
+        }
         Some(inbound)
     }
 }
@@ -109,7 +136,7 @@ impl Channel for TelegramChannel {
         let mut offset: i64 = 0;
         let mut backoff = Duration::from_secs(1);
         loop {
-            let body = json!({"offset": offset, "timeout": self.poll_timeout_secs, "allowed_updates": ["message", "edited_message"]});
+            let body = json!({"offset": offset, "timeout": self.poll_timeout_secs, "allowed_updates": ["message", "edited_message", "callback_query"]});
             let updates = tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
                 r = self.call("getUpdates", &body) => r,
@@ -147,6 +174,50 @@ impl Channel for TelegramChannel {
                     let _ = self.send(busy).await;
                 }
             }
+        }
+    }
+
+    async fn ask_approval(
+        &self,
+        chat_id: &str,
+        prompt: &ApprovalPrompt,
+    ) -> Result<(), ChannelError> {
+        let chat: i64 = chat_id.parse().map_err(|_| ChannelError::UnknownChat {
+            channel: "telegram".into(),
+            chat_id: chat_id.to_string(),
+        })?;
+        // Two buttons a row, so the labels fit a phone's width.
+        let buttons: Vec<Value> = BUTTONS
+            .iter()
+            .map(|(label, word)| json!({"text": label, "callback_data": button_command(&prompt.id, word)}))
+            .collect();
+        let rows: Vec<Value> = buttons.chunks(2).map(|r| json!(r)).collect();
+        let body = json!({
+            "chat_id": chat,
+            "text": prompt.text(),
+            "reply_markup": {"inline_keyboard": rows},
+        });
+        self.call("sendMessage", &body).await.map(|_| ())
+    }
+
+    async fn answer_decision(
+        &self,
+        decision: &InboundMessage,
+        decided: &Decided,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        match decision.metadata.get("callback_query_id") {
+            // A button press: the toast tells the presser; a taken decision
+            // is also said in the chat, for everyone in it.
+            Some(id) => {
+                let toast = json!({"callback_query_id": id, "text": text, "show_alert": !matches!(decided, Decided::Done { .. })});
+                self.call("answerCallbackQuery", &toast).await?;
+                if matches!(decided, Decided::Done { .. }) {
+                    self.send(OutboundMessage::reply(decision, text)).await?;
+                }
+                Ok(())
+            }
+            None => self.send(OutboundMessage::reply(decision, text)).await,
         }
     }
 

@@ -1,11 +1,16 @@
 //! The web chat's WebSocket: JSON frames both ways.
 //!
-//! Client to server: `{"type": "message", "content": "..."}`.
+//! Client to server: `{"type": "message", "content": "..."}`;
+//! `{"type": "approve", "id", "choice": "once"|"chat"|"project"|"deny",
+//! "reason"}` answers an approval request.
 //! Server to client: `{"type": "ready", "chat": ID}`; `{"type": "event",
 //! "event": AgentEvent}` while the answer is written (text deltas, tool
 //! calls); `{"type": "reply", "content", "reply_to"}` with the final answer;
 //! `{"type": "message", "content"}` for messages the agent sends on its own;
-//! `{"type": "error", "message"}` when a message was not taken.
+//! `{"type": "error", "message"}` when a message was not taken;
+//! `{"type": "approval", "id", "tool", "input", "summary"}` when a tool call
+//! waits for approval, and `{"type": "approval_resolved", "id", "outcome"}`
+//! once it is answered, timed out or cancelled.
 
 use std::net::SocketAddr;
 use std::sync::PoisonError;
@@ -22,6 +27,7 @@ use serde_json::{Value, json};
 use super::limits::{MAX_WS_FRAME_BYTES, MAX_WS_MESSAGE_BYTES, Rate, WS_IDLE_TIMEOUT};
 use super::queue::{OutQueue, out_queue};
 use super::{App, OWNER, WebState};
+use crate::approval::button_command;
 use crate::bus::{EventTap, InboundMessage};
 
 /// Longest chat id a page may ask for.
@@ -129,6 +135,23 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             Ok(v) if v["type"] == "message" => {
                 v["content"].as_str().unwrap_or_default().to_string()
             }
+            // An answer travels as the command it stands for, so it is
+            // checked like one typed in any chat (this chat, its owner).
+            Ok(v) if v["type"] == "approve" => {
+                let (id, choice) = (v["id"].as_str().unwrap_or_default(), v["choice"].as_str());
+                let valid = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric());
+                match choice.filter(|c| ["once", "chat", "project", "deny"].contains(c)) {
+                    Some(choice) if valid => {
+                        let reason = v["reason"].as_str().unwrap_or_default().replace('\n', " ");
+                        format!("{} {reason}", button_command(id, choice)).trim().to_string()
+                    }
+                    _ => {
+                        let expected = "expected {\"type\":\"approve\",\"id\":...,\"choice\":\"once\"|\"chat\"|\"project\"|\"deny\"}";
+                        send(&out, json!({"type": "error", "message": expected}));
+                        continue;
+                    }
+                }
+            }
             _ => {
                 let expected = "expected {\"type\":\"message\",\"content\":...}";
                 send(&out, json!({"type": "error", "message": expected}));
@@ -162,6 +185,16 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             sockets.remove(&chat);
         }
     }
+}
+
+/// Queues a frame for every page open on `chat`; false when none is.
+pub(super) fn send_to_chat(app: &WebState, chat: &str, frame: &Value) -> bool {
+    let mut sockets = app.sockets.lock().unwrap_or_else(PoisonError::into_inner);
+    let text = frame.to_string();
+    sockets.get_mut(chat).is_some_and(|list| {
+        list.retain(|queue| queue.push(text.clone(), text.len()));
+        !list.is_empty()
+    })
 }
 
 /// Queues a frame for the page; a page too far behind is being disconnected.

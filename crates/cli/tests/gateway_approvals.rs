@@ -1,0 +1,99 @@
+//! Approvals from a chat, against the fake Telegram Bot API: a tool call that
+//! needs approval pauses the turn and asks the chat's owner with inline
+//! buttons; a stranger's press changes nothing, the owner's runs the call, a
+//! denial's reason and an unanswered request's timeout reach the model.
+
+mod common;
+mod gateway_support;
+
+use common::{Env, Wire};
+use ferroclaw_testkit::Turn;
+use gateway_support::fake_telegram::FakeTelegram;
+use gateway_support::{Gateway, wait_for};
+use serde_json::json;
+
+fn config(fake: &FakeTelegram, extra: &str) -> String {
+    format!(
+        "heartbeat_minutes = 0\n{extra}\n[channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\npoll_timeout_secs = 1\nallow_from = [\"42\", \"666\"]\n",
+        fake.base
+    )
+}
+
+/// The script: the model asks to run bash, then answers `answer`.
+fn env(answer: &str) -> Env {
+    let call = Turn::tool("bash", json!({"command": "echo approved > made-by-bash.txt"}));
+    Env::new(Wire::OpenAi, vec![call.into(), Turn::text(answer).into()])
+}
+
+/// The callback data of the button labelled `label` on the first approval request.
+fn button(fake: &FakeTelegram, label: &str) -> String {
+    wait_for(30, "the approval request", || !fake.keyboards().is_empty());
+    let request = &fake.keyboards()[0];
+    let rows = request["reply_markup"]["inline_keyboard"].as_array().unwrap().clone();
+    rows.iter()
+        .flat_map(|r| r.as_array().unwrap().clone())
+        .find(|b| b["text"] == label)
+        .map(|b| b["callback_data"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no {label:?} button in {request}"))
+}
+
+#[test]
+fn a_call_waits_for_the_owners_button_and_a_strangers_press_changes_nothing() {
+    let fake = FakeTelegram::start();
+    let env = env("Done, the file is there.");
+    let _gw = Gateway::start(&env, &config(&fake, ""));
+    fake.user_says(42, "Ann", "make the file");
+    let once = button(&fake, "Approve once");
+    let request = &fake.keyboards()[0];
+    assert_eq!(request["chat_id"], 42, "asked in the chat the message came from");
+    assert!(request["text"].as_str().unwrap().contains("bash: echo approved"), "{request}");
+    let made = env.home.path().join("workspace/made-by-bash.txt");
+
+    fake.user_presses(666, 42, &once);
+    wait_for(30, "the stranger told", || !fake.answered().is_empty());
+    let told = &fake.answered()[0];
+    assert!(told["text"].as_str().unwrap().contains("Only the person"), "{told}");
+    assert_eq!(told["show_alert"], true);
+    assert!(!made.exists(), "a stranger's press runs nothing");
+    assert_eq!(env.server.requests().len(), 1, "the turn still waits");
+
+    fake.user_presses(42, 42, &once);
+    wait_for(30, "the answer", || fake.sent_to(42).iter().any(|t| t.contains("Done")));
+    assert!(made.exists(), "the owner's press let the call run");
+    assert!(fake.answered()[1]["text"].as_str().unwrap().contains("approved once"));
+    assert!(!env.request_body(1).to_string().contains("denied"));
+
+    fake.user_presses(42, 42, &once);
+    wait_for(30, "the second press answered", || fake.answered().len() >= 3);
+    assert!(
+        fake.answered()[2]["text"].as_str().unwrap().contains("No approval request"),
+        "an id works once"
+    );
+}
+
+#[test]
+fn a_denial_with_a_reason_reaches_the_model_and_runs_nothing() {
+    let fake = FakeTelegram::start();
+    let env = env("All right, I left it.");
+    let _gw = Gateway::start(&env, &config(&fake, ""));
+    fake.user_says(42, "Ann", "make the file");
+    let deny = button(&fake, "Deny");
+    let id = deny.split_whitespace().nth(1).unwrap().to_string();
+    fake.user_says(42, "Ann", &format!("/deny {id} not on a Friday"));
+    wait_for(30, "the answer", || fake.sent_to(42).iter().any(|t| t.contains("I left it")));
+    let result = env.request_body(1).to_string();
+    assert!(result.contains("denied this call: not on a Friday"), "{result}");
+    assert!(!env.home.path().join("workspace/made-by-bash.txt").exists());
+}
+
+#[test]
+fn an_unanswered_request_is_denied_after_the_approval_timeout_and_the_model_told() {
+    let fake = FakeTelegram::start();
+    let env = env("Nobody answered, so I did nothing.");
+    let _gw = Gateway::start(&env, &config(&fake, "approval_timeout = 1"));
+    fake.user_says(42, "Ann", "make the file");
+    wait_for(30, "the answer", || fake.sent_to(42).iter().any(|t| t.contains("did nothing")));
+    let result = env.request_body(1).to_string();
+    assert!(result.contains("nobody answered the approval request"), "{result}");
+    assert!(!env.home.path().join("workspace/made-by-bash.txt").exists());
+}
