@@ -487,12 +487,12 @@ mod tests {
         assert_ne!(a, z);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn an_unanswered_request_is_denied_after_the_timeout_and_the_model_told_why() {
-        let (b, rec) = broker(Duration::from_secs(600));
+        let (b, rec) = broker(Duration::from_secs(1));
         let (task, id) = asking(&b, &rec, "c", CancellationToken::new()).await;
         let Approval::No(reason) = task.await.unwrap() else { panic!("not denied") };
-        assert!(reason.contains("within 10 min") && reason.contains("denied"), "{reason}");
+        assert!(reason.contains("within 1 s") && reason.contains("denied"), "{reason}");
         assert_eq!(
             rec.resolved.lock().unwrap().as_slice(),
             [(id.clone(), "timed out (denied)".to_string())]
@@ -518,6 +518,7 @@ mod tests {
 
     #[test]
     fn choices_parse_from_button_words_and_commands() {
+        assert_eq!(describe(DEFAULT_APPROVAL_TIMEOUT), "10 min");
         assert_eq!(Choice::parse("", ""), Some(Choice::Once));
         assert_eq!(Choice::parse("Project", ""), Some(Choice::Project));
         assert_eq!(Choice::parse("maybe", ""), None);
