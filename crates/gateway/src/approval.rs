@@ -26,6 +26,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::bus::InboundMessage;
 use crate::outbox::Outbox;
 use crate::sessions::SessionKey;
 
@@ -286,6 +287,32 @@ impl ApprovalBroker {
         // The turn may have gone meanwhile: then nobody waits, and that is fine.
         let _ = request.answer.send(choice);
         Decided::Done { tool: request.tool, outcome }
+    }
+
+    /// Takes `message` (an `/approve`, `/deny` or a button press: its sender,
+    /// in its chat) as the answer to request `id`, and tells the sender what
+    /// came of it on the message's channel.
+    pub async fn answer(&self, message: &InboundMessage, id: &str, choice: Choice) -> Decided {
+        let decided = self.decide(id, &message.channel, &message.chat_id, &message.sender, choice);
+        let text = match &decided {
+            Decided::Done { tool, outcome } => format!("{tool}: {outcome}."),
+            Decided::Unknown => "No approval request with that id is waiting in this chat \
+                 (answered already, timed out, or never asked here)."
+                .to_string(),
+            Decided::NotAllowed => "Only the person whose message started this (or an approver) \
+                 can answer this request; nothing changed."
+                .to_string(),
+        };
+        let Some(channel) = self.outbox.channel(&message.channel).cloned() else { return decided };
+        if let Decided::Done { outcome, .. } = &decided
+            && let Err(e) = channel.approval_resolved(&message.chat_id, id, outcome).await
+        {
+            tracing::debug!("{e}");
+        }
+        if let Err(e) = channel.answer_decision(message, &decided, &text).await {
+            tracing::warn!("decision not acknowledged: {e}");
+        }
+        decided
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {

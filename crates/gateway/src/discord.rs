@@ -18,6 +18,11 @@
 //! `dm_policy` and `allow_from` (user ids, never names) before anything
 //! reaches a model.
 //!
+//! Approval requests carry buttons (message components); a press arrives as
+//! an INTERACTION_CREATE, goes on the bus as the `/approve` or `/deny`
+//! command it stands for (sender = the presser), and is answered through the
+//! interaction's callback (privately to a presser who may not decide).
+//!
 //! Sending: `POST /channels/{id}/messages`, split into messages of at most
 //! 2,000 characters at paragraph or line boundaries (code fences closed and
 //! reopened), waiting out 429 rate limits.
@@ -40,6 +45,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{ApprovalPrompt, BUTTONS, Decided, button_command};
 use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
 use crate::config::ChannelSettings;
@@ -153,12 +159,14 @@ impl DiscordChannel {
         })
     }
 
-    /// Turns a MESSAGE_CREATE into a bus message, when it is for the agent.
+    /// Turns a MESSAGE_CREATE (or a button press) into a bus message, when it is for the agent.
     fn on_dispatch(&self, bus: &MessageBus, event: &str, data: Value, bot_id: Option<&str>) {
-        if event != "MESSAGE_CREATE" {
-            return;
-        }
-        let Some(message) = inbound_message(data, bot_id, &self.config.channels) else { return };
+        let message = match event {
+            "MESSAGE_CREATE" => inbound_message(data, bot_id, &self.config.channels),
+            "INTERACTION_CREATE" => button_press(&data),
+            _ => None,
+        };
+        let Some(message) = message else { return };
         let chat_id = message.chat_id.clone();
         if let Err(e) = bus.publish(message) {
             tracing::warn!(channel = CHANNEL_NAME, chat_id, "message not taken: {e}");
@@ -232,6 +240,50 @@ impl Channel for DiscordChannel {
         }
     }
 
+    async fn ask_approval(
+        &self,
+        chat_id: &str,
+        prompt: &ApprovalPrompt,
+    ) -> Result<(), ChannelError> {
+        // Styles: 1 primary, 2 secondary, 4 danger.
+        let buttons: Vec<Value> = BUTTONS
+            .iter()
+            .map(|(label, word)| {
+                let style = match *word {
+                    "once" => 1,
+                    "deny" => 4,
+                    _ => 2,
+                };
+                json!({"type": 2, "style": style, "label": label, "custom_id": button_command(&prompt.id, word)})
+            })
+            .collect();
+        let text: String = prompt.text().chars().take(MESSAGE_LIMIT).collect();
+        let body = json!({
+            "content": text,
+            "allowed_mentions": { "parse": [] },
+            "components": [{"type": 1, "components": buttons}],
+        });
+        self.rest.create_message_with(chat_id, &body).await
+    }
+
+    async fn answer_decision(
+        &self,
+        decision: &InboundMessage,
+        decided: &Decided,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        let field = |k: &str| decision.metadata.get(k).and_then(Value::as_str);
+        match (field("interaction_id"), field("interaction_token")) {
+            // CHANNEL_MESSAGE_WITH_SOURCE (4); ephemeral (flag 64) unless taken.
+            (Some(id), Some(token)) => {
+                let flags = if matches!(decided, Decided::Done { .. }) { 0 } else { 64 };
+                let body = json!({"type": 4, "data": {"content": text, "flags": flags, "allowed_mentions": {"parse": []}}});
+                self.rest.interaction_callback(id, token, &body).await
+            }
+            _ => self.send(OutboundMessage::reply(decision, text)).await,
+        }
+    }
+
     async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError> {
         let mut text = message.content;
         for url in
@@ -252,6 +304,28 @@ impl Channel for DiscordChannel {
 fn reconnect_delay(failures: u32) -> Duration {
     let doubled = RECONNECT_FIRST_DELAY.saturating_mul(1 << failures.saturating_sub(1).min(16));
     doubled.min(RECONNECT_MAX_DELAY)
+}
+
+/// The bus message for an INTERACTION_CREATE that presses an approval button
+/// (MESSAGE_COMPONENT, type 3): the button's command, from the presser (the
+/// member in a server, the user in a direct message), in the button's channel.
+pub(crate) fn button_press(data: &Value) -> Option<InboundMessage> {
+    if data["type"].as_u64() != Some(3) {
+        return None;
+    }
+    let command = data["data"]["custom_id"].as_str()?;
+    if !(command.starts_with("/approve ") || command.starts_with("/deny ")) {
+        return None;
+    }
+    let user = data["member"]["user"]["id"].as_str().or_else(|| data["user"]["id"].as_str())?;
+    let channel = data["channel_id"].as_str()?;
+    let mut inbound = InboundMessage::new(CHANNEL_NAME, user, channel, command);
+    inbound.metadata.insert("interaction_id".into(), data["id"].clone());
+    inbound.metadata.insert("interaction_token".into(), data["token"].clone());
+    if let Some(guild) = data["guild_id"].as_str() {
+        inbound.metadata.insert("guild_id".into(), json!(guild));
+    }
+    Some(inbound)
 }
 
 /// A message as MESSAGE_CREATE delivers it (the fields the channel reads).

@@ -18,7 +18,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::approval::{ApprovalBroker, Choice, Decided};
+use crate::approval::{ApprovalBroker, Choice};
 use crate::bus::{
     ANY_CHANNEL, BusError, Failure, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL,
 };
@@ -208,7 +208,7 @@ impl Shared {
             }
             // Answered at once: the chat's worker is waiting for it.
             Some(ChatCommand::Decide { id, choice }) => {
-                self.decide(message, &id, choice);
+                self.decide(message, id, choice);
                 return;
             }
             _ => {}
@@ -232,30 +232,9 @@ impl Shared {
     }
 
     /// `/approve`, `/deny` or a button press: answers the request and tells the sender.
-    fn decide(&self, message: InboundMessage, id: &str, choice: Choice) {
-        let decided =
-            self.approvals.decide(id, &message.channel, &message.chat_id, &message.sender, choice);
-        let text = match &decided {
-            Decided::Done { tool, outcome } => format!("{tool}: {outcome}."),
-            Decided::Unknown => "No approval request with that id is waiting in this chat \
-                 (answered already, timed out, or never asked here)."
-                .to_string(),
-            Decided::NotAllowed => "Only the person whose message started this (or an approver) \
-                 can answer this request; nothing changed."
-                .to_string(),
-        };
-        let Some(channel) = self.outbox.channel(&message.channel).cloned() else { return };
-        let id = id.to_string();
-        tokio::spawn(async move {
-            if let Decided::Done { outcome, .. } = &decided
-                && let Err(e) = channel.approval_resolved(&message.chat_id, &id, outcome).await
-            {
-                tracing::debug!("{e}");
-            }
-            if let Err(e) = channel.answer_decision(&message, &decided, &text).await {
-                tracing::warn!("decision not acknowledged: {e}");
-            }
-        });
+    fn decide(&self, message: InboundMessage, id: String, choice: Choice) {
+        let approvals = self.approvals.clone();
+        tokio::spawn(async move { approvals.answer(&message, &id, choice).await });
     }
 
     fn reply_now(&self, message: &InboundMessage, text: String) {
