@@ -22,6 +22,12 @@
 //! message) lands in that thread. Every such message goes on the bus; the
 //! gateway then applies `dm_policy` and `allow_from` (user ids).
 //!
+//! Approval requests carry Block Kit buttons; a press arrives as an
+//! `interactive` envelope (`block_actions`, enable Interactivity for the app),
+//! goes on the bus as the `/approve` or `/deny` command it stands for
+//! (sender = the presser), and a presser who may not decide is told so with
+//! an ephemeral message.
+//!
 //! Sending: Markdown converted to mrkdwn ([`to_mrkdwn`]) and split into
 //! messages of at most [`MESSAGE_LIMIT`] characters.
 //!
@@ -46,6 +52,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{ApprovalPrompt, BUTTONS, Decided, button_command};
 use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
 use crate::config::{ChannelSettings, GatewayConfigError};
@@ -188,8 +195,16 @@ impl SlackChannel {
         Ok(SlackChannel { config, api, threads, recent })
     }
 
-    /// Publishes a `message` event when it is for the agent.
+    /// Publishes a `message` event (or a button press) when it is for the agent.
     fn on_event(&self, bus: &MessageBus, event: Value, bot_id: &str) {
+        if event["type"] == "block_actions" {
+            if let Some(press) = button_press(&event)
+                && let Err(e) = bus.publish(press)
+            {
+                tracing::warn!(channel = CHANNEL_NAME, "button press not taken: {e}");
+            }
+            return;
+        }
         let Some(message) = inbound_message(&event, bot_id, &self.config.channels) else { return };
         let ts = message.metadata.get("ts").and_then(Value::as_str).unwrap_or_default();
         let key = format!("{}:{ts}", message.chat_id);
@@ -279,6 +294,53 @@ impl Channel for SlackChannel {
         }
     }
 
+    async fn ask_approval(
+        &self,
+        chat_id: &str,
+        prompt: &ApprovalPrompt,
+    ) -> Result<(), ChannelError> {
+        let buttons: Vec<Value> = BUTTONS
+            .iter()
+            .map(|(label, word)| {
+                let mut button = json!({
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": label},
+                    "action_id": format!("approval_{word}"),
+                    "value": button_command(&prompt.id, word),
+                });
+                match *word {
+                    "once" => button["style"] = json!("primary"),
+                    "deny" => button["style"] = json!("danger"),
+                    _ => {}
+                }
+                button
+            })
+            .collect();
+        let text: String = to_mrkdwn(&prompt.text()).chars().take(MESSAGE_LIMIT).collect();
+        let body = json!({
+            "channel": chat_id,
+            "text": text,
+            "blocks": [
+                {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+                {"type": "actions", "block_id": format!("approval_{}", prompt.id), "elements": buttons},
+            ],
+        });
+        self.api.post_with(&body).await
+    }
+
+    async fn answer_decision(
+        &self,
+        decision: &InboundMessage,
+        decided: &Decided,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        if matches!(decided, Decided::Done { .. }) {
+            return self.api.post_message(&decision.chat_id, text, None).await;
+        }
+        // Only the presser (or writer) sees a refusal.
+        self.api.post_ephemeral(&decision.chat_id, &decision.sender, text).await
+    }
+
     async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError> {
         let thread = message.reply_to.as_ref().and_then(|id| {
             self.threads.lock().unwrap_or_else(PoisonError::into_inner).by_message.get(id).cloned()
@@ -302,6 +364,24 @@ impl Channel for SlackChannel {
 fn reconnect_delay(failures: u32) -> Duration {
     let doubled = RECONNECT_FIRST_DELAY.saturating_mul(1 << failures.saturating_sub(1).min(16));
     doubled.min(RECONNECT_MAX_DELAY)
+}
+
+/// The bus message for a `block_actions` payload that presses an approval
+/// button: the button's command, from the presser, in the message's channel.
+pub(crate) fn button_press(payload: &Value) -> Option<InboundMessage> {
+    let command = payload["actions"][0]["value"].as_str()?;
+    if !(command.starts_with("/approve ") || command.starts_with("/deny ")) {
+        return None;
+    }
+    let user = payload["user"]["id"].as_str()?;
+    let channel = payload["channel"]["id"]
+        .as_str()
+        .or_else(|| payload["container"]["channel_id"].as_str())?;
+    let mut inbound = InboundMessage::new(CHANNEL_NAME, user, channel, command);
+    if let Some(url) = payload["response_url"].as_str() {
+        inbound.metadata.insert("response_url".into(), json!(url));
+    }
+    Some(inbound)
 }
 
 /// The bus message for a `message` event, or `None` when the agent should

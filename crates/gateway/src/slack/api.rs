@@ -95,9 +95,25 @@ impl SlackApi {
         })
     }
 
+    /// Posts a message whose whole body is `body` (text, blocks, ...).
+    pub async fn post_with(&self, body: &Value) -> Result<(), ChannelError> {
+        self.call("chat.postMessage", &self.bot_token, Some(body)).await.map(|_| ())
+    }
+
+    /// Shows `text` to `user` alone in `channel` (`chat.postEphemeral`).
+    pub async fn post_ephemeral(
+        &self,
+        channel: &str,
+        user: &str,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        let body = json!({ "channel": channel, "user": user, "text": text });
+        self.call("chat.postEphemeral", &self.bot_token, Some(&body)).await.map(|_| ())
+    }
+
     /// POSTs `method` with `token` (a JSON body, or none) and returns the
     /// answer when Slack says `ok`.
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: &str,
         token: &str,
