@@ -97,3 +97,76 @@ fn an_unanswered_request_is_denied_after_the_approval_timeout_and_the_model_told
     assert!(result.contains("nobody answered the approval request"), "{result}");
     assert!(!env.home.path().join("workspace/made-by-bash.txt").exists());
 }
+
+/// The next JSON frame of a raw chat socket.
+async fn frame(socket: &mut Socket) -> serde_json::Value {
+    use futures_util::StreamExt;
+    loop {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(30), socket.next()).await;
+        match next.expect("no frame in 30 s") {
+            Some(Ok(Message::Text(t))) => return serde_json::from_str(&t).unwrap(),
+            Some(Ok(_)) => continue,
+            other => panic!("socket ended: {other:?}"),
+        }
+    }
+}
+
+/// The next frame of `kind`, skipping streamed events.
+async fn frame_of(socket: &mut Socket, kind: &str) -> serde_json::Value {
+    loop {
+        let f = frame(socket).await;
+        if f["type"] == kind {
+            return f;
+        }
+        assert!(f["type"] == "event", "expected {kind}, got {f}");
+    }
+}
+
+async fn say(socket: &mut Socket, frame: serde_json::Value) {
+    use futures_util::SinkExt;
+    socket.send(Message::Text(frame.to_string().into())).await.unwrap();
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use tokio_tungstenite::tungstenite::Message;
+
+async fn open(port: u16, chat: &str) -> Socket {
+    let url = format!("ws://127.0.0.1:{port}/ws?token={}&chat={chat}", gateway_support::TOKEN);
+    let (mut socket, _) = tokio_tungstenite::connect_async(url).await.expect("socket");
+    assert_eq!(frame(&mut socket).await["type"], "ready");
+    socket
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_web_chat_gets_an_approval_card_and_answers_it_for_the_project() {
+    let env = env("Done from the web.");
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    let mut page = open(gw.port, "mine").await;
+    let mut other = open(gw.port, "theirs").await;
+    say(&mut page, json!({"type": "message", "content": "make the file"})).await;
+    let card = frame_of(&mut page, "approval").await;
+    assert_eq!(card["tool"], "bash");
+    assert_eq!(card["input"]["command"], "echo approved > made-by-bash.txt");
+    assert!(card["summary"].as_str().unwrap().starts_with("bash: echo approved"), "{card}");
+    let id = card["id"].as_str().unwrap().to_string();
+
+    say(&mut other, json!({"type": "approve", "id": id, "choice": "once"})).await;
+    let refused = frame_of(&mut other, "error").await;
+    assert!(refused["message"].as_str().unwrap().contains("No approval request"), "{refused}");
+    say(&mut page, json!({"type": "approve", "id": id, "choice": "sometimes"})).await;
+    assert!(frame_of(&mut page, "error").await["message"].as_str().unwrap().contains("expected"));
+
+    say(&mut page, json!({"type": "approve", "id": id, "choice": "project"})).await;
+    let resolved = frame_of(&mut page, "approval_resolved").await;
+    assert_eq!(
+        resolved,
+        json!({"type": "approval_resolved", "id": id, "outcome": "approved for this project"})
+    );
+    let reply = frame_of(&mut page, "reply").await;
+    assert_eq!(reply["content"], "Done from the web.");
+    assert!(env.home.path().join("workspace/made-by-bash.txt").exists());
+    let project = std::fs::read_to_string(env.home.path().join("workspace/.agent/config.toml"))
+        .expect("the rule is written to the project's config");
+    assert!(project.contains("bash(echo:*)"), "{project}");
+}
