@@ -38,7 +38,7 @@ pub const DEFAULT_MAX_WEBSOCKETS: usize = 64;
 pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
 
 /// The keys of `[gateway]` (the fields of [`GatewaySettings`]).
-pub const GATEWAY_KEYS: [&str; 19] = [
+pub const GATEWAY_KEYS: [&str; 20] = [
     "bind",
     "port",
     "token",
@@ -58,6 +58,7 @@ pub const GATEWAY_KEYS: [&str; 19] = [
     "header_timeout_secs",
     "approval_timeout",
     "approvers",
+    "transcription",
 ];
 
 /// The channels the gateway ships, with the keys of each beyond [`COMMON_KEYS`].
@@ -110,6 +111,8 @@ pub struct GatewaySettings {
     /// Who may answer any chat's approval requests besides the person whose
     /// message started the turn: sender ids, or `CHANNEL:SENDER`.
     pub approvers: Vec<String>,
+    /// Where voice notes are transcribed (none: they are saved, not transcribed).
+    pub transcription: Option<crate::media::TranscriptionSettings>,
     pub session_idle_minutes: f64,
     pub chat_queue: usize,
     /// Requests per minute per network address on the web channel (0: no limit).
@@ -141,6 +144,7 @@ impl Default for GatewaySettings {
             permission_mode: None,
             approval_timeout: crate::approval::DEFAULT_APPROVAL_TIMEOUT.as_secs_f64(),
             approvers: Vec::new(),
+            transcription: None,
             session_idle_minutes: DEFAULT_SESSION_IDLE_MINUTES,
             chat_queue: DEFAULT_CHAT_QUEUE,
             requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,

@@ -73,6 +73,8 @@ pub struct Shared {
     /// Approval requests waiting for an answer in a chat.
     pub approvals: Arc<ApprovalBroker>,
     pub outbox: Outbox,
+    /// The agents' workspace (received files go to its `inbox/`).
+    pub workspace: PathBuf,
     pub names: SessionNames,
     pub cron: CronStore,
     pub pairing: PairingStore,
@@ -306,6 +308,7 @@ impl Gateway {
             approver: self.approver,
             approvals,
             outbox,
+            workspace: self.settings.workspace(&self.home),
             names: SessionNames::load(&self.home),
             cron: CronStore::new(&self.home),
             pairing: PairingStore::new(&self.home),

@@ -39,6 +39,7 @@ pub mod format;
 mod fuzz;
 pub mod gateway;
 pub mod heartbeat;
+pub mod media;
 pub mod multipart;
 pub mod outbox;
 pub mod pairing;

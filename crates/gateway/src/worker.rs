@@ -17,6 +17,7 @@ use crate::bus::{Failure, InboundMessage, OutboundMessage, SYSTEM_CHANNEL};
 use crate::commands::{ChatCommand, HELP};
 use crate::gateway::Shared;
 use crate::heartbeat;
+use crate::media;
 use crate::sessions::SessionKey;
 use crate::tools::{CronTool, MessageTool};
 
@@ -184,7 +185,7 @@ async fn turn(
             }
         }
     });
-    let input = Message::user(work.message.content.clone());
+    let input = user_input(&work.message, shared).await;
     // Turns in flight finish even when the gateway is asked to stop.
     let report = agent.run(input, &tx, &cancel).await;
     drop(tx);
@@ -196,6 +197,24 @@ async fn turn(
     } else {
         WorkResult::Answered(report.text)
     }
+}
+
+/// The message for the model: the text, with what was attached (images as
+/// image blocks, files saved in the workspace's inbox, voice transcribed).
+async fn user_input(message: &InboundMessage, shared: &Shared) -> Message {
+    let files = media::attachments(message);
+    if files.is_empty() {
+        return Message::user(message.content.clone());
+    }
+    let mut transcripts = Vec::new();
+    if let Some(settings) = &shared.settings.transcription {
+        for (i, file) in files.iter().enumerate().filter(|(_, f)| f.is_audio()) {
+            transcripts.push((i, media::transcribe(settings, file).await));
+        }
+    }
+    let workspace = shared.workspace.clone();
+    let text = message.content.clone();
+    tokio::task::block_in_place(|| media::user_message(&text, files, &workspace, &transcripts))
 }
 
 /// Who may answer the approval requests of a turn: the sender of its

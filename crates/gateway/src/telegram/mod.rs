@@ -35,6 +35,8 @@ pub struct TelegramChannel {
     http: reqwest::Client,
     /// `API_BASE/botTOKEN`.
     base: String,
+    /// `API_BASE/file/botTOKEN`: where received files are downloaded.
+    file_base: String,
     poll_timeout_secs: u64,
 }
 
@@ -54,7 +56,12 @@ impl TelegramChannel {
                 message: e.to_string(),
             })?;
         let api = api_base.unwrap_or(DEFAULT_API_BASE).trim_end_matches('/');
-        Ok(TelegramChannel { http, base: format!("{api}/bot{token}"), poll_timeout_secs })
+        Ok(TelegramChannel {
+            http,
+            base: format!("{api}/bot{token}"),
+            file_base: format!("{api}/file/bot{token}"),
+            poll_timeout_secs,
+        })
     }
 
     /// Calls a Bot API method; the `result` on success.
@@ -87,7 +94,11 @@ impl TelegramChannel {
             return Self::button_press(press);
         }
         let message = update.get("message").or_else(|| update.get("edited_message"))?;
-        let text = message["text"].as_str().or_else(|| message["caption"].as_str())?;
+        let has_file = FILE_KINDS.iter().any(|k| message.get(*k).is_some());
+        let text = message["text"]
+            .as_str()
+            .or_else(|| message["caption"].as_str())
+            .or(has_file.then_some(""))?;
         let sender = message["from"]["id"].as_i64()?.to_string();
         let chat = message["chat"]["id"].as_i64()?.to_string();
         let mut inbound = InboundMessage::new("telegram", sender, chat, text);
@@ -103,7 +114,113 @@ impl TelegramChannel {
     }
 }
 
+/// The message fields that carry a file.
+const FILE_KINDS: [&str; 4] = ["photo", "document", "voice", "audio"];
+/// Telegram's limits for bots: photos up to 10 MB, other files up to 50 MB.
+const PHOTO_LIMIT: u64 = 10 * 1024 * 1024;
+const FILE_LIMIT: u64 = 50 * 1024 * 1024;
+
 impl TelegramChannel {
+    /// Downloads the photo, document or voice note of `update`'s message and
+    /// attaches it to `inbound` (a file too big is mentioned instead).
+    async fn receive_files(&self, update: &Value, inbound: &mut InboundMessage) {
+        let Some(message) = update.get("message").or_else(|| update.get("edited_message")) else {
+            return;
+        };
+        // (file, name, type); of a photo's sizes, the largest.
+        let mut files = Vec::new();
+        if let Some(photo) = message["photo"].as_array().and_then(|sizes| sizes.last()) {
+            files.push((photo, "photo.jpg".to_string(), "image/jpeg".to_string()));
+        }
+        for kind in ["document", "voice", "audio"] {
+            if let Some(file) = message.get(kind) {
+                let default_name = if kind == "document" { "document" } else { "voice.ogg" };
+                let name = file["file_name"].as_str().unwrap_or(default_name).to_string();
+                let media_type = file["mime_type"].as_str().unwrap_or(if kind == "document" {
+                    "application/octet-stream"
+                } else {
+                    "audio/ogg"
+                });
+                files.push((file, name, media_type.to_string()));
+            }
+        }
+        for (file, name, media_type) in files {
+            match self.download(file).await {
+                Ok(bytes) => crate::media::attach(
+                    inbound,
+                    &crate::media::Attachment { name, media_type, bytes },
+                ),
+                Err(e) => {
+                    tracing::warn!("telegram: {e}");
+                    inbound.content.push_str(&format!(
+                        "\n[The user sent {name}, which could not be received: {e}]"
+                    ));
+                }
+            }
+        }
+    }
+
+    /// A file by its `file_id` (`getFile`, then the download), size-capped.
+    async fn download(&self, file: &Value) -> Result<Vec<u8>, String> {
+        let max = crate::media::MAX_INBOUND_BYTES;
+        if file["file_size"].as_u64().is_some_and(|n| n > max as u64) {
+            return Err(format!("it is over the {} MB limit", max / 1_048_576));
+        }
+        let id = file["file_id"].as_str().ok_or("no file_id")?;
+        let found =
+            self.call("getFile", &json!({"file_id": id})).await.map_err(|e| e.to_string())?;
+        let path = found["file_path"].as_str().ok_or("getFile gave no file_path")?;
+        let response = self
+            .http
+            .get(format!("{}/{path}", self.file_base))
+            .send()
+            .await
+            .map_err(|e| format!("download: {}", e.without_url()))?;
+        if !response.status().is_success() {
+            return Err(format!("download: HTTP {}", response.status()));
+        }
+        let bytes = response.bytes().await.map_err(|e| format!("download: {}", e.without_url()))?;
+        if bytes.len() > max {
+            return Err(format!("it is over the {} MB limit", max / 1_048_576));
+        }
+        Ok(bytes.to_vec())
+    }
+
+    /// Sends a workspace file: a photo when it is an image small enough, else a document.
+    async fn send_file(&self, chat_id: i64, path: &str) -> Result<(), ChannelError> {
+        let file =
+            crate::media::Outgoing::load(path, "telegram", PHOTO_LIMIT, FILE_LIMIT).map_err(
+                |e| ChannelError::Platform { channel: "telegram".into(), message: e.to_string() },
+            )?;
+        let (method, field) =
+            if file.photo { ("sendPhoto", "photo") } else { ("sendDocument", "document") };
+        let form = crate::multipart::Form::new().text("chat_id", &chat_id.to_string()).file(
+            field,
+            &file.file_name,
+            &file.media_type,
+            &file.bytes,
+        );
+        let platform =
+            |message: String| ChannelError::Platform { channel: "telegram".into(), message };
+        let response = self
+            .http
+            .post(format!("{}/{method}", self.base))
+            .header("Content-Type", form.content_type())
+            .body(form.bytes())
+            .send()
+            .await
+            .map_err(|e| platform(format!("{method}: {}", e.without_url())))?;
+        let value: Value = response
+            .json()
+            .await
+            .map_err(|e| platform(format!("{method}: {}", e.without_url())))?;
+        if value["ok"].as_bool() != Some(true) {
+            let description = value["description"].as_str().unwrap_or("no description");
+            return Err(platform(format!("{method} failed: {description}")));
+        }
+        Ok(())
+    }
+
     /// A press of an approval button: its command, from the presser, in the
     /// chat of the message the button is on.
     fn button_press(press: &Value) -> Option<InboundMessage> {
@@ -160,7 +277,8 @@ impl Channel for TelegramChannel {
                 if let Some(id) = update["update_id"].as_i64() {
                     offset = offset.max(id + 1);
                 }
-                let Some(message) = Self::inbound(update) else { continue };
+                let Some(mut message) = Self::inbound(update) else { continue };
+                self.receive_files(update, &mut message).await;
                 let chat_id = message.chat_id.clone();
                 if let Err(e) = bus.publish(message) {
                     let busy = OutboundMessage {
@@ -227,10 +345,12 @@ impl Channel for TelegramChannel {
             chat_id: message.chat_id.clone(),
         })?;
         let mut content = message.content.clone();
-        for media in &message.media {
+        for media in message.media.iter().filter(|m| crate::media::is_url(m)) {
             content.push_str(&format!("\n{media}"));
         }
-        for piece in split_for_telegram(&content) {
+        let pieces =
+            if content.trim().is_empty() { Vec::new() } else { split_for_telegram(&content) };
+        for piece in pieces {
             let html = json!({"chat_id": chat_id, "text": to_html(&piece), "parse_mode": "HTML"});
             if let Err(e) = self.call("sendMessage", &html).await {
                 // HTML Telegram cannot parse: send the text as it is.
@@ -238,6 +358,9 @@ impl Channel for TelegramChannel {
                 let plain = json!({"chat_id": chat_id, "text": piece});
                 self.call("sendMessage", &plain).await?;
             }
+        }
+        for path in message.media.iter().filter(|m| !crate::media::is_url(m)) {
+            self.send_file(chat_id, path).await?;
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! The web chat's WebSocket: JSON frames both ways.
 //!
-//! Client to server: `{"type": "message", "content": "..."}`;
+//! Client to server: `{"type": "message", "content": "...", "images":
+//! [{"media_type": "image/png", "data": BASE64}]}` (images optional);
 //! `{"type": "approve", "id", "choice": "once"|"chat"|"project"|"deny",
 //! "reason"}` answers an approval request.
 //! Server to client: `{"type": "ready", "chat": ID}`; `{"type": "event",
@@ -131,8 +132,16 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             Frame::Close(_) => break,
             _ => continue,
         };
+        let mut images = Vec::new();
         let content = match serde_json::from_str::<Value>(&text) {
             Ok(v) if v["type"] == "message" => {
+                match pasted_images(&v["images"]) {
+                    Ok(found) => images = found,
+                    Err(why) => {
+                        send(&out, json!({"type": "error", "message": why}));
+                        continue;
+                    }
+                }
                 v["content"].as_str().unwrap_or_default().to_string()
             }
             // An answer travels as the command it stands for, so it is
@@ -158,7 +167,7 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
                 continue;
             }
         };
-        if content.trim().is_empty() {
+        if content.trim().is_empty() && images.is_empty() {
             continue;
         }
         if let Rate::Limited { retry_after_secs, .. } = app.web.per_address.check(&address) {
@@ -172,7 +181,10 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         let tap = EventTap::new(move |event| {
             send(&events_to, json!({"type": "event", "event": event}));
         });
-        let message = InboundMessage::new("web", OWNER, chat.clone(), content).with_tap(tap);
+        let mut message = InboundMessage::new("web", OWNER, chat.clone(), content).with_tap(tap);
+        for image in &images {
+            crate::media::attach(&mut message, image);
+        }
         if let Err(e) = app.bus.publish(message) {
             send(&out, json!({"type": "error", "message": e.to_string()}));
         }
@@ -185,6 +197,31 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             sockets.remove(&chat);
         }
     }
+}
+
+/// The images of a message frame (`[{"media_type", "data": base64}]`):
+/// only PNG, JPEG, GIF and WebP, checked by their bytes.
+fn pasted_images(list: &Value) -> Result<Vec<crate::media::Attachment>, String> {
+    use base64::Engine;
+    let Some(list) = list.as_array() else { return Ok(Vec::new()) };
+    list.iter()
+        .enumerate()
+        .map(|(i, image)| {
+            let data = image["data"].as_str().unwrap_or_default();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(|_| format!("image {}: data is not base64", i + 1))?;
+            let file = crate::media::Attachment {
+                name: format!("pasted-{}", i + 1),
+                media_type: image["media_type"].as_str().unwrap_or_default().to_string(),
+                bytes,
+            };
+            match file.image_type() {
+                Some(t) => Ok(crate::media::Attachment { media_type: t.to_string(), ..file }),
+                None => Err(format!("image {}: not a PNG, JPEG, GIF or WebP image", i + 1)),
+            }
+        })
+        .collect()
 }
 
 /// Queues a frame for every page open on `chat`; false when none is.
