@@ -381,7 +381,7 @@ mod tests {
             bytes: b"\x89PNG\r\n\x1a\nrest".to_vec(),
         };
         let m = user_message("look", vec![doc.clone(), png, doc], ws.path(), &[]);
-        let text = m.content[0].as_text().unwrap().to_string();
+        let ContentBlock::Text { text } = &m.content[0] else { panic!("no text first") };
         assert!(
             text.starts_with("look\n[The user sent a file, saved as inbox/report.pdf"),
             "{text}"
