@@ -167,6 +167,17 @@ impl DiscordChannel {
             _ => None,
         };
         let Some(message) = message else { return };
+        // Files are fetched first: the message goes on the bus with them.
+        if !message.media.is_empty() {
+            let (rest, bus) = (self.rest.clone(), bus.clone());
+            tokio::spawn(async move {
+                let message = with_attachments(&rest, message).await;
+                if let Err(e) = bus.publish(message) {
+                    tracing::warn!(channel = CHANNEL_NAME, "message not taken: {e}");
+                }
+            });
+            return;
+        }
         let chat_id = message.chat_id.clone();
         if let Err(e) = bus.publish(message) {
             tracing::warn!(channel = CHANNEL_NAME, chat_id, "message not taken: {e}");
@@ -292,11 +303,68 @@ impl Channel for DiscordChannel {
             text.push('\n');
             text.push_str(url);
         }
-        for piece in split_markdown(&text, MESSAGE_LIMIT) {
-            self.rest.create_message(&message.chat_id, &piece).await?;
+        if !text.trim().is_empty() {
+            for piece in split_markdown(&text, MESSAGE_LIMIT) {
+                self.rest.create_message(&message.chat_id, &piece).await?;
+            }
+        }
+        for path in message.media.iter().filter(|m| !crate::media::is_url(m)) {
+            let file = crate::media::Outgoing::load(path, CHANNEL_NAME, FILE_LIMIT, FILE_LIMIT)
+                .map_err(|e| ChannelError::Platform {
+                    channel: CHANNEL_NAME.into(),
+                    message: e.to_string(),
+                })?;
+            let payload = json!({"attachments": [{"id": 0, "filename": file.file_name}], "allowed_mentions": {"parse": []}});
+            let form = crate::multipart::Form::new()
+                .text("payload_json", &payload.to_string())
+                .file("files[0]", &file.file_name, &file.media_type, &file.bytes);
+            self.rest.create_message_with_file(&message.chat_id, &form).await?;
         }
         Ok(())
     }
+}
+
+/// Discord's upload limit for bots without a boosted server: 10 MiB.
+const FILE_LIMIT: u64 = 10 * 1024 * 1024;
+
+/// `message` with its attachments downloaded (a file that cannot be is mentioned instead).
+async fn with_attachments(rest: &rest::Rest, mut message: InboundMessage) -> InboundMessage {
+    let files: Vec<(String, String, String)> = message
+        .metadata
+        .get("attachment_files")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .map(|a| {
+                    let text = |k: &str| a[k].as_str().unwrap_or_default().to_string();
+                    (text("url"), text("filename"), text("content_type"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    message.metadata.remove("attachment_files");
+    for (url, name, media_type) in files {
+        match rest.download(&url, crate::media::MAX_INBOUND_BYTES).await {
+            Ok(bytes) => {
+                let media_type = if media_type.is_empty() {
+                    "application/octet-stream".into()
+                } else {
+                    media_type
+                };
+                crate::media::attach(
+                    &mut message,
+                    &crate::media::Attachment { name, media_type, bytes },
+                );
+            }
+            Err(e) => {
+                tracing::warn!(channel = CHANNEL_NAME, "{e}");
+                message.content.push_str(&format!(
+                    "\n[The user sent {name}, which could not be received: {e}]"
+                ));
+            }
+        }
+    }
+    message
 }
 
 /// The wait before attempt `failures` (1-based): doubling from
@@ -362,6 +430,10 @@ struct Author {
 #[derive(Deserialize)]
 struct Attachment {
     url: String,
+    #[serde(default)]
+    filename: String,
+    #[serde(default)]
+    content_type: Option<String>,
 }
 
 /// The bus message for a MESSAGE_CREATE's `data`, or `None` when the agent
@@ -409,6 +481,14 @@ pub(crate) fn inbound_message(
     }
     let mut inbound =
         InboundMessage::new(CHANNEL_NAME, message.author.id, message.channel_id, content);
+    let files: Vec<Value> = message
+        .attachments
+        .iter()
+        .map(|a| json!({"url": a.url, "filename": a.filename, "content_type": a.content_type}))
+        .collect();
+    if !files.is_empty() {
+        inbound.metadata.insert("attachment_files".into(), json!(files));
+    }
     inbound.media = message.attachments.into_iter().map(|a| a.url).collect();
     let metadata = &mut inbound.metadata;
     metadata.insert("message_id".into(), json!(message.id));

@@ -78,6 +78,7 @@ impl FakeDiscord {
             .route("/api/gateway/bot", get(gateway_bot))
             .route("/api/channels/{id}/messages", post(create_message))
             .route("/api/interactions/{id}/{token}/callback", post(interaction_callback))
+            .route("/cdn/pic.png", get(|| async { PNG.to_vec() }))
             .route("/gw/", get(|s, q, u| upgrade("gw", s, q, u)))
             .route("/resume/", get(|s, q, u| upgrade("resume", s, q, u)))
             .with_state(app);
@@ -125,8 +126,11 @@ async fn create_message(
     State(app): State<App>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    Json(body): Json<Value>,
+    raw: axum::body::Bytes,
 ) -> Response {
+    // JSON, or a file upload kept as text.
+    let body = serde_json::from_slice(&raw)
+        .unwrap_or_else(|_| json!({ "multipart": String::from_utf8_lossy(&raw) }));
     app.seen.posts.lock().unwrap().push((id, body, auth(&headers), Instant::now()));
     let limited =
         app.seen.rate_limits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
@@ -509,4 +513,51 @@ fn asking_with_timeout(fake: &FakeDiscord) -> Arc<ApprovalBroker> {
     let channel = Arc::new(DiscordChannel::new(fake.config()).unwrap());
     let outbox = Outbox::new([channel as Arc<dyn Channel>]);
     Arc::new(ApprovalBroker::new(outbox, Duration::from_secs(1), Vec::new()))
+}
+
+// Pictures and files.
+
+/// The bytes of a (tiny, not decodable) PNG: what matters is the signature.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDRpicture";
+
+#[tokio::test]
+async fn an_image_attachment_arrives_downloaded_and_a_workspace_file_goes_out_as_an_upload() {
+    let mut fake = FakeDiscord::start().await;
+    let channel = Arc::new(DiscordChannel::new(fake.config()).unwrap());
+    let bus = MessageBus::new(16);
+    let mut inbound = bus.subscribe(ANY_CHANNEL);
+    let (stop, sender) = (CancellationToken::new(), channel.clone());
+    let run = stop.clone();
+    tokio::spawn(async move { channel.start(bus, run).await });
+    let mut ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    let mut create = message_create(2, "U1", None, "what is this?");
+    create["d"]["attachments"] = json!([{
+        "id": "A1", "filename": "pic.png", "content_type": "image/png", "size": PNG.len(),
+        "url": format!("http://{}/cdn/pic.png", fake.addr),
+    }]);
+    send(&mut ws, create).await;
+    let m = next_message(&mut inbound).await;
+    assert_eq!(m.content, "what is this?");
+    let files = ferroclaw_gateway::media::attachments(&m);
+    assert_eq!(files.len(), 1);
+    assert_eq!((files[0].bytes.as_slice(), files[0].image_type()), (PNG, Some("image/png")));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "meeting notes").unwrap();
+    let out = OutboundMessage {
+        channel: "discord".into(),
+        chat_id: "C9".into(),
+        content: "Here you go".into(),
+        media: vec![path.display().to_string()],
+        reply_to: None,
+        failure: None,
+    };
+    sender.send(out).await.unwrap();
+    let posts = fake.posts();
+    assert_eq!(posts[0].1["content"], "Here you go");
+    let upload = posts[1].1["multipart"].as_str().unwrap().to_string();
+    assert!(upload.contains("name=\"files[0]\"; filename=\"notes.txt\""), "{upload}");
+    assert!(upload.contains("meeting notes") && upload.contains("payload_json"), "{upload}");
+    stop.cancel();
 }
