@@ -223,6 +223,17 @@ impl SlackChannel {
         if let Some(ts) = &thread {
             self.threads.lock().unwrap_or_else(PoisonError::into_inner).remember(id, ts.clone());
         }
+        // Files are fetched (with the bot token) first: the message goes on the bus with them.
+        if message.metadata.contains_key("slack_files") {
+            let (api, bus) = (self.api.clone(), bus.clone());
+            tokio::spawn(async move {
+                let message = with_files(&api, message).await;
+                if let Err(e) = bus.publish(message) {
+                    tracing::warn!(channel = CHANNEL_NAME, "message not taken: {e}");
+                }
+            });
+            return;
+        }
         if let Err(e) = bus.publish(message) {
             tracing::warn!(channel = CHANNEL_NAME, chat_id, "message not taken: {e}");
             let api = self.api.clone();
@@ -352,11 +363,56 @@ impl Channel for SlackChannel {
             text.push('\n');
             text.push_str(url);
         }
-        for piece in split_markdown(&to_mrkdwn(&text), MESSAGE_LIMIT) {
-            self.api.post_message(&message.chat_id, &piece, thread.as_deref()).await?;
+        if !text.trim().is_empty() {
+            for piece in split_markdown(&to_mrkdwn(&text), MESSAGE_LIMIT) {
+                self.api.post_message(&message.chat_id, &piece, thread.as_deref()).await?;
+            }
+        }
+        for path in message.media.iter().filter(|m| !crate::media::is_url(m)) {
+            let file = crate::media::Outgoing::load(path, CHANNEL_NAME, FILE_LIMIT, FILE_LIMIT)
+                .map_err(|e| ChannelError::Platform {
+                    channel: CHANNEL_NAME.into(),
+                    message: e.to_string(),
+                })?;
+            self.api.upload(&message.chat_id, thread.as_deref(), &file).await?;
         }
         Ok(())
     }
+}
+
+/// The largest file the channel uploads (Slack takes up to 1 GB; a personal
+/// assistant's files are far smaller, and each is held in memory).
+const FILE_LIMIT: u64 = 50 * 1024 * 1024;
+
+/// `message` with its Slack files downloaded (one that cannot be is mentioned instead).
+async fn with_files(api: &api::SlackApi, mut message: InboundMessage) -> InboundMessage {
+    let files = message.metadata.remove("slack_files").unwrap_or_default();
+    for f in files.as_array().into_iter().flatten() {
+        let name = f["name"].as_str().unwrap_or("file").to_string();
+        let max = crate::media::MAX_INBOUND_BYTES;
+        let got = if f["size"].as_u64().is_some_and(|n| n > max as u64) {
+            Err(format!("it is over the {} MB limit", max / 1_048_576))
+        } else {
+            api.download(f["url"].as_str().unwrap_or_default(), max).await
+        };
+        match got {
+            Ok(bytes) => {
+                let media_type =
+                    f["mimetype"].as_str().unwrap_or("application/octet-stream").to_string();
+                crate::media::attach(
+                    &mut message,
+                    &crate::media::Attachment { name, media_type, bytes },
+                );
+            }
+            Err(e) => {
+                tracing::warn!(channel = CHANNEL_NAME, "{e}");
+                message.content.push_str(&format!(
+                    "\n[The user sent {name}, which could not be received: {e}]"
+                ));
+            }
+        }
+    }
+    message
 }
 
 /// The wait before attempt `failures` (1-based): doubling from
@@ -414,11 +470,23 @@ pub(crate) fn inbound_message(
         return None;
     }
     let content = unescape(text.replace(&mention, "").trim());
-    if content.is_empty() {
+    let files: Vec<Value> = event["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            let url = f["url_private_download"].as_str().or_else(|| f["url_private"].as_str())?;
+            Some(json!({"url": url, "name": f["name"], "mimetype": f["mimetype"], "size": f["size"]}))
+        })
+        .collect();
+    if content.is_empty() && files.is_empty() {
         return None;
     }
     let mut inbound = InboundMessage::new(CHANNEL_NAME, user, channel, content);
     let metadata = &mut inbound.metadata;
+    if !files.is_empty() {
+        metadata.insert("slack_files".into(), json!(files));
+    }
     metadata.insert("ts".into(), json!(ts));
     // Answer in the message's thread; a channel message starts one under itself.
     match (text_of("thread_ts"), direct) {

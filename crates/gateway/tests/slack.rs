@@ -43,6 +43,9 @@ struct Seen {
     opens: Mutex<Vec<String>>,
     /// (Authorization header, body) of each `chat.postMessage`.
     posts: Mutex<Vec<(String, Value)>>,
+    /// Raw bodies POSTed to the upload URL, and `files.completeUploadExternal` bodies.
+    uploads: Mutex<Vec<String>>,
+    completed: Mutex<Vec<Value>>,
     /// Bodies of `chat.postEphemeral`.
     ephemeral: Mutex<Vec<Value>>,
     /// Query strings of WebSocket connections.
@@ -83,6 +86,43 @@ impl FakeSlack {
                 post(|State(app): State<App>, Json(body): Json<Value>| async move {
                     app.seen.ephemeral.lock().unwrap().push(body);
                     Json(json!({ "ok": true }))
+                }),
+            )
+            .route(
+                "/api/files.getUploadURLExternal",
+                post(|State(app): State<App>, RawQuery(q): RawQuery| async move {
+                    assert!(q.unwrap_or_default().contains("filename=notes.txt"));
+                    let url = format!("http://{}/upload/F1", app.addr);
+                    Json(json!({ "ok": true, "upload_url": url, "file_id": "F1" }))
+                }),
+            )
+            .route(
+                "/upload/F1",
+                post(|State(app): State<App>, raw: axum::body::Bytes| async move {
+                    app.seen
+                        .uploads
+                        .lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&raw).into_owned());
+                    "OK"
+                }),
+            )
+            .route(
+                "/api/files.completeUploadExternal",
+                post(|State(app): State<App>, Json(body): Json<Value>| async move {
+                    app.seen.completed.lock().unwrap().push(body);
+                    Json(json!({ "ok": true }))
+                }),
+            )
+            .route(
+                "/files/pic.png",
+                get(|headers: HeaderMap| async move {
+                    let authorized = auth(&headers) == format!("Bearer {BOT_TOKEN}");
+                    if authorized {
+                        Ok(PNG.to_vec())
+                    } else {
+                        Err(axum::http::StatusCode::FORBIDDEN)
+                    }
                 }),
             )
             .route("/link/", get(upgrade))
@@ -435,4 +475,53 @@ async fn approval_an_unanswered_slack_request_is_denied_after_the_timeout() {
     let Approval::No(reason) = ask(&broker).await.unwrap() else { panic!("not denied") };
     assert!(reason.contains("nobody answered"), "{reason}");
     assert_eq!(fake.posts().len(), 1, "asked once");
+}
+
+// Pictures and files.
+
+/// The bytes of a (tiny, not decodable) PNG: what matters is the signature.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDRpicture";
+
+#[tokio::test]
+async fn a_shared_image_arrives_downloaded_with_the_bot_token_and_a_workspace_file_is_uploaded() {
+    let mut fake = FakeSlack::start().await;
+    let channel = Arc::new(SlackChannel::new(fake.config()).unwrap());
+    let (mut inbound, shutdown, _task) = start(channel.clone());
+    let mut ws = fake.accept().await;
+    let mut shared = message("", "D1", "im", "5.0");
+    shared["subtype"] = json!("file_share");
+    shared["files"] = json!([{
+        "id": "F9", "name": "pic.png", "mimetype": "image/png", "size": PNG.len(),
+        "url_private_download": format!("http://{}/files/pic.png", fake.addr),
+    }]);
+    send(&mut ws, envelope("E1", shared)).await;
+    let m = next_message(&mut inbound).await;
+    let files = ferroclaw_gateway::media::attachments(&m);
+    assert_eq!(files.len(), 1, "{:?}", m.content);
+    assert_eq!((files[0].bytes.as_slice(), files[0].image_type()), (PNG, Some("image/png")));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "meeting notes").unwrap();
+    let out = OutboundMessage {
+        channel: "slack".into(),
+        chat_id: "D1".into(),
+        content: String::new(),
+        media: vec![path.display().to_string()],
+        reply_to: None,
+        failure: None,
+    };
+    channel.send(out).await.unwrap();
+    let upload = fake.seen.uploads.lock().unwrap()[0].clone();
+    assert!(
+        upload.contains("filename=\"notes.txt\"") && upload.contains("meeting notes"),
+        "{upload}"
+    );
+    let done = fake.seen.completed.lock().unwrap()[0].clone();
+    assert_eq!(
+        done,
+        json!({ "files": [{ "id": "F1", "title": "notes.txt" }], "channel_id": "D1" })
+    );
+    assert!(fake.posts().is_empty(), "no empty text message");
+    shutdown.cancel();
 }
