@@ -76,3 +76,84 @@ fn base64_of(bytes: &[u8]) -> String {
     }
     out
 }
+
+/// A fake OpenAI-compatible `/v1/audio/transcriptions`: answers `text` and
+/// keeps each request body. Returns its URL.
+fn fake_transcriber(text: &'static str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use axum::Router;
+    use axum::routing::post;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/v1/audio/transcriptions", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let app = Router::new().route(
+                "/v1/audio/transcriptions",
+                post(move |raw: axum::body::Bytes| async move {
+                    keep.lock().unwrap().push(String::from_utf8_lossy(&raw).into_owned());
+                    axum::Json(json!({"text": text}))
+                }),
+            );
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (url, seen)
+}
+
+#[test]
+fn a_voice_note_is_saved_in_the_inbox_and_transcribed_for_the_model() {
+    let fake = FakeTelegram::start();
+    let (url, seen) = fake_transcriber("remind me to buy milk");
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("Noted: milk.").into()]);
+    let extra = format!("transcription = {{ url = \"{url}\", model = \"whisper-test\" }}\n");
+    let _gw = Gateway::start(&env, &format!("{extra}{}", config(&fake)));
+    fake.user_sends_voice(42, b"OggS voice bytes");
+    wait_for(30, "the answer", || fake.sent_to(42).iter().any(|t| t == "Noted: milk."));
+    let asked = env.request_body(0).to_string();
+    assert!(asked.contains("transcript: remind me to buy milk"), "{asked}");
+    assert!(asked.contains("saved as inbox/voice.ogg"), "{asked}");
+    let saved = std::fs::read(env.home.path().join("workspace/inbox/voice.ogg")).unwrap();
+    assert_eq!(saved, b"OggS voice bytes");
+    let request = seen.lock().unwrap()[0].clone();
+    assert!(request.contains("whisper-test") && request.contains("OggS voice bytes"), "{request}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pasted_image_in_the_web_chat_reaches_the_model_and_a_non_image_is_refused() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("A tiny picture.").into()]);
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    let url = format!("ws://127.0.0.1:{}/ws?token={}&chat=pics", gw.port, gateway_support::TOKEN);
+    let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("socket");
+    let (mut sink, mut stream) = socket.split();
+    let bad = json!({"type": "message", "content": "x", "images": [{"media_type": "image/png", "data": base64_of(b"not a picture")}]});
+    let good = json!({"type": "message", "content": "what is this?", "images": [{"media_type": "image/png", "data": base64_of(PNG)}]});
+    sink.send(Message::Text(bad.to_string().into())).await.unwrap();
+    sink.send(Message::Text(good.to_string().into())).await.unwrap();
+    // ready, the refusal, the reply (streamed events skipped).
+    let mut frames = Vec::new();
+    while frames.len() < 3 {
+        match stream.next().await {
+            Some(Ok(Message::Text(t))) => {
+                let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+                if v["type"] != "event" {
+                    frames.push(v);
+                }
+            }
+            Some(Ok(_)) => {}
+            other => panic!("socket ended: {other:?}"),
+        }
+    }
+    let frames = &frames[1..];
+    assert_eq!(frames[0]["type"], "error");
+    assert!(frames[0]["message"].as_str().unwrap().contains("not a PNG"), "{}", frames[0]);
+    assert_eq!(frames[1]["content"], "A tiny picture.");
+    let asked = env.request_body(0).to_string();
+    assert!(asked.contains(&format!("data:image/png;base64,{}", base64_of(PNG))), "{asked}");
+    assert_eq!(env.server.requests().len(), 1, "the refused frame reached no model");
+}

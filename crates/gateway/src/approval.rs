@@ -335,7 +335,11 @@ impl Drop for Forget<'_> {
 /// "10 min", "90 s".
 fn describe(d: Duration) -> String {
     let secs = d.as_secs();
-    if secs >= 60 && secs % 60 == 0 { format!("{} min", secs / 60) } else { format!("{secs} s") }
+    if secs >= 60 && secs.is_multiple_of(60) {
+        format!("{} min", secs / 60)
+    } else {
+        format!("{secs} s")
+    }
 }
 
 /// One line saying what a call would do: its command, path or URL when it has one.

@@ -106,6 +106,24 @@ impl FakeTelegram {
         }));
     }
 
+    /// A user sends a voice note (`bytes`, Ogg) in a private chat.
+    pub fn user_sends_voice(&self, user_id: i64, bytes: &[u8]) {
+        let mut s = self.shared.lock().unwrap();
+        let id = s.next_update;
+        s.next_update += 1;
+        s.files.insert("VOICE".into(), ("voice/file_2.oga".into(), bytes.to_vec()));
+        s.updates.push(json!({
+            "update_id": id,
+            "message": {
+                "message_id": id,
+                "from": {"id": user_id, "is_bot": false, "first_name": "Ann"},
+                "chat": {"id": user_id, "type": "private"},
+                "date": 0,
+                "voice": {"file_id": "VOICE", "file_unique_id": "v", "duration": 2, "mime_type": "audio/ogg", "file_size": bytes.len()}
+            }
+        }));
+    }
+
     /// (method, raw multipart body) of each photo or document the bot sent.
     pub fn uploads(&self) -> Vec<(String, String)> {
         self.shared.lock().unwrap().uploads.clone()

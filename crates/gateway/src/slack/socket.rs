@@ -117,10 +117,8 @@ pub async fn run(
                     }
                     // A button press: the payload's type (`block_actions`)
                     // tells it from the events above.
-                    Some("interactive") => {
-                        if envelope["payload"]["type"] == "block_actions" {
-                            on_event(envelope["payload"].clone());
-                        }
+                    Some("interactive") if envelope["payload"]["type"] == "block_actions" => {
+                        on_event(envelope["payload"].clone());
                     }
                     _ => {}
                 }
