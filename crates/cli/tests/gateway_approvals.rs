@@ -61,6 +61,9 @@ fn a_call_waits_for_the_owners_button_and_a_strangers_press_changes_nothing() {
     wait_for(30, "the answer", || fake.sent_to(42).iter().any(|t| t.contains("Done")));
     assert!(made.exists(), "the owner's press let the call run");
     assert!(fake.answered()[1]["text"].as_str().unwrap().contains("approved once"));
+    let edited = &fake.edited()[0];
+    assert!(edited["text"].as_str().unwrap().ends_with("→ approved once"), "{edited}");
+    assert!(edited.get("reply_markup").is_none(), "the buttons are taken off");
     assert!(!env.request_body(1).to_string().contains("denied"));
 
     fake.user_presses(42, 42, &once);
@@ -95,6 +98,8 @@ fn an_unanswered_request_is_denied_after_the_approval_timeout_and_the_model_told
     wait_for(30, "the answer", || fake.sent_to(42).iter().any(|t| t.contains("did nothing")));
     let result = env.request_body(1).to_string();
     assert!(result.contains("nobody answered the approval request"), "{result}");
+    wait_for(30, "the request marked", || !fake.edited().is_empty());
+    assert!(fake.edited()[0]["text"].as_str().unwrap().ends_with("→ timed out (denied)"));
     assert!(!env.home.path().join("workspace/made-by-bash.txt").exists());
 }
 

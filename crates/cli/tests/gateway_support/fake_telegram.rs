@@ -15,6 +15,8 @@ struct Shared {
     sent: Vec<Value>,
     /// answerCallbackQuery bodies.
     answered: Vec<Value>,
+    /// editMessageText bodies.
+    edited: Vec<Value>,
     /// Files users sent, by file_id: (file_path, bytes).
     files: std::collections::HashMap<String, (String, Vec<u8>)>,
     /// (method, raw multipart body) of each sendPhoto and sendDocument.
@@ -134,6 +136,11 @@ impl FakeTelegram {
         self.sent().into_iter().filter(|m| m.get("reply_markup").is_some()).collect()
     }
 
+    /// Every editMessageText body.
+    pub fn edited(&self) -> Vec<Value> {
+        self.shared.lock().unwrap().edited.clone()
+    }
+
     /// Every answerCallbackQuery body.
     pub fn answered(&self) -> Vec<Value> {
         self.shared.lock().unwrap().answered.clone()
@@ -211,6 +218,10 @@ async fn handle(
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+        }
+        "editMessageText" => {
+            shared.lock().unwrap().edited.push(body);
+            Json(json!({"ok": true, "result": true}))
         }
         "answerCallbackQuery" => {
             shared.lock().unwrap().answered.push(body);

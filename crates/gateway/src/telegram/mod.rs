@@ -37,6 +37,9 @@ pub struct TelegramChannel {
     base: String,
     /// `API_BASE/file/botTOKEN`: where received files are downloaded.
     file_base: String,
+    /// Approval requests on screen: id -> (chat, message id, text), so the
+    /// buttons can be taken off once the request is answered.
+    asked: std::sync::Mutex<std::collections::HashMap<String, (i64, i64, String)>>,
     poll_timeout_secs: u64,
 }
 
@@ -60,6 +63,7 @@ impl TelegramChannel {
             http,
             base: format!("{api}/bot{token}"),
             file_base: format!("{api}/file/bot{token}"),
+            asked: Default::default(),
             poll_timeout_secs,
         })
     }
@@ -315,7 +319,25 @@ impl Channel for TelegramChannel {
             "text": prompt.text(),
             "reply_markup": {"inline_keyboard": rows},
         });
-        self.call("sendMessage", &body).await.map(|_| ())
+        let sent = self.call("sendMessage", &body).await?;
+        if let Some(message_id) = sent["message_id"].as_i64() {
+            let mut asked = self.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            asked.insert(prompt.id.clone(), (chat, message_id, prompt.text()));
+        }
+        Ok(())
+    }
+
+    async fn approval_resolved(
+        &self,
+        _chat_id: &str,
+        id: &str,
+        outcome: &str,
+    ) -> Result<(), ChannelError> {
+        let shown = self.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id);
+        let Some((chat, message_id, text)) = shown else { return Ok(()) };
+        // The request stays readable, with its outcome instead of its buttons.
+        let body = json!({"chat_id": chat, "message_id": message_id, "text": format!("{text}\n\n→ {outcome}")});
+        self.call("editMessageText", &body).await.map(|_| ())
     }
 
     async fn answer_decision(
