@@ -175,3 +175,14 @@ async fn the_web_chat_gets_an_approval_card_and_answers_it_for_the_project() {
         .expect("the rule is written to the project's config");
     assert!(project.contains("bash(echo:*)"), "{project}");
 }
+
+#[test]
+fn an_api_turn_with_no_chat_page_to_ask_is_denied_at_once_with_the_reason() {
+    let env = env("I could not run it.");
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    let (status, answer) = gateway_support::chat(gw.port, "me", "make the file");
+    assert_eq!((status, answer.as_str()), (200, "I could not run it."));
+    let result = env.request_body(1).to_string();
+    assert!(result.contains("nobody can be asked in this chat now"), "{result}");
+    assert!(!env.home.path().join("workspace/made-by-bash.txt").exists());
+}

@@ -59,6 +59,7 @@ fn a_photo_reaches_the_model_as_an_image_and_a_workspace_file_goes_out_as_a_docu
     assert!(fake.sent_to(42).iter().any(|t| t == "Here is the report."));
     let results = env.request_body(1).to_string();
     assert!(results.contains("not inside the workspace"), "{results}");
+    assert!(fake.keyboards().is_empty(), "permission_mode = \"bypass\" asks nobody");
 }
 
 fn base64_of(bytes: &[u8]) -> String {

@@ -27,6 +27,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::InboundMessage;
+use crate::channel::ChannelError;
 use crate::outbox::Outbox;
 use crate::sessions::SessionKey;
 
@@ -224,9 +225,22 @@ impl ApprovalBroker {
             summary: summary(&tool, &call.input),
         };
         tracing::info!(chat = %key.address(), %tool, "asking for approval");
-        if let Err(e) = channel.ask_approval(&key.chat_id, &prompt).await {
-            tracing::warn!("cannot ask for approval: {e}");
-            return Approval::No(format!("{tool} needs approval, and asking the user failed: {e}"));
+        match channel.ask_approval(&key.chat_id, &prompt).await {
+            Ok(()) => {}
+            // The web chat (and the API behind it) with no page open on this chat.
+            Err(ChannelError::UnknownChat { .. }) => {
+                return Approval::No(format!(
+                    "{tool} needs the user's approval, and nobody can be asked in this chat now \
+                     (no chat page is open on it). Do without it, or tell the user to allow it \
+                     with [gateway] permission_mode or an allow rule in [permissions]"
+                ));
+            }
+            Err(e) => {
+                tracing::warn!("cannot ask for approval: {e}");
+                return Approval::No(format!(
+                    "{tool} needs approval, and asking the user failed: {e}"
+                ));
+            }
         }
         let (outcome, approval) = tokio::select! {
             answer = rx => match answer {
@@ -393,7 +407,7 @@ mod tests {
     use super::*;
     use crate::bus::MessageBus;
     use crate::bus::OutboundMessage;
-    use crate::channel::{Channel, ChannelError};
+    use crate::channel::Channel;
 
     /// A channel that records the prompts and resolutions it is asked to show.
     #[derive(Default)]
