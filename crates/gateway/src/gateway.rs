@@ -19,6 +19,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::approval::{ApprovalBroker, Choice};
 use crate::bus::{
     ANY_CHANNEL, BusError, Failure, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL,
 };
@@ -40,8 +41,9 @@ const CHANNEL_STOP_GRACE: Duration = Duration::from_secs(5);
 /// How often the status file is rewritten.
 const STATUS_INTERVAL: Duration = Duration::from_secs(5);
 
-/// The approver of gateway agents: nobody at a terminal can be asked, so a
-/// call that needs approval is refused with what to configure instead.
+/// An approver that refuses every call needing approval, with what to
+/// configure instead (for gateways that should never ask; the default asks
+/// in the chat through the [`ApprovalBroker`]).
 pub struct GatewayApprover;
 
 #[async_trait]
@@ -68,8 +70,14 @@ pub struct Shared {
     pub home: PathBuf,
     /// Opens every chat's agent.
     pub runtime: Arc<Runtime>,
-    pub approver: Arc<dyn Approver>,
+    /// The approver of every chat's agent when set; else each chat asks in
+    /// the chat through `approvals`.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Approval requests waiting for an answer in a chat.
+    pub approvals: Arc<ApprovalBroker>,
     pub outbox: Outbox,
+    /// The agents' workspace (received files go to its `inbox/`).
+    pub workspace: PathBuf,
     pub names: SessionNames,
     /// Names given to conversations in the web app.
     pub titles: SessionTitles,
@@ -229,9 +237,17 @@ impl Shared {
             }
             return;
         }
-        if ChatCommand::parse(&message.content) == Some(ChatCommand::Help) {
-            self.reply_now(&message, HELP.into());
-            return;
+        match ChatCommand::parse(&message.content) {
+            Some(ChatCommand::Help) => {
+                self.reply_now(&message, HELP.into());
+                return;
+            }
+            // Answered at once: the chat's worker is waiting for it.
+            Some(ChatCommand::Decide { id, choice }) => {
+                self.decide(message, id, choice);
+                return;
+            }
+            _ => {}
         }
         let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
         *self.last_chat.lock().unwrap_or_else(PoisonError::into_inner) = Some(key.clone());
@@ -251,6 +267,12 @@ impl Shared {
         }
     }
 
+    /// `/approve`, `/deny` or a button press: answers the request and tells the sender.
+    fn decide(&self, message: InboundMessage, id: String, choice: Choice) {
+        let approvals = self.approvals.clone();
+        tokio::spawn(async move { approvals.answer(&message, &id, choice).await });
+    }
+
     fn reply_now(&self, message: &InboundMessage, text: String) {
         let outbox = self.outbox.clone();
         let reply = OutboundMessage::reply(message, text);
@@ -267,7 +289,7 @@ pub struct Gateway {
     home: PathBuf,
     settings: GatewaySettings,
     runtime: Arc<Runtime>,
-    approver: Arc<dyn Approver>,
+    approver: Option<Arc<dyn Approver>>,
     channels: Vec<(Arc<dyn Channel>, ChannelSettings)>,
     bus: MessageBus,
     web_url: Option<String>,
@@ -280,7 +302,7 @@ impl Gateway {
             home,
             settings,
             runtime,
-            approver: Arc::new(GatewayApprover),
+            approver: None,
             channels: Vec::new(),
             bus: MessageBus::default(),
             web_url: None,
@@ -292,9 +314,9 @@ impl Gateway {
         self.channels.push((channel, settings));
     }
 
-    /// Replaces the approver of gateway agents (default [`GatewayApprover`]).
+    /// Replaces the approver of gateway agents (default: ask in the chat).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
-        self.approver = approver;
+        self.approver = Some(approver);
     }
 
     /// The web chat's address, shown by `ferroclaw status`.
@@ -310,10 +332,17 @@ impl Gateway {
     /// Runs until `shutdown` is cancelled, then drains and returns.
     pub async fn run(self, shutdown: CancellationToken) {
         let outbox = Outbox::new(self.channels.iter().map(|(c, _)| c.clone()));
+        let approvals = Arc::new(ApprovalBroker::new(
+            outbox.clone(),
+            self.settings.approval_timeout(),
+            self.settings.approvers.clone(),
+        ));
         let shared = Arc::new(Shared {
             runtime: self.runtime,
             approver: self.approver,
+            approvals,
             outbox,
+            workspace: self.settings.workspace(&self.home),
             names: SessionNames::load(&self.home),
             titles: SessionTitles::load(&self.home),
             cron: CronStore::new(&self.home),
@@ -401,6 +430,8 @@ impl Gateway {
         }
         channel_stop.cancel();
         timers_stop.cancel();
+        // Nobody is left to answer: waiting calls are denied and their turns end.
+        shared.approvals.close();
         // Closing every queue lets each worker finish what it accepted, then stop.
         shared.live.lock().unwrap_or_else(PoisonError::into_inner).clear();
         shared.workers.close();

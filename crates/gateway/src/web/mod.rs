@@ -34,7 +34,8 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::bus::{Failure, MessageBus, OutboundMessage};
+use crate::approval::{ApprovalPrompt, Decided};
+use crate::bus::{Failure, InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
 use crate::config::{
     DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_WEBSOCKETS,
@@ -332,6 +333,50 @@ impl Channel for WebChannel {
             per_address: self.state.per_address.clone(),
         };
         server::serve(listener, router, limits, shutdown).await;
+        Ok(())
+    }
+
+    async fn ask_approval(
+        &self,
+        chat_id: &str,
+        prompt: &ApprovalPrompt,
+    ) -> Result<(), ChannelError> {
+        let frame = json!({
+            "type": "approval",
+            "id": prompt.id,
+            "tool": prompt.tool,
+            "input": prompt.input,
+            "summary": prompt.summary,
+        });
+        if socket::send_to_chat(&self.state, chat_id, &frame) {
+            Ok(())
+        } else {
+            Err(ChannelError::UnknownChat { channel: "web".into(), chat_id: chat_id.into() })
+        }
+    }
+
+    async fn approval_resolved(
+        &self,
+        chat_id: &str,
+        id: &str,
+        outcome: &str,
+    ) -> Result<(), ChannelError> {
+        let frame = json!({"type": "approval_resolved", "id": id, "outcome": outcome});
+        socket::send_to_chat(&self.state, chat_id, &frame);
+        Ok(())
+    }
+
+    async fn answer_decision(
+        &self,
+        decision: &InboundMessage,
+        decided: &Decided,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        // A decision taken shows as `approval_resolved`; a refused one as an error.
+        if !matches!(decided, Decided::Done { .. }) {
+            let frame = json!({"type": "error", "message": text});
+            socket::send_to_chat(&self.state, &decision.chat_id, &frame);
+        }
         Ok(())
     }
 
