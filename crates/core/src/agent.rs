@@ -20,6 +20,7 @@ use ferroclaw_tools::{
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
+mod checkpoints;
 mod compact;
 mod learn;
 pub mod parts;
@@ -90,6 +91,8 @@ pub struct Agent {
     /// Files read in this conversation, so a re-read of an unchanged one is
     /// answered with a note; kept in step with `messages` before each batch.
     reads: ReadLedger,
+    /// Workspace snapshots before requests that may change files (`None`: off).
+    checkpoints: Option<crate::checkpoint::Checkpoints>,
 }
 
 /// Something to do before each model request, with the tools at hand.
@@ -181,6 +184,7 @@ impl Agent {
         if self.permissions.mode() == PermissionMode::Plan {
             input.content.push(ContentBlock::text(PLAN_MODE_REMINDER));
         }
+        self.checkpoint_before_request(&request, events).await;
         self.record(input);
         let mut usage = Usage::default();
         let mut turn = 0;
