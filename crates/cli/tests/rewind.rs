@@ -89,3 +89,32 @@ fn an_edit_and_a_file_made_by_bash_are_rewound_and_the_rewind_undone() {
     assert!(sent.contains("change a.txt") && sent.contains("make b.txt"), "{sent}");
     assert!(!sent.contains("what now?"), "the undo went back to before the rewind: {sent}");
 }
+
+#[test]
+fn the_repl_lists_rewinds_and_undoes_with_slash_rewind() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"}))
+                .into(),
+            Turn::text("edited").into(),
+            Turn::text("fresh start").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("a.txt"), "one\n").unwrap();
+    let input = "change a.txt\n/rewind\n/rewind 1 code\n/rewind undo\n/rewind 1 conversation\nagain\n/exit\n";
+    let (code, stdout, stderr) =
+        run(env.cmd().args(["--permission-mode", "accept-edits"]).write_stdin(input));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("#1") && stdout.contains("› change a.txt"), "{stdout}");
+    assert!(stdout.contains("rewound code to #1") && stdout.contains("M a.txt"), "{stdout}");
+    assert!(stdout.contains("rewound code to #2 (before rewinding to #1)"), "undone: {stdout}");
+    assert!(stdout.contains("rewound conversation to #1"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("a.txt")).unwrap(),
+        "two\n",
+        "the code rewind was undone and the conversation rewind left the files alone"
+    );
+    let sent = user_texts(&env.request_body(2));
+    assert!(sent.contains("again") && !sent.contains("change a.txt"), "{sent}");
+}

@@ -196,3 +196,6 @@ impl Checkpoints {
 pub fn new_id() -> String {
     format!("{:08x}", fastrand::u32(..))
 }
+
+#[cfg(test)]
+mod tests;

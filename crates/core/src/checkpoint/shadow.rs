@@ -351,7 +351,7 @@ impl ShadowRepo {
         let mut delete = String::new();
         let mut count = 0;
         for refs in by_session.values_mut() {
-            refs.sort_by(|a, b| b.0.cmp(&a.0));
+            refs.sort_by_key(|r| std::cmp::Reverse(r.0));
             for (i, (date, name)) in refs.iter().enumerate() {
                 if i >= keep || now.saturating_sub(*date) > max_age_secs {
                     delete.push_str(&format!("delete {name}\n"));

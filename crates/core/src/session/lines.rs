@@ -153,11 +153,9 @@ pub(super) fn read_messages(
                     Entry::Checkpoint { id, .. } => {
                         history.at_checkpoint.insert(id, history.current.clone());
                     }
-                    Entry::Rewind { to, conversation: true, .. } => {
-                        if !history.rewind_to(&to) {
-                            read.unresolved_rewind = true;
-                            tracing::warn!("a rewind names checkpoint {to}, not found before it");
-                        }
+                    Entry::Rewind { to, conversation: true, .. } if !history.rewind_to(&to) => {
+                        read.unresolved_rewind = true;
+                        tracing::warn!("a rewind names checkpoint {to}, not found before it");
                     }
                     _ => {}
                 }
