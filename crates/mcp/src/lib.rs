@@ -32,6 +32,7 @@
 //! # }
 //! ```
 
+mod catalog;
 mod config;
 mod connection;
 mod content;
@@ -43,6 +44,7 @@ mod oauth;
 mod serve;
 mod tool;
 
+pub use catalog::{Catalog, PromptDef, ResourceFolder};
 pub use config::{
     ConfigProblem, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpConfig, ServerConfig,
     Transport, expand,
