@@ -337,3 +337,63 @@ impl rmcp::ServerHandler for ToolServer {
 fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
     serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{ResourceUpdatedNotificationParam, SubscribeRequestParams};
+    use rmcp::service::{NotificationContext, RoleClient};
+
+    /// A client that records the resources it is told changed.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<String>>>);
+
+    impl rmcp::ClientHandler for Recorder {
+        async fn on_resource_updated(
+            &self,
+            params: ResourceUpdatedNotificationParam,
+            _context: NotificationContext<RoleClient>,
+        ) {
+            self.0.lock().unwrap().push(params.uri);
+        }
+    }
+
+    #[tokio::test]
+    #[allow(deprecated)]
+    async fn a_subscribed_client_is_told_when_the_file_behind_a_resource_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog {
+            prompts: Vec::new(),
+            folders: vec![crate::ResourceFolder {
+                uri_prefix: "ferroclaw://memory/".into(),
+                dir: dir.path().to_path_buf(),
+                extension: ".md".into(),
+                mime_type: "text/markdown".into(),
+                description: "memory".into(),
+            }],
+        };
+        let gate: Gate = Arc::new(|_: &str, _: &Value| Ok(()));
+        let server = ToolServer::new(ToolRegistry::new(), ToolContext::new(dir.path()), gate)
+            .with_catalog(catalog);
+        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            if let Ok(running) = server.serve(server_io).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let recorder = Recorder::default();
+        let client = recorder.clone().serve(client_io).await.unwrap();
+        let uri = "ferroclaw://memory/MEMORY.md";
+        client.peer().subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+        std::fs::write(dir.path().join("MEMORY.md"), "a new fact").unwrap();
+        // Bounded wait for the watcher's next look (not a timing assertion).
+        for _ in 0..200 {
+            if !recorder.0.lock().unwrap().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(*recorder.0.lock().unwrap(), vec![uri.to_string()], "created: one update");
+        let _ = client.cancel().await;
+    }
+}
