@@ -55,6 +55,6 @@ pub use edit::{EditError, NewServer, add_server, remove_server};
 pub use error::McpError;
 pub use hooks::{ClientHooks, Elicitation, Elicitor, Sampler, SamplingRequest};
 pub use hub::{HubOptions, McpHub, PromptInfo, ServerState, ServerStatus};
-pub use oauth::{Consent, LOGIN_TIMEOUT, OAuthError, TokenStore, login};
+pub use oauth::{Consent, LOGIN_TIMEOUT, OAuthClient, OAuthError, TokenStore, login};
 pub use serve::{Gate, ServeError, ToolServer};
 pub use tool::{MAX_TOOL_NAME_LEN, exposed_name};
