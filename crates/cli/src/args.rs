@@ -183,6 +183,8 @@ pub enum Command {
     },
     /// Check the setup: config, provider keys, sandbox support.
     Doctor,
+    /// List this project's last session's checkpoints, or rewind its code and/or conversation.
+    Rewind(crate::rewind_cmd::RewindArgs),
     /// List or show saved conversations.
     Sessions {
         #[command(subcommand)]

@@ -26,6 +26,7 @@ mod oneshot;
 mod pairing_cmd;
 mod render;
 mod repl;
+mod rewind_cmd;
 mod sessions;
 mod setup;
 mod skills_cmd;
@@ -113,6 +114,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
             sessions::run(action, &config)?;
             Ok(exit::OK)
         }
+        Some(Command::Rewind(args)) => rewind_cmd::run(cli, args).await,
         Some(Command::Trust { list, revoke }) => trust_cmd::run(cli, *list, *revoke),
         None if cli.print => {
             let config = setup::load_config(cli)?;

@@ -39,6 +39,7 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/plan", "plan mode on/off: read-only tools until you approve a plan"),
     ("/todos", "the model's todo list"),
     ("/compact", "summarise the conversation to free context: /compact [what to keep]"),
+    ("/rewind", "checkpoints of this session; /rewind N [code|conversation|both], /rewind undo"),
     ("/jobs", "background jobs and their status"),
     ("/mcp", "MCP servers and prompts: /mcp__SERVER__PROMPT ARGS"),
     ("/hooks", "the hooks in force, in the order they run"),
@@ -182,6 +183,12 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 Ok(Some(prompt)) => run_request(&mut agent, &mut repl, &prompt, None).await,
                 Ok(None) => {}
                 Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
+            }
+            continue;
+        }
+        if let Some(arg) = input.strip_prefix("/rewind") {
+            if let Err(e) = crate::rewind_cmd::repl(&mut agent, arg.trim()).await {
+                eprintln!("{}", crate::style::Style::for_stderr().red(&e));
             }
             continue;
         }

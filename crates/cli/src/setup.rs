@@ -71,7 +71,12 @@ pub fn load_config_in(cli: &Cli, workspace: PathBuf) -> Result<Config, SetupErro
     Ok(config)
 }
 
-/// The options of a session opened for these flags: `--append-system-prompt`.
+/// The options of a session opened for these flags: `--append-system-prompt`;
+/// checkpoints on (see `ferroclaw rewind`).
 pub fn session_options(cli: &Cli) -> SessionOptions {
-    SessionOptions { append_system_prompt: cli.append_system_prompt.clone(), ..Default::default() }
+    SessionOptions {
+        append_system_prompt: cli.append_system_prompt.clone(),
+        checkpoints: true,
+        ..Default::default()
+    }
 }

@@ -21,6 +21,7 @@ use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 mod command;
+mod checkpoints;
 mod compact;
 mod hooked;
 mod learn;
@@ -97,6 +98,8 @@ pub struct Agent {
     reads: ReadLedger,
     /// The user's hooks ([`crate::hooks`]) and where this agent is in its life.
     hook_state: HookState,
+    /// Workspace snapshots before requests that may change files (`None`: off).
+    checkpoints: Option<crate::checkpoint::Checkpoints>,
 }
 
 /// Something to do before each model request, with the tools at hand.
@@ -192,6 +195,7 @@ impl Agent {
             self.permissions.end_turn();
             return self.refuse(reason, events);
         }
+        self.checkpoint_before_request(&request, events).await;
         self.record(input);
         let mut usage = Usage::default();
         let mut turn = 0;

@@ -59,6 +59,8 @@ pub struct ConfigFile {
     pub context: Option<ContextSection>,
     /// `[team]`: limits and timing of agent teams.
     pub team: Option<TeamSection>,
+    /// `[checkpoints]`: workspace snapshots before requests, for `/rewind`.
+    pub checkpoints: Option<crate::checkpoint::CheckpointsSection>,
     /// `[mcp_servers.NAME]`: MCP servers, validated by `ferroclaw-mcp`.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, toml::Table>,
@@ -549,6 +551,7 @@ impl ConfigFile {
             sandbox,
             context,
             team,
+            checkpoints,
             gateway
         );
         self.permissions.allow.extend(later.permissions.allow);

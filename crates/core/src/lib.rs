@@ -20,6 +20,7 @@
 pub mod agent;
 pub mod agents;
 pub mod approval;
+pub mod checkpoint;
 pub mod clock;
 pub mod commands;
 pub mod compaction;
