@@ -443,13 +443,17 @@ impl Server {
                     // request only, as in the REPL.
                     Some((cmd, args)) => {
                         let message = |text: &str, workspace: &std::path::Path| {
-                            let mut message = ferroclaw_core::mentions::user_message(text, workspace);
+                            let mut message =
+                                ferroclaw_core::mentions::user_message(text, workspace);
                             for (media_type, data) in images {
                                 message.content.push(ContentBlock::Image { media_type, data });
                             }
                             message
                         };
-                        session.runtime.run_command(&mut agent, cmd, args, message, &tx, &cancel).await
+                        session
+                            .runtime
+                            .run_command(&mut agent, cmd, args, message, &tx, &cancel)
+                            .await
                     }
                     None => {
                         let text = commands::skill_request(&workspace, &session.home, text.trim())

@@ -101,7 +101,9 @@ fn print_entry(entry: Entry) {
             };
             println!("— rewound {what} to checkpoint {to} —\n")
         }
-        Entry::Usage { .. } | Entry::Permission { .. } | Entry::Checkpoint { .. }
+        Entry::Usage { .. }
+        | Entry::Permission { .. }
+        | Entry::Checkpoint { .. }
         | Entry::Hook { .. } => {}
     }
 }

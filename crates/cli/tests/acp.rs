@@ -202,6 +202,13 @@ fn an_editor_drives_a_whole_session_over_acp() {
         ],
     );
     let ws = env.ws().canonicalize().unwrap();
+    let commands_dir = ws.join(".agent/commands");
+    std::fs::create_dir_all(&commands_dir).unwrap();
+    std::fs::write(
+        commands_dir.join("review.md"),
+        "---\ndescription: Review the diff\nargument-hint: [file]\n---\nReview $ARGUMENTS\n",
+    )
+    .unwrap();
     let mut client = Client::start(&env);
 
     let init = initialize(&mut client);
@@ -219,6 +226,9 @@ fn an_editor_drives_a_whole_session_over_acp() {
     assert_eq!(commands["params"]["update"]["sessionUpdate"], "available_commands_update");
     let names = commands["params"]["update"]["availableCommands"].to_string();
     assert!(names.contains("\"compact\"") && names.contains("\"usage\""), "{names}");
+    // The project's custom commands are offered too, with their hint.
+    assert!(names.contains("\"review\"") && names.contains("Review the diff"), "{names}");
+    assert!(names.contains("[file]"), "{names}");
 
     // A write needs permission: the client allows it once, and the agent
     // writes through the client (which offered fs/write_text_file).

@@ -20,8 +20,8 @@ use ferroclaw_tools::{
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-mod command;
 mod checkpoints;
+mod command;
 mod compact;
 mod hooked;
 mod learn;
