@@ -80,18 +80,17 @@ impl Provider for HttpProvider {
 
     fn stream(&self, mut request: ChatRequest) -> EventStream {
         let config = &self.shared.config;
-        if !config.images {
-            crate::images::replace_images_with_notes(&mut request.messages);
+        if !config.images && crate::images::any_image(&request.messages) {
+            let messages: &mut Vec<_> = Arc::make_mut(&mut request.messages);
+            crate::images::replace_images_with_notes(messages);
         }
         let body = match config.wire {
             WireFormat::Anthropic => anthropic::request_bytes(&request, config.stream),
-            WireFormat::OpenAi => openai::request_body(
+            WireFormat::OpenAi => openai::request_bytes(
                 &request,
                 config.stream,
                 openai::max_tokens_field(&config.base_url),
-            )
-            .to_string()
-            .into_bytes(),
+            ),
         };
         let exchange = Exchange {
             shared: Arc::clone(&self.shared),

@@ -77,7 +77,7 @@ impl Agent {
             permissions,
             approver,
             session,
-            messages,
+            messages: Arc::new(messages),
             workspace,
             allowed_dirs,
             max_turns,
@@ -217,7 +217,7 @@ impl Agent {
         // The conversation left behind is a finished segment (`/new`).
         self.learn(crate::learning::SegmentEnd::New, None);
         self.session = session;
-        self.messages = messages;
+        self.messages = Arc::new(messages);
         if let Some(learner) = &mut self.remembering.learner {
             learner.restart_at(0);
         }
