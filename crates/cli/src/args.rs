@@ -183,6 +183,8 @@ pub enum Command {
     },
     /// Check the setup: config, provider keys, sandbox support.
     Doctor,
+    /// List this project's last session's checkpoints, or rewind its code and/or conversation.
+    Rewind(crate::rewind_cmd::RewindArgs),
     /// List or show saved conversations.
     Sessions {
         #[command(subcommand)]
@@ -194,6 +196,9 @@ pub enum Command {
     Worktrees,
     /// Print this project's agent team (.agent/team/): members, status, unread messages.
     Team,
+    /// Serve editors over ACP (Agent Client Protocol) on stdin/stdout, e.g.
+    /// Zed: "agent_servers": {"ferroclaw": {"command": "ferroclaw", "args": ["acp"]}}.
+    Acp,
     /// MCP servers: list, get, add, remove; or serve ferroclaw's tools.
     Mcp {
         #[command(subcommand)]
@@ -234,7 +239,7 @@ pub enum Command {
     },
     /// The gateway, its chat sessions and cron jobs.
     Status,
-    /// Trust this project's own settings (.agent/config.toml, .mcp.json), or list/revoke trust.
+    /// Trust this project's own settings (.agent/config.toml, .mcp.json, .claude/settings*.json hooks), or list/revoke trust.
     Trust {
         /// List trusted projects.
         #[arg(long, conflicts_with = "revoke")]

@@ -1,5 +1,6 @@
 //! The `ferroclaw` binary: REPL, one-shot `-p`, and subcommands.
 
+mod acp_cmd;
 mod approver;
 mod archive;
 mod args;
@@ -25,6 +26,7 @@ mod oneshot;
 mod pairing_cmd;
 mod render;
 mod repl;
+mod rewind_cmd;
 mod sessions;
 mod setup;
 mod skills_cmd;
@@ -92,6 +94,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
     match &cli.command {
         Some(Command::Init { force }) => init(*force),
         Some(Command::Doctor) => doctor::run(cli).await,
+        Some(Command::Acp) => acp_cmd::run(cli).await,
         Some(Command::Tasks) => tasks_cmd::run(cli),
         Some(Command::Worktrees) => worktrees_cmd::run(cli),
         Some(Command::Team) => tasks_cmd::team(cli),
@@ -111,6 +114,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
             sessions::run(action, &config)?;
             Ok(exit::OK)
         }
+        Some(Command::Rewind(args)) => rewind_cmd::run(cli, args).await,
         Some(Command::Trust { list, revoke }) => trust_cmd::run(cli, *list, *revoke),
         None if cli.print => {
             let config = setup::load_config(cli)?;

@@ -126,13 +126,14 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
             serve(config, *http, *yes, *permission_mode).await
         }
         McpAction::Login { name } => {
-            let url = http_url(config, name)?;
+            let (url, client) = http_url(config, name)?;
             ferroclaw_mcp::login(
                 name,
                 &url,
                 &ferroclaw_runtime::token_store(config),
                 Consent::Browser,
                 None,
+                &client,
             )
             .await
             .map_err(|e| other(e.to_string()))?;
@@ -205,13 +206,18 @@ fn scope_file(config: &Config, scope: Scope) -> PathBuf {
 }
 
 /// The URL of the configured HTTP server `name`.
-fn http_url(config: &Config, name: &str) -> Result<String, SetupError> {
+fn http_url(
+    config: &Config,
+    name: &str,
+) -> Result<(String, ferroclaw_mcp::OAuthClient), SetupError> {
     let servers = ferroclaw_runtime::load_servers(config);
     if let Some(p) = servers.problems.iter().find(|p| p.server == name) {
         return Err(other(p.to_string()));
     }
     match servers.servers.iter().find(|s| s.name == name) {
-        Some(ServerConfig { transport: Transport::Http { url, .. }, .. }) => Ok(url.clone()),
+        Some(ServerConfig { transport: Transport::Http { url, .. }, oauth, .. }) => {
+            Ok((url.clone(), oauth.clone()))
+        }
         Some(_) => Err(other(format!(
             "mcp server {name} is a stdio server; OAuth login is for HTTP servers"
         ))),

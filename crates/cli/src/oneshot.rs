@@ -8,6 +8,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use ferroclaw_core::hooks;
 use ferroclaw_core::{Config, NoOneToAsk, Outcome, Report};
 use ferroclaw_protocol::AgentEvent;
 use serde_json::{Value, json};
@@ -80,8 +81,21 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     if let Some(team) = &team {
         team.set_events(Some(tx.clone()));
     }
-    let report =
-        agent.run(crate::attach::user_message(&prompt, agent.workspace()), &tx, &cancel).await;
+    // `-p "/name ARGS"` runs a custom command, as typed in the REPL.
+    let custom = match prompt.trim_start().starts_with('/') {
+        true => runtime.custom_commands(),
+        false => Vec::new(),
+    };
+    let report = match ferroclaw_core::commands::find(&custom, &prompt) {
+        Some((cmd, args)) => {
+            let message = crate::attach::user_message;
+            runtime.run_command(&mut agent, cmd, args, message, &tx, &cancel).await
+        }
+        None => {
+            let message = crate::attach::user_message(&prompt, agent.workspace());
+            agent.run(message, &tx, &cancel).await
+        }
+    };
     // A one-shot lead waits for its teammates to finish before it ends.
     if let Some(team) = &team {
         crate::team::wait(team, &cancel).await;
@@ -202,7 +216,8 @@ fn explain_denials(denials: &[Denial], workspace: &std::path::Path) {
             false => &d.reason,
         };
         eprintln!("  {}({subject}): {}", d.tool_name, crate::render::shorten(why, 100));
-        if !d.reason.starts_with("permission denied") {
+        // A rule cannot overrule a hook: no rule to suggest for its refusals.
+        if !d.reason.starts_with("permission denied") && !hooks::refused_by_hook(&d.reason) {
             let scoped = allow_rules(workspace, &d.tool_name, &d.tool_input);
             if scoped.is_empty() {
                 eprintln!(

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use ferroclaw_core::commands::{self, CustomCommand};
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
 use ferroclaw_core::{Agent, Approver, Config, PermissionMode, SessionStore, pricing};
 use rustyline::completion::Completer;
@@ -38,12 +39,43 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/plan", "plan mode on/off: read-only tools until you approve a plan"),
     ("/todos", "the model's todo list"),
     ("/compact", "summarise the conversation to free context: /compact [what to keep]"),
+    ("/rewind", "checkpoints of this session; /rewind N [code|conversation|both], /rewind undo"),
     ("/jobs", "background jobs and their status"),
     ("/mcp", "MCP servers and prompts: /mcp__SERVER__PROMPT ARGS"),
+    ("/hooks", "the hooks in force, in the order they run"),
     ("/team", "the agent team: teammates, status, unread messages"),
     ("/inbox", "the lead's unread team messages (the model gets them at its next call)"),
     ("/exit", "leave (also /quit, Ctrl-D)"),
 ];
+
+/// `/hooks`: each hook in force (event, matcher, command, file), and a
+/// note when an untrusted project's hooks are skipped.
+fn show_hooks(agent: &Agent, config: &Config) {
+    let hooks = agent.hooks().list();
+    if hooks.is_empty() {
+        println!("no hooks (see \"Hooks\" in the README)");
+    }
+    for h in hooks {
+        let closed = if h.fail_closed { ", fail_closed" } else { "" };
+        println!(
+            "  {} [{}] {} (timeout {}s{closed}; {})",
+            h.event.name(),
+            h.matcher.describe(),
+            h.command,
+            h.timeout_secs,
+            h.source.display()
+        );
+    }
+    for line in config.ignored.iter().filter(|l| l.starts_with("hooks ")) {
+        println!("  skipped until you trust this project: {line}");
+    }
+}
+
+/// True when `line` names a built-in command (they win over custom ones).
+fn is_builtin(line: &str) -> bool {
+    let name = line.split_whitespace().next().unwrap_or(line);
+    name == "/quit" || COMMANDS.iter().any(|(c, _)| *c == name)
+}
 
 /// Sessions per page of `/sessions` and of the `--resume` picker.
 const SESSIONS_PAGE: usize = 20;
@@ -148,9 +180,15 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         let _ = editor.append_history(&history_path(&config));
         if let Some(result) = crate::mcp_cmd::repl_command(input, &mcp).await {
             match result {
-                Ok(Some(prompt)) => run_request(&mut agent, &mut repl, &prompt).await,
+                Ok(Some(prompt)) => run_request(&mut agent, &mut repl, &prompt, None).await,
                 Ok(None) => {}
                 Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
+            }
+            continue;
+        }
+        if let Some(arg) = input.strip_prefix("/rewind") {
+            if let Err(e) = crate::rewind_cmd::repl(&mut agent, arg.trim()).await {
+                eprintln!("{}", crate::style::Style::for_stderr().red(&e));
             }
             continue;
         }
@@ -162,6 +200,13 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             shell_command(&mut agent, &mut repl, command.trim()).await;
             continue;
         }
+        if input.starts_with('/') && !is_builtin(input) {
+            let custom = runtime.custom_commands();
+            if let Some((cmd, args)) = commands::find(&custom, input) {
+                run_request(&mut agent, &mut repl, args, Some((&runtime, cmd))).await;
+                continue;
+            }
+        }
         if input.starts_with('/') {
             match command(input, &mut agent, &runtime, &repl) {
                 Ok(true) => continue,
@@ -172,7 +217,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 }
             }
         }
-        run_request(&mut agent, &mut repl, input).await;
+        run_request(&mut agent, &mut repl, input, None).await;
     }
     // Teammates stop with the REPL; their status stays for `--continue`.
     if let Some(team) = &repl.team {
@@ -212,7 +257,12 @@ fn render_options(agent: &Agent, repl: &Repl, answer: bool) -> RenderOptions {
 }
 
 /// One request with live rendering; Esc or Ctrl-C cancels it and keeps the REPL.
-async fn run_request(agent: &mut Agent, repl: &mut Repl, input: &str) {
+async fn run_request(
+    agent: &mut Agent,
+    repl: &mut Repl,
+    input: &str,
+    command: Option<(&Runtime, &CustomCommand)>,
+) {
     let (tx, rx) = unbounded_channel();
     let renderer =
         tokio::spawn(render(rx, agent.model_spec().to_string(), render_options(agent, repl, true)));
@@ -237,7 +287,16 @@ async fn run_request(agent: &mut Agent, repl: &mut Repl, input: &str) {
     if let Some(team) = &repl.team {
         team.set_events(Some(tx.clone()));
     }
-    agent.run(message, &tx, &cancel).await;
+    match command {
+        // A custom command: `input` is its arguments.
+        Some((runtime, cmd)) => {
+            let user_message = crate::attach::user_message;
+            runtime.run_command(agent, cmd, input, user_message, &tx, &cancel).await;
+        }
+        None => {
+            agent.run(message, &tx, &cancel).await;
+        }
+    }
     if let Some(team) = &repl.team {
         team.set_events(None);
     }
@@ -346,6 +405,10 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
             for (c, what) in COMMANDS {
                 println!("  {c:<10} {what}");
             }
+            for c in runtime.custom_commands() {
+                let hint = c.argument_hint.as_deref().map(|h| format!(" {h}")).unwrap_or_default();
+                println!("  /{}{hint}  {} (custom: {})", c.name, c.description, c.path.display());
+            }
             println!(
                 "  !COMMAND  run a shell command; its output goes to the model with your next line"
             );
@@ -354,6 +417,7 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
                 "  End a line with \\ to continue it; Esc or Ctrl-C interrupts a request; Ctrl-C twice exits."
             );
         }
+        "/hooks" => show_hooks(agent, config),
         "/clear" | "/new" => {
             crate::archive::spawn(agent, config);
             let session =
@@ -609,14 +673,20 @@ fn new_editor(config: &Config) -> Result<Editor<ReplHelper, FileHistory>, SetupE
     let editor_config = rustyline::Config::builder().keyseq_timeout(Some(50)).build();
     let mut editor = Editor::<ReplHelper, FileHistory>::with_config(editor_config)
         .map_err(|e| SetupError::Other(format!("cannot open the terminal: {e}")))?;
-    editor.set_helper(Some(ReplHelper));
+    let (custom, _) = commands::load(&config.workspace, &config.home, config.trusted);
+    let custom = custom.into_iter().map(|c| format!("/{}", c.name)).collect();
+    editor.set_helper(Some(ReplHelper { custom }));
     let _ = std::fs::create_dir_all(&config.home);
     let _ = editor.load_history(&history_path(config));
     Ok(editor)
 }
 
-/// Line-editor behaviour: multi-line input and slash-command completion.
-struct ReplHelper;
+/// Line-editor behaviour: multi-line input and slash-command completion
+/// (built-in and custom commands).
+struct ReplHelper {
+    /// `/name` of each custom command.
+    custom: Vec<String>,
+}
 
 impl Validator for ReplHelper {
     fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
@@ -645,8 +715,10 @@ impl Completer for ReplHelper {
             0,
             COMMANDS
                 .iter()
-                .filter(|(c, _)| c.starts_with(&line[..pos]))
-                .map(|(c, _)| c.to_string())
+                .map(|(c, _)| *c)
+                .chain(self.custom.iter().map(String::as_str))
+                .filter(|c| c.starts_with(&line[..pos]))
+                .map(str::to_string)
                 .collect(),
         ))
     }

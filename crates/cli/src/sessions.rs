@@ -93,7 +93,18 @@ fn print_entry(entry: Entry) {
         Entry::Compaction { replaced, .. } => {
             println!("— {replaced} earlier messages compacted into a summary —\n")
         }
-        Entry::Usage { .. } | Entry::Permission { .. } => {}
+        Entry::Rewind { to, code, conversation, .. } => {
+            let what = match (code, conversation) {
+                (true, false) => "code",
+                (false, true) => "conversation",
+                _ => "code and conversation",
+            };
+            println!("— rewound {what} to checkpoint {to} —\n")
+        }
+        Entry::Usage { .. }
+        | Entry::Permission { .. }
+        | Entry::Checkpoint { .. }
+        | Entry::Hook { .. } => {}
     }
 }
 

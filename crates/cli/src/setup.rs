@@ -34,6 +34,12 @@ pub fn workspace(cli: &Cli) -> Result<PathBuf, SetupError> {
 
 /// Loads the config for the flags given.
 pub fn load_config(cli: &Cli) -> Result<Config, SetupError> {
+    load_config_in(cli, workspace(cli)?)
+}
+
+/// Loads the config for the flags given, for the project in `workspace`
+/// (an ACP session's folder).
+pub fn load_config_in(cli: &Cli, workspace: PathBuf) -> Result<Config, SetupError> {
     let mut mode = cli.permission_mode;
     if cli.yes {
         mode = Some(PermissionMode::Bypass);
@@ -45,7 +51,7 @@ pub fn load_config(cli: &Cli) -> Result<Config, SetupError> {
     }
     let overrides =
         Overrides { model: cli.model.clone(), max_turns: cli.max_turns, permission_mode: mode };
-    let mut config = Config::load(Config::default_home(), workspace(cli)?, &overrides)?;
+    let mut config = Config::load(Config::default_home(), workspace, &overrides)?;
     if let Some(alias) = &cli.model {
         config.file.model = Some(crate::model_alias::resolve(alias, &config));
     }
@@ -65,7 +71,12 @@ pub fn load_config(cli: &Cli) -> Result<Config, SetupError> {
     Ok(config)
 }
 
-/// The options of a session opened for these flags: `--append-system-prompt`.
+/// The options of a session opened for these flags: `--append-system-prompt`;
+/// checkpoints on (see `ferroclaw rewind`).
 pub fn session_options(cli: &Cli) -> SessionOptions {
-    SessionOptions { append_system_prompt: cli.append_system_prompt.clone(), ..Default::default() }
+    SessionOptions {
+        append_system_prompt: cli.append_system_prompt.clone(),
+        checkpoints: true,
+        ..Default::default()
+    }
 }

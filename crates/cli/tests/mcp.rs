@@ -344,3 +344,33 @@ fn an_untrusted_projects_mcp_json_starts_nothing_and_says_how_to_trust() {
     assert!(!pwned.exists(), "the project's MCP command ran before the project was trusted");
     assert!(stderr.contains(".mcp.json") && stderr.contains("ferroclaw trust"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_serve_offers_skills_as_prompts_and_memory_and_sessions_as_resources() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("noted").into()]);
+    let skill = env.ws().join(".agent/skills/review");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: review\ndescription: Review a change carefully\nargument-hint: the file to review\n---\nReview $ARGUMENTS for bugs.\n",
+    )
+    .unwrap();
+    let memory = env.home.path().join("workspace/memory");
+    std::fs::create_dir_all(&memory).unwrap();
+    std::fs::write(memory.join("MEMORY.md"), "- the user likes tests\n").unwrap();
+    let (code, _, stderr) = run(&mut env.oneshot("remember this", &[]));
+    assert_eq!(code, 0, "{stderr}");
+
+    let (hub, _) = start(vec![serve_config(&env, &[])], env.ws()).await;
+    let prompts = hub.prompts().await;
+    let review = prompts.iter().find(|p| p.name == "review").expect("the skill is a prompt");
+    assert_eq!(review.description, "Review a change carefully");
+    assert_eq!(review.arguments, vec![("arguments".to_string(), false)]);
+    let args = [("arguments".to_string(), "src/parse.rs".to_string())].into_iter().collect();
+    let text = hub.get_prompt("ferro", "review", args).await.unwrap();
+    assert_eq!(text, "Review src/parse.rs for bugs.");
+    let resources = hub.list_resources(Some("ferro")).await.unwrap().join("\n");
+    assert!(resources.contains("ferroclaw://memory/MEMORY.md"), "{resources}");
+    assert!(resources.contains("ferroclaw://sessions/"), "the transcript is offered: {resources}");
+    hub.shutdown().await;
+}

@@ -20,12 +20,17 @@ use ferroclaw_tools::{
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
+mod checkpoints;
+mod command;
 mod compact;
+mod hooked;
 mod learn;
 pub mod parts;
 mod remember;
 
 pub use compact::{CompactTool, Compaction};
+pub use hooked::HookState;
+use hooked::PreTool;
 pub use learn::Learner;
 pub use parts::AgentParts;
 pub use remember::Remembering;
@@ -34,6 +39,7 @@ use crate::approval::{Approval, Approver};
 use crate::clock;
 use crate::compaction;
 use crate::config;
+use crate::hooks::PermissionAnswer;
 use crate::permission::{Decision, PermissionMode, Permissions};
 use crate::session::{Entry, SessionLog};
 use crate::todo::{self, TodoList};
@@ -92,6 +98,10 @@ pub struct Agent {
     /// Files read in this conversation, so a re-read of an unchanged one is
     /// answered with a note; kept in step with `messages` before each batch.
     reads: ReadLedger,
+    /// The user's hooks ([`crate::hooks`]) and where this agent is in its life.
+    hook_state: HookState,
+    /// Workspace snapshots before requests that may change files (`None`: off).
+    checkpoints: Option<crate::checkpoint::Checkpoints>,
 }
 
 /// Something to do before each model request, with the tools at hand.
@@ -183,9 +193,16 @@ impl Agent {
         if self.permissions.mode() == PermissionMode::Plan {
             input.content.push(ContentBlock::text(PLAN_MODE_REMINDER));
         }
+        if let Err(reason) = self.hook_prompt(&request, &mut input, events).await {
+            self.permissions.end_turn();
+            return self.refuse(reason, events);
+        }
+        self.checkpoint_before_request(&request, events).await;
         self.record(input);
         let mut usage = Usage::default();
         let mut turn = 0;
+        // A Stop hook already sent the model back once (Claude Code's `stop_hook_active`).
+        let mut stop_hook_active = false;
         let report = loop {
             if turn == self.max_turns {
                 let text = format!(
@@ -234,6 +251,11 @@ impl Agent {
             self.record(answer.message);
             emit(events, AgentEvent::TurnFinished { turn, stop_reason: answer.stop });
             if calls.is_empty() {
+                if let Some(reason) = self.hook_stop(stop_hook_active, events).await {
+                    stop_hook_active = true;
+                    self.record(Message::user(reason));
+                    continue;
+                }
                 break self.report(Outcome::Answered, text, turn, usage);
             }
             let mut results = self.run_tools(&calls, &answer.bad_arguments, events, cancel).await;
@@ -245,6 +267,8 @@ impl Agent {
                 break self.report(Outcome::Cancelled, "cancelled by the user".into(), turn, usage);
             }
         };
+        // A custom command's allowed-tools were for this request only.
+        self.permissions.end_turn();
         // Not done before its bytes are durable: a failed sync fails the request.
         let report = match self.session.commit().await {
             Ok(()) => {
@@ -274,6 +298,23 @@ impl Agent {
                 num_turns: report.num_turns,
                 usage: report.usage,
                 is_error: report.is_error(),
+            },
+        );
+        report
+    }
+
+    /// Ends a request a hook refused before it reached the model.
+    fn refuse(&mut self, reason: String, events: &EventSink) -> Report {
+        let report =
+            self.fail(Outcome::Failed(reason.clone()), reason, 0, Usage::default(), events);
+        emit(
+            events,
+            AgentEvent::Finished {
+                result: report.text.clone(),
+                session_id: self.session.meta().id.clone(),
+                num_turns: 0,
+                usage: report.usage,
+                is_error: true,
             },
         );
         report
@@ -424,16 +465,21 @@ impl Agent {
                 let ctx = ToolContext { call_id: call.id.clone(), ..ctx.clone() };
                 async move {
                     let started = Instant::now();
-                    let output = match checked {
-                        Ok(tool) => {
-                            ferroclaw_tools::cap_result(execute(tool, call, &ctx).await, cap)
+                    let (output, ran) = match checked {
+                        Ok((tool, input)) => {
+                            let output = execute(tool, call, input.clone(), &ctx).await;
+                            (ferroclaw_tools::cap_result(output, cap), Some(input))
                         }
-                        Err(message) => ToolOutput::error(message),
+                        Err(message) => (ToolOutput::error(message), None),
                     };
-                    (call, output, started.elapsed())
+                    (call, output, ran, started.elapsed())
                 }
             });
-            for (call, output, elapsed) in futures_util::future::join_all(runs).await {
+            for (call, mut output, ran, elapsed) in futures_util::future::join_all(runs).await {
+                if let Some(input) = ran {
+                    let name = self.tool_name(&call.name).to_string();
+                    self.hook_post_tool(call, &name, &input, &mut output, events).await;
+                }
                 emit(
                     events,
                     AgentEvent::ToolCallFinished {
@@ -456,15 +502,16 @@ impl Agent {
     }
 
     /// Everything that must hold before a call runs: parseable arguments, a
-    /// known tool, arguments matching its schema, and permission. The error
-    /// text tells the model exactly what was wrong.
+    /// known tool, arguments matching its schema, the PreToolUse hooks, and
+    /// permission. Gives the tool and the input to run it with (as hooks
+    /// rewrote it); the error text tells the model exactly what was wrong.
     async fn check(
         &mut self,
         call: &ToolCall,
         bad_arguments: &[(String, String)],
         events: &EventSink,
         cancel: &CancellationToken,
-    ) -> Result<Arc<dyn Tool>, String> {
+    ) -> Result<(Arc<dyn Tool>, serde_json::Value), String> {
         if let Some((_, problem)) = bad_arguments.iter().find(|(id, _)| *id == call.id) {
             return Err(format!(
                 "the arguments of this {} call are not valid JSON ({problem}); send the call again with a JSON object",
@@ -481,48 +528,34 @@ impl Agent {
         if cancel.is_cancelled() {
             return Err("cancelled by the user before it ran".into());
         }
+        let (mut input, hook_permission) = match self.hook_pre_tool(call, name, events).await {
+            PreTool::Go { input, permission } => (input, permission),
+            PreTool::Blocked(reason) => return Err(self.refused(call, reason, events)),
+        };
+        if input != call.input {
+            self.tools.validate(name, &input)?;
+        }
         // Rules and answers apply to the tool, not to the name it was called by.
-        let decision = self.permissions.decide(name, tool.read_only(), &call.input);
+        let decision =
+            match (self.permissions.decide(name, tool.read_only(), &input), hook_permission) {
+                // A hook may loosen "ask" but never a deny rule or plan mode.
+                (Decision::Deny(reason), _) => Decision::Deny(reason),
+                (_, Some(PermissionAnswer::Ask)) => Decision::Ask,
+                (_, Some(PermissionAnswer::Allow)) => Decision::Allow,
+                (decision, _) => decision,
+            };
         let verdict = match decision {
             Decision::Allow => Ok(()),
             Decision::Deny(reason) => Err(format!("permission denied: {reason}")),
-            Decision::Ask => {
-                emit(
-                    events,
-                    AgentEvent::PermissionRequested {
-                        id: call.id.clone(),
-                        name: call.name.clone(),
-                        input: call.input.clone(),
-                    },
-                );
-                match self.approver.approve(call).await {
-                    Approval::Yes => Ok(()),
-                    Approval::AlwaysForSession => {
-                        for rule in self.permissions.always_rules(name, &call.input) {
-                            self.permissions.allow_for_session(rule);
-                        }
-                        Ok(())
-                    }
-                    Approval::AlwaysForProject => {
-                        for rule in self.permissions.always_rules(name, &call.input) {
-                            if let Err(e) =
-                                config::add_project_allow_rule(&self.workspace, &rule.to_string())
-                            {
-                                emit(
-                                    events,
-                                    AgentEvent::Error {
-                                        message: format!("cannot save the rule {rule}: {e}"),
-                                        fatal: false,
-                                    },
-                                );
-                            }
-                            self.permissions.allow_for_session(rule);
-                        }
-                        Ok(())
-                    }
-                    Approval::No(reason) => Err(reason),
+            Decision::Ask => match self.hook_permission_request(call, name, &input, events).await {
+                Some(Ok(Some(rewritten))) => {
+                    self.tools.validate(name, &rewritten)?;
+                    input = rewritten;
+                    Ok(())
                 }
-            }
+                Some(answer) => answer.map(drop),
+                None => self.ask(call, name, &input, events).await,
+            },
         };
         if let Err(reason) = &verdict {
             emit(
@@ -530,7 +563,7 @@ impl Agent {
                 AgentEvent::PermissionDenied {
                     id: call.id.clone(),
                     name: call.name.clone(),
-                    input: call.input.clone(),
+                    input: input.clone(),
                     reason: reason.clone(),
                 },
             );
@@ -545,7 +578,79 @@ impl Agent {
             call_id: call.id.clone(),
             decision,
         });
-        verdict.map(|()| tool)
+        verdict.map(|()| (tool, input))
+    }
+
+    /// A call a hook refused: the event and session entry a denial gets.
+    fn refused(&mut self, call: &ToolCall, reason: String, events: &EventSink) -> String {
+        emit(
+            events,
+            AgentEvent::PermissionDenied {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+                reason: reason.clone(),
+            },
+        );
+        self.log(Entry::Permission {
+            ts: clock::unix_seconds(),
+            tool: call.name.clone(),
+            call_id: call.id.clone(),
+            decision: format!("deny: {reason}"),
+        });
+        reason
+    }
+
+    /// Asks the approver about a call (with `input`, as hooks left it).
+    async fn ask(
+        &mut self,
+        call: &ToolCall,
+        name: &str,
+        input: &serde_json::Value,
+        events: &EventSink,
+    ) -> Result<(), String> {
+        let rewritten;
+        let call = if *input == call.input {
+            call
+        } else {
+            rewritten = ToolCall { input: input.clone(), ..call.clone() };
+            &rewritten
+        };
+        emit(
+            events,
+            AgentEvent::PermissionRequested {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            },
+        );
+        match self.approver.approve(call).await {
+            Approval::Yes => Ok(()),
+            Approval::AlwaysForSession => {
+                for rule in self.permissions.always_rules(name, &call.input) {
+                    self.permissions.allow_for_session(rule);
+                }
+                Ok(())
+            }
+            Approval::AlwaysForProject => {
+                for rule in self.permissions.always_rules(name, &call.input) {
+                    if let Err(e) =
+                        config::add_project_allow_rule(&self.workspace, &rule.to_string())
+                    {
+                        emit(
+                            events,
+                            AgentEvent::Error {
+                                message: format!("cannot save the rule {rule}: {e}"),
+                                fatal: false,
+                            },
+                        );
+                    }
+                    self.permissions.allow_for_session(rule);
+                }
+                Ok(())
+            }
+            Approval::No(reason) => Err(reason),
+        }
     }
 
     fn is_concurrent(&self, call: &ToolCall) -> bool {
@@ -610,8 +715,13 @@ impl Agent {
 }
 
 /// Runs one tool; an error or a panic becomes an error result naming it.
-async fn execute(tool: Arc<dyn Tool>, call: &ToolCall, ctx: &ToolContext) -> ToolOutput {
-    match AssertUnwindSafe(tool.execute(call.input.clone(), ctx)).catch_unwind().await {
+async fn execute(
+    tool: Arc<dyn Tool>,
+    call: &ToolCall,
+    input: serde_json::Value,
+    ctx: &ToolContext,
+) -> ToolOutput {
+    match AssertUnwindSafe(tool.execute(input, ctx)).catch_unwind().await {
         Ok(Ok(output)) => output,
         Ok(Err(e)) => ToolOutput::error(format!("{} failed: {e}", call.name)),
         Err(panic) => {

@@ -20,11 +20,14 @@
 pub mod agent;
 pub mod agents;
 pub mod approval;
+pub mod checkpoint;
 pub mod clock;
+pub mod commands;
 pub mod compaction;
 pub mod config;
 pub mod context;
 pub mod frontmatter;
+pub mod hooks;
 pub mod learning;
 pub mod memory;
 pub mod mentions;

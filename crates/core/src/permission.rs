@@ -126,6 +126,9 @@ pub struct Permissions {
     deny: Vec<Rule>,
     /// Rules the user approved with "always" during this session.
     session_allow: Mutex<Vec<Rule>>,
+    /// Rules granted for the request running now (a custom command's
+    /// `allowed-tools`), dropped when it ends.
+    turn_allow: Mutex<Vec<Rule>>,
     /// Paths in rules are relative to it.
     workspace: PathBuf,
 }
@@ -141,6 +144,7 @@ impl Permissions {
             allow: parse(allow)?,
             deny: parse(deny)?,
             session_allow: Mutex::new(Vec::new()),
+            turn_allow: Mutex::new(Vec::new()),
             workspace: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         })
     }
@@ -167,7 +171,8 @@ impl Permissions {
     pub fn decide(&self, tool: &str, read_only: bool, input: &Value) -> Decision {
         let tool = ferroclaw_tools::canonical_tool_name(tool);
         let mode = self.mode();
-        let session = self.session_allow.lock().map(|r| r.clone()).unwrap_or_default();
+        let mut session = self.session_allow.lock().map(|r| r.clone()).unwrap_or_default();
+        session.extend(self.turn_allow.lock().map(|r| r.clone()).unwrap_or_default());
         let allow: Vec<&Rule> = self.allow.iter().chain(session.iter()).collect();
         let allowed = match tool {
             // `worktree_run` runs its command through the bash tool: the
@@ -423,6 +428,21 @@ impl Permissions {
     pub fn allow_for_session(&self, rule: Rule) {
         if let Ok(mut rules) = self.session_allow.lock() {
             rules.push(rule);
+        }
+    }
+
+    /// Grants `rules` until [`end_turn`](Self::end_turn) (a custom
+    /// command's `allowed-tools`, for its request only).
+    pub fn allow_for_turn(&self, rules: Vec<Rule>) {
+        if let Ok(mut turn) = self.turn_allow.lock() {
+            turn.extend(rules);
+        }
+    }
+
+    /// Drops the rules granted for the request that ended.
+    pub fn end_turn(&self) {
+        if let Ok(mut turn) = self.turn_allow.lock() {
+            turn.clear();
         }
     }
 

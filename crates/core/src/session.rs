@@ -87,6 +87,52 @@ pub enum Entry {
         summary: String,
         replaced: usize,
     },
+    /// A hook ran ([`crate::hooks`]): which, and what came of it.
+    Hook {
+        ts: u64,
+        event: String,
+        command: String,
+        /// `None` when it timed out, did not start, or died by a signal.
+        exit_code: Option<i32>,
+        result: String,
+        duration_ms: u64,
+    },
+    /// The workspace was snapshotted as `commit` in the checkpoint store
+    /// (see [`crate::checkpoint`]): before the request that follows, or
+    /// before a rewind (so that it can be undone).
+    Checkpoint {
+        ts: u64,
+        /// Unique within the session; what [`Entry::Rewind`] names.
+        id: String,
+        commit: String,
+        /// The request it comes before, or which rewind.
+        label: String,
+        #[serde(default)]
+        kind: CheckpointKind,
+        /// Files left out of the snapshot, each with why.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<String>,
+    },
+    /// A rewind to checkpoint `to`: with `conversation`, the history from
+    /// here on is what it was at that checkpoint (the lines between stay in
+    /// the file); with `code`, the workspace was restored to its snapshot.
+    Rewind {
+        ts: u64,
+        to: String,
+        code: bool,
+        conversation: bool,
+    },
+}
+
+/// Why a checkpoint was taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointKind {
+    /// Before a request that may change files.
+    #[default]
+    Request,
+    /// Before a rewind, to undo it.
+    Rewind,
 }
 
 /// [`Entry::Message`] borrowing its message, for writing (the same line).
@@ -361,6 +407,39 @@ fn rebuilt_meta(path: &Path, entries: &[Entry]) -> SessionMeta {
     }
 }
 
+/// Reads the conversation from at most about `tail_bytes` before `end`,
+/// widening the window until it starts at a user request and every rewind
+/// in it finds its checkpoint.
+fn read_tail(
+    file: &mut File,
+    end: u64,
+    body_start: u64,
+    tail_bytes: u64,
+) -> std::io::Result<lines::Window> {
+    let mut window = tail_bytes.max(1);
+    loop {
+        let start = end.saturating_sub(window).max(body_start);
+        let mut read = read_messages(file, start, end, body_start)?;
+        if read.unresolved_rewind && start > body_start {
+            window = window.saturating_mul(2);
+            continue;
+        }
+        let boundary =
+            read.messages.iter().position(|m| m.role == Role::User && !m.is_tool_results());
+        match boundary {
+            Some(i) => {
+                read.messages.drain(..i);
+                return Ok(read);
+            }
+            None if start == body_start => {
+                read.skipped = 0;
+                return Ok(read);
+            }
+            None => window = window.saturating_mul(2),
+        }
+    }
+}
+
 /// Takes the one-writer lock of a session file (released when it closes).
 fn lock(file: &File, path: &Path, id: &str) -> Result<(), SessionError> {
     match file.try_lock() {
@@ -456,6 +535,22 @@ impl SessionLog {
         }
     }
 
+    /// The conversation as the file has it now (after a rewind, say), read
+    /// and repaired as [`resume`](Self::resume) would.
+    pub fn conversation(&self, tail_bytes: u64) -> Result<Vec<Message>, SessionError> {
+        let path = &self.path;
+        let mut file = File::open(path).map_err(io(path))?;
+        let len = file.metadata().map_err(io(path))?.len();
+        let mut first = Vec::new();
+        BufReader::new(&mut file).take(1 << 20).read_until(b'\n', &mut first).map_err(io(path))?;
+        let end = complete_end(&mut file, len).map_err(io(path))?;
+        let body_start = (first.len() as u64).min(end);
+        let mut messages =
+            read_tail(&mut file, end, body_start, tail_bytes).map_err(io(path))?.messages;
+        repair::repair(&mut messages);
+        Ok(messages)
+    }
+
     /// Opens a session to continue it: takes its lock, reads the metadata
     /// line and at most about `tail_bytes` of the newest entries (widening the
     /// window until it starts at a user request), repairs the conversation
@@ -475,24 +570,7 @@ impl SessionLog {
         let end = complete_end(&mut file, len).map_err(io(path))?;
         let body_start = (first.len() as u64).min(end);
         let mut bad_lines = usize::from(end < len);
-        let mut window = tail_bytes.max(1);
-        let read = loop {
-            let start = end.saturating_sub(window).max(body_start);
-            let mut read = read_messages(&mut file, start, end, body_start).map_err(io(path))?;
-            let boundary =
-                read.messages.iter().position(|m| m.role == Role::User && !m.is_tool_results());
-            match boundary {
-                Some(i) => {
-                    read.messages.drain(..i);
-                    break read;
-                }
-                None if start == body_start => {
-                    read.skipped = 0;
-                    break read;
-                }
-                None => window = window.saturating_mul(2),
-            }
-        };
+        let read = read_tail(&mut file, end, body_start, tail_bytes).map_err(io(path))?;
         bad_lines += read.bad.len();
         let mut skipped_lines = Vec::with_capacity(read.bad.len());
         for (at, why) in &read.bad {

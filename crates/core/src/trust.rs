@@ -1,6 +1,6 @@
 //! Workspace trust, as editors have it: the settings in a project's own
 //! files that matter for security (permission mode, sandbox, allowed
-//! folders, allow rules, providers, MCP servers, web access, gateway) are
+//! folders, allow rules, providers, MCP servers, hooks, web access, gateway) are
 //! ignored until the user trusts that project. Trust is remembered in
 //! `$FERROCLAW_HOME/trust.json` (mode 0600) by project path and a SHA-256
 //! of the project's files, so a changed file asks again.
@@ -25,7 +25,14 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The project files trust covers, relative to the workspace.
-pub const PROJECT_FILES: &[&str] = &[".agent/config.toml", ".agent/mcp.json", ".mcp.json"];
+pub const PROJECT_FILES: &[&str] = &[
+    ".agent/config.toml",
+    ".agent/mcp.json",
+    ".mcp.json",
+    // Their hooks are commands (see `crate::hooks`).
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+];
 
 /// The trust store's file name in `$FERROCLAW_HOME`.
 pub const TRUST_FILE: &str = "trust.json";

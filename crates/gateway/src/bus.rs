@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ferroclaw_protocol::AgentEvent;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Messages a subscriber's queue holds before publishers get [`BusError::Busy`]:
 /// a few seconds of a busy day for one person's assistant.
@@ -85,6 +86,9 @@ pub struct InboundMessage {
     /// Streams the answering turn's events, when the channel shows them live.
     #[serde(skip)]
     pub tap: Option<EventTap>,
+    /// Stops the answering turn when cancelled (the web chat's stop button).
+    #[serde(skip)]
+    pub cancel: Option<CancellationToken>,
 }
 
 impl InboundMessage {
@@ -104,12 +108,19 @@ impl InboundMessage {
             media: Vec::new(),
             metadata: BTreeMap::new(),
             tap: None,
+            cancel: None,
         }
     }
 
     /// Copies the answering turn's events to `tap`.
     pub fn with_tap(mut self, tap: EventTap) -> Self {
         self.tap = Some(tap);
+        self
+    }
+
+    /// Lets `cancel` stop the answering turn.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = Some(cancel);
         self
     }
 }

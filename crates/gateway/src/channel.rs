@@ -6,10 +6,14 @@
 //! every inbound message against the channel's `dm_policy` and allow-list
 //! before it reaches a model) and does not run agents.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::bus::{MessageBus, OutboundMessage};
+use crate::approval::{ApprovalPrompt, Decided};
+use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
+use crate::gateway::Shared;
 
 /// Why a channel could not start or deliver.
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +46,54 @@ pub trait Channel: Send + Sync {
     async fn start(&self, bus: MessageBus, shutdown: CancellationToken)
     -> Result<(), ChannelError>;
 
+    /// Called once before `start` with the running gateway's state, for
+    /// channels that show more than chats (the web app's sessions, cron
+    /// and pairing views). Most channels need nothing from it.
+    fn attach(&self, _gateway: &Arc<Shared>) {}
+
     /// Delivers one message to `message.chat_id`, splitting or converting it
     /// as the platform requires.
     async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError>;
+
+    /// Asks the chat for approval of a tool call: buttons where the platform
+    /// has them, always with the `/approve` and `/deny` commands in the text.
+    /// The default sends [`ApprovalPrompt::text`] as a message.
+    async fn ask_approval(
+        &self,
+        chat_id: &str,
+        prompt: &ApprovalPrompt,
+    ) -> Result<(), ChannelError> {
+        let message = OutboundMessage {
+            channel: self.name().to_string(),
+            chat_id: chat_id.to_string(),
+            content: prompt.text(),
+            media: Vec::new(),
+            reply_to: None,
+            failure: None,
+        };
+        self.send(message).await
+    }
+
+    /// Tells the chat that request `id` ended without an answer there
+    /// (`outcome`: timed out, cancelled). The default says nothing.
+    async fn approval_resolved(
+        &self,
+        _chat_id: &str,
+        _id: &str,
+        _outcome: &str,
+    ) -> Result<(), ChannelError> {
+        Ok(())
+    }
+
+    /// Answers the person who sent `decision` (an `/approve`, `/deny` or a
+    /// button press) with `text`: privately where the platform can (a button's
+    /// toast, an ephemeral message), else as a reply in the chat.
+    async fn answer_decision(
+        &self,
+        decision: &InboundMessage,
+        _decided: &Decided,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        self.send(OutboundMessage::reply(decision, text)).await
+    }
 }

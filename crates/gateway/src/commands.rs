@@ -15,6 +15,9 @@ pub enum ChatCommand {
     Usage,
     /// What the commands are.
     Help,
+    /// Answer an approval request: `/approve ID [once|chat|project]`,
+    /// `/deny ID [reason]` (handled at once, even while a turn waits).
+    Decide { id: String, choice: crate::approval::Choice },
 }
 
 /// The reply to `/help`.
@@ -23,6 +26,8 @@ pub const HELP: &str = "Commands:\n\
 /status — session, model and how full the context is\n\
 /compact [focus] — summarise the conversation so far to free context\n\
 /usage — tokens used since the assistant last started on this chat\n\
+/approve ID [chat|project] — let a waiting tool call run (once, or always here)\n\
+/deny ID [reason] — refuse a waiting tool call\n\
 /help — this list\n\
 Anything else goes to the assistant.";
 
@@ -42,6 +47,15 @@ impl ChatCommand {
             "compact" => ChatCommand::Compact((!arg.is_empty()).then(|| arg.to_string())),
             "usage" => ChatCommand::Usage,
             "help" | "start" => ChatCommand::Help,
+            "approve" | "deny" => {
+                let (id, rest) = arg.split_once(char::is_whitespace).unwrap_or((arg, ""));
+                let choice = if word == "deny" {
+                    crate::approval::Choice::Deny(rest.trim().to_string())
+                } else {
+                    crate::approval::Choice::parse(rest, "")?
+                };
+                ChatCommand::Decide { id: id.to_string(), choice }
+            }
             _ => return None,
         })
     }
@@ -62,5 +76,14 @@ mod tests {
         assert_eq!(ChatCommand::parse("/compact"), Some(ChatCommand::Compact(None)));
         assert_eq!(ChatCommand::parse("/etc/passwd is what?"), None);
         assert_eq!(ChatCommand::parse("hello /new"), None);
+        use crate::approval::Choice;
+        let decide = |id: &str, choice| Some(ChatCommand::Decide { id: id.into(), choice });
+        assert_eq!(ChatCommand::parse("/approve ab12"), decide("ab12", Choice::Once));
+        assert_eq!(ChatCommand::parse("/approve ab12 project"), decide("ab12", Choice::Project));
+        assert_eq!(
+            ChatCommand::parse("/deny ab12 too risky"),
+            decide("ab12", Choice::Deny("too risky".into()))
+        );
+        assert_eq!(ChatCommand::parse("/approve ab12 whenever"), None);
     }
 }

@@ -38,7 +38,7 @@ pub const DEFAULT_MAX_WEBSOCKETS: usize = 64;
 pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
 
 /// The keys of `[gateway]` (the fields of [`GatewaySettings`]).
-pub const GATEWAY_KEYS: [&str; 17] = [
+pub const GATEWAY_KEYS: [&str; 20] = [
     "bind",
     "port",
     "token",
@@ -56,6 +56,9 @@ pub const GATEWAY_KEYS: [&str; 17] = [
     "max_websockets",
     "allowed_origins",
     "header_timeout_secs",
+    "approval_timeout",
+    "approvers",
+    "transcription",
 ];
 
 /// The channels the gateway ships, with the keys of each beyond [`COMMON_KEYS`].
@@ -99,9 +102,17 @@ pub struct GatewaySettings {
     /// Where heartbeat findings go, as `CHANNEL:CHAT_ID` (default: the chat
     /// that spoke last).
     pub heartbeat_to: Option<String>,
-    /// How gateway agents run tools: nobody can be asked, so calls that would
-    /// ask are refused unless this mode allows them (`accept-edits`, `bypass`).
+    /// How gateway agents run tools (default: calls that need approval are
+    /// asked for in the chat; `accept-edits`, `bypass` ask less).
     pub permission_mode: Option<PermissionMode>,
+    /// Seconds an approval request waits for its answer before the call is
+    /// denied (default 600).
+    pub approval_timeout: f64,
+    /// Who may answer any chat's approval requests besides the person whose
+    /// message started the turn: sender ids, or `CHANNEL:SENDER`.
+    pub approvers: Vec<String>,
+    /// Where voice notes are transcribed (none: they are saved, not transcribed).
+    pub transcription: Option<crate::media::TranscriptionSettings>,
     pub session_idle_minutes: f64,
     pub chat_queue: usize,
     /// Requests per minute per network address on the web channel (0: no limit).
@@ -131,6 +142,9 @@ impl Default for GatewaySettings {
             heartbeat_minutes: DEFAULT_HEARTBEAT_MINUTES,
             heartbeat_to: None,
             permission_mode: None,
+            approval_timeout: crate::approval::DEFAULT_APPROVAL_TIMEOUT.as_secs_f64(),
+            approvers: Vec::new(),
+            transcription: None,
             session_idle_minutes: DEFAULT_SESSION_IDLE_MINUTES,
             chat_queue: DEFAULT_CHAT_QUEUE,
             requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
@@ -158,6 +172,9 @@ impl GatewaySettings {
                 "header_timeout_secs and max_connections must be at least 1",
             ));
         }
+        if !(settings.approval_timeout > 0.0 && settings.approval_timeout.is_finite()) {
+            return Err(invalid("gateway", "approval_timeout must be a number of seconds above 0"));
+        }
         if settings.max_concurrent_turns == 0 {
             return Err(invalid("gateway", "max_concurrent_turns must be at least 1"));
         }
@@ -179,6 +196,11 @@ impl GatewaySettings {
     pub fn heartbeat_interval(&self) -> Option<Duration> {
         (self.heartbeat_minutes > 0.0)
             .then(|| Duration::from_secs_f64(self.heartbeat_minutes * 60.0))
+    }
+
+    /// How long an approval request waits for its answer.
+    pub fn approval_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.approval_timeout)
     }
 
     /// How long an idle chat's agent stays in memory.

@@ -162,6 +162,25 @@ impl Schedule {
     }
 }
 
+impl Schedule {
+    /// The schedule in words, for people: `At 09:00 on Monday through
+    /// Friday (Europe/Paris)`, `Every 2h`, `Once, at 2026-05-01T09:00:00+02:00`.
+    pub fn explain(&self) -> Result<String, CronError> {
+        self.validate()?;
+        Ok(match self.kind {
+            ScheduleKind::At => format!("Once, at {}", rfc3339_ms(self.at_ms.unwrap_or(0))),
+            ScheduleKind::Every => {
+                format!("Every {}", format_duration_ms(self.every_ms.unwrap_or(0)))
+            }
+            ScheduleKind::Cron => {
+                let words = parse_expression(self.expr.as_deref().unwrap_or_default())?.describe();
+                let zone = self.tz.as_deref().unwrap_or("the gateway's local time");
+                format!("{words} ({zone})")
+            }
+        })
+    }
+}
+
 fn next_in<Z: TimeZone>(cron: &Cron, after: &DateTime<Z>) -> Result<u64, CronError> {
     cron.find_next_occurrence(after, false)
         .map(|t| t.timestamp_millis().max(0) as u64)
@@ -429,6 +448,15 @@ mod tests {
             assert_eq!(format_duration_ms(ms), given);
         }
         assert_eq!(Schedule::every(2_700_000).unwrap().describe(), "every 45m");
+    }
+
+    #[test]
+    fn schedules_are_explained_in_words() {
+        let weekdays = Schedule::cron("0 9 * * 1-5", Some("Europe/Paris")).unwrap();
+        let words = weekdays.explain().unwrap();
+        assert!(words.contains("09:00") && words.contains("Monday"), "{words}");
+        assert!(words.ends_with("(Europe/Paris)"), "{words}");
+        assert_eq!(Schedule::every(7_200_000).unwrap().explain().unwrap(), "Every 2h");
     }
 
     #[test]

@@ -18,6 +18,11 @@
 //! `dm_policy` and `allow_from` (user ids, never names) before anything
 //! reaches a model.
 //!
+//! Approval requests carry buttons (message components); a press arrives as
+//! an INTERACTION_CREATE, goes on the bus as the `/approve` or `/deny`
+//! command it stands for (sender = the presser), and is answered through the
+//! interaction's callback (privately to a presser who may not decide).
+//!
 //! Sending: `POST /channels/{id}/messages`, split into messages of at most
 //! 2,000 characters at paragraph or line boundaries (code fences closed and
 //! reopened), waiting out 429 rate limits.
@@ -40,6 +45,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{ApprovalPrompt, BUTTONS, Decided, button_command};
 use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
 use crate::config::ChannelSettings;
@@ -153,12 +159,25 @@ impl DiscordChannel {
         })
     }
 
-    /// Turns a MESSAGE_CREATE into a bus message, when it is for the agent.
+    /// Turns a MESSAGE_CREATE (or a button press) into a bus message, when it is for the agent.
     fn on_dispatch(&self, bus: &MessageBus, event: &str, data: Value, bot_id: Option<&str>) {
-        if event != "MESSAGE_CREATE" {
+        let message = match event {
+            "MESSAGE_CREATE" => inbound_message(data, bot_id, &self.config.channels),
+            "INTERACTION_CREATE" => button_press(&data),
+            _ => None,
+        };
+        let Some(message) = message else { return };
+        // Files are fetched first: the message goes on the bus with them.
+        if !message.media.is_empty() {
+            let (rest, bus) = (self.rest.clone(), bus.clone());
+            tokio::spawn(async move {
+                let message = with_attachments(&rest, message).await;
+                if let Err(e) = bus.publish(message) {
+                    tracing::warn!(channel = CHANNEL_NAME, "message not taken: {e}");
+                }
+            });
             return;
         }
-        let Some(message) = inbound_message(data, bot_id, &self.config.channels) else { return };
         let chat_id = message.chat_id.clone();
         if let Err(e) = bus.publish(message) {
             tracing::warn!(channel = CHANNEL_NAME, chat_id, "message not taken: {e}");
@@ -232,6 +251,50 @@ impl Channel for DiscordChannel {
         }
     }
 
+    async fn ask_approval(
+        &self,
+        chat_id: &str,
+        prompt: &ApprovalPrompt,
+    ) -> Result<(), ChannelError> {
+        // Styles: 1 primary, 2 secondary, 4 danger.
+        let buttons: Vec<Value> = BUTTONS
+            .iter()
+            .map(|(label, word)| {
+                let style = match *word {
+                    "once" => 1,
+                    "deny" => 4,
+                    _ => 2,
+                };
+                json!({"type": 2, "style": style, "label": label, "custom_id": button_command(&prompt.id, word)})
+            })
+            .collect();
+        let text: String = prompt.text().chars().take(MESSAGE_LIMIT).collect();
+        let body = json!({
+            "content": text,
+            "allowed_mentions": { "parse": [] },
+            "components": [{"type": 1, "components": buttons}],
+        });
+        self.rest.create_message_with(chat_id, &body).await
+    }
+
+    async fn answer_decision(
+        &self,
+        decision: &InboundMessage,
+        decided: &Decided,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        let field = |k: &str| decision.metadata.get(k).and_then(Value::as_str);
+        match (field("interaction_id"), field("interaction_token")) {
+            // CHANNEL_MESSAGE_WITH_SOURCE (4); ephemeral (flag 64) unless taken.
+            (Some(id), Some(token)) => {
+                let flags = if matches!(decided, Decided::Done { .. }) { 0 } else { 64 };
+                let body = json!({"type": 4, "data": {"content": text, "flags": flags, "allowed_mentions": {"parse": []}}});
+                self.rest.interaction_callback(id, token, &body).await
+            }
+            _ => self.send(OutboundMessage::reply(decision, text)).await,
+        }
+    }
+
     async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError> {
         let mut text = message.content;
         for url in
@@ -240,11 +303,68 @@ impl Channel for DiscordChannel {
             text.push('\n');
             text.push_str(url);
         }
-        for piece in split_markdown(&text, MESSAGE_LIMIT) {
-            self.rest.create_message(&message.chat_id, &piece).await?;
+        if !text.trim().is_empty() {
+            for piece in split_markdown(&text, MESSAGE_LIMIT) {
+                self.rest.create_message(&message.chat_id, &piece).await?;
+            }
+        }
+        for path in message.media.iter().filter(|m| !crate::media::is_url(m)) {
+            let file = crate::media::Outgoing::load(path, CHANNEL_NAME, FILE_LIMIT, FILE_LIMIT)
+                .map_err(|e| ChannelError::Platform {
+                    channel: CHANNEL_NAME.into(),
+                    message: e.to_string(),
+                })?;
+            let payload = json!({"attachments": [{"id": 0, "filename": file.file_name}], "allowed_mentions": {"parse": []}});
+            let form = crate::multipart::Form::new()
+                .text("payload_json", &payload.to_string())
+                .file("files[0]", &file.file_name, &file.media_type, &file.bytes);
+            self.rest.create_message_with_file(&message.chat_id, &form).await?;
         }
         Ok(())
     }
+}
+
+/// Discord's upload limit for bots without a boosted server: 10 MiB.
+const FILE_LIMIT: u64 = 10 * 1024 * 1024;
+
+/// `message` with its attachments downloaded (a file that cannot be is mentioned instead).
+async fn with_attachments(rest: &rest::Rest, mut message: InboundMessage) -> InboundMessage {
+    let files: Vec<(String, String, String)> = message
+        .metadata
+        .get("attachment_files")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .map(|a| {
+                    let text = |k: &str| a[k].as_str().unwrap_or_default().to_string();
+                    (text("url"), text("filename"), text("content_type"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    message.metadata.remove("attachment_files");
+    for (url, name, media_type) in files {
+        match rest.download(&url, crate::media::MAX_INBOUND_BYTES).await {
+            Ok(bytes) => {
+                let media_type = if media_type.is_empty() {
+                    "application/octet-stream".into()
+                } else {
+                    media_type
+                };
+                crate::media::attach(
+                    &mut message,
+                    &crate::media::Attachment { name, media_type, bytes },
+                );
+            }
+            Err(e) => {
+                tracing::warn!(channel = CHANNEL_NAME, "{e}");
+                message.content.push_str(&format!(
+                    "\n[The user sent {name}, which could not be received: {e}]"
+                ));
+            }
+        }
+    }
+    message
 }
 
 /// The wait before attempt `failures` (1-based): doubling from
@@ -252,6 +372,28 @@ impl Channel for DiscordChannel {
 fn reconnect_delay(failures: u32) -> Duration {
     let doubled = RECONNECT_FIRST_DELAY.saturating_mul(1 << failures.saturating_sub(1).min(16));
     doubled.min(RECONNECT_MAX_DELAY)
+}
+
+/// The bus message for an INTERACTION_CREATE that presses an approval button
+/// (MESSAGE_COMPONENT, type 3): the button's command, from the presser (the
+/// member in a server, the user in a direct message), in the button's channel.
+pub(crate) fn button_press(data: &Value) -> Option<InboundMessage> {
+    if data["type"].as_u64() != Some(3) {
+        return None;
+    }
+    let command = data["data"]["custom_id"].as_str()?;
+    if !(command.starts_with("/approve ") || command.starts_with("/deny ")) {
+        return None;
+    }
+    let user = data["member"]["user"]["id"].as_str().or_else(|| data["user"]["id"].as_str())?;
+    let channel = data["channel_id"].as_str()?;
+    let mut inbound = InboundMessage::new(CHANNEL_NAME, user, channel, command);
+    inbound.metadata.insert("interaction_id".into(), data["id"].clone());
+    inbound.metadata.insert("interaction_token".into(), data["token"].clone());
+    if let Some(guild) = data["guild_id"].as_str() {
+        inbound.metadata.insert("guild_id".into(), json!(guild));
+    }
+    Some(inbound)
 }
 
 /// A message as MESSAGE_CREATE delivers it (the fields the channel reads).
@@ -288,6 +430,10 @@ struct Author {
 #[derive(Deserialize)]
 struct Attachment {
     url: String,
+    #[serde(default)]
+    filename: String,
+    #[serde(default)]
+    content_type: Option<String>,
 }
 
 /// The bus message for a MESSAGE_CREATE's `data`, or `None` when the agent
@@ -335,6 +481,14 @@ pub(crate) fn inbound_message(
     }
     let mut inbound =
         InboundMessage::new(CHANNEL_NAME, message.author.id, message.channel_id, content);
+    let files: Vec<Value> = message
+        .attachments
+        .iter()
+        .map(|a| json!({"url": a.url, "filename": a.filename, "content_type": a.content_type}))
+        .collect();
+    if !files.is_empty() {
+        inbound.metadata.insert("attachment_files".into(), json!(files));
+    }
     inbound.media = message.attachments.into_iter().map(|a| a.url).collect();
     let metadata = &mut inbound.metadata;
     metadata.insert("message_id".into(), json!(message.id));

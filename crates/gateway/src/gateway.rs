@@ -14,10 +14,12 @@ use async_trait::async_trait;
 use ferroclaw_core::{Approval, Approver};
 use ferroclaw_protocol::ToolCall;
 use ferroclaw_runtime::Runtime;
+use ferroclaw_tools::{JobManager, JobSummary};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::approval::{ApprovalBroker, Choice};
 use crate::bus::{
     ANY_CHANNEL, BusError, Failure, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL,
 };
@@ -27,7 +29,7 @@ use crate::config::{ChannelSettings, GatewaySettings};
 use crate::cron::CronStore;
 use crate::outbox::Outbox;
 use crate::pairing::{Admission, PairingStore};
-use crate::sessions::{SessionKey, SessionNames};
+use crate::sessions::{SessionKey, SessionNames, SessionTitles};
 use crate::status::{ChannelStatus, GatewayStatus, StatusFile};
 use crate::web::{Rate, RateLimiter};
 use crate::worker::{self, Delivery, Work};
@@ -39,8 +41,9 @@ const CHANNEL_STOP_GRACE: Duration = Duration::from_secs(5);
 /// How often the status file is rewritten.
 const STATUS_INTERVAL: Duration = Duration::from_secs(5);
 
-/// The approver of gateway agents: nobody at a terminal can be asked, so a
-/// call that needs approval is refused with what to configure instead.
+/// An approver that refuses every call needing approval, with what to
+/// configure instead (for gateways that should never ask; the default asks
+/// in the chat through the [`ApprovalBroker`]).
 pub struct GatewayApprover;
 
 #[async_trait]
@@ -63,11 +66,21 @@ type WorkQueue = mpsc::Sender<Box<Work>>;
 /// What the gateway's tasks share.
 pub struct Shared {
     pub settings: GatewaySettings,
+    /// `$FERROCLAW_HOME`.
+    pub home: PathBuf,
     /// Opens every chat's agent.
     pub runtime: Arc<Runtime>,
-    pub approver: Arc<dyn Approver>,
+    /// The approver of every chat's agent when set; else each chat asks in
+    /// the chat through `approvals`.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Approval requests waiting for an answer in a chat.
+    pub approvals: Arc<ApprovalBroker>,
     pub outbox: Outbox,
+    /// The agents' workspace (received files go to its `inbox/`).
+    pub workspace: PathBuf,
     pub names: SessionNames,
+    /// Names given to conversations in the web app.
+    pub titles: SessionTitles,
     pub cron: CronStore,
     pub pairing: PairingStore,
     /// Permits for turns running at once.
@@ -83,6 +96,8 @@ pub struct Shared {
     last_chat: Mutex<Option<SessionKey>>,
     /// Messages by `CHANNEL:SENDER`.
     per_sender: RateLimiter,
+    /// The background jobs of every chat with an agent in memory.
+    jobs: Mutex<HashMap<SessionKey, JobManager>>,
 }
 
 impl Shared {
@@ -135,6 +150,33 @@ impl Shared {
     pub(crate) fn turn_finished(&self) {
         self.turns_running.fetch_sub(1, Ordering::Relaxed);
         self.turns_done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The channels the gateway runs, with their settings, by name.
+    pub fn channel_settings(&self) -> Vec<ChannelSettings> {
+        let mut out: Vec<ChannelSettings> = self.channels.values().cloned().collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// Turns running now and turns finished since start.
+    pub fn turn_counts(&self) -> (usize, u64) {
+        (self.turns_running.load(Ordering::Relaxed), self.turns_done.load(Ordering::Relaxed))
+    }
+
+    /// Lists `key`'s background jobs for [`Shared::jobs_of`] while its agent is open.
+    pub(crate) fn watch_jobs(&self, key: &SessionKey, jobs: JobManager) {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone(), jobs);
+    }
+
+    pub(crate) fn forget_jobs(&self, key: &SessionKey) {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).remove(key);
+    }
+
+    /// The background jobs `key`'s agent started (none when it is not open).
+    pub fn jobs_of(&self, key: &SessionKey) -> Vec<JobSummary> {
+        let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        jobs.get(key).map(JobManager::jobs).unwrap_or_default()
     }
 
     /// The chat that spoke last.
@@ -195,9 +237,17 @@ impl Shared {
             }
             return;
         }
-        if ChatCommand::parse(&message.content) == Some(ChatCommand::Help) {
-            self.reply_now(&message, HELP.into());
-            return;
+        match ChatCommand::parse(&message.content) {
+            Some(ChatCommand::Help) => {
+                self.reply_now(&message, HELP.into());
+                return;
+            }
+            // Answered at once: the chat's worker is waiting for it.
+            Some(ChatCommand::Decide { id, choice }) => {
+                self.decide(message, id, choice);
+                return;
+            }
+            _ => {}
         }
         let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
         *self.last_chat.lock().unwrap_or_else(PoisonError::into_inner) = Some(key.clone());
@@ -217,6 +267,12 @@ impl Shared {
         }
     }
 
+    /// `/approve`, `/deny` or a button press: answers the request and tells the sender.
+    fn decide(&self, message: InboundMessage, id: String, choice: Choice) {
+        let approvals = self.approvals.clone();
+        tokio::spawn(async move { approvals.answer(&message, &id, choice).await });
+    }
+
     fn reply_now(&self, message: &InboundMessage, text: String) {
         let outbox = self.outbox.clone();
         let reply = OutboundMessage::reply(message, text);
@@ -233,7 +289,7 @@ pub struct Gateway {
     home: PathBuf,
     settings: GatewaySettings,
     runtime: Arc<Runtime>,
-    approver: Arc<dyn Approver>,
+    approver: Option<Arc<dyn Approver>>,
     channels: Vec<(Arc<dyn Channel>, ChannelSettings)>,
     bus: MessageBus,
     web_url: Option<String>,
@@ -246,7 +302,7 @@ impl Gateway {
             home,
             settings,
             runtime,
-            approver: Arc::new(GatewayApprover),
+            approver: None,
             channels: Vec::new(),
             bus: MessageBus::default(),
             web_url: None,
@@ -258,9 +314,9 @@ impl Gateway {
         self.channels.push((channel, settings));
     }
 
-    /// Replaces the approver of gateway agents (default [`GatewayApprover`]).
+    /// Replaces the approver of gateway agents (default: ask in the chat).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
-        self.approver = approver;
+        self.approver = Some(approver);
     }
 
     /// The web chat's address, shown by `ferroclaw status`.
@@ -276,11 +332,19 @@ impl Gateway {
     /// Runs until `shutdown` is cancelled, then drains and returns.
     pub async fn run(self, shutdown: CancellationToken) {
         let outbox = Outbox::new(self.channels.iter().map(|(c, _)| c.clone()));
+        let approvals = Arc::new(ApprovalBroker::new(
+            outbox.clone(),
+            self.settings.approval_timeout(),
+            self.settings.approvers.clone(),
+        ));
         let shared = Arc::new(Shared {
             runtime: self.runtime,
             approver: self.approver,
+            approvals,
             outbox,
+            workspace: self.settings.workspace(&self.home),
             names: SessionNames::load(&self.home),
+            titles: SessionTitles::load(&self.home),
             cron: CronStore::new(&self.home),
             pairing: PairingStore::new(&self.home),
             turns: Semaphore::new(self.settings.max_concurrent_turns),
@@ -296,6 +360,8 @@ impl Gateway {
             turns_running: AtomicUsize::new(0),
             last_chat: Mutex::new(None),
             per_sender: RateLimiter::new(self.settings.messages_per_minute),
+            jobs: Mutex::new(HashMap::new()),
+            home: self.home.clone(),
             settings: self.settings,
         });
         let mut inbound = self.bus.subscribe(ANY_CHANNEL);
@@ -305,6 +371,9 @@ impl Gateway {
             self.channels.iter().map(|(c, _)| c.name().to_string()).collect();
         let channel_stop = CancellationToken::new();
         let channel_tasks = TaskTracker::new();
+        for (channel, _) in &self.channels {
+            channel.attach(&shared);
+        }
         for (channel, _) in &self.channels {
             let (channel, bus, stop) = (channel.clone(), self.bus.clone(), channel_stop.clone());
             channel_tasks.spawn(async move {
@@ -361,6 +430,8 @@ impl Gateway {
         }
         channel_stop.cancel();
         timers_stop.cancel();
+        // Nobody is left to answer: waiting calls are denied and their turns end.
+        shared.approvals.close();
         // Closing every queue lets each worker finish what it accepted, then stop.
         shared.live.lock().unwrap_or_else(PoisonError::into_inner).clear();
         shared.workers.close();

@@ -1,11 +1,13 @@
 //! The always-on assistant behind `ferroclaw gateway`: chat channels (the
-//! built-in web chat, an OpenAI-compatible API, Telegram, Discord, Slack) feed a bounded
+//! built-in web app, an OpenAI-compatible API, Telegram, Discord, Slack) feed a bounded
 //! [`MessageBus`]; the [`Gateway`] admits each message by its channel's DM
 //! policy ([`pairing`]), and runs it in the chat's own session (one worker per
 //! live chat: each chat in order, chats in parallel up to a limit). Answers go
 //! back through the channel's [`Channel::send`]; the agent can also write to
 //! any chat with the `message` tool and schedule work with the `cron` tool.
-//! [`cron`] jobs and the [`heartbeat`] run turns on a clock.
+//! [`cron`] jobs and the [`heartbeat`] run turns on a clock. A tool call that
+//! needs approval asks the chat's owner in the chat ([`approval`]); pictures,
+//! files and voice notes travel both ways ([`media`]).
 //!
 //! It does not build agents: it opens each chat's agent from the
 //! [`ferroclaw_runtime::Runtime`] it is given, as every front end does, and it
@@ -26,6 +28,7 @@
 //! assert!(Schedule::cron("every morning", None).is_err());
 //! ```
 
+pub mod approval;
 pub mod bus;
 pub mod channel;
 pub mod commands;
@@ -38,6 +41,8 @@ pub mod format;
 mod fuzz;
 pub mod gateway;
 pub mod heartbeat;
+pub mod media;
+pub mod multipart;
 pub mod outbox;
 pub mod pairing;
 pub mod scheduler;

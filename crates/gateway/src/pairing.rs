@@ -170,6 +170,22 @@ impl PairingStore {
         Ok(approved)
     }
 
+    /// Refuses the request holding `code`: it is forgotten, and the sender
+    /// stays out (a later message asks again, with a new code).
+    pub fn deny(&self, channel: &str, code: &str) -> Result<PendingPairing, PairingError> {
+        let mut state = self.load(channel)?;
+        let wanted = code.trim().to_ascii_uppercase();
+        let Some(i) = state.pending.iter().position(|p| p.code == wanted) else {
+            return Err(PairingError::UnknownCode {
+                channel: channel.to_string(),
+                code: code.to_string(),
+            });
+        };
+        let denied = state.pending.remove(i);
+        self.save(channel, &state)?;
+        Ok(denied)
+    }
+
     /// Removes an approved sender; true when there was one.
     pub fn revoke(&self, channel: &str, sender: &str) -> Result<bool, PairingError> {
         let mut state = self.load(channel)?;
@@ -279,6 +295,17 @@ mod tests {
         assert_eq!(store.approve("telegram", &code.to_lowercase()).unwrap().sender, "42");
         assert_eq!(store.admit(&settings(DmPolicy::Pairing), &msg), Admission::Allow);
         assert!(store.approve("telegram", &code).is_err(), "a code works once");
+    }
+
+    #[test]
+    fn a_denied_request_is_forgotten_and_the_sender_stays_out() {
+        let home = tempfile::tempdir().unwrap();
+        let store = PairingStore::new(home.path());
+        let p = store.request("telegram", "99", "99", None).unwrap();
+        assert_eq!(store.deny("telegram", &p.code).unwrap().sender, "99");
+        assert!(store.load("telegram").unwrap().pending.is_empty());
+        assert!(!store.is_approved("telegram", "99"));
+        assert!(store.approve("telegram", &p.code).is_err(), "a denied code cannot be approved");
     }
 
     #[test]

@@ -91,6 +91,62 @@ impl SessionNames {
     }
 }
 
+impl SessionNames {
+    /// The chat whose current session is `id`, if any (a chat that ran
+    /// `/new` has moved on; its old sessions are read-only).
+    pub fn chat_of(&self, id: &str) -> Option<SessionKey> {
+        let map = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((address, _)) = map.iter().find(|(_, current)| *current == id) {
+            return SessionKey::parse_address(address);
+        }
+        // A chat still on its base session: `gw-CHANNEL-CHAT` (channel names have no `-`).
+        let (channel, chat) = id.strip_prefix("gw-")?.split_once('-')?;
+        let key = SessionKey::new(channel, chat);
+        (key.base_session_id() == id && !map.contains_key(&key.address())).then_some(key)
+    }
+}
+
+/// Names people gave their conversations in the web app, by session id, in
+/// `$FERROCLAW_HOME/gateway/titles.json` (a session without one is shown by
+/// its first request).
+#[derive(Debug, Clone)]
+pub struct SessionTitles {
+    path: PathBuf,
+    titles: Arc<Mutex<BTreeMap<String, String>>>,
+}
+
+/// Longest title kept, in characters.
+pub const MAX_TITLE_CHARS: usize = 120;
+
+impl SessionTitles {
+    /// Loads `home/gateway/titles.json` (a bad file is logged and ignored).
+    pub fn load(home: &Path) -> Self {
+        let path = home.join("gateway").join("titles.json");
+        let titles = read_json(&path).unwrap_or_else(|e| {
+            tracing::warn!("{}: {e}; sessions show their first request", path.display());
+            BTreeMap::new()
+        });
+        SessionTitles { path, titles: Arc::new(Mutex::new(titles)) }
+    }
+
+    /// The title given to `id`.
+    pub fn get(&self, id: &str) -> Option<String> {
+        self.titles.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    }
+
+    /// Names `id` (an empty title removes the name); written at once.
+    pub fn set(&self, id: &str, title: &str) -> Result<(), String> {
+        let title: String = title.trim().chars().take(MAX_TITLE_CHARS).collect();
+        let mut map = self.titles.lock().unwrap_or_else(PoisonError::into_inner);
+        if title.is_empty() {
+            map.remove(id);
+        } else {
+            map.insert(id.to_string(), title);
+        }
+        write_json_atomically(&self.path, &*map)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +172,30 @@ mod tests {
         let id = names.rotate(&key);
         assert!(id.starts_with("gw-telegram-7-"));
         assert_eq!(SessionNames::load(home.path()).current(&key), id);
+    }
+
+    #[test]
+    fn a_session_names_its_chat_until_the_chat_moves_on() {
+        let home = tempfile::tempdir().unwrap();
+        let names = SessionNames::load(home.path());
+        let key = SessionKey::new("web", "page-1");
+        assert_eq!(names.chat_of("gw-web-page-1"), Some(key.clone()));
+        let id = names.rotate(&key);
+        assert_eq!(names.chat_of("gw-web-page-1"), None, "the old session is read-only now");
+        assert_eq!(names.chat_of(&id), Some(key));
+        assert_eq!(names.chat_of("20260101-abcd"), None);
+    }
+
+    #[test]
+    fn titles_survive_a_restart_and_an_empty_one_removes_the_name() {
+        let home = tempfile::tempdir().unwrap();
+        let titles = SessionTitles::load(home.path());
+        titles.set("gw-web-a", "  Trip to Lisbon ").unwrap();
+        assert_eq!(
+            SessionTitles::load(home.path()).get("gw-web-a").as_deref(),
+            Some("Trip to Lisbon")
+        );
+        titles.set("gw-web-a", "").unwrap();
+        assert_eq!(SessionTitles::load(home.path()).get("gw-web-a"), None);
     }
 }

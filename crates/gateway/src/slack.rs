@@ -22,6 +22,12 @@
 //! message) lands in that thread. Every such message goes on the bus; the
 //! gateway then applies `dm_policy` and `allow_from` (user ids).
 //!
+//! Approval requests carry Block Kit buttons; a press arrives as an
+//! `interactive` envelope (`block_actions`, enable Interactivity for the app),
+//! goes on the bus as the `/approve` or `/deny` command it stands for
+//! (sender = the presser), and a presser who may not decide is told so with
+//! an ephemeral message.
+//!
 //! Sending: Markdown converted to mrkdwn ([`to_mrkdwn`]) and split into
 //! messages of at most [`MESSAGE_LIMIT`] characters.
 //!
@@ -46,6 +52,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{ApprovalPrompt, BUTTONS, Decided, button_command};
 use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
 use crate::config::{ChannelSettings, GatewayConfigError};
@@ -188,8 +195,16 @@ impl SlackChannel {
         Ok(SlackChannel { config, api, threads, recent })
     }
 
-    /// Publishes a `message` event when it is for the agent.
+    /// Publishes a `message` event (or a button press) when it is for the agent.
     fn on_event(&self, bus: &MessageBus, event: Value, bot_id: &str) {
+        if event["type"] == "block_actions" {
+            if let Some(press) = button_press(&event)
+                && let Err(e) = bus.publish(press)
+            {
+                tracing::warn!(channel = CHANNEL_NAME, "button press not taken: {e}");
+            }
+            return;
+        }
         let Some(message) = inbound_message(&event, bot_id, &self.config.channels) else { return };
         let ts = message.metadata.get("ts").and_then(Value::as_str).unwrap_or_default();
         let key = format!("{}:{ts}", message.chat_id);
@@ -207,6 +222,17 @@ impl SlackChannel {
         let (id, chat_id) = (message.id.clone(), message.chat_id.clone());
         if let Some(ts) = &thread {
             self.threads.lock().unwrap_or_else(PoisonError::into_inner).remember(id, ts.clone());
+        }
+        // Files are fetched (with the bot token) first: the message goes on the bus with them.
+        if message.metadata.contains_key("slack_files") {
+            let (api, bus) = (self.api.clone(), bus.clone());
+            tokio::spawn(async move {
+                let message = with_files(&api, message).await;
+                if let Err(e) = bus.publish(message) {
+                    tracing::warn!(channel = CHANNEL_NAME, "message not taken: {e}");
+                }
+            });
+            return;
         }
         if let Err(e) = bus.publish(message) {
             tracing::warn!(channel = CHANNEL_NAME, chat_id, "message not taken: {e}");
@@ -279,6 +305,53 @@ impl Channel for SlackChannel {
         }
     }
 
+    async fn ask_approval(
+        &self,
+        chat_id: &str,
+        prompt: &ApprovalPrompt,
+    ) -> Result<(), ChannelError> {
+        let buttons: Vec<Value> = BUTTONS
+            .iter()
+            .map(|(label, word)| {
+                let mut button = json!({
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": label},
+                    "action_id": format!("approval_{word}"),
+                    "value": button_command(&prompt.id, word),
+                });
+                match *word {
+                    "once" => button["style"] = json!("primary"),
+                    "deny" => button["style"] = json!("danger"),
+                    _ => {}
+                }
+                button
+            })
+            .collect();
+        let text: String = to_mrkdwn(&prompt.text()).chars().take(MESSAGE_LIMIT).collect();
+        let body = json!({
+            "channel": chat_id,
+            "text": text,
+            "blocks": [
+                {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+                {"type": "actions", "block_id": format!("approval_{}", prompt.id), "elements": buttons},
+            ],
+        });
+        self.api.post_with(&body).await
+    }
+
+    async fn answer_decision(
+        &self,
+        decision: &InboundMessage,
+        decided: &Decided,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        if matches!(decided, Decided::Done { .. }) {
+            return self.api.post_message(&decision.chat_id, text, None).await;
+        }
+        // Only the presser (or writer) sees a refusal.
+        self.api.post_ephemeral(&decision.chat_id, &decision.sender, text).await
+    }
+
     async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError> {
         let thread = message.reply_to.as_ref().and_then(|id| {
             self.threads.lock().unwrap_or_else(PoisonError::into_inner).by_message.get(id).cloned()
@@ -290,11 +363,56 @@ impl Channel for SlackChannel {
             text.push('\n');
             text.push_str(url);
         }
-        for piece in split_markdown(&to_mrkdwn(&text), MESSAGE_LIMIT) {
-            self.api.post_message(&message.chat_id, &piece, thread.as_deref()).await?;
+        if !text.trim().is_empty() {
+            for piece in split_markdown(&to_mrkdwn(&text), MESSAGE_LIMIT) {
+                self.api.post_message(&message.chat_id, &piece, thread.as_deref()).await?;
+            }
+        }
+        for path in message.media.iter().filter(|m| !crate::media::is_url(m)) {
+            let file = crate::media::Outgoing::load(path, CHANNEL_NAME, FILE_LIMIT, FILE_LIMIT)
+                .map_err(|e| ChannelError::Platform {
+                    channel: CHANNEL_NAME.into(),
+                    message: e.to_string(),
+                })?;
+            self.api.upload(&message.chat_id, thread.as_deref(), &file).await?;
         }
         Ok(())
     }
+}
+
+/// The largest file the channel uploads (Slack takes up to 1 GB; a personal
+/// assistant's files are far smaller, and each is held in memory).
+const FILE_LIMIT: u64 = 50 * 1024 * 1024;
+
+/// `message` with its Slack files downloaded (one that cannot be is mentioned instead).
+async fn with_files(api: &api::SlackApi, mut message: InboundMessage) -> InboundMessage {
+    let files = message.metadata.remove("slack_files").unwrap_or_default();
+    for f in files.as_array().into_iter().flatten() {
+        let name = f["name"].as_str().unwrap_or("file").to_string();
+        let max = crate::media::MAX_INBOUND_BYTES;
+        let got = if f["size"].as_u64().is_some_and(|n| n > max as u64) {
+            Err(format!("it is over the {} MB limit", max / 1_048_576))
+        } else {
+            api.download(f["url"].as_str().unwrap_or_default(), max).await
+        };
+        match got {
+            Ok(bytes) => {
+                let media_type =
+                    f["mimetype"].as_str().unwrap_or("application/octet-stream").to_string();
+                crate::media::attach(
+                    &mut message,
+                    &crate::media::Attachment { name, media_type, bytes },
+                );
+            }
+            Err(e) => {
+                tracing::warn!(channel = CHANNEL_NAME, "{e}");
+                message.content.push_str(&format!(
+                    "\n[The user sent {name}, which could not be received: {e}]"
+                ));
+            }
+        }
+    }
+    message
 }
 
 /// The wait before attempt `failures` (1-based): doubling from
@@ -302,6 +420,24 @@ impl Channel for SlackChannel {
 fn reconnect_delay(failures: u32) -> Duration {
     let doubled = RECONNECT_FIRST_DELAY.saturating_mul(1 << failures.saturating_sub(1).min(16));
     doubled.min(RECONNECT_MAX_DELAY)
+}
+
+/// The bus message for a `block_actions` payload that presses an approval
+/// button: the button's command, from the presser, in the message's channel.
+pub(crate) fn button_press(payload: &Value) -> Option<InboundMessage> {
+    let command = payload["actions"][0]["value"].as_str()?;
+    if !(command.starts_with("/approve ") || command.starts_with("/deny ")) {
+        return None;
+    }
+    let user = payload["user"]["id"].as_str()?;
+    let channel = payload["channel"]["id"]
+        .as_str()
+        .or_else(|| payload["container"]["channel_id"].as_str())?;
+    let mut inbound = InboundMessage::new(CHANNEL_NAME, user, channel, command);
+    if let Some(url) = payload["response_url"].as_str() {
+        inbound.metadata.insert("response_url".into(), json!(url));
+    }
+    Some(inbound)
 }
 
 /// The bus message for a `message` event, or `None` when the agent should
@@ -334,11 +470,23 @@ pub(crate) fn inbound_message(
         return None;
     }
     let content = unescape(text.replace(&mention, "").trim());
-    if content.is_empty() {
+    let files: Vec<Value> = event["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            let url = f["url_private_download"].as_str().or_else(|| f["url_private"].as_str())?;
+            Some(json!({"url": url, "name": f["name"], "mimetype": f["mimetype"], "size": f["size"]}))
+        })
+        .collect();
+    if content.is_empty() && files.is_empty() {
         return None;
     }
     let mut inbound = InboundMessage::new(CHANNEL_NAME, user, channel, content);
     let metadata = &mut inbound.metadata;
+    if !files.is_empty() {
+        metadata.insert("slack_files".into(), json!(files));
+    }
     metadata.insert("ts".into(), json!(ts));
     // Answer in the message's thread; a channel message starts one under itself.
     match (text_of("thread_ts"), direct) {

@@ -37,20 +37,28 @@ impl Tool for MessageTool {
                 "content": {"type": "string", "description": "The message, in Markdown."},
                 "channel": {"type": "string", "description": "Channel name; default: the current one."},
                 "chat_id": {"type": "string", "description": "Chat id on that channel; default: the current chat."},
-                "media": {"type": "array", "items": {"type": "string"}, "description": "URLs or paths of attachments."}
+                "media": {"type": "array", "items": {"type": "string"}, "description": "Files to send with it: paths in the workspace (images go as pictures, others as documents) or URLs."}
             },
             "required": ["content"]
         })
     }
 
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let text = |k: &str| input[k].as_str().filter(|s| !s.is_empty()).map(str::to_string);
         let channel = text("channel").unwrap_or_else(|| self.channel.clone());
         let chat_id = text("chat_id").unwrap_or_else(|| self.chat_id.clone());
-        let media = input["media"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|m| m.as_str().map(str::to_string)).collect())
-            .unwrap_or_default();
+        // Files go by their real path, and only from inside the workspace.
+        let mut media = Vec::new();
+        for m in input["media"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            if crate::media::is_url(m) {
+                media.push(m.to_string());
+                continue;
+            }
+            match crate::media::resolve(&ctx.workspace, m) {
+                Ok(path) => media.push(path.display().to_string()),
+                Err(e) => return Ok(ToolOutput::error(format!("message not sent: {e}"))),
+            }
+        }
         let message = OutboundMessage {
             channel: channel.clone(),
             chat_id: chat_id.clone(),

@@ -12,10 +12,12 @@ use ferroclaw_runtime::{Resume, SessionOptions};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{ChatApprover, TurnSlot};
 use crate::bus::{Failure, InboundMessage, OutboundMessage, SYSTEM_CHANNEL};
 use crate::commands::{ChatCommand, HELP};
 use crate::gateway::Shared;
 use crate::heartbeat;
+use crate::media;
 use crate::sessions::SessionKey;
 use crate::tools::{CronTool, MessageTool};
 
@@ -66,6 +68,7 @@ pub async fn run(
     shared: Arc<Shared>,
 ) {
     let mut agent: Option<Agent> = None;
+    let slot = TurnSlot::default();
     loop {
         let jobs = agent.as_ref().and_then(|a| a.jobs().cloned());
         let job_finished = async {
@@ -78,7 +81,7 @@ pub async fn run(
             work = rx.recv() => match work {
                 // Boxed, here and below: a turn's state is large, and an
                 // idle chat's worker should not keep room for it.
-                Some(work) => Box::pin(handle(&key, &mut agent, *work, &shared)).await,
+                Some(work) => Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await,
                 None => break,
             },
             () = job_finished => {
@@ -89,7 +92,7 @@ pub async fn run(
                     Delivery::Nowhere
                 };
                 let work = Work { message, delivery, quiet_if_ok: false, done: None };
-                Box::pin(handle(&key, &mut agent, work, &shared)).await;
+                Box::pin(handle(&key, &mut agent, &slot, work, &shared)).await;
             }
             () = tokio::time::sleep(shared.settings.session_idle()) => {
                 let busy = agent.as_ref().and_then(|a| a.jobs()).is_some_and(|j| !j.running().is_empty());
@@ -99,18 +102,25 @@ pub async fn run(
             }
         }
     }
+    shared.forget_jobs(&key);
     if let Some(mut agent) = agent {
         Box::pin(agent.finish()).await;
     }
 }
 
 /// Handles one piece of work: a chat command or a turn.
-async fn handle(key: &SessionKey, agent: &mut Option<Agent>, work: Work, shared: &Arc<Shared>) {
+async fn handle(
+    key: &SessionKey,
+    agent: &mut Option<Agent>,
+    slot: &TurnSlot,
+    work: Work,
+    shared: &Arc<Shared>,
+) {
     let result = match ChatCommand::parse(&work.message.content) {
         Some(command) if work.message.channel != SYSTEM_CHANNEL => {
-            command_reply(key, agent, command, &work, shared).await
+            command_reply(key, agent, slot, command, &work, shared).await
         }
-        _ => turn(key, agent, &work, shared).await,
+        _ => turn(key, agent, slot, &work, shared).await,
     };
     let text = match &result {
         WorkResult::Answered(t) => t.clone(),
@@ -151,6 +161,7 @@ async fn handle(key: &SessionKey, agent: &mut Option<Agent>, work: Work, shared:
 async fn turn(
     key: &SessionKey,
     agent: &mut Option<Agent>,
+    slot: &TurnSlot,
     work: &Work,
     shared: &Arc<Shared>,
 ) -> WorkResult {
@@ -158,10 +169,15 @@ async fn turn(
         Ok(p) => p,
         Err(_) => return WorkResult::Failed("the gateway is stopping".into()),
     };
-    let agent = match open(key, agent, &work.delivery, &work.message, shared).await {
+    let agent = match open(key, agent, slot, &work.delivery, &work.message, shared).await {
         Ok(a) => a,
         Err(e) => return WorkResult::Failed(e),
     };
+    // Approval requests of this turn go to whoever started it, and end with
+    // it. Turns in flight finish even when the gateway is asked to stop; only
+    // the sender's own stop (the web chat's button) cancels one.
+    let cancel = work.message.cancel.clone().unwrap_or_default();
+    slot.set(&turn_owner(key, &work.message), cancel.clone());
     shared.turn_started();
     let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
     let tap = work.message.tap.clone();
@@ -172,9 +188,19 @@ async fn turn(
             }
         }
     });
-    let input = Message::user(work.message.content.clone());
-    // Turns in flight finish even when the gateway is asked to stop.
-    let report = agent.run(input, &tx, &CancellationToken::new()).await;
+    let custom = match work.message.channel != SYSTEM_CHANNEL
+        && work.message.content.trim_start().starts_with('/')
+    {
+        true => shared.runtime.custom_commands(),
+        false => Vec::new(),
+    };
+    let report = match ferroclaw_core::commands::find(&custom, &work.message.content) {
+        Some((cmd, args)) => {
+            let message = ferroclaw_core::mentions::user_message;
+            shared.runtime.run_command(agent, cmd, args, message, &tx, &cancel).await
+        }
+        None => agent.run(user_input(&work.message, shared).await, &tx, &cancel).await,
+    };
     drop(tx);
     // Every event reaches the tap before the answer is delivered (by the caller).
     let _ = forward.await;
@@ -186,10 +212,40 @@ async fn turn(
     }
 }
 
+/// The message for the model: the text, with what was attached (images as
+/// image blocks, files saved in the workspace's inbox, voice transcribed).
+async fn user_input(message: &InboundMessage, shared: &Shared) -> Message {
+    let files = media::attachments(message);
+    if files.is_empty() {
+        return Message::user(message.content.clone());
+    }
+    let mut transcripts = Vec::new();
+    if let Some(settings) = &shared.settings.transcription {
+        for (i, file) in files.iter().enumerate().filter(|(_, f)| f.is_audio()) {
+            transcripts.push((i, media::transcribe(settings, file).await));
+        }
+    }
+    let workspace = shared.workspace.clone();
+    let text = message.content.clone();
+    tokio::task::block_in_place(|| media::user_message(&text, files, &workspace, &transcripts))
+}
+
+/// Who may answer the approval requests of a turn: the sender of its
+/// message; for the gateway's own messages (cron, jobs), the chat's person
+/// (in a direct chat the chat id is theirs; the web chat's is the token holder).
+fn turn_owner(key: &SessionKey, message: &InboundMessage) -> String {
+    if message.channel != SYSTEM_CHANNEL {
+        return message.sender.clone();
+    }
+    let target = SessionKey::parse_address(&message.chat_id).unwrap_or_else(|| key.clone());
+    if target.channel == "web" { crate::web::OWNER.to_string() } else { target.chat_id }
+}
+
 /// The chat's agent, opened (resumed from its session file) when needed.
 async fn open<'a>(
     key: &SessionKey,
     agent: &'a mut Option<Agent>,
+    slot: &TurnSlot,
     delivery: &Delivery,
     message: &InboundMessage,
     shared: &Arc<Shared>,
@@ -200,6 +256,15 @@ async fn open<'a>(
         let target = match delivery {
             Delivery::To(to) => to.clone(),
             _ => SessionKey::new(message.channel.clone(), message.chat_id.clone()),
+        };
+        // Calls that need approval are asked for where this chat's answers go.
+        let approver: Arc<dyn ferroclaw_core::Approver> = match &shared.approver {
+            Some(a) => a.clone(),
+            None => Arc::new(ChatApprover {
+                broker: shared.approvals.clone(),
+                chat: target.clone(),
+                turn: slot.clone(),
+            }),
         };
         let options = SessionOptions {
             extra_tools: vec![
@@ -218,30 +283,44 @@ async fn open<'a>(
         };
         // Opening reads files: let other tasks move to other threads meanwhile.
         let resume = Resume::Named(id.clone());
-        let opened = tokio::task::block_in_place(|| {
-            shared.runtime.open(resume, shared.approver.clone(), options)
-        })
-        .map_err(|e| {
-            tracing::error!("cannot open a chat: {e}");
-            format!("cannot open the chat: {e}")
-        })?
-        .agent;
+        let opened = tokio::task::block_in_place(|| shared.runtime.open(resume, approver, options))
+            .map_err(|e| {
+                tracing::error!("cannot open a chat: {e}");
+                format!("cannot open the chat: {e}")
+            })?
+            .agent;
         tracing::info!(session = %id, chat = %key.address(), "agent opened");
+        if let Some(jobs) = opened.jobs() {
+            shared.watch_jobs(key, jobs.clone());
+        }
         *agent = Some(opened);
     }
     agent.as_mut().ok_or_else(|| "no agent".to_string())
+}
+
+/// `/help`: the chat commands, then the custom ones (`.agent/commands/`, ...).
+fn help(shared: &Shared) -> String {
+    let mut text = HELP.to_string();
+    for c in shared.runtime.custom_commands() {
+        let hint = c.argument_hint.as_deref().map(|h| format!(" {h}")).unwrap_or_default();
+        text.push_str(&format!("\n/{}{hint} — {}", c.name, c.description));
+    }
+    text
 }
 
 /// Runs a chat command.
 async fn command_reply(
     key: &SessionKey,
     agent: &mut Option<Agent>,
+    slot: &TurnSlot,
     command: ChatCommand,
     work: &Work,
     shared: &Arc<Shared>,
 ) -> WorkResult {
     match command {
-        ChatCommand::Help => WorkResult::Answered(HELP.into()),
+        ChatCommand::Help => WorkResult::Answered(help(shared)),
+        // The gateway answers these before they reach a worker.
+        ChatCommand::Decide { .. } => WorkResult::Answered(String::new()),
         ChatCommand::New => {
             if let Some(mut old) = agent.take() {
                 old.finish().await;
@@ -250,7 +329,7 @@ async fn command_reply(
             WorkResult::Answered(format!("Started a new conversation (session {id})."))
         }
         ChatCommand::Status | ChatCommand::Usage | ChatCommand::Compact(_) => {
-            let a = match open(key, agent, &work.delivery, &work.message, shared).await {
+            let a = match open(key, agent, slot, &work.delivery, &work.message, shared).await {
                 Ok(a) => a,
                 Err(e) => return WorkResult::Failed(e),
             };

@@ -13,11 +13,16 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use ferroclaw_core::Approval;
+use ferroclaw_gateway::SessionKey;
+use ferroclaw_gateway::approval::{ApprovalBroker, Decided};
 use ferroclaw_gateway::discord::{DiscordChannel, DiscordConfig};
+use ferroclaw_gateway::outbox::Outbox;
 use ferroclaw_gateway::{
     ANY_CHANNEL, Channel, ChannelError, ChannelSettings, InboundMessage, MessageBus,
     OutboundMessage,
 };
+use ferroclaw_protocol::ToolCall;
 use serde_json::{Value, json};
 
 #[path = "support/fake_ws.rs"]
@@ -42,6 +47,8 @@ struct Seen {
     gateway_lookups: Mutex<Vec<String>>,
     /// Query strings of WebSocket connections.
     queries: Mutex<Vec<String>>,
+    /// (interaction id, token, body) of each interaction callback.
+    callbacks: Mutex<Vec<(String, String, Value)>>,
     /// How many message POSTs to refuse with 429 before accepting.
     rate_limits: AtomicU32,
 }
@@ -70,6 +77,8 @@ impl FakeDiscord {
         let router = Router::new()
             .route("/api/gateway/bot", get(gateway_bot))
             .route("/api/channels/{id}/messages", post(create_message))
+            .route("/api/interactions/{id}/{token}/callback", post(interaction_callback))
+            .route("/cdn/pic.png", get(|| async { PNG.to_vec() }))
             .route("/gw/", get(|s, q, u| upgrade("gw", s, q, u)))
             .route("/resume/", get(|s, q, u| upgrade("resume", s, q, u)))
             .with_state(app);
@@ -117,8 +126,11 @@ async fn create_message(
     State(app): State<App>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    Json(body): Json<Value>,
+    raw: axum::body::Bytes,
 ) -> Response {
+    // JSON, or a file upload kept as text.
+    let body = serde_json::from_slice(&raw)
+        .unwrap_or_else(|_| json!({ "multipart": String::from_utf8_lossy(&raw) }));
     app.seen.posts.lock().unwrap().push((id, body, auth(&headers), Instant::now()));
     let limited =
         app.seen.rate_limits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
@@ -127,6 +139,15 @@ async fn create_message(
         return (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
     }
     Json(json!({ "id": "reply" })).into_response()
+}
+
+async fn interaction_callback(
+    State(app): State<App>,
+    Path((id, token)): Path<(String, String)>,
+    Json(body): Json<Value>,
+) -> StatusCode {
+    app.seen.callbacks.lock().unwrap().push((id, token, body));
+    StatusCode::NO_CONTENT
 }
 
 async fn upgrade(
@@ -380,4 +401,163 @@ fn outbound(chat_id: &str, content: &str) -> OutboundMessage {
         reply_to: None,
         failure: None,
     }
+}
+
+// Approvals: the request carries buttons; presses come back as interactions.
+
+fn press(seq: u64, user: &str, custom_id: &str) -> Value {
+    let d = json!({
+        "id": format!("int{seq}"), "token": format!("tok{seq}"), "type": 3, "channel_id": "C9",
+        "guild_id": "G1", "member": { "user": { "id": user } },
+        "data": { "custom_id": custom_id, "component_type": 2 },
+    });
+    json!({ "op": 0, "t": "INTERACTION_CREATE", "s": seq, "d": d })
+}
+
+/// A broker asking through a started channel; the channel's bus messages on the receiver.
+struct Asking {
+    broker: Arc<ApprovalBroker>,
+    inbound: mpsc::Receiver<InboundMessage>,
+    _shutdown: tokio_util::sync::DropGuard,
+}
+
+fn asking(fake: &FakeDiscord, timeout: Duration) -> Asking {
+    let channel = Arc::new(DiscordChannel::new(fake.config()).unwrap());
+    let outbox = Outbox::new([channel.clone() as Arc<dyn Channel>]);
+    let broker = Arc::new(ApprovalBroker::new(outbox, timeout, Vec::new()));
+    let bus = MessageBus::new(16);
+    let inbound = bus.subscribe(ANY_CHANNEL);
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move { channel.start(bus, stop).await });
+    Asking { broker, inbound, _shutdown: shutdown.drop_guard() }
+}
+
+/// Asks in C9 for owner U1 to run bash; returns the waiting task.
+fn ask(broker: &Arc<ApprovalBroker>) -> JoinHandle<Approval> {
+    let broker = broker.clone();
+    tokio::spawn(async move {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            input: json!({"command": "make deploy"}),
+        };
+        broker.ask(&SessionKey::new("discord", "C9"), "U1", &call, &CancellationToken::new()).await
+    })
+}
+
+/// The custom id of the button labelled `label` on the first request posted.
+async fn button(fake: &FakeDiscord, label: &str) -> String {
+    let deadline = Instant::now() + WAIT;
+    while fake.posts().is_empty() {
+        assert!(Instant::now() < deadline, "no approval request posted");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (channel, body, _, _) = fake.posts()[0].clone();
+    assert_eq!(channel, "C9");
+    assert!(body["content"].as_str().unwrap().contains("bash: make deploy"), "{body}");
+    let buttons = body["components"][0]["components"].as_array().unwrap().clone();
+    buttons.iter().find(|b| b["label"] == label).unwrap()["custom_id"].as_str().unwrap().to_string()
+}
+
+/// A press (or command) off the bus, answered as the gateway answers it.
+async fn answer(asking: &mut Asking) -> Decided {
+    let m = next_message(&mut asking.inbound).await;
+    let command = ferroclaw_gateway::commands::ChatCommand::parse(&m.content);
+    let Some(ferroclaw_gateway::commands::ChatCommand::Decide { id, choice }) = command else {
+        panic!("not a decision: {:?}", m.content)
+    };
+    asking.broker.answer(&m, &id, choice).await
+}
+
+#[tokio::test]
+async fn approval_buttons_a_strangers_press_is_refused_privately_and_the_owners_approves() {
+    let mut fake = FakeDiscord::start().await;
+    let mut asking = asking(&fake, Duration::from_secs(600));
+    let mut ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    let waiting = ask(&asking.broker);
+    let once = button(&fake, "Approve once").await;
+    send(&mut ws, press(2, "U2", &once)).await;
+    assert_eq!(answer(&mut asking).await, Decided::NotAllowed);
+    let (id, token, body) = fake.seen.callbacks.lock().unwrap()[0].clone();
+    assert_eq!((id.as_str(), token.as_str()), ("int2", "tok2"));
+    assert_eq!(body["data"]["flags"], 64, "told privately: {body}");
+    assert!(body["data"]["content"].as_str().unwrap().contains("Only the person"));
+    assert!(!waiting.is_finished(), "a stranger's press changes nothing");
+    send(&mut ws, press(3, "U1", &once)).await;
+    assert!(matches!(answer(&mut asking).await, Decided::Done { .. }));
+    assert_eq!(waiting.await.unwrap(), Approval::Yes);
+    let (_, _, body) = fake.seen.callbacks.lock().unwrap()[1].clone();
+    assert_eq!(body["data"]["flags"], 0);
+    assert!(body["data"]["content"].as_str().unwrap().contains("approved once"), "{body}");
+}
+
+#[tokio::test]
+async fn approval_buttons_deny_reaches_the_model_and_an_unanswered_request_times_out() {
+    let mut fake = FakeDiscord::start().await;
+    let mut asking = asking(&fake, Duration::from_secs(600));
+    let mut ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    let waiting = ask(&asking.broker);
+    let deny = button(&fake, "Deny").await;
+    send(&mut ws, press(2, "U1", &deny)).await;
+    assert!(matches!(answer(&mut asking).await, Decided::Done { .. }));
+    assert_eq!(waiting.await.unwrap(), Approval::No("the user denied this call".into()));
+
+    let quick = asking_with_timeout(&fake);
+    let Approval::No(reason) = ask(&quick).await.unwrap() else { panic!("not denied") };
+    assert!(reason.contains("nobody answered"), "{reason}");
+}
+
+/// A broker with a one-second timeout, asking through an unstarted channel.
+fn asking_with_timeout(fake: &FakeDiscord) -> Arc<ApprovalBroker> {
+    let channel = Arc::new(DiscordChannel::new(fake.config()).unwrap());
+    let outbox = Outbox::new([channel as Arc<dyn Channel>]);
+    Arc::new(ApprovalBroker::new(outbox, Duration::from_secs(1), Vec::new()))
+}
+
+// Pictures and files.
+
+/// The bytes of a (tiny, not decodable) PNG: what matters is the signature.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDRpicture";
+
+#[tokio::test]
+async fn an_image_attachment_arrives_downloaded_and_a_workspace_file_goes_out_as_an_upload() {
+    let mut fake = FakeDiscord::start().await;
+    let channel = Arc::new(DiscordChannel::new(fake.config()).unwrap());
+    let bus = MessageBus::new(16);
+    let mut inbound = bus.subscribe(ANY_CHANNEL);
+    let (stop, sender) = (CancellationToken::new(), channel.clone());
+    let run = stop.clone();
+    tokio::spawn(async move { channel.start(bus, run).await });
+    let mut ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    let mut create = message_create(2, "U1", None, "what is this?");
+    create["d"]["attachments"] = json!([{
+        "id": "A1", "filename": "pic.png", "content_type": "image/png", "size": PNG.len(),
+        "url": format!("http://{}/cdn/pic.png", fake.addr),
+    }]);
+    send(&mut ws, create).await;
+    let m = next_message(&mut inbound).await;
+    assert_eq!(m.content, "what is this?");
+    let files = ferroclaw_gateway::media::attachments(&m);
+    assert_eq!(files.len(), 1);
+    assert_eq!((files[0].bytes.as_slice(), files[0].image_type()), (PNG, Some("image/png")));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "meeting notes").unwrap();
+    let out = OutboundMessage {
+        channel: "discord".into(),
+        chat_id: "C9".into(),
+        content: "Here you go".into(),
+        media: vec![path.display().to_string()],
+        reply_to: None,
+        failure: None,
+    };
+    sender.send(out).await.unwrap();
+    let posts = fake.posts();
+    assert_eq!(posts[0].1["content"], "Here you go");
+    let upload = posts[1].1["multipart"].as_str().unwrap().to_string();
+    assert!(upload.contains("name=\"files[0]\"; filename=\"notes.txt\""), "{upload}");
+    assert!(upload.contains("meeting notes") && upload.contains("payload_json"), "{upload}");
+    stop.cancel();
 }

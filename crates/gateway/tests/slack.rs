@@ -11,11 +11,17 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use ferroclaw_core::Approval;
+use ferroclaw_gateway::SessionKey;
+use ferroclaw_gateway::approval::{ApprovalBroker, Decided};
+use ferroclaw_gateway::commands::ChatCommand;
+use ferroclaw_gateway::outbox::Outbox;
 use ferroclaw_gateway::slack::{SlackChannel, SlackConfig};
 use ferroclaw_gateway::{
     ANY_CHANNEL, Channel, ChannelError, ChannelSettings, InboundMessage, MessageBus,
     OutboundMessage,
 };
+use ferroclaw_protocol::ToolCall;
 use serde_json::{Value, json};
 
 #[path = "support/fake_ws.rs"]
@@ -37,6 +43,11 @@ struct Seen {
     opens: Mutex<Vec<String>>,
     /// (Authorization header, body) of each `chat.postMessage`.
     posts: Mutex<Vec<(String, Value)>>,
+    /// Raw bodies POSTed to the upload URL, and `files.completeUploadExternal` bodies.
+    uploads: Mutex<Vec<String>>,
+    completed: Mutex<Vec<Value>>,
+    /// Bodies of `chat.postEphemeral`.
+    ephemeral: Mutex<Vec<Value>>,
     /// Query strings of WebSocket connections.
     queries: Mutex<Vec<String>>,
     /// When set, `apps.connections.open` fails with this error code.
@@ -70,6 +81,50 @@ impl FakeSlack {
                 post(|| async { Json(json!({ "ok": true, "user_id": "UBOT" })) }),
             )
             .route("/api/chat.postMessage", post(post_message))
+            .route(
+                "/api/chat.postEphemeral",
+                post(|State(app): State<App>, Json(body): Json<Value>| async move {
+                    app.seen.ephemeral.lock().unwrap().push(body);
+                    Json(json!({ "ok": true }))
+                }),
+            )
+            .route(
+                "/api/files.getUploadURLExternal",
+                post(|State(app): State<App>, RawQuery(q): RawQuery| async move {
+                    assert!(q.unwrap_or_default().contains("filename=notes.txt"));
+                    let url = format!("http://{}/upload/F1", app.addr);
+                    Json(json!({ "ok": true, "upload_url": url, "file_id": "F1" }))
+                }),
+            )
+            .route(
+                "/upload/F1",
+                post(|State(app): State<App>, raw: axum::body::Bytes| async move {
+                    app.seen
+                        .uploads
+                        .lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&raw).into_owned());
+                    "OK"
+                }),
+            )
+            .route(
+                "/api/files.completeUploadExternal",
+                post(|State(app): State<App>, Json(body): Json<Value>| async move {
+                    app.seen.completed.lock().unwrap().push(body);
+                    Json(json!({ "ok": true }))
+                }),
+            )
+            .route(
+                "/files/pic.png",
+                get(|headers: HeaderMap| async move {
+                    let authorized = auth(&headers) == format!("Bearer {BOT_TOKEN}");
+                    if authorized {
+                        Ok(PNG.to_vec())
+                    } else {
+                        Err(axum::http::StatusCode::FORBIDDEN)
+                    }
+                }),
+            )
             .route("/link/", get(upgrade))
             .with_state(app);
         tokio::spawn(async move { axum::serve(listener, router).await });
@@ -321,4 +376,152 @@ fn config_reads_both_tokens_and_names_the_missing_one() {
     let err =
         SlackConfig::from_settings(&ChannelSettings::parse("slack", &table).unwrap()).unwrap_err();
     assert!(err.to_string().contains("app_tokn"), "{err}");
+}
+
+// Approvals: Block Kit buttons out, `interactive` envelopes (block_actions) in.
+
+fn press(envelope_id: &str, user: &str, value: &str) -> Value {
+    json!({
+        "envelope_id": envelope_id, "type": "interactive", "accepts_response_payload": false,
+        "payload": {
+            "type": "block_actions", "user": { "id": user }, "channel": { "id": "C1" },
+            "container": { "type": "message", "channel_id": "C1", "message_ts": "999.000" },
+            "response_url": "http://127.0.0.1:1/hook",
+            "actions": [{ "action_id": "approval", "type": "button", "value": value }],
+        },
+    })
+}
+
+/// Asks in C1 for owner U1 to run bash through `broker`; returns the waiting task.
+fn ask(broker: &Arc<ApprovalBroker>) -> JoinHandle<Approval> {
+    let broker = broker.clone();
+    tokio::spawn(async move {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            input: json!({"command": "make deploy"}),
+        };
+        broker.ask(&SessionKey::new("slack", "C1"), "U1", &call, &CancellationToken::new()).await
+    })
+}
+
+/// The value of the button labelled `label` on the first request posted.
+async fn button(fake: &FakeSlack, label: &str) -> String {
+    let deadline = std::time::Instant::now() + WAIT;
+    while fake.posts().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no approval request posted");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let body = fake.posts()[0].1.clone();
+    assert_eq!(body["channel"], "C1");
+    assert!(body["text"].as_str().unwrap().contains("make deploy"), "{body}");
+    let buttons = body["blocks"][1]["elements"].as_array().unwrap().clone();
+    buttons.iter().find(|b| b["text"]["text"] == label).unwrap()["value"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A press off the bus, answered as the gateway answers it.
+async fn answer(broker: &ApprovalBroker, inbound: &mut mpsc::Receiver<InboundMessage>) -> Decided {
+    let m = next_message(inbound).await;
+    let Some(ChatCommand::Decide { id, choice }) = ChatCommand::parse(&m.content) else {
+        panic!("not a decision: {:?}", m.content)
+    };
+    broker.answer(&m, &id, choice).await
+}
+
+#[tokio::test]
+async fn approval_buttons_a_strangers_press_is_refused_ephemerally_and_the_owners_approves() {
+    let mut fake = FakeSlack::start().await;
+    let channel = Arc::new(SlackChannel::new(fake.config()).unwrap());
+    let outbox = Outbox::new([channel.clone() as Arc<dyn Channel>]);
+    let broker = Arc::new(ApprovalBroker::new(outbox, Duration::from_secs(600), Vec::new()));
+    let (mut inbound, shutdown, _task) = start(channel);
+    let mut ws = fake.accept().await;
+    let waiting = ask(&broker);
+    let chat = button(&fake, "Always in this chat").await;
+    send(&mut ws, press("E1", "U2", &chat)).await;
+    assert_eq!(recv(&mut ws).await, json!({ "envelope_id": "E1" }), "acknowledged at once");
+    assert_eq!(answer(&broker, &mut inbound).await, Decided::NotAllowed);
+    let told = fake.seen.ephemeral.lock().unwrap()[0].clone();
+    assert_eq!((told["user"].as_str(), told["channel"].as_str()), (Some("U2"), Some("C1")));
+    assert!(told["text"].as_str().unwrap().contains("Only the person"), "{told}");
+    assert!(!waiting.is_finished(), "a stranger's press changes nothing");
+    send(&mut ws, press("E2", "U1", &chat)).await;
+    assert!(matches!(answer(&broker, &mut inbound).await, Decided::Done { .. }));
+    assert_eq!(waiting.await.unwrap(), Approval::AlwaysForSession);
+    assert!(
+        fake.posts().last().unwrap().1["text"].as_str().unwrap().contains("approved for this chat")
+    );
+
+    let waiting = ask(&broker);
+    while fake.posts().len() < 3 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let deny = fake.posts()[2].1["blocks"][1]["elements"][3]["value"].as_str().unwrap().to_string();
+    send(&mut ws, press("E3", "U1", &deny)).await;
+    assert!(matches!(answer(&broker, &mut inbound).await, Decided::Done { .. }));
+    assert_eq!(waiting.await.unwrap(), Approval::No("the user denied this call".into()));
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn approval_an_unanswered_slack_request_is_denied_after_the_timeout() {
+    let fake = FakeSlack::start().await;
+    let channel = Arc::new(SlackChannel::new(fake.config()).unwrap());
+    let outbox = Outbox::new([channel as Arc<dyn Channel>]);
+    let broker = Arc::new(ApprovalBroker::new(outbox, Duration::from_secs(1), Vec::new()));
+    let Approval::No(reason) = ask(&broker).await.unwrap() else { panic!("not denied") };
+    assert!(reason.contains("nobody answered"), "{reason}");
+    assert_eq!(fake.posts().len(), 1, "asked once");
+}
+
+// Pictures and files.
+
+/// The bytes of a (tiny, not decodable) PNG: what matters is the signature.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDRpicture";
+
+#[tokio::test]
+async fn a_shared_image_arrives_downloaded_with_the_bot_token_and_a_workspace_file_is_uploaded() {
+    let mut fake = FakeSlack::start().await;
+    let channel = Arc::new(SlackChannel::new(fake.config()).unwrap());
+    let (mut inbound, shutdown, _task) = start(channel.clone());
+    let mut ws = fake.accept().await;
+    let mut shared = message("", "D1", "im", "5.0");
+    shared["subtype"] = json!("file_share");
+    shared["files"] = json!([{
+        "id": "F9", "name": "pic.png", "mimetype": "image/png", "size": PNG.len(),
+        "url_private_download": format!("http://{}/files/pic.png", fake.addr),
+    }]);
+    send(&mut ws, envelope("E1", shared)).await;
+    let m = next_message(&mut inbound).await;
+    let files = ferroclaw_gateway::media::attachments(&m);
+    assert_eq!(files.len(), 1, "{:?}", m.content);
+    assert_eq!((files[0].bytes.as_slice(), files[0].image_type()), (PNG, Some("image/png")));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "meeting notes").unwrap();
+    let out = OutboundMessage {
+        channel: "slack".into(),
+        chat_id: "D1".into(),
+        content: String::new(),
+        media: vec![path.display().to_string()],
+        reply_to: None,
+        failure: None,
+    };
+    channel.send(out).await.unwrap();
+    let upload = fake.seen.uploads.lock().unwrap()[0].clone();
+    assert!(
+        upload.contains("filename=\"notes.txt\"") && upload.contains("meeting notes"),
+        "{upload}"
+    );
+    let done = fake.seen.completed.lock().unwrap()[0].clone();
+    assert_eq!(
+        done,
+        json!({ "files": [{ "id": "F1", "title": "notes.txt" }], "channel_id": "D1" })
+    );
+    assert!(fake.posts().is_empty(), "no empty text message");
+    shutdown.cancel();
 }

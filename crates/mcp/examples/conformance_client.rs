@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferroclaw_mcp::{
-    ClientHooks, Consent, Elicitation, Elicitor, HubOptions, McpConfig, McpHub, ServerConfig,
-    TokenStore,
+    ClientHooks, Consent, Elicitation, Elicitor, HubOptions, McpConfig, McpHub, OAuthClient,
+    ServerConfig, TokenStore,
 };
 use ferroclaw_tools::{ToolContext, ToolRegistry};
 use serde_json::{Map, Value, json};
@@ -70,6 +70,25 @@ async fn start(url: &str, tokens: &TokenStore) -> McpHub {
     .await
 }
 
+/// The OAuth client a user would configure for the scenario: the
+/// pre-registered id and secret the suite hands over in
+/// `MCP_CONFORMANCE_CONTEXT` (as `oauth_client_id` and
+/// `oauth_client_secret_env` would), or the suite's client ID metadata
+/// document address (as `oauth_client_metadata_url` would).
+fn client(scenario: &str) -> OAuthClient {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let text = |key: &str| context[key].as_str().map(str::to_string);
+    OAuthClient {
+        client_id: text("client_id"),
+        client_secret: text("client_secret"),
+        client_metadata_url: (scenario == "auth/basic-cimd")
+            .then(|| "https://conformance-test.local/client-metadata.json".to_string()),
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     let url = std::env::args()
@@ -84,7 +103,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let mut hub = start(&url, &tokens).await;
     if hub.problems().iter().any(|p| p.contains("mcp login")) {
         hub.shutdown().await;
-        ferroclaw_mcp::login(SERVER, &url, &tokens, Consent::Headless, None).await?;
+        ferroclaw_mcp::login(SERVER, &url, &tokens, Consent::Headless, None, &client(&scenario))
+            .await?;
         hub = start(&url, &tokens).await;
     }
     let _ = std::fs::remove_dir_all(&home);

@@ -45,6 +45,9 @@ pub struct ServerConfig {
     pub tool_timeout: Duration,
     /// The file that defined it.
     pub source: PathBuf,
+    /// How `ferroclaw mcp login` identifies ferroclaw to the server's
+    /// authorization server (default: dynamic client registration).
+    pub oauth: crate::oauth::OAuthClient,
 }
 
 impl ServerConfig {
@@ -75,6 +78,7 @@ impl ServerConfig {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             source: PathBuf::new(),
+            oauth: Default::default(),
         }
     }
 
@@ -272,6 +276,15 @@ struct RawEntry {
     startup_timeout_secs: Option<u64>,
     #[serde(alias = "toolTimeoutSecs")]
     tool_timeout_secs: Option<u64>,
+    /// A client id registered with the authorization server out of band.
+    #[serde(alias = "oauthClientId")]
+    oauth_client_id: Option<String>,
+    /// The variable holding that client's secret (never the secret itself).
+    #[serde(alias = "oauthClientSecretEnv")]
+    oauth_client_secret_env: Option<String>,
+    /// The HTTPS address of a client ID metadata document describing ferroclaw.
+    #[serde(alias = "oauthClientMetadataUrl")]
+    oauth_client_metadata_url: Option<String>,
     #[serde(flatten)]
     unknown: BTreeMap<String, Value>,
 }
@@ -291,6 +304,9 @@ const KNOWN_KEYS: &[&str] = &[
     "denied_tools",
     "startup_timeout_secs",
     "tool_timeout_secs",
+    "oauth_client_id",
+    "oauth_client_secret_env",
+    "oauth_client_metadata_url",
 ];
 
 impl RawEntry {
@@ -359,6 +375,26 @@ impl RawEntry {
             }
             (_, None, None) => return Err("needs \"command\" (stdio) or \"url\" (http)".into()),
         };
+        let client_secret =
+            match &self.oauth_client_secret_env {
+                Some(var) => Some(std::env::var(var).map_err(|_| {
+                    format!("oauth_client_secret_env names {var}, which is not set")
+                })?),
+                None => None,
+            };
+        if client_secret.is_some() && self.oauth_client_id.is_none() {
+            return Err("oauth_client_secret_env needs oauth_client_id".into());
+        }
+        if let Some(url) = &self.oauth_client_metadata_url
+            && !url.starts_with("https://")
+        {
+            return Err(format!("oauth_client_metadata_url {url:?} must be an https:// address"));
+        }
+        let oauth = crate::oauth::OAuthClient {
+            client_id: self.oauth_client_id.as_deref().map(expand).transpose()?,
+            client_secret,
+            client_metadata_url: self.oauth_client_metadata_url,
+        };
         let mut allowed_tools = self.allowed_tools;
         if let Some(tools) = self.tools {
             let names = tool_names(&tools)?;
@@ -377,6 +413,7 @@ impl RawEntry {
                 .map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_secs),
             tool_timeout: self.tool_timeout_secs.map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_secs),
             source: source.to_path_buf(),
+            oauth,
         }))
     }
 }
@@ -493,6 +530,26 @@ mod tests {
         let msg = c.problems[0].to_string();
         assert!(msg.contains("\"bad\""), "{msg}");
         assert!(msg.contains("FERROCLAW_TEST_SURELY_UNSET is not set"), "{msg}");
+    }
+
+    #[test]
+    fn a_pre_registered_oauth_client_is_read_with_its_secret_from_the_environment() {
+        let c = load_json(
+            None,
+            Some(
+                r#"{"mcpServers": {
+                    "web": {"url": "https://example.com/mcp", "oauth_client_id": "id-1", "oauth_client_secret_env": "PATH"},
+                    "leaky": {"url": "https://example.com/mcp", "oauth_client_secret_env": "PATH"},
+                    "plain": {"url": "https://example.com/mcp", "oauth_client_metadata_url": "http://example.com/c.json"}}}"#,
+            ),
+        );
+        assert_eq!(c.servers.len(), 1, "{:?}", c.problems);
+        let oauth = &c.servers[0].oauth;
+        assert_eq!(oauth.client_id.as_deref(), Some("id-1"));
+        assert_eq!(oauth.client_secret, std::env::var("PATH").ok());
+        let problems: Vec<String> = c.problems.iter().map(|p| p.to_string()).collect();
+        assert!(problems.iter().any(|p| p.contains("needs oauth_client_id")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("must be an https://")), "{problems:?}");
     }
 
     #[test]

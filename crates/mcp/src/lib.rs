@@ -32,6 +32,7 @@
 //! # }
 //! ```
 
+mod catalog;
 mod config;
 mod connection;
 mod content;
@@ -43,6 +44,7 @@ mod oauth;
 mod serve;
 mod tool;
 
+pub use catalog::{Catalog, PromptDef, ResourceFolder};
 pub use config::{
     ConfigProblem, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpConfig, ServerConfig,
     Transport, expand,
@@ -53,6 +55,6 @@ pub use edit::{EditError, NewServer, add_server, remove_server};
 pub use error::McpError;
 pub use hooks::{ClientHooks, Elicitation, Elicitor, Sampler, SamplingRequest};
 pub use hub::{HubOptions, McpHub, PromptInfo, ServerState, ServerStatus};
-pub use oauth::{Consent, LOGIN_TIMEOUT, OAuthError, TokenStore, login};
+pub use oauth::{Consent, LOGIN_TIMEOUT, OAuthClient, OAuthError, TokenStore, login};
 pub use serve::{Gate, ServeError, ToolServer};
 pub use tool::{MAX_TOOL_NAME_LEN, exposed_name};

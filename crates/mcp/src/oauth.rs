@@ -206,9 +206,21 @@ pub(crate) async fn manager(
     Ok(manager)
 }
 
+/// How ferroclaw identifies itself to an authorization server: a client id
+/// (and secret) registered out of band, a client ID metadata document's
+/// address, or neither (dynamic client registration).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OAuthClient {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// Used when the authorization server supports such documents and no
+    /// client id is given.
+    pub client_metadata_url: Option<String>,
+}
+
 /// Logs in to the HTTP server `server` at `url`: discovers its
-/// authorization server, registers ferroclaw there (unless `client_id` is
-/// given), gets the user's consent as `consent` says, and saves the tokens
+/// authorization server, registers ferroclaw there (unless `client` names a
+/// pre-registered client or a metadata document), gets the user's consent as `consent` says, and saves the tokens
 /// in `store`. `challenge` is the `WWW-Authenticate` header of a 401, when
 /// one is at hand (it carries the scopes the server wants); without it the
 /// server is asked for one.
@@ -218,6 +230,7 @@ pub async fn login(
     store: &TokenStore,
     consent: Consent,
     challenge: Option<String>,
+    client: &OAuthClient,
 ) -> Result<(), OAuthError> {
     let auth = |source| OAuthError::Auth { server: server.to_string(), source: Box::new(source) };
     let challenge = match challenge {
@@ -239,6 +252,15 @@ pub async fn login(
     };
     let mut state = OAuthState::Unauthorized(manager(store, server, url).await.map_err(auth)?);
     let mut request = AuthorizationRequest::new(&redirect_uri).with_client_name(CLIENT_NAME);
+    if let Some(id) = &client.client_id {
+        request = request.with_preregistered_client(id);
+    }
+    if let Some(secret) = &client.client_secret {
+        request = request.with_client_secret(secret);
+    }
+    if let Some(document) = &client.client_metadata_url {
+        request = request.with_client_metadata_url(document);
+    }
     if let Some(c) = challenge {
         request = request.with_challenge(c);
     }

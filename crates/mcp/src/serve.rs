@@ -1,8 +1,12 @@
 //! `ferroclaw mcp serve`: ferroclaw's own tools offered to other MCP clients,
 //! over stdio or streamable HTTP on 127.0.0.1 (Host and Origin checked
-//! against DNS rebinding). The caller chooses which tools and gates each call.
+//! against DNS rebinding). The caller chooses which tools and gates each call,
+//! and may add prompts and resources (a [`Catalog`]); a client subscribed to a
+//! resource is told when its file changes.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use ferroclaw_tools::{ToolContext, ToolRegistry};
 use rmcp::model::{
@@ -14,6 +18,11 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+use crate::catalog::Catalog;
+
+/// How often subscribed resources' files are checked for changes.
+const WATCH_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Decides one call: `Err(reason)` refuses it (the reason goes to the client).
 pub type Gate = Arc<dyn Fn(&str, &Value) -> Result<(), String> + Send + Sync>;
@@ -37,12 +46,67 @@ pub struct ToolServer {
     tools: ToolRegistry,
     context: ToolContext,
     gate: Gate,
+    catalog: Arc<Catalog>,
+    /// This session's subscribed URIs and when each file last changed.
+    subscribed: Arc<Mutex<HashMap<String, Option<SystemTime>>>>,
+    /// Set once this session's watcher runs.
+    watching: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ToolServer {
     /// Offers `tools`, run in `context`; `gate` may refuse a call.
     pub fn new(tools: ToolRegistry, context: ToolContext, gate: Gate) -> Self {
-        Self { tools, context, gate }
+        Self {
+            tools,
+            context,
+            gate,
+            catalog: Arc::default(),
+            subscribed: Arc::default(),
+            watching: Arc::default(),
+        }
+    }
+
+    /// Offers the prompts and resources of `catalog` too.
+    pub fn with_catalog(mut self, catalog: Catalog) -> Self {
+        self.catalog = Arc::new(catalog);
+        self
+    }
+
+    /// The same offer for a new client session (its own subscriptions).
+    fn for_session(&self) -> Self {
+        Self { subscribed: Arc::default(), watching: Arc::default(), ..self.clone() }
+    }
+
+    /// Checks the subscribed files until the client goes away, telling it
+    /// (`notifications/resources/updated`) of each one that changed.
+    fn watch(&self, peer: rmcp::service::Peer<RoleServer>) {
+        if self.watching.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let (catalog, subscribed) = (self.catalog.clone(), self.subscribed.clone());
+        tokio::spawn(async move {
+            while !peer.is_transport_closed() {
+                tokio::time::sleep(WATCH_INTERVAL).await;
+                let changed: Vec<String> = {
+                    let mut subs = subscribed.lock().unwrap_or_else(PoisonError::into_inner);
+                    subs.iter_mut()
+                        .filter_map(|(uri, seen)| {
+                            let now = catalog.modified(uri);
+                            (now != *seen).then(|| {
+                                *seen = now;
+                                uri.clone()
+                            })
+                        })
+                        .collect()
+                };
+                for uri in changed {
+                    let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
+                    if peer.notify_resource_updated(param).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
     }
 
     /// Serves one client on stdin/stdout until it disconnects.
@@ -82,7 +146,7 @@ impl ToolServer {
             .with_cancellation_token(stop.child_token());
         let server = self;
         let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
+            move || Ok(server.for_session()),
             LocalSessionManager::default().into(),
             config,
         );
@@ -99,9 +163,15 @@ impl rmcp::ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
         let value = json!({
             "protocolVersion": rmcp::model::ProtocolVersion::LATEST,
-            "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+            "capabilities": {
+                "tools": {"listChanged": false},
+                "logging": {},
+                "prompts": {"listChanged": false},
+                "resources": {"subscribe": true, "listChanged": false},
+                "completions": {},
+            },
             "serverInfo": {"name": "ferroclaw", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": "ferroclaw's built-in tools: file reads and edits confined to the workspace, search, shell commands, web fetch.",
+            "instructions": "ferroclaw's built-in tools: file reads and edits confined to the workspace, search, shell commands, web fetch. Prompts are ferroclaw's skills; resources are its memory files and session transcripts.",
         });
         serde_json::from_value(value).unwrap_or_else(|_| ServerConfig::default())
     }
@@ -115,6 +185,92 @@ impl rmcp::ServerHandler for ToolServer {
     ) -> Result<(), ErrorData> {
         tracing::debug!("mcp client set the log level to {:?}", request.level);
         Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        typed(self.catalog.list_prompts())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        let value = self
+            .catalog
+            .get_prompt(&request.name, &arguments)
+            .map_err(|e| ErrorData::invalid_params(e, None))?;
+        Ok(typed::<rmcp::model::GetPromptResult>(value)?.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        typed(self.catalog.list_resources())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        typed(self.catalog.list_templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let value = self
+            .catalog
+            .read_resource(&request.uri)
+            .map_err(|e| ErrorData::resource_not_found(e, None))?;
+        Ok(typed::<rmcp::model::ReadResourceResult>(value)?.into())
+    }
+
+    /// Any URI may be subscribed to, one that does not exist yet included
+    /// (a session transcript not yet written); its creation is a change.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let seen = self.catalog.modified(&request.uri);
+        self.subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(request.uri.clone(), seen);
+        self.watch(context.peer);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribed.lock().unwrap_or_else(PoisonError::into_inner).remove(&request.uri);
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        let reference = serde_json::to_value(&request.r#ref)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        typed(self.catalog.complete(&reference, &request.argument.name, &request.argument.value))
     }
 
     async fn list_tools(
@@ -174,5 +330,70 @@ impl rmcp::ServerHandler for ToolServer {
             serde_json::from_value(json!({"content": content, "isError": output.is_error}))
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(result.into())
+    }
+}
+
+/// A protocol type from its JSON.
+fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{ResourceUpdatedNotificationParam, SubscribeRequestParams};
+    use rmcp::service::{NotificationContext, RoleClient};
+
+    /// A client that records the resources it is told changed.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<String>>>);
+
+    impl rmcp::ClientHandler for Recorder {
+        async fn on_resource_updated(
+            &self,
+            params: ResourceUpdatedNotificationParam,
+            _context: NotificationContext<RoleClient>,
+        ) {
+            self.0.lock().unwrap().push(params.uri);
+        }
+    }
+
+    #[tokio::test]
+    #[allow(deprecated)]
+    async fn a_subscribed_client_is_told_when_the_file_behind_a_resource_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog {
+            prompts: Vec::new(),
+            folders: vec![crate::ResourceFolder {
+                uri_prefix: "ferroclaw://memory/".into(),
+                dir: dir.path().to_path_buf(),
+                extension: ".md".into(),
+                mime_type: "text/markdown".into(),
+                description: "memory".into(),
+            }],
+        };
+        let gate: Gate = Arc::new(|_: &str, _: &Value| Ok(()));
+        let server = ToolServer::new(ToolRegistry::new(), ToolContext::new(dir.path()), gate)
+            .with_catalog(catalog);
+        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            if let Ok(running) = server.serve(server_io).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let recorder = Recorder::default();
+        let client = recorder.clone().serve(client_io).await.unwrap();
+        let uri = "ferroclaw://memory/MEMORY.md";
+        client.peer().subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+        std::fs::write(dir.path().join("MEMORY.md"), "a new fact").unwrap();
+        // Bounded wait for the watcher's next look (not a timing assertion).
+        for _ in 0..200 {
+            if !recorder.0.lock().unwrap().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(*recorder.0.lock().unwrap(), vec![uri.to_string()], "created: one update");
+        let _ = client.cancel().await;
     }
 }

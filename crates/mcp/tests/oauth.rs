@@ -181,7 +181,9 @@ async fn a_server_that_answers_401_needs_login_then_works_with_refreshed_tokens(
     );
     hub.shutdown().await;
 
-    ferroclaw_mcp::login("web", &url, &tokens, Consent::Headless, None).await.unwrap();
+    ferroclaw_mcp::login("web", &url, &tokens, Consent::Headless, None, &Default::default())
+        .await
+        .unwrap();
     assert_eq!(fake.registrations.load(Ordering::SeqCst), 1);
     assert!(tokens.has_tokens("web", &url));
     assert!(!tokens.has_tokens("web", "http://127.0.0.1:1/other"));

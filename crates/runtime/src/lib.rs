@@ -22,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+mod commands;
 mod error;
 mod mcp;
 mod open;
@@ -37,6 +38,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use ferroclaw_core::agent::TurnHook;
 use ferroclaw_core::agents::AgentType;
+use ferroclaw_core::hooks::Hooks;
 use ferroclaw_core::recall::Recall;
 use ferroclaw_core::{Config, SessionStore};
 use ferroclaw_llm::Provider;
@@ -75,6 +77,8 @@ pub struct Runtime {
     spec_templates: Mutex<Vec<ToolRegistry>>,
     /// Problems already reported, so each is said once per process.
     reported: Mutex<BTreeSet<String>>,
+    /// The user's hooks, run by every agent opened here.
+    hooks: Arc<Hooks>,
 }
 
 impl Runtime {
@@ -96,7 +100,9 @@ impl Runtime {
             .map_err(|e| tracing::warn!("session_search is off: {e}"))
             .ok();
         let (types, problems) = ferroclaw_core::agents::load(&config.workspace, &config.home);
+        let hooks = Arc::new(Hooks::load(&config).map_err(|e| RuntimeError::Other(e.to_string()))?);
         let runtime = Runtime {
+            hooks,
             store: SessionStore::new(&config.home),
             sandbox: sandbox_policy(&config),
             refresh: Arc::new(McpRefresh(mcp.clone())),
@@ -129,6 +135,11 @@ impl Runtime {
     /// The sub-agent types (built-in and from `agents/*.md`).
     pub fn agent_types(&self) -> &[AgentType] {
         &self.types
+    }
+
+    /// The hooks every agent opened here runs.
+    pub fn hooks(&self) -> &Arc<Hooks> {
+        &self.hooks
     }
 
     /// The session store of this home.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
 use ferroclaw_core::agent::{CompactTool, Compaction, Learner, Remembering};
+use ferroclaw_core::checkpoint::{Checkpoints, Settings};
 use ferroclaw_core::context::PromptProfile;
 use ferroclaw_core::learning::{LearningConfig, Mode, SkillStore};
 use ferroclaw_core::memory::MemoryStore;
@@ -59,6 +60,10 @@ pub struct SessionOptions {
     /// listed. The task board and the worktree tools stay the project's, so
     /// a team shares them. `None` (the default): the project folder.
     pub workspace_root: Option<PathBuf>,
+    /// Snapshot the workspace before each request that may change files, so
+    /// `/rewind` can restore it (the REPL and one-shot runs; subject to
+    /// `[checkpoints] enabled`). Default false.
+    pub checkpoints: bool,
 }
 
 /// What was opened, for the renderer.
@@ -218,7 +223,7 @@ impl Runtime {
             }
             remembering = remembering.with_learner(learner);
         }
-        let agent = Agent::new(AgentParts {
+        let mut agent = Agent::new(AgentParts {
             provider,
             model,
             max_tokens: config.max_tokens_for(&spec),
@@ -239,7 +244,32 @@ impl Runtime {
             remembering,
             turn_hook: Some(self.refresh.clone()),
         });
+        agent.set_hooks(self.hooks.clone(), None);
+        if options.checkpoints {
+            agent.set_checkpoints(self.checkpoints(&agent));
+        }
         Ok(Opened { agent, resumed: was_resumed, skipped_bytes, skipped_lines })
+    }
+
+    /// Checkpointing for an agent's session, unless `[checkpoints]` turns
+    /// it off or the workspace is a home folder or the root (too much to
+    /// snapshot); a store that cannot be opened is reported and skipped.
+    fn checkpoints(&self, agent: &Agent) -> Option<Checkpoints> {
+        let settings = Settings::from_section(self.config.file.checkpoints.as_ref());
+        let workspace = agent.workspace();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if !settings.enabled || workspace.parent().is_none() || home.is_some_and(|h| h == workspace)
+        {
+            return None;
+        }
+        let session = &agent.session().meta().id;
+        match Checkpoints::open(&self.config.home, workspace, session, settings) {
+            Ok(checkpoints) => Some(checkpoints),
+            Err(e) => {
+                self.report(format!("checkpoints are off: {e}"));
+                None
+            }
+        }
     }
 
     /// The file of the session to continue; `None` for a new one.
@@ -316,6 +346,8 @@ impl Runtime {
             remembering: Default::default(),
             turn_hook: Some(self.refresh.clone()),
         });
+        let mut agent = agent;
+        agent.set_hooks(self.hooks.clone(), Some(child.kind.name.clone()));
         Ok(Opened { agent, resumed: false, skipped_bytes: 0, skipped_lines: Vec::new() })
     }
 

@@ -260,6 +260,7 @@ impl TeamRunner {
             append_system_prompt: Some(system),
             extra_tools: teammate_tools(&seat, &self.board),
             workspace_root: self.worktree_of(&member, resume.is_none())?,
+            checkpoints: false,
         };
         let open = |resume: Resume| {
             self.runtime

@@ -1,123 +1,196 @@
-//! Drives headless Chromium over the DevTools protocol: open the web chat,
-//! type a message, read the streamed answer.
+//! Drives headless Chromium over the DevTools protocol: one browser for a
+//! whole test, pages driven by evaluating JavaScript, screenshots saved.
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-/// What the page showed.
-#[derive(Debug)]
-pub struct Seen {
-    pub answer: String,
-    pub deltas: u64,
-    pub user_shown: bool,
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A headless Chromium with one page; killed when dropped.
+pub struct Browser {
+    child: Child,
+    _profile: tempfile::TempDir,
+    rt: tokio::runtime::Runtime,
+    ws: Socket,
+    next_id: u64,
 }
 
-/// Opens `url`, types `text` into the chat and waits for the final answer.
-pub fn type_and_read_answer(chromium: &str, url: &str, text: &str) -> Seen {
-    let profile = tempfile::tempdir().unwrap();
-    let mut child = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--remote-debugging-port=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("about:blank")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromium");
-    let port_file = profile.path().join("DevToolsActivePort");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let port: u16 = loop {
-        if let Some(p) =
-            std::fs::read_to_string(&port_file).ok().and_then(|t| t.lines().next()?.parse().ok())
-        {
-            break p;
-        }
-        assert!(Instant::now() < deadline, "chromium did not open its DevTools port");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let (_, list) =
-        super::request(port, "GET", "/json/list", None, None).expect("DevTools /json/list");
-    let targets: Value = serde_json::from_str(&list).unwrap();
-    let ws_url = targets
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["type"] == "page")
-        .and_then(|t| t["webSocketDebuggerUrl"].as_str())
-        .expect("a page target")
-        .to_string();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let seen = rt.block_on(drive(&ws_url, url, text));
-    let _ = child.kill();
-    let _ = child.wait();
-    seen
-}
+/// How long `wait_for` waits for the page.
+const PAGE_WAIT: Duration = Duration::from_secs(30);
 
-async fn drive(ws_url: &str, url: &str, text: &str) -> Seen {
-    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url).await.expect("DevTools socket");
-    let mut next_id = 0;
-    let mut call = async |method: &str, params: Value| -> Value {
-        next_id += 1;
-        let id = next_id;
-        let frame = json!({"id": id, "method": method, "params": params}).to_string();
-        ws.send(Message::Text(frame.into())).await.unwrap();
-        loop {
-            let Some(Ok(Message::Text(reply))) = ws.next().await else {
-                panic!("DevTools socket closed")
-            };
-            let v: Value = serde_json::from_str(&reply).unwrap();
-            if v["id"] == id {
-                return v;
+impl Browser {
+    /// Starts `chromium` (headless) and attaches to its first page.
+    pub fn launch(chromium: &str) -> Browser {
+        let profile = tempfile::tempdir().unwrap();
+        let child = Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromium");
+        let port_file = profile.path().join("DevToolsActivePort");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let port: u16 = loop {
+            if let Some(p) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|t| t.lines().next()?.parse().ok())
+            {
+                break p;
             }
+            assert!(Instant::now() < deadline, "chromium did not open its DevTools port");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let (_, list) =
+            super::request(port, "GET", "/json/list", None, None).expect("DevTools /json/list");
+        let targets: Value = serde_json::from_str(&list).unwrap();
+        let ws_url = targets
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == "page")
+            .and_then(|t| t["webSocketDebuggerUrl"].as_str())
+            .expect("a page target")
+            .to_string();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let (ws, _) =
+            rt.block_on(tokio_tungstenite::connect_async(&ws_url)).expect("DevTools socket");
+        Browser { child, _profile: profile, rt, ws, next_id: 0 }
+    }
+
+    /// Calls a DevTools method; its result.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let frame = json!({"id": id, "method": method, "params": params}).to_string();
+        let ws = &mut self.ws;
+        self.rt.block_on(async {
+            ws.send(Message::Text(frame.into())).await.unwrap();
+            loop {
+                let Some(Ok(Message::Text(reply))) = ws.next().await else {
+                    panic!("DevTools socket closed")
+                };
+                let v: Value = serde_json::from_str(&reply).unwrap();
+                if v["id"] == id {
+                    assert!(v.get("error").is_none(), "{method}: {v}");
+                    return v["result"].clone();
+                }
+            }
+        })
+    }
+
+    /// Opens `url` in the page.
+    pub fn navigate(&mut self, url: &str) {
+        self.call("Page.navigate", json!({"url": url}));
+    }
+
+    /// The value of a JavaScript expression (awaited when a promise).
+    pub fn eval(&mut self, expr: &str) -> Value {
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expr, "returnByValue": true, "awaitPromise": true}),
+        );
+        assert!(r.get("exceptionDetails").is_none(), "{expr}: {r}");
+        r["result"]["value"].clone()
+    }
+
+    /// Waits until `expr` is truthy in the page.
+    pub fn wait_for(&mut self, what: &str, expr: &str) {
+        let deadline = Instant::now() + PAGE_WAIT;
+        loop {
+            let r = self.call(
+                "Runtime.evaluate",
+                json!({"expression": format!("!!({expr})"), "returnByValue": true}),
+            );
+            if r["result"]["value"] == true {
+                return;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what} ({expr}): {r}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Clicks the element `selector` finds.
+    pub fn click(&mut self, selector: &str) {
+        let found = self.eval(&format!(
+            "(() => {{ const e = document.querySelector({selector:?}); if (e) e.click(); return !!e; }})()"
+        ));
+        assert_eq!(found, true, "nothing to click at {selector}");
+    }
+
+    /// Sets the value of the input `selector` finds and tells the page.
+    pub fn fill(&mut self, selector: &str, text: &str) {
+        let text = serde_json::to_string(text).unwrap();
+        let found = self.eval(&format!(
+            "(() => {{ const e = document.querySelector({selector:?}); if (!e) return false; e.value = {text}; \
+             e.dispatchEvent(new Event('input', {{bubbles: true}})); e.dispatchEvent(new Event('change', {{bubbles: true}})); return true; }})()"
+        ));
+        assert_eq!(found, true, "no input at {selector}");
+    }
+
+    /// Sizes the page as a desktop window or a phone (`mobile`).
+    pub fn viewport(&mut self, width: u32, height: u32, mobile: bool) {
+        let scale = if mobile { 2 } else { 1 };
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": scale, "mobile": mobile}),
+        );
+    }
+
+    /// Saves a PNG of the page at `path`.
+    pub fn screenshot(&mut self, path: &std::path::Path) {
+        let r = self.call("Page.captureScreenshot", json!({"format": "png"}));
+        let png = decode_base64(r["data"].as_str().unwrap());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Standard base64, as DevTools sends screenshots.
+fn decode_base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => (c - b'A') as u32,
+            b'a'..=b'z' => (c - b'a' + 26) as u32,
+            b'0'..=b'9' => (c - b'0' + 52) as u32,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
         }
     };
-    let eval = |expr: &str| json!({"expression": expr, "returnByValue": true});
-    call("Page.navigate", json!({"url": url})).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let v = call(
-            "Runtime.evaluate",
-            eval(
-                "document.getElementById('state') && document.getElementById('state').textContent",
-            ),
-        )
-        .await;
-        if v["result"]["result"]["value"] == "connected" {
-            break;
+    let clean: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace() && *b != b'=').collect();
+    let mut out = Vec::with_capacity(clean.len() * 3 / 4);
+    for chunk in clean.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= value(c) << (18 - 6 * i);
         }
-        assert!(Instant::now() < deadline, "the page did not connect: {v}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
     }
-    call("Runtime.evaluate", eval("document.getElementById('input').focus()")).await;
-    call("Input.insertText", json!({"text": text})).await;
-    call("Runtime.evaluate", eval("document.getElementById('send').click()")).await;
-    let probe = "JSON.stringify({answer: (document.querySelector('.assistant.done') || {}).textContent || '', \
-                 deltas: window.ferroclaw.deltas, user: !!document.querySelector('.msg.user')})";
-    loop {
-        let v = call("Runtime.evaluate", eval(probe)).await;
-        let seen: Value =
-            serde_json::from_str(v["result"]["result"]["value"].as_str().unwrap_or("{}")).unwrap();
-        let answer = seen["answer"].as_str().unwrap_or_default().to_string();
-        if !answer.is_empty() || Instant::now() > deadline + Duration::from_secs(10) {
-            return Seen {
-                answer,
-                deltas: seen["deltas"].as_u64().unwrap_or(0),
-                user_shown: seen["user"].as_bool().unwrap_or(false),
-            };
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    out
 }

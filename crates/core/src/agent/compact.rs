@@ -19,6 +19,7 @@ use crate::compaction::{
     self, DEFAULT_COMPACTION_THRESHOLD, MicroPolicy, TokenEstimator, compacted_history,
     compaction_entry, needs_compaction, summary_request,
 };
+use crate::hooks::HookEvent;
 
 /// Compaction settings and state of one agent.
 #[derive(Debug, Clone)]
@@ -83,7 +84,8 @@ impl Agent {
         let over =
             needs_compaction(estimate, self.compaction.context_window, self.compaction.threshold);
         if (requested.is_some() && self.messages.len() > 1) || (over && shrinkable) {
-            let _ = self.compact(requested.as_deref(), events, cancel).await;
+            let trigger = if requested.is_some() { "manual" } else { "auto" };
+            let _ = self.compact_as(trigger, requested.as_deref(), events, cancel).await;
         }
     }
 
@@ -95,9 +97,22 @@ impl Agent {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<(), String> {
+        self.compact_as("manual", focus, events, cancel).await
+    }
+
+    /// [`compact`](Self::compact), run by `trigger` (`manual` or `auto`,
+    /// as the PreCompact and PostCompact hooks are told).
+    async fn compact_as(
+        &mut self,
+        trigger: &str,
+        focus: Option<&str>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
         if self.messages.is_empty() {
             return Err("nothing to compact yet".into());
         }
+        self.hook_compact(HookEvent::PreCompact, trigger, events).await;
         let before = self.estimated_tokens();
         let request = summary_request(&self.messages, focus);
         let mut stream = self.provider.stream(ChatRequest {
@@ -148,6 +163,7 @@ impl Agent {
         }
         let after = self.estimated_tokens();
         emit(events, AgentEvent::Compaction { before_tokens: before, after_tokens: after });
+        self.hook_compact(HookEvent::PostCompact, trigger, events).await;
         Ok(())
     }
 }

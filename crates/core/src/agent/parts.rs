@@ -91,6 +91,8 @@ impl Agent {
             turn_hook,
             injector: None,
             reads: Default::default(),
+            hook_state: Default::default(),
+            checkpoints: None,
         }
     }
 
@@ -218,6 +220,9 @@ impl Agent {
         self.learn(crate::learning::SegmentEnd::New, None);
         self.session = session;
         self.messages = Arc::new(messages);
+        if let Some(checkpoints) = &self.checkpoints {
+            self.checkpoints = Some(checkpoints.for_session(&self.session.meta().id));
+        }
         if let Some(learner) = &mut self.remembering.learner {
             learner.restart_at(0);
         }

@@ -92,9 +92,11 @@ impl Agent {
         }));
     }
 
-    /// Waits (a bounded time) for consolidations still running; call when
-    /// the session ends so a one-shot run does not drop them.
+    /// Runs the SessionEnd hooks and waits (a bounded time) for
+    /// consolidations still running; call when the session ends so a
+    /// one-shot run does not drop them.
     pub async fn finish(&mut self) {
+        self.hook_session_end("other").await;
         self.learn(crate::learning::SegmentEnd::SessionEnd, None);
         for handle in self.remembering.running.drain(..) {
             let _ = tokio::time::timeout(FINISH_WAIT, handle).await;

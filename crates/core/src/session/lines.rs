@@ -67,6 +67,43 @@ pub(super) struct Window {
     pub(super) entries: usize,
     /// The model of the last usage entry.
     pub(super) model: Option<String>,
+    /// A rewind named a checkpoint before the window (read a wider one).
+    pub(super) unresolved_rewind: bool,
+}
+
+/// The conversation as entries build it: every message read, and which of
+/// them are the history now. A compaction starts the history afresh; a
+/// rewind makes it what it was at a checkpoint, so nothing is ever deleted
+/// from the file (or from here) to go back.
+#[derive(Default)]
+struct History {
+    read: Vec<Option<Message>>,
+    /// Indexes into `read`, oldest first.
+    current: Vec<usize>,
+    /// The history at each checkpoint seen.
+    at_checkpoint: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl History {
+    fn push(&mut self, message: Message) {
+        self.read.push(Some(message));
+        self.current.push(self.read.len() - 1);
+    }
+
+    /// False when the checkpoint was not seen.
+    fn rewind_to(&mut self, checkpoint: &str) -> bool {
+        match self.at_checkpoint.get(checkpoint) {
+            Some(history) => {
+                self.current = history.clone();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn into_messages(mut self) -> Vec<Message> {
+        self.current.iter().filter_map(|&i| self.read[i].take()).collect()
+    }
 }
 
 /// Parses the message entries of the complete lines in `[start, end)`. When
@@ -85,7 +122,9 @@ pub(super) fn read_messages(
         skipped: start - body_start,
         entries: 0,
         model: None,
+        unresolved_rewind: false,
     };
+    let mut history = History::default();
     let mut at = start;
     if start > body_start {
         // Possibly mid-line: drop up to the next newline.
@@ -105,12 +144,19 @@ pub(super) fn read_messages(
             Ok(Some(entry)) => {
                 read.entries += 1;
                 match entry {
-                    Entry::Message { message, .. } => read.messages.push(message),
+                    Entry::Message { message, .. } => history.push(message),
                     Entry::Compaction { summary, .. } => {
-                        read.messages.clear();
-                        read.messages.push(Message::user(summary));
+                        history.current.clear();
+                        history.push(Message::user(summary));
                     }
                     Entry::Usage { model, .. } => read.model = Some(model),
+                    Entry::Checkpoint { id, .. } => {
+                        history.at_checkpoint.insert(id, history.current.clone());
+                    }
+                    Entry::Rewind { to, conversation: true, .. } if !history.rewind_to(&to) => {
+                        read.unresolved_rewind = true;
+                        tracing::warn!("a rewind names checkpoint {to}, not found before it");
+                    }
                     _ => {}
                 }
             }
@@ -119,6 +165,7 @@ pub(super) fn read_messages(
         }
         at += n;
     }
+    read.messages = history.into_messages();
     Ok(read)
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::CHANNEL_NAME;
 use crate::channel::ChannelError;
@@ -84,18 +84,87 @@ impl Rest {
     /// Posts `content` (at most 2,000 characters) to channel `chat_id`,
     /// waiting out rate limits up to [`MAX_RATE_LIMIT_RETRIES`] times.
     pub async fn create_message(&self, chat_id: &str, content: &str) -> Result<(), ChannelError> {
-        let url = format!("{}/channels/{chat_id}/messages", self.api_base);
         let body = json!({ "content": content, "allowed_mentions": { "parse": [] } });
+        self.create_message_with(chat_id, &body).await
+    }
+
+    /// Posts a message whose whole body is `body` (content, components, ...).
+    pub async fn create_message_with(
+        &self,
+        chat_id: &str,
+        body: &Value,
+    ) -> Result<(), ChannelError> {
+        let path = format!("/channels/{chat_id}/messages");
+        self.post(&path, Body::Json(body), Some(chat_id)).await
+    }
+
+    /// Answers an interaction (a button press) with `body`.
+    pub async fn interaction_callback(
+        &self,
+        id: &str,
+        token: &str,
+        body: &Value,
+    ) -> Result<(), ChannelError> {
+        self.post(&format!("/interactions/{id}/{token}/callback"), Body::Json(body), None).await
+    }
+
+    /// Posts a message with one attached file (`multipart/form-data`).
+    pub async fn create_message_with_file(
+        &self,
+        chat_id: &str,
+        form: &crate::multipart::Form,
+    ) -> Result<(), ChannelError> {
+        let path = format!("/channels/{chat_id}/messages");
+        self.post(&path, Body::Form(form), Some(chat_id)).await
+    }
+
+    /// Downloads an attachment (from Discord's CDN: no token is sent), at most `max` bytes.
+    pub async fn download(&self, url: &str, max: usize) -> Result<Vec<u8>, String> {
+        let response = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| format!("download: {}", e.without_url()))?;
+        if !response.status().is_success() {
+            return Err(format!("download: HTTP {}", response.status()));
+        }
+        if response.content_length().is_some_and(|n| n > max as u64) {
+            return Err(format!("it is over the {} MB limit", max / 1_048_576));
+        }
+        let bytes = response.bytes().await.map_err(|e| format!("download: {}", e.without_url()))?;
+        if bytes.len() > max {
+            return Err(format!("it is over the {} MB limit", max / 1_048_576));
+        }
+        Ok(bytes.to_vec())
+    }
+
+    /// POSTs to `path` (after the API base), waiting out rate limits up to
+    /// [`MAX_RATE_LIMIT_RETRIES`] times; `chat_id` names the chat in errors.
+    async fn post(
+        &self,
+        path: &str,
+        body: Body<'_>,
+        chat_id: Option<&str>,
+    ) -> Result<(), ChannelError> {
+        let url = format!("{}{path}", self.api_base);
+        // Interaction tokens are secrets: errors name the route, not the URL.
+        let what = match chat_id {
+            Some(id) => format!("POST /channels/{id}/messages"),
+            None => "POST /interactions/…/callback".to_string(),
+        };
         let mut retries = 0;
         loop {
-            let response = self
-                .http
-                .post(&url)
-                .header("Authorization", format!("Bot {}", self.token))
-                .json(&body)
+            let request =
+                self.http.post(&url).header("Authorization", format!("Bot {}", self.token));
+            let request = match body {
+                Body::Json(v) => request.json(v),
+                Body::Form(f) => request.header("Content-Type", f.content_type()).body(f.bytes()),
+            };
+            let response = request
                 .send()
                 .await
-                .map_err(|e| platform(format!("POST /channels/{chat_id}/messages: {e}")))?;
+                .map_err(|e| platform(format!("{what}: {}", e.without_url())))?;
             let status = response.status();
             if status.is_success() {
                 return Ok(());
@@ -103,24 +172,26 @@ impl Rest {
             if status == StatusCode::TOO_MANY_REQUESTS && retries < MAX_RATE_LIMIT_RETRIES {
                 let wait = retry_after(response).await;
                 if wait <= MAX_RETRY_AFTER {
-                    tracing::debug!(
-                        chat_id,
-                        wait_ms = wait.as_millis() as u64,
-                        "discord rate limit"
-                    );
+                    tracing::debug!(what, wait_ms = wait.as_millis() as u64, "discord rate limit");
                     tokio::time::sleep(wait).await;
                     retries += 1;
                     continue;
                 }
                 return Err(platform(format!(
-                    "rate limited for {}s on channel {chat_id}; message not sent",
+                    "rate limited for {}s ({what}); message not sent",
                     wait.as_secs()
                 )));
             }
-            let what = format!("POST /channels/{chat_id}/messages");
-            return Err(status_error(&what, status, response, Some(chat_id)).await);
+            return Err(status_error(&what, status, response, chat_id).await);
         }
     }
+}
+
+/// What a POST carries.
+#[derive(Clone, Copy)]
+enum Body<'a> {
+    Json(&'a Value),
+    Form(&'a crate::multipart::Form),
 }
 
 /// The wait a 429 asks for: the body's `retry_after`, else the

@@ -95,9 +95,89 @@ impl SlackApi {
         })
     }
 
+    /// Posts a message whose whole body is `body` (text, blocks, ...).
+    pub async fn post_with(&self, body: &Value) -> Result<(), ChannelError> {
+        self.call("chat.postMessage", &self.bot_token, Some(body)).await.map(|_| ())
+    }
+
+    /// Downloads a file a person shared (`url_private`: needs the bot token), at most `max` bytes.
+    pub async fn download(&self, url: &str, max: usize) -> Result<Vec<u8>, String> {
+        let response = self
+            .http
+            .get(url)
+            .bearer_auth(&self.bot_token)
+            .send()
+            .await
+            .map_err(|e| format!("download: {}", e.without_url()))?;
+        if !response.status().is_success() {
+            return Err(format!("download: HTTP {}", response.status()));
+        }
+        let bytes = response.bytes().await.map_err(|e| format!("download: {}", e.without_url()))?;
+        if bytes.len() > max {
+            return Err(format!("it is over the {} MB limit", max / 1_048_576));
+        }
+        Ok(bytes.to_vec())
+    }
+
+    /// Uploads `file` to `channel` (in `thread_ts` when given) the way Slack
+    /// asks: `files.getUploadURLExternal`, the bytes to that URL, then
+    /// `files.completeUploadExternal`.
+    pub async fn upload(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        file: &crate::media::Outgoing,
+    ) -> Result<(), ChannelError> {
+        // The name is safe (letters, digits, . - _): no escaping needed.
+        let method = format!(
+            "files.getUploadURLExternal?filename={}&length={}",
+            file.file_name,
+            file.bytes.len()
+        );
+        let answer = self.call(&method, &self.bot_token, None).await?;
+        let (Some(url), Some(id)) = (answer["upload_url"].as_str(), answer["file_id"].as_str())
+        else {
+            return Err(platform("files.getUploadURLExternal: no upload_url or file_id".into()));
+        };
+        let form = crate::multipart::Form::new().file(
+            "file",
+            &file.file_name,
+            &file.media_type,
+            &file.bytes,
+        );
+        let response = self
+            .http
+            .post(url)
+            .header("Content-Type", form.content_type())
+            .body(form.bytes())
+            .send()
+            .await
+            .map_err(|e| platform(format!("file upload: {}", e.without_url())))?;
+        if !response.status().is_success() {
+            return Err(platform(format!("file upload: HTTP {}", response.status())));
+        }
+        let mut body =
+            json!({"files": [{"id": id, "title": file.file_name}], "channel_id": channel});
+        if let Some(ts) = thread_ts {
+            body["thread_ts"] = json!(ts);
+        }
+        self.call("files.completeUploadExternal", &self.bot_token, Some(&body)).await.map(|_| ())
+    }
+
+    /// Shows `text` to `user` alone in `channel` (`chat.postEphemeral`).
+    pub async fn post_ephemeral(
+        &self,
+        channel: &str,
+        user: &str,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        let body = json!({ "channel": channel, "user": user, "text": text });
+        self.call("chat.postEphemeral", &self.bot_token, Some(&body)).await.map(|_| ())
+    }
+
     /// POSTs `method` with `token` (a JSON body, or none) and returns the
     /// answer when Slack says `ok`.
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: &str,
         token: &str,

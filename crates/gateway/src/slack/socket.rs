@@ -1,6 +1,7 @@
 //! One Socket Mode connection: acknowledge every envelope by its
 //! `envelope_id` the moment it arrives (Slack resends what is not
-//! acknowledged within 3 seconds), hand `events_api` events to the channel,
+//! acknowledged within 3 seconds), hand `events_api` events and
+//! `interactive` button presses (`block_actions`) to the channel,
 //! and end when Slack sends `disconnect` (it is about to close this
 //! connection; a new one is opened through `apps.connections.open`) or the
 //! connection goes quiet.
@@ -113,6 +114,11 @@ pub async fn run(
                         if let Some(event) = envelope.pointer("/payload/event") {
                             on_event(event.clone());
                         }
+                    }
+                    // A button press: the payload's type (`block_actions`)
+                    // tells it from the events above.
+                    Some("interactive") if envelope["payload"]["type"] == "block_actions" => {
+                        on_event(envelope["payload"].clone());
                     }
                     _ => {}
                 }

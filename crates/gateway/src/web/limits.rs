@@ -13,8 +13,9 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest request head (request line and headers); larger ones get 431.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
-/// Largest WebSocket message from a chat page (a long pasted text).
-pub const MAX_WS_MESSAGE_BYTES: usize = 1024 * 1024;
+/// Largest WebSocket message from a chat page (a long pasted text, or a
+/// pasted image: a 5 MB picture is about 6.7 MB as base64).
+pub const MAX_WS_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 /// Largest single WebSocket frame.
 pub const MAX_WS_FRAME_BYTES: usize = 256 * 1024;
 /// How long a chat page's socket may stay silent (pages reconnect on their own).

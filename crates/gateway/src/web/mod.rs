@@ -1,14 +1,19 @@
 //! The web channel: one HTTP server (loopback by default, token auth) with
-//! the built-in web chat at `/`, its WebSocket at `/ws`, an OpenAI-compatible
+//! the built-in web app at `/` (its files in `app/`, built into the binary),
+//! its WebSocket at `/ws`, its JSON API under `/api/`, an OpenAI-compatible
 //! API at `/v1/chat/completions` and `/v1/models`, and `/health`.
 //!
-//! Every request but `/` and `/health` needs the token: `Authorization:
-//! Bearer TOKEN` for the API, `?token=TOKEN` for the WebSocket (browsers
-//! cannot set its headers). A token holder is the owner: their messages come
-//! from sender `owner`, which the web channel's allow-list lets in by default.
+//! Every request but the app's files and `/health` needs the token:
+//! `Authorization: Bearer TOKEN` for `/api/` and `/v1/`, `?token=TOKEN` for
+//! the WebSocket (browsers cannot set its headers). A token holder is the
+//! owner: their messages come from sender `owner`, which the web channel's
+//! allow-list lets in by default.
 
+mod api;
+mod assets;
 mod limits;
 mod openai;
+mod operate;
 mod queue;
 mod server;
 mod socket;
@@ -16,25 +21,27 @@ mod socket;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_trait::async_trait;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::bus::{Failure, MessageBus, OutboundMessage};
+use crate::approval::{ApprovalPrompt, Decided};
+use crate::bus::{Failure, InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
 use crate::config::{
     DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_WEBSOCKETS,
     DEFAULT_REQUESTS_PER_MINUTE,
 };
+use crate::gateway::Shared;
 use limits::BUSY_RETRY_AFTER_SECS;
 pub use limits::{MAX_BODY_BYTES, Rate, RateLimiter};
 pub use queue::MAX_QUEUED_BYTES;
@@ -42,8 +49,6 @@ use queue::OutQueue;
 
 /// The sender id of whoever holds the web token.
 pub const OWNER: &str = "owner";
-/// The web chat page, plain HTML and JavaScript, no build step.
-const PAGE: &str = include_str!("chat.html");
 
 /// How the web channel is reached.
 #[derive(Debug, Clone)]
@@ -107,6 +112,8 @@ struct WebState {
     bound: Mutex<Option<SocketAddr>>,
     /// Requests by address.
     per_address: Arc<RateLimiter>,
+    /// The running gateway, for the app's sessions and operate views.
+    gateway: OnceLock<Arc<Shared>>,
 }
 
 /// What the handlers share.
@@ -128,6 +135,7 @@ impl WebChannel {
                 pending: Mutex::default(),
                 bound: Mutex::default(),
                 per_address,
+                gateway: OnceLock::new(),
             }),
         }
     }
@@ -195,10 +203,30 @@ impl WebState {
 
     fn router(self: &Arc<Self>, bus: MessageBus) -> Router {
         let app = App { web: self.clone(), bus };
-        let mut router = Router::new()
-            .route("/", get(|| async { Html(PAGE) }))
+        // The token is checked before a body is read, as for `/v1/`.
+        let api = Router::new()
+            .route("/api/sessions", get(api::list_sessions))
+            .route("/api/sessions/{id}", get(api::read_session))
+            .route("/api/sessions/{id}/title", put(api::rename_session))
+            .route("/api/chats/{chat}", get(api::chat_state))
+            .route("/api/status", get(operate::status))
+            .route("/api/cron", get(operate::cron_list).post(operate::cron_add))
+            .route("/api/cron/explain", post(operate::cron_explain))
+            .route("/api/cron/{id}", delete(operate::cron_remove))
+            .route("/api/cron/{id}/run", post(operate::cron_run))
+            .route("/api/cron/{id}/enabled", put(operate::cron_enable))
+            .route("/api/pairing", get(operate::pairing_list))
+            .route("/api/pairing/{channel}/{code}/{decision}", post(operate::pairing_decide))
+            .route("/api/memory", get(operate::memory_read))
+            .route("/api/memory/{which}", put(operate::memory_write))
+            .route("/api/skills", get(operate::skills))
+            .route("/api/usage", get(operate::usage))
+            .route("/api/log", get(operate::log_tail))
+            .route_layer(middleware::from_fn_with_state(app.clone(), require_api_token));
+        let mut router = assets::routes()
             .route("/health", get(health))
-            .route("/ws", get(socket::upgrade));
+            .route("/ws", get(socket::upgrade))
+            .merge(api);
         if self.options.openai_api {
             // The token is checked before the body is read: a stranger's
             // upload is refused without being taken into memory.
@@ -216,6 +244,15 @@ impl WebState {
 async fn require_token(State(app): State<App>, request: Request, next: Next) -> Response {
     if !app.web.bearer_ok(request.headers()) {
         return api_error(StatusCode::UNAUTHORIZED, "bad or missing bearer token");
+    }
+    next.run(request).await
+}
+
+/// Refuses `/api/` requests without the bearer token, before their body is read.
+async fn require_api_token(State(app): State<App>, request: Request, next: Next) -> Response {
+    if !app.web.bearer_ok(request.headers()) {
+        let body = json!({"error": "bad or missing token (Authorization: Bearer TOKEN)"});
+        return (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
     }
     next.run(request).await
 }
@@ -271,6 +308,10 @@ impl Channel for WebChannel {
         "web"
     }
 
+    fn attach(&self, gateway: &Arc<Shared>) {
+        let _ = self.state.gateway.set(gateway.clone());
+    }
+
     async fn start(
         &self,
         bus: MessageBus,
@@ -292,6 +333,50 @@ impl Channel for WebChannel {
             per_address: self.state.per_address.clone(),
         };
         server::serve(listener, router, limits, shutdown).await;
+        Ok(())
+    }
+
+    async fn ask_approval(
+        &self,
+        chat_id: &str,
+        prompt: &ApprovalPrompt,
+    ) -> Result<(), ChannelError> {
+        let frame = json!({
+            "type": "approval",
+            "id": prompt.id,
+            "tool": prompt.tool,
+            "input": prompt.input,
+            "summary": prompt.summary,
+        });
+        if socket::send_to_chat(&self.state, chat_id, &frame) {
+            Ok(())
+        } else {
+            Err(ChannelError::UnknownChat { channel: "web".into(), chat_id: chat_id.into() })
+        }
+    }
+
+    async fn approval_resolved(
+        &self,
+        chat_id: &str,
+        id: &str,
+        outcome: &str,
+    ) -> Result<(), ChannelError> {
+        let frame = json!({"type": "approval_resolved", "id": id, "outcome": outcome});
+        socket::send_to_chat(&self.state, chat_id, &frame);
+        Ok(())
+    }
+
+    async fn answer_decision(
+        &self,
+        decision: &InboundMessage,
+        decided: &Decided,
+        text: &str,
+    ) -> Result<(), ChannelError> {
+        // A decision taken shows as `approval_resolved`; a refused one as an error.
+        if !matches!(decided, Decided::Done { .. }) {
+            let frame = json!({"type": "error", "message": text});
+            socket::send_to_chat(&self.state, &decision.chat_id, &frame);
+        }
         Ok(())
     }
 

@@ -1,11 +1,20 @@
 //! The web chat's WebSocket: JSON frames both ways.
 //!
-//! Client to server: `{"type": "message", "content": "..."}`.
-//! Server to client: `{"type": "ready", "chat": ID}`; `{"type": "event",
+//! Client to server: `{"type": "message", "content": "...", "images":
+//! [{"media_type": "image/png", "data": BASE64}]}` (images optional);
+//! `{"type": "stop"}` cancels the turns this page asked for (the one running
+//! and any waiting); `{"type": "approve", "id", "choice":
+//! "once"|"chat"|"project"|"deny", "reason"}` answers an approval request.
+//! Server to client: `{"type": "ready", "chat": ID, "session": ID}` (the
+//! conversation the page continues; its history is at `/api/sessions/ID`);
+//! `{"type": "event",
 //! "event": AgentEvent}` while the answer is written (text deltas, tool
 //! calls); `{"type": "reply", "content", "reply_to"}` with the final answer;
 //! `{"type": "message", "content"}` for messages the agent sends on its own;
-//! `{"type": "error", "message"}` when a message was not taken.
+//! `{"type": "error", "message"}` when a message was not taken;
+//! `{"type": "approval", "id", "tool", "input", "summary"}` when a tool call
+//! waits for approval, and `{"type": "approval_resolved", "id", "outcome"}`
+//! once it is answered, timed out or cancelled.
 
 use std::net::SocketAddr;
 use std::sync::PoisonError;
@@ -18,11 +27,14 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::limits::{MAX_WS_FRAME_BYTES, MAX_WS_MESSAGE_BYTES, Rate, WS_IDLE_TIMEOUT};
 use super::queue::{OutQueue, out_queue};
 use super::{App, OWNER, WebState};
+use crate::approval::button_command;
 use crate::bus::{EventTap, InboundMessage};
+use crate::sessions::SessionKey;
 
 /// Longest chat id a page may ask for.
 const MAX_CHAT_CHARS: usize = 64;
@@ -71,14 +83,7 @@ pub(super) async fn upgrade(
         return (StatusCode::SERVICE_UNAVAILABLE, why).into_response();
     }
     let open = OpenSocket(app.web.clone());
-    let chat = query
-        .chat
-        .filter(|c| {
-            !c.is_empty()
-                && c.len() <= MAX_CHAT_CHARS
-                && c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
-        })
-        .unwrap_or_else(|| "default".into());
+    let chat = query.chat.filter(|c| valid_chat(c)).unwrap_or_else(|| "default".into());
     let address = peer.ip().to_string();
     ws.max_message_size(MAX_WS_MESSAGE_BYTES).max_frame_size(MAX_WS_FRAME_BYTES).on_upgrade(
         move |socket| async move {
@@ -86,6 +91,13 @@ pub(super) async fn upgrade(
             drop(open);
         },
     )
+}
+
+/// True for a chat id a page may use: 1-64 letters, digits, `-` or `_`.
+pub(super) fn valid_chat(chat: &str) -> bool {
+    !chat.is_empty()
+        && chat.len() <= MAX_CHAT_CHARS
+        && chat.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
 }
 
 async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
@@ -108,7 +120,10 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             }
         }
     });
-    send(&out, json!({"type": "ready", "chat": chat}));
+    let session = app.web.gateway.get().map(|gw| gw.names.current(&SessionKey::new("web", &chat)));
+    send(&out, json!({"type": "ready", "chat": chat, "session": session}));
+    // Cancels every turn this page asked for; replaced after each stop.
+    let mut stop = CancellationToken::new();
     loop {
         // A page that says nothing for WS_IDLE_TIMEOUT is dropped (it
         // reconnects when used), and so is one that stopped reading.
@@ -125,9 +140,40 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             Frame::Close(_) => break,
             _ => continue,
         };
+        let mut images = Vec::new();
         let content = match serde_json::from_str::<Value>(&text) {
             Ok(v) if v["type"] == "message" => {
+                match pasted_images(&v["images"]) {
+                    Ok(found) => images = found,
+                    Err(why) => {
+                        send(&out, json!({"type": "error", "message": why}));
+                        continue;
+                    }
+                }
                 v["content"].as_str().unwrap_or_default().to_string()
+            }
+            // Stop: cancel the turns this page asked for (running or waiting).
+            Ok(v) if v["type"] == "stop" => {
+                stop.cancel();
+                stop = CancellationToken::new();
+                continue;
+            }
+            // An answer travels as the command it stands for, so it is
+            // checked like one typed in any chat (this chat, its owner).
+            Ok(v) if v["type"] == "approve" => {
+                let (id, choice) = (v["id"].as_str().unwrap_or_default(), v["choice"].as_str());
+                let valid = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric());
+                match choice.filter(|c| ["once", "chat", "project", "deny"].contains(c)) {
+                    Some(choice) if valid => {
+                        let reason = v["reason"].as_str().unwrap_or_default().replace('\n', " ");
+                        format!("{} {reason}", button_command(id, choice)).trim().to_string()
+                    }
+                    _ => {
+                        let expected = "expected {\"type\":\"approve\",\"id\":...,\"choice\":\"once\"|\"chat\"|\"project\"|\"deny\"}";
+                        send(&out, json!({"type": "error", "message": expected}));
+                        continue;
+                    }
+                }
             }
             _ => {
                 let expected = "expected {\"type\":\"message\",\"content\":...}";
@@ -135,7 +181,7 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
                 continue;
             }
         };
-        if content.trim().is_empty() {
+        if content.trim().is_empty() && images.is_empty() {
             continue;
         }
         if let Rate::Limited { retry_after_secs, .. } = app.web.per_address.check(&address) {
@@ -149,7 +195,12 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         let tap = EventTap::new(move |event| {
             send(&events_to, json!({"type": "event", "event": event}));
         });
-        let message = InboundMessage::new("web", OWNER, chat.clone(), content).with_tap(tap);
+        let mut message = InboundMessage::new("web", OWNER, chat.clone(), content)
+            .with_tap(tap)
+            .with_cancel(stop.child_token());
+        for image in &images {
+            crate::media::attach(&mut message, image);
+        }
         if let Err(e) = app.bus.publish(message) {
             send(&out, json!({"type": "error", "message": e.to_string()}));
         }
@@ -162,6 +213,41 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             sockets.remove(&chat);
         }
     }
+}
+
+/// The images of a message frame (`[{"media_type", "data": base64}]`):
+/// only PNG, JPEG, GIF and WebP, checked by their bytes.
+fn pasted_images(list: &Value) -> Result<Vec<crate::media::Attachment>, String> {
+    use base64::Engine;
+    let Some(list) = list.as_array() else { return Ok(Vec::new()) };
+    list.iter()
+        .enumerate()
+        .map(|(i, image)| {
+            let data = image["data"].as_str().unwrap_or_default();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(|_| format!("image {}: data is not base64", i + 1))?;
+            let file = crate::media::Attachment {
+                name: format!("pasted-{}", i + 1),
+                media_type: image["media_type"].as_str().unwrap_or_default().to_string(),
+                bytes,
+            };
+            match file.image_type() {
+                Some(t) => Ok(crate::media::Attachment { media_type: t.to_string(), ..file }),
+                None => Err(format!("image {}: not a PNG, JPEG, GIF or WebP image", i + 1)),
+            }
+        })
+        .collect()
+}
+
+/// Queues a frame for every page open on `chat`; false when none is.
+pub(super) fn send_to_chat(app: &WebState, chat: &str, frame: &Value) -> bool {
+    let mut sockets = app.sockets.lock().unwrap_or_else(PoisonError::into_inner);
+    let text = frame.to_string();
+    sockets.get_mut(chat).is_some_and(|list| {
+        list.retain(|queue| queue.push(text.clone(), text.len()));
+        !list.is_empty()
+    })
 }
 
 /// Queues a frame for the page; a page too far behind is being disconnected.

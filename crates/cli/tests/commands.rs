@@ -1,0 +1,74 @@
+//! End-to-end: custom slash commands from Markdown files, in one-shot runs
+//! and the REPL: arguments, `allowed-tools` for that request only, `!`cmd``.
+
+mod common;
+
+use common::{Env, Wire, run, tool_results};
+use ferroclaw_testkit::{Step, Turn};
+use serde_json::json;
+
+const RELEASE: &str = "---
+description: Tag a release
+argument-hint: [version] [note]
+allowed-tools: Bash(touch:*), Bash(echo:*)
+---
+Tag release $1 ($ARGUMENTS). Branch: !`echo on-main`
+";
+
+fn touch(file: &str) -> Vec<Step> {
+    vec![
+        Turn::tool("bash", json!({"command": format!("touch {file}")})).into(),
+        Turn::text("done").into(),
+    ]
+}
+
+fn env_with(script: Vec<Step>) -> Env {
+    let env = Env::new(Wire::Anthropic, script);
+    std::fs::create_dir_all(env.home.path().join("commands")).unwrap();
+    std::fs::write(env.home.path().join("commands/release.md"), RELEASE).unwrap();
+    env
+}
+
+/// The text of the first user message of request `i`.
+fn first_prompt(env: &Env, i: usize) -> String {
+    let body = env.request_body(i);
+    let user = body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").cloned();
+    user.unwrap()["content"].to_string()
+}
+
+#[test]
+fn a_command_fills_in_its_arguments_and_grants_its_allowed_tools_in_one_shot() {
+    let env = env_with(touch("v1.2"));
+    let (code, _, stderr) = run(&mut env.oneshot("/release v1.2 \"first cut\"", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let prompt = first_prompt(&env, 0);
+    assert!(prompt.contains("Tag release v1.2 (v1.2 \\\"first cut\\\")"), "{prompt}");
+    assert!(prompt.contains("Branch: on-main"), "!`cmd` output replaces it: {prompt}");
+    assert!(env.ws().join("v1.2").exists(), "allowed-tools let the touch run without asking");
+    assert!(!tool_results(&env.request_body(1))[0].1);
+}
+
+#[test]
+fn allowed_tools_last_one_request_and_commands_show_in_help() {
+    let env = env_with([touch("first"), touch("second")].concat());
+    let (code, stdout, stderr) =
+        run(env.cmd().write_stdin("/help\n/release v2\nagain\nn\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("/release [version] [note]  Tag a release"), "{stdout}");
+    assert!(env.ws().join("first").exists(), "the command's request may touch");
+    assert!(!env.ws().join("second").exists(), "the next request asks again (answered no)");
+    assert!(stderr.contains("? allow bash(touch second)?"), "{stderr}");
+}
+
+#[test]
+fn a_command_that_is_not_allowed_to_run_a_shell_span_says_so_instead() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into()]);
+    std::fs::create_dir_all(env.ws().join(".claude/commands/git")).unwrap();
+    std::fs::write(env.ws().join(".claude/commands/git/wipe.md"), "Wipe: !`touch wiped`\n")
+        .unwrap();
+    let (code, _, stderr) = run(&mut env.oneshot("/git:wipe", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!env.ws().join("wiped").exists(), "!`cmd` goes through the permission check");
+    let prompt = first_prompt(&env, 0);
+    assert!(prompt.contains("not run"), "{prompt}");
+}

@@ -1,0 +1,296 @@
+//! Where the loop calls the user's hooks ([`crate::hooks`]): one small
+//! function per point, so the loop reads `self.hook_pre_tool(..)` and the
+//! rules of each event live here. Every hook run is an entry in the session
+//! file; what a hook says to the user arrives as a non-fatal error event.
+
+use std::sync::Arc;
+
+use ferroclaw_protocol::{AgentEvent, ContentBlock, Message, ResultPart, ToolCall};
+use ferroclaw_tools::ToolOutput;
+use serde_json::{Value, json};
+
+use super::{Agent, EventSink, emit};
+use crate::clock;
+use crate::hooks::{Common, HookEvent, HookOutcome, Hooks, PermissionAnswer, claude_tool_name};
+use crate::permission::PermissionMode;
+use crate::session::Entry;
+
+/// The hooks an agent runs, and where it is in its life.
+#[derive(Debug, Clone, Default)]
+pub struct HookState {
+    pub(super) hooks: Arc<Hooks>,
+    /// SessionStart ran (once, before the first request).
+    pub(super) started: bool,
+    /// For a sub-agent, its type: its end is SubagentStop, not Stop.
+    pub(super) subagent: Option<String>,
+}
+
+/// What PreToolUse hooks decided about a call.
+pub(super) enum PreTool {
+    /// Run it with this input (rewritten or not), the hooks' permission say
+    /// (if any) weighed with the rules.
+    Go { input: Value, permission: Option<PermissionAnswer> },
+    /// Do not run it; the reason goes to the model.
+    Blocked(String),
+}
+
+impl Agent {
+    /// Sets the hooks this agent runs; `subagent` names a sub-agent's type.
+    pub fn set_hooks(&mut self, hooks: Arc<Hooks>, subagent: Option<String>) {
+        self.hook_state = HookState { hooks, started: false, subagent };
+    }
+
+    /// The hooks this agent runs.
+    pub fn hooks(&self) -> &Arc<Hooks> {
+        &self.hook_state.hooks
+    }
+
+    fn hook_common(&self) -> Common {
+        let mode = match self.permissions.mode() {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "acceptEdits",
+            PermissionMode::Bypass => "bypassPermissions",
+            PermissionMode::Plan => "plan",
+        };
+        Common {
+            session_id: self.session.meta().id.clone(),
+            transcript_path: self.session.path().to_path_buf(),
+            cwd: self.workspace.clone(),
+            permission_mode: mode.into(),
+        }
+    }
+
+    /// Runs `event`'s hooks, books each run in the session file and shows
+    /// the user what they said; `None` when no hook listens.
+    async fn run_hooks(
+        &mut self,
+        event: HookEvent,
+        subject: &[&str],
+        fields: Value,
+        events: &EventSink,
+    ) -> Option<HookOutcome> {
+        if !self.hook_state.hooks.has(event) {
+            return None;
+        }
+        let hooks = self.hook_state.hooks.clone();
+        let outcome = hooks.run(event, subject, &self.hook_common(), fields).await;
+        for run in &outcome.runs {
+            self.log(Entry::Hook {
+                ts: clock::unix_seconds(),
+                event: event.name().to_string(),
+                command: run.command.clone(),
+                exit_code: run.exit_code,
+                result: run.result.clone(),
+                duration_ms: run.duration_ms,
+            });
+        }
+        for notice in &outcome.notices {
+            emit(events, AgentEvent::Error { message: format!("hook: {notice}"), fatal: false });
+        }
+        Some(outcome)
+    }
+
+    /// Before a request: SessionStart once (SubagentStart for a sub-agent),
+    /// then UserPromptSubmit. Context
+    /// they add joins the request; `Err` (for the user) when a hook blocked
+    /// the prompt, which then is not sent.
+    pub(super) async fn hook_prompt(
+        &mut self,
+        prompt: &str,
+        input: &mut Message,
+        events: &EventSink,
+    ) -> Result<(), String> {
+        if let Some(kind) = self.hook_state.subagent.clone() {
+            // A sub-agent's prompt comes from its parent, not the user.
+            if !self.hook_state.started {
+                self.hook_state.started = true;
+                let id = self.session.meta().id.clone();
+                let start = json!({"agent_type": kind, "agent_id": id});
+                let out = self.run_hooks(HookEvent::SubagentStart, &[&kind], start, events).await;
+                add_context(input, &out.map(|o| o.context).unwrap_or_default());
+            }
+            return Ok(());
+        }
+        if !self.hook_state.started {
+            self.hook_state.started = true;
+            let source = if self.messages.is_empty() { "startup" } else { "resume" };
+            let start = json!({"source": source});
+            if let Some(out) =
+                self.run_hooks(HookEvent::SessionStart, &[source], start, events).await
+            {
+                add_context(input, &out.context);
+            }
+        }
+        let fields = json!({"prompt": prompt});
+        let Some(out) = self.run_hooks(HookEvent::UserPromptSubmit, &[], fields, events).await
+        else {
+            return Ok(());
+        };
+        if let Some(reason) = out.blocked.or(out.stop) {
+            return Err(format!("the prompt was blocked by a UserPromptSubmit hook: {reason}"));
+        }
+        add_context(input, &out.context);
+        Ok(())
+    }
+
+    /// PreToolUse: may block the call, rewrite its input, or decide its permission.
+    pub(super) async fn hook_pre_tool(
+        &mut self,
+        call: &ToolCall,
+        name: &str,
+        events: &EventSink,
+    ) -> PreTool {
+        let subject = tool_names(name);
+        let fields = tool_fields(call, name, &call.input);
+        let Some(out) = self.run_hooks(HookEvent::PreToolUse, &subject, fields, events).await
+        else {
+            return PreTool::Go { input: call.input.clone(), permission: None };
+        };
+        if let Some(reason) = out.blocked.or(out.stop) {
+            return PreTool::Blocked(format!("blocked by a PreToolUse hook: {reason}"));
+        }
+        if let Some(PermissionAnswer::Deny(reason)) = &out.permission {
+            return PreTool::Blocked(format!("denied by a PreToolUse hook: {reason}"));
+        }
+        PreTool::Go {
+            input: out.updated_input.unwrap_or_else(|| call.input.clone()),
+            permission: out.permission,
+        }
+    }
+
+    /// PermissionRequest (and a Notification) when a call would ask the user:
+    /// `Some` when a hook answered for them (an allow may rewrite the input).
+    pub(super) async fn hook_permission_request(
+        &mut self,
+        call: &ToolCall,
+        name: &str,
+        input: &Value,
+        events: &EventSink,
+    ) -> Option<Result<Option<Value>, String>> {
+        let subject = tool_names(name);
+        let fields = tool_fields(call, name, input);
+        let answer =
+            match self.run_hooks(HookEvent::PermissionRequest, &subject, fields, events).await {
+                Some(out) if out.blocked.is_some() => Some(Err(format!(
+                    "denied by a PermissionRequest hook: {}",
+                    out.blocked.unwrap_or_default()
+                ))),
+                Some(out) => match out.permission {
+                    Some(PermissionAnswer::Allow) => Some(Ok(out.updated_input)),
+                    Some(PermissionAnswer::Deny(reason)) => {
+                        Some(Err(format!("denied by a PermissionRequest hook: {reason}")))
+                    }
+                    _ => None,
+                },
+                None => None,
+            };
+        if answer.is_none() {
+            let shown = claude_tool_name(name).unwrap_or(name);
+            let fields = json!({
+                "message": format!("ferroclaw needs your permission to use {shown}"),
+                "notification_type": "permission_prompt",
+            });
+            self.run_hooks(HookEvent::Notification, &["permission_prompt"], fields, events).await;
+        }
+        answer
+    }
+
+    /// PostToolUse (or PostToolUseFailure) after a call ran: what the hooks
+    /// say back (a block's reason, added context) is added to the result the
+    /// model reads.
+    pub(super) async fn hook_post_tool(
+        &mut self,
+        call: &ToolCall,
+        name: &str,
+        input: &Value,
+        output: &mut ToolOutput,
+        events: &EventSink,
+    ) {
+        let mut fields = tool_fields(call, name, input);
+        let event = if output.is_error {
+            fields["error"] = output.joined_text().into();
+            HookEvent::PostToolUseFailure
+        } else {
+            fields["tool_response"] = json!({"content": output.joined_text()});
+            HookEvent::PostToolUse
+        };
+        let subject = tool_names(name);
+        let Some(out) = self.run_hooks(event, &subject, fields, events).await else { return };
+        let label = event.name();
+        if let Some(reason) = out.blocked.or(out.stop) {
+            output.content.push(ResultPart::Text { text: format!("[{label} hook] {reason}") });
+        }
+        for context in out.context {
+            output.content.push(ResultPart::Text { text: format!("[{label} hook] {context}") });
+        }
+    }
+
+    /// Stop (or SubagentStop) when the model answered: `Some(reason)` when a
+    /// hook wants the model to go on, with that reason as its next input.
+    pub(super) async fn hook_stop(&mut self, active: bool, events: &EventSink) -> Option<String> {
+        let (event, mut fields) = match &self.hook_state.subagent {
+            Some(kind) => (HookEvent::SubagentStop, json!({"agent_type": kind})),
+            None => (HookEvent::Stop, json!({})),
+        };
+        fields["stop_hook_active"] = active.into();
+        let kind = self.hook_state.subagent.clone().unwrap_or_default();
+        let out = self.run_hooks(event, &[kind.as_str()], fields, events).await?;
+        if out.stop.is_some() {
+            return None;
+        }
+        out.blocked.map(|reason| format!("[{} hook] {reason}", event.name()))
+    }
+
+    /// PreCompact / PostCompact around a compaction (`manual` when asked for).
+    pub(super) async fn hook_compact(
+        &mut self,
+        event: HookEvent,
+        trigger: &str,
+        events: &EventSink,
+    ) {
+        let fields = json!({"trigger": trigger, "custom_instructions": ""});
+        self.run_hooks(event, &[trigger], fields, events).await;
+    }
+
+    /// SessionEnd, from [`Agent::finish`] when the session ran a request:
+    /// its hooks cannot stop anything, and what they say goes to the log.
+    pub(super) async fn hook_session_end(&mut self, reason: &str) {
+        if !self.hook_state.started || self.hook_state.subagent.is_some() {
+            return;
+        }
+        let (events, _unheard) = tokio::sync::mpsc::unbounded_channel();
+        let fields = json!({"reason": reason});
+        if let Some(out) = self.run_hooks(HookEvent::SessionEnd, &[reason], fields, &events).await {
+            for notice in out.notices {
+                tracing::warn!("hook: {notice}");
+            }
+        }
+        if let Err(e) = self.session.commit().await {
+            tracing::error!("{e}");
+        }
+    }
+}
+
+/// A tool's names for matchers: ours and Claude Code's (`bash`, `Bash`).
+fn tool_names(name: &str) -> Vec<&str> {
+    let mut names = vec![name];
+    names.extend(claude_tool_name(name));
+    names
+}
+
+/// The tool fields of a hook input; `tool_name` is Claude Code's name where
+/// there is one, so scripts written for it work.
+fn tool_fields(call: &ToolCall, name: &str, input: &Value) -> Value {
+    json!({
+        "tool_name": claude_tool_name(name).unwrap_or(name),
+        "tool_input": input,
+        "tool_use_id": call.id,
+    })
+}
+
+/// Adds hook context to a user message, marked as coming from hooks.
+fn add_context(input: &mut Message, context: &[String]) {
+    for text in context {
+        input.content.push(ContentBlock::text(format!("<hook-context>\n{text}\n</hook-context>")));
+    }
+}

@@ -1,0 +1,346 @@
+//! Custom slash commands, as Claude Code has them: Markdown files in
+//! `.agent/commands/`, `.claude/commands/` and `$FERROCLAW_HOME/commands/`
+//! (a subfolder makes a namespace: `frontend/test.md` is `/frontend:test`).
+//! Frontmatter may give `description`, `argument-hint`, `allowed-tools`
+//! (granted for that request only) and `model`; the body may use
+//! `$ARGUMENTS`, `$1`..`$9`, `@file` mentions and `` !`cmd` `` (the
+//! command's output, run only if the permission rules allow it or the user
+//! says yes: see [`crate::Agent::command_prompt`]).
+//!
+//! ```
+//! use ferroclaw_core::commands::CustomCommand;
+//! let cmd = CustomCommand::parse("fix", "---\ndescription: Fix an issue\n---\nFix issue #$1: $ARGUMENTS\n").unwrap();
+//! assert_eq!(cmd.description, "Fix an issue");
+//! assert_eq!(cmd.expand_arguments("42 in the parser"), "Fix issue #42: 42 in the parser\n");
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::frontmatter;
+
+/// Deepest subfolder read for namespaces.
+const MAX_DEPTH: usize = 3;
+
+/// One custom command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomCommand {
+    /// As typed after `/`: `review`, `frontend:test`.
+    pub name: String,
+    /// Frontmatter `description`, else the body's first line.
+    pub description: String,
+    /// Frontmatter `argument-hint` (`[issue-number]`).
+    pub argument_hint: Option<String>,
+    /// Permission rules granted while the command's request runs
+    /// (`Bash(git add:*)`, `Read`); empty for an untrusted project's command.
+    pub allowed_tools: Vec<String>,
+    /// `PROVIDER/MODEL` for the command's request.
+    pub model: Option<String>,
+    pub body: String,
+    /// The file, for messages.
+    pub path: PathBuf,
+}
+
+impl CustomCommand {
+    /// Reads a command file's text.
+    pub fn parse(name: &str, text: &str) -> Result<CustomCommand, String> {
+        let doc = match frontmatter::parse(text) {
+            Ok(doc) => doc,
+            // Claude Code's own examples (`argument-hint: [pr] [priority]`)
+            // are not YAML; read such blocks as plain `key: value` lines.
+            Err(frontmatter::FrontmatterError::Yaml(e)) => plain_frontmatter(text).ok_or(e)?,
+            Err(e) => return Err(e.to_string()),
+        };
+        let field = |k: &str| match doc.fields.get(k)? {
+            Value::String(s) => Some(s.clone()),
+            // `argument-hint: [message]` is a YAML list: shown as written.
+            Value::Array(items) => Some(
+                items
+                    .iter()
+                    .map(|v| {
+                        format!("[{}]", v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            Value::Null => None,
+            other => Some(other.to_string()),
+        };
+        let allowed_tools = match doc.fields.get("allowed-tools") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => split_tools(s),
+            Some(Value::Array(items)) => {
+                items.iter().filter_map(Value::as_str).map(|s| s.trim().to_string()).collect()
+            }
+            Some(_) => return Err("allowed-tools must be a string or a list".into()),
+        };
+        for rule in &allowed_tools {
+            crate::permission::Rule::parse(rule).map_err(|e| format!("allowed-tools: {e}"))?;
+        }
+        let first_line = doc.body.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+        Ok(CustomCommand {
+            name: name.to_string(),
+            description: field("description").unwrap_or_else(|| first_line.to_string()),
+            argument_hint: field("argument-hint"),
+            allowed_tools,
+            model: field("model"),
+            body: doc.body,
+            path: PathBuf::new(),
+        })
+    }
+
+    /// The body with `$ARGUMENTS` (everything typed after the name) and
+    /// `$1`..`$9` (its words; quotes group) filled in.
+    pub fn expand_arguments(&self, args: &str) -> String {
+        let words = split_words(args);
+        let mut out = String::with_capacity(self.body.len() + args.len());
+        let mut rest = self.body.as_str();
+        while let Some(i) = rest.find('$') {
+            out.push_str(&rest[..i]);
+            let after = &rest[i + 1..];
+            if let Some(tail) = after.strip_prefix("ARGUMENTS") {
+                out.push_str(args.trim());
+                rest = tail;
+            } else if let Some(d) = after.chars().next().filter(|c| ('1'..='9').contains(c)) {
+                let n = d as usize - '1' as usize;
+                out.push_str(words.get(n).map_or("", String::as_str));
+                rest = &after[1..];
+            } else {
+                out.push('$');
+                rest = after;
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// Every custom command for `workspace`, first found wins by name:
+/// `.agent/commands`, `.claude/commands`, `$FERROCLAW_HOME/commands`,
+/// `~/.claude/commands`. A project's commands still work in an untrusted
+/// workspace, but their `allowed-tools` are not granted. Returns the
+/// commands (by name) and the files that could not be read.
+pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>, Vec<String>) {
+    let claude_home = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")));
+    let mut roots = vec![
+        (workspace.join(".agent").join("commands"), true),
+        (workspace.join(".claude").join("commands"), true),
+        (home.join("commands"), false),
+    ];
+    roots.extend(claude_home.map(|c| (c.join("commands"), false)));
+    let mut commands: Vec<CustomCommand> = Vec::new();
+    let mut problems = Vec::new();
+    for (root, in_project) in roots {
+        let mut files = Vec::new();
+        collect(&root, &root, 0, &mut files);
+        files.sort();
+        for (name, path) in files {
+            if commands.iter().any(|c| c.name == name) {
+                continue;
+            }
+            let parsed = std::fs::read_to_string(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| CustomCommand::parse(&name, &text));
+            match parsed {
+                Ok(mut cmd) => {
+                    if in_project && !trusted {
+                        cmd.allowed_tools.clear();
+                    }
+                    cmd.path = path;
+                    commands.push(cmd);
+                }
+                Err(e) => problems.push(format!("{}: {e}", path.display())),
+            }
+        }
+    }
+    commands.sort_by(|a, b| a.name.cmp(&b.name));
+    (commands, problems)
+}
+
+/// The command a typed line calls (`/review src` -> `review`, `"src"`), if any.
+pub fn find<'a>(
+    commands: &'a [CustomCommand],
+    line: &'a str,
+) -> Option<(&'a CustomCommand, &'a str)> {
+    let rest = line.trim_start().strip_prefix('/')?;
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    commands.iter().find(|c| c.name == name).map(|c| (c, args.trim()))
+}
+
+/// The `` !`cmd` `` spans of a text, as (span, command).
+pub fn shell_spans(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("!`") {
+        let after = &rest[i + 2..];
+        let Some(end) = after.find('`') else { break };
+        let command = &after[..end];
+        if !command.trim().is_empty() {
+            out.push((format!("!`{command}`"), command.trim().to_string()));
+        }
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+/// A frontmatter block read as `key: value` lines, when it is not YAML.
+fn plain_frontmatter(text: &str) -> Option<frontmatter::Document> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    if lines.next()?.trim_end() != "---" {
+        return None;
+    }
+    let mut fields = serde_json::Map::new();
+    let mut consumed = text.split_inclusive('\n').next()?.len();
+    for line in lines {
+        consumed += line.len();
+        if line.trim_end() == "---" {
+            let body = text[consumed..].trim_start_matches(['\n', '\r']).to_string();
+            return Some(frontmatter::Document { fields, body, has_frontmatter: true });
+        }
+        if let Some((key, value)) = line.split_once(':') {
+            fields.insert(key.trim().to_string(), Value::String(value.trim().to_string()));
+        }
+    }
+    None
+}
+
+/// `*.md` files under `dir`, named `sub:dir:stem`.
+fn collect(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, PathBuf)>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() && depth < MAX_DEPTH {
+            collect(root, &path, depth + 1, out);
+        } else if path.extension().is_some_and(|x| x == "md") {
+            let rel = path.strip_prefix(root).unwrap_or(&path).with_extension("");
+            let name: Vec<String> =
+                rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+            out.push((name.join(":"), path));
+        }
+    }
+}
+
+/// `Bash(git add:*), Read` -> two rules (commas inside parentheses stay).
+fn split_tools(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut current = String::new();
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    out.push(current);
+    out.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+/// Words of an argument string; `"quoted words"` stay one.
+fn split_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut quote = None;
+    for c in text.chars() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => {
+                if !current.is_empty() {
+                    out.push(std::mem::take(&mut current));
+                }
+            }
+            (_, c) => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_fill_dollar_arguments_and_positions() {
+        let cmd = CustomCommand::parse("x", "Review $1 for $2 ($ARGUMENTS), cost $5$\n").unwrap();
+        assert_eq!(
+            cmd.expand_arguments("src/lib.rs \"security bugs\""),
+            "Review src/lib.rs for security bugs (src/lib.rs \"security bugs\"), cost $\n"
+        );
+    }
+
+    #[test]
+    fn frontmatter_gives_hint_tools_and_model_and_the_first_line_describes_otherwise() {
+        let text = "---\nargument-hint: [file]\nallowed-tools: Bash(git add:*), Bash(git status:*), Read\nmodel: anthropic/claude-haiku\n---\n\nCommit the work.\n";
+        let cmd = CustomCommand::parse("commit", text).unwrap();
+        assert_eq!(cmd.description, "Commit the work.");
+        assert_eq!(cmd.argument_hint.as_deref(), Some("[file]"));
+        assert_eq!(cmd.allowed_tools, ["Bash(git add:*)", "Bash(git status:*)", "Read"]);
+        assert_eq!(cmd.model.as_deref(), Some("anthropic/claude-haiku"));
+        assert!(CustomCommand::parse("bad", "---\nallowed-tools: Bash(\n---\nx").is_err());
+    }
+
+    #[test]
+    fn claude_codes_argument_hints_read_whether_or_not_they_are_yaml() {
+        let list = CustomCommand::parse("a", "---\nargument-hint: [message]\n---\nx").unwrap();
+        assert_eq!(list.argument_hint.as_deref(), Some("[message]"));
+        let text =
+            "---\nargument-hint: [pr-number] [priority]\ndescription: Review\n---\nReview $1\n";
+        let plain = CustomCommand::parse("b", text).unwrap();
+        assert_eq!(plain.argument_hint.as_deref(), Some("[pr-number] [priority]"));
+        assert_eq!((plain.description.as_str(), plain.body.as_str()), ("Review", "Review $1\n"));
+    }
+
+    #[test]
+    fn folders_namespace_commands_and_the_project_wins_but_untrusted_gets_no_tools() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let write = |p: PathBuf, t: &str| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, t).unwrap();
+        };
+        write(ws.path().join(".claude/commands/frontend/test.md"), "Run the tests\n");
+        write(
+            ws.path().join(".agent/commands/deploy.md"),
+            "---\nallowed-tools: Bash\n---\nProject deploy\n",
+        );
+        write(home.path().join("commands/deploy.md"), "Home deploy\n");
+        write(home.path().join("commands/notes.txt"), "not a command");
+        let (cmds, problems) = load(ws.path(), home.path(), false);
+        assert!(problems.is_empty(), "{problems:?}");
+        let names: Vec<&str> = cmds.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["deploy", "frontend:test"]);
+        assert_eq!(cmds[0].description, "Project deploy");
+        assert!(cmds[0].allowed_tools.is_empty(), "an untrusted project grants nothing");
+        let (cmds, _) = load(ws.path(), home.path(), true);
+        assert_eq!(cmds[0].allowed_tools, ["Bash"]);
+        assert_eq!(
+            find(&cmds, "/frontend:test now").map(|(c, a)| (c.name.as_str(), a)),
+            Some(("frontend:test", "now"))
+        );
+        assert!(find(&cmds, "/nope").is_none());
+    }
+
+    #[test]
+    fn shell_spans_are_found() {
+        assert_eq!(
+            shell_spans("Status: !`git status` and !`git diff HEAD` done, `plain`"),
+            vec![
+                ("!`git status`".to_string(), "git status".to_string()),
+                ("!`git diff HEAD`".to_string(), "git diff HEAD".to_string())
+            ]
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! Where hooks are written and how they are read: Claude Code's `hooks`
+//! object, unchanged, in `settings.json` files, and the same shape as TOML
+//! under `[hooks]` in our `config.toml`.
+//!
+//! ```toml
+//! [[hooks.PreToolUse]]
+//! matcher = "Bash"
+//! [[hooks.PreToolUse.hooks]]
+//! type = "command"
+//! command = "~/.ferroclaw/hooks/no-rm.sh"
+//! timeout = 10
+//! fail_closed = true
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::{HookError, HookEvent};
+
+/// Default seconds a hook command may run (Claude Code's default).
+pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+
+/// The `hooks` object of one file: event name -> matcher groups, as written.
+pub type HookTable = BTreeMap<String, Vec<MatcherGroup>>;
+
+/// One matcher with the hooks it runs.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct MatcherGroup {
+    /// Tool names (`Bash`, `Edit|Write`) or a regex (`mcp__.*`); empty or
+    /// `*` matches everything. Events without tools match on their subject
+    /// (SessionStart's source, Notification's type, PreCompact's trigger).
+    #[serde(default)]
+    pub matcher: Option<String>,
+    #[serde(default)]
+    pub hooks: Vec<HookSpec>,
+    /// The file it was read from, once tables of several files are merged.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// One hook as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct HookSpec {
+    /// Only `command` runs; other types are reported and skipped.
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Seconds (default [`DEFAULT_TIMEOUT_SECS`]).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// A crash, timeout or unreadable answer blocks instead of letting the
+    /// action through (ours; Claude Code lets them fall through).
+    #[serde(default, alias = "failClosed")]
+    pub fail_closed: bool,
+}
+
+/// A hook ready to run.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    pub event: HookEvent,
+    pub matcher: Matcher,
+    pub command: String,
+    pub timeout_secs: f64,
+    pub fail_closed: bool,
+    /// The file it came from, for messages and the session file.
+    pub source: PathBuf,
+}
+
+/// What a matcher accepts.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    Any,
+    /// Exact names, from `Bash` or `Edit|Write`.
+    Names(Vec<String>),
+    /// Anything else is a regex over the whole name.
+    Regex(Regex),
+}
+
+impl Matcher {
+    /// Reads a matcher as Claude Code does: empty or `*` for all, plain names
+    /// separated by `|`, else a regular expression.
+    pub fn parse(text: Option<&str>) -> Result<Matcher, String> {
+        let text = text.map(str::trim).unwrap_or("");
+        if text.is_empty() || text == "*" {
+            return Ok(Matcher::Any);
+        }
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '|';
+        if text.chars().all(plain) {
+            return Ok(Matcher::Names(text.split('|').map(str::to_string).collect()));
+        }
+        Regex::new(&format!("^(?:{text})$"))
+            .map(Matcher::Regex)
+            .map_err(|e| format!("matcher {text:?} is not a valid regex: {e}"))
+    }
+
+    /// The matcher as written (`*` for all).
+    pub fn describe(&self) -> String {
+        match self {
+            Matcher::Any => "*".into(),
+            Matcher::Names(list) => list.join("|"),
+            Matcher::Regex(re) => {
+                let text = re.as_str();
+                text.strip_prefix("^(?:").and_then(|t| t.strip_suffix(")$")).unwrap_or(text).into()
+            }
+        }
+    }
+
+    /// True when any of `names` (a tool's own name and its Claude Code name)
+    /// is accepted.
+    pub fn accepts(&self, names: &[&str]) -> bool {
+        match self {
+            Matcher::Any => true,
+            Matcher::Names(list) => names.iter().any(|n| list.iter().any(|m| m == n)),
+            Matcher::Regex(re) => names.iter().any(|n| re.is_match(n)),
+        }
+    }
+}
+
+/// Claude Code's settings files, in the order their hooks run: the user's,
+/// then the project's, then the project's local one.
+pub fn claude_files(workspace: &Path) -> (PathBuf, [PathBuf; 2]) {
+    (
+        claude_home().join("settings.json"),
+        [
+            workspace.join(".claude").join("settings.json"),
+            workspace.join(".claude").join("settings.local.json"),
+        ],
+    )
+}
+
+/// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+fn claude_home() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".claude")
+}
+
+/// The `hooks` object of a Claude Code settings file; `None` when the file
+/// does not exist or has no hooks. Other keys of the file are not ours and
+/// are left alone.
+pub fn read_claude_file(path: &Path) -> Result<Option<HookTable>, HookError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(HookError::Bad { path: path.to_path_buf(), message: e.to_string() }),
+    };
+    let bad = |message: String| HookError::Bad { path: path.to_path_buf(), message };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+    match value.get("hooks") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(hooks) => serde_json::from_value(hooks.clone())
+            .map(Some)
+            .map_err(|e| bad(format!("\"hooks\": {e}"))),
+    }
+}
+
+/// The hooks of one table, checked, in written order.
+pub fn compile(table: &HookTable, source: &Path) -> Result<Vec<Hook>, HookError> {
+    let bad = |message: String| HookError::Bad { path: source.to_path_buf(), message };
+    let mut out = Vec::new();
+    for (name, groups) in table {
+        let event = HookEvent::parse(name).ok_or_else(|| {
+            bad(format!("unknown hook event {name:?}; known: {}", HookEvent::names().join(", ")))
+        })?;
+        for group in groups {
+            let source = group.source.as_deref().unwrap_or(source);
+            let bad = |message: String| HookError::Bad { path: source.to_path_buf(), message };
+            let matcher = Matcher::parse(group.matcher.as_deref()).map_err(bad)?;
+            for spec in &group.hooks {
+                if spec.kind != "command" {
+                    return Err(bad(format!(
+                        "{name}: hook type {:?} is not supported; use \"command\"",
+                        spec.kind
+                    )));
+                }
+                let command = spec
+                    .command
+                    .clone()
+                    .filter(|c| !c.trim().is_empty())
+                    .ok_or_else(|| bad(format!("{name}: a command hook needs \"command\"")))?;
+                let timeout_secs = spec.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+                if !timeout_secs.is_finite() || timeout_secs <= 0.0 {
+                    return Err(bad(format!("{name}: timeout must be a positive number")));
+                }
+                out.push(Hook {
+                    event,
+                    matcher: matcher.clone(),
+                    command,
+                    timeout_secs,
+                    fail_closed: spec.fail_closed,
+                    source: source.to_path_buf(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Notes which file each group of `table` came from.
+pub fn mark_source(table: &mut HookTable, source: &Path) {
+    for group in table.values_mut().flatten() {
+        group.source.get_or_insert_with(|| source.to_path_buf());
+    }
+}
+
+/// Lays `later`'s groups after `earlier`'s, event by event.
+pub fn append(earlier: &mut HookTable, later: HookTable) {
+    for (event, groups) in later {
+        earlier.entry(event).or_default().extend(groups);
+    }
+}
+
+/// The events with hooks in `table`, for notes (`PreToolUse, Stop`).
+pub fn describe(table: &HookTable) -> String {
+    table.keys().cloned().collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matchers_read_as_claude_code_reads_them() {
+        assert!(Matcher::parse(None).unwrap().accepts(&["anything"]));
+        assert!(Matcher::parse(Some("*")).unwrap().accepts(&["anything"]));
+        let list = Matcher::parse(Some("Edit|Write")).unwrap();
+        assert!(list.accepts(&["write", "Write"]) && !list.accepts(&["bash", "Bash"]));
+        assert!(!Matcher::parse(Some("Bash")).unwrap().accepts(&["BashOutput"]), "exact names");
+        let re = Matcher::parse(Some("mcp__.*")).unwrap();
+        assert!(re.accepts(&["mcp__github__search"]) && !re.accepts(&["bash"]));
+        assert!(Matcher::parse(Some("(")).is_err());
+    }
+
+    #[test]
+    fn toml_and_json_hooks_have_the_same_shape() {
+        let toml: toml::Table = toml::from_str(
+            "[[PreToolUse]]\nmatcher = \"Bash\"\n[[PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"x\"\nfail_closed = true\n",
+        )
+        .unwrap();
+        let from_toml: HookTable = toml.try_into().unwrap();
+        let from_json: HookTable = serde_json::from_str(
+            r#"{"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x", "failClosed": true}]}]}"#,
+        )
+        .unwrap();
+        let a = compile(&from_toml, Path::new("a")).unwrap();
+        let b = compile(&from_json, Path::new("b")).unwrap();
+        assert_eq!((a.len(), a[0].command.as_str(), a[0].fail_closed), (1, "x", true));
+        assert_eq!((b.len(), b[0].command.as_str(), b[0].fail_closed), (1, "x", true));
+        assert_eq!(a[0].timeout_secs, DEFAULT_TIMEOUT_SECS);
+    }
+
+    #[test]
+    fn an_unknown_event_or_missing_command_is_one_clear_error() {
+        let table: HookTable = serde_json::from_str(
+            r#"{"PreToolUze": [{"hooks": [{"type": "command", "command": "x"}]}]}"#,
+        )
+        .unwrap();
+        let e = compile(&table, Path::new("s.json")).unwrap_err().to_string();
+        assert!(
+            e.contains("s.json") && e.contains("PreToolUze") && e.contains("PreToolUse"),
+            "{e}"
+        );
+        let table: HookTable =
+            serde_json::from_str(r#"{"Stop": [{"hooks": [{"type": "command"}]}]}"#).unwrap();
+        assert!(compile(&table, Path::new("s.json")).is_err());
+    }
+}

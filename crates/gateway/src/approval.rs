@@ -1,0 +1,573 @@
+//! Approvals from any chat: a tool call that needs approval pauses its turn
+//! and asks the chat's owner on the chat's own channel (buttons where the
+//! platform has them, `/approve ID` and `/deny ID [reason]` everywhere).
+//!
+//! The [`ApprovalBroker`] holds the requests waiting for an answer. Each has
+//! an unguessable id (96 bits from the OS random source), belongs to one chat
+//! and one owner, and is answered at most once: by the owner (or someone in
+//! `[gateway] approvers`) writing in that same chat, by the timeout
+//! (`[gateway] approval_timeout`, denied and the model told so), or by the
+//! turn going away (cancelled: the request is forgotten with it).
+//!
+//! ```
+//! use ferroclaw_gateway::approval::Choice;
+//! assert_eq!(Choice::parse("chat", ""), Some(Choice::Chat));
+//! assert_eq!(Choice::parse("deny", "not now"), Some(Choice::Deny("not now".into())));
+//! ```
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ferroclaw_core::{Approval, Approver};
+use ferroclaw_protocol::ToolCall;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::InboundMessage;
+use crate::channel::ChannelError;
+use crate::outbox::Outbox;
+use crate::sessions::SessionKey;
+
+/// How long a request waits for its answer when `approval_timeout` is not
+/// set: long enough to pick up a phone, short enough that a forgotten turn
+/// does not hold its chat for hours.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+/// Random bytes in a request id (hex in the id: 24 characters, short enough
+/// for Telegram's 64-byte button data).
+const ID_BYTES: usize = 12;
+/// Characters of a call's summary shown on the request.
+const SUMMARY_CHARS: usize = 300;
+
+/// What a channel shows to ask for approval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalPrompt {
+    /// The request's id, as `/approve ID` takes it.
+    pub id: String,
+    /// The tool, by its canonical name (`bash`, `edit`, ...).
+    pub tool: String,
+    /// The call's arguments.
+    pub input: Value,
+    /// One line saying what the call would do (`bash: rm -rf build`).
+    pub summary: String,
+}
+
+impl ApprovalPrompt {
+    /// The request as plain text, with the commands that answer it (for
+    /// channels without buttons, and under the buttons of those with them).
+    pub fn text(&self) -> String {
+        format!(
+            "Approval needed: {}\nReply /approve {id} (once), /approve {id} chat (always in this chat), \
+             /approve {id} project (always in this project) or /deny {id} [reason].",
+            self.summary,
+            id = self.id
+        )
+    }
+}
+
+/// An answer to a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    /// Run this call.
+    Once,
+    /// Run it, and calls like it in this chat's session.
+    Chat,
+    /// Run it, and calls like it in this project from now on (written to config).
+    Project,
+    /// Do not run it; the reason (may be empty) goes to the model.
+    Deny(String),
+}
+
+impl Choice {
+    /// Parses a choice word as buttons and `/approve ID WORD` send it.
+    pub fn parse(word: &str, reason: &str) -> Option<Self> {
+        Some(match word.trim().to_ascii_lowercase().as_str() {
+            "" | "once" | "yes" => Choice::Once,
+            "chat" | "session" => Choice::Chat,
+            "project" | "always" => Choice::Project,
+            "deny" | "no" => Choice::Deny(reason.trim().to_string()),
+            _ => return None,
+        })
+    }
+
+    /// The word buttons carry (`once`, `chat`, `project`, `deny`).
+    pub fn word(&self) -> &'static str {
+        match self {
+            Choice::Once => "once",
+            Choice::Chat => "chat",
+            Choice::Project => "project",
+            Choice::Deny(_) => "deny",
+        }
+    }
+
+    /// The outcome as people read it.
+    pub fn outcome(&self) -> String {
+        match self {
+            Choice::Once => "approved once".into(),
+            Choice::Chat => "approved for this chat".into(),
+            Choice::Project => "approved for this project".into(),
+            Choice::Deny(r) if r.is_empty() => "denied".into(),
+            Choice::Deny(r) => format!("denied: {r}"),
+        }
+    }
+
+    fn approval(&self) -> Approval {
+        match self {
+            Choice::Once => Approval::Yes,
+            Choice::Chat => Approval::AlwaysForSession,
+            Choice::Project => Approval::AlwaysForProject,
+            Choice::Deny(r) if r.is_empty() => Approval::No("the user denied this call".into()),
+            Choice::Deny(r) => Approval::No(format!("the user denied this call: {r}")),
+        }
+    }
+}
+
+/// The buttons every channel shows, in order: (label, choice word).
+pub const BUTTONS: [(&str, &str); 4] = [
+    ("Approve once", "once"),
+    ("Always in this chat", "chat"),
+    ("Always in this project", "project"),
+    ("Deny", "deny"),
+];
+
+/// The text a button press (or `/approve`) carries: `/approve ID WORD`, or
+/// `/deny ID` for the deny button.
+pub fn button_command(id: &str, word: &str) -> String {
+    if word == "deny" { format!("/deny {id}") } else { format!("/approve {id} {word}") }
+}
+
+/// What became of a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decided {
+    /// The request is answered; the outcome as people read it.
+    Done { tool: String, outcome: String },
+    /// No such request waits in this chat (never was, answered, timed out,
+    /// or another chat's).
+    Unknown,
+    /// The request waits, but this sender may not answer it.
+    NotAllowed,
+}
+
+struct Pending {
+    key: SessionKey,
+    owner: String,
+    tool: String,
+    answer: oneshot::Sender<Choice>,
+}
+
+/// The requests waiting for an answer, across all chats.
+pub struct ApprovalBroker {
+    outbox: Outbox,
+    timeout: Duration,
+    /// Who may answer any chat's requests besides its owner: sender ids, or
+    /// `CHANNEL:SENDER` for one channel.
+    approvers: Vec<String>,
+    pending: Mutex<HashMap<String, Pending>>,
+    /// Cancelled when the gateway stops: nobody waits for answers then.
+    closing: CancellationToken,
+}
+
+impl ApprovalBroker {
+    /// A broker asking through `outbox`'s channels.
+    pub fn new(outbox: Outbox, timeout: Duration, approvers: Vec<String>) -> Self {
+        ApprovalBroker {
+            outbox,
+            timeout,
+            approvers,
+            pending: Mutex::new(HashMap::new()),
+            closing: CancellationToken::new(),
+        }
+    }
+
+    /// Denies every waiting request (the gateway is stopping) and every later one.
+    pub fn close(&self) {
+        self.closing.cancel();
+    }
+
+    /// Requests waiting now.
+    pub fn waiting(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Asks `owner` in chat `key` whether `call` may run, and waits for the
+    /// answer, the timeout, or `cancel`. Dropping the future forgets the request.
+    pub async fn ask(
+        &self,
+        key: &SessionKey,
+        owner: &str,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Approval {
+        let tool = ferroclaw_tools::canonical_tool_name(&call.name).to_string();
+        let Some(channel) = self.outbox.channel(&key.channel).cloned() else {
+            return Approval::No(format!(
+                "{tool} needs the user's approval, and this chat ({}) cannot be asked. Do without it, \
+                 or tell the user to approve it from a chat, or to allow it with [gateway] \
+                 permission_mode or an allow rule in [permissions]",
+                key.address()
+            ));
+        };
+        let id = match crate::files::random_hex(ID_BYTES) {
+            Ok(id) => id,
+            Err(e) => return Approval::No(format!("cannot ask for approval: {e}")),
+        };
+        let (tx, rx) = oneshot::channel();
+        let pending =
+            Pending { key: key.clone(), owner: owner.to_string(), tool: tool.clone(), answer: tx };
+        self.lock().insert(id.clone(), pending);
+        let _forget = Forget { broker: self, id: &id };
+        let prompt = ApprovalPrompt {
+            id: id.clone(),
+            tool: tool.clone(),
+            input: call.input.clone(),
+            summary: summary(&tool, &call.input),
+        };
+        tracing::info!(chat = %key.address(), %tool, "asking for approval");
+        match channel.ask_approval(&key.chat_id, &prompt).await {
+            Ok(()) => {}
+            // The web chat (and the API behind it) with no page open on this chat.
+            Err(ChannelError::UnknownChat { .. }) => {
+                return Approval::No(format!(
+                    "{tool} needs the user's approval, and nobody can be asked in this chat now \
+                     (no chat page is open on it). Do without it, or tell the user to allow it \
+                     with [gateway] permission_mode or an allow rule in [permissions]"
+                ));
+            }
+            Err(e) => {
+                tracing::warn!("cannot ask for approval: {e}");
+                return Approval::No(format!(
+                    "{tool} needs approval, and asking the user failed: {e}"
+                ));
+            }
+        }
+        let (outcome, approval) = tokio::select! {
+            answer = rx => match answer {
+                Ok(choice) => return choice.approval(),
+                Err(_) => ("cancelled".to_string(), Approval::No("the request was withdrawn".into())),
+            },
+            () = tokio::time::sleep(self.timeout) => (
+                "timed out (denied)".to_string(),
+                Approval::No(format!(
+                    "nobody answered the approval request for this {tool} call within {}, so it did not run \
+                     (denied). Do without it, or ask the user to approve it when they are around",
+                    describe(self.timeout)
+                )),
+            ),
+            () = self.closing.cancelled() => (
+                "cancelled".to_string(),
+                Approval::No("the assistant is shutting down, so nobody can approve this call now".into()),
+            ),
+            () = cancel.cancelled() => (
+                "cancelled".to_string(),
+                Approval::No("cancelled by the user before it ran".into()),
+            ),
+        };
+        if self.lock().remove(&id).is_some() {
+            tracing::info!(chat = %key.address(), %tool, "approval {outcome}");
+            if let Err(e) = channel.approval_resolved(&key.chat_id, &id, &outcome).await {
+                tracing::debug!("{e}");
+            }
+        }
+        approval
+    }
+
+    /// `sender` in chat `(channel, chat_id)` answers request `id`. Only the
+    /// request's own chat can answer it, and there only its owner or an
+    /// approver; an answered request is gone.
+    pub fn decide(
+        &self,
+        id: &str,
+        channel: &str,
+        chat_id: &str,
+        sender: &str,
+        choice: Choice,
+    ) -> Decided {
+        let mut pending = self.lock();
+        let Some(request) = pending.get(id) else { return Decided::Unknown };
+        if request.key.channel != channel || request.key.chat_id != chat_id {
+            return Decided::Unknown;
+        }
+        let approver =
+            self.approvers.iter().any(|a| a == sender || *a == format!("{channel}:{sender}"));
+        if request.owner != sender && !approver {
+            return Decided::NotAllowed;
+        }
+        let Some(request) = pending.remove(id) else { return Decided::Unknown };
+        drop(pending);
+        let outcome = choice.outcome();
+        tracing::info!(chat = %request.key.address(), tool = %request.tool, "approval: {outcome}");
+        // The turn may have gone meanwhile: then nobody waits, and that is fine.
+        let _ = request.answer.send(choice);
+        Decided::Done { tool: request.tool, outcome }
+    }
+
+    /// Takes `message` (an `/approve`, `/deny` or a button press: its sender,
+    /// in its chat) as the answer to request `id`, and tells the sender what
+    /// came of it on the message's channel.
+    pub async fn answer(&self, message: &InboundMessage, id: &str, choice: Choice) -> Decided {
+        let decided = self.decide(id, &message.channel, &message.chat_id, &message.sender, choice);
+        let text = match &decided {
+            Decided::Done { tool, outcome } => format!("{tool}: {outcome}."),
+            Decided::Unknown => "No approval request with that id is waiting in this chat \
+                 (answered already, timed out, or never asked here)."
+                .to_string(),
+            Decided::NotAllowed => "Only the person whose message started this (or an approver) \
+                 can answer this request; nothing changed."
+                .to_string(),
+        };
+        let Some(channel) = self.outbox.channel(&message.channel).cloned() else { return decided };
+        if let Decided::Done { outcome, .. } = &decided
+            && let Err(e) = channel.approval_resolved(&message.chat_id, id, outcome).await
+        {
+            tracing::debug!("{e}");
+        }
+        if let Err(e) = channel.answer_decision(message, &decided, &text).await {
+            tracing::warn!("decision not acknowledged: {e}");
+        }
+        decided
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Forgets a request when its turn stops waiting, however it stops.
+struct Forget<'a> {
+    broker: &'a ApprovalBroker,
+    id: &'a str,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.broker.lock().remove(self.id);
+    }
+}
+
+/// "10 min", "90 s".
+fn describe(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 60 && secs.is_multiple_of(60) {
+        format!("{} min", secs / 60)
+    } else {
+        format!("{secs} s")
+    }
+}
+
+/// One line saying what a call would do: its command, path or URL when it has one.
+pub fn summary(tool: &str, input: &Value) -> String {
+    let main = ["command", "file_path", "path", "url", "pattern", "query"]
+        .iter()
+        .find_map(|k| input[*k].as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| input.to_string());
+    let mut line = format!("{tool}: {}", main.replace('\n', " "));
+    if line.chars().count() > SUMMARY_CHARS {
+        line = line.chars().take(SUMMARY_CHARS).collect::<String>() + "…";
+    }
+    line
+}
+
+/// Who started the turn now running in a chat, and how to cancel it: set by
+/// the chat's worker before each turn, read when a call needs approval.
+#[derive(Clone, Default)]
+pub struct TurnSlot(Arc<Mutex<(String, CancellationToken)>>);
+
+impl TurnSlot {
+    /// The turn started by `owner`, cancelled by `cancel`.
+    pub fn set(&self, owner: &str, cancel: CancellationToken) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = (owner.to_string(), cancel);
+    }
+
+    fn get(&self) -> (String, CancellationToken) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// The approver of one chat's agent: asks through the broker in the chat its
+/// answers go to.
+pub struct ChatApprover {
+    pub broker: Arc<ApprovalBroker>,
+    pub chat: SessionKey,
+    pub turn: TurnSlot,
+}
+
+#[async_trait]
+impl Approver for ChatApprover {
+    async fn approve(&self, call: &ToolCall) -> Approval {
+        let (owner, cancel) = self.turn.get();
+        self.broker.ask(&self.chat, &owner, call, &cancel).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bus::MessageBus;
+    use crate::bus::OutboundMessage;
+    use crate::channel::Channel;
+
+    /// A channel that records the prompts and resolutions it is asked to show.
+    #[derive(Default)]
+    struct Recorder {
+        prompts: Mutex<Vec<(String, ApprovalPrompt)>>,
+        resolved: Mutex<Vec<(String, String)>>,
+    }
+
+    #[async_trait]
+    impl Channel for Recorder {
+        fn name(&self) -> &str {
+            "rec"
+        }
+        async fn start(&self, _: MessageBus, _: CancellationToken) -> Result<(), ChannelError> {
+            Ok(())
+        }
+        async fn send(&self, _: OutboundMessage) -> Result<(), ChannelError> {
+            Ok(())
+        }
+        async fn ask_approval(
+            &self,
+            chat_id: &str,
+            p: &ApprovalPrompt,
+        ) -> Result<(), ChannelError> {
+            self.prompts.lock().unwrap().push((chat_id.to_string(), p.clone()));
+            Ok(())
+        }
+        async fn approval_resolved(
+            &self,
+            _: &str,
+            id: &str,
+            outcome: &str,
+        ) -> Result<(), ChannelError> {
+            self.resolved.lock().unwrap().push((id.to_string(), outcome.to_string()));
+            Ok(())
+        }
+    }
+
+    fn broker(timeout: Duration) -> (Arc<ApprovalBroker>, Arc<Recorder>) {
+        let rec = Arc::new(Recorder::default());
+        let outbox = Outbox::new([rec.clone() as Arc<dyn Channel>]);
+        (Arc::new(ApprovalBroker::new(outbox, timeout, vec!["rec:boss".into()])), rec)
+    }
+
+    fn call() -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            input: serde_json::json!({"command": "rm -rf build"}),
+        }
+    }
+
+    /// Starts asking in `rec:chat` for `ann`; returns the task and the request id.
+    async fn asking(
+        b: &Arc<ApprovalBroker>,
+        rec: &Recorder,
+        chat: &str,
+        cancel: CancellationToken,
+    ) -> (tokio::task::JoinHandle<Approval>, String) {
+        let before = rec.prompts.lock().unwrap().len();
+        let (b2, key) = (b.clone(), SessionKey::new("rec", chat));
+        let task = tokio::spawn(async move { b2.ask(&key, "ann", &call(), &cancel).await });
+        while rec.prompts.lock().unwrap().len() == before {
+            tokio::task::yield_now().await;
+        }
+        let id = rec.prompts.lock().unwrap()[before].1.id.clone();
+        (task, id)
+    }
+
+    #[tokio::test]
+    async fn the_owner_approves_once_and_the_id_is_single_use() {
+        let (b, rec) = broker(DEFAULT_APPROVAL_TIMEOUT);
+        let (task, id) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        let prompt = rec.prompts.lock().unwrap()[0].1.clone();
+        assert_eq!(prompt.summary, "bash: rm -rf build");
+        assert!(prompt.text().contains(&format!("/approve {id}")));
+        let done = b.decide(&id, "rec", "c", "ann", Choice::Once);
+        assert_eq!(done, Decided::Done { tool: "bash".into(), outcome: "approved once".into() });
+        assert_eq!(task.await.unwrap(), Approval::Yes);
+        assert_eq!(b.decide(&id, "rec", "c", "ann", Choice::Once), Decided::Unknown, "single use");
+        assert_eq!(b.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_stranger_changes_nothing_and_another_chat_cannot_answer() {
+        let (b, rec) = broker(DEFAULT_APPROVAL_TIMEOUT);
+        let (task, id) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        assert_eq!(b.decide(&id, "rec", "c", "mallory", Choice::Once), Decided::NotAllowed);
+        assert_eq!(b.decide(&id, "rec", "other", "ann", Choice::Once), Decided::Unknown);
+        assert_eq!(b.decide(&id, "web", "c", "ann", Choice::Once), Decided::Unknown);
+        assert_eq!(
+            b.decide("0123456789abcdef01234567", "rec", "c", "ann", Choice::Once),
+            Decided::Unknown
+        );
+        assert_eq!(b.waiting(), 1, "still waiting for the owner");
+        let denied = b.decide(&id, "rec", "c", "boss", Choice::Deny("not on Fridays".into()));
+        assert!(matches!(denied, Decided::Done { .. }), "an approver may answer");
+        assert_eq!(
+            task.await.unwrap(),
+            Approval::No("the user denied this call: not on Fridays".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn chat_and_project_choices_become_the_lasting_approvals() {
+        let (b, rec) = broker(DEFAULT_APPROVAL_TIMEOUT);
+        let (task, id) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        b.decide(&id, "rec", "c", "ann", Choice::Chat);
+        assert_eq!(task.await.unwrap(), Approval::AlwaysForSession);
+        let (task, id) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        b.decide(&id, "rec", "c", "ann", Choice::Project);
+        assert_eq!(task.await.unwrap(), Approval::AlwaysForProject);
+    }
+
+    #[tokio::test]
+    async fn ids_are_long_random_and_distinct() {
+        let (b, rec) = broker(DEFAULT_APPROVAL_TIMEOUT);
+        let (_t1, a) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        let (_t2, z) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        assert_eq!(a.len(), 24);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, z);
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_request_is_denied_after_the_timeout_and_the_model_told_why() {
+        let (b, rec) = broker(Duration::from_secs(1));
+        let (task, id) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        let Approval::No(reason) = task.await.unwrap() else { panic!("not denied") };
+        assert!(reason.contains("within 1 s") && reason.contains("denied"), "{reason}");
+        assert_eq!(
+            rec.resolved.lock().unwrap().as_slice(),
+            [(id.clone(), "timed out (denied)".to_string())]
+        );
+        assert_eq!(b.decide(&id, "rec", "c", "ann", Choice::Once), Decided::Unknown);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_turn_forgets_its_request() {
+        let (b, rec) = broker(DEFAULT_APPROVAL_TIMEOUT);
+        let cancel = CancellationToken::new();
+        let (task, id) = asking(&b, &rec, "c", cancel.clone()).await;
+        cancel.cancel();
+        assert!(matches!(task.await.unwrap(), Approval::No(_)));
+        assert_eq!(b.waiting(), 0);
+        assert_eq!(rec.resolved.lock().unwrap()[0], (id.clone(), "cancelled".to_string()));
+        // A turn dropped while waiting forgets it too.
+        let (task, _) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        task.abort();
+        let _ = task.await;
+        assert_eq!(b.waiting(), 0);
+    }
+
+    #[test]
+    fn choices_parse_from_button_words_and_commands() {
+        assert_eq!(describe(DEFAULT_APPROVAL_TIMEOUT), "10 min");
+        assert_eq!(Choice::parse("", ""), Some(Choice::Once));
+        assert_eq!(Choice::parse("Project", ""), Some(Choice::Project));
+        assert_eq!(Choice::parse("maybe", ""), None);
+        assert_eq!(button_command("ab", "deny"), "/deny ab");
+        assert_eq!(button_command("ab", "chat"), "/approve ab chat");
+    }
+}

@@ -1,0 +1,414 @@
+//! Pictures and files both ways.
+//!
+//! In: channels download what a person sends (size-capped) and attach it to
+//! the bus message ([`attach`]); the chat's worker turns images into image
+//! blocks for the model (a text note for models without images, as the
+//! provider layer does), saves documents and voice notes into the
+//! workspace's `inbox/` under a safe name and tells the model their path,
+//! and has voice notes transcribed where `[gateway] transcription` is set.
+//!
+//! Out: the `message` tool's `media` names workspace files ([`resolve`]
+//! keeps them inside it); channels send each natively ([`Outgoing`]: photo
+//! or document by type, within the platform's size limit, else a clear error).
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use ferroclaw_protocol::{ContentBlock, Message, Role};
+use serde_json::{Value, json};
+
+use crate::bus::InboundMessage;
+
+/// The largest file a person may send: bigger ones are refused with a note
+/// (Telegram bots cannot download more than 20 MB either).
+pub const MAX_INBOUND_BYTES: usize = 20 * 1024 * 1024;
+/// The largest image sent to a model as an image: Anthropic's per-image limit
+/// (OpenAI allows 20 MB); a bigger one is saved in `inbox/` instead.
+pub const MAX_IMAGE_BYTES: usize = ferroclaw_tools::MAX_IMAGE_BYTES as usize;
+/// Longest file name kept in `inbox/` (the extension is kept when cut).
+const MAX_NAME_CHARS: usize = 80;
+/// The folder of the workspace that received files go to.
+pub const INBOX: &str = "inbox";
+
+/// A file a person sent, downloaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attachment {
+    /// The name it came with (unsafe until [`safe_file_name`]).
+    pub name: String,
+    /// What the platform says it is (`image/png`, `audio/ogg`, ...).
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Attachment {
+    /// The image type by its bytes (not by what it claims), if it is one models take.
+    pub fn image_type(&self) -> Option<&'static str> {
+        ferroclaw_tools::image_media_type(&self.bytes[..self.bytes.len().min(16)])
+    }
+
+    /// A voice note or other audio.
+    pub fn is_audio(&self) -> bool {
+        self.media_type.starts_with("audio/")
+    }
+}
+
+/// Attaches `file` to `message` (kept in its metadata, base64).
+pub fn attach(message: &mut InboundMessage, file: &Attachment) {
+    let entry = json!({"name": file.name, "media_type": file.media_type, "data": BASE64.encode(&file.bytes)});
+    match message.metadata.get_mut("attachments").and_then(Value::as_array_mut) {
+        Some(list) => list.push(entry),
+        None => {
+            message.metadata.insert("attachments".into(), json!([entry]));
+        }
+    }
+}
+
+/// The files attached to `message`.
+pub fn attachments(message: &InboundMessage) -> Vec<Attachment> {
+    let Some(list) = message.metadata.get("attachments").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|a| {
+            Some(Attachment {
+                name: a["name"].as_str().unwrap_or("file").to_string(),
+                media_type: a["media_type"]
+                    .as_str()
+                    .unwrap_or("application/octet-stream")
+                    .to_string(),
+                bytes: BASE64.decode(a["data"].as_str()?).ok()?,
+            })
+        })
+        .collect()
+}
+
+/// A name safe to create in `inbox/`: no folders (`../../x` is `x`), only
+/// letters, digits, `.`, `-` and `_`, no leading dot, at most 80 characters
+/// with the extension kept.
+pub fn safe_file_name(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or_default();
+    let cleaned: String = base
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+        .collect();
+    let cleaned = cleaned.trim_start_matches('.').to_string();
+    let cleaned =
+        if cleaned.trim_matches(['_', '.']).is_empty() { "file".to_string() } else { cleaned };
+    if cleaned.chars().count() <= MAX_NAME_CHARS {
+        return cleaned;
+    }
+    let ext = cleaned.rsplit_once('.').map(|(_, e)| e).filter(|e| e.len() <= 10).unwrap_or("");
+    let keep = MAX_NAME_CHARS - ext.len() - usize::from(!ext.is_empty());
+    let stem: String = cleaned.chars().take(keep).collect();
+    if ext.is_empty() { stem } else { format!("{stem}.{ext}") }
+}
+
+/// Saves `bytes` as `workspace/inbox/NAME` (NAME made safe; `-2`, `-3`, ...
+/// added rather than overwriting); the path relative to the workspace.
+pub fn save_in_inbox(workspace: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let dir = workspace.join(INBOX);
+    std::fs::create_dir_all(&dir)?;
+    let name = safe_file_name(name);
+    let (stem, ext) = match name.rsplit_once('.') {
+        Some((s, e)) if !s.is_empty() => (s.to_string(), format!(".{e}")),
+        _ => (name.clone(), String::new()),
+    };
+    for n in 1..1000 {
+        let candidate = if n == 1 { name.clone() } else { format!("{stem}-{n}{ext}") };
+        let path = dir.join(&candidate);
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(mut f) => {
+                use std::io::Write;
+                f.write_all(bytes)?;
+                f.sync_all()?;
+                return Ok(Path::new(INBOX).join(candidate));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!("too many files called {name} in inbox/")))
+}
+
+/// The user message for `text` with `files`: images as image blocks, the
+/// rest saved into the workspace's `inbox/` with a note saying where, voice
+/// notes with their transcript when `transcribe` gives one.
+pub fn user_message(
+    text: &str,
+    files: Vec<Attachment>,
+    workspace: &Path,
+    transcripts: &[(usize, Result<String, String>)],
+) -> Message {
+    let mut content = Vec::new();
+    let mut notes = Vec::new();
+    for (i, file) in files.into_iter().enumerate() {
+        if let Some(media_type) = file.image_type()
+            && file.bytes.len() <= MAX_IMAGE_BYTES
+        {
+            content.push(ContentBlock::Image {
+                media_type: media_type.into(),
+                data: BASE64.encode(&file.bytes),
+            });
+            continue;
+        }
+        let kb = file.bytes.len().div_ceil(1024);
+        let what = if file.is_audio() { "voice note" } else { "file" };
+        match save_in_inbox(workspace, &file.name, &file.bytes) {
+            Ok(path) => {
+                let mut note = format!(
+                    "[The user sent a {what}, saved as {} ({kb} KB, {})",
+                    path.display(),
+                    file.media_type
+                );
+                match transcripts.iter().find(|(n, _)| *n == i).map(|(_, t)| t) {
+                    Some(Ok(t)) => note.push_str(&format!("; transcript: {t}")),
+                    Some(Err(e)) => note.push_str(&format!("; not transcribed: {e}")),
+                    None => {}
+                }
+                note.push(']');
+                notes.push(note);
+            }
+            Err(e) => notes
+                .push(format!("[The user sent a {what} ({kb} KB) that could not be saved: {e}]")),
+        }
+    }
+    let mut all = text.trim().to_string();
+    for note in notes {
+        if !all.is_empty() {
+            all.push('\n');
+        }
+        all.push_str(&note);
+    }
+    if !all.is_empty() || content.is_empty() {
+        content.insert(0, ContentBlock::text(all));
+    }
+    Message { role: Role::User, content }
+}
+
+/// Why a file to send was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum MediaError {
+    #[error("{0}: not inside the workspace; send files from the workspace only")]
+    Outside(String),
+    #[error("{path}: cannot be read: {reason}")]
+    Unreadable { path: String, reason: String },
+    #[error("{path} is {size} MB; {channel} takes at most {limit} MB for {kind}")]
+    TooBig { path: String, size: String, channel: String, limit: String, kind: &'static str },
+}
+
+/// `path` (relative to the workspace, or absolute) as an existing file
+/// inside the workspace (symbolic links followed before the check).
+pub fn resolve(workspace: &Path, path: &str) -> Result<PathBuf, MediaError> {
+    let joined = workspace.join(path);
+    // First by the words of the path (no probing of what exists outside),
+    // then by the real path.
+    let mut lexical = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                lexical.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    if !lexical.starts_with(workspace) {
+        return Err(MediaError::Outside(path.to_string()));
+    }
+    let real = joined
+        .canonicalize()
+        .map_err(|e| MediaError::Unreadable { path: path.to_string(), reason: e.to_string() })?;
+    let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
+    if !real.starts_with(&root) {
+        return Err(MediaError::Outside(path.to_string()));
+    }
+    if !real.is_file() {
+        return Err(MediaError::Unreadable { path: path.to_string(), reason: "not a file".into() });
+    }
+    Ok(real)
+}
+
+/// A file about to be sent: read, typed, checked against the channel's limits.
+#[derive(Debug)]
+pub struct Outgoing {
+    pub file_name: String,
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+    /// Sent as a picture (shown inline) rather than a document.
+    pub photo: bool,
+}
+
+impl Outgoing {
+    /// Reads `path` for `channel`: an image within `photo_limit` bytes goes as
+    /// a photo, anything else within `file_limit` as a document.
+    pub fn load(
+        path: &str,
+        channel: &str,
+        photo_limit: u64,
+        file_limit: u64,
+    ) -> Result<Self, MediaError> {
+        let unreadable = |e: std::io::Error| MediaError::Unreadable {
+            path: path.to_string(),
+            reason: e.to_string(),
+        };
+        let size = std::fs::metadata(path).map_err(unreadable)?.len();
+        let mb = |n: u64| format!("{:.1}", n as f64 / 1_048_576.0);
+        if size > file_limit {
+            return Err(MediaError::TooBig {
+                path: path.to_string(),
+                size: mb(size),
+                channel: channel.to_string(),
+                limit: mb(file_limit),
+                kind: "files",
+            });
+        }
+        let bytes = std::fs::read(path).map_err(unreadable)?;
+        let image = ferroclaw_tools::image_media_type(&bytes[..bytes.len().min(16)]);
+        let photo = image.is_some() && size <= photo_limit;
+        let file_name =
+            safe_file_name(Path::new(path).file_name().and_then(|n| n.to_str()).unwrap_or("file"));
+        let media_type = image.unwrap_or_else(|| guess_type(&file_name)).to_string();
+        Ok(Outgoing { file_name, media_type, bytes, photo })
+    }
+}
+
+/// A media type from a file name's extension (for documents).
+fn guess_type(name: &str) -> &'static str {
+    match name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).as_deref() {
+        Some("pdf") => "application/pdf",
+        Some("txt" | "md" | "log") => "text/plain",
+        Some("csv") => "text/csv",
+        Some("json") => "application/json",
+        Some("html") => "text/html",
+        Some("zip") => "application/zip",
+        Some("ogg" | "oga") => "audio/ogg",
+        Some("mp3") => "audio/mpeg",
+        _ => "application/octet-stream",
+    }
+}
+
+/// `[gateway] transcription`: an OpenAI-compatible speech-to-text endpoint.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TranscriptionSettings {
+    /// The `/audio/transcriptions` URL (e.g. `http://127.0.0.1:8080/v1/audio/transcriptions`).
+    pub url: String,
+    /// The model to ask for (default `whisper-1`).
+    #[serde(default = "default_transcription_model")]
+    pub model: String,
+    /// Environment variable holding the API key, if the endpoint wants one.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+}
+
+fn default_transcription_model() -> String {
+    "whisper-1".into()
+}
+
+/// How long a transcription may take.
+const TRANSCRIPTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The text of a voice note, from the configured endpoint.
+pub async fn transcribe(
+    settings: &TranscriptionSettings,
+    file: &Attachment,
+) -> Result<String, String> {
+    let form = crate::multipart::Form::new().text("model", &settings.model).file(
+        "file",
+        &safe_file_name(&file.name),
+        &file.media_type,
+        &file.bytes,
+    );
+    let http = reqwest::Client::builder()
+        .timeout(TRANSCRIPTION_TIMEOUT)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut request =
+        http.post(&settings.url).header("Content-Type", form.content_type()).body(form.bytes());
+    if let Some(key) = settings.api_key_env.as_deref().and_then(|v| std::env::var(v).ok()) {
+        request = request.bearer_auth(key);
+    }
+    let response =
+        request.send().await.map_err(|e| format!("transcription: {}", e.without_url()))?;
+    let status = response.status();
+    let body: Value = response
+        .json()
+        .await
+        .map_err(|e| format!("transcription: HTTP {status}: {}", e.without_url()))?;
+    match body["text"].as_str() {
+        Some(text) if status.is_success() => Ok(text.trim().to_string()),
+        _ => Err(format!(
+            "transcription: HTTP {status}: {}",
+            body["error"]["message"].as_str().unwrap_or("no text")
+        )),
+    }
+}
+
+/// True for `http(s)://` media (sent as links), false for workspace files.
+pub fn is_url(media: &str) -> bool {
+    media.starts_with("http://") || media.starts_with("https://")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_file_names_are_neutralized() {
+        assert_eq!(safe_file_name("../../etc/passwd"), "passwd");
+        assert_eq!(safe_file_name("..\\..\\boot.ini"), "boot.ini");
+        assert_eq!(safe_file_name(".bashrc"), "bashrc");
+        assert_eq!(safe_file_name("../"), "file");
+        assert_eq!(safe_file_name("ré sumé;rm -rf.pdf"), "r__sum__rm_-rf.pdf");
+        let long = format!("{}.pdf", "a".repeat(500));
+        let safe = safe_file_name(&long);
+        assert_eq!(safe.len(), 80);
+        assert!(safe.ends_with(".pdf"));
+    }
+
+    #[test]
+    fn documents_land_in_the_inbox_without_overwriting_and_images_become_blocks() {
+        let ws = tempfile::tempdir().unwrap();
+        let doc = Attachment {
+            name: "../../report.pdf".into(),
+            media_type: "application/pdf".into(),
+            bytes: b"%PDF".to_vec(),
+        };
+        let png = Attachment {
+            name: "p.png".into(),
+            media_type: "image/png".into(),
+            bytes: b"\x89PNG\r\n\x1a\nrest".to_vec(),
+        };
+        let m = user_message("look", vec![doc.clone(), png, doc], ws.path(), &[]);
+        let ContentBlock::Text { text } = &m.content[0] else { panic!("no text first") };
+        assert!(
+            text.starts_with("look\n[The user sent a file, saved as inbox/report.pdf"),
+            "{text}"
+        );
+        assert!(text.contains("inbox/report-2.pdf"), "{text}");
+        assert!(
+            matches!(&m.content[1], ContentBlock::Image { media_type, .. } if media_type == "image/png")
+        );
+        assert_eq!(std::fs::read(ws.path().join("inbox/report.pdf")).unwrap(), b"%PDF");
+        assert!(!ws.path().join("report.pdf").exists());
+    }
+
+    #[test]
+    fn files_to_send_stay_inside_the_workspace_and_over_the_limit_is_a_clear_error() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("a.txt"), "hello").unwrap();
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        assert!(resolve(ws.path(), "a.txt").is_ok());
+        let err = resolve(ws.path(), outside.path().to_str().unwrap()).unwrap_err();
+        assert!(err.to_string().contains("not inside the workspace"), "{err}");
+        assert!(matches!(resolve(ws.path(), "../x"), Err(MediaError::Outside(_))));
+        assert!(matches!(resolve(ws.path(), "/etc/passwd"), Err(MediaError::Outside(_))));
+        let path = ws.path().join("a.txt");
+        let err = Outgoing::load(path.to_str().unwrap(), "telegram", 1, 2).unwrap_err().to_string();
+        assert!(err.contains("telegram takes at most 0.0 MB"), "{err}");
+        let ok = Outgoing::load(path.to_str().unwrap(), "telegram", 10, 10).unwrap();
+        assert!(!ok.photo);
+        assert_eq!(ok.media_type, "text/plain");
+    }
+}

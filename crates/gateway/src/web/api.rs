@@ -1,0 +1,314 @@
+//! The web app's JSON API under `/api/`: conversations (list, search, read,
+//! rename) and a chat's live state. The operate views' endpoints are in
+//! [`super::operate`].
+//!
+//! Every endpoint needs `Authorization: Bearer TOKEN` (checked before the
+//! body is read, as for `/v1/`): a header a page of another origin cannot
+//! send without a CORS preflight the gateway never grants, so a cookie-less
+//! token is also the CSRF defence. Bad input gets `400` with one sentence
+//! and changes nothing.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use ferroclaw_core::session::{Entry, SessionSummary, for_each_entry};
+use ferroclaw_protocol::{ContentBlock, ResultPart, Role};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::App;
+use crate::gateway::Shared;
+use crate::sessions::{MAX_TITLE_CHARS, SessionKey};
+
+/// Conversations listed at most.
+const MAX_LISTED: usize = 200;
+/// Items of a transcript sent at most (the latest ones).
+const MAX_TRANSCRIPT_ITEMS: usize = 400;
+/// Characters of a tool result shown in its card.
+const MAX_PREVIEW_CHARS: usize = 2_000;
+/// Recall hits asked for by a search.
+const SEARCH_HITS: usize = 20;
+
+/// An API error: status and one sentence, as `{"error": "..."}`.
+pub(super) struct ApiError(pub StatusCode, pub String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({"error": self.1}))).into_response()
+    }
+}
+
+/// `400` with `message`.
+pub(super) fn bad(message: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, message.into())
+}
+
+/// `500` with `message` (a file the gateway could not read or write).
+pub(super) fn failed(message: impl std::fmt::Display) -> ApiError {
+    ApiError(StatusCode::INTERNAL_SERVER_ERROR, message.to_string())
+}
+
+pub(super) type ApiResult = Result<Json<Value>, ApiError>;
+
+impl App {
+    /// The running gateway's state (attached before the channel starts).
+    pub(super) fn gateway(&self) -> Result<Arc<Shared>, ApiError> {
+        self.web.gateway.get().cloned().ok_or_else(|| {
+            ApiError(StatusCode::SERVICE_UNAVAILABLE, "the gateway is starting".into())
+        })
+    }
+}
+
+/// True for an id that names a file in one folder: letters, digits, `-_.`, no `..`.
+pub(super) fn plain_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 200
+        && !id.contains("..")
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Where the gateway's sessions are (the project folder of its workspace).
+fn workspace(gw: &Shared) -> PathBuf {
+    gw.runtime.config().workspace.clone()
+}
+
+/// The gateway's conversations, newest first (sub-agent transcripts left out).
+fn conversations(gw: &Shared) -> Vec<SessionSummary> {
+    let mut all = gw.runtime.sessions().list(&workspace(gw));
+    all.retain(|s| s.id.starts_with("gw-"));
+    all
+}
+
+/// A conversation as the sidebar shows it.
+fn listed(gw: &Shared, s: &SessionSummary) -> Value {
+    let chat = gw.names.chat_of(&s.id);
+    let mut channel = chat.as_ref().map(|k| k.channel.clone()).or_else(|| {
+        s.id.strip_prefix("gw-").and_then(|r| r.split_once('-')).map(|(c, _)| c.to_string())
+    });
+    // The OpenAI API's chats are web chats named `api-USER`.
+    let api = chat.as_ref().is_some_and(|k| k.channel == "web" && k.chat_id.starts_with("api-"))
+        || s.id.starts_with("gw-web-api-");
+    if api {
+        channel = Some("api".into());
+    }
+    json!({
+        "id": s.id,
+        "title": gw.titles.get(&s.id).unwrap_or_else(|| s.title.clone()),
+        "channel": channel,
+        // The web chat a page may continue this conversation in; others
+        // (other channels, API clients' chats, older sessions) are read-only.
+        "chat": chat.filter(|k| k.channel == "web" && !api).map(|k| k.chat_id),
+        "modified": s.modified,
+        "created": s.created,
+        "model": s.model,
+    })
+}
+
+#[derive(Deserialize)]
+pub(super) struct ListQuery {
+    q: Option<String>,
+}
+
+/// `GET /api/sessions[?q=words]`: this owner's conversations across channels,
+/// newest first; with `q`, those the recall index finds, best first.
+pub(super) async fn list_sessions(
+    State(app): State<App>,
+    Query(query): Query<ListQuery>,
+) -> ApiResult {
+    let gw = app.gateway()?;
+    let q = query.q.unwrap_or_default();
+    if q.chars().count() > 200 {
+        return Err(bad("a search is at most 200 characters"));
+    }
+    tokio::task::spawn_blocking(move || {
+        let all = conversations(&gw);
+        if q.trim().is_empty() {
+            let list: Vec<Value> = all.iter().take(MAX_LISTED).map(|s| listed(&gw, s)).collect();
+            return Ok(Json(json!({"sessions": list})));
+        }
+        let recall = ferroclaw_core::recall::Recall::shared(&gw.home).map_err(failed)?;
+        let hits = recall.search(&q, SEARCH_HITS).map_err(failed)?;
+        let by_id: HashMap<&str, &SessionSummary> =
+            all.iter().map(|s| (s.id.as_str(), s)).collect();
+        let mut seen = Vec::new();
+        let mut list = Vec::new();
+        for hit in hits {
+            let Some(s) = by_id.get(hit.session_id.as_str()) else { continue };
+            if seen.contains(&hit.session_id) {
+                continue;
+            }
+            seen.push(hit.session_id.clone());
+            let mut item = listed(&gw, s);
+            item["snippet"] = json!(hit.snippet);
+            list.push(item);
+        }
+        // Titles given in the web app are searched too.
+        let needle = q.to_lowercase();
+        for s in &all {
+            let titled = gw.titles.get(&s.id).is_some_and(|t| t.to_lowercase().contains(&needle));
+            if titled && !seen.contains(&s.id) {
+                list.push(listed(&gw, s));
+            }
+        }
+        Ok(Json(json!({"sessions": list})))
+    })
+    .await
+    .map_err(failed)?
+}
+
+/// `GET /api/sessions/{id}`: the conversation to read: user and assistant
+/// text, and each tool call with its result.
+pub(super) async fn read_session(State(app): State<App>, Path(id): Path<String>) -> ApiResult {
+    let gw = app.gateway()?;
+    if !plain_id(&id) || !id.starts_with("gw-") {
+        return Err(bad("not a conversation id"));
+    }
+    let path = gw.runtime.sessions().path_of(&workspace(&gw), &id);
+    if !path.is_file() {
+        return Err(ApiError(StatusCode::NOT_FOUND, format!("no conversation {id}")));
+    }
+    let items = tokio::task::spawn_blocking(move || transcript(&path)).await.map_err(failed)??;
+    let summary = conversations(&gw).into_iter().find(|s| s.id == id);
+    let mut out = summary.map(|s| listed(&gw, &s)).unwrap_or_else(|| json!({"id": id}));
+    out["items"] = Value::Array(items);
+    Ok(Json(out))
+}
+
+/// A session file as display items, oldest first, the latest
+/// [`MAX_TRANSCRIPT_ITEMS`] of them.
+fn transcript(path: &std::path::Path) -> Result<Vec<Value>, ApiError> {
+    let mut items: Vec<Value> = Vec::new();
+    // Where each tool call's card is, to put its result in.
+    let mut cards: HashMap<String, usize> = HashMap::new();
+    for_each_entry(path, |entry| {
+        let Entry::Message { message, .. } = entry else { return };
+        for block in message.content {
+            match block {
+                ContentBlock::Text { text } if !text.trim().is_empty() => {
+                    let role = if message.role == Role::User { "user" } else { "assistant" };
+                    items.push(json!({"kind": role, "text": text}));
+                }
+                ContentBlock::Image { media_type, .. } => {
+                    items.push(json!({"kind": "image", "media_type": media_type}));
+                }
+                ContentBlock::ToolCall(call) => {
+                    cards.insert(call.id.clone(), items.len());
+                    items.push(json!({"kind": "tool", "id": call.id, "name": call.name, "input": call.input}));
+                }
+                ContentBlock::ToolResult { tool_call_id, content, is_error } => {
+                    let text: String = content
+                        .iter()
+                        .map(|p| match p {
+                            ResultPart::Text { text } => text.as_str(),
+                            ResultPart::Image { .. } => "[image]",
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    if let Some(&i) = cards.get(&tool_call_id) {
+                        items[i]["preview"] =
+                            json!(text.chars().take(MAX_PREVIEW_CHARS).collect::<String>());
+                        items[i]["is_error"] = json!(is_error);
+                    }
+                }
+                _ => {}
+            }
+        }
+    })
+    .map_err(failed)?;
+    let skip = items.len().saturating_sub(MAX_TRANSCRIPT_ITEMS);
+    Ok(items.split_off(skip))
+}
+
+#[derive(Deserialize)]
+pub(super) struct Rename {
+    title: String,
+}
+
+/// `PUT /api/sessions/{id}/title` `{"title": "..."}`: names a conversation
+/// (an empty title gives back its first request).
+pub(super) async fn rename_session(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Json(body): Json<Rename>,
+) -> ApiResult {
+    let gw = app.gateway()?;
+    if !plain_id(&id) || !id.starts_with("gw-") {
+        return Err(bad("not a conversation id"));
+    }
+    if body.title.chars().count() > MAX_TITLE_CHARS {
+        return Err(bad(format!("a title is at most {MAX_TITLE_CHARS} characters")));
+    }
+    if body.title.chars().any(char::is_control) {
+        return Err(bad("a title is one line of text"));
+    }
+    if !gw.runtime.sessions().path_of(&workspace(&gw), &id).is_file() {
+        return Err(ApiError(StatusCode::NOT_FOUND, format!("no conversation {id}")));
+    }
+    gw.titles.set(&id, &body.title).map_err(failed)?;
+    Ok(Json(json!({"id": id, "title": gw.titles.get(&id)})))
+}
+
+/// `GET /api/chats/{chat}`: a web chat's current conversation and its
+/// background jobs (polled by the page while it is open).
+pub(super) async fn chat_state(State(app): State<App>, Path(chat): Path<String>) -> ApiResult {
+    let gw = app.gateway()?;
+    if !super::socket::valid_chat(&chat) {
+        return Err(bad("a chat id is 1-64 letters, digits, - or _"));
+    }
+    let key = SessionKey::new("web", chat);
+    let jobs: Vec<Value> = gw
+        .jobs_of(&key)
+        .into_iter()
+        .map(|j| {
+            json!({
+                "id": j.id,
+                "command": j.command,
+                "status": j.status,
+                "exit_code": j.exit_code,
+                "elapsed_secs": j.elapsed.as_secs(),
+            })
+        })
+        .collect();
+    Ok(Json(json!({"chat": key.chat_id, "session": gw.names.current(&key), "jobs": jobs})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_could_leave_the_sessions_folder_are_refused() {
+        assert!(plain_id("gw-web-page-1"));
+        assert!(plain_id("gw-web-page-1.explore-2"));
+        for bad in ["", "../x", "gw/../../etc", "a b", "gw-web-..", "x\0"] {
+            assert!(!plain_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_transcript_pairs_each_tool_call_with_its_result() {
+        use ferroclaw_protocol::{Message, ToolCall};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let call =
+            ToolCall { id: "c1".into(), name: "bash".into(), input: json!({"command": "ls"}) };
+        let lines = [
+            json!({"type": "message", "ts": 1, "message": Message::user("list files")}),
+            json!({"type": "message", "ts": 2, "message": Message { role: Role::Assistant, content: vec![ContentBlock::ToolCall(call)] }}),
+            json!({"type": "message", "ts": 3, "message": Message { role: Role::User, content: vec![ContentBlock::ToolResult { tool_call_id: "c1".into(), content: vec![ResultPart::Text { text: "a.txt".into() }], is_error: false }] }}),
+            json!({"type": "message", "ts": 4, "message": Message::assistant("One file: `a.txt`.")}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let items = transcript(&path).unwrap_or_else(|e| panic!("{}", e.1));
+        let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["user", "tool", "assistant"]);
+        assert_eq!(items[1]["preview"], "a.txt");
+        assert_eq!(items[1]["is_error"], false);
+    }
+}

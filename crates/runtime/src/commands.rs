@@ -1,0 +1,70 @@
+//! Custom slash commands for every front end: which there are
+//! ([`Runtime::custom_commands`], also what ACP clients are offered) and
+//! running one ([`Runtime::run_command`]).
+
+use std::path::Path;
+
+use ferroclaw_core::commands::{self, CustomCommand};
+use ferroclaw_core::{Agent, EventSink, Report};
+use ferroclaw_protocol::Message;
+use tokio_util::sync::CancellationToken;
+
+use crate::Runtime;
+
+impl Runtime {
+    /// The custom commands of this workspace and home, by name (read anew
+    /// each time, so a new file is there at once); files that do not read
+    /// are reported once.
+    pub fn custom_commands(&self) -> Vec<CustomCommand> {
+        let config = &self.config;
+        let (found, problems) = commands::load(&config.workspace, &config.home, config.trusted);
+        for problem in problems {
+            self.report(format!("custom command skipped: {problem}"));
+        }
+        found
+    }
+
+    /// Runs `cmd` with `args` as one request of `agent`: its `model` for this
+    /// request only, its `allowed-tools` granted until the request ends, its
+    /// text turned into the user message by `message` (the front end's
+    /// `@file` handling).
+    pub async fn run_command(
+        &self,
+        agent: &mut Agent,
+        cmd: &CustomCommand,
+        args: &str,
+        message: impl FnOnce(&str, &Path) -> Message,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Report {
+        let previous = match &cmd.model {
+            Some(spec) if spec != agent.model_spec() => match self.provider(spec) {
+                Ok((provider, model)) => {
+                    let before = (agent.provider().clone(), agent.model().to_string());
+                    let before_spec = agent.model_spec().to_string();
+                    agent.set_model(provider, model, spec.clone());
+                    Some((before.0, before.1, before_spec))
+                }
+                Err(e) => {
+                    let _ = events.send(ferroclaw_protocol::AgentEvent::Error {
+                        message: format!(
+                            "/{}: model {spec}: {e}; using {}",
+                            cmd.name,
+                            agent.model_spec()
+                        ),
+                        fatal: false,
+                    });
+                    None
+                }
+            },
+            _ => None,
+        };
+        let text = agent.command_prompt(cmd, args, events, cancel).await;
+        let input = message(&text, agent.workspace());
+        let report = agent.run(input, events, cancel).await;
+        if let Some((provider, model, spec)) = previous {
+            agent.set_model(provider, model, spec);
+        }
+        report
+    }
+}
