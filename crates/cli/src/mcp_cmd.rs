@@ -498,7 +498,7 @@ impl Sampler for ProviderSampler {
             })
             .collect();
         let mut chat = ChatRequest::new(model.clone(), messages);
-        chat.system = request.system.unwrap_or_default();
+        chat.system = request.system.unwrap_or_default().into();
         chat.max_tokens = request.max_tokens;
         let mut stream = provider.stream(chat);
         let mut text = String::new();

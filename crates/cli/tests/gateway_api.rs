@@ -235,6 +235,7 @@ fn a_broken_agent_type_skill_or_mcp_server_is_reported_once_and_the_rest_loads()
     assert_eq!(stderr.matches("skill skipped").count(), 1, "{stderr}");
     assert!(stderr.contains(&broken), "{stderr}");
     assert_eq!(stderr.matches("mcp server gone did not start").count(), 1, "{stderr}");
+    assert!(stderr.contains("/nonexistent/server"), "the command that failed: {stderr}");
     for i in 0..2 {
         let body = env.request_body(i).to_string();
         assert!(body.contains("reviewer: reviews diffs"), "the good agent type loaded: {body}");

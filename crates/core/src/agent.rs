@@ -70,8 +70,10 @@ pub struct Agent {
     permissions: Arc<Permissions>,
     approver: Arc<dyn Approver>,
     session: SessionLog,
-    /// The conversation sent to the model.
-    messages: Vec<Message>,
+    /// The conversation sent to the model, shared with the request in
+    /// flight (so a request copies nothing); changed through
+    /// [`Arc::make_mut`], which copies only while a provider still holds it.
+    messages: Arc<Vec<Message>>,
     workspace: PathBuf,
     allowed_dirs: Vec<PathBuf>,
     max_turns: u32,
@@ -353,9 +355,9 @@ impl Agent {
     pub fn request(&self) -> ChatRequest {
         ChatRequest {
             model: self.model.clone(),
-            system: self.system.to_string(),
-            messages: self.messages.clone(),
-            tools: self.tools.specs(),
+            system: Arc::clone(&self.system),
+            messages: Arc::clone(&self.messages),
+            tools: self.tools.shared_specs(),
             max_tokens: self.max_tokens,
             temperature: None,
         }
@@ -698,7 +700,7 @@ impl Agent {
         if let Err(e) = self.session.append_message(&message) {
             tracing::error!("{e}");
         }
-        self.messages.push(message);
+        Arc::make_mut(&mut self.messages).push(message);
     }
 
     fn log(&mut self, entry: Entry) {

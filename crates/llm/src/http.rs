@@ -22,6 +22,12 @@ use crate::{
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// Sent as `User-Agent`.
+/// How long the rest of a complete answer's body may take to arrive (from a
+/// well-behaved server, its end comes with the last event). Reading a body to
+/// its end hands the connection back to the pool for the next request; a
+/// body dropped unread closes it, and the next request connects again.
+const DRAIN_TIMEOUT: Duration = Duration::from_millis(50);
+
 const USER_AGENT: &str = concat!("ferroclaw/", env!("CARGO_PKG_VERSION"));
 
 /// A provider reached over HTTP, speaking one of the two wire formats.
@@ -80,18 +86,17 @@ impl Provider for HttpProvider {
 
     fn stream(&self, mut request: ChatRequest) -> EventStream {
         let config = &self.shared.config;
-        if !config.images {
-            crate::images::replace_images_with_notes(&mut request.messages);
+        if !config.images && crate::images::any_image(&request.messages) {
+            let messages: &mut Vec<_> = Arc::make_mut(&mut request.messages);
+            crate::images::replace_images_with_notes(messages);
         }
         let body = match config.wire {
             WireFormat::Anthropic => anthropic::request_bytes(&request, config.stream),
-            WireFormat::OpenAi => openai::request_body(
+            WireFormat::OpenAi => openai::request_bytes(
                 &request,
                 config.stream,
                 openai::max_tokens_field(&config.base_url),
-            )
-            .to_string()
-            .into_bytes(),
+            ),
         };
         let exchange = Exchange {
             shared: Arc::clone(&self.shared),
@@ -120,6 +125,9 @@ enum Phase {
     Backoff(Duration),
     /// Reading an SSE body.
     Streaming { body: Body, decoder: Box<SseDecoder> },
+    /// The answer is complete: reading what is left of the body (see
+    /// [`DRAIN_TIMEOUT`]) once its events are handed out.
+    Draining(Body),
     /// Nothing more to do once `ready` is drained.
     Done,
 }
@@ -137,6 +145,16 @@ struct Exchange {
     /// Whether content has been handed out; from then on nothing is retried.
     committed: bool,
     rng: fastrand::Rng,
+}
+
+/// What reading one chunk of an SSE body found.
+enum Read {
+    /// More of the answer is to come.
+    More,
+    /// The answer is complete; the body may still have its end to send.
+    Complete,
+    /// The body ended.
+    Ended,
 }
 
 /// How a failure of one attempt is treated.
@@ -177,10 +195,15 @@ impl Exchange {
                 }
                 Phase::Streaming { mut body, mut decoder } => {
                     match self.read_chunk(&mut body, &mut decoder).await {
-                        Ok(true) => self.phase = Phase::Streaming { body, decoder },
-                        Ok(false) => {}
+                        Ok(Read::More) => self.phase = Phase::Streaming { body, decoder },
+                        Ok(Read::Complete) => self.phase = Phase::Draining(body),
+                        Ok(Read::Ended) => {}
                         Err(failure) => self.fail(failure),
                     }
+                }
+                Phase::Draining(mut body) => {
+                    let rest = async { while let Some(Ok(_)) = body.next().await {} };
+                    let _ = tokio::time::timeout(DRAIN_TIMEOUT, rest).await;
                 }
             }
         }
@@ -271,12 +294,12 @@ impl Exchange {
         Ok(())
     }
 
-    /// Reads one chunk of an SSE body; `Ok(false)` once the answer is complete.
+    /// Reads one chunk of an SSE body.
     async fn read_chunk(
         &mut self,
         body: &mut Body,
         decoder: &mut SseDecoder,
-    ) -> Result<bool, Failure> {
+    ) -> Result<Read, Failure> {
         let chunk = match tokio::time::timeout(self.config().idle_timeout, body.next()).await {
             Err(_) => return Err(Failure::transient(self.idle_error())),
             Ok(Some(Err(e))) => return Err(Failure::transient(self.broken_error(&e))),
@@ -289,7 +312,11 @@ impl Exchange {
         };
         let events = events.map_err(|e| self.decode_failure(e))?;
         self.accept(events);
-        Ok(chunk.is_some() && !decoder.is_done())
+        Ok(match (chunk.is_some(), decoder.is_done()) {
+            (false, _) => Read::Ended,
+            (true, true) => Read::Complete,
+            (true, false) => Read::More,
+        })
     }
 
     /// Reads a whole body (up to `limit` bytes) under the idle timeout.

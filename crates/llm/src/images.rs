@@ -11,6 +11,17 @@ fn note(media_type: &str, bytes_b64: usize) -> String {
     )
 }
 
+/// True when some message or tool result holds an image.
+pub(crate) fn any_image(messages: &[Message]) -> bool {
+    messages.iter().flat_map(|m| &m.content).any(|block| match block {
+        ContentBlock::Image { .. } => true,
+        ContentBlock::ToolResult { content, .. } => {
+            content.iter().any(|part| matches!(part, ResultPart::Image { .. }))
+        }
+        _ => false,
+    })
+}
+
 /// Replaces every image (in messages and in tool results) with a text note.
 pub(crate) fn replace_images_with_notes(messages: &mut [Message]) {
     for message in messages {
@@ -53,7 +64,9 @@ mod tests {
                 },
             ],
         }];
+        assert!(any_image(&messages));
         replace_images_with_notes(&mut messages);
+        assert!(!any_image(&messages));
         assert_eq!(
             messages[0].content[0],
             ContentBlock::text(

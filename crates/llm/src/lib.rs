@@ -76,17 +76,21 @@ pub trait Provider: Send + Sync {
     fn stream(&self, request: ChatRequest) -> EventStream;
 }
 
-/// One request to a model.
+/// One request to a model. Its big parts are shared, not copied: an agent
+/// hands the provider its conversation, system prompt and tool specs as
+/// reference-counted handles, so building a request copies nothing big, and
+/// the agent's next append reuses the same vector once the provider has let
+/// go of it (see [`Arc::make_mut`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     /// The model name as the provider knows it (without the `PROVIDER/` prefix).
     pub model: String,
     /// The system prompt; empty for none.
-    pub system: String,
+    pub system: Arc<str>,
     /// The conversation so far, oldest first.
-    pub messages: Vec<Message>,
+    pub messages: Arc<Vec<Message>>,
     /// Tools the model may call; empty for none.
-    pub tools: Vec<ToolSpec>,
+    pub tools: Arc<[ToolSpec]>,
     /// Cap on the answer's length in tokens.
     pub max_tokens: u32,
     /// Sampling temperature; `None` leaves the provider's default.
@@ -98,9 +102,9 @@ impl ChatRequest {
     pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
         Self {
             model: model.into(),
-            system: String::new(),
-            messages,
-            tools: Vec::new(),
+            system: Arc::from(""),
+            messages: Arc::new(messages),
+            tools: Arc::from([]),
             max_tokens: DEFAULT_MAX_TOKENS,
             temperature: None,
         }

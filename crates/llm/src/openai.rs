@@ -11,10 +11,8 @@
 
 use std::collections::HashMap;
 
-use ferroclaw_protocol::{
-    ContentBlock, Message, ProviderEvent, ResultPart, Role, StopReason, ToolCall, Usage,
-};
-use serde_json::{Map, Value, json};
+use ferroclaw_protocol::{ProviderEvent, StopReason, ToolCall, Usage};
+use serde_json::Value;
 
 use crate::ChatRequest;
 use crate::decode::{DecodeError, parse_arguments, str_field, u64_field};
@@ -30,117 +28,19 @@ pub(crate) fn max_tokens_field(base_url: &str) -> &'static str {
     if base_url.contains("://api.openai.com") { "max_completion_tokens" } else { "max_tokens" }
 }
 
-/// Builds the JSON body of a Chat Completions request.
+mod body;
+
+/// The JSON body of a Chat Completions request, written straight from `req`
+/// (see [`body`]).
+pub(crate) fn request_bytes(req: &ChatRequest, stream: bool, max_tokens_field: &str) -> Vec<u8> {
+    // Serialising borrowed strings and JSON values cannot fail.
+    serde_json::to_vec(&body::Body { req, stream, max_tokens_field }).unwrap_or_default()
+}
+
+/// The body as a JSON value (tests look into it).
+#[cfg(test)]
 pub(crate) fn request_body(req: &ChatRequest, stream: bool, max_tokens_field: &str) -> Value {
-    let mut messages = Vec::new();
-    if !req.system.is_empty() {
-        messages.push(json!({"role": "system", "content": req.system}));
-    }
-    for m in &req.messages {
-        match m.role {
-            Role::User => push_user(&mut messages, m),
-            Role::Assistant => messages.push(assistant_json(m)),
-        }
-    }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(req.model));
-    body.insert("messages".into(), Value::Array(messages));
-    if !req.tools.is_empty() {
-        let tools = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.input_schema,
-                }})
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    body.insert(max_tokens_field.into(), json!(req.max_tokens));
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    body.insert("stream".into(), json!(stream));
-    if stream {
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    Value::Object(body)
-}
-
-fn image_part(media_type: &str, data: &str) -> Value {
-    json!({"type": "image_url", "image_url": {"url": format!("data:{media_type};base64,{data}")}})
-}
-
-/// A user message: its tool results first, each as its own `tool` message
-/// (they must follow the assistant's `tool_calls`), then one `user` message
-/// with the images the results carried (tool messages cannot hold images)
-/// and the user's own text and images.
-fn push_user(messages: &mut Vec<Value>, m: &Message) {
-    let mut parts = Vec::new();
-    let mut has_image = false;
-    for block in &m.content {
-        match block {
-            ContentBlock::ToolResult { tool_call_id, content, .. } => {
-                let mut text: Vec<&str> = content.iter().filter_map(ResultPart::as_text).collect();
-                let images: Vec<Value> = content
-                    .iter()
-                    .filter_map(|p| match p {
-                        ResultPart::Image { media_type, data } => {
-                            Some(image_part(media_type, data))
-                        }
-                        ResultPart::Text { .. } => None,
-                    })
-                    .collect();
-                if !images.is_empty() {
-                    text.push("(image attached in the next message)");
-                    parts.push(json!({"type": "text", "text": format!("Image from tool call {tool_call_id}:")}));
-                    parts.extend(images);
-                    has_image = true;
-                }
-                messages.push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": text.join("\n")}));
-            }
-            ContentBlock::Text { text } => parts.push(json!({"type": "text", "text": text})),
-            ContentBlock::Image { media_type, data } => {
-                parts.push(image_part(media_type, data));
-                has_image = true;
-            }
-            // A tool call in a user message has no meaning on this wire.
-            ContentBlock::ToolCall(_) => {}
-        }
-    }
-    if parts.is_empty() {
-        return;
-    }
-    let content = if has_image {
-        Value::Array(parts)
-    } else {
-        Value::String(parts.iter().map(|p| str_field(p, "text")).collect::<Vec<_>>().join("\n"))
-    };
-    messages.push(json!({"role": "user", "content": content}));
-}
-
-/// An assistant message; `content` is `""` rather than `null` beside tool
-/// calls, because some local servers reject `null`.
-fn assistant_json(m: &Message) -> Value {
-    let calls: Vec<Value> = m
-        .tool_calls()
-        .map(|c| {
-            // Arguments that failed to parse are kept as the model's own text.
-            let arguments = match &c.input {
-                Value::String(raw) => raw.clone(),
-                other => other.to_string(),
-            };
-            json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments}})
-        })
-        .collect();
-    let mut msg = json!({"role": "assistant", "content": m.text()});
-    if !calls.is_empty()
-        && let Value::Object(map) = &mut msg
-    {
-        map.insert("tool_calls".into(), Value::Array(calls));
-    }
-    msg
+    serde_json::from_slice(&request_bytes(req, stream, max_tokens_field)).unwrap_or_default()
 }
 
 /// OpenAI's usage object. `prompt_tokens` includes cached tokens; we report

@@ -49,7 +49,8 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
             name: "read".into(),
             description: "Reads a file".into(),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        }];
+        }]
+        .into();
         let first = run(config(&server, wire, stream), request.clone()).await;
         assert!(first.error.is_none(), "{mode}: {:?}", first.error);
         assert_eq!(first.stop(), Some(&StopReason::ToolUse), "{mode}");
@@ -72,11 +73,11 @@ async fn a_tool_call_round_trip_sends_the_result_back_in_the_wire_format() {
             "{mode}"
         );
 
-        request.messages.push(Message {
+        std::sync::Arc::make_mut(&mut request.messages).push(Message {
             role: Role::Assistant,
             content: vec![ContentBlock::text(first.text()), ContentBlock::ToolCall(call.clone())],
         });
-        request.messages.push(Message {
+        std::sync::Arc::make_mut(&mut request.messages).push(Message {
             role: Role::User,
             content: vec![ContentBlock::tool_result(&call.id, "hello", false)],
         });

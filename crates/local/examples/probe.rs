@@ -27,7 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             name: "list_files".into(),
             description: "List the files in a folder".into(),
             input_schema: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
-        }];
+        }].into();
     }
     let quiet = std::env::var_os("PROBE_QUIET").is_some();
     let started = Instant::now();

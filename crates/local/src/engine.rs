@@ -599,12 +599,12 @@ mod tests {
         use ferroclaw_protocol::{ContentBlock, Message};
         let mut r = ChatRequest::new("m", vec![Message::user("list files")]);
         assert!(awaits_first_answer(&r));
-        r.messages.push(Message {
+        std::sync::Arc::make_mut(&mut r.messages).push(Message {
             role: Role::User,
             content: vec![ContentBlock::tool_result("c1", "a.txt", false)],
         });
         assert!(!awaits_first_answer(&r), "after tool results the model is free");
-        r.messages.push(Message::assistant("done"));
+        std::sync::Arc::make_mut(&mut r.messages).push(Message::assistant("done"));
         assert!(!awaits_first_answer(&r));
     }
 }

@@ -25,7 +25,7 @@ pub fn turns(request: &ChatRequest) -> Vec<Turn> {
         out.push(Turn { role: "system", content: system });
     }
     out.extend(example_turns(request));
-    for message in &request.messages {
+    for message in request.messages.iter() {
         let turn = Turn {
             role: match message.role {
                 Role::User => "user",
@@ -178,7 +178,7 @@ mod tests {
     fn tools_are_described_in_the_system_turn_after_the_prompt() {
         let mut r = ChatRequest::new("m", vec![Message::user("hi")]);
         r.system = "You are helpful.".into();
-        r.tools = vec![read_tool()];
+        r.tools = vec![read_tool()].into();
         let t = turns(&r);
         assert_eq!(t[0].role, "system");
         assert!(t[0].content.starts_with("You are helpful.\n\n# Tools"));
@@ -190,15 +190,15 @@ mod tests {
     #[test]
     fn with_list_dir_offered_a_worked_example_call_comes_before_the_conversation() {
         let mut r = ChatRequest::new("m", vec![Message::user("list files")]);
-        r.tools = vec![ToolSpec { name: "list_dir".into(), ..read_tool() }];
+        r.tools = vec![ToolSpec { name: "list_dir".into(), ..read_tool() }].into();
         let t = turns(&r);
         assert_eq!(fixed_turns(&r), 5);
         assert_eq!(t.len(), 6);
         assert!(t[2].content.starts_with("<tool_call>\n{\"name\": \"list_dir\""), "{t:?}");
         assert_eq!(t[5], Turn { role: "user", content: "list files".into() });
-        r.tools = vec![ToolSpec { name: "grep".into(), ..read_tool() }];
+        r.tools = vec![ToolSpec { name: "grep".into(), ..read_tool() }].into();
         assert_eq!((fixed_turns(&r), turns(&r).len()), (1, 2), "no example for grep");
-        r.tools = vec![ToolSpec { name: "list_dir".into(), ..read_tool() }, read_tool()];
+        r.tools = vec![ToolSpec { name: "list_dir".into(), ..read_tool() }, read_tool()].into();
         let t = turns(&r);
         assert_eq!(fixed_turns(&r), 9, "one exchange for list_dir, one for read");
         assert!(t[2].content.contains("\"name\": \"list_dir\""), "{t:?}");

@@ -192,7 +192,7 @@ async fn a_tool_call_names_a_real_tool_with_schema_valid_arguments() {
         .unwrap();
         let mut r =
             request(vec![Message::user("What will the weather be in Paris this week?")], 120);
-        r.tools = vec![list_tool(), weather_tool()];
+        r.tools = vec![list_tool(), weather_tool()].into();
         let events = answer(&provider, r).await;
         let calls = tool_calls(&events);
         assert!(!calls.is_empty(), "seed {seed}: {events:?}");
@@ -305,7 +305,8 @@ async fn a_first_answer_that_makes_up_a_result_is_redone_as_a_real_call() {
                 input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             },
             weather_tool(),
-        ];
+        ]
+        .into();
         r
     };
     // Redo turned off: the model's own answer has no call (else this test shows nothing).
@@ -348,7 +349,7 @@ async fn after_tool_results_the_model_is_free_to_answer_in_text() {
         },
     ];
     let mut r = request(messages, 80);
-    r.tools = vec![list_tool()];
+    r.tools = vec![list_tool()].into();
     let events = answer(&provider, r).await;
     // Not forced: whatever the model does, the stream is well formed.
     assert!(matches!(events.last(), Some(ProviderEvent::Stop(_))), "{events:?}");

@@ -71,6 +71,26 @@ async fn agents_opened_from_one_runtime_share_the_prompt_and_each_have_their_own
 }
 
 #[tokio::test]
+async fn a_model_request_shares_the_conversation_prompt_and_tool_specs_instead_of_copying_them() {
+    let s = setup(vec![Turn::text("first answer").into(), Turn::text("second answer").into()]);
+    let mut agent = open(&s.runtime, Resume::New).agent;
+    assert_eq!(ask(&mut agent, "one").await.outcome, Outcome::Answered);
+    let (a, b) = (agent.request(), agent.request());
+    assert!(Arc::ptr_eq(&a.messages, &b.messages), "the conversation is shared, not copied");
+    assert!(Arc::ptr_eq(&a.system, &b.system), "so is the system prompt");
+    assert!(Arc::ptr_eq(&a.tools, &agent.tools().shared_specs()), "and the tools' specs");
+    assert_eq!(a.messages.len(), 2);
+    drop((a, b));
+    // Once no request holds it, the next turn appends in place.
+    let before = Arc::as_ptr(&agent.request().messages);
+    assert_eq!(ask(&mut agent, "two").await.outcome, Outcome::Answered);
+    let after = agent.request();
+    assert_eq!(after.messages.len(), 4);
+    assert_eq!(Arc::as_ptr(&after.messages), before, "appended to the same conversation");
+    assert!(Arc::ptr_eq(&after.tools, &agent.tools().shared_specs()), "specs not rebuilt per turn");
+}
+
+#[tokio::test]
 async fn a_session_damaged_in_the_middle_opens_with_the_rest_and_names_the_skipped_lines() {
     let s = setup(vec![Turn::text("first answer").into(), Turn::text("second answer").into()]);
     let mut agent = open(&s.runtime, Resume::New).agent;

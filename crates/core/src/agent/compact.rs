@@ -72,7 +72,8 @@ impl Agent {
         let fixed = estimator.estimate(&self.system, &[], &self.tools.shared_specs());
         let messages = |agent: &Agent| estimator.estimate("", &agent.messages, &[]);
         if (fixed + messages(self)) as f64 >= limit / 2.0 {
-            compaction::micro_compact_with(&mut self.messages, &self.compaction.micro);
+            let messages: &mut Vec<_> = Arc::make_mut(&mut self.messages);
+            compaction::micro_compact_with(messages, &self.compaction.micro);
         }
         // Compaction only shrinks the messages: when they are a small part of
         // the request (the system prompt and tools fill the window), or just
@@ -116,9 +117,9 @@ impl Agent {
         let request = summary_request(&self.messages, focus);
         let mut stream = self.provider.stream(ChatRequest {
             model: self.model.clone(),
-            system: request.system,
-            messages: request.messages,
-            tools: Vec::new(),
+            system: request.system.into(),
+            messages: Arc::new(request.messages),
+            tools: Arc::from([]),
             max_tokens: self.max_tokens,
             temperature: None,
         });
@@ -151,7 +152,7 @@ impl Agent {
             None,
         );
         self.log(compaction_entry(&history, self.messages.len()));
-        self.messages = history;
+        self.messages = Arc::new(history);
         // Who the agent is (a teammate's name, role and team) survives.
         if let Some(identity) = self.injector.as_ref().and_then(|i| i.after_compaction()) {
             self.record(ferroclaw_protocol::Message::user(identity));

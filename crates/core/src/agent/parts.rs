@@ -77,7 +77,7 @@ impl Agent {
             permissions,
             approver,
             session,
-            messages,
+            messages: Arc::new(messages),
             workspace,
             allowed_dirs,
             max_turns,
@@ -219,7 +219,7 @@ impl Agent {
         // The conversation left behind is a finished segment (`/new`).
         self.learn(crate::learning::SegmentEnd::New, None);
         self.session = session;
-        self.messages = messages;
+        self.messages = Arc::new(messages);
         if let Some(checkpoints) = &self.checkpoints {
             self.checkpoints = Some(checkpoints.for_session(&self.session.meta().id));
         }

@@ -213,7 +213,7 @@ pub fn review_request(model: &str, input: &ReviewInput) -> ChatRequest {
     }
     prompt.push_str(&format!("<segment>\n{}</segment>", input.transcript));
     let mut request = ChatRequest::new(model, vec![Message::user(prompt)]);
-    request.system = REVIEW_SYSTEM.to_string();
+    request.system = REVIEW_SYSTEM.into();
     request.max_tokens = MAX_ANSWER_TOKENS;
     request
 }

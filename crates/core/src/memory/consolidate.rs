@@ -86,7 +86,7 @@ pub fn consolidation_request(
         transcript_text(older, RESULT_CHARS)
     );
     let mut request = ChatRequest::new(model, vec![Message::user(prompt)]);
-    request.system = system;
+    request.system = system.into();
     request.max_tokens = MAX_ANSWER_TOKENS;
     request
 }

@@ -21,7 +21,7 @@ fn call(id: &str, name: &str, input: Value) -> ContentBlock {
 fn system_prompt_last_tool_and_last_block_carry_cache_breakpoints() {
     let mut req = ChatRequest::new("claude-x", vec![Message::user("hi")]);
     req.system = "be brief".into();
-    req.tools = vec![spec("read"), spec("edit")];
+    req.tools = vec![spec("read"), spec("edit")].into();
     req.temperature = Some(0.5);
     let body = request_body(&req, true);
     assert_eq!(

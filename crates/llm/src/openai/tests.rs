@@ -3,7 +3,8 @@
 use super::*;
 use crate::WireFormat;
 use crate::decode::tests::{chunked, decode_chunks};
-use ferroclaw_protocol::ToolSpec;
+use ferroclaw_protocol::{ContentBlock, Message, ResultPart, Role, ToolSpec};
+use serde_json::json;
 
 fn sse(chunks: &[Value]) -> String {
     let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
@@ -47,7 +48,8 @@ fn system_comes_first_and_plain_user_text_is_a_string() {
         name: "read".into(),
         description: "reads".into(),
         input_schema: json!({"type": "object"}),
-    }];
+    }]
+    .into();
     let body = request_body(&req, true, "max_tokens");
     assert_eq!(
         body["messages"],
@@ -323,5 +325,63 @@ fn a_completion_with_null_content_and_stop_is_an_empty_end_turn() {
     assert_eq!(
         parse_response(&completion).unwrap_or_default(),
         vec![ProviderEvent::Stop(StopReason::EndTurn)]
+    );
+}
+
+#[test]
+fn a_whole_turn_is_written_as_the_wire_expects_with_text_escaped() {
+    let mut req = ChatRequest::new(
+        "m",
+        vec![
+            Message::user("say \"hi\"\n\ttwice"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::text("looking"),
+                    ContentBlock::text(" now"),
+                    ContentBlock::ToolCall(ToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        input: json!({"path": "a \"b\""}),
+                    }),
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_call_id: "c1".into(),
+                        content: vec![
+                            ResultPart::Text { text: "line\u{1}one".into() },
+                            ResultPart::Text { text: "two".into() },
+                        ],
+                        is_error: false,
+                    },
+                    ContentBlock::text("and"),
+                    ContentBlock::text("more"),
+                ],
+            },
+        ],
+    );
+    req.system = "sys".into();
+    req.temperature = Some(0.5);
+    let body = request_body(&req, false, "max_tokens");
+    assert_eq!(
+        body,
+        json!({
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": "say \"hi\"\n\ttwice"},
+                {"role": "assistant", "content": "looking now", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a \\\"b\\\"\"}"}},
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "line\u{1}one\ntwo"},
+                {"role": "user", "content": "and\nmore"},
+            ],
+            "max_tokens": crate::DEFAULT_MAX_TOKENS,
+            "temperature": 0.5,
+            "stream": false,
+        })
     );
 }
