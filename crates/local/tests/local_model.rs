@@ -263,7 +263,7 @@ async fn calls_under_the_converted_grammar_are_valid_for_every_schema_construct(
         )
         .unwrap();
         let mut r = request(vec![Message::user("Plan painting the kitchen.")], 300);
-        r.tools = vec![tool.clone()];
+        r.tools = vec![tool.clone()].into();
         // A stream error here would be llama.cpp refusing the grammar.
         let events = answer(&provider, r).await;
         let calls = tool_calls(&events);
