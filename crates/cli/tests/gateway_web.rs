@@ -135,6 +135,9 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
             .into(),
             Turn::text(MARKDOWN_ANSWER).into(),
             Turn::text("Second answer.").into(),
+            Turn::tool("bash", serde_json::json!({"command": "echo approved > made-by-bash.txt"}))
+                .into(),
+            Turn::text("Done from the web.").into(),
         ],
     );
     // The gateway's agents work in `$FERROCLAW_HOME/workspace`.
@@ -305,7 +308,7 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     b.click("#menu");
 
     // From here on the page's frames are recorded instead of sent.
-    b.eval("window.sent = []; WebSocket.prototype.send = function (d) { window.sent.push(d); }");
+    b.eval("window.realSend = WebSocket.prototype.send; window.sent = []; WebSocket.prototype.send = function (d) { window.sent.push(d); }");
 
     // A pasted image goes out with the message, as base64.
     const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
@@ -335,6 +338,25 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     );
     b.eval("window.ferroclaw.frame({type: 'approval_resolved', id: 'a1', outcome: 'denied'})");
     assert_eq!(b.eval("document.querySelector('#approval-a1').textContent"), "Approval: denied");
+
+    // A real approval, end to end: the model's bash call waits until the
+    // owner presses "Once" on the card, then runs and the answer follows.
+    b.eval("WebSocket.prototype.send = window.realSend");
+    b.fill("#input", "make the file");
+    b.click("#send");
+    b.wait_for(
+        "the approval card",
+        "document.querySelector('.approval:not(.resolved) .choice-once')",
+    );
+    assert!(!env.home.path().join("workspace/made-by-bash.txt").exists(), "ran before approval");
+    b.click(".approval:not(.resolved) .choice-once");
+    b.wait_for("the answer after the approval", "[...document.querySelectorAll('.msg.assistant.done')].some(m => m.textContent.includes('Done from the web.'))");
+    assert!(env.home.path().join("workspace/made-by-bash.txt").exists(), "approved call ran");
+    assert_eq!(
+        b.eval("document.querySelectorAll('.approval:not(.resolved)').length"),
+        0,
+        "the card closed"
+    );
 }
 
 #[test]
