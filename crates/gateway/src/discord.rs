@@ -344,25 +344,8 @@ async fn with_attachments(rest: &rest::Rest, mut message: InboundMessage) -> Inb
         .unwrap_or_default();
     message.metadata.remove("attachment_files");
     for (url, name, media_type) in files {
-        match rest.download(&url, crate::media::MAX_INBOUND_BYTES).await {
-            Ok(bytes) => {
-                let media_type = if media_type.is_empty() {
-                    "application/octet-stream".into()
-                } else {
-                    media_type
-                };
-                crate::media::attach(
-                    &mut message,
-                    &crate::media::Attachment { name, media_type, bytes },
-                );
-            }
-            Err(e) => {
-                tracing::warn!(channel = CHANNEL_NAME, "{e}");
-                message.content.push_str(&format!(
-                    "\n[The user sent {name}, which could not be received: {e}]"
-                ));
-            }
-        }
+        let got = rest.download(&url, crate::media::MAX_INBOUND_BYTES).await;
+        crate::media::attach_downloaded(&mut message, CHANNEL_NAME, name, media_type, got);
     }
     message
 }

@@ -64,6 +64,31 @@ pub fn attach(message: &mut InboundMessage, file: &Attachment) {
     }
 }
 
+/// What a channel downloaded for `message`: the file attached (an empty
+/// media type read as `application/octet-stream`), or, when it could not be
+/// had, a line in the text telling the model so.
+pub fn attach_downloaded(
+    message: &mut InboundMessage,
+    channel: &str,
+    name: String,
+    media_type: String,
+    got: Result<Vec<u8>, String>,
+) {
+    match got {
+        Ok(bytes) => {
+            let media_type =
+                if media_type.is_empty() { "application/octet-stream".into() } else { media_type };
+            attach(message, &Attachment { name, media_type, bytes });
+        }
+        Err(e) => {
+            tracing::warn!(channel, "{e}");
+            message
+                .content
+                .push_str(&format!("\n[The user sent {name}, which could not be received: {e}]"));
+        }
+    }
+}
+
 /// The files attached to `message`.
 pub fn attachments(message: &InboundMessage) -> Vec<Attachment> {
     let Some(list) = message.metadata.get("attachments").and_then(Value::as_array) else {

@@ -395,22 +395,8 @@ async fn with_files(api: &api::SlackApi, mut message: InboundMessage) -> Inbound
         } else {
             api.download(f["url"].as_str().unwrap_or_default(), max).await
         };
-        match got {
-            Ok(bytes) => {
-                let media_type =
-                    f["mimetype"].as_str().unwrap_or("application/octet-stream").to_string();
-                crate::media::attach(
-                    &mut message,
-                    &crate::media::Attachment { name, media_type, bytes },
-                );
-            }
-            Err(e) => {
-                tracing::warn!(channel = CHANNEL_NAME, "{e}");
-                message.content.push_str(&format!(
-                    "\n[The user sent {name}, which could not be received: {e}]"
-                ));
-            }
-        }
+        let media_type = f["mimetype"].as_str().unwrap_or_default().to_string();
+        crate::media::attach_downloaded(&mut message, CHANNEL_NAME, name, media_type, got);
     }
     message
 }

@@ -149,18 +149,8 @@ impl TelegramChannel {
             }
         }
         for (file, name, media_type) in files {
-            match self.download(file).await {
-                Ok(bytes) => crate::media::attach(
-                    inbound,
-                    &crate::media::Attachment { name, media_type, bytes },
-                ),
-                Err(e) => {
-                    tracing::warn!("telegram: {e}");
-                    inbound.content.push_str(&format!(
-                        "\n[The user sent {name}, which could not be received: {e}]"
-                    ));
-                }
-            }
+            let got = self.download(file).await;
+            crate::media::attach_downloaded(inbound, "telegram", name, media_type, got);
         }
     }
 
