@@ -357,13 +357,26 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
         0,
         "the card closed"
     );
+
+    // Files the agent sends show in the chat: a picture inline, anything
+    // else as a download (fetched with the token from /api/files).
+    let workspace = env.home.path().join("workspace");
+    std::fs::write(workspace.join("dot.png"), b"\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x01\x00\x00\x00\x01\x08\x04\x00\x00\x00\xb5\x1c\x0c\x02\x00\x00\x00\x0b\x49\x44\x41\x54\x78\xda\x63\x64\x60\x00\x00\x00\x06\x00\x02\x30\x81\xd0\x2f\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82").unwrap();
+    let media = serde_json::json!([workspace.join("dot.png"), workspace.join("notes.txt")]);
+    b.eval(&format!(
+        "window.ferroclaw.frame({{type: 'message', content: 'Here you are.', media: {media}}})"
+    ));
+    b.wait_for("the picture", "document.querySelector('.msg.media img.sent') && document.querySelector('.msg.media img.sent').naturalWidth === 1");
+    b.wait_for("the download", "document.querySelector('.msg.media a.file') && document.querySelector('.msg.media a.file').download === 'notes.txt'");
 }
 
 #[test]
 fn the_app_api_needs_the_token_and_refuses_bad_input_without_changing_anything() {
     let env = Env::new(Wire::OpenAi, vec![]);
     let gw = Gateway::start(&env, "");
-    for path in ["/api/sessions", "/api/cron", "/api/pairing", "/api/memory", "/api/log"] {
+    for path in
+        ["/api/sessions", "/api/cron", "/api/pairing", "/api/memory", "/api/log", "/api/files"]
+    {
         let (status, _) = request(gw.port, "GET", path, None, None).unwrap();
         assert_eq!(status, 401, "{path} without the token");
         let (status, _) = request(gw.port, "GET", path, Some("wrong"), None).unwrap();
@@ -385,6 +398,22 @@ fn the_app_api_needs_the_token_and_refuses_bad_input_without_changing_anything()
     let (status, _) =
         request(gw.port, "GET", "/api/sessions/..%2F..%2Fconfig", Some(TOKEN), None).unwrap();
     assert_eq!(status, 400);
+    // Files come from the workspace only: not by `..`, an absolute path
+    // elsewhere, or a symbolic link out of it.
+    let workspace = env.home.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "a note").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", workspace.join("passwd")).unwrap();
+    let file = |p: &str| {
+        let query: String = p.bytes().map(|b| format!("%{b:02X}")).collect();
+        request(gw.port, "GET", &format!("/api/files?path={query}"), Some(TOKEN), None).unwrap()
+    };
+    assert_eq!(file("notes.txt"), (200, "a note".to_string()));
+    for outside in ["../config.toml", "/etc/passwd", "passwd"] {
+        let (status, body) = file(outside);
+        assert_eq!(status, 400, "{outside}: {body}");
+        assert!(body.contains("not inside the workspace"), "{outside}: {body}");
+    }
     let too_big = serde_json::json!({"text": "x".repeat(50_000)});
     let (status, body) =
         request(gw.port, "PUT", "/api/memory/memory", Some(TOKEN), Some(&too_big)).unwrap();

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ferroclaw_core::session::{Entry, SessionSummary, for_each_entry};
 use ferroclaw_protocol::{ContentBlock, ResultPart, Role};
@@ -24,6 +24,9 @@ use serde_json::{Value, json};
 use super::App;
 use crate::gateway::Shared;
 use crate::sessions::{MAX_TITLE_CHARS, SessionKey};
+
+/// The largest file the page fetches (`/api/files`).
+const MAX_FILE_BYTES: u64 = 50 * 1024 * 1024;
 
 /// Conversations listed at most.
 const MAX_LISTED: usize = 200;
@@ -311,4 +314,40 @@ mod tests {
         assert_eq!(items[1]["preview"], "a.txt");
         assert_eq!(items[1]["is_error"], false);
     }
+}
+
+#[derive(Deserialize)]
+pub(super) struct FileQuery {
+    path: String,
+}
+
+/// `GET /api/files?path=P`: a file the agent sent to a web chat (the
+/// `message` tool's `media`), from inside the gateway's workspace only
+/// (symbolic links followed before the check). A picture comes as itself
+/// (its type read from its bytes); anything else as an attachment of type
+/// `application/octet-stream`, so that no file from the workspace can run
+/// as a page of the gateway's origin.
+pub(super) async fn read_file(
+    State(app): State<App>,
+    Query(q): Query<FileQuery>,
+) -> Result<Response, ApiError> {
+    let gw = app.gateway()?;
+    let real = crate::media::resolve(&gw.workspace, &q.path).map_err(|e| bad(e.to_string()))?;
+    let real = real.display().to_string();
+    let file = crate::media::Outgoing::load(&real, "the web app", MAX_FILE_BYTES, MAX_FILE_BYTES)
+        .map_err(|e| bad(e.to_string()))?;
+    let (media_type, disposition) = match file.photo {
+        true => (file.media_type, "inline".to_string()),
+        false => {
+            let name = file.file_name.replace(['"', '\\'], "_");
+            ("application/octet-stream".to_string(), format!("attachment; filename=\"{name}\""))
+        }
+    };
+    let headers = [
+        (header::CONTENT_TYPE, media_type),
+        (header::CONTENT_DISPOSITION, disposition),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        (header::CONTENT_SECURITY_POLICY, "sandbox".to_string()),
+    ];
+    Ok((headers, file.bytes).into_response())
 }

@@ -209,6 +209,7 @@ impl WebState {
             .route("/api/sessions/{id}", get(api::read_session))
             .route("/api/sessions/{id}/title", put(api::rename_session))
             .route("/api/chats/{chat}", get(api::chat_state))
+            .route("/api/files", get(api::read_file))
             .route("/api/status", get(operate::status))
             .route("/api/cron", get(operate::cron_list).post(operate::cron_add))
             .route("/api/cron/explain", post(operate::cron_explain))

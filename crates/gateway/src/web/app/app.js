@@ -227,13 +227,33 @@ function onFrame(frame) {
       break;
     case "event": onEvent(frame.event); break;
     case "reply":
-      endStream(frame.content); window.ferroclaw.replies++; setBusy(false);
+      endStream(frame.content); showMedia(frame.media); window.ferroclaw.replies++; setBusy(false);
       refreshSessions(); pollJobs(frame.content);
       break;
-    case "message": endStream(); assistantBubble(frame.content, true); break;
+    case "message": endStream(); if (frame.content) assistantBubble(frame.content, true); showMedia(frame.media); break;
     case "error": endStream(); add(el("div", "msg error", frame.message)); setBusy(false); break;
     case "approval": approvalCard(frame); break;
     case "approval_resolved": approvalResolved(frame); break;
+  }
+}
+
+/** Files the agent sent (the `message` tool's media): pictures shown, others as download links. */
+function showMedia(paths) {
+  for (const path of paths || []) {
+    const name = path.split("/").pop();
+    const box = add(el("div", "msg assistant done media"));
+    fetch("/api/files?path=" + encodeURIComponent(path), { headers: { "Authorization": "Bearer " + token } })
+      .then(async res => {
+        if (!res.ok) { const d = await res.json().catch(() => ({})); throw new Error(d.error || res.statusText); }
+        const blob = await res.blob();
+        const url = URL.createObjectURL(blob);
+        if (blob.type.startsWith("image/")) {
+          const img = el("img", "sent"); img.src = url; img.alt = name; box.appendChild(img);
+        } else {
+          const a = el("a", "file", "\u{1F4CE} " + name); a.href = url; a.download = name; box.appendChild(a);
+        }
+      })
+      .catch(e => { box.textContent = name + ": " + e.message; box.classList.add("error"); });
   }
 }
 
