@@ -137,7 +137,17 @@ impl Grammar {
     /// A value of the one JSON type `t`, with the rest of `s` applying.
     fn typed(&mut self, s: &Map<String, Value>, t: &str, name: &str) -> String {
         match t {
-            "string" | "integer" | "number" | "boolean" | "null" => t.into(),
+            "integer" => match integer_range(s) {
+                // A small closed range: each allowed value spelled out (as
+                // llama.cpp's converter bounds digits), so `days: 1..=7`
+                // cannot come out as 2017.
+                Some((low, high)) => {
+                    let alts: Vec<String> = (low..=high).map(|n| format!("\"{n}\"")).collect();
+                    self.define(name, &format!("({}) space", alts.join(" | ")))
+                }
+                None => t.into(),
+            },
+            "string" | "number" | "boolean" | "null" => t.into(),
             "object" => self.object(s, name),
             "array" => self.array(s, name),
             _ => "value".into(),
@@ -293,6 +303,31 @@ pub fn rule_name(text: &str) -> String {
         text.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
     if name.is_empty() { "x".into() } else { name }
 }
+
+/// Values an integer schema allows spelled out one by one: its closed
+/// range (`minimum`/`maximum`, or the exclusive bounds) when both ends are
+/// given and it holds at most [`MAX_SPELLED_RANGE`] values.
+fn integer_range(s: &Map<String, Value>) -> Option<(i64, i64)> {
+    let bound = |key: &str| s.get(key).and_then(Value::as_f64);
+    let low = match (bound("minimum"), bound("exclusiveMinimum")) {
+        (Some(m), _) => m.ceil(),
+        (None, Some(m)) => m.floor() + 1.0,
+        (None, None) => return None,
+    };
+    let high = match (bound("maximum"), bound("exclusiveMaximum")) {
+        (Some(m), _) => m.floor(),
+        (None, Some(m)) => m.ceil() - 1.0,
+        (None, None) => return None,
+    };
+    let in_range = |x: f64| x.abs() < 1e15;
+    if !in_range(low) || !in_range(high) || high < low || high - low >= MAX_SPELLED_RANGE as f64 {
+        return None;
+    }
+    Some((low as i64, high as i64))
+}
+
+/// The most integers a range is spelled out for (larger ranges take any integer).
+const MAX_SPELLED_RANGE: usize = 256;
 
 #[cfg(test)]
 #[path = "json_gbnf_tests.rs"]

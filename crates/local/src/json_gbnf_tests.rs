@@ -360,3 +360,21 @@ proptest! {
         prop_assert_eq!(g.matches(&quoted), json_reads, "{:?}", quoted);
     }
 }
+
+#[test]
+fn an_integer_with_a_small_closed_range_allows_only_its_values() {
+    let days = grammar(json!({"type": "integer", "minimum": 1, "maximum": 7}));
+    for ok in ["1", "4", "7"] {
+        assert!(days.matches(ok), "{ok}");
+    }
+    for bad in ["0", "8", "2017", "-1", "1.5"] {
+        assert!(!days.matches(bad), "{bad}");
+    }
+    let exclusive =
+        grammar(json!({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 3}));
+    assert!(exclusive.matches("1") && exclusive.matches("2"));
+    assert!(!exclusive.matches("0") && !exclusive.matches("3"));
+    // Open or large ranges take any integer.
+    assert_eq!(root_rule(json!({"type": "integer", "minimum": 1})), "integer");
+    assert_eq!(root_rule(json!({"type": "integer", "minimum": 0, "maximum": 100000})), "integer");
+}
