@@ -77,6 +77,14 @@ impl Browser {
 
     /// Calls a DevTools method; its result.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
+        match self.try_call(method, params) {
+            Ok(result) => result,
+            Err(error) => panic!("{method}: {error}"),
+        }
+    }
+
+    /// Calls a DevTools method; its result, or the error frame it got.
+    fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         self.next_id += 1;
         let id = self.next_id;
         let frame = json!({"id": id, "method": method, "params": params}).to_string();
@@ -89,8 +97,10 @@ impl Browser {
                 };
                 let v: Value = serde_json::from_str(&reply).unwrap();
                 if v["id"] == id {
-                    assert!(v.get("error").is_none(), "{method}: {v}");
-                    return v["result"].clone();
+                    return match v.get("error") {
+                        Some(error) => Err(error.clone()),
+                        None => Ok(v["result"].clone()),
+                    };
                 }
             }
         })
@@ -115,10 +125,14 @@ impl Browser {
     pub fn wait_for(&mut self, what: &str, expr: &str) {
         let deadline = Instant::now() + PAGE_WAIT;
         loop {
-            let r = self.call(
-                "Runtime.evaluate",
-                json!({"expression": format!("!!({expr})"), "returnByValue": true}),
-            );
+            // While the page reloads there is no page to ask: Chromium says
+            // "navigated or closed" or has no context yet. Ask again.
+            let r = self
+                .try_call(
+                    "Runtime.evaluate",
+                    json!({"expression": format!("!!({expr})"), "returnByValue": true}),
+                )
+                .unwrap_or_else(|error| json!({ "navigating": error }));
             if r["result"]["value"] == true {
                 return;
             }
