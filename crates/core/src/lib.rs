@@ -28,6 +28,7 @@ pub mod config;
 pub mod context;
 pub mod frontmatter;
 pub mod hooks;
+pub mod journal;
 pub mod learning;
 pub mod memory;
 pub mod mentions;
