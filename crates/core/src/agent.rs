@@ -24,6 +24,7 @@ mod checkpoints;
 mod command;
 mod compact;
 mod hooked;
+mod journalled;
 mod learn;
 pub mod parts;
 mod remember;
@@ -102,6 +103,8 @@ pub struct Agent {
     hook_state: HookState,
     /// Workspace snapshots before requests that may change files (`None`: off).
     checkpoints: Option<crate::checkpoint::Checkpoints>,
+    /// Where turns are journalled step by step (`None`: off), see [`journalled`].
+    journal: Option<journalled::Journalling>,
 }
 
 /// Something to do before each model request, with the tools at hand.
@@ -190,14 +193,19 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Report {
         let request = input.text();
-        if self.permissions.mode() == PermissionMode::Plan {
+        // A turn its journal already holds was prepared in the process that began it.
+        let resumed = self.journal_start(&mut input).await;
+        if !resumed && self.permissions.mode() == PermissionMode::Plan {
             input.content.push(ContentBlock::text(PLAN_MODE_REMINDER));
         }
-        if let Err(reason) = self.hook_prompt(&request, &mut input, events).await {
+        if !resumed && let Err(reason) = self.hook_prompt(&request, &mut input, events).await {
             self.permissions.end_turn();
             return self.refuse(reason, events);
         }
-        self.checkpoint_before_request(&request, events).await;
+        if !resumed {
+            self.checkpoint_before_request(&request, events).await;
+        }
+        self.journal_begin(&input).await;
         self.record(input);
         let mut usage = Usage::default();
         let mut turn = 0;
@@ -218,7 +226,7 @@ impl Agent {
                 hook.before_model_call(&mut self.tools).await;
             }
             emit(events, AgentEvent::TurnStarted { turn });
-            let answer = match self.call_model(events, cancel).await {
+            let answer = match self.next_answer(events, cancel).await {
                 Ok(answer) => answer,
                 Err(CallError::Cancelled(partial)) => {
                     if !partial.is_empty() {
@@ -258,7 +266,8 @@ impl Agent {
                 }
                 break self.report(Outcome::Answered, text, turn, usage);
             }
-            let mut results = self.run_tools(&calls, &answer.bad_arguments, events, cancel).await;
+            let mut results =
+                self.run_tools_journalled(&calls, &answer.bad_arguments, events, cancel).await;
             if self.todos.take_reminder() {
                 todo::add_reminder(&mut results);
             }
@@ -495,6 +504,7 @@ impl Agent {
                     content: output.content,
                     is_error: output.is_error,
                 });
+                self.journal_result(results.last()).await;
             }
             start = end;
         }

@@ -528,6 +528,22 @@ impl SessionLog {
         commit::GroupCommit::global().commit(self.file.clone()).await.map_err(io(&self.path))
     }
 
+    /// The file's length in bytes now (0 when it cannot be read).
+    pub fn len(&self) -> u64 {
+        self.file.metadata().map_or(0, |m| m.len())
+    }
+
+    /// True when nothing was written yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Cuts the file back to `len` bytes, a line boundary it had (a turn
+    /// resumed from its journal is written again from where it began).
+    pub fn truncate(&mut self, len: u64) -> Result<(), SessionError> {
+        self.file.set_len(len).map_err(io(&self.path))
+    }
+
     /// Fills in the folder of a session whose metadata had to be rebuilt.
     pub fn adopt_cwd(&mut self, cwd: &Path) {
         if self.meta.cwd.as_os_str().is_empty() {

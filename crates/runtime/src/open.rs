@@ -9,6 +9,7 @@ use std::sync::{Arc, PoisonError};
 use ferroclaw_core::agent::{CompactTool, Compaction, Learner, Remembering};
 use ferroclaw_core::checkpoint::{Checkpoints, Settings};
 use ferroclaw_core::context::PromptProfile;
+use ferroclaw_core::journal::TurnJournal;
 use ferroclaw_core::learning::{LearningConfig, Mode, SkillStore};
 use ferroclaw_core::memory::MemoryStore;
 use ferroclaw_core::plan::ExitPlanModeTool;
@@ -64,6 +65,12 @@ pub struct SessionOptions {
     /// `/rewind` can restore it (the REPL and one-shot runs; subject to
     /// `[checkpoints] enabled`). Default false.
     pub checkpoints: bool,
+    /// Journal each turn step by step, so a turn whose process died is
+    /// finished from the journal without calling the model again for the
+    /// steps it had finished (the gateway; see `ferroclaw_core::journal`).
+    /// A turn is journalled once named with `Agent::journal_turn`. Default
+    /// `None`: off (the REPL).
+    pub journal: Option<Arc<dyn TurnJournal>>,
 }
 
 /// What was opened, for the renderer.
@@ -248,6 +255,7 @@ impl Runtime {
         if options.checkpoints {
             agent.set_checkpoints(self.checkpoints(&agent));
         }
+        agent.set_journal(options.journal);
         Ok(Opened { agent, resumed: was_resumed, skipped_bytes, skipped_lines })
     }
 

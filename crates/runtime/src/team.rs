@@ -261,6 +261,7 @@ impl TeamRunner {
             extra_tools: teammate_tools(&seat, &self.board),
             workspace_root: self.worktree_of(&member, resume.is_none())?,
             checkpoints: false,
+            journal: None,
         };
         let open = |resume: Resume| {
             self.runtime
