@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ferroclaw_core::journal::{FileJournal, TurnJournal};
 use ferroclaw_core::{Approval, Approver};
 use ferroclaw_protocol::ToolCall;
 use ferroclaw_runtime::Runtime;
@@ -83,6 +84,8 @@ pub struct Shared {
     pub titles: SessionTitles,
     pub cron: CronStore,
     pub pairing: PairingStore,
+    /// Where turns are journalled, to finish them after a crash (see [`crate::resume`]).
+    pub journal: Option<Arc<dyn TurnJournal>>,
     /// Permits for turns running at once.
     pub turns: Semaphore,
     channels: HashMap<String, ChannelSettings>,
@@ -293,15 +296,20 @@ pub struct Gateway {
     channels: Vec<(Arc<dyn Channel>, ChannelSettings)>,
     bus: MessageBus,
     web_url: Option<String>,
+    journal: Option<Arc<dyn TurnJournal>>,
 }
 
 impl Gateway {
     /// A gateway for `home` (`$FERROCLAW_HOME`) opening agents from `runtime`.
     pub fn new(home: PathBuf, settings: GatewaySettings, runtime: Arc<Runtime>) -> Self {
+        // Turns are journalled beside the chats' session files by default.
+        let sessions = runtime.sessions().project_dir(&runtime.config().workspace);
+        let journal: Arc<dyn TurnJournal> = Arc::new(FileJournal::new(&sessions));
         Gateway {
             home,
             settings,
             runtime,
+            journal: Some(journal),
             approver: None,
             channels: Vec::new(),
             bus: MessageBus::default(),
@@ -317,6 +325,12 @@ impl Gateway {
     /// Replaces the approver of gateway agents (default: ask in the chat).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
         self.approver = Some(approver);
+    }
+
+    /// Replaces the turn journal (a database's; `None`: turns are not
+    /// journalled, and a turn cut by a crash is lost).
+    pub fn set_journal(&mut self, journal: Option<Arc<dyn TurnJournal>>) {
+        self.journal = journal;
     }
 
     /// The web chat's address, shown by `ferroclaw status`.
@@ -347,6 +361,7 @@ impl Gateway {
             titles: SessionTitles::load(&self.home),
             cron: CronStore::new(&self.home),
             pairing: PairingStore::new(&self.home),
+            journal: self.journal,
             turns: Semaphore::new(self.settings.max_concurrent_turns),
             channels: self
                 .channels
@@ -383,6 +398,8 @@ impl Gateway {
                 }
             });
         }
+        // Turns a killed gateway left unfinished go first, each to its chat.
+        crate::resume::resume_interrupted(&shared).await;
         for message in self.bus.drain(None) {
             shared.dispatch(message);
         }

@@ -18,6 +18,7 @@ use crate::commands::{ChatCommand, HELP};
 use crate::gateway::Shared;
 use crate::heartbeat;
 use crate::media;
+use crate::resume::{self, Claim, JournalledTurn};
 use crate::sessions::SessionKey;
 use crate::tools::{CronTool, MessageTool};
 
@@ -113,14 +114,23 @@ async fn handle(
     key: &SessionKey,
     agent: &mut Option<Agent>,
     slot: &TurnSlot,
-    work: Work,
+    mut work: Work,
     shared: &Arc<Shared>,
 ) {
     let result = match ChatCommand::parse(&work.message.content) {
         Some(command) if work.message.channel != SYSTEM_CHANNEL => {
             command_reply(key, agent, slot, command, &work, shared).await
         }
-        _ => turn(key, agent, slot, &work, shared).await,
+        _ => match resume::claim(key, &mut work.message, shared).await {
+            Claim::Duplicate => return,
+            Claim::Off => turn(key, agent, slot, &work, None, shared).await,
+            Claim::Turn(journalled) => {
+                let result = turn(key, agent, slot, &work, Some(&journalled), shared).await;
+                // Before the answer goes out: it goes out at most once.
+                journalled.finish().await;
+                result
+            }
+        },
     };
     let text = match &result {
         WorkResult::Answered(t) => t.clone(),
@@ -163,6 +173,7 @@ async fn turn(
     agent: &mut Option<Agent>,
     slot: &TurnSlot,
     work: &Work,
+    journalled: Option<&JournalledTurn>,
     shared: &Arc<Shared>,
 ) -> WorkResult {
     let _permit = match shared.turns.acquire().await {
@@ -173,6 +184,10 @@ async fn turn(
         Ok(a) => a,
         Err(e) => return WorkResult::Failed(e),
     };
+    if let Some(journalled) = journalled {
+        let origin = serde_json::to_value(&work.message).unwrap_or_default();
+        agent.journal_turn(journalled.turn.clone(), origin);
+    }
     // Approval requests of this turn go to whoever started it, and end with
     // it. Turns in flight finish even when the gateway is asked to stop; only
     // the sender's own stop (the web chat's button) cancels one.
@@ -279,6 +294,7 @@ async fn open<'a>(
                     chat_id: target.chat_id,
                 }),
             ],
+            journal: shared.journal.clone(),
             ..Default::default()
         };
         // Opening reads files: let other tasks move to other threads meanwhile.
