@@ -39,6 +39,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferroclaw_protocol::{ContentBlock, Message, StopReason, Usage};
@@ -164,7 +165,8 @@ impl FileJournal {
         self.dir.join(format!("{session}.turns")).join(format!("{}.jsonl", file_name(turn)))
     }
 
-    fn append(&self, session: &str, line: &Line) -> Result<(), JournalError> {
+    /// Writes `line` (not yet synced: see [`durable`]).
+    fn append(&self, session: &str, line: &Line) -> Result<(Arc<File>, PathBuf), JournalError> {
         let turn = match line {
             Line::Step { turn, .. } | Line::Finished { turn } => turn,
         };
@@ -190,12 +192,11 @@ impl FileJournal {
             .map_err(io(&path))?;
         cut_torn_line(&mut file).map_err(io(&path))?;
         file.write_all(&bytes).map_err(io(&path))?;
-        file.sync_data().map_err(io(&path))?;
         if created {
             // The new file's name must survive a crash too.
             File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
         }
-        Ok(())
+        Ok((Arc::new(file), path))
     }
 
     fn read(&self, session: &str, turn: &str) -> Result<TurnRecord, JournalError> {
@@ -250,19 +251,26 @@ impl TurnJournal for FileJournal {
     ) -> Result<(), JournalError> {
         let line = Line::Step { turn: turn.to_string(), step, body: body.clone() };
         let (journal, session) = (self.clone(), session.to_string());
-        blocking(move || journal.append(&session, &line)).await
+        durable(blocking(move || journal.append(&session, &line)).await?).await
     }
 
     async fn finish(&self, session: &str, turn: &str) -> Result<(), JournalError> {
         let line = Line::Finished { turn: turn.to_string() };
         let (journal, session) = (self.clone(), session.to_string());
-        blocking(move || journal.append(&session, &line)).await
+        durable(blocking(move || journal.append(&session, &line)).await?).await
     }
 
     async fn unfinished(&self) -> Result<Vec<Unfinished>, JournalError> {
         let journal = self.clone();
         blocking(move || journal.scan()).await
     }
+}
+
+/// Waits until what was written to `file` is on disk, through the
+/// process's group committer (the one session files use): many chats
+/// finishing steps at once share its syncs.
+async fn durable((file, path): (Arc<File>, PathBuf)) -> Result<(), JournalError> {
+    crate::session::commit::GroupCommit::global().commit(file).await.map_err(io(&path))
 }
 
 /// Runs file work off the async threads (each write waits for the disk).

@@ -24,9 +24,10 @@ use crate::worker::Work;
 /// The metadata key under which a message carries its turn id once named.
 pub const TURN_KEY: &str = "turn";
 
-/// Platform message ids, by metadata key, that name a message for good
-/// (Telegram and Discord `message_id`, Slack `ts`).
-const PLATFORM_IDS: [&str; 2] = ["message_id", "ts"];
+/// Platform ids, by metadata key, that name a message for good, first
+/// found wins: Telegram's `update_id` (an edited message is a new update),
+/// Discord's `message_id`, Slack's `ts`.
+const PLATFORM_IDS: [&str; 3] = ["update_id", "message_id", "ts"];
 
 /// The turn id of `message`: `CHANNEL-CHAT-PLATFORM_ID` when the platform
 /// names the message (so a message delivered again maps to the same turn),

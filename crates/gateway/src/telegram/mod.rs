@@ -114,6 +114,8 @@ impl TelegramChannel {
             meta.insert("name".into(), json!(n));
         }
         meta.insert("message_id".into(), message["message_id"].clone());
+        // Names the turn that answers it (an edit is a new update of the same message).
+        meta.insert("update_id".into(), update["update_id"].clone());
         Some(inbound)
     }
 }
