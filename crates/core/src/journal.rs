@@ -132,7 +132,10 @@ pub trait TurnJournal: Send + Sync {
     /// Marks the turn finished: it is never resumed, and a message that
     /// would start it again is a duplicate.
     async fn finish(&self, session: &str, turn: &str) -> Result<(), JournalError>;
-    /// Turns that began and were not finished, to resume.
+    /// Turns that began and were not finished, for a process that starts
+    /// to take up (the files backend: the gateway on this box died). A
+    /// backend whose queue hands unacknowledged messages to another worker
+    /// anyway (a database) returns none, so a turn is not taken up twice.
     async fn unfinished(&self) -> Result<Vec<Unfinished>, JournalError>;
 }
 

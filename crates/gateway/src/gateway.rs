@@ -188,7 +188,7 @@ impl Shared {
     }
 
     /// Takes one message off the bus: admission, `/help`, then the chat's queue.
-    fn dispatch(self: &Arc<Self>, message: InboundMessage) {
+    fn dispatch(self: &Arc<Self>, mut message: InboundMessage) {
         if message.channel == SYSTEM_CHANNEL {
             let Some(key) = SessionKey::parse_address(&message.chat_id) else {
                 tracing::warn!(
@@ -252,6 +252,8 @@ impl Shared {
             }
             _ => {}
         }
+        // Named once, here: whoever answers it (after a restart too) uses this id.
+        crate::resume::turn_id(&mut message);
         let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
         *self.last_chat.lock().unwrap_or_else(PoisonError::into_inner) = Some(key.clone());
         let copy = (message.channel.clone(), message.chat_id.clone(), message.id.clone());
