@@ -1,8 +1,9 @@
 //! Pictures and files both ways.
 //!
-//! In: channels download what a person sends (size-capped) and attach it to
-//! the bus message ([`attach`]); the chat's worker turns images into image
-//! blocks for the model (a text note for models without images, as the
+//! In: channels download what a person sends through one capped reader
+//! ([`download`]) and attach it to the bus message ([`attach`]); the chat's
+//! worker turns images into image blocks for the model, scaled to the
+//! provider's limits ([`fit`]; a text note for models without images, as the
 //! provider layer does), saves documents and voice notes into the
 //! workspace's `inbox/` under a safe name and tells the model their path,
 //! and has voice notes transcribed where `[gateway] transcription` is set.
