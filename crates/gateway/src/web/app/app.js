@@ -477,7 +477,7 @@ async function loadChannels() {
   const s = await api("status");
   $("pane-channels").replaceChildren(
     el("p", "hint", `Model ${s.model} · ${s.turns_running} turn(s) running, ${s.turns_done} done · ${s.live_sessions} chat(s) in memory`),
-    table(["Channel", "State", "Who may talk"], s.channels.map(c => [c.name, c.state, c.dm_policy + (c.allow_from ? ` (+${c.allow_from} allowed)` : "")])));
+    table(["Channel", "State", "Who may talk"], s.channels.map(c => [c.name, el("span", "conn " + ((c.connection || {}).state || ""), c.state), c.dm_policy + (c.allow_from ? ` (+${c.allow_from} allowed)` : "")])));
 }
 
 async function loadCron() {
