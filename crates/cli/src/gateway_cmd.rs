@@ -126,6 +126,9 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
     let runtime = Runtime::load(config.clone(), Default::default()).await?;
     let mut gateway = Gateway::new(config.home.clone(), settings.clone(), runtime.clone());
     let mut enabled = Vec::new();
+    for disabled in channels.iter().filter(|c| !c.enabled) {
+        gateway.add_disabled_channel(&disabled.name);
+    }
     for mut channel_settings in channels.into_iter().filter(|c| c.enabled) {
         channel_settings.check_allow_from().map_err(other)?;
         let channel: Arc<dyn Channel> = match channel_settings.name.as_str() {
@@ -172,7 +175,8 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
                     .unwrap_or(telegram::DEFAULT_POLL_TIMEOUT_SECS);
                 Arc::new(
                     TelegramChannel::new(&token, channel_settings.api_base.as_deref(), poll)
-                        .map_err(other)?,
+                        .map_err(other)?
+                        .with_max_file_bytes(channel_settings.max_file_bytes()),
                 )
             }
             "discord" => {

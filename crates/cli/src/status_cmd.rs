@@ -26,7 +26,14 @@ pub fn run(cli: &Cli) -> Result<i32, SetupError> {
             if let Some(url) = &s.web_url {
                 println!("web chat   {url}");
             }
-            let names: Vec<&str> = s.channels.iter().map(|c| c.name.as_str()).collect();
+            let names: Vec<String> = s
+                .channels
+                .iter()
+                .map(|c| match &c.state {
+                    Some(state) => format!("{} ({state})", c.name),
+                    None => c.name.clone(),
+                })
+                .collect();
             println!("channels   {}", names.join(", "));
             println!(
                 "chats      {} live, {} turns running, {} turns done",

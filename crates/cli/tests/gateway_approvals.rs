@@ -186,3 +186,27 @@ fn an_api_turn_with_no_chat_page_to_ask_is_denied_at_once_with_the_reason() {
     assert!(result.contains("nobody can be asked in this chat now"), "{result}");
     assert!(!env.home.path().join("workspace/made-by-bash.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn background_jobs_are_pushed_to_the_web_chat_when_they_start_and_finish() {
+    let start = Turn::tool("background_run", json!({"command": "sleep 2; echo done"}));
+    let script =
+        vec![start.into(), Turn::text("Started it.").into(), Turn::text("It finished.").into()];
+    let env = Env::new(Wire::OpenAi, script);
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\npermission_mode = \"bypass\"\n");
+    let mut page = open(gw.port, "jobs").await;
+    say(&mut page, json!({"type": "message", "content": "run it in the background"})).await;
+    // Frames in order; the page asks for nothing.
+    let mut jobs = Vec::new();
+    loop {
+        let f = frame(&mut page).await;
+        match f["type"].as_str() {
+            Some("jobs") => jobs.push(f["jobs"].clone()),
+            Some("message") if f["content"] == "It finished." => break,
+            _ => {}
+        }
+    }
+    assert_eq!(jobs.first().unwrap()[0]["command"], "sleep 2; echo done", "{jobs:?}");
+    assert_eq!(jobs.last().unwrap()[0]["status"], "completed", "{jobs:?}");
+    assert_eq!(jobs.last().unwrap()[0]["exit_code"], 0, "{jobs:?}");
+}

@@ -62,6 +62,41 @@ fn a_photo_reaches_the_model_as_an_image_and_a_workspace_file_goes_out_as_a_docu
     assert!(fake.keyboards().is_empty(), "permission_mode = \"bypass\" asks nobody");
 }
 
+#[test]
+fn a_file_that_never_ends_is_refused_at_the_cap_and_nothing_lands_in_the_inbox() {
+    let fake = FakeTelegram::start();
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("It did not arrive.").into()]);
+    let config = config(&fake)
+        .replace("poll_timeout_secs = 1\n", "poll_timeout_secs = 1\nmax_file_mb = 0.01\n");
+    let config = format!("{config}[channels.discord]\nenabled = false\n");
+    let gw = Gateway::start(&env, &config);
+    fake.user_sends_endless_document(42);
+    wait_for(30, "the answer", || fake.sent_to(42).iter().any(|t| t == "It did not arrive."));
+    let asked = env.request_body(0).to_string();
+    assert!(
+        asked.contains(
+            "[The user sent endless.bin, which could not be received: it is over the 10 KB limit]"
+        ),
+        "{asked}"
+    );
+    let inbox = env.home.path().join("workspace/inbox");
+    assert!(!inbox.exists() || std::fs::read_dir(&inbox).unwrap().next().is_none());
+
+    // The operate view's channels: each with its connection.
+    let (status, body) =
+        gateway_support::request(gw.port, "GET", "/api/status", Some(gateway_support::TOKEN), None)
+            .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let channels: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let state = |name: &str| {
+        let list = channels["channels"].as_array().unwrap();
+        list.iter().find(|c| c["name"] == name).map(|c| c["connection"]["state"].clone())
+    };
+    assert_eq!(state("telegram"), Some(json!("connected")), "{body}");
+    assert_eq!(state("discord"), Some(json!("disabled")), "{body}");
+    assert_eq!(state("web"), Some(json!("connected")), "{body}");
+}
+
 fn base64_of(bytes: &[u8]) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();

@@ -296,6 +296,10 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     assert_eq!(pairing["approved"][0]["sender"], "4242", "{pairing}");
     assert_eq!(pairing["pending"], serde_json::json!([]), "{pairing}");
 
+    // Channels: each with its connection as the channel reports it.
+    b.click("#operate-nav [data-pane=channels]");
+    b.wait_for("the channels", "[...document.querySelectorAll('#pane-channels td')].some(td => td.textContent.startsWith('connected; 1 chat page(s) open'))");
+
     // The same app on a phone.
     b.viewport(390, 844, true);
     b.eval("document.getElementById('toast').hidden = true");
@@ -325,6 +329,12 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     assert_eq!(sent["images"], serde_json::json!([{"media_type": "image/png", "data": PNG}]));
     assert_eq!(b.eval("!!document.querySelector('#log .msg.user img.thumb')"), true);
 
+    // Background jobs as the gateway pushes them (`jobs` frames).
+    b.eval("window.ferroclaw.frame({type: 'jobs', jobs: [{id: 'ab12cd34', command: 'cargo build', status: 'running', exit_code: null, elapsed_secs: 3}]})");
+    let job = b.eval("document.querySelector('#jobs .job.running').textContent");
+    let job = job.as_str().unwrap();
+    assert!(job.starts_with("running · ") && job.ends_with("s · cargo build"), "{job}");
+
     // An approval card (frames of the `approvals` contract): the choice goes
     // back over the socket, and the resolution closes the card.
     b.eval("window.ferroclaw.frame({type: 'approval', id: 'a1', tool: 'bash', input: {command: 'rm -rf build'}, summary: 'Run rm -rf build'})");
@@ -349,6 +359,9 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
         "document.querySelector('.approval:not(.resolved) .choice-once')",
     );
     assert!(!env.home.path().join("workspace/made-by-bash.txt").exists(), "ran before approval");
+    b.viewport(1280, 800, false);
+    b.eval("document.querySelector('.approval:not(.resolved)').scrollIntoView()");
+    b.screenshot(&shots.join("approval-desktop.png"));
     b.click(".approval:not(.resolved) .choice-once");
     b.wait_for("the answer after the approval", "[...document.querySelectorAll('.msg.assistant.done')].some(m => m.textContent.includes('Done from the web.'))");
     assert!(env.home.path().join("workspace/made-by-bash.txt").exists(), "approved call ran");

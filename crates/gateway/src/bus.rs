@@ -205,6 +205,7 @@ pub enum BusError {
 pub struct MessageBus {
     inner: Arc<Mutex<State>>,
     capacity: usize,
+    connections: crate::connection::Connections,
 }
 
 struct State {
@@ -223,7 +224,16 @@ impl MessageBus {
     /// A bus whose queues hold at most `capacity` messages each.
     pub fn new(capacity: usize) -> Self {
         let state = State { subscribers: HashMap::new(), queue: VecDeque::new(), closed: false };
-        MessageBus { inner: Arc::new(Mutex::new(state)), capacity: capacity.max(1) }
+        MessageBus {
+            inner: Arc::new(Mutex::new(state)),
+            capacity: capacity.max(1),
+            connections: Default::default(),
+        }
+    }
+
+    /// Where the channels publishing on this bus report their connection.
+    pub fn connections(&self) -> &crate::connection::Connections {
+        &self.connections
     }
 
     /// Receives the messages of `channel` (or of every channel without its

@@ -51,6 +51,11 @@ pub trait Channel: Send + Sync {
     /// and pairing views). Most channels need nothing from it.
     fn attach(&self, _gateway: &Arc<Shared>) {}
 
+    /// Shows `chat_id`'s background jobs, now that they changed (one started,
+    /// finished or was stopped), where the channel can show them live (the
+    /// web app). The default shows nothing.
+    fn show_jobs(&self, _chat_id: &str, _jobs: &[ferroclaw_tools::JobSummary]) {}
+
     /// Delivers one message to `message.chat_id`, splitting or converting it
     /// as the platform requires.
     async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError>;

@@ -322,13 +322,15 @@ pub struct ChannelSettings {
     pub token_env: Option<String>,
     /// The platform's API base URL (tests point it at a local fake).
     pub api_base: Option<String>,
+    /// The largest file a person may send, in MB (default 20).
+    pub max_file_mb: Option<f64>,
     /// The channel's own keys, checked by the channel.
     pub options: toml::Table,
 }
 
 /// The keys [`ChannelSettings`] reads itself.
-const COMMON_KEYS: [&str; 6] =
-    ["enabled", "allow_from", "dm_policy", "token", "token_env", "api_base"];
+const COMMON_KEYS: [&str; 7] =
+    ["enabled", "allow_from", "dm_policy", "token", "token_env", "api_base", "max_file_mb"];
 
 impl ChannelSettings {
     /// Parses `[channels.NAME]`; other keys stay in `options` for the channel.
@@ -350,10 +352,14 @@ impl ChannelSettings {
             token: Option<String>,
             token_env: Option<String>,
             api_base: Option<String>,
+            max_file_mb: Option<f64>,
         }
         let c: Common = toml::Value::Table(common)
             .try_into()
             .map_err(|e: toml::de::Error| invalid(&section, e.message()))?;
+        if c.max_file_mb.is_some_and(|mb| !(mb > 0.0 && mb.is_finite())) {
+            return Err(invalid(&section, "max_file_mb must be a number of megabytes above 0"));
+        }
         Ok(ChannelSettings {
             name: name.to_string(),
             enabled: c.enabled,
@@ -362,8 +368,15 @@ impl ChannelSettings {
             token: c.token,
             token_env: c.token_env,
             api_base: c.api_base,
+            max_file_mb: c.max_file_mb,
             options,
         })
+    }
+
+    /// The largest file a person may send on this channel, in bytes.
+    pub fn max_file_bytes(&self) -> usize {
+        self.max_file_mb
+            .map_or(crate::media::MAX_INBOUND_BYTES, |mb| (mb * 1_048_576.0).max(1.0) as usize)
     }
 
     /// Refuses `allow_from` entries that are user names rather than ids:

@@ -49,6 +49,7 @@ use crate::approval::{ApprovalPrompt, BUTTONS, Decided, button_command};
 use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
 use crate::config::ChannelSettings;
+use crate::connection::State;
 use crate::format::split_markdown;
 pub use rest::{MAX_RATE_LIMIT_RETRIES, MAX_RETRY_AFTER, REQUEST_TIMEOUT};
 use session::{SessionEnd, SessionState};
@@ -92,6 +93,8 @@ pub struct DiscordConfig {
     pub gateway_url: Option<String>,
     /// Server channel ids whose every message goes to the agent, mention or not.
     pub channels: Vec<String>,
+    /// The largest file a person may send (default [`crate::media::MAX_INBOUND_BYTES`]).
+    pub max_file_bytes: usize,
 }
 
 impl DiscordConfig {
@@ -102,6 +105,7 @@ impl DiscordConfig {
             api_base: DEFAULT_API_BASE.into(),
             gateway_url: None,
             channels: Vec::new(),
+            max_file_bytes: crate::media::MAX_INBOUND_BYTES,
         }
     }
 
@@ -127,6 +131,7 @@ impl DiscordConfig {
         }
         config.gateway_url = settings.option("gateway_url").map_err(config_error)?;
         config.channels = settings.option("channels").map_err(config_error)?.unwrap_or_default();
+        config.max_file_bytes = settings.max_file_bytes();
         Ok(config)
     }
 }
@@ -169,9 +174,9 @@ impl DiscordChannel {
         let Some(message) = message else { return };
         // Files are fetched first: the message goes on the bus with them.
         if !message.media.is_empty() {
-            let (rest, bus) = (self.rest.clone(), bus.clone());
+            let (rest, bus, max) = (self.rest.clone(), bus.clone(), self.config.max_file_bytes);
             tokio::spawn(async move {
-                let message = with_attachments(&rest, message).await;
+                let message = with_attachments(&rest, max, message).await;
                 if let Err(e) = bus.publish(message) {
                     tracing::warn!(channel = CHANNEL_NAME, "message not taken: {e}");
                 }
@@ -224,6 +229,8 @@ impl Channel for DiscordChannel {
                 Err(e @ ChannelError::Config { .. }) => return Err(e),
                 Err(e) => {
                     tracing::warn!("{e}");
+                    bus.connections()
+                        .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
                     failures += 1;
                     continue;
                 }
@@ -232,6 +239,8 @@ impl Channel for DiscordChannel {
                 Ok(ws) => ws,
                 Err(e) => {
                     tracing::warn!(channel = CHANNEL_NAME, "{e}");
+                    bus.connections()
+                        .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
                     failures += 1;
                     continue;
                 }
@@ -240,13 +249,18 @@ impl Channel for DiscordChannel {
             let mut on_dispatch = |event: &str, data: Value, bot_id: Option<&str>| {
                 self.on_dispatch(&bus, event, data, bot_id);
             };
+            let connections = bus.connections();
+            let token = &self.config.token;
             let end =
-                session::run(ws, &self.config.token, &mut state, &shutdown, &mut on_dispatch).await;
+                session::run(ws, token, &mut state, &shutdown, connections, &mut on_dispatch).await;
             failures = if state.ready { 0 } else { failures + 1 };
             match end {
                 SessionEnd::Shutdown => return Ok(()),
                 SessionEnd::Fatal(e) => return Err(e),
-                SessionEnd::Reconnect => {}
+                SessionEnd::Reconnect => {
+                    let error = "the connection closed".to_string();
+                    connections.set(CHANNEL_NAME, State::Reconnecting { error });
+                }
             }
         }
     }
@@ -328,7 +342,11 @@ impl Channel for DiscordChannel {
 const FILE_LIMIT: u64 = 10 * 1024 * 1024;
 
 /// `message` with its attachments downloaded (a file that cannot be is mentioned instead).
-async fn with_attachments(rest: &rest::Rest, mut message: InboundMessage) -> InboundMessage {
+async fn with_attachments(
+    rest: &rest::Rest,
+    max: usize,
+    mut message: InboundMessage,
+) -> InboundMessage {
     let files: Vec<(String, String, String)> = message
         .metadata
         .get("attachment_files")
@@ -344,7 +362,7 @@ async fn with_attachments(rest: &rest::Rest, mut message: InboundMessage) -> Inb
         .unwrap_or_default();
     message.metadata.remove("attachment_files");
     for (url, name, media_type) in files {
-        let got = rest.download(&url, crate::media::MAX_INBOUND_BYTES).await;
+        let got = rest.download(&url, max).await;
         crate::media::attach_downloaded(&mut message, CHANNEL_NAME, name, media_type, got);
     }
     message

@@ -67,6 +67,8 @@ type WorkQueue = mpsc::Sender<Box<Work>>;
 /// What the gateway's tasks share.
 pub struct Shared {
     pub settings: GatewaySettings,
+    /// How each channel's connection stands.
+    pub connections: crate::connection::Connections,
     /// `$FERROCLAW_HOME`.
     pub home: PathBuf,
     /// Opens every chat's agent.
@@ -340,6 +342,11 @@ impl Gateway {
         self.web_url = Some(url);
     }
 
+    /// Shows `name` as configured but disabled (`enabled = true` missing).
+    pub fn add_disabled_channel(&mut self, name: &str) {
+        self.bus.connections().set(name, crate::connection::State::Disabled);
+    }
+
     /// The inbound bus (channels get it in `start`).
     pub fn bus(&self) -> MessageBus {
         self.bus.clone()
@@ -378,6 +385,7 @@ impl Gateway {
             last_chat: Mutex::new(None),
             per_sender: RateLimiter::new(self.settings.messages_per_minute),
             jobs: Mutex::new(HashMap::new()),
+            connections: self.bus.connections().clone(),
             home: self.home.clone(),
             settings: self.settings,
         });
@@ -395,8 +403,12 @@ impl Gateway {
             let (channel, bus, stop) = (channel.clone(), self.bus.clone(), channel_stop.clone());
             channel_tasks.spawn(async move {
                 tracing::info!(channel = channel.name(), "channel starting");
+                let connections = bus.connections().clone();
+                connections.set(channel.name(), crate::connection::State::Connecting);
                 if let Err(e) = channel.start(bus, stop).await {
                     tracing::error!("{e}");
+                    let error = e.to_string();
+                    connections.set(channel.name(), crate::connection::State::Stopped { error });
                 }
             });
         }
@@ -423,7 +435,11 @@ impl Gateway {
             web_url: self.web_url.clone(),
             channels: channel_names
                 .iter()
-                .map(|n| ChannelStatus { name: n.clone(), running })
+                .map(|n| ChannelStatus {
+                    name: n.clone(),
+                    running,
+                    state: shared.connections.get(n).map(|s| s.describe()),
+                })
                 .collect(),
             live_sessions: shared.live_sessions(),
             turns_running: shared.turns_running.load(Ordering::Relaxed),

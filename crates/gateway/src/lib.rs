@@ -33,6 +33,7 @@ pub mod bus;
 pub mod channel;
 pub mod commands;
 pub mod config;
+pub mod connection;
 pub mod cron;
 pub mod discord;
 pub mod files;

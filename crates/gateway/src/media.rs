@@ -1,8 +1,9 @@
 //! Pictures and files both ways.
 //!
-//! In: channels download what a person sends (size-capped) and attach it to
-//! the bus message ([`attach`]); the chat's worker turns images into image
-//! blocks for the model (a text note for models without images, as the
+//! In: channels download what a person sends through one capped reader
+//! ([`download`]) and attach it to the bus message ([`attach`]); the chat's
+//! worker turns images into image blocks for the model, scaled to the
+//! provider's limits ([`fit`]; a text note for models without images, as the
 //! provider layer does), saves documents and voice notes into the
 //! workspace's `inbox/` under a safe name and tells the model their path,
 //! and has voice notes transcribed where `[gateway] transcription` is set.
@@ -10,6 +11,8 @@
 //! Out: the `message` tool's `media` names workspace files ([`resolve`]
 //! keeps them inside it); channels send each natively ([`Outgoing`]: photo
 //! or document by type, within the platform's size limit, else a clear error).
+
+mod resize;
 
 use std::path::{Path, PathBuf};
 
@@ -19,13 +22,12 @@ use ferroclaw_protocol::{ContentBlock, Message, Role};
 use serde_json::{Value, json};
 
 use crate::bus::InboundMessage;
+pub use resize::{ImageLimits, ResizeError, fit};
 
-/// The largest file a person may send: bigger ones are refused with a note
-/// (Telegram bots cannot download more than 20 MB either).
+/// The largest file a person may send, unless `[channels.NAME] max_file_mb`
+/// says otherwise: bigger ones are refused with a note (Telegram bots cannot
+/// download more than 20 MB either).
 pub const MAX_INBOUND_BYTES: usize = 20 * 1024 * 1024;
-/// The largest image sent to a model as an image: Anthropic's per-image limit
-/// (OpenAI allows 20 MB); a bigger one is saved in `inbox/` instead.
-pub const MAX_IMAGE_BYTES: usize = ferroclaw_tools::MAX_IMAGE_BYTES as usize;
 /// Longest file name kept in `inbox/` (the extension is kept when cut).
 const MAX_NAME_CHARS: usize = 80;
 /// The folder of the workspace that received files go to.
@@ -89,6 +91,56 @@ pub fn attach_downloaded(
     }
 }
 
+/// Why a file a person sent could not be downloaded.
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    /// Bigger than the channel's cap (said by the platform, by the
+    /// `Content-Length`, or found while reading).
+    #[error("it is over the {} limit", size_text(*.limit))]
+    TooBig { limit: usize },
+    /// The platform could not be reached or refused.
+    #[error("download: {0}")]
+    Failed(String),
+}
+
+/// `bytes` for people: `20 MB`, `512 KB`, `10 bytes`.
+pub fn size_text(bytes: usize) -> String {
+    match bytes {
+        n if n >= 1_048_576 && n % 1_048_576 == 0 => format!("{} MB", n / 1_048_576),
+        n if n >= 1_048_576 => format!("{:.1} MB", n as f64 / 1_048_576.0),
+        n if n >= 1024 => format!("{} KB", n / 1024),
+        n => format!("{n} bytes"),
+    }
+}
+
+/// Downloads what `request` asks for, at most `max` bytes, for every channel:
+/// a `Content-Length` over the cap is refused before the body is read, and
+/// the body is read in chunks and given up as soon as it passes the cap (a
+/// server that lies about its size or sends no size cannot fill memory).
+/// Nothing is written anywhere: the bytes are returned whole or not at all.
+pub async fn download(
+    request: reqwest::RequestBuilder,
+    max: usize,
+) -> Result<Vec<u8>, DownloadError> {
+    let failed = |e: reqwest::Error| DownloadError::Failed(e.without_url().to_string());
+    let mut response = request.send().await.map_err(failed)?;
+    if !response.status().is_success() {
+        return Err(DownloadError::Failed(format!("HTTP {}", response.status())));
+    }
+    let declared = response.content_length();
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(DownloadError::TooBig { limit: max });
+    }
+    let mut bytes = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+    while let Some(chunk) = response.chunk().await.map_err(failed)? {
+        if bytes.len() + chunk.len() > max {
+            return Err(DownloadError::TooBig { limit: max });
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
 /// The files attached to `message`.
 pub fn attachments(message: &InboundMessage) -> Vec<Attachment> {
     let Some(list) = message.metadata.get("attachments").and_then(Value::as_array) else {
@@ -145,8 +197,12 @@ pub fn save_in_inbox(workspace: &Path, name: &str, bytes: &[u8]) -> std::io::Res
         match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
             Ok(mut f) => {
                 use std::io::Write;
-                f.write_all(bytes)?;
-                f.sync_all()?;
+                // A file that could not be written whole is not left behind.
+                if let Err(e) = f.write_all(bytes).and_then(|()| f.sync_all()) {
+                    drop(f);
+                    let _ = std::fs::remove_file(&path);
+                    return Err(e);
+                }
                 return Ok(Path::new(INBOX).join(candidate));
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -156,25 +212,41 @@ pub fn save_in_inbox(workspace: &Path, name: &str, bytes: &[u8]) -> std::io::Res
     Err(std::io::Error::other(format!("too many files called {name} in inbox/")))
 }
 
-/// The user message for `text` with `files`: images as image blocks, the
-/// rest saved into the workspace's `inbox/` with a note saying where, voice
-/// notes with their transcript when `transcribe` gives one.
+/// The image block for `file` fitted to `limits` (scaled down when over
+/// them, passed on as it is when not), or `None` when it is no picture a
+/// model can take. A picture that cannot be decoded goes as it is when it is
+/// small enough (the provider judges it).
+fn image_block(file: &Attachment, limits: ImageLimits) -> Option<ContentBlock> {
+    let media_type = file.image_type()?;
+    let (bytes, media_type) = match fit(&file.bytes, limits) {
+        Ok(None) => (file.bytes.clone(), media_type),
+        Ok(Some(fitted)) => fitted,
+        Err(ResizeError::Unreadable(_)) if file.bytes.len() <= limits.max_bytes => {
+            (file.bytes.clone(), media_type)
+        }
+        Err(e) => {
+            tracing::warn!("{}: {e}", file.name);
+            return None;
+        }
+    };
+    Some(ContentBlock::Image { media_type: media_type.into(), data: BASE64.encode(bytes) })
+}
+
+/// The user message for `text` with `files`: images as image blocks fitted
+/// to `limits`, the rest saved into the workspace's `inbox/` with a note
+/// saying where, voice notes with their transcript when `transcribe` gives one.
 pub fn user_message(
     text: &str,
     files: Vec<Attachment>,
     workspace: &Path,
     transcripts: &[(usize, Result<String, String>)],
+    limits: ImageLimits,
 ) -> Message {
     let mut content = Vec::new();
     let mut notes = Vec::new();
     for (i, file) in files.into_iter().enumerate() {
-        if let Some(media_type) = file.image_type()
-            && file.bytes.len() <= MAX_IMAGE_BYTES
-        {
-            content.push(ContentBlock::Image {
-                media_type: media_type.into(),
-                data: BASE64.encode(&file.bytes),
-            });
+        if let Some(block) = image_block(&file, limits) {
+            content.push(block);
             continue;
         }
         let kb = file.bytes.len().div_ceil(1024);
@@ -405,7 +477,13 @@ mod tests {
             media_type: "image/png".into(),
             bytes: b"\x89PNG\r\n\x1a\nrest".to_vec(),
         };
-        let m = user_message("look", vec![doc.clone(), png, doc], ws.path(), &[]);
+        let m = user_message(
+            "look",
+            vec![doc.clone(), png, doc],
+            ws.path(),
+            &[],
+            ImageLimits::ANTHROPIC,
+        );
         let ContentBlock::Text { text } = &m.content[0] else { panic!("no text first") };
         assert!(
             text.starts_with("look\n[The user sent a file, saved as inbox/report.pdf"),
@@ -417,6 +495,27 @@ mod tests {
         );
         assert_eq!(std::fs::read(ws.path().join("inbox/report.pdf")).unwrap(), b"%PDF");
         assert!(!ws.path().join("report.pdf").exists());
+    }
+
+    #[test]
+    fn a_big_picture_reaches_the_model_scaled_to_the_providers_limits() {
+        let ws = tempfile::tempdir().unwrap();
+        let picture =
+            image::RgbImage::from_fn(2000, 500, |x, _| image::Rgb([(x % 256) as u8, 0, 0]));
+        let mut png = std::io::Cursor::new(Vec::new());
+        picture.write_to(&mut png, image::ImageFormat::Png).unwrap();
+        let file = Attachment {
+            name: "wide.png".into(),
+            media_type: "image/png".into(),
+            bytes: png.into_inner(),
+        };
+        let m = user_message("", vec![file], ws.path(), &[], ImageLimits::ANTHROPIC);
+        let ContentBlock::Image { media_type, data } = &m.content[0] else { panic!("{m:?}") };
+        assert_eq!(media_type, "image/jpeg");
+        let bytes = BASE64.decode(data).unwrap();
+        let scaled = image::load_from_memory(&bytes).unwrap();
+        // 4:1 kept, within 1568 px on the long side.
+        assert_eq!((scaled.width(), scaled.height()), (1568, 392));
     }
 
     #[test]

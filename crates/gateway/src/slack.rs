@@ -56,6 +56,7 @@ use crate::approval::{ApprovalPrompt, BUTTONS, Decided, button_command};
 use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
 use crate::config::{ChannelSettings, GatewayConfigError};
+use crate::connection::State;
 use crate::format::split_markdown;
 pub use api::{MAX_RATE_LIMIT_RETRIES, MAX_RETRY_AFTER, REQUEST_TIMEOUT};
 pub use mrkdwn::to_mrkdwn;
@@ -102,6 +103,8 @@ pub struct SlackConfig {
     pub api_base: String,
     /// Channel ids whose every message goes to the agent, mention or not.
     pub channels: Vec<String>,
+    /// The largest file a person may send (default [`crate::media::MAX_INBOUND_BYTES`]).
+    pub max_file_bytes: usize,
 }
 
 impl SlackConfig {
@@ -112,6 +115,7 @@ impl SlackConfig {
             bot_token: bot_token.into(),
             api_base: DEFAULT_API_BASE.into(),
             channels: Vec::new(),
+            max_file_bytes: crate::media::MAX_INBOUND_BYTES,
         }
     }
 
@@ -147,6 +151,7 @@ impl SlackConfig {
             config.api_base = base.clone();
         }
         config.channels = settings.option("channels").map_err(config_error)?.unwrap_or_default();
+        config.max_file_bytes = settings.max_file_bytes();
         Ok(config)
     }
 }
@@ -225,9 +230,9 @@ impl SlackChannel {
         }
         // Files are fetched (with the bot token) first: the message goes on the bus with them.
         if message.metadata.contains_key("slack_files") {
-            let (api, bus) = (self.api.clone(), bus.clone());
+            let (api, bus, max) = (self.api.clone(), bus.clone(), self.config.max_file_bytes);
             tokio::spawn(async move {
-                let message = with_files(&api, message).await;
+                let message = with_files(&api, max, message).await;
                 if let Err(e) = bus.publish(message) {
                     tracing::warn!(channel = CHANNEL_NAME, "message not taken: {e}");
                 }
@@ -282,6 +287,8 @@ impl Channel for SlackChannel {
                 Err(e @ ChannelError::Config { .. }) => return Err(e),
                 Err(e) => {
                     tracing::warn!("{e}");
+                    bus.connections()
+                        .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
                     failures += 1;
                     continue;
                 }
@@ -291,17 +298,22 @@ impl Channel for SlackChannel {
                 Ok(ws) => ws,
                 Err(e) => {
                     tracing::warn!(channel = CHANNEL_NAME, "{e}");
+                    bus.connections()
+                        .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
                     failures += 1;
                     continue;
                 }
             };
             let mut hello = false;
             let mut on_event = |event: Value| self.on_event(&bus, event, &id);
-            let end = socket::run(ws, &shutdown, &mut hello, &mut on_event).await;
+            let end =
+                socket::run(ws, &shutdown, &mut hello, bus.connections(), &mut on_event).await;
             failures = if hello { 0 } else { failures + 1 };
             if end == SocketEnd::Shutdown {
                 return Ok(());
             }
+            let error = "the connection closed".to_string();
+            bus.connections().set(CHANNEL_NAME, State::Reconnecting { error });
         }
     }
 
@@ -385,13 +397,16 @@ impl Channel for SlackChannel {
 const FILE_LIMIT: u64 = 50 * 1024 * 1024;
 
 /// `message` with its Slack files downloaded (one that cannot be is mentioned instead).
-async fn with_files(api: &api::SlackApi, mut message: InboundMessage) -> InboundMessage {
+async fn with_files(
+    api: &api::SlackApi,
+    max: usize,
+    mut message: InboundMessage,
+) -> InboundMessage {
     let files = message.metadata.remove("slack_files").unwrap_or_default();
     for f in files.as_array().into_iter().flatten() {
         let name = f["name"].as_str().unwrap_or("file").to_string();
-        let max = crate::media::MAX_INBOUND_BYTES;
         let got = if f["size"].as_u64().is_some_and(|n| n > max as u64) {
-            Err(format!("it is over the {} MB limit", max / 1_048_576))
+            Err(crate::media::DownloadError::TooBig { limit: max }.to_string())
         } else {
             api.download(f["url"].as_str().unwrap_or_default(), max).await
         };

@@ -12,6 +12,9 @@ use crate::files::{read_json, write_json_atomically};
 pub struct ChannelStatus {
     pub name: String,
     pub running: bool,
+    /// Its connection in words (`connected`, `reconnecting (last error: ...)`).
+    #[serde(default)]
+    pub state: Option<String>,
 }
 
 /// A snapshot of a gateway.

@@ -86,6 +86,7 @@ pub async fn run(
                 None => break,
             },
             () = job_finished => {
+                show_jobs(&shared, &key);
                 let message = InboundMessage::new(SYSTEM_CHANNEL, "system", key.address(), JOB_FINISHED_PROMPT);
                 let delivery = if shared.outbox.channel(&key.channel).is_some() {
                     Delivery::To(key.clone())
@@ -196,10 +197,15 @@ async fn turn(
     shared.turn_started();
     let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
     let tap = work.message.tap.clone();
+    let (jobs_of, jobs_shared) = (key.clone(), shared.clone());
     let forward = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
             if let Some(tap) = &tap {
                 tap.send(&event);
+            }
+            // A tool call may have started, stopped or collected a job.
+            if matches!(event, AgentEvent::ToolCallFinished { .. }) {
+                show_jobs(&jobs_shared, &jobs_of);
             }
         }
     });
@@ -219,11 +225,21 @@ async fn turn(
     drop(tx);
     // Every event reaches the tap before the answer is delivered (by the caller).
     let _ = forward.await;
+    show_jobs(shared, key);
     shared.turn_finished();
     if report.is_error() {
         WorkResult::Failed(report.text)
     } else {
         WorkResult::Answered(report.text)
+    }
+}
+
+/// Shows the chat's background jobs live where its channel can (the web app),
+/// instead of the page asking for them.
+fn show_jobs(shared: &Shared, key: &SessionKey) {
+    let jobs = shared.jobs_of(key);
+    if let Some(channel) = shared.outbox.channel(&key.channel) {
+        channel.show_jobs(&key.chat_id, &jobs);
     }
 }
 
@@ -242,7 +258,12 @@ async fn user_input(message: &InboundMessage, shared: &Shared) -> Message {
     }
     let workspace = shared.workspace.clone();
     let text = message.content.clone();
-    tokio::task::block_in_place(|| media::user_message(&text, files, &workspace, &transcripts))
+    let model = shared.runtime.config().model_spec().unwrap_or_default();
+    let limits = media::ImageLimits::for_model(&model);
+    // Decoding and scaling pictures is work for a blocking thread.
+    tokio::task::block_in_place(|| {
+        media::user_message(&text, files, &workspace, &transcripts, limits)
+    })
 }
 
 /// Who may answer the approval requests of a turn: the sender of its

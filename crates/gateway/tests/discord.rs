@@ -16,6 +16,7 @@ use axum::{Json, Router};
 use ferroclaw_core::Approval;
 use ferroclaw_gateway::SessionKey;
 use ferroclaw_gateway::approval::{ApprovalBroker, Decided};
+use ferroclaw_gateway::connection::State as Connection;
 use ferroclaw_gateway::discord::{DiscordChannel, DiscordConfig};
 use ferroclaw_gateway::outbox::Outbox;
 use ferroclaw_gateway::{
@@ -27,6 +28,8 @@ use serde_json::{Value, json};
 
 #[path = "support/fake_ws.rs"]
 mod fake_ws;
+#[path = "support/hostile_files.rs"]
+mod hostile_files;
 use fake_ws::{auth, recv, send};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -79,6 +82,8 @@ impl FakeDiscord {
             .route("/api/channels/{id}/messages", post(create_message))
             .route("/api/interactions/{id}/{token}/callback", post(interaction_callback))
             .route("/cdn/pic.png", get(|| async { PNG.to_vec() }))
+            .route("/cdn/endless.bin", get(|| async { hostile_files::endless() }))
+            .route("/cdn/huge.bin", get(|| async { hostile_files::declared_huge() }))
             .route("/gw/", get(|s, q, u| upgrade("gw", s, q, u)))
             .route("/resume/", get(|s, q, u| upgrade("resume", s, q, u)))
             .with_state(app);
@@ -560,4 +565,61 @@ async fn an_image_attachment_arrives_downloaded_and_a_workspace_file_goes_out_as
     assert!(upload.contains("name=\"files[0]\"; filename=\"notes.txt\""), "{upload}");
     assert!(upload.contains("meeting notes") && upload.contains("payload_json"), "{upload}");
     stop.cancel();
+}
+
+#[tokio::test]
+async fn a_file_over_the_cap_is_refused_while_downloading_and_the_model_is_told() {
+    let mut fake = FakeDiscord::start().await;
+    let mut config = fake.config();
+    config.max_file_bytes = hostile_files::SMALL_CAP;
+    let channel = Arc::new(DiscordChannel::new(config).unwrap());
+    let bus = MessageBus::new(16);
+    let mut inbound = bus.subscribe(ANY_CHANNEL);
+    let stop = CancellationToken::new();
+    let run = stop.clone();
+    tokio::spawn(async move { channel.start(bus, run).await });
+    let mut ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    let mut create = message_create(2, "U1", None, "two files");
+    // Both claim to be small; one never ends, the other declares a gigabyte.
+    create["d"]["attachments"] = json!([
+        {"id": "A1", "filename": "endless.bin", "size": 10, "url": format!("http://{}/cdn/endless.bin", fake.addr)},
+        {"id": "A2", "filename": "huge.bin", "size": 10, "url": format!("http://{}/cdn/huge.bin", fake.addr)},
+    ]);
+    send(&mut ws, create).await;
+    let m = next_message(&mut inbound).await;
+    assert!(ferroclaw_gateway::media::attachments(&m).is_empty());
+    for name in ["endless.bin", "huge.bin"] {
+        let note = format!(
+            "[The user sent {name}, which could not be received: it is over the 4 KB limit]"
+        );
+        assert!(m.content.contains(&note), "{}", m.content);
+    }
+    stop.cancel();
+}
+
+/// Waits until the bus says `discord` is in `state`.
+async fn wait_state(bus: &MessageBus, state: Connection) {
+    let deadline = Instant::now() + WAIT;
+    while bus.connections().get("discord").as_ref() != Some(&state) {
+        assert!(Instant::now() < deadline, "{:?}, not {state:?}", bus.connections().get("discord"));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_connection_state_is_connected_when_ready_and_reconnecting_after_a_drop() {
+    let mut fake = FakeDiscord::start().await;
+    let channel = DiscordChannel::new(fake.config()).unwrap();
+    let bus = MessageBus::new(16);
+    let (shutdown, run) = (CancellationToken::new(), bus.clone());
+    let stop = shutdown.clone();
+    tokio::spawn(async move { channel.start(run, stop).await });
+    let ws = fake.accept_ready(QUIET_INTERVAL_MS).await;
+    wait_state(&bus, Connection::Connected).await;
+    drop(ws);
+    let (_, mut ws, _) = fake.accept(QUIET_INTERVAL_MS).await;
+    wait_state(&bus, Connection::Reconnecting { error: "the connection closed".into() }).await;
+    send(&mut ws, json!({ "op": 0, "t": "RESUMED", "s": 6, "d": {} })).await;
+    wait_state(&bus, Connection::Connected).await;
+    shutdown.cancel();
 }

@@ -26,6 +26,8 @@ use serde_json::{Value, json};
 
 #[path = "support/fake_ws.rs"]
 mod fake_ws;
+#[path = "support/hostile_files.rs"]
+mod hostile_files;
 use fake_ws::{auth, recv, send};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -125,6 +127,8 @@ impl FakeSlack {
                     }
                 }),
             )
+            .route("/files/endless.bin", get(|| async { hostile_files::endless() }))
+            .route("/files/huge.bin", get(|| async { hostile_files::declared_huge() }))
             .route("/link/", get(upgrade))
             .with_state(app);
         tokio::spawn(async move { axum::serve(listener, router).await });
@@ -523,5 +527,31 @@ async fn a_shared_image_arrives_downloaded_with_the_bot_token_and_a_workspace_fi
         json!({ "files": [{ "id": "F1", "title": "notes.txt" }], "channel_id": "D1" })
     );
     assert!(fake.posts().is_empty(), "no empty text message");
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_file_over_the_cap_is_refused_while_downloading_and_the_model_is_told() {
+    let mut fake = FakeSlack::start().await;
+    let mut config = fake.config();
+    config.max_file_bytes = hostile_files::SMALL_CAP;
+    let (mut inbound, shutdown, _task) = start(Arc::new(SlackChannel::new(config).unwrap()));
+    let mut ws = fake.accept().await;
+    let mut shared = message("two files", "D1", "im", "6.0");
+    shared["subtype"] = json!("file_share");
+    // Both claim to be small; one never ends, the other declares a gigabyte.
+    shared["files"] = json!([
+        {"id": "F1", "name": "endless.bin", "size": 10, "url_private_download": format!("http://{}/files/endless.bin", fake.addr)},
+        {"id": "F2", "name": "huge.bin", "size": 10, "url_private_download": format!("http://{}/files/huge.bin", fake.addr)},
+    ]);
+    send(&mut ws, envelope("E1", shared)).await;
+    let m = next_message(&mut inbound).await;
+    assert!(ferroclaw_gateway::media::attachments(&m).is_empty());
+    for name in ["endless.bin", "huge.bin"] {
+        let note = format!(
+            "[The user sent {name}, which could not be received: it is over the 4 KB limit]"
+        );
+        assert!(m.content.contains(&note), "{}", m.content);
+    }
     shutdown.cancel();
 }

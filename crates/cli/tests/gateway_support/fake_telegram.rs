@@ -43,6 +43,7 @@ impl FakeTelegram {
             rt.block_on(async move {
                 let app = Router::new()
                     .route("/{bot}/{method}", post(handle))
+                    .route("/file/{bot}/documents/endless.bin", axum::routing::get(endless))
                     .route("/file/{bot}/{*path}", axum::routing::get(download))
                     .with_state(state);
                 let listener = tokio::net::TcpListener::from_std(listener).unwrap();
@@ -108,6 +109,25 @@ impl FakeTelegram {
         }));
     }
 
+    /// A user sends a document that claims no size and never ends.
+    pub fn user_sends_endless_document(&self, user_id: i64) {
+        let mut s = self.shared.lock().unwrap();
+        let id = s.next_update;
+        s.next_update += 1;
+        s.files.insert("ENDLESS".into(), ("documents/endless.bin".into(), Vec::new()));
+        s.updates.push(json!({
+            "update_id": id,
+            "message": {
+                "message_id": id,
+                "from": {"id": user_id, "is_bot": false, "first_name": "Ann"},
+                "chat": {"id": user_id, "type": "private"},
+                "date": 0,
+                "caption": "here it is",
+                "document": {"file_id": "ENDLESS", "file_unique_id": "e", "file_name": "endless.bin"}
+            }
+        }));
+    }
+
     /// A user sends a voice note (`bytes`, Ogg) in a private chat.
     pub fn user_sends_voice(&self, user_id: i64, bytes: &[u8]) {
         let mut s = self.shared.lock().unwrap();
@@ -162,6 +182,13 @@ impl FakeTelegram {
     pub fn sent(&self) -> Vec<Value> {
         self.shared.lock().unwrap().sent.clone()
     }
+}
+
+/// A body that never ends, without a `Content-Length`.
+async fn endless() -> axum::response::Response {
+    let chunk = axum::body::Bytes::from(vec![b'x'; 1024]);
+    let stream = futures_util::stream::repeat_with(move || Ok::<_, std::io::Error>(chunk.clone()));
+    axum::response::Response::new(axum::body::Body::from_stream(stream))
 }
 
 async fn download(

@@ -120,23 +120,7 @@ impl Rest {
 
     /// Downloads an attachment (from Discord's CDN: no token is sent), at most `max` bytes.
     pub async fn download(&self, url: &str, max: usize) -> Result<Vec<u8>, String> {
-        let response = self
-            .http
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| format!("download: {}", e.without_url()))?;
-        if !response.status().is_success() {
-            return Err(format!("download: HTTP {}", response.status()));
-        }
-        if response.content_length().is_some_and(|n| n > max as u64) {
-            return Err(format!("it is over the {} MB limit", max / 1_048_576));
-        }
-        let bytes = response.bytes().await.map_err(|e| format!("download: {}", e.without_url()))?;
-        if bytes.len() > max {
-            return Err(format!("it is over the {} MB limit", max / 1_048_576));
-        }
-        Ok(bytes.to_vec())
+        crate::media::download(self.http.get(url), max).await.map_err(|e| e.to_string())
     }
 
     /// POSTs to `path` (after the API base), waiting out rate limits up to

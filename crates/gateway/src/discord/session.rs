@@ -116,12 +116,13 @@ pub async fn connect(url: &str) -> Result<Socket, String> {
 
 /// Runs one connection until it ends, passing every dispatch other than
 /// READY and RESUMED to `on_dispatch` with the event name, its data and the
-/// bot's id.
+/// bot's id; READY and RESUMED report the channel connected in `connections`.
 pub async fn run(
     mut ws: Socket,
     token: &str,
     state: &mut SessionState,
     shutdown: &CancellationToken,
+    connections: &crate::connection::Connections,
     on_dispatch: &mut (dyn FnMut(&str, Value, Option<&str>) + Send),
 ) -> SessionEnd {
     let interval = tokio::select! {
@@ -197,8 +198,13 @@ pub async fn run(
                     op::DISPATCH => {
                         let event = payload.t.unwrap_or_default();
                         match event.as_str() {
-                            "READY" => ready(payload.d, state),
-                            "RESUMED" => state.ready = true,
+                            "READY" | "RESUMED" => {
+                                if event == "READY" {
+                                    ready(payload.d, state);
+                                }
+                                state.ready = true;
+                                connections.set(CHANNEL_NAME, crate::connection::State::Connected);
+                            }
                             _ => on_dispatch(&event, payload.d, state.bot_id.as_deref()),
                         }
                     }

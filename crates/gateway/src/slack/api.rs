@@ -102,21 +102,8 @@ impl SlackApi {
 
     /// Downloads a file a person shared (`url_private`: needs the bot token), at most `max` bytes.
     pub async fn download(&self, url: &str, max: usize) -> Result<Vec<u8>, String> {
-        let response = self
-            .http
-            .get(url)
-            .bearer_auth(&self.bot_token)
-            .send()
-            .await
-            .map_err(|e| format!("download: {}", e.without_url()))?;
-        if !response.status().is_success() {
-            return Err(format!("download: HTTP {}", response.status()));
-        }
-        let bytes = response.bytes().await.map_err(|e| format!("download: {}", e.without_url()))?;
-        if bytes.len() > max {
-            return Err(format!("it is over the {} MB limit", max / 1_048_576));
-        }
-        Ok(bytes.to_vec())
+        let request = self.http.get(url).bearer_auth(&self.bot_token);
+        crate::media::download(request, max).await.map_err(|e| e.to_string())
     }
 
     /// Uploads `file` to `channel` (in `thread_ts` when given) the way Slack

@@ -54,11 +54,13 @@ pub async fn connect(url: &str) -> Result<Socket, String> {
 }
 
 /// Runs one connection until it ends, passing every `events_api` event to
-/// `on_event`. `hello` is set once Slack greets the connection.
+/// `on_event`. `hello` is set (and the channel reported connected in
+/// `connections`) once Slack greets the connection.
 pub async fn run(
     mut ws: Socket,
     shutdown: &CancellationToken,
     hello: &mut bool,
+    connections: &crate::connection::Connections,
     on_event: &mut (dyn FnMut(Value) + Send),
 ) -> SocketEnd {
     let mut last_seen = Instant::now();
@@ -102,6 +104,7 @@ pub async fn run(
                 match envelope["type"].as_str() {
                     Some("hello") => {
                         *hello = true;
+                        connections.set(CHANNEL_NAME, crate::connection::State::Connected);
                         tracing::info!(channel = CHANNEL_NAME, "connected to Slack");
                     }
                     Some("disconnect") => {

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::{ApprovalPrompt, BUTTONS, Decided, button_command};
 use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::{Channel, ChannelError};
+use crate::connection::State;
 
 /// The real Bot API.
 pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
@@ -41,6 +42,8 @@ pub struct TelegramChannel {
     /// buttons can be taken off once the request is answered.
     asked: std::sync::Mutex<std::collections::HashMap<String, (i64, i64, String)>>,
     poll_timeout_secs: u64,
+    /// The largest file a person may send ([`crate::media::MAX_INBOUND_BYTES`] unless set).
+    max_file_bytes: usize,
 }
 
 impl TelegramChannel {
@@ -65,7 +68,14 @@ impl TelegramChannel {
             file_base: format!("{api}/file/bot{token}"),
             asked: Default::default(),
             poll_timeout_secs,
+            max_file_bytes: crate::media::MAX_INBOUND_BYTES,
         })
+    }
+
+    /// The largest file a person may send (`[channels.telegram] max_file_mb`).
+    pub fn with_max_file_bytes(mut self, max: usize) -> Self {
+        self.max_file_bytes = max;
+        self
     }
 
     /// Calls a Bot API method; the `result` on success.
@@ -158,28 +168,16 @@ impl TelegramChannel {
 
     /// A file by its `file_id` (`getFile`, then the download), size-capped.
     async fn download(&self, file: &Value) -> Result<Vec<u8>, String> {
-        let max = crate::media::MAX_INBOUND_BYTES;
+        let max = self.max_file_bytes;
         if file["file_size"].as_u64().is_some_and(|n| n > max as u64) {
-            return Err(format!("it is over the {} MB limit", max / 1_048_576));
+            return Err(crate::media::DownloadError::TooBig { limit: max }.to_string());
         }
         let id = file["file_id"].as_str().ok_or("no file_id")?;
         let found =
             self.call("getFile", &json!({"file_id": id})).await.map_err(|e| e.to_string())?;
         let path = found["file_path"].as_str().ok_or("getFile gave no file_path")?;
-        let response = self
-            .http
-            .get(format!("{}/{path}", self.file_base))
-            .send()
-            .await
-            .map_err(|e| format!("download: {}", e.without_url()))?;
-        if !response.status().is_success() {
-            return Err(format!("download: HTTP {}", response.status()));
-        }
-        let bytes = response.bytes().await.map_err(|e| format!("download: {}", e.without_url()))?;
-        if bytes.len() > max {
-            return Err(format!("it is over the {} MB limit", max / 1_048_576));
-        }
-        Ok(bytes.to_vec())
+        let request = self.http.get(format!("{}/{path}", self.file_base));
+        crate::media::download(request, max).await.map_err(|e| e.to_string())
     }
 
     /// Sends a workspace file: a photo when it is an image small enough, else a document.
@@ -257,10 +255,12 @@ impl Channel for TelegramChannel {
             let updates = match updates {
                 Ok(u) => {
                     backoff = Duration::from_secs(1);
+                    bus.connections().set("telegram", State::Connected);
                     u
                 }
                 Err(e) => {
                     tracing::warn!("{e}; retrying in {}s", backoff.as_secs());
+                    bus.connections().set("telegram", State::Reconnecting { error: e.to_string() });
                     tokio::select! {
                         () = shutdown.cancelled() => return Ok(()),
                         () = tokio::time::sleep(backoff) => {}

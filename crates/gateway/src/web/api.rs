@@ -256,27 +256,27 @@ pub(super) async fn rename_session(
     Ok(Json(json!({"id": id, "title": gw.titles.get(&id)})))
 }
 
+/// One background job as the web app shows it.
+pub(super) fn job_json(j: &ferroclaw_tools::JobSummary) -> Value {
+    json!({
+        "id": j.id,
+        "command": j.command,
+        "status": j.status,
+        "exit_code": j.exit_code,
+        "elapsed_secs": j.elapsed.as_secs(),
+    })
+}
+
 /// `GET /api/chats/{chat}`: a web chat's current conversation and its
-/// background jobs (polled by the page while it is open).
+/// background jobs (asked once by the page after an answer; changes to the
+/// jobs are pushed as `jobs` frames).
 pub(super) async fn chat_state(State(app): State<App>, Path(chat): Path<String>) -> ApiResult {
     let gw = app.gateway()?;
     if !super::socket::valid_chat(&chat) {
         return Err(bad("a chat id is 1-64 letters, digits, - or _"));
     }
     let key = SessionKey::new("web", chat);
-    let jobs: Vec<Value> = gw
-        .jobs_of(&key)
-        .into_iter()
-        .map(|j| {
-            json!({
-                "id": j.id,
-                "command": j.command,
-                "status": j.status,
-                "exit_code": j.exit_code,
-                "elapsed_secs": j.elapsed.as_secs(),
-            })
-        })
-        .collect();
+    let jobs: Vec<Value> = gw.jobs_of(&key).iter().map(job_json).collect();
     Ok(Json(json!({"chat": key.chat_id, "session": gw.names.current(&key), "jobs": jobs})))
 }
 

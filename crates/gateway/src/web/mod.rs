@@ -114,6 +114,9 @@ struct WebState {
     per_address: Arc<RateLimiter>,
     /// The running gateway, for the app's sessions and operate views.
     gateway: OnceLock<Arc<Shared>>,
+    /// The background jobs last shown to each chat (ids and states), so a
+    /// page is told only of changes.
+    shown_jobs: Mutex<HashMap<String, String>>,
 }
 
 /// What the handlers share.
@@ -136,6 +139,7 @@ impl WebChannel {
                 bound: Mutex::default(),
                 per_address,
                 gateway: OnceLock::new(),
+                shown_jobs: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -327,6 +331,7 @@ impl Channel for WebChannel {
         let bound = listener.local_addr().ok();
         *self.state.bound.lock().unwrap_or_else(PoisonError::into_inner) = bound;
         tracing::info!("web chat on http://{}/", bound.unwrap_or(addr));
+        bus.connections().set("web", crate::connection::State::Connected);
         let router = self.state.router(bus);
         let limits = server::ServerLimits {
             max_connections: self.state.options.max_connections,
@@ -354,6 +359,17 @@ impl Channel for WebChannel {
         } else {
             Err(ChannelError::UnknownChat { channel: "web".into(), chat_id: chat_id.into() })
         }
+    }
+
+    fn show_jobs(&self, chat_id: &str, jobs: &[ferroclaw_tools::JobSummary]) {
+        let seen: String = jobs.iter().map(|j| format!("{}:{:?};", j.id, j.status)).collect();
+        let mut shown = self.state.shown_jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        if shown.get(chat_id).map_or(jobs.is_empty(), |s| *s == seen) {
+            return;
+        }
+        shown.insert(chat_id.to_string(), seen);
+        let jobs: Vec<Value> = jobs.iter().map(api::job_json).collect();
+        socket::send_to_chat(&self.state, chat_id, &json!({"type": "jobs", "jobs": jobs}));
     }
 
     async fn approval_resolved(

@@ -31,18 +31,27 @@ const MAX_JOB_MESSAGE_CHARS: usize = 4_000;
 pub(super) async fn status(State(app): State<App>) -> ApiResult {
     let gw = app.gateway()?;
     let open_pages = app.web.open_sockets.load(std::sync::atomic::Ordering::Relaxed);
-    let channels: Vec<Value> = gw
+    let mut channels: Vec<Value> = gw
         .channel_settings()
         .into_iter()
         .map(|c| {
-            let state = if c.name == "web" {
-                format!("listening; {open_pages} chat page(s) open")
-            } else {
-                "running".to_string()
-            };
-            json!({"name": c.name, "dm_policy": format!("{:?}", c.dm_policy).to_lowercase(), "state": state, "allow_from": c.allow_from.len()})
+            let entry = gw.connections.entry(&c.name);
+            let connection = entry.as_ref().map_or(json!({"state": "connecting"}), |e| json!(e));
+            let mut state = entry.map_or("connecting".into(), |e| e.state.describe());
+            if c.name == "web" {
+                state = format!("{state}; {open_pages} chat page(s) open");
+            }
+            json!({"name": c.name, "dm_policy": format!("{:?}", c.dm_policy).to_lowercase(), "state": state, "connection": connection, "allow_from": c.allow_from.len()})
         })
         .collect();
+    // Channels in the configuration without `enabled = true`.
+    for name in gw.connections.names() {
+        if gw.channel_settings().iter().all(|c| c.name != name)
+            && let Some(entry) = gw.connections.entry(&name)
+        {
+            channels.push(json!({"name": name, "dm_policy": "", "state": entry.state.describe(), "connection": entry, "allow_from": 0}));
+        }
+    }
     let (running, done) = gw.turn_counts();
     Ok(Json(json!({
         "channels": channels,

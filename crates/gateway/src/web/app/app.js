@@ -142,15 +142,26 @@ function renderTodos(items) {
   }
 }
 
-function renderJobs(jobs) {
+/** The chat's background jobs, as the gateway pushes them (`jobs` frames); running ones count their seconds here. */
+let jobs = [];
+function renderJobs(list) {
+  const now = Date.now();
+  jobs = list.map(j => ({ ...j, since: now - j.elapsed_secs * 1000 }));
+  drawJobs();
+}
+function drawJobs() {
   const box = $("jobs");
   box.hidden = !jobs.length;
   box.replaceChildren(el("div", "label", "Background jobs"));
-  for (const j of jobs) box.appendChild(el("div", "job " + j.status, `${j.status} · ${j.elapsed_secs}s · ${j.command}`));
+  for (const j of jobs) {
+    const secs = j.status === "running" ? Math.floor((Date.now() - j.since) / 1000) : j.elapsed_secs;
+    box.appendChild(el("div", "job " + j.status, `${j.status} · ${secs}s · ${j.command}`));
+  }
 }
+setInterval(() => { if (jobs.some(j => j.status === "running")) drawJobs(); }, 1000);
 
-/** Polls the chat's jobs (while any runs) and notices a new conversation (`/new`). */
-async function pollJobs(lastReply) {
+/** After an answer: the chat's jobs, and a new conversation (`/new`) noticed. */
+async function checkChat(lastReply) {
   try {
     const s = await api("chats/" + encodeURIComponent(chat));
     renderJobs(s.jobs);
@@ -159,8 +170,7 @@ async function pollJobs(lastReply) {
       log.replaceChildren(); cards.clear();
       if (lastReply) add(el("div", "msg note", lastReply));
     }
-    if (s.jobs.some(j => j.status === "running")) setTimeout(pollJobs, 3000);
-  } catch (_) { /* the next turn polls again */ }
+  } catch (_) { /* the next answer asks again */ }
 }
 
 function setBusy(on) {
@@ -209,7 +219,6 @@ function onEvent(e) {
     endStream(); toolCard(e.id, e.name, e.input);
   } else if (e.type === "tool_call_finished") {
     finishCard(e.id, e.name, e.is_error, e.duration_ms, e.preview);
-    if (/background|bash/.test(e.name)) pollJobs();
   } else if (e.type === "todos") {
     renderTodos(e.items || []);
   } else if (e.type === "error" && e.fatal) {
@@ -222,17 +231,18 @@ function onFrame(frame) {
     case "ready":
       state.textContent = "connected";
       window.ferroclaw.session = frame.session;
-      if (!busy && !readOnly) loadHistory(frame.session);
+      if (!busy && !readOnly) { loadHistory(frame.session); checkChat(); }
       queue.splice(0).forEach(t => socket.send(t));
       break;
     case "event": onEvent(frame.event); break;
     case "reply":
       endStream(frame.content); showMedia(frame.media); window.ferroclaw.replies++; setBusy(false);
-      refreshSessions(); pollJobs(frame.content);
+      refreshSessions(); checkChat(frame.content);
       break;
     case "message": endStream(); if (frame.content) assistantBubble(frame.content, true); showMedia(frame.media); break;
     case "error": endStream(); add(el("div", "msg error", frame.message)); setBusy(false); break;
     case "approval": approvalCard(frame); break;
+    case "jobs": renderJobs(frame.jobs || []); break;
     case "approval_resolved": approvalResolved(frame); break;
   }
 }
@@ -467,7 +477,7 @@ async function loadChannels() {
   const s = await api("status");
   $("pane-channels").replaceChildren(
     el("p", "hint", `Model ${s.model} · ${s.turns_running} turn(s) running, ${s.turns_done} done · ${s.live_sessions} chat(s) in memory`),
-    table(["Channel", "State", "Who may talk"], s.channels.map(c => [c.name, c.state, c.dm_policy + (c.allow_from ? ` (+${c.allow_from} allowed)` : "")])));
+    table(["Channel", "State", "Who may talk"], s.channels.map(c => [c.name, el("span", "conn " + ((c.connection || {}).state || ""), c.state), c.dm_policy + (c.allow_from ? ` (+${c.allow_from} allowed)` : "")])));
 }
 
 async function loadCron() {
