@@ -40,7 +40,17 @@ const WRAPPERS: &[(&str, &[&str])] = &[
     ("setsid", &[]),
     ("unbuffer", &[]),
     ("chronic", &[]),
+    ("chroot", &["--userspec", "--groups"]),
+    ("flock", &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"]),
+    ("strace", &["-e", "-o", "-p", "-s", "-u", "-E", "-P", "-a"]),
+    ("ltrace", &["-e", "-o", "-p", "-s", "-u", "-n"]),
+    ("watch", &["-n", "--interval", "-d", "-q", "--equexit"]),
+    ("busybox", &[]),
 ];
+
+/// Wrappers whose first plain word is not the command: `timeout 5 CMD`,
+/// `chroot DIR CMD`, `flock FILE CMD`.
+const WRAPPERS_WITH_OPERAND: &[&str] = &["timeout", "chroot", "flock"];
 
 /// Shells whose `-c` string is parsed as a command too.
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
@@ -117,8 +127,8 @@ impl SimpleCommand {
                     break;
                 }
             }
-            if name == "timeout" && !rest.is_empty() {
-                rest = &rest[1..]; // the duration
+            if WRAPPERS_WITH_OPERAND.contains(&name) && !rest.is_empty() {
+                rest = &rest[1..]; // the duration, new root or lock file
             }
         }
     }
@@ -387,6 +397,29 @@ impl Walker {
                         self.script.unknown.push(format!("{shell} -c with a computed script"))
                     }
                     None => {}
+                }
+            }
+            Some("find") => {
+                // `find ... -exec CMD {} ;` (also `-execdir`, `-ok`, `-okdir`)
+                // runs CMD for each file.
+                let mut rest = words.iter().skip(1);
+                while let Some(w) = rest.next() {
+                    if !matches!(w.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+                        continue;
+                    }
+                    let inner: Vec<Word> = rest
+                        .by_ref()
+                        .take_while(|w| w.text != ";" && w.text != "+")
+                        .cloned()
+                        .collect();
+                    let cmd = SimpleCommand {
+                        words: inner,
+                        in_function: self.function.clone(),
+                        ..Default::default()
+                    };
+                    if !cmd.words.is_empty() {
+                        self.finish_command(cmd, _src, depth + 1);
+                    }
                 }
             }
             Some("eval") => {
