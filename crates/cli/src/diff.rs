@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
+use crate::printable::printable;
 use crate::style::Style;
 use crate::tool_log::{input_path, read_text};
 
@@ -24,7 +25,7 @@ pub fn render(before: Option<&str>, after: &str, style: Style) -> String {
     let Some(before) = before else {
         let total = after.lines().count();
         for (i, line) in after.lines().take(NEW_FILE_HEAD_LINES).enumerate() {
-            lines.push(style.green(&format!("{:>5} + {line}", i + 1)));
+            lines.push(style.green(&format!("{:>5} + {}", i + 1, printable(line))));
         }
         if total > NEW_FILE_HEAD_LINES {
             lines.push(style.dim(&format!("      … {} more lines", total - NEW_FILE_HEAD_LINES)));
@@ -38,7 +39,7 @@ pub fn render(before: Option<&str>, after: &str, style: Style) -> String {
         }
         for op in group {
             for change in diff.iter_changes(op) {
-                let text = change.value().trim_end_matches(['\n', '\r']);
+                let text = printable(change.value().trim_end_matches(['\n', '\r']));
                 let line = match change.tag() {
                     ChangeTag::Delete => style
                         .red(&format!("{:>5} - {text}", change.old_index().map_or(0, |n| n + 1))),

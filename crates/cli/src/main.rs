@@ -24,6 +24,7 @@ mod model_alias;
 mod model_cmd;
 mod oneshot;
 mod pairing_cmd;
+mod printable;
 mod render;
 mod repl;
 mod rewind_cmd;

@@ -24,6 +24,10 @@ use ferroclaw_runtime::Runtime;
 
 /// Most bytes of piped stdin added to the prompt; the rest is cut with a note.
 pub const MAX_STDIN_BYTES: usize = 256 * 1024;
+/// Most bytes of piped stdin read past [`MAX_STDIN_BYTES`] to say how much was
+/// cut; a stream longer than that (`yes | ferroclaw -p ...`, `tail -f`) is
+/// left unread instead of waited for forever.
+const MAX_STDIN_COUNTED: u64 = 64 * 1024 * 1024;
 
 /// A tool call refused in this run, as Claude Code's `permission_denials`.
 #[derive(Debug, Clone)]
@@ -168,14 +172,18 @@ fn read_stdin() -> Result<String, SetupError> {
     let mut stdin = std::io::stdin().lock();
     let err = |e: std::io::Error| SetupError::Other(format!("cannot read stdin: {e}"));
     (&mut stdin).take(MAX_STDIN_BYTES as u64).read_to_end(&mut kept).map_err(err)?;
-    let rest = std::io::copy(&mut stdin, &mut std::io::sink()).map_err(err)?;
+    let rest = std::io::copy(&mut (&mut stdin).take(MAX_STDIN_COUNTED), &mut std::io::sink())
+        .map_err(err)?;
     let mut text = String::from_utf8_lossy(&kept).into_owned();
     if rest > 0 {
-        let note = format!(
-            "[stdin cut: the first {} KiB of {} KiB are shown]",
-            MAX_STDIN_BYTES / 1024,
-            (MAX_STDIN_BYTES as u64 + rest) / 1024
-        );
+        let total = (MAX_STDIN_BYTES as u64 + rest) / 1024;
+        let of = if rest == MAX_STDIN_COUNTED {
+            format!("more than {total}")
+        } else {
+            total.to_string()
+        };
+        let note =
+            format!("[stdin cut: the first {} KiB of {of} KiB are shown]", MAX_STDIN_BYTES / 1024,);
         eprintln!("ferroclaw: {note}");
         text.push_str(&format!("\n{note}\n"));
     }

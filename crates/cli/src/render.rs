@@ -13,6 +13,7 @@ use ferroclaw_protocol::{AgentEvent, TodoStatus};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::markdown::MarkdownStream;
+use crate::printable::printable;
 use crate::style::Style;
 use crate::tool_log::{FILE_TOOLS, ToolLog, read_text};
 
@@ -100,7 +101,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     + usage.output_tokens;
             }
             AgentEvent::TextDelta { text } if opts.answer => {
-                let styled = if color { md.push(&text) } else { text };
+                let styled = if color { md.push(&printable(&text)) } else { text };
                 if !styled.is_empty() {
                     line_open = !styled.ends_with('\n');
                 }
@@ -117,7 +118,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             }
             AgentEvent::ToolCallStarted { name, input, .. } if opts.status => {
                 let subject = subject(&input);
-                eprintln!("{} {name}({})", st.green("⏺"), shorten(&subject, 80));
+                eprintln!("{} {}({})", st.green("⏺"), printable(&name), shorten(&subject, 80));
             }
             AgentEvent::ToolCallFinished { id, name, is_error, duration_ms, preview }
                 if opts.status =>
@@ -149,7 +150,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 {
                     if command.chars().count() > 100 || command.contains('\n') {
                         for line in command.lines() {
-                            eprintln!("    {}", st.bold(line));
+                            eprintln!("    {}", st.bold(&printable(line)));
                         }
                     }
                     // What the permission gate sees: every simple command, each
@@ -158,13 +159,17 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     if parsed.len() > 1 {
                         eprintln!("  {}", st.dim("runs:"));
                         for line in parsed {
-                            eprintln!("    {} {}", st.dim("·"), line);
+                            eprintln!("    {} {}", st.dim("·"), printable(&line));
                         }
                     }
                 }
                 eprint!(
                     "{} [y/N] {} ",
-                    st.yellow(&format!("? allow {name}({})?", shorten(&subject, 100))),
+                    st.yellow(&format!(
+                        "? allow {}({})?",
+                        printable(&name),
+                        shorten(&subject, 100)
+                    )),
                     st.dim("y yes · n no (\"n, reason\") · a always this session · p always in this project ›")
                 );
                 question_shown(&opts);
@@ -179,7 +184,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 );
             }
             AgentEvent::Error { message, .. } if opts.status => {
-                eprintln!("{}", st.red(&format!("error: {message}")));
+                eprintln!("{}", st.red(&format!("error: {}", printable(&message))));
             }
             AgentEvent::Compaction { before_tokens, after_tokens } if opts.status => {
                 eprintln!(
@@ -195,22 +200,22 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 for item in items {
                     match item.status {
                         TodoStatus::Completed => {
-                            eprintln!("  {}", st.dim(&format!("☑ {}", item.content)))
+                            eprintln!("  {}", st.dim(&format!("☑ {}", printable(&item.content))))
                         }
                         TodoStatus::InProgress => eprintln!(
                             "  {}",
                             st.bold(&format!(
                                 "◼ {}",
-                                item.active_form.as_deref().unwrap_or(&item.content)
+                                printable(item.active_form.as_deref().unwrap_or(&item.content))
                             ))
                         ),
-                        TodoStatus::Pending => eprintln!("  ☐ {}", item.content),
+                        TodoStatus::Pending => eprintln!("  ☐ {}", printable(&item.content)),
                     }
                 }
             }
             AgentEvent::PlanProposed { plan } if opts.answer => {
                 let mut plan_md = MarkdownStream::new();
-                let mut text = plan_md.push(&plan);
+                let mut text = plan_md.push(&printable(&plan));
                 text.push_str(&plan_md.finish());
                 eprintln!("\n{}\n{text}", st.bold("Plan"));
                 eprint!(
@@ -223,8 +228,9 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 AgentEvent::ToolCallStarted { name, input, .. } => {
                     let subject = subject(&input);
                     eprintln!(
-                        "    {} {name}({})",
-                        st.dim(&format!("↳ {agent_type}:")),
+                        "    {} {}({})",
+                        st.dim(&format!("↳ {}:", printable(&agent_type))),
+                        printable(&name),
                         shorten(&subject, 70)
                     );
                 }
@@ -236,7 +242,9 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     eprint!(
                         "{} [y/N] {} ",
                         st.yellow(&format!(
-                            "? allow {agent_type} sub-agent: {name}({})?",
+                            "? allow {} sub-agent: {}({})?",
+                            printable(&agent_type),
+                            printable(&name),
                             shorten(&subject, 90)
                         )),
                         st.dim("y yes · n no · a always this session ›")
@@ -254,7 +262,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             },
             AgentEvent::Team { name, status, detail } if opts.status => {
                 let what = if detail == status { status } else { format!("{status} · {detail}") };
-                eprintln!("  {}", st.dim(&format!("⚑ {name}: {what}")));
+                eprintln!("  {}", st.dim(&format!("⚑ {}: {}", printable(&name), printable(&what))));
             }
             AgentEvent::Finished { usage, num_turns, .. } if opts.status => {
                 let cost = pricing::cost(&model, &usage)
@@ -399,9 +407,9 @@ fn tokens(n: u64) -> String {
     if n >= 1000 { format!("{:.1}k", n as f64 / 1000.0) } else { n.to_string() }
 }
 
-/// One line of at most `max` characters.
+/// One line of at most `max` characters, safe to print (see [`printable`]).
 pub fn shorten(s: &str, max: usize) -> String {
-    let line = s.lines().next().unwrap_or_default();
+    let line = printable(s.lines().next().unwrap_or_default());
     let mut out: String = line.chars().take(max).collect();
     if line.chars().count() > max || s.lines().nth(1).is_some() {
         out.push('…');

@@ -441,7 +441,7 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
             crate::sessions::print_page(&store.list(&config.workspace), page, SESSIONS_PAGE);
         }
         "/expand" => match repl.tools.last() {
-            Some(record) => println!("{}", record.output.trim_end()),
+            Some(record) => println!("{}", crate::printable::printable(record.output.trim_end())),
             None => println!("no tool output yet"),
         },
         "/resume" => {
@@ -638,7 +638,8 @@ fn show_last_exchanges(messages: &[ferroclaw_protocol::Message]) {
             })
             .collect::<Vec<_>>()
             .join(" ");
-        let calls: Vec<String> = m.tool_calls().map(|c| format!("⏺ {}", c.name)).collect();
+        let calls: Vec<String> =
+            m.tool_calls().map(|c| format!("⏺ {}", crate::printable::printable(&c.name))).collect();
         match m.role {
             Role::User if !text.trim().is_empty() => {
                 lines.push(format!("{} {}", st.bold("›"), crate::render::shorten(&text, 100)));

@@ -5,6 +5,7 @@ use ferroclaw_core::{Config, SessionStore};
 use ferroclaw_protocol::{ContentBlock, ResultPart, Role};
 
 use crate::args::SessionsAction;
+use crate::printable::printable;
 use crate::render::shorten;
 use crate::setup::SetupError;
 
@@ -73,13 +74,21 @@ fn print_entry(entry: Entry) {
         Entry::Message { message, .. } => {
             for block in &message.content {
                 match (message.role, block) {
-                    (Role::User, ContentBlock::Text { text }) => println!("› {text}\n"),
-                    (Role::Assistant, ContentBlock::Text { text }) => println!("{text}\n"),
+                    (Role::User, ContentBlock::Text { text }) => {
+                        println!("› {}\n", printable(text))
+                    }
+                    (Role::Assistant, ContentBlock::Text { text }) => {
+                        println!("{}\n", printable(text))
+                    }
                     (_, ContentBlock::Image { media_type, .. }) => {
                         println!("[image {media_type}]\n")
                     }
                     (_, ContentBlock::ToolCall(call)) => {
-                        println!("⏺ {}({})", call.name, shorten(&call.input.to_string(), 100))
+                        println!(
+                            "⏺ {}({})",
+                            printable(&call.name),
+                            shorten(&call.input.to_string(), 100)
+                        )
                     }
                     (_, ContentBlock::ToolResult { content, is_error, .. }) => {
                         let text: String = content.iter().filter_map(ResultPart::as_text).collect();
@@ -89,7 +98,7 @@ fn print_entry(entry: Entry) {
                 }
             }
         }
-        Entry::Error { message, .. } => println!("error: {message}\n"),
+        Entry::Error { message, .. } => println!("error: {}\n", printable(&message)),
         Entry::Compaction { replaced, .. } => {
             println!("— {replaced} earlier messages compacted into a summary —\n")
         }

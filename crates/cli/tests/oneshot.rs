@@ -270,3 +270,36 @@ fn prompt_can_come_from_stdin() {
     assert_eq!(stdout, "got it\n");
     assert_eq!(env.request_body(0)["messages"][0]["content"][0]["text"], "from stdin\n");
 }
+
+#[test]
+fn an_endless_stdin_is_cut_and_the_run_goes_on() {
+    // `yes | ferroclaw -p ...` (or `tail -f log | ...`) never ends: the
+    // prompt takes its head and ferroclaw stops reading instead of waiting.
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("answered").into()]);
+    let mut yes =
+        std::process::Command::new("yes").stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut cmd = env.std_cmd();
+    cmd.args(["-p", "what is this?"])
+        .stdin(yes.stdout.take().unwrap())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    // A safety net only: a regression waits forever, so it is killed.
+    let mut waited = 0;
+    while child.try_wait().unwrap().is_none() && waited < 600 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let _ = yes.kill();
+    let _ = yes.wait();
+    let (code, stdout, stderr) = (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "answered\n");
+    assert!(stderr.contains("[stdin cut: the first 256 KiB of more than"), "{stderr}");
+}

@@ -49,3 +49,48 @@ fn project_settings_apply_after_trust_and_a_changed_file_asks_again() {
         assert_eq!(mode.mode() & 0o777, 0o600);
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_cloned_repository_cannot_hang_startup_with_links_to_devices_or_fifos() {
+    // Git stores symbolic links: `AGENTS.md -> /dev/zero` is read forever
+    // (until memory runs out) and a link to a FIFO never opens. All of these
+    // files are read before the project is trusted. FIFOs here (a hang, not
+    // an exhausted machine, when this regresses); `/dev/zero` is refused by
+    // the same check (`ferroclaw_tools::repo_file` tests).
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("still here").into()]);
+    let ws = env.ws();
+    std::fs::create_dir_all(ws.join(".claude/commands")).unwrap();
+    std::fs::create_dir_all(ws.join(".agent/rules")).unwrap();
+    for fifo in [
+        "AGENTS.md",
+        "CLAUDE.md",
+        ".mcp.json",
+        ".claude/settings.json",
+        ".agent/config.toml",
+        ".claude/commands/review.md",
+        ".agent/rules/style.md",
+    ] {
+        let made = std::process::Command::new("mkfifo").arg(ws.join(fifo)).status().unwrap();
+        assert!(made.success());
+    }
+    let oneshot = || {
+        let mut cmd = env.oneshot("hi", &[]);
+        cmd.timeout(std::time::Duration::from_secs(30));
+        run(&mut cmd)
+    };
+    // A settings file that cannot be read is one clear error, as a broken one is.
+    let (code, _, stderr) = oneshot();
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("config.toml is not a regular file"), "{stderr}");
+    std::fs::remove_file(ws.join(".agent/config.toml")).unwrap();
+    let (code, _, stderr) = oneshot();
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("settings.json is not a regular file"), "{stderr}");
+    std::fs::remove_file(ws.join(".claude/settings.json")).unwrap();
+    // The others are skipped (instructions, rules, commands) or named (MCP).
+    let (code, stdout, stderr) = oneshot();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("still here"), "{stdout}");
+    assert!(stderr.contains(".mcp.json is not a regular file"), "{stderr}");
+}

@@ -79,7 +79,8 @@ pub fn load(workspace: &Path, home: &Path) -> (Vec<AgentType>, Vec<String>) {
 
 /// Reads one agent file.
 fn parse(path: &Path) -> Result<AgentType, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
+    let text = ferroclaw_tools::repo_file::read_repo_text(path, max).map_err(|e| e.to_string())?;
     let doc = frontmatter::parse(&text).map_err(|e| e.to_string())?;
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let field = |k: &str| {

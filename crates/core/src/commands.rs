@@ -16,6 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 use serde_json::Value;
 
 use crate::frontmatter;
@@ -142,7 +143,7 @@ pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>
             if commands.iter().any(|c| c.name == name) {
                 continue;
             }
-            let parsed = std::fs::read_to_string(&path)
+            let parsed = read_repo_text(&path, MAX_REPO_FILE_BYTES)
                 .map_err(|e| e.to_string())
                 .and_then(|text| CustomCommand::parse(&name, &text));
             match parsed {

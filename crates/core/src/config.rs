@@ -565,7 +565,8 @@ impl ConfigFile {
 
 /// Reads and parses one layer; a missing file is `None`.
 fn read_layer(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
+    let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
+    let text = match ferroclaw_tools::repo_file::read_repo_text(path, max) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
@@ -670,7 +671,8 @@ pub fn add_project_allow_rule(workspace: &Path, rule: &str) -> Result<PathBuf, C
     let dir = workspace.join(".agent");
     let path = dir.join("config.toml");
     let read_err = |source| ConfigError::Read { path: path.clone(), source };
-    let text = match std::fs::read_to_string(&path) {
+    let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
+    let text = match ferroclaw_tools::repo_file::read_repo_text(&path, max) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(read_err(e)),

@@ -365,7 +365,8 @@ fn memory_layer(memory: &str) -> String {
 /// A file's text, trimmed and capped; `None` when missing, unreadable or
 /// empty. With `strip_comments`, `<!-- ... -->` blocks are removed first.
 fn read_capped(path: &Path, strip_comments: bool) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
+    let text = ferroclaw_tools::repo_file::read_repo_text(path, max).ok()?;
     let text = if strip_comments { without_html_comments(&text) } else { text };
     let text = text.trim();
     (!text.is_empty()).then(|| cap(text, MAX_FILE_CHARS))

@@ -174,11 +174,17 @@ impl Permissions {
         let mut session = self.session_allow.lock().map(|r| r.clone()).unwrap_or_default();
         session.extend(self.turn_allow.lock().map(|r| r.clone()).unwrap_or_default());
         let allow: Vec<&Rule> = self.allow.iter().chain(session.iter()).collect();
+        // A command a bash deny rule cannot judge (its program computed, or
+        // read by a shell from stdin) is asked, even in bypass mode, unless
+        // an allow rule names it.
+        let mut unjudged = false;
         let allowed = match tool {
             // `worktree_run` runs its command through the bash tool: the
             // same rules judge it.
             "bash" | "worktree_run" => {
                 let command = input.get("command").and_then(Value::as_str).unwrap_or("");
+                unjudged = self.deny.iter().any(|r| r.covers_tool("bash") && r.pattern.is_some())
+                    && hides_commands(&ferroclaw_tools::shell::parse(command));
                 match self.decide_command(command, &allow) {
                     Err(reason) => return Decision::Deny(reason),
                     Ok(allowed) => allowed,
@@ -220,6 +226,9 @@ impl Permissions {
             return Decision::Deny(format!(
                 "plan mode: only read-only tools may run, {tool} changes things; present your plan first"
             ));
+        }
+        if unjudged && !allowed {
+            return Decision::Ask;
         }
         let free =
             (read_only && !OUTWARD_TOOLS.contains(&tool)) || SELF_STATE_TOOLS.contains(&tool);
@@ -455,6 +464,26 @@ impl Permissions {
     pub fn always_rules(&self, tool: &str, input: &Value) -> Vec<Rule> {
         always_rules(&self.workspace, tool, input)
     }
+}
+
+/// True when `script` may run commands its parse does not show: a part the
+/// grammar could not read, a program computed at run time (`$x`, `rm${IFS}`,
+/// `$'rm'`, `{rm,-rf,x}`), a shell or `source` reading commands from stdin
+/// or a file (`echo rm x | bash`, `source <(...)`), or an alias.
+fn hides_commands(script: &ferroclaw_tools::shell::Script) -> bool {
+    const READERS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "source", "."];
+    !script.understood()
+        || script.commands.iter().any(|cmd| {
+            let words = cmd.unwrapped();
+            let Some(program) = cmd.program() else { return cmd.dynamic_program() };
+            let reads_script = READERS.contains(&program)
+                && !words[1..].iter().any(|w| {
+                    w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
+                });
+            reads_script
+                || program == "alias"
+                || (program.starts_with('{') && program.contains(','))
+        })
 }
 
 /// The rules an "always" answer to a call of `tool` adds in `workspace`; see

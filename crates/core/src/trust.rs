@@ -169,7 +169,8 @@ pub fn project_hash(workspace: &Path) -> Option<String> {
     let mut hasher = Sha256::new();
     let mut any = false;
     for name in PROJECT_FILES {
-        if let Ok(bytes) = std::fs::read(workspace.join(name)) {
+        let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
+        if let Ok(bytes) = ferroclaw_tools::repo_file::read_repo_file(&workspace.join(name), max) {
             any = true;
             hasher.update(name.as_bytes());
             hasher.update((bytes.len() as u64).to_le_bytes());

@@ -183,9 +183,12 @@ pub fn safe_file_name(name: &str) -> String {
 
 /// Saves `bytes` as `workspace/inbox/NAME` (NAME made safe; `-2`, `-3`, ...
 /// added rather than overwriting); the path relative to the workspace.
+/// Written beneath the workspace without following links: the agent's
+/// commands may have made `inbox` a link to `~/.ssh` or an autostart folder,
+/// and a sender chooses the file's name and bytes.
 pub fn save_in_inbox(workspace: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    let dir = workspace.join(INBOX);
-    std::fs::create_dir_all(&dir)?;
+    let refused = |e: ferroclaw_tools::ToolError| std::io::Error::other(e.to_string());
+    let beneath = ferroclaw_tools::Beneath::open(workspace).map_err(refused)?;
     let name = safe_file_name(name);
     let (stem, ext) = match name.rsplit_once('.') {
         Some((s, e)) if !s.is_empty() => (s.to_string(), format!(".{e}")),
@@ -193,21 +196,12 @@ pub fn save_in_inbox(workspace: &Path, name: &str, bytes: &[u8]) -> std::io::Res
     };
     for n in 1..1000 {
         let candidate = if n == 1 { name.clone() } else { format!("{stem}-{n}{ext}") };
-        let path = dir.join(&candidate);
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(mut f) => {
-                use std::io::Write;
-                // A file that could not be written whole is not left behind.
-                if let Err(e) = f.write_all(bytes).and_then(|()| f.sync_all()) {
-                    drop(f);
-                    let _ = std::fs::remove_file(&path);
-                    return Err(e);
-                }
-                return Ok(Path::new(INBOX).join(candidate));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+        let rel = Path::new(INBOX).join(&candidate);
+        if std::fs::symlink_metadata(workspace.join(&rel)).is_ok() {
+            continue;
         }
+        beneath.write_atomic(&rel, bytes).map_err(refused)?;
+        return Ok(rel);
     }
     Err(std::io::Error::other(format!("too many files called {name} in inbox/")))
 }
@@ -495,6 +489,26 @@ mod tests {
         );
         assert_eq!(std::fs::read(ws.path().join("inbox/report.pdf")).unwrap(), b"%PDF");
         assert!(!ws.path().join("report.pdf").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_sent_file_is_not_written_through_an_inbox_the_agent_linked_elsewhere() {
+        let ws = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.path().join("inbox")).unwrap();
+        let err =
+            save_in_inbox(ws.path(), "authorized_keys", b"ssh-ed25519 AAAA evil").unwrap_err();
+        assert!(!outside.path().join("authorized_keys").exists(), "written outside: {err}");
+        std::fs::remove_file(ws.path().join("inbox")).unwrap();
+        std::fs::create_dir(ws.path().join("inbox")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("x"), ws.path().join("inbox/notes.txt"))
+            .unwrap();
+        assert_eq!(
+            save_in_inbox(ws.path(), "notes.txt", b"hi").unwrap(),
+            Path::new("inbox/notes-2.txt")
+        );
+        assert!(!outside.path().join("x").exists());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -209,7 +210,9 @@ fn unknown_key_problem(name: &str, file: &Path, message: String) -> ConfigProble
              [mcp_servers.{name}]; move it above the first [table] line"
         );
     }
-    p.at = std::fs::read_to_string(file).ok().and_then(|text| locate_key(&text, name, &key));
+    p.at = read_repo_text(file, MAX_REPO_FILE_BYTES)
+        .ok()
+        .and_then(|text| locate_key(&text, name, &key));
     p
 }
 
@@ -235,7 +238,7 @@ fn locate_key(text: &str, name: &str, key: &str) -> Option<(usize, usize)> {
 /// The `mcpServers` object of a JSON file; a missing file is empty.
 fn read_json_servers(path: &Path) -> Result<Vec<(String, Value)>, ConfigProblem> {
     let file_problem = |message: String| problem("*", path, message);
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_repo_text(path, MAX_REPO_FILE_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(file_problem(format!("cannot read the file: {e}"))),

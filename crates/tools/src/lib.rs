@@ -75,6 +75,7 @@ pub mod protected_mounts;
 mod read;
 mod read_ledger;
 mod registry;
+pub mod repo_file;
 mod result_cap;
 mod sandbox;
 pub mod shell;

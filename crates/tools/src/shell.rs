@@ -40,7 +40,17 @@ const WRAPPERS: &[(&str, &[&str])] = &[
     ("setsid", &[]),
     ("unbuffer", &[]),
     ("chronic", &[]),
+    ("chroot", &["--userspec", "--groups"]),
+    ("flock", &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"]),
+    ("strace", &["-e", "-o", "-p", "-s", "-u", "-E", "-P", "-a"]),
+    ("ltrace", &["-e", "-o", "-p", "-s", "-u", "-n"]),
+    ("watch", &["-n", "--interval", "-d", "-q", "--equexit"]),
+    ("busybox", &[]),
 ];
+
+/// Wrappers whose first plain word is not the command: `timeout 5 CMD`,
+/// `chroot DIR CMD`, `flock FILE CMD`.
+const WRAPPERS_WITH_OPERAND: &[&str] = &["timeout", "chroot", "flock"];
 
 /// Shells whose `-c` string is parsed as a command too.
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
@@ -117,8 +127,8 @@ impl SimpleCommand {
                     break;
                 }
             }
-            if name == "timeout" && !rest.is_empty() {
-                rest = &rest[1..]; // the duration
+            if WRAPPERS_WITH_OPERAND.contains(&name) && !rest.is_empty() {
+                rest = &rest[1..]; // the duration, new root or lock file
             }
         }
     }
@@ -186,8 +196,20 @@ impl Script {
 pub fn parse(command: &str) -> Script {
     let mut walker = Walker::default();
     walker.parse_into(command, 0);
+    if walker.arithmetic && walker.code_in_literal {
+        walker.script.unknown.push(
+            "arithmetic over a value that holds a command (`$(...)` or backticks in quotes): \
+             bash would run it"
+                .into(),
+        );
+    }
     walker.script
 }
+
+/// Programs that evaluate arithmetic on their arguments or on the variables
+/// they set (`let`, `printf -v 'a[i]'`, `read 'a[i]'`, `test -v 'a[i]'`, ...).
+const ARITHMETIC_PROGRAMS: &[&str] =
+    &["let", "printf", "read", "mapfile", "readarray", "test", "[", "shift", "return", "exit"];
 
 /// Code points tree-sitter-bash's external scanner cannot take (0.25.1 reads
 /// past a table for them); none of them is assigned outside private use.
@@ -208,6 +230,13 @@ struct Walker {
     /// Variables assigned a static value earlier in the command (`h=~`).
     vars: HashMap<String, String>,
     function: Option<String>,
+    /// Something evaluates arithmetic (`$((x))`, `((...))`, `[[ x -eq y ]]`,
+    /// `${a[i]}`, `let`, ...): bash evaluates a variable's value there as an
+    /// expression, and `a[$(cmd)]` in that value runs `cmd`.
+    arithmetic: bool,
+    /// A quoted or escaped literal holds `$(` or a backtick: code that runs
+    /// if bash ever evaluates the value (see `arithmetic`).
+    code_in_literal: bool,
 }
 
 impl Walker {
@@ -250,10 +279,17 @@ impl Walker {
                 };
             }
             "declaration_command" | "unset_command" | "test_command" => {
+                self.arithmetic = true;
                 self.builtin_like(node, src, depth)
+            }
+            "compound_statement" | "c_style_for_statement" | "subscript" => {
+                self.arithmetic |=
+                    node.kind() != "compound_statement" || text(node, src).starts_with("((");
+                self.children(node, src, depth)
             }
             "file_redirect" | "herestring_redirect" => self.redirect(node, src, depth),
             "heredoc_body" => {
+                self.note_literal(text(node, src));
                 self.script.heredocs.push(text(node, src).to_string());
                 self.children(node, src, depth);
             }
@@ -336,6 +372,7 @@ impl Walker {
         }
         let words = cmd.unwrapped().to_vec();
         let program = cmd.program().map(str::to_string);
+        self.arithmetic |= program.as_deref().is_some_and(|p| ARITHMETIC_PROGRAMS.contains(&p));
         self.script.commands.push(cmd);
         match program.as_deref() {
             Some(shell) if SHELLS.contains(&shell) => {
@@ -360,6 +397,29 @@ impl Walker {
                         self.script.unknown.push(format!("{shell} -c with a computed script"))
                     }
                     None => {}
+                }
+            }
+            Some("find") => {
+                // `find ... -exec CMD {} ;` (also `-execdir`, `-ok`, `-okdir`)
+                // runs CMD for each file.
+                let mut rest = words.iter().skip(1);
+                while let Some(w) = rest.next() {
+                    if !matches!(w.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+                        continue;
+                    }
+                    let inner: Vec<Word> = rest
+                        .by_ref()
+                        .take_while(|w| w.text != ";" && w.text != "+")
+                        .cloned()
+                        .collect();
+                    let cmd = SimpleCommand {
+                        words: inner,
+                        in_function: self.function.clone(),
+                        ..Default::default()
+                    };
+                    if !cmd.words.is_empty() {
+                        self.finish_command(cmd, _src, depth + 1);
+                    }
                 }
             }
             Some("eval") => {
@@ -456,8 +516,36 @@ impl Walker {
         let stat = |t: String| Word { text: t, dynamic: false };
         let dynamic = |t: &str| Word { text: t.to_string(), dynamic: true };
         match node.kind() {
-            "word" | "number" => stat(unescape(raw)),
-            "raw_string" => stat(raw.trim_start_matches('\'').trim_end_matches('\'').to_string()),
+            "word" | "number" => {
+                let t = unescape(raw);
+                self.note_literal(&t);
+                stat(t)
+            }
+            "raw_string" => {
+                let t = raw.trim_start_matches('\'').trim_end_matches('\'').to_string();
+                self.note_literal(&t);
+                stat(t)
+            }
+            "ansi_c_string" => {
+                // `$'\x24(cmd)'` spells `$(cmd)` with escapes: any escape counts.
+                if raw.contains('\\') {
+                    self.code_in_literal = true;
+                }
+                self.note_literal(raw);
+                dynamic(raw)
+            }
+            "arithmetic_expansion" => {
+                self.arithmetic = true;
+                self.visit_inside(node, src, depth);
+                dynamic(raw)
+            }
+            "command_substitution" if raw.starts_with('`') && raw.contains("\\`") => {
+                // Inside backticks `\`` opens a nested substitution, which the
+                // grammar reads as a plain word.
+                self.script.unknown.push(format!("nested backticks in {raw:?}"));
+                self.visit_inside(node, src, depth);
+                dynamic(raw)
+            }
             "string" => {
                 let mut cursor = node.walk();
                 let kids: Vec<Node> = node.named_children(&mut cursor).collect();
@@ -468,6 +556,7 @@ impl Walker {
                 for child in kids {
                     value.push_str(&unescape_dq(src.get(last..child.start_byte()).unwrap_or("")));
                     if child.kind() == "string_content" {
+                        self.note_literal(&unescape_dq(text(child, src)));
                         value.push_str(&unescape_dq(text(child, src)));
                     } else {
                         let w = self.word(child, src, depth + 1);
@@ -495,7 +584,16 @@ impl Walker {
                 value.push_str(&unescape(src.get(last..node.end_byte()).unwrap_or("")));
                 Word { text: value, dynamic: is_dynamic }
             }
+            "expansion" if raw.ends_with("@P}") => {
+                // Prompt expansion runs the `$(...)` in the variable's value.
+                self.script.unknown.push(format!("prompt expansion {raw:?}"));
+                self.children(node, src, depth);
+                dynamic(raw)
+            }
             "simple_expansion" | "expansion" => {
+                if node.kind() == "expansion" && raw.contains(':') {
+                    self.arithmetic = true; // `${x:offset:length}`
+                }
                 let name =
                     raw.trim_start_matches('$').trim_start_matches('{').trim_end_matches('}');
                 match self.vars.get(name) {
@@ -511,6 +609,11 @@ impl Walker {
                 dynamic(raw)
             }
         }
+    }
+
+    /// Notes a literal that holds code (see `code_in_literal`).
+    fn note_literal(&mut self, text: &str) {
+        self.code_in_literal |= text.contains("$(") || text.contains('`');
     }
 
     /// Walks the commands inside a dynamic word (`$(...)`, `<(...)`).

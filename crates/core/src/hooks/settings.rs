@@ -144,7 +144,8 @@ fn claude_home() -> PathBuf {
 /// does not exist or has no hooks. Other keys of the file are not ours and
 /// are left alone.
 pub fn read_claude_file(path: &Path) -> Result<Option<HookTable>, HookError> {
-    let text = match std::fs::read_to_string(path) {
+    let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
+    let text = match ferroclaw_tools::repo_file::read_repo_text(path, max) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(HookError::Bad { path: path.to_path_buf(), message: e.to_string() }),

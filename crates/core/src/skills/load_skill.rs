@@ -161,8 +161,9 @@ fn resource(skill: &Skill, file: &str) -> Result<ToolOutput, ToolError> {
             if listed.is_empty() { "(none)".into() } else { listed.join(", ") }
         )));
     }
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| ToolError::io(path.display().to_string(), e))?;
+    let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
+    let text = ferroclaw_tools::repo_file::read_repo_text(&path, max)
+        .map_err(|e| ToolError::io(path.display().to_string(), e))?;
     Ok(ToolOutput::text(crate::context::cap(&text, MAX_RESOURCE_CHARS)))
 }
 

@@ -100,7 +100,11 @@ pub fn read_root(dir: &Path, source: SkillSource) -> Vec<Parsed> {
 }
 
 fn read_file(path: &Path) -> Result<String, SkillProblem> {
-    std::fs::read_to_string(path).map_err(|e| fatal(path, format!("cannot read: {e}")))
+    ferroclaw_tools::repo_file::read_repo_text(
+        path,
+        ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES,
+    )
+    .map_err(|e| fatal(path, format!("cannot read: {e}")))
 }
 
 fn fatal(path: &Path, message: impl Into<String>) -> SkillProblem {
