@@ -45,6 +45,7 @@ pub mod media;
 pub mod multipart;
 pub mod outbox;
 pub mod pairing;
+pub mod scaleout;
 pub mod scheduler;
 pub mod sessions;
 pub mod slack;

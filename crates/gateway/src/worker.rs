@@ -81,7 +81,15 @@ pub async fn run(
             work = rx.recv() => match work {
                 // Boxed, here and below: a turn's state is large, and an
                 // idle chat's worker should not keep room for it.
-                Some(work) => Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await,
+                Some(work) => {
+                    Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await;
+                    // Several gateways: the chat's next turn may run in another
+                    // process, so this one reopens the session file next time.
+                    if shared.store.is_some() && let Some(mut done) = agent.take() {
+                        shared.forget_jobs(&key);
+                        Box::pin(done.finish()).await;
+                    }
+                }
                 None => break,
             },
             () = job_finished => {
