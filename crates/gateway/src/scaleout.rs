@@ -52,13 +52,16 @@ const DELIVERY_BATCH: i64 = 64;
 /// Channels that must run in one process at a time.
 pub const SINGLE_HOLDER_CHANNELS: [&str; 3] = ["telegram", "discord", "slack"];
 
+/// What of a message cannot be stored: its event tap and its stop button.
+type LiveParts = (Option<EventTap>, Option<CancellationToken>);
+
 /// This process's link to the shared database.
 pub struct StoreLink {
     pub store: PgStore,
     wakeups: Wakeups,
     /// The live parts (event tap, stop button) of messages received here and
     /// not yet answered, by message id: they cannot travel through the database.
-    live: Mutex<HashMap<String, (Option<EventTap>, Option<tokio_util::sync::CancellationToken>)>>,
+    live: Mutex<HashMap<String, LiveParts>>,
     /// Admitted messages on their way into the database, in arrival order.
     incoming: mpsc::Sender<InboundMessage>,
     /// The claimed messages running here (shutdown waits for them).
@@ -96,10 +99,7 @@ impl StoreLink {
         })
     }
 
-    fn live(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, (Option<EventTap>, Option<CancellationToken>)>>
-    {
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, LiveParts>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
