@@ -187,3 +187,46 @@ fn a_gateway_refuses_an_unreachable_database_and_a_newer_schema_with_one_line() 
     assert!(!output.status.success());
     assert!(err.contains("schema version 999") && err.contains("upgrade ferroclaw"), "{err}");
 }
+
+#[test]
+fn telegram_runs_in_one_gateway_and_another_takes_it_over_when_that_one_is_killed() {
+    use gateway_support::fake_telegram::FakeTelegram;
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("telegram_failover");
+    let fake = FakeTelegram::start();
+    let options = ServerOptions { repeat: true, ..Default::default() };
+    let env = Env::with_options(
+        Wire::OpenAi,
+        vec![Turn::text(format!("echo: {LAST_USER}")).into()],
+        options,
+    );
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nstore = \"{url}\"\n\
+         [channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\n\
+         poll_timeout_secs = 1\nallow_from = [\"7\"]\n",
+        fake.base
+    ));
+    let mut gateways = vec![start(&env, free_port()), start(&env, free_port())];
+    fake.user_says(7, "Bo", "one");
+    gateway_support::wait_for(60, "the first answer", || !fake.sent_to(7).is_empty());
+    let holds = |gw: &Gateway| {
+        std::fs::read_to_string(&gw.stderr_path)
+            .unwrap_or_default()
+            .contains("this process holds the channel")
+    };
+    let holder = gateways.iter().position(holds).expect("one gateway polls Telegram");
+    assert_eq!(gateways.iter().filter(|g| holds(g)).count(), 1, "only one polls");
+    // kill -9: no chance to give the lease up.
+    let mut dead = gateways.remove(holder);
+    dead.child.kill().unwrap();
+    dead.child.wait().unwrap();
+    let killed = Instant::now();
+    fake.user_says(7, "Bo", "two");
+    gateway_support::wait_for(60, "the survivor's answer", || fake.sent_to(7).len() >= 2);
+    eprintln!("telegram failover: answered {:.1} s after the kill", killed.elapsed().as_secs_f64());
+    assert!(holds(&gateways[0]));
+    // The survivor polls from the start again and sees "one" again: it is a
+    // duplicate (same chat and message id), answered once.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(fake.sent_to(7), ["echo: one", "echo: two"]);
+}
