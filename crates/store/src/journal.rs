@@ -6,7 +6,17 @@
 //! A finished turn is marked so, and is never resumed.
 //!
 //! The shapes follow `ferroclaw_core::journal::TurnJournal` (turn ids are
-//! text, step bodies JSON): implementing it over these calls is a few lines.
+//! text, step bodies JSON): implementing it over these calls is a few lines,
+//! in the gateway (which sees both crates), on a newtype over [`PgStore`]:
+//!
+//! ```text
+//! load(s, t)        -> load_steps(s, t), each body serde_json::from_value into a Step
+//! record(s, t, n, b)-> record_step(s, t, n as i32, &serde_json::to_value(b)?)
+//! finish(s, t)      -> finish_turn(s, t)
+//! unfinished()      -> Ok(vec![])  (the inbound queue hands an unfinished message
+//!                                   to another worker; unfinished_turns() is there
+//!                                   for status and tests)
+//! ```
 
 use serde_json::Value;
 

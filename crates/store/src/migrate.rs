@@ -29,6 +29,8 @@ CREATE TABLE inbound (
     done_at     timestamptz,
     UNIQUE (channel, platform_id)
 );
+-- The claim's two lookups: the oldest waiting messages, and a chat's older one.
+CREATE INDEX inbound_next ON inbound (id) WHERE done_at IS NULL;
 CREATE INDEX inbound_waiting ON inbound (chat, id) WHERE done_at IS NULL;
 
 CREATE TABLE chat_leases (
