@@ -117,6 +117,14 @@ fn two_gateways_on_one_database_answer_every_message_once_and_each_chat_in_order
             (0..MESSAGES).map(|m| format!("user {u} message {m}")).collect();
         assert_eq!(texts, expected, "chat u{u}");
     }
+    // `/new` in one process starts a new session the other one talks in.
+    let (status, answer) = chat(ports[0], "u0", "/new");
+    assert_eq!(status, 200);
+    assert!(answer.starts_with("Started a new conversation"), "{answer}");
+    assert_eq!(chat(ports[1], "u0", "after new"), (200, "echo: after new".to_string()));
+    let requests = env.server.requests();
+    let fresh = requests.iter().find(|r| last_user_text(&r.body) == "after new").unwrap();
+    assert_eq!(user_texts(fresh.body["messages"].as_array().unwrap()), ["after new"]);
     // Both processes did some of the work.
     let log = std::fs::read_to_string(env.home.path().join("logs").join("gateway.log"))
         .unwrap_or_default();

@@ -259,7 +259,12 @@ async fn open<'a>(
     shared: &Arc<Shared>,
 ) -> Result<&'a mut Agent, String> {
     if agent.is_none() {
-        let id = shared.names.current(key);
+        // Several gateways: another process may have started a new session
+        // for this chat (`/new`), so its choice is read from the file.
+        let id = match shared.store {
+            Some(_) => crate::sessions::SessionNames::load(&shared.home).current(key),
+            None => shared.names.current(key),
+        };
         // The message and cron tools default to where this chat's answers go.
         let target = match delivery {
             Delivery::To(to) => to.clone(),
