@@ -44,6 +44,10 @@ pub struct ServeFlags {
 pub enum GatewayAction {
     /// Run the gateway in the foreground (the default).
     Run,
+    /// Create or upgrade the shared database's schema (`[gateway] store` or
+    /// FERROCLAW_DATABASE_URL); the gateway also does this at start unless
+    /// `store_migrate = false`.
+    Migrate,
     /// Write a systemd user unit that runs the gateway, and say how to enable it.
     Install {
         /// Overwrite an existing unit.
@@ -65,6 +69,7 @@ pub async fn run(
 ) -> Result<i32, SetupError> {
     match action {
         Some(GatewayAction::Install { force }) => install(*force),
+        Some(GatewayAction::Migrate) => migrate(cli).await,
         None | Some(GatewayAction::Run) => serve(cli, flags).await,
     }
 }
@@ -92,6 +97,34 @@ pub fn gateway_config(cli: &Cli) -> Result<(Config, GatewaySettings), SetupError
     let config = Config::load(home, workspace, &overrides)?;
     crate::trust_cmd::warn_ignored(&config);
     Ok((config, settings))
+}
+
+/// The shared database's URL, when one is configured (the environment first).
+fn database_url(settings: &GatewaySettings) -> Result<Option<String>, SetupError> {
+    let env = std::env::var(ferroclaw_store::DATABASE_URL_ENV).ok();
+    ferroclaw_store::Backend::choose(settings.store.as_deref(), env.as_deref()).map_err(other)
+}
+
+/// `ferroclaw gateway migrate`.
+async fn migrate(cli: &Cli) -> Result<i32, SetupError> {
+    let (_, settings) = gateway_config(cli)?;
+    let Some(url) = database_url(&settings)? else {
+        return Err(SetupError::Other(format!(
+            "no database to migrate: set [gateway] store = \"postgres://...\" or {}",
+            ferroclaw_store::DATABASE_URL_ENV
+        )));
+    };
+    let applied = ferroclaw_store::PgStore::migrate(&url).await.map_err(other)?;
+    let shown = ferroclaw_store::redact_url(&url);
+    let version = ferroclaw_store::SCHEMA_VERSION;
+    let mut out = std::io::stdout().lock();
+    let _ = match applied.as_slice() {
+        [] => writeln!(out, "{shown}: schema is up to date (version {version})"),
+        done => {
+            writeln!(out, "{shown}: applied migrations {done:?}; schema is at version {version}")
+        }
+    };
+    Ok(exit::OK)
 }
 
 fn other(e: impl std::fmt::Display) -> SetupError {
@@ -123,8 +156,28 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
         )));
     }
     // One runtime for every chat: one MCP hub, one connection per model.
+    // Several gateways share a database: connect (and migrate) before
+    // anything starts, so a bad URL or a newer schema stops us with the reason.
+    let store = match database_url(&settings)? {
+        Some(url) => {
+            let options = ferroclaw_store::PgOptions {
+                migrate: settings.store_migrate,
+                ..Default::default()
+            };
+            Some(ferroclaw_store::PgStore::connect(&url, options).await.map_err(other)?)
+        }
+        None => None,
+    };
     let runtime = Runtime::load(config.clone(), Default::default()).await?;
     let mut gateway = Gateway::new(config.home.clone(), settings.clone(), runtime.clone());
+    if let Some(store) = store {
+        eprintln!(
+            "ferroclaw gateway: sharing the work through {} as {}",
+            store.url(),
+            store.holder()
+        );
+        gateway.set_store(store);
+    }
     let mut enabled = Vec::new();
     for disabled in channels.iter().filter(|c| !c.enabled) {
         gateway.add_disabled_channel(&disabled.name);

@@ -38,7 +38,7 @@ pub const DEFAULT_MAX_WEBSOCKETS: usize = 64;
 pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
 
 /// The keys of `[gateway]` (the fields of [`GatewaySettings`]).
-pub const GATEWAY_KEYS: [&str; 20] = [
+pub const GATEWAY_KEYS: [&str; 22] = [
     "bind",
     "port",
     "token",
@@ -59,6 +59,8 @@ pub const GATEWAY_KEYS: [&str; 20] = [
     "approval_timeout",
     "approvers",
     "transcription",
+    "store",
+    "store_migrate",
 ];
 
 /// The channels the gateway ships, with the keys of each beyond [`COMMON_KEYS`].
@@ -128,6 +130,12 @@ pub struct GatewaySettings {
     /// Seconds a connection may take to send a request's headers (and stay
     /// idle between requests) before it is dropped.
     pub header_timeout_secs: u64,
+    /// Where several gateway processes keep what they share: `"files"` (the
+    /// default: this box's files, one process) or a `postgres://` URL.
+    /// `FERROCLAW_DATABASE_URL` wins over it.
+    pub store: Option<String>,
+    /// Apply the database's missing migrations at start (default true).
+    pub store_migrate: bool,
 }
 
 impl Default for GatewaySettings {
@@ -153,6 +161,8 @@ impl Default for GatewaySettings {
             max_websockets: DEFAULT_MAX_WEBSOCKETS,
             allowed_origins: Vec::new(),
             header_timeout_secs: DEFAULT_HEADER_TIMEOUT_SECS,
+            store: None,
+            store_migrate: true,
         }
     }
 }

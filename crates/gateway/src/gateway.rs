@@ -15,6 +15,7 @@ use ferroclaw_core::journal::{FileJournal, TurnJournal};
 use ferroclaw_core::{Approval, Approver};
 use ferroclaw_protocol::ToolCall;
 use ferroclaw_runtime::Runtime;
+use ferroclaw_store::PgStore;
 use ferroclaw_tools::{JobManager, JobSummary};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -30,6 +31,7 @@ use crate::config::{ChannelSettings, GatewaySettings};
 use crate::cron::CronStore;
 use crate::outbox::Outbox;
 use crate::pairing::{Admission, PairingStore};
+use crate::scaleout::{self, StoreLink};
 use crate::sessions::{SessionKey, SessionNames, SessionTitles};
 use crate::status::{ChannelStatus, GatewayStatus, StatusFile};
 use crate::web::{Rate, RateLimiter};
@@ -103,6 +105,9 @@ pub struct Shared {
     per_sender: RateLimiter,
     /// The background jobs of every chat with an agent in memory.
     jobs: Mutex<HashMap<SessionKey, JobManager>>,
+    /// The shared database, when several gateway processes share the work
+    /// (`[gateway] store`); `None`: this process on its own files.
+    pub store: Option<Arc<StoreLink>>,
 }
 
 impl Shared {
@@ -259,7 +264,12 @@ impl Shared {
         let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
         *self.last_chat.lock().unwrap_or_else(PoisonError::into_inner) = Some(key.clone());
         let copy = (message.channel.clone(), message.chat_id.clone(), message.id.clone());
-        if let Err(e) = self.enqueue(key, Work::reply(message)) {
+        // Several gateways: into the shared queue, for whichever process is free.
+        let queued = match &self.store {
+            Some(link) => link.accept(message),
+            None => self.enqueue(key, Work::reply(message)),
+        };
+        if let Err(e) = queued {
             let (channel, chat_id, id) = copy;
             let busy = OutboundMessage {
                 channel,
@@ -301,6 +311,7 @@ pub struct Gateway {
     bus: MessageBus,
     web_url: Option<String>,
     journal: Option<Arc<dyn TurnJournal>>,
+    store: Option<PgStore>,
 }
 
 impl Gateway {
@@ -318,7 +329,14 @@ impl Gateway {
             channels: Vec::new(),
             bus: MessageBus::default(),
             web_url: None,
+            store: None,
         }
+    }
+
+    /// Shares the work with the other gateway processes on `store`'s
+    /// database (see [`crate::scaleout`]); without it the gateway runs on its own.
+    pub fn set_store(&mut self, store: PgStore) {
+        self.store = Some(store);
     }
 
     /// Adds a channel, admitted by `settings` (its `dm_policy` and `allow_from`).
@@ -354,6 +372,13 @@ impl Gateway {
 
     /// Runs until `shutdown` is cancelled, then drains and returns.
     pub async fn run(self, shutdown: CancellationToken) {
+        let (link, incoming) = match self.store.clone() {
+            Some(store) => {
+                let (link, rx) = StoreLink::new(store);
+                (Some(link), Some(rx))
+            }
+            None => (None, None),
+        };
         let outbox = Outbox::new(self.channels.iter().map(|(c, _)| c.clone()));
         let approvals = Arc::new(ApprovalBroker::new(
             outbox.clone(),
@@ -386,6 +411,7 @@ impl Gateway {
             per_sender: RateLimiter::new(self.settings.messages_per_minute),
             jobs: Mutex::new(HashMap::new()),
             connections: self.bus.connections().clone(),
+            store: link.clone(),
             home: self.home.clone(),
             settings: self.settings,
         });
@@ -401,6 +427,12 @@ impl Gateway {
         }
         for (channel, _) in &self.channels {
             let (channel, bus, stop) = (channel.clone(), self.bus.clone(), channel_stop.clone());
+            if let Some(link) = &link
+                && scaleout::SINGLE_HOLDER_CHANNELS.contains(&channel.name())
+            {
+                channel_tasks.spawn(scaleout::hold_channel(link.clone(), channel, bus, stop));
+                continue;
+            }
             channel_tasks.spawn(async move {
                 tracing::info!(channel = channel.name(), "channel starting");
                 let connections = bus.connections().clone();
@@ -416,6 +448,32 @@ impl Gateway {
         crate::resume::resume_interrupted(&shared).await;
         for message in self.bus.drain(None) {
             shared.dispatch(message);
+        }
+        let claims_stop = CancellationToken::new();
+        let deliveries_stop = CancellationToken::new();
+        let store_tasks = TaskTracker::new();
+        if let (Some(link), Some(incoming)) = (&link, incoming) {
+            tracing::info!(
+                url = link.store.url(),
+                holder = link.store.holder(),
+                "sharing the work through the database"
+            );
+            store_tasks.spawn(scaleout::store_loop(
+                shared.clone(),
+                link.clone(),
+                incoming,
+                deliveries_stop.clone(),
+            ));
+            store_tasks.spawn(scaleout::claim_loop(
+                shared.clone(),
+                link.clone(),
+                claims_stop.clone(),
+            ));
+            store_tasks.spawn(scaleout::delivery_loop(
+                shared.clone(),
+                link.clone(),
+                deliveries_stop.clone(),
+            ));
         }
         let timers_stop = CancellationToken::new();
         let timers = TaskTracker::new();
@@ -467,12 +525,26 @@ impl Gateway {
         timers_stop.cancel();
         // Nobody is left to answer: waiting calls are denied and their turns end.
         shared.approvals.close();
+        // Messages claimed here finish; nothing more is claimed.
+        claims_stop.cancel();
+        if let Some(link) = &link {
+            link.claims.close();
+            if tokio::time::timeout(SHUTDOWN_GRACE, link.claims.wait()).await.is_err() {
+                tracing::warn!(
+                    "some claimed messages did not finish; another process takes them over"
+                );
+            }
+        }
         // Closing every queue lets each worker finish what it accepted, then stop.
         shared.live.lock().unwrap_or_else(PoisonError::into_inner).clear();
         shared.workers.close();
         if tokio::time::timeout(SHUTDOWN_GRACE, shared.workers.wait()).await.is_err() {
             tracing::warn!("some turns did not finish within {}s", SHUTDOWN_GRACE.as_secs());
         }
+        // A last round of deliveries for the turns that just finished.
+        deliveries_stop.cancel();
+        store_tasks.close();
+        let _ = tokio::time::timeout(CHANNEL_STOP_GRACE, store_tasks.wait()).await;
         timers.close();
         channel_tasks.close();
         let _ = tokio::time::timeout(CHANNEL_STOP_GRACE, async {

@@ -47,6 +47,7 @@ pub mod multipart;
 pub mod outbox;
 pub mod pairing;
 pub mod resume;
+pub mod scaleout;
 pub mod scheduler;
 pub mod sessions;
 pub mod slack;

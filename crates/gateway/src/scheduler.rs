@@ -50,7 +50,25 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
             }
         };
         for job in due {
-            start_job(&shared, job, running.clone());
+            match shared.store.clone() {
+                None => start_job(&shared, job, running.clone()),
+                // Several gateways: the one that claims the slot runs it.
+                Some(link) => {
+                    let (shared, running) = (shared.clone(), running.clone());
+                    tokio::spawn(async move {
+                        let slot = job.state.last_run_at_ms.unwrap_or_default() as i64;
+                        match link.store.claim_cron_slot(&job.id, slot).await {
+                            Ok(Some(_)) => start_job(&shared, job, running),
+                            Ok(None) => {
+                                tracing::info!(job = %job.id, "cron slot run by another gateway")
+                            }
+                            Err(e) => {
+                                tracing::error!(job = %job.id, "cron slot not claimed ({e}); skipped")
+                            }
+                        }
+                    });
+                }
+            }
         }
     }
 }
@@ -166,6 +184,13 @@ pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: Cancel
             continue;
         }
         let Ok(content) = std::fs::read_to_string(&path) else { continue };
+        // Several gateways: one beat per interval, by whoever claims it.
+        if let Some(link) = &shared.store {
+            let slot = (now_ms() / interval.as_millis().max(1) as u64) as i64;
+            if !matches!(link.store.claim_cron_slot("heartbeat", slot).await, Ok(Some(_))) {
+                continue;
+            }
+        }
         let Some(prompt) = heartbeat::prompt(&path, &content) else { continue };
         let target = shared
             .settings

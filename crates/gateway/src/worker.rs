@@ -82,7 +82,15 @@ pub async fn run(
             work = rx.recv() => match work {
                 // Boxed, here and below: a turn's state is large, and an
                 // idle chat's worker should not keep room for it.
-                Some(work) => Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await,
+                Some(work) => {
+                    Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await;
+                    // Several gateways: the chat's next turn may run in another
+                    // process, so this one reopens the session file next time.
+                    if shared.store.is_some() && let Some(mut done) = agent.take() {
+                        shared.forget_jobs(&key);
+                        Box::pin(done.finish()).await;
+                    }
+                }
                 None => break,
             },
             () = job_finished => {
@@ -287,7 +295,12 @@ async fn open<'a>(
     shared: &Arc<Shared>,
 ) -> Result<&'a mut Agent, String> {
     if agent.is_none() {
-        let id = shared.names.current(key);
+        // Several gateways: another process may have started a new session
+        // for this chat (`/new`), so its choice is read from the file.
+        let id = match shared.store {
+            Some(_) => crate::sessions::SessionNames::load(&shared.home).current(key),
+            None => shared.names.current(key),
+        };
         // The message and cron tools default to where this chat's answers go.
         let target = match delivery {
             Delivery::To(to) => to.clone(),

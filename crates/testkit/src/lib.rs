@@ -55,6 +55,7 @@
 mod anthropic;
 pub mod git;
 mod openai;
+pub mod postgres;
 mod recording;
 mod render;
 mod reply;
@@ -63,6 +64,7 @@ mod script;
 mod server;
 mod strict;
 
+pub use postgres::PgCluster;
 pub use recording::RecordedRequest;
 pub use script::{
     DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, Fault, ScriptedToolCall, Step, Turn,

@@ -1,0 +1,415 @@
+//! Several gateway processes on one PostgreSQL database (`[gateway] store =
+//! "postgres://..."`): what this process does differently from one gateway
+//! on its own files.
+//!
+//! - A message a channel admits is stored in the database's inbound queue
+//!   (once per channel + platform message id) instead of going to a chat
+//!   worker here; any process's [`claim_loop`] takes it, one chat at a time,
+//!   each chat in order ([`ferroclaw_store::PgStore::claim`]).
+//! - The claimed message runs in this process's chat worker as usual; the
+//!   agent is reopened from the session file for every message, since the
+//!   chat's last turn may have run in another process.
+//! - The answer is stored with the message finished, in one transaction;
+//!   [`delivery_loop`] takes each answer once and sends it through the
+//!   channel here: answers to the web chat and the API go back through the
+//!   process that holds the connection, others through any process.
+//! - Channels that must run once (Telegram's long poll, Discord's and
+//!   Slack's sockets) run in the process holding their lease ([`hold_channel`]).
+//!
+//! Sessions are files under `$FERROCLAW_HOME`: in this increment, gateways
+//! sharing a database share that folder too (one machine, or a network file system).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use ferroclaw_store::{Claim, Outbound, PgStore, Wakeups};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::bus::{
+    BusError, DEFAULT_QUEUE_CAPACITY, EventTap, Failure, InboundMessage, MessageBus,
+    OutboundMessage,
+};
+use crate::channel::Channel;
+use crate::gateway::Shared;
+use crate::sessions::SessionKey;
+use crate::worker::{Delivery, Work, WorkResult};
+
+/// How long a worker holds a chat without renewing: a process that dies
+/// mid-turn delays that chat by at most this long. Renewed every third of it.
+pub const CHAT_LEASE: Duration = Duration::from_secs(30);
+/// How long a process holds a single-holder channel without renewing: the
+/// longest a channel is silent after its process dies (the target is
+/// a failover under 10 s). Renewed every third of it.
+pub const CHANNEL_LEASE: Duration = Duration::from_secs(6);
+/// How often workers look for work when no notification came (notifications
+/// only save them the wait; a lost one costs at most this).
+const POLL: Duration = Duration::from_millis(500);
+/// Answers taken for delivery at once.
+const DELIVERY_BATCH: i64 = 64;
+/// Channels that must run in one process at a time.
+pub const SINGLE_HOLDER_CHANNELS: [&str; 3] = ["telegram", "discord", "slack"];
+
+/// What of a message cannot be stored: its event tap and its stop button.
+type LiveParts = (Option<EventTap>, Option<CancellationToken>);
+
+/// This process's link to the shared database.
+pub struct StoreLink {
+    pub store: PgStore,
+    wakeups: Wakeups,
+    /// The live parts (event tap, stop button) of messages received here and
+    /// not yet answered, by message id: they cannot travel through the database.
+    live: Mutex<HashMap<String, LiveParts>>,
+    /// Admitted messages on their way into the database, in arrival order.
+    incoming: mpsc::Sender<InboundMessage>,
+    /// The claimed messages running here (shutdown waits for them).
+    pub claims: TaskTracker,
+}
+
+impl StoreLink {
+    /// A link over `store`, and the receiving end of its incoming queue (for [`store_loop`]).
+    pub fn new(store: PgStore) -> (Arc<StoreLink>, mpsc::Receiver<InboundMessage>) {
+        let (incoming, rx) = mpsc::channel(DEFAULT_QUEUE_CAPACITY);
+        let wakeups = store.listen();
+        let link = StoreLink {
+            store,
+            wakeups,
+            live: Mutex::new(HashMap::new()),
+            incoming,
+            claims: TaskTracker::new(),
+        };
+        (Arc::new(link), rx)
+    }
+
+    /// Queues an admitted message for the database; a full queue is busy.
+    pub(crate) fn accept(&self, mut message: InboundMessage) -> Result<(), BusError> {
+        let live = (message.tap.take(), message.cancel.take());
+        let id = message.id.clone();
+        if live.0.is_some() || live.1.is_some() {
+            self.live().insert(id.clone(), live);
+        }
+        self.incoming.try_send(message).map_err(|e| {
+            self.live().remove(&id);
+            match e {
+                mpsc::error::TrySendError::Full(_) => BusError::Busy,
+                mpsc::error::TrySendError::Closed(_) => BusError::Closed,
+            }
+        })
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, LiveParts>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The key that makes a message unique: the platform's id where it has one
+/// (Telegram's message ids count per chat), else this process's own.
+fn platform_id(message: &InboundMessage, holder: &str) -> String {
+    match message.metadata.get("message_id") {
+        Some(id) if !id.is_null() => format!("{}/{}", message.chat_id, id),
+        _ => format!("{holder}/{}", message.id),
+    }
+}
+
+/// Writes admitted messages to the database in arrival order until `stop`,
+/// then writes what is still queued.
+pub async fn store_loop(
+    shared: Arc<Shared>,
+    link: Arc<StoreLink>,
+    mut rx: mpsc::Receiver<InboundMessage>,
+    stop: CancellationToken,
+) {
+    loop {
+        let message = tokio::select! {
+            biased;
+            message = rx.recv() => match message {
+                Some(m) => m,
+                None => return,
+            },
+            () = stop.cancelled() => match rx.try_recv() {
+                Ok(m) => m,
+                Err(_) => return,
+            },
+        };
+        let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
+        let holder = link.store.holder().to_string();
+        let body = match serde_json::to_value(&message) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!("message not stored: {e}");
+                continue;
+            }
+        };
+        let stored = link
+            .store
+            .enqueue(
+                &message.channel,
+                &platform_id(&message, &holder),
+                &key.address(),
+                Some(&holder),
+                &body,
+            )
+            .await;
+        match stored {
+            Ok(ferroclaw_store::Enqueued::New(_)) => {}
+            Ok(ferroclaw_store::Enqueued::Duplicate) => {
+                tracing::info!(channel = %message.channel, "message received again; answered once");
+                link.live().remove(&message.id);
+            }
+            Err(e) => {
+                // Nothing was stored: say so instead of acknowledging.
+                tracing::error!("message not stored: {e}");
+                link.live().remove(&message.id);
+                let reply = OutboundMessage::reply(
+                    &message,
+                    "I can't take messages right now (my database is unreachable); try again shortly.",
+                )
+                .failed(Failure::Busy);
+                if let Err(e) = shared.outbox.send(reply).await {
+                    tracing::warn!("reply not delivered: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// Claims waiting messages (as many at once as this process runs turns)
+/// and runs each in its chat's worker, until `stop`.
+pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
+    let permits = Arc::new(Semaphore::new(shared.settings.max_concurrent_turns));
+    let mut failing = false;
+    loop {
+        let permit = tokio::select! {
+            () = stop.cancelled() => return,
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+        };
+        match link.store.claim(CHAT_LEASE).await {
+            Ok(Some(claim)) => {
+                failing = false;
+                let (shared, running) = (shared.clone(), link.clone());
+                link.claims.spawn(async move {
+                    run_claim(&shared, &running, claim).await;
+                    drop(permit);
+                });
+                continue;
+            }
+            Ok(None) => failing = false,
+            Err(e) => {
+                if !failing {
+                    tracing::error!("cannot take messages from the database: {e}");
+                }
+                failing = true;
+            }
+        }
+        drop(permit);
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = link.wakeups.inbound() => {}
+            () = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+/// Runs one claimed message in its chat's worker, keeping the chat's lease,
+/// then stores the answer and finishes the message.
+async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
+    let mut message: InboundMessage = match serde_json::from_value(claim.body.clone()) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::error!(id = claim.id, "stored message does not parse ({e}); dropped");
+            let _ = link.store.complete(&claim, None).await;
+            return;
+        }
+    };
+    let mine = claim.origin.as_deref() == Some(link.store.holder());
+    if mine && let Some((tap, cancel)) = link.live().get(&message.id).cloned() {
+        message.tap = tap;
+        message.cancel = cancel;
+    }
+    let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
+    let (done, result) = oneshot::channel();
+    let work = Work {
+        message: message.clone(),
+        delivery: Delivery::Nowhere,
+        quiet_if_ok: false,
+        done: Some(done),
+    };
+    let outcome = match shared.enqueue(key, work) {
+        Err(e) => Err(e),
+        Ok(()) => {
+            tokio::pin!(result);
+            loop {
+                tokio::select! {
+                    r = &mut result => break Ok(r.unwrap_or(WorkResult::Failed("the gateway stopped".into()))),
+                    () = tokio::time::sleep(CHAT_LEASE / 3) => {
+                        match link.store.renew(&claim, CHAT_LEASE).await {
+                            Ok(true) => {}
+                            Ok(false) => tracing::warn!(chat = %claim.chat, "lost the chat's lease; another process took the message over"),
+                            Err(e) => tracing::warn!(chat = %claim.chat, "cannot renew the chat's lease: {e}"),
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let reply = match outcome {
+        Ok(WorkResult::Answered(text)) if text.trim().is_empty() => None,
+        Ok(WorkResult::Answered(text)) => Some(OutboundMessage::reply(&message, text)),
+        Ok(WorkResult::Failed(e)) => Some(
+            OutboundMessage::reply(&message, format!("Sorry, that failed: {e}"))
+                .failed(Failure::Failed),
+        ),
+        Err(e) => Some(OutboundMessage::reply(&message, e.to_string()).failed(Failure::from(&e))),
+    };
+    let answer = match reply.map(|r| serde_json::to_value(&r)) {
+        Some(Ok(body)) => Some(Outbound {
+            key: format!("reply:{}", claim.id),
+            channel: claim.channel.clone(),
+            chat: claim.chat.clone(),
+            // Web chats and API requests are answered through their connection.
+            origin: if claim.channel == "web" { claim.origin.clone() } else { None },
+            body,
+        }),
+        Some(Err(e)) => {
+            tracing::error!("answer not stored: {e}");
+            None
+        }
+        None => None,
+    };
+    if answer.is_none() && mine {
+        link.live().remove(&message.id);
+    }
+    match link.store.complete(&claim, answer.as_ref()).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(chat = %claim.chat, "answer dropped: another process took the message over")
+        }
+        Err(e) => {
+            tracing::error!(chat = %claim.chat, "answer not stored ({e}); the message will run again")
+        }
+    }
+}
+
+/// Sends the answers this process may send, each once, until `stop`.
+pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
+    let mut failing = false;
+    loop {
+        let mut full = false;
+        match link.store.take_outbound(DELIVERY_BATCH).await {
+            Ok(batch) => {
+                failing = false;
+                full = batch.len() as i64 == DELIVERY_BATCH;
+                for answer in batch {
+                    deliver(&shared, &link, answer).await;
+                }
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::error!("cannot take answers from the database: {e}");
+                }
+                failing = true;
+            }
+        }
+        if full {
+            continue;
+        }
+        if stop.is_cancelled() {
+            return;
+        }
+        tokio::select! {
+            // One more round for the turns that finished just before.
+            () = stop.cancelled() => {}
+            () = link.wakeups.outbound() => {}
+            () = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+async fn deliver(shared: &Shared, link: &StoreLink, answer: Outbound) {
+    let message: OutboundMessage = match serde_json::from_value(answer.body) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::error!(key = %answer.key, "stored answer does not parse ({e}); dropped");
+            return;
+        }
+    };
+    if let Some(id) = &message.reply_to {
+        link.live().remove(id);
+    }
+    if let Err(e) = shared.outbox.send(message).await {
+        tracing::warn!(key = %answer.key, "answer not delivered: {e}");
+    }
+}
+
+/// Runs `channel` while this process holds its lease: waits for the lease,
+/// runs the channel, renews; stops the channel when the lease is lost (another
+/// process runs it then) and gives the lease up when `stop` comes.
+pub async fn hold_channel(
+    link: Arc<StoreLink>,
+    channel: Arc<dyn Channel>,
+    bus: MessageBus,
+    stop: CancellationToken,
+) {
+    let name = channel.name().to_string();
+    loop {
+        match link.store.hold_channel(&name, CHANNEL_LEASE).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(CHANNEL_LEASE / 3) => continue,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(channel = %name, "channel lease: {e}");
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(CHANNEL_LEASE / 3) => continue,
+                }
+            }
+        }
+        tracing::info!(channel = %name, "this process holds the channel");
+        let running = stop.child_token();
+        let task = {
+            let (channel, bus, running) = (channel.clone(), bus.clone(), running.clone());
+            tokio::spawn(async move { channel.start(bus, running).await })
+        };
+        let mut renewed = std::time::Instant::now();
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = tokio::time::sleep(CHANNEL_LEASE / 3) => {}
+            }
+            match link.store.hold_channel(&name, CHANNEL_LEASE).await {
+                Ok(true) => renewed = std::time::Instant::now(),
+                Ok(false) => {
+                    tracing::warn!(channel = %name, "another process took the channel over");
+                    break;
+                }
+                // The database is away: run on until the lease would have run
+                // out, then stop (another process may hold it by then).
+                Err(e) => {
+                    tracing::warn!(channel = %name, "cannot renew the channel's lease: {e}");
+                    if renewed.elapsed() >= CHANNEL_LEASE {
+                        break;
+                    }
+                }
+            }
+        }
+        running.cancel();
+        match task.await {
+            Ok(Err(e)) => tracing::error!("{e}"),
+            Err(e) => tracing::error!(channel = %name, "channel task failed: {e}"),
+            Ok(Ok(())) => {}
+        }
+        if stop.is_cancelled() {
+            let _ = link.store.release_channel(&name).await;
+            return;
+        }
+    }
+}

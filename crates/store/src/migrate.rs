@@ -1,0 +1,166 @@
+//! Versioned migrations: each is SQL applied once, in order, in one
+//! transaction, under an advisory lock so gateways starting together do not
+//! race; `ferroclaw_schema` records which ran. A database whose version is
+//! newer than the last one here was written by a newer binary: refused.
+
+use tokio_postgres::Client;
+
+use crate::StoreError;
+
+/// The schema version this binary writes and reads.
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// The advisory lock migrations run under (any fixed number; "fcmg").
+const MIGRATION_LOCK: i64 = 0x6663_6d67;
+
+/// Migration `i + 1` is `MIGRATIONS[i]`. Never edit one that shipped: add another.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: the first scale-out schema.
+    r#"
+CREATE TABLE inbound (
+    id          bigserial PRIMARY KEY,
+    channel     text NOT NULL,
+    platform_id text NOT NULL,
+    chat        text NOT NULL,
+    origin      text,
+    body        jsonb NOT NULL,
+    received_at timestamptz NOT NULL DEFAULT now(),
+    attempts    int NOT NULL DEFAULT 0,
+    done_at     timestamptz,
+    UNIQUE (channel, platform_id)
+);
+-- The claim's two lookups: the oldest waiting messages, and a chat's older one.
+CREATE INDEX inbound_next ON inbound (id) WHERE done_at IS NULL;
+CREATE INDEX inbound_waiting ON inbound (chat, id) WHERE done_at IS NULL;
+
+CREATE TABLE chat_leases (
+    chat       text PRIMARY KEY,
+    holder     text NOT NULL,
+    inbound_id bigint NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+
+CREATE TABLE outbound (
+    key          text PRIMARY KEY,
+    channel      text NOT NULL,
+    chat         text NOT NULL,
+    origin       text,
+    body         jsonb NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    delivered_at timestamptz,
+    delivered_by text
+);
+CREATE INDEX outbound_waiting ON outbound (created_at) WHERE delivered_at IS NULL;
+
+CREATE TABLE channel_leases (
+    channel    text PRIMARY KEY,
+    holder     text NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+
+CREATE TABLE cron_jobs (
+    id         text PRIMARY KEY,
+    body       jsonb NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE cron_runs (
+    job         text NOT NULL,
+    slot        bigint NOT NULL,
+    holder      text NOT NULL,
+    started_at  timestamptz NOT NULL DEFAULT now(),
+    finished_at timestamptz,
+    outcome     text,
+    PRIMARY KEY (job, slot)
+);
+
+CREATE TABLE allow_list (
+    channel  text NOT NULL,
+    sender   text NOT NULL,
+    added_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (channel, sender)
+);
+
+CREATE TABLE pairing_requests (
+    channel    text NOT NULL,
+    code       text NOT NULL,
+    sender     text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (channel, code)
+);
+
+CREATE TABLE turn_steps (
+    session     text NOT NULL,
+    turn        text NOT NULL,
+    step        int NOT NULL,
+    body        jsonb NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (session, turn, step)
+);
+
+CREATE TABLE turns_finished (
+    session     text NOT NULL,
+    turn        text NOT NULL,
+    finished_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (session, turn)
+);
+"#,
+];
+
+/// The version the database is at (0 when it has no ferroclaw schema).
+pub(crate) async fn current_version(client: &Client) -> Result<i32, StoreError> {
+    let exists = client
+        .query_one("SELECT to_regclass('ferroclaw_schema') IS NOT NULL", &[])
+        .await?
+        .get::<_, bool>(0);
+    if !exists {
+        return Ok(0);
+    }
+    let row =
+        client.query_one("SELECT coalesce(max(version), 0) FROM ferroclaw_schema", &[]).await?;
+    Ok(row.get(0))
+}
+
+/// Applies the migrations the database lacks; returns the versions applied.
+/// A newer schema than [`SCHEMA_VERSION`] is [`StoreError::SchemaTooNew`].
+pub(crate) async fn migrate(client: &mut Client, url: &str) -> Result<Vec<i32>, StoreError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS ferroclaw_schema (
+             version int PRIMARY KEY,
+             applied_at timestamptz NOT NULL DEFAULT now())",
+    )
+    .await?;
+    let found: i32 =
+        tx.query_one("SELECT coalesce(max(version), 0) FROM ferroclaw_schema", &[]).await?.get(0);
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            url: url.to_string(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    let mut applied = Vec::new();
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let version = i as i32 + 1;
+        tx.batch_execute(sql).await?;
+        tx.execute("INSERT INTO ferroclaw_schema (version) VALUES ($1)", &[&version]).await?;
+        applied.push(version);
+    }
+    tx.commit().await?;
+    Ok(applied)
+}
+
+/// Refuses a schema this binary cannot use (newer; or older, when it may not migrate).
+pub(crate) fn check(url: &str, found: i32) -> Result<(), StoreError> {
+    match found.cmp(&SCHEMA_VERSION) {
+        std::cmp::Ordering::Greater => {
+            Err(StoreError::SchemaTooNew { url: url.into(), found, known: SCHEMA_VERSION })
+        }
+        std::cmp::Ordering::Less => {
+            Err(StoreError::SchemaTooOld { url: url.into(), found, known: SCHEMA_VERSION })
+        }
+        std::cmp::Ordering::Equal => Ok(()),
+    }
+}

@@ -1,0 +1,256 @@
+//! The PostgreSQL backend: a pool of connections (rustls for TLS), the
+//! migrations at connect, this process's holder name, and [`Wakeups`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use futures_util::StreamExt;
+use tokio::sync::Notify;
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::{StoreError, migrate, redact_url};
+
+/// How long connecting may take before the database counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections per process: a turn uses one for a few milliseconds at its
+/// start and end, so a few serve many turns.
+const DEFAULT_POOL_SIZE: usize = 8;
+/// Wait before a lost `LISTEN` connection is opened again.
+const RELISTEN_DELAY: Duration = Duration::from_secs(1);
+
+/// The notification channel that says "a message is waiting".
+pub(crate) const INBOUND_CHANNEL: &str = "ferroclaw_inbound";
+/// The notification channel that says "an answer is waiting".
+pub(crate) const OUTBOUND_CHANNEL: &str = "ferroclaw_outbound";
+
+/// How to open the store.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// Apply missing migrations at connect (`[gateway] store_migrate`, default true).
+    pub migrate: bool,
+    /// This process's name in leases and claims (default: host, pid and a random part).
+    pub holder: Option<String>,
+    /// Connections in the pool.
+    pub pool_size: usize,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions { migrate: true, holder: None, pool_size: DEFAULT_POOL_SIZE }
+    }
+}
+
+/// The PostgreSQL store; cheap to clone (clones share the pool).
+#[derive(Clone)]
+pub struct PgStore {
+    pub(crate) pool: Pool,
+    config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+    url: String,
+    holder: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("url", &self.url).field("holder", &self.holder).finish()
+    }
+}
+
+impl PgStore {
+    /// Connects to `url`, migrates (unless turned off) and checks the schema.
+    /// Unreachable, or a schema this binary cannot use, is an error that says
+    /// so with the URL (password hidden).
+    pub async fn connect(url: &str, options: PgOptions) -> Result<PgStore, StoreError> {
+        PgStore::open(url, options).await.map(|(store, _)| store)
+    }
+
+    async fn open(url: &str, options: PgOptions) -> Result<(PgStore, Vec<i32>), StoreError> {
+        let shown = redact_url(url);
+        let unreachable = |reason: String| StoreError::Unreachable { url: shown.clone(), reason };
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| StoreError::BadUrl { url: shown.clone(), reason: format!("{e}") })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        let tls = tls()?;
+        let manager = Manager::from_config(
+            config.clone(),
+            tls.clone(),
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(2))
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|e| unreachable(e.to_string()))?;
+        let mut client = pool.get().await.map_err(|e| unreachable(describe_pool_error(e)))?;
+        let applied = if options.migrate {
+            let applied = migrate::migrate(&mut client, &shown).await?;
+            if !applied.is_empty() {
+                tracing::info!(url = %shown, ?applied, "database schema migrated");
+            }
+            applied
+        } else {
+            migrate::check(&shown, migrate::current_version(&client).await?)?;
+            Vec::new()
+        };
+        drop(client);
+        let holder = options.holder.unwrap_or_else(default_holder);
+        Ok((PgStore { pool, config, tls, url: shown, holder }, applied))
+    }
+
+    /// `ferroclaw gateway migrate`: applies what is missing; returns the
+    /// versions applied (empty when it was up to date).
+    pub async fn migrate(url: &str) -> Result<Vec<i32>, StoreError> {
+        PgStore::open(url, PgOptions::default()).await.map(|(_, applied)| applied)
+    }
+
+    /// The schema version of the database.
+    pub async fn schema_version(&self) -> Result<i32, StoreError> {
+        let client = self.pool.get().await?;
+        migrate::current_version(&client).await
+    }
+
+    /// This process's name in leases, claims and deliveries.
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// The database's URL with the password hidden.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A store on the same database under another holder name (tests play
+    /// several processes with one).
+    pub fn with_holder(&self, holder: impl Into<String>) -> PgStore {
+        PgStore { holder: holder.into(), ..self.clone() }
+    }
+
+    /// Starts listening for "work is waiting" notifications on a connection
+    /// of its own (opened again when lost). Workers still poll now and then:
+    /// a notification only saves them the wait.
+    pub fn listen(&self) -> Wakeups {
+        let inbound = Arc::new(Notify::new());
+        let outbound = Arc::new(Notify::new());
+        let (config, tls) = (self.config.clone(), self.tls.clone());
+        let (i, o) = (inbound.clone(), outbound.clone());
+        let url = self.url.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                if let Err(e) = listen_once(&config, &tls, &i, &o).await {
+                    tracing::warn!(url = %url, "database notifications lost: {e}; listening again");
+                }
+                // Whatever was missed meanwhile is found by polling.
+                i.notify_one();
+                o.notify_one();
+                tokio::time::sleep(RELISTEN_DELAY).await;
+            }
+        });
+        Wakeups { inbound, outbound, task }
+    }
+}
+
+/// Runs one `LISTEN` connection until it is lost.
+async fn listen_once(
+    config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
+    inbound: &Notify,
+    outbound: &Notify,
+) -> Result<(), StoreError> {
+    let (client, mut connection) = config.connect(tls.clone()).await?;
+    let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+    let sql = format!("LISTEN {INBOUND_CHANNEL}; LISTEN {OUTBOUND_CHANNEL}");
+    let listen = client.batch_execute(&sql);
+    tokio::pin!(listen);
+    let mut listening = false;
+    loop {
+        tokio::select! {
+            done = &mut listen, if !listening => {
+                done?;
+                listening = true;
+            }
+            message = messages.next() => match message {
+                Some(Ok(AsyncMessage::Notification(n))) => match n.channel() {
+                    INBOUND_CHANNEL => inbound.notify_one(),
+                    OUTBOUND_CHANNEL => outbound.notify_one(),
+                    _ => {}
+                },
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e.into()),
+                None => return Err(StoreError::Query("connection closed".into())),
+            },
+        }
+    }
+}
+
+/// Wakes the process's workers when another process (or this one) stored
+/// work for them. Stops listening when dropped.
+pub struct Wakeups {
+    inbound: Arc<Notify>,
+    outbound: Arc<Notify>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Wakeups {
+    /// Resolves when an inbound message may be waiting.
+    pub async fn inbound(&self) {
+        self.inbound.notified().await
+    }
+
+    /// Resolves when an answer may be waiting for delivery.
+    pub async fn outbound(&self) {
+        self.outbound.notified().await
+    }
+}
+
+impl Drop for Wakeups {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// rustls with the system's root certificates (only used when the server
+/// offers TLS, or `sslmode=require` asks for it).
+fn tls() -> Result<MakeRustlsConnect, StoreError> {
+    // Ignore the error: another crate or an earlier call installed one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    let config =
+        rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
+fn describe_pool_error(e: deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => {
+            // "error connecting to server: Connection refused (os error 111)"
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        }
+        deadpool_postgres::PoolError::Timeout(_) => "timed out connecting".into(),
+        other => other.to_string(),
+    }
+}
+
+/// `host-pid-random`: unique per process, readable in the tables.
+fn default_holder() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    format!("{host}-{}-{:06x}", std::process::id(), fastrand::u32(..0x100_0000))
+}

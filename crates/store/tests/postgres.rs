@@ -1,0 +1,314 @@
+//! The PostgreSQL store against a real PostgreSQL server (a throw-away
+//! cluster; these tests skip, loudly, only where PostgreSQL is not installed).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferroclaw_store::{Enqueued, Outbound, PgOptions, PgStore, SCHEMA_VERSION, StoreError};
+use ferroclaw_testkit::PgCluster;
+use serde_json::json;
+
+/// A lease long enough never to run out during a test.
+const LONG: Duration = Duration::from_secs(600);
+
+async fn store(pg: &PgCluster, db: &str, holder: &str) -> PgStore {
+    let url = pg.database(db);
+    let options = PgOptions { holder: Some(holder.into()), ..Default::default() };
+    PgStore::connect(&url, options).await.unwrap()
+}
+
+macro_rules! cluster_or_skip {
+    () => {
+        match PgCluster::shared() {
+            Some(pg) => pg,
+            None => return,
+        }
+    };
+}
+
+#[tokio::test]
+async fn migrations_build_the_schema_from_empty_and_a_second_run_changes_nothing() {
+    let pg = cluster_or_skip!();
+    let url = pg.database("migrate_empty");
+    let applied = PgStore::migrate(&url).await.unwrap();
+    assert_eq!(applied, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
+    assert_eq!(PgStore::migrate(&url).await.unwrap(), Vec::<i32>::new(), "up to date");
+    let s =
+        PgStore::connect(&url, PgOptions { migrate: false, ..Default::default() }).await.unwrap();
+    assert_eq!(s.schema_version().await.unwrap(), SCHEMA_VERSION);
+}
+
+#[tokio::test]
+async fn a_schema_newer_than_the_binary_is_refused_and_says_so() {
+    let pg = cluster_or_skip!();
+    let url = pg.database("too_new");
+    PgStore::migrate(&url).await.unwrap();
+    let (client, connection) = tokio_postgres_connect(&url).await;
+    let newer = SCHEMA_VERSION + 1;
+    client.execute("INSERT INTO ferroclaw_schema (version) VALUES ($1)", &[&newer]).await.unwrap();
+    drop(client);
+    connection.abort();
+    for migrate in [true, false] {
+        let e =
+            PgStore::connect(&url, PgOptions { migrate, ..Default::default() }).await.unwrap_err();
+        assert!(matches!(e, StoreError::SchemaTooNew { found, .. } if found == newer), "{e}");
+        let text = e.to_string();
+        assert!(text.contains(&format!("schema version {newer}")), "{text}");
+        assert!(text.contains("upgrade ferroclaw"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_database_is_one_clear_line_with_the_password_hidden() {
+    // A port nothing listens on: no PostgreSQL needed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("postgres://bot:hunter2@127.0.0.1:{port}/claw");
+    let e = PgStore::connect(&url, PgOptions::default()).await.unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, StoreError::Unreachable { .. }), "{text}");
+    assert!(text.contains(&format!("postgres://bot:***@127.0.0.1:{port}/claw")), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains("files"), "says how to run on files instead: {text}");
+    assert!(!text.contains('\n'), "one line: {text}");
+}
+
+#[tokio::test]
+async fn the_same_platform_message_delivered_twice_is_stored_once() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "idempotent", "a").await;
+    let body = json!({"text": "hi"});
+    let first = s.enqueue("telegram", "update-7", "telegram:42", None, &body).await.unwrap();
+    assert!(matches!(first, Enqueued::New(_)));
+    let again = s.enqueue("telegram", "update-7", "telegram:42", None, &body).await.unwrap();
+    assert_eq!(again, Enqueued::Duplicate);
+    // The same id on another channel is another message.
+    let other = s.enqueue("discord", "update-7", "discord:42", None, &body).await.unwrap();
+    assert!(matches!(other, Enqueued::New(_)));
+    assert_eq!(s.unfinished().await.unwrap(), 2);
+    // Handled once, it stays handled when the platform sends it again.
+    let claim = s.claim(LONG).await.unwrap().unwrap();
+    assert!(s.complete(&claim, None).await.unwrap());
+    let again = s.enqueue("telegram", "update-7", "telegram:42", None, &body).await.unwrap();
+    assert_eq!(again, Enqueued::Duplicate);
+    assert_eq!(s.unfinished().await.unwrap(), 1);
+}
+
+/// Two processes (holders), four workers each, racing for 30 chats x 8
+/// messages: every message is answered exactly once, each chat's answers
+/// in order, and never two workers on one chat at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_racing_answer_every_message_once_and_each_chat_in_order() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "race", "process-a").await;
+    let b = a.with_holder("process-b");
+    const CHATS: usize = 30;
+    const PER_CHAT: usize = 8;
+    for n in 0..PER_CHAT {
+        for chat in 0..CHATS {
+            let body = json!({"chat": chat, "n": n});
+            let id = format!("{chat}-{n}");
+            a.enqueue("web", &id, &format!("web:{chat}"), None, &body).await.unwrap();
+        }
+    }
+    let busy: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let handled: Arc<Mutex<BTreeMap<usize, Vec<usize>>>> = Arc::default();
+    let mut workers = Vec::new();
+    for worker in 0..8 {
+        let s = if worker % 2 == 0 { a.clone() } else { b.clone() };
+        let (busy, handled) = (busy.clone(), handled.clone());
+        workers.push(tokio::spawn(async move {
+            let mut idle_rounds = 0;
+            while idle_rounds < 20 {
+                let Some(claim) = s.claim(LONG).await.unwrap() else {
+                    idle_rounds += 1;
+                    tokio::task::yield_now().await;
+                    continue;
+                };
+                idle_rounds = 0;
+                assert!(busy.lock().unwrap().insert(claim.chat.clone()), "two workers on one chat");
+                let chat = claim.body["chat"].as_u64().unwrap() as usize;
+                let n = claim.body["n"].as_u64().unwrap() as usize;
+                tokio::task::yield_now().await;
+                let answer = Outbound {
+                    key: format!("reply:{}", claim.id),
+                    channel: claim.channel.clone(),
+                    chat: claim.chat.clone(),
+                    origin: None,
+                    body: json!({"chat": chat, "n": n}),
+                };
+                handled.lock().unwrap().entry(chat).or_default().push(n);
+                busy.lock().unwrap().remove(&claim.chat);
+                assert!(s.complete(&claim, Some(&answer)).await.unwrap());
+            }
+        }));
+    }
+    for w in workers {
+        w.await.unwrap();
+    }
+    assert_eq!(a.unfinished().await.unwrap(), 0);
+    let handled = handled.lock().unwrap().clone();
+    assert_eq!(handled.len(), CHATS);
+    for (chat, order) in &handled {
+        assert_eq!(order, &(0..PER_CHAT).collect::<Vec<_>>(), "chat {chat} out of order or twice");
+    }
+    // Both processes take deliveries at once: each answer goes out once.
+    let (ta, tb) = tokio::join!(drain(&a), drain(&b));
+    let mut keys: Vec<String> = ta.iter().chain(&tb).map(|o| o.key.clone()).collect();
+    let total = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!((total, keys.len()), (CHATS * PER_CHAT, CHATS * PER_CHAT));
+    assert!(a.take_outbound(100).await.unwrap().is_empty(), "nothing is delivered twice");
+}
+
+async fn drain(s: &PgStore) -> Vec<Outbound> {
+    let mut all = Vec::new();
+    loop {
+        let batch = s.take_outbound(7).await.unwrap();
+        if batch.is_empty() {
+            return all;
+        }
+        all.extend(batch);
+    }
+}
+
+#[tokio::test]
+async fn a_chat_whose_worker_stopped_renewing_is_taken_over_and_answered_once() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "takeover_chat", "process-a").await;
+    let b = a.with_holder("process-b");
+    a.enqueue("web", "m1", "web:7", None, &json!({"n": 1})).await.unwrap();
+    let short = Duration::from_millis(300);
+    let stalled = a.claim(short).await.unwrap().unwrap();
+    assert_eq!(stalled.attempts, 0);
+    assert_eq!(b.claim(LONG).await.unwrap(), None, "the chat is held");
+    let taken = wait_for(|| async { b.claim(LONG).await.unwrap() }).await;
+    assert_eq!((taken.id, taken.attempts), (stalled.id, 1), "the same message, again");
+    let answer = |by: &str| Outbound {
+        key: format!("reply:{}", stalled.id),
+        channel: "web".into(),
+        chat: "web:7".into(),
+        origin: None,
+        body: json!({"by": by}),
+    };
+    assert!(!a.renew(&stalled, LONG).await.unwrap(), "the stalled worker lost its lease");
+    assert!(!a.complete(&stalled, Some(&answer("a"))).await.unwrap(), "and stores nothing");
+    assert!(b.complete(&taken, Some(&answer("b"))).await.unwrap());
+    let sent = drain(&a).await;
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].body["by"], "b");
+}
+
+#[tokio::test]
+async fn a_channel_lease_is_held_by_one_process_and_taken_over_when_not_renewed() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "takeover_channel", "process-a").await;
+    let b = a.with_holder("process-b");
+    assert!(a.hold_channel("telegram", LONG).await.unwrap());
+    assert!(!b.hold_channel("telegram", LONG).await.unwrap(), "one holder at a time");
+    assert!(a.hold_channel("telegram", LONG).await.unwrap(), "the holder renews");
+    assert!(b.hold_channel("discord", LONG).await.unwrap(), "other channels are free");
+    // A renews with a short lease, then "dies": B takes over once it runs out.
+    assert!(a.hold_channel("telegram", Duration::from_millis(300)).await.unwrap());
+    wait_for(|| async { b.hold_channel("telegram", LONG).await.unwrap().then_some(()) }).await;
+    assert_eq!(a.channel_holder("telegram").await.unwrap().as_deref(), Some("process-b"));
+    assert!(!a.hold_channel("telegram", LONG).await.unwrap(), "the old holder stays out");
+    // A stopping holder lets go at once.
+    b.release_channel("telegram").await.unwrap();
+    assert!(a.hold_channel("telegram", LONG).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_cron_slot_runs_once_however_many_gateways_race_for_it() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "cron_slots", "process-a").await;
+    let stores: Vec<PgStore> = (0..5).map(|i| a.with_holder(format!("p{i}"))).collect();
+    let claims = futures_util::future::join_all(
+        stores.iter().map(|s| s.claim_cron_slot("daily-report", 1_700_000_000_000)),
+    )
+    .await;
+    let won: Vec<_> = claims.into_iter().filter_map(Result::unwrap).collect();
+    assert_eq!(won.len(), 1, "one process runs the slot");
+    a.finish_cron_run(&won[0], "ok").await.unwrap();
+    assert!(a.claim_cron_slot("daily-report", 1_700_000_060_000).await.unwrap().is_some());
+    let runs = a.cron_runs("daily-report").await.unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1].2.as_deref(), Some("ok"));
+    a.save_cron_job("daily-report", &json!({"schedule": "0 9 * * *"})).await.unwrap();
+    assert_eq!(a.cron_jobs().await.unwrap().len(), 1);
+    assert!(a.remove_cron_job("daily-report").await.unwrap());
+}
+
+#[tokio::test]
+async fn turn_steps_replay_in_order_the_first_record_wins_and_finished_turns_stay_finished() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "turn_steps", "a").await;
+    let begin = json!({"kind": "begin", "origin": {"chat": "web:1"}});
+    assert!(s.record_step("gw-web-1", "web-1-7", 1, &json!({"kind": "model"})).await.unwrap());
+    assert!(s.record_step("gw-web-1", "web-1-7", 0, &begin).await.unwrap());
+    assert!(!s.record_step("gw-web-1", "web-1-7", 0, &json!({"other": 1})).await.unwrap());
+    let (steps, finished) = s.load_steps("gw-web-1", "web-1-7").await.unwrap();
+    let bodies: Vec<_> = steps.iter().map(|t| (t.step, t.body.clone())).collect();
+    assert_eq!(bodies, [(0, begin.clone()), (1, json!({"kind": "model"}))]);
+    assert!(!finished);
+    let unfinished = s.unfinished_turns().await.unwrap();
+    assert_eq!(unfinished, [("gw-web-1".to_string(), "web-1-7".to_string(), begin)]);
+    s.finish_turn("gw-web-1", "web-1-7").await.unwrap();
+    assert!(s.load_steps("gw-web-1", "web-1-7").await.unwrap().1);
+    assert!(s.unfinished_turns().await.unwrap().is_empty());
+    assert!(s.load_steps("gw-web-1", "other").await.unwrap().0.is_empty());
+}
+
+#[tokio::test]
+async fn pairing_approval_puts_the_sender_on_the_allow_list() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "pairing", "a").await;
+    s.request_pairing("telegram", "ABC123", "42").await.unwrap();
+    assert!(!s.is_allowed("telegram", "42").await.unwrap());
+    assert_eq!(s.approve_pairing("telegram", "ABC123").await.unwrap().as_deref(), Some("42"));
+    assert!(s.is_allowed("telegram", "42").await.unwrap());
+    assert_eq!(s.approve_pairing("telegram", "ABC123").await.unwrap(), None, "used once");
+}
+
+#[tokio::test]
+async fn a_notification_wakes_a_waiting_worker() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "wakeups", "a").await;
+    let wakeups = s.listen();
+    let waiting = tokio::spawn(async move {
+        wakeups.inbound().await;
+        wakeups
+    });
+    // Stored until a message wakes the waiter (the listener may start after
+    // the first message: send until it hears one).
+    let mut n = 0;
+    while !waiting.is_finished() {
+        n += 1;
+        s.enqueue("web", &format!("w{n}"), "web:1", None, &json!({})).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    waiting.await.unwrap();
+}
+
+/// Polls `f` until it gives something (leases run out on the database's clock).
+async fn wait_for<T, F, Fut>(mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..600 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("not within 30 s");
+}
+
+async fn tokio_postgres_connect(
+    url: &str,
+) -> (tokio_postgres::Client, tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    (client, tokio::spawn(connection))
+}

@@ -1,0 +1,213 @@
+//! A throw-away PostgreSQL server for tests: `initdb` in a temporary folder,
+//! `pg_ctl start` on a free loopback port, `pg_ctl stop` when dropped.
+//!
+//! The binaries are looked up on `PATH`, then in `FERROCLAW_PG_BIN`, then
+//! where Debian installs them (`/usr/lib/postgresql/<version>/bin`). Tests
+//! call [`PgCluster::start`] and skip, saying so loudly, when it returns
+//! `None` (no PostgreSQL here); CI installs it, and there (`CI` set) a
+//! missing PostgreSQL fails instead.
+//!
+//! PostgreSQL refuses to run as root: as root, the cluster's folder is given
+//! to the `postgres` user (else `nobody`) and the server runs as that user.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A running server; stopped (and its folder removed) on drop.
+pub struct PgCluster {
+    bin: PathBuf,
+    data: PathBuf,
+    run_as: Option<(u32, u32)>,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl PgCluster {
+    /// Starts a fresh cluster, or `None` (with a loud message on stderr)
+    /// when no PostgreSQL binaries are found. Panics when they are found but
+    /// the server does not start: that is a broken machine, not a skip.
+    pub fn start() -> Option<PgCluster> {
+        let Some(bin) = find_bin() else {
+            // CI installs PostgreSQL (.ci/run): missing there is a failure.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "no PostgreSQL binaries found (required in CI; .ci/run installs them)"
+            );
+            eprintln!(
+                "\n*** SKIPPED: no PostgreSQL binaries (initdb, pg_ctl) on PATH, in FERROCLAW_PG_BIN \
+                 or in /usr/lib/postgresql/*/bin; install PostgreSQL to run this test ***\n"
+            );
+            return None;
+        };
+        let dir = tempfile::Builder::new().prefix("ferroclaw-pg-").tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        let run_as = if is_root() { Some(unprivileged_user()) } else { None };
+        if let Some((uid, gid)) = run_as {
+            chown(dir.path(), uid, gid);
+        }
+        let pg = PgCluster { bin, data, run_as, port: 0, _dir: dir };
+        let status = pg
+            .command("initdb")
+            .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D"])
+            .arg(&pg.data)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run initdb");
+        assert!(status.success(), "initdb failed");
+        // A few tries: another test may take the free port first.
+        let mut pg = pg;
+        for _ in 0..5 {
+            pg.port = free_port();
+            let options = format!(
+                "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -F -c max_connections=200",
+                pg.port
+            );
+            let log = pg.data.join("server.log");
+            let status = pg
+                .command("pg_ctl")
+                .args(["-w", "-t", "60", "-D"])
+                .arg(&pg.data)
+                .arg("-l")
+                .arg(&log)
+                .args(["-o", &options, "start"])
+                .stdout(Stdio::null())
+                .status()
+                .expect("run pg_ctl");
+            if status.success() {
+                return Some(pg);
+            }
+        }
+        panic!("PostgreSQL did not start; see {}", pg.data.join("server.log").display());
+    }
+
+    /// One cluster for the tests running now in this process: started by the
+    /// first, stopped when the last lets go (a later test starts another).
+    /// Give each test its own [`database`](Self::database).
+    pub fn shared() -> Option<std::sync::Arc<PgCluster>> {
+        use std::sync::{Arc, Mutex, PoisonError, Weak};
+        static SHARED: Mutex<Weak<PgCluster>> = Mutex::new(Weak::new());
+        let mut slot = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(running) = slot.upgrade() {
+            return Some(running);
+        }
+        let started = Arc::new(PgCluster::start()?);
+        *slot = Arc::downgrade(&started);
+        Some(started)
+    }
+
+    /// The port it listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A connection URL for database `postgres` as user `postgres`.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Creates database `name` and returns its URL (one per test keeps tests apart).
+    pub fn database(&self, name: &str) -> String {
+        let status = self
+            .command("createdb")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres", name])
+            .status()
+            .expect("run createdb");
+        assert!(status.success(), "createdb {name} failed");
+        format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let path = self.bin.join(program);
+        match self.run_as {
+            Some((uid, gid)) => {
+                let mut c = Command::new("setpriv");
+                c.arg(format!("--reuid={uid}"))
+                    .arg(format!("--regid={gid}"))
+                    .arg("--clear-groups")
+                    .arg(path);
+                c
+            }
+            None => Command::new(path),
+        }
+    }
+}
+
+impl Drop for PgCluster {
+    fn drop(&mut self) {
+        let _ = self
+            .command("pg_ctl")
+            .args(["-m", "immediate", "-D"])
+            .arg(&self.data)
+            .arg("stop")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The folder holding `initdb` and `pg_ctl`.
+fn find_bin() -> Option<PathBuf> {
+    let has = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = std::env::var_os("FERROCLAW_PG_BIN") {
+        candidates.push(dir.into());
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path));
+    }
+    // Debian and Ubuntu: /usr/lib/postgresql/<version>/bin, newest first.
+    if let Ok(entries) = std::fs::read_dir("/usr/lib/postgresql") {
+        let mut versions: Vec<PathBuf> = entries.flatten().map(|e| e.path().join("bin")).collect();
+        versions.sort();
+        versions.reverse();
+        candidates.extend(versions);
+    }
+    // A symlink on PATH (as /usr/local/bin/initdb) is followed to the real
+    // folder, where createdb and the server live too.
+    candidates.into_iter().find(|d| has(d)).map(|d| {
+        std::fs::canonicalize(d.join("initdb"))
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .filter(|real| has(real))
+            .unwrap_or(d)
+    })
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// The `postgres` user's ids, else `nobody`'s.
+fn unprivileged_user() -> (u32, u32) {
+    for name in ["postgres", "nobody"] {
+        let ids = |flag: &str| -> Option<u32> {
+            let out = Command::new("id").args([flag, name]).output().ok()?;
+            String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+        };
+        if let (Some(uid), Some(gid)) = (ids("-u"), ids("-g")) {
+            return (uid, gid);
+        }
+    }
+    (65534, 65534)
+}
+
+fn chown(path: &Path, uid: u32, gid: u32) {
+    let status = Command::new("chown")
+        .arg("-R")
+        .arg(format!("{uid}:{gid}"))
+        .arg(path)
+        .status()
+        .expect("run chown");
+    assert!(status.success(), "chown {} failed", path.display());
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
