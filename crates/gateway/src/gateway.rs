@@ -336,6 +336,8 @@ impl Gateway {
     /// Shares the work with the other gateway processes on `store`'s
     /// database (see [`crate::scaleout`]); without it the gateway runs on its own.
     pub fn set_store(&mut self, store: PgStore) {
+        // Steps go where every gateway on the database can replay them.
+        self.journal = Some(Arc::new(crate::scaleout::PgJournal(store.clone())));
         self.store = Some(store);
     }
 

@@ -413,3 +413,72 @@ pub async fn hold_channel(
         }
     }
 }
+
+/// The turn journal in the database, so a worker on any machine that takes
+/// over a message whose worker died replays the steps that one recorded
+/// instead of asking the model again. `unfinished` is empty: the inbound
+/// queue hands an unacknowledged message to another worker anyway, and a
+/// starting gateway must not take up turns live gateways are running.
+pub struct PgJournal(pub PgStore);
+
+#[async_trait::async_trait]
+impl ferroclaw_core::journal::TurnJournal for PgJournal {
+    async fn load(
+        &self,
+        session: &str,
+        turn: &str,
+    ) -> Result<ferroclaw_core::journal::TurnRecord, ferroclaw_core::journal::JournalError> {
+        let (rows, finished) = self.0.load_steps(session, turn).await.map_err(backend)?;
+        let mut steps = Vec::with_capacity(rows.len());
+        for (expected, row) in rows.into_iter().enumerate() {
+            // A gap means a step was lost: what follows it cannot be replayed.
+            if usize::try_from(row.step).ok() != Some(expected) {
+                break;
+            }
+            match serde_json::from_value(row.body) {
+                Ok(step) => steps.push(step),
+                Err(e) => {
+                    tracing::warn!("turn {turn} of {session}: step {expected} unreadable: {e}");
+                    break;
+                }
+            }
+        }
+        Ok(ferroclaw_core::journal::TurnRecord { steps, finished })
+    }
+
+    async fn record(
+        &self,
+        session: &str,
+        turn: &str,
+        step: u32,
+        body: &ferroclaw_core::journal::Step,
+    ) -> Result<(), ferroclaw_core::journal::JournalError> {
+        let step = i32::try_from(step).map_err(|e| backend_text(e.to_string()))?;
+        let body = serde_json::to_value(body).map_err(|e| backend_text(e.to_string()))?;
+        self.0.record_step(session, turn, step, &body).await.map_err(backend)?;
+        Ok(())
+    }
+
+    async fn finish(
+        &self,
+        session: &str,
+        turn: &str,
+    ) -> Result<(), ferroclaw_core::journal::JournalError> {
+        self.0.finish_turn(session, turn).await.map_err(backend)
+    }
+
+    async fn unfinished(
+        &self,
+    ) -> Result<Vec<ferroclaw_core::journal::Unfinished>, ferroclaw_core::journal::JournalError>
+    {
+        Ok(Vec::new())
+    }
+}
+
+fn backend(e: ferroclaw_store::StoreError) -> ferroclaw_core::journal::JournalError {
+    backend_text(e.to_string())
+}
+
+fn backend_text(e: String) -> ferroclaw_core::journal::JournalError {
+    ferroclaw_core::journal::JournalError::Backend(e)
+}
