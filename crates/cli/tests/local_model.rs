@@ -175,6 +175,31 @@ fn a_second_process_restores_the_saved_prompt_state_and_a_bad_file_is_rebuilt() 
     assert_eq!(logged_count(&stderr, " prompt tokens to "), Some(saved), "{stderr}");
     assert_eq!(usage(&stdout)["cache_read_tokens"], 0, "{stdout}");
     assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), len, "rebuilt whole");
+
+    // A whole, sealed file that holds another prompt (here: the prefix of
+    // another folder, copied over this one's with its checksum) passes the
+    // checksum but not llama.cpp's or the token check: ignored, deleted and
+    // rebuilt.
+    let other = tempfile::tempdir().unwrap();
+    let (_, _, stderr) = run(env
+        .cmd()
+        .current_dir(other.path())
+        .env("FERROCLAW_LOG", "ferroclaw_local=debug")
+        .args(["--model", &spec, "--max-turns", "1", "-p", "Say hi."]));
+    let other_file = std::fs::read_dir(&kv)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "kv") && *p != files[0])
+        .unwrap_or_else(|| panic!("a second folder saves its own prefix: {stderr}"));
+    std::fs::copy(&other_file, &files[0]).unwrap();
+    std::fs::copy(other_file.with_extension("sum"), files[0].with_extension("sum")).unwrap();
+    let (_, stdout, stderr) = once();
+    assert!(stderr.contains("ignored prompt state"), "{stderr}");
+    assert_eq!(logged_count(&stderr, " prompt tokens to "), Some(saved), "{stderr}");
+    assert_eq!(usage(&stdout)["cache_read_tokens"], 0, "{stdout}");
+    let (_, stdout, _) = once();
+    assert_eq!(usage(&stdout)["cache_read_tokens"], saved as u64, "the rebuilt file is used");
 }
 
 #[test]

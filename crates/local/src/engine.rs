@@ -156,7 +156,13 @@ fn worker(
         }
     };
     let mut session = Session {
-        template: model.chat_template(None).or_else(|_| LlamaChatTemplate::new("chatml")).ok(),
+        template: model
+            .chat_template(None)
+            .or_else(|_| {
+                let arch = model.meta_val_str("general.architecture").unwrap_or_default();
+                LlamaChatTemplate::new(fallback_template(&arch))
+            })
+            .ok(),
         model: &model,
         ctx,
         slots: (0..options.parallel as i32)
@@ -182,6 +188,18 @@ fn worker(
         }
         session.step();
     }
+}
+
+/// llama.cpp's built-in template for a model whose GGUF carries none (a
+/// base model such as Gemma 3 270M): the turn markers of its family, whose
+/// end-of-turn token the vocabulary knows as an end of generation, else
+/// ChatML. Measured with `ferroclaw eval tools` on Gemma 3 270M: under
+/// ChatML, whose markers are plain text in Gemma's vocabulary, both tasks
+/// tried ran out their 300 s calling tools over and over; under its own
+/// markers each task ended after two turns (still failing them: it is a
+/// base model).
+pub(crate) fn fallback_template(architecture: &str) -> &'static str {
+    if architecture.starts_with("gemma") { "gemma" } else { "chatml" }
 }
 
 /// The context and its sequences.
@@ -292,6 +310,8 @@ impl Session<'_> {
         if redo.is_some() {
             let open = self.model.vocab().tokenize(CALL_OPEN.as_bytes(), false, true);
             chat.open_token = open.first().copied();
+            chat.about_files =
+                request.messages.last().is_some_and(|m| crate::redo::about_files(&m.text()));
         }
         chat.redo = redo;
         chat.reused = self.slots[s].cached.len();
@@ -606,5 +626,13 @@ mod tests {
         assert!(!awaits_first_answer(&r), "after tool results the model is free");
         std::sync::Arc::make_mut(&mut r.messages).push(Message::assistant("done"));
         assert!(!awaits_first_answer(&r));
+    }
+
+    #[test]
+    fn a_model_without_a_template_gets_its_familys_turn_markers_else_chatml() {
+        assert_eq!(fallback_template("gemma3"), "gemma");
+        assert_eq!(fallback_template("gemma"), "gemma");
+        assert_eq!(fallback_template("llama"), "chatml");
+        assert_eq!(fallback_template(""), "chatml");
     }
 }

@@ -10,6 +10,12 @@
 //! the next answer is written from its real result. An answer that is plain
 //! text and ends well, or that opens a call itself, is kept as it is.
 //!
+//! A plain text answer that ends by itself also counts as wrong when the
+//! user's message is about a file or folder ([`about_files`]: it names
+//! one, such as `notes.txt`, or says "file" or "folder"): a small model
+//! answers "What is the secret word in notes.txt?" with a word it makes up
+//! rather than reading the file, and nothing in its text tells.
+//!
 //! The forced call is ferroclaw's choice, not the model's, so it is limited
 //! to tools that change nothing ([`LOOK_TOOLS`]): a redo may look, never
 //! write, edit or run. Without one of them on offer there is no redo.
@@ -64,15 +70,38 @@ impl Ending {
 
 /// Whether to throw the held answer away and redo it as a forced tool call:
 /// no call was made, and the answer made up a result, looped, or said
-/// nothing. A short text answer that ends by itself stands.
-pub fn redo_as_call(ending: Ending, held_text: &str, calls: usize) -> bool {
+/// nothing, or (`about_files`) answered a question about files without
+/// looking. Otherwise a short text answer that ends by itself stands.
+pub fn redo_as_call(ending: Ending, held_text: &str, calls: usize, about_files: bool) -> bool {
     if calls > 0 {
         return false;
     }
     match ending {
         Ending::MadeUpResult | Ending::Looping => true,
-        Ending::Stopped => held_text.trim().is_empty(),
+        Ending::Stopped => about_files || held_text.trim().is_empty(),
     }
+}
+
+/// Words that make a message about the files in the folder.
+const FILE_WORDS: [&str; 6] = ["file", "files", "folder", "folders", "directory", "directories"];
+
+/// True when `message` is about files: it says "file", "folder" or
+/// "directory", or names a file (a word with an extension of 1 to 5
+/// letters or digits after its last dot, such as `notes.txt` or
+/// `src/main.rs`; not a number such as 1.5, nor a sentence's full stop).
+pub fn about_files(message: &str) -> bool {
+    message.split(|c: char| c.is_whitespace() || "`'\"(),;:?!".contains(c)).any(|word| {
+        let word = word.trim_end_matches('.');
+        if FILE_WORDS.contains(&word.to_lowercase().as_str()) {
+            return true;
+        }
+        let Some((stem, ext)) = word.rsplit_once('.') else { return false };
+        let stem = stem.rsplit('/').next().unwrap_or(stem);
+        !stem.is_empty()
+            && (1..=5).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            && ext.chars().any(|c| c.is_ascii_alphabetic())
+    })
 }
 
 #[cfg(test)]
@@ -81,16 +110,48 @@ mod tests {
 
     #[test]
     fn a_made_up_result_or_a_loop_is_redone_whatever_was_said_before() {
-        assert!(redo_as_call(Ending::MadeUpResult, "", 0));
-        assert!(redo_as_call(Ending::MadeUpResult, "The files are:", 0));
-        assert!(redo_as_call(Ending::Looping, "http://x http://x http://x", 0));
+        assert!(redo_as_call(Ending::MadeUpResult, "", 0, false));
+        assert!(redo_as_call(Ending::MadeUpResult, "The files are:", 0, false));
+        assert!(redo_as_call(Ending::Looping, "http://x http://x http://x", 0, false));
     }
 
     #[test]
     fn an_empty_answer_is_redone_but_a_short_text_answer_stands() {
-        assert!(redo_as_call(Ending::Stopped, "", 0));
-        assert!(redo_as_call(Ending::Stopped, " \n ", 0));
-        assert!(!redo_as_call(Ending::Stopped, "Hello! How can I help?", 0));
+        assert!(redo_as_call(Ending::Stopped, "", 0, false));
+        assert!(redo_as_call(Ending::Stopped, " \n ", 0, false));
+        assert!(!redo_as_call(Ending::Stopped, "Hello! How can I help?", 0, false));
+    }
+
+    #[test]
+    fn a_text_answer_to_a_question_about_files_is_redone_as_a_look() {
+        let made_up = "The secret word in notes.txt is \"SELF\".";
+        assert!(redo_as_call(Ending::Stopped, made_up, 0, true));
+        assert!(!redo_as_call(Ending::Stopped, made_up, 1, true), "it looked");
+    }
+
+    #[test]
+    fn a_message_is_about_files_when_it_names_one_or_says_file_or_folder() {
+        for yes in [
+            "What is the secret word in notes.txt?",
+            "Which port is set in server.ini?",
+            "What is the first line of `poem.txt`?",
+            "Look at src/main.rs.",
+            "List the files in this folder.",
+            "Which File contains TODO?",
+            "what is in the assets directory",
+        ] {
+            assert!(about_files(yes), "{yes}");
+        }
+        for no in [
+            "What is the capital of France?",
+            "Hello!",
+            "Is 1.5 more than 1.25?",
+            "Run `echo hi` and tell me its output.",
+            "Write a haiku. Then stop.",
+            "profile...",
+        ] {
+            assert!(!about_files(no), "{no}");
+        }
     }
 
     #[test]
@@ -118,8 +179,8 @@ mod tests {
 
     #[test]
     fn an_answer_that_called_a_tool_is_never_redone() {
-        assert!(!redo_as_call(Ending::MadeUpResult, "", 1));
-        assert!(!redo_as_call(Ending::Stopped, "", 1));
-        assert!(!redo_as_call(Ending::Looping, "", 2));
+        assert!(!redo_as_call(Ending::MadeUpResult, "", 1, false));
+        assert!(!redo_as_call(Ending::Stopped, "", 1, true));
+        assert!(!redo_as_call(Ending::Looping, "", 2, false));
     }
 }
