@@ -158,6 +158,7 @@ impl Agent {
             self.record(ferroclaw_protocol::Message::user(identity));
         }
         self.remembering.history_replaced();
+        self.checkpoint_history_replaced();
         if let Err(e) = self.session.commit().await {
             tracing::error!("{e}");
         }

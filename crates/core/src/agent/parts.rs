@@ -93,6 +93,7 @@ impl Agent {
             reads: Default::default(),
             hook_state: Default::default(),
             checkpoints: None,
+            checkpoint_due: None,
         }
     }
 
