@@ -37,7 +37,6 @@ pub use remember::Remembering;
 
 use crate::approval::{Approval, Approver};
 use crate::clock;
-use crate::compaction;
 use crate::config;
 use crate::hooks::PermissionAnswer;
 use crate::permission::{Decision, PermissionMode, Permissions};
@@ -410,8 +409,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<Answer, CallError> {
         let request = self.request();
-        let estimated_input =
-            compaction::estimate_tokens(&request.system, &request.messages, &request.tools);
+        let estimated_input = self.request_tokens(&request.tools);
         let mut stream = self.provider.stream(request);
         let mut text = String::new();
         let mut calls = Vec::new();
