@@ -12,6 +12,9 @@ use crate::clock;
 use crate::permission::SELF_STATE_TOOLS;
 use crate::session::{CheckpointKind, Entry, RESUME_TAIL_BYTES};
 
+/// A call as checked before it runs: its tool and input, or why it may not.
+type Checked = Result<(Arc<dyn Tool>, serde_json::Value), String>;
+
 /// A request's checkpoint, not taken yet.
 #[derive(Debug)]
 pub(super) struct Due {
@@ -65,7 +68,7 @@ impl Agent {
     /// once and turns checkpoints off for the session; the request goes on.
     pub(super) async fn checkpoint_before_change(
         &mut self,
-        checked: &[Result<(Arc<dyn Tool>, serde_json::Value), String>],
+        checked: &[Checked],
         events: &EventSink,
     ) {
         if self.checkpoint_due.is_none() || !checked.iter().flatten().any(|(t, _)| changes_files(t))

@@ -21,6 +21,9 @@ use crate::compaction::{
 };
 use crate::hooks::HookEvent;
 
+/// Tool specs and their characters as [`compaction::tools_chars`] counts them.
+type CountedSpecs = (Arc<[ToolSpec]>, usize);
+
 /// Compaction settings and state of one agent.
 #[derive(Debug, Clone)]
 pub struct Compaction {
@@ -36,7 +39,7 @@ pub struct Compaction {
     /// The characters of the last tool specs estimated, kept until the
     /// specs change (their JSON schemas are the costly part of an estimate,
     /// made twice per model request).
-    specs_chars: Arc<Mutex<Option<(Arc<[ToolSpec]>, usize)>>>,
+    specs_chars: Arc<Mutex<Option<CountedSpecs>>>,
 }
 
 impl Compaction {
