@@ -59,8 +59,7 @@ pub async fn run(cli: &Cli, args: &RewindArgs) -> Result<i32, SetupError> {
     let workspace = log.meta().cwd.clone();
     let settings = Settings::from_section(config.file.checkpoints.as_ref());
     let failed = |e: checkpoint::CheckpointError| SetupError::Other(e.to_string());
-    let mut checkpoints =
-        Checkpoints::open(&config.home, &workspace, &log.meta().id, settings).map_err(failed)?;
+    let mut checkpoints = Checkpoints::new(&config.home, &workspace, &log.meta().id, settings);
     let target = match (args.undo, args.number) {
         (true, _) => Target::Undo,
         (false, Some(n)) if !args.list => Target::Number(n),

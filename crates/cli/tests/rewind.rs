@@ -1,6 +1,8 @@
-//! End-to-end: checkpoints before each request capture what `edit` and
-//! `bash` change, `ferroclaw rewind` restores code and conversation, and the
-//! rewind itself can be undone; the user's own repository is never touched.
+//! End-to-end: checkpoints taken before a request's first call that may
+//! change files capture what `edit` and `bash` change, `ferroclaw rewind`
+//! restores code and conversation, and the rewind itself can be undone; the
+//! user's own repository is never touched, and a request that only talks or
+//! reads takes no checkpoint.
 
 mod common;
 
@@ -117,4 +119,38 @@ fn the_repl_lists_rewinds_and_undoes_with_slash_rewind() {
     );
     let sent = user_texts(&env.request_body(2));
     assert!(sent.contains("again") && !sent.contains("change a.txt"), "{sent}");
+}
+
+#[test]
+fn a_request_that_only_talks_or_reads_takes_no_checkpoint() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::text("hello").into(),
+            Turn::tool("read", json!({"path": "a.txt"})).into(),
+            Turn::text("it says one").into(),
+            Turn::tool("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"}))
+                .into(),
+            Turn::text("edited").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("a.txt"), "one\n").unwrap();
+    let (code, _, stderr) = run(&mut env.oneshot("hi", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run(&mut env.oneshot("what does a.txt say?", &["--yes", "-c"]));
+    assert_eq!(code, 0, "{stderr}");
+
+    let (code, listed, stderr) = run(env.cmd().args(["rewind", "--list"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(listed.starts_with("no checkpoints yet"), "{listed}");
+    assert!(!env.home.path().join("checkpoints").exists(), "git never ran for them");
+
+    let (code, _, stderr) = run(&mut env.oneshot("change a.txt", &["--yes", "-c"]));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, listed, stderr) = run(env.cmd().args(["rewind", "--list"]));
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 1, "one checkpoint, for the request that edited: {listed}");
+    assert!(lines[0].starts_with("#1") && lines[0].contains("change a.txt"), "{listed}");
+    assert!(lines[0].contains("M a.txt"), "{listed}");
 }

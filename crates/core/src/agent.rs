@@ -38,7 +38,6 @@ pub use remember::Remembering;
 
 use crate::approval::{Approval, Approver};
 use crate::clock;
-use crate::compaction;
 use crate::config;
 use crate::hooks::PermissionAnswer;
 use crate::permission::{Decision, PermissionMode, Permissions};
@@ -105,6 +104,8 @@ pub struct Agent {
     checkpoints: Option<crate::checkpoint::Checkpoints>,
     /// Where turns are journalled step by step (`None`: off), see [`journalled`].
     journal: Option<journalled::Journalling>,
+    /// This request's checkpoint, until a call that may change files takes it.
+    checkpoint_due: Option<checkpoints::Due>,
 }
 
 /// Something to do before each model request, with the tools at hand.
@@ -184,14 +185,41 @@ enum CallError {
     Provider(LlmError, String),
 }
 
+/// A request handled up to its answer whose session lines may not be
+/// durable yet: [`Agent::commit_turn`] finishes it.
+#[must_use = "a request is done only once `commit_turn` made it durable"]
+pub struct Uncommitted {
+    report: Report,
+    /// The user's request, for memory and learning.
+    request: String,
+    /// A hook refused the request before it reached the model (it is
+    /// finished already; nothing to make durable).
+    refused: bool,
+}
+
 impl Agent {
-    /// Handles one user request to the end, streaming events to `events`.
+    /// Handles one user request to the end, streaming events to `events`:
+    /// [`run_turn`](Self::run_turn), then [`commit_turn`](Self::commit_turn).
     pub async fn run(
+        &mut self,
+        input: Message,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Report {
+        let turn = self.run_turn(input, events, cancel).await;
+        self.commit_turn(turn, events).await
+    }
+
+    /// Handles one user request up to its answer, without waiting for the
+    /// session file to be durable. A caller that limits how many requests run
+    /// at once (the gateway) frees its slot here, so the wait for the disk
+    /// does not hold it, then calls [`commit_turn`](Self::commit_turn).
+    pub async fn run_turn(
         &mut self,
         mut input: Message,
         events: &EventSink,
         cancel: &CancellationToken,
-    ) -> Report {
+    ) -> Uncommitted {
         let request = input.text();
         // A turn its journal already holds was prepared in the process that began it.
         let resumed = self.journal_start(&mut input).await;
@@ -200,10 +228,11 @@ impl Agent {
         }
         if !resumed && let Err(reason) = self.hook_prompt(&request, &mut input, events).await {
             self.permissions.end_turn();
-            return self.refuse(reason, events);
+            let report = self.refuse(reason, events);
+            return Uncommitted { report, request, refused: true };
         }
         if !resumed {
-            self.checkpoint_before_request(&request, events).await;
+            self.checkpoint_due(&request);
         }
         self.journal_begin(&input).await;
         self.record(input);
@@ -278,7 +307,17 @@ impl Agent {
         };
         // A custom command's allowed-tools were for this request only.
         self.permissions.end_turn();
-        // Not done before its bytes are durable: a failed sync fails the request.
+        Uncommitted { report, request, refused: false }
+    }
+
+    /// Finishes a request: makes its session lines durable (batched with
+    /// other sessions' by the group committer) and only then reports it done
+    /// (a failed sync fails the request), remembers and learns from it.
+    pub async fn commit_turn(&mut self, turn: Uncommitted, events: &EventSink) -> Report {
+        let Uncommitted { report, request, refused } = turn;
+        if refused {
+            return report;
+        }
         let report = match self.session.commit().await {
             Ok(()) => {
                 if let Some(injector) = self.injector.as_ref().filter(|i| i.has_uncommitted()) {
@@ -379,8 +418,7 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<Answer, CallError> {
         let request = self.request();
-        let estimated_input =
-            compaction::estimate_tokens(&request.system, &request.messages, &request.tools);
+        let estimated_input = self.request_tokens(&request.tools);
         let mut stream = self.provider.stream(request);
         let mut text = String::new();
         let mut calls = Vec::new();
@@ -470,6 +508,7 @@ impl Agent {
                 );
                 checked.push(self.check(call, bad_arguments, events, cancel).await);
             }
+            self.checkpoint_before_change(&checked, events).await;
             let runs = batch.iter().zip(checked).map(|(call, checked)| {
                 let ctx = ToolContext { call_id: call.id.clone(), ..ctx.clone() };
                 async move {

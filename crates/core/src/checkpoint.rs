@@ -125,6 +125,8 @@ pub struct Checkpoints {
     /// that changed nothing reuses its commit).
     last: Option<(String, String)>,
     pruned: bool,
+    /// The store exists and its settings are written (see [`ShadowRepo::prepare`]).
+    prepared: bool,
 }
 
 /// A checkpoint just taken.
@@ -135,15 +137,32 @@ pub struct Taken {
 }
 
 impl Checkpoints {
-    /// Checkpointing of `workspace` for `session`, in `home`'s store.
+    /// Checkpointing of `workspace` for `session`, in `home`'s store, which
+    /// is created now if need be.
     pub fn open(
         home: &Path,
         workspace: &Path,
         session: &str,
         settings: Settings,
     ) -> Result<Checkpoints, CheckpointError> {
-        let repo = ShadowRepo::open(home, workspace, session)?;
-        Ok(Checkpoints { repo, settings, session: session.to_string(), last: None, pruned: false })
+        let mut checkpoints = Checkpoints::new(home, workspace, session, settings);
+        checkpoints.repo.prepare()?;
+        checkpoints.prepared = true;
+        Ok(checkpoints)
+    }
+
+    /// [`open`](Self::open) without touching the disk: the store is created
+    /// by the first checkpoint taken, so a session that changes no file
+    /// never runs git (what an agent is opened with).
+    pub fn new(home: &Path, workspace: &Path, session: &str, settings: Settings) -> Checkpoints {
+        Checkpoints {
+            repo: ShadowRepo::at(home, workspace, session),
+            settings,
+            session: session.to_string(),
+            last: None,
+            pruned: false,
+            prepared: false,
+        }
     }
 
     /// The shadow store.
@@ -154,6 +173,7 @@ impl Checkpoints {
     /// Snapshots the workspace and keeps it as a commit (blocking: run it in
     /// `spawn_blocking`). Prunes old checkpoints the first time.
     pub fn take(&mut self, label: &str) -> Result<Taken, CheckpointError> {
+        self.prepare()?;
         let snap = self.repo.snapshot(self.settings.limits())?;
         let commit = match &self.last {
             Some((tree, commit)) if *tree == snap.tree => commit.clone(),
@@ -175,6 +195,15 @@ impl Checkpoints {
         Ok(Taken { commit, skipped: snap.skipped })
     }
 
+    /// Creates the store on first use (blocking).
+    pub fn prepare(&mut self) -> Result<(), CheckpointError> {
+        if !self.prepared {
+            self.repo.prepare()?;
+            self.prepared = true;
+        }
+        Ok(())
+    }
+
     /// The same checkpointing for another session of the workspace (`/new`, `/resume`).
     pub fn for_session(&self, session: &str) -> Checkpoints {
         Checkpoints {
@@ -183,6 +212,7 @@ impl Checkpoints {
             session: session.to_string(),
             last: None,
             pruned: self.pruned,
+            prepared: self.prepared,
         }
     }
 

@@ -148,12 +148,22 @@ fn is_marker(content: &[ResultPart]) -> bool {
 /// specs. The same count for both wire formats; correct it with a
 /// [`TokenEstimator`].
 pub fn estimate_tokens(system: &str, messages: &[Message], tools: &[ToolSpec]) -> u64 {
-    let chars = system.len()
-        + messages.iter().map(Message::char_len).sum::<usize>()
-        + tools
-            .iter()
-            .map(|t| t.name.len() + t.description.len() + json_len(&t.input_schema))
-            .sum::<usize>();
+    tokens_of_chars(system.len() + messages_chars(messages) + tools_chars(tools))
+}
+
+/// The characters [`estimate_tokens`] counts for `messages`.
+pub fn messages_chars(messages: &[Message]) -> usize {
+    messages.iter().map(Message::char_len).sum()
+}
+
+/// The characters [`estimate_tokens`] counts for `tools` (their schemas as
+/// JSON: the costly part of an estimate, worth keeping per set of specs).
+pub fn tools_chars(tools: &[ToolSpec]) -> usize {
+    tools.iter().map(|t| t.name.len() + t.description.len() + json_len(&t.input_schema)).sum()
+}
+
+/// [`estimate_tokens`] of counted characters.
+pub fn tokens_of_chars(chars: usize) -> u64 {
     (chars as u64).div_ceil(4)
 }
 
@@ -203,7 +213,12 @@ impl TokenEstimator {
 
     /// The corrected estimate for a request.
     pub fn estimate(&self, system: &str, messages: &[Message], tools: &[ToolSpec]) -> u64 {
-        (estimate_tokens(system, messages, tools) as f64 * self.ratio).ceil() as u64
+        self.correct(estimate_tokens(system, messages, tools))
+    }
+
+    /// `tokens` (an [`estimate_tokens`] figure) corrected.
+    pub fn correct(&self, tokens: u64) -> u64 {
+        (tokens as f64 * self.ratio).ceil() as u64
     }
 
     /// The current correction factor.

@@ -44,7 +44,7 @@ pub mod skills;
 pub mod todo;
 pub mod trust;
 
-pub use agent::{Agent, AgentParts, EventSink, Outcome, Report};
+pub use agent::{Agent, AgentParts, EventSink, Outcome, Report, Uncommitted};
 pub use approval::{Approval, Approver, NoOneToAsk, PlanVerdict};
 pub use config::{Config, ConfigError, Overrides};
 pub use context::{Context, ContextBuilder};

@@ -98,8 +98,8 @@ pub enum Entry {
         duration_ms: u64,
     },
     /// The workspace was snapshotted as `commit` in the checkpoint store
-    /// (see [`crate::checkpoint`]): before the request that follows, or
-    /// before a rewind (so that it can be undone).
+    /// (see [`crate::checkpoint`]): before the first call of a request that
+    /// may change files, or before a rewind (so that it can be undone).
     Checkpoint {
         ts: u64,
         /// Unique within the session; what [`Entry::Rewind`] names.
@@ -112,6 +112,11 @@ pub enum Entry {
         /// Files left out of the snapshot, each with why.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         skipped: Vec<String>,
+        /// Messages of its request written before it (the request itself,
+        /// the model's answer asking for the call): a conversation rewind
+        /// goes back to before them, to where the request began.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        back: usize,
     },
     /// A rewind to checkpoint `to`: with `conversation`, the history from
     /// here on is what it was at that checkpoint (the lines between stay in
@@ -162,6 +167,10 @@ pub enum SessionError {
          or start a new session (without --continue/--resume)"
     )]
     Busy { id: String, path: PathBuf },
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SessionError + '_ {

@@ -284,3 +284,34 @@ async fn injected_text_arrives_between_tool_calls_is_committed_and_identity_surv
     let last = agent.messages().last().unwrap().text();
     assert!(last.contains("<identity>You are alice</identity>"), "{last}");
 }
+
+#[tokio::test]
+async fn a_request_is_reported_finished_only_by_commit_turn_once_its_session_is_written() {
+    let server = ScriptedServer::start(vec![Turn::text("the answer").into()]);
+    let home = tempfile::tempdir().unwrap();
+    let mut a = agent(
+        &server,
+        ToolRegistry::new(),
+        PermissionMode::Default,
+        Arc::new(NoOneToAsk),
+        home.path(),
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let turn = a.run_turn(Message::user("ask"), &tx, &CancellationToken::new()).await;
+    let mut before = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        before.push(e);
+    }
+    assert!(before.iter().any(|e| matches!(e, AgentEvent::TextDelta { .. })), "{before:?}");
+    assert!(
+        !before.iter().any(|e| matches!(e, AgentEvent::Finished { .. })),
+        "not done before the commit: {before:?}"
+    );
+    let report = a.commit_turn(turn, &tx).await;
+    assert_eq!(report.outcome, Outcome::Answered);
+    assert!(
+        matches!(rx.try_recv(), Ok(AgentEvent::Finished { result, .. }) if result == "the answer")
+    );
+    let saved = std::fs::read_to_string(a.session().path()).unwrap();
+    assert!(saved.contains("the answer"), "{saved}");
+}

@@ -185,7 +185,7 @@ async fn turn(
     journalled: Option<&JournalledTurn>,
     shared: &Arc<Shared>,
 ) -> WorkResult {
-    let _permit = match shared.turns.acquire().await {
+    let permit = match shared.turns.acquire().await {
         Ok(p) => p,
         Err(_) => return WorkResult::Failed("the gateway is stopping".into()),
     };
@@ -228,7 +228,13 @@ async fn turn(
             let message = ferroclaw_core::mentions::user_message;
             shared.runtime.run_command(agent, cmd, args, message, &tx, &cancel).await
         }
-        None => agent.run(user_input(&work.message, shared).await, &tx, &cancel).await,
+        None => {
+            let turn = agent.run_turn(user_input(&work.message, shared).await, &tx, &cancel).await;
+            // The wait for the disk (batched with other chats' turns) does
+            // not hold a turn slot; the answer still waits for it.
+            drop(permit);
+            agent.commit_turn(turn, &tx).await
+        }
     };
     drop(tx);
     // Every event reaches the tap before the answer is delivered (by the caller).

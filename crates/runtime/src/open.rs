@@ -261,7 +261,9 @@ impl Runtime {
 
     /// Checkpointing for an agent's session, unless `[checkpoints]` turns
     /// it off or the workspace is a home folder or the root (too much to
-    /// snapshot); a store that cannot be opened is reported and skipped.
+    /// snapshot). Nothing is run here: the store is made by the first
+    /// checkpoint (a store that cannot be made turns checkpoints off then,
+    /// with an error event).
     fn checkpoints(&self, agent: &Agent) -> Option<Checkpoints> {
         let settings = Settings::from_section(self.config.file.checkpoints.as_ref());
         let workspace = agent.workspace();
@@ -271,13 +273,7 @@ impl Runtime {
             return None;
         }
         let session = &agent.session().meta().id;
-        match Checkpoints::open(&self.config.home, workspace, session, settings) {
-            Ok(checkpoints) => Some(checkpoints),
-            Err(e) => {
-                self.report(format!("checkpoints are off: {e}"));
-                None
-            }
-        }
+        Some(Checkpoints::new(&self.config.home, workspace, session, settings))
     }
 
     /// The file of the session to continue; `None` for a new one.

@@ -1,13 +1,34 @@
 //! The agent's side of checkpoints (see [`crate::checkpoint`]): a snapshot
-//! before each request that may change files, and `/rewind`.
+//! before the first call of a request that may change files, and `/rewind`.
+
+use std::sync::Arc;
 
 use ferroclaw_protocol::AgentEvent;
+use ferroclaw_tools::Tool;
 
 use super::{Agent, EventSink, emit};
 use crate::checkpoint::{self, CheckpointError, Checkpoints, Listed, Restore, Rewound, Target};
 use crate::clock;
-use crate::permission::PermissionMode;
+use crate::permission::SELF_STATE_TOOLS;
 use crate::session::{CheckpointKind, Entry, RESUME_TAIL_BYTES};
+
+/// A call as checked before it runs: its tool and input, or why it may not.
+type Checked = Result<(Arc<dyn Tool>, serde_json::Value), String>;
+
+/// A request's checkpoint, not taken yet.
+#[derive(Debug)]
+pub(super) struct Due {
+    /// The request's first line, what the checkpoint is listed as.
+    label: String,
+    /// Messages in the conversation before the request (the history its
+    /// conversation rewind goes back to).
+    start: usize,
+}
+
+/// True when running `tool` may change the workspace.
+fn changes_files(tool: &Arc<dyn Tool>) -> bool {
+    !tool.read_only() && !SELF_STATE_TOOLS.contains(&tool.name())
+}
 
 impl Agent {
     /// Turns checkpoints on (`Some`) or off for the requests to come.
@@ -20,24 +41,46 @@ impl Agent {
         self.checkpoints.is_some()
     }
 
-    /// True when a request could change files: some tool offered writes
-    /// and plan mode is off.
-    fn may_change_files(&self) -> bool {
-        self.permissions.mode() != PermissionMode::Plan
-            && self.tools.names().iter().any(|n| self.tools.get(n).is_some_and(|t| !t.read_only()))
+    /// Arms the checkpoint of the request about to start (before its
+    /// message is recorded): it is taken only if a call of the request may
+    /// change files, just before that call runs (see
+    /// [`checkpoint_before_change`](Self::checkpoint_before_change)), so a
+    /// request that only talks or reads never runs git.
+    pub(super) fn checkpoint_due(&mut self, request: &str) {
+        self.checkpoint_due = self.checkpoints.as_ref().map(|_| Due {
+            label: request.lines().next().unwrap_or_default().chars().take(200).collect(),
+            start: self.messages.len(),
+        });
     }
 
-    /// Snapshots the workspace before a request that may change files and
-    /// records the checkpoint in the session file, just before the request.
-    /// A failure is reported once and turns checkpoints off for the session;
-    /// the request goes on.
-    pub(super) async fn checkpoint_before_request(&mut self, request: &str, events: &EventSink) {
-        if self.checkpoints.is_none() || !self.may_change_files() {
+    /// The conversation was replaced (compaction): a rewind of the request's
+    /// checkpoint goes back to the new history, the old one being gone.
+    pub(super) fn checkpoint_history_replaced(&mut self) {
+        if let Some(due) = &mut self.checkpoint_due {
+            due.start = self.messages.len();
+        }
+    }
+
+    /// Snapshots the workspace, once per request, just before the first of
+    /// `checked` calls allowed to run that may change files (a tool that is
+    /// not read-only, other than those changing only the agent's own state),
+    /// and records the checkpoint in the session file. A failure is reported
+    /// once and turns checkpoints off for the session; the request goes on.
+    pub(super) async fn checkpoint_before_change(
+        &mut self,
+        checked: &[Checked],
+        events: &EventSink,
+    ) {
+        if self.checkpoint_due.is_none() || !checked.iter().flatten().any(|(t, _)| changes_files(t))
+        {
             return;
         }
-        let Some(mut checkpoints) = self.checkpoints.take() else { return };
-        let label: String = request.lines().next().unwrap_or_default().chars().take(200).collect();
-        let taking = label.clone();
+        let (Some(due), Some(mut checkpoints)) =
+            (self.checkpoint_due.take(), self.checkpoints.take())
+        else {
+            return;
+        };
+        let taking = due.label.clone();
         let done = tokio::task::spawn_blocking(move || {
             let taken = checkpoints.take(&taking);
             (checkpoints, taken)
@@ -59,9 +102,10 @@ impl Agent {
                     ts: clock::unix_seconds(),
                     id: checkpoint::new_id(),
                     commit: taken.commit,
-                    label,
+                    label: due.label,
                     kind: CheckpointKind::Request,
                     skipped: taken.skipped,
+                    back: self.messages.len().saturating_sub(due.start),
                 });
                 self.checkpoints = Some(checkpoints);
             }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ferroclaw_llm::ChatRequest;
-use ferroclaw_protocol::{AgentEvent, ProviderEvent};
+use ferroclaw_protocol::{AgentEvent, ProviderEvent, ToolSpec};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -17,9 +17,12 @@ use tokio_util::sync::CancellationToken;
 use super::{Agent, EventSink, emit};
 use crate::compaction::{
     self, DEFAULT_COMPACTION_THRESHOLD, MicroPolicy, TokenEstimator, compacted_history,
-    compaction_entry, needs_compaction, summary_request,
+    compaction_entry, needs_compaction, summary_request, tokens_of_chars,
 };
 use crate::hooks::HookEvent;
+
+/// Tool specs and their characters as [`compaction::tools_chars`] counts them.
+type CountedSpecs = (Arc<[ToolSpec]>, usize);
 
 /// Compaction settings and state of one agent.
 #[derive(Debug, Clone)]
@@ -33,6 +36,10 @@ pub struct Compaction {
     pub estimator: TokenEstimator,
     /// Set by the `compact` tool: compact before the next request, with this focus.
     pub requested: Arc<Mutex<Option<String>>>,
+    /// The characters of the last tool specs estimated, kept until the
+    /// specs change (their JSON schemas are the costly part of an estimate,
+    /// made twice per model request).
+    specs_chars: Arc<Mutex<Option<CountedSpecs>>>,
 }
 
 impl Compaction {
@@ -44,6 +51,22 @@ impl Compaction {
             micro: MicroPolicy::default(),
             estimator: TokenEstimator::default(),
             requested: Arc::default(),
+            specs_chars: Arc::default(),
+        }
+    }
+
+    /// [`compaction::tools_chars`] of `specs`, counted once per set of specs.
+    pub fn tools_chars(&self, specs: &Arc<[ToolSpec]>) -> usize {
+        let Ok(mut cached) = self.specs_chars.lock() else {
+            return compaction::tools_chars(specs);
+        };
+        match &*cached {
+            Some((counted, chars)) if Arc::ptr_eq(counted, specs) => *chars,
+            _ => {
+                let chars = compaction::tools_chars(specs);
+                *cached = Some((specs.clone(), chars));
+                chars
+            }
         }
     }
 
@@ -56,7 +79,17 @@ impl Compaction {
 impl Agent {
     /// The request estimate, corrected by what the provider counted so far.
     pub fn estimated_tokens(&self) -> u64 {
-        self.compaction.estimator.estimate(&self.system, &self.messages, &self.tools.shared_specs())
+        self.compaction.estimator.correct(self.request_tokens(&self.tools.shared_specs()))
+    }
+
+    /// [`compaction::estimate_tokens`] of the next request with `specs`
+    /// (the specs counted once per change).
+    pub(super) fn request_tokens(&self, specs: &Arc<[ToolSpec]>) -> u64 {
+        tokens_of_chars(
+            self.system.len()
+                + compaction::messages_chars(&self.messages)
+                + self.compaction.tools_chars(specs),
+        )
     }
 
     /// Before a model request: compacts when asked to or when the context
@@ -66,19 +99,22 @@ impl Agent {
     pub(super) async fn fit_context(&mut self, events: &EventSink, cancel: &CancellationToken) {
         let requested = self.compaction.requested.lock().map(|mut r| r.take()).unwrap_or(None);
         let limit = self.compaction.context_window as f64 * self.compaction.threshold;
-        // The system prompt and tools are estimated once per turn: building
-        // the tool specs is the costly part of an estimate.
+        // The tool specs are counted once per change of them.
         let estimator = self.compaction.estimator;
-        let fixed = estimator.estimate(&self.system, &[], &self.tools.shared_specs());
-        let messages = |agent: &Agent| estimator.estimate("", &agent.messages, &[]);
-        if (fixed + messages(self)) as f64 >= limit / 2.0 {
-            let messages: &mut Vec<_> = Arc::make_mut(&mut self.messages);
-            compaction::micro_compact_with(messages, &self.compaction.micro);
+        let specs = self.compaction.tools_chars(&self.tools.shared_specs());
+        let fixed = estimator.correct(tokens_of_chars(self.system.len() + specs));
+        let messages = |agent: &Agent| {
+            estimator.correct(tokens_of_chars(compaction::messages_chars(&agent.messages)))
+        };
+        let mut in_messages = messages(self);
+        if (fixed + in_messages) as f64 >= limit / 2.0 {
+            let history: &mut Vec<_> = Arc::make_mut(&mut self.messages);
+            compaction::micro_compact_with(history, &self.compaction.micro);
+            in_messages = messages(self);
         }
         // Compaction only shrinks the messages: when they are a small part of
         // the request (the system prompt and tools fill the window), or just
         // the request itself, it would repeat on every turn for nothing.
-        let in_messages = messages(self);
         let estimate = fixed + in_messages;
         let shrinkable = self.messages.len() > 2 && in_messages as f64 >= limit / 2.0;
         let over =
@@ -158,6 +194,7 @@ impl Agent {
             self.record(ferroclaw_protocol::Message::user(identity));
         }
         self.remembering.history_replaced();
+        self.checkpoint_history_replaced();
         if let Err(e) = self.session.commit().await {
             tracing::error!("{e}");
         }

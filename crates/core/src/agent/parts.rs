@@ -94,6 +94,7 @@ impl Agent {
             hook_state: Default::default(),
             checkpoints: None,
             journal: None,
+            checkpoint_due: None,
         }
     }
 

@@ -83,7 +83,7 @@ fn read_marks(path: &Path) -> Result<Marks, CheckpointError> {
     let mut marks = Marks { checkpoints: Vec::new(), last_rewind: None, undo: None };
     let mut last_before_rewind = None;
     for_each_entry(path, |entry| match entry {
-        Entry::Checkpoint { ts, id, commit, label, kind, skipped } => {
+        Entry::Checkpoint { ts, id, commit, label, kind, skipped, .. } => {
             let number = marks.checkpoints.len() + 1;
             if kind == CheckpointKind::Rewind {
                 last_before_rewind = Some(number);
@@ -115,7 +115,8 @@ fn read_marks(path: &Path) -> Result<Marks, CheckpointError> {
 }
 
 /// Lists a session's checkpoints with the files each request changed
-/// (blocking: snapshots the workspace to compare the last with now).
+/// (blocking: snapshots the workspace to compare the last with now; with
+/// none, runs nothing).
 pub fn list_blocking(
     repo: &ShadowRepo,
     session_path: &Path,
@@ -123,15 +124,17 @@ pub fn list_blocking(
     limits: super::Limits,
 ) -> Result<Vec<Listed>, CheckpointError> {
     let mut listed = read_marks(session_path)?.checkpoints;
+    if listed.is_empty() {
+        return Ok(listed);
+    }
+    repo.prepare()?;
     let kept = repo.kept(session_id)?;
     let mut trees = Vec::with_capacity(listed.len() + 1);
     for c in &mut listed {
         c.kept = kept.contains(&c.commit);
         trees.push(if c.kept { repo.tree_of(&c.commit).ok() } else { None });
     }
-    if !listed.is_empty() {
-        trees.push(repo.snapshot(limits).ok().map(|s| s.tree));
-    }
+    trees.push(repo.snapshot(limits).ok().map(|s| s.tree));
     for (i, c) in listed.iter_mut().enumerate() {
         if let (Some(Some(from)), Some(Some(to))) = (trees.get(i), trees.get(i + 1)) {
             c.changed = repo.changed(from, to)?;
@@ -184,6 +187,10 @@ pub async fn rewind(
             )
         }));
     };
+    if !checkpoints.prepared {
+        let mut preparing = checkpoints.clone();
+        *checkpoints = blocking(move || preparing.prepare().map(|()| preparing)).await?;
+    }
     let repo = checkpoints.repo.clone();
     let session_id = log.meta().id.clone();
     let kept = {
@@ -214,6 +221,7 @@ pub async fn rewind(
         label,
         kind: CheckpointKind::Rewind,
         skipped: taken.skipped,
+        back: 0,
     })?;
     let mut files = Vec::new();
     if what.code() {

@@ -44,6 +44,8 @@ pub struct Limits {
 /// One project's shadow repository, used for one session.
 #[derive(Debug, Clone)]
 pub struct ShadowRepo {
+    /// `$FERROCLAW_HOME`, kept out of snapshots when inside the workspace.
+    home: PathBuf,
     git_dir: PathBuf,
     work_tree: PathBuf,
     index: PathBuf,
@@ -71,9 +73,23 @@ impl ShadowRepo {
     /// The store of `workspace` under `home`, for `session`; created on
     /// first use.
     pub fn open(home: &Path, workspace: &Path, session: &str) -> Result<Self, CheckpointError> {
+        let repo = ShadowRepo::at(home, workspace, session);
+        repo.prepare()?;
+        Ok(repo)
+    }
+
+    /// The store of `workspace` under `home`, for `session`, without touching
+    /// the disk: [`prepare`](Self::prepare) it before its first use.
+    pub fn at(home: &Path, workspace: &Path, session: &str) -> ShadowRepo {
         let git_dir = home.join("checkpoints").join(path_key(workspace));
         let index = git_dir.join("indexes").join(ref_component(session));
-        let repo = ShadowRepo { git_dir, work_tree: workspace.to_path_buf(), index };
+        ShadowRepo { home: home.to_path_buf(), git_dir, work_tree: workspace.to_path_buf(), index }
+    }
+
+    /// Creates the store if it does not exist yet (`git init`) and writes the
+    /// settings that keep the user's repository and attributes out of it.
+    pub fn prepare(&self) -> Result<(), CheckpointError> {
+        let repo = self;
         if !repo.git_dir.join("HEAD").is_file() {
             crate::private_files::create_dir_all(&repo.git_dir).map_err(|e| repo.io(e))?;
             let mut init = repo.git();
@@ -95,19 +111,20 @@ impl ShadowRepo {
         std::fs::write(info.join("attributes"), NEUTRAL_ATTRIBUTES).map_err(|e| repo.io(e))?;
         let mut exclude = String::from("/.git\n");
         // A home inside the workspace must not snapshot itself.
-        if let Ok(inner) = home.strip_prefix(workspace)
+        if let Ok(inner) = repo.home.strip_prefix(&repo.work_tree)
             && !inner.as_os_str().is_empty()
         {
             exclude.push_str(&format!("/{}/\n", inner.to_string_lossy().replace('\\', "/")));
         }
         std::fs::write(info.join("exclude"), exclude).map_err(|e| repo.io(e))?;
         std::fs::create_dir_all(repo.git_dir.join("indexes")).map_err(|e| repo.io(e))?;
-        Ok(repo)
+        Ok(())
     }
 
     /// The same store, used for another session (its own index).
     pub fn with_session(&self, session: &str) -> ShadowRepo {
         ShadowRepo {
+            home: self.home.clone(),
             git_dir: self.git_dir.clone(),
             work_tree: self.work_tree.clone(),
             index: self.git_dir.join("indexes").join(ref_component(session)),

@@ -87,6 +87,15 @@ fn an_unchanged_workspace_reuses_the_last_checkpoint_and_old_ones_are_pruned_by_
 }
 
 fn checkpoint(log: &mut crate::session::SessionLog, id: &str, kind: CheckpointKind) {
+    checkpoint_back(log, id, kind, 0);
+}
+
+fn checkpoint_back(
+    log: &mut crate::session::SessionLog,
+    id: &str,
+    kind: CheckpointKind,
+    back: usize,
+) {
     log.append(&Entry::Checkpoint {
         ts: 1,
         id: id.into(),
@@ -94,6 +103,7 @@ fn checkpoint(log: &mut crate::session::SessionLog, id: &str, kind: CheckpointKi
         label: id.into(),
         kind,
         skipped: Vec::new(),
+        back,
     })
     .unwrap();
 }
@@ -157,4 +167,28 @@ fn a_rewind_to_before_a_compaction_brings_back_the_full_history() {
     assert_eq!(texts(&log), ["summary"]);
     rewind(&mut log, "c1");
     assert_eq!(texts(&log), ["first", "one"]);
+}
+
+#[test]
+fn a_checkpoint_taken_mid_request_rewinds_the_conversation_to_where_the_request_began() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let mut log = store.create(Path::new("/p"), "m/m").unwrap();
+    log.append_message(&Message::user("first")).unwrap();
+    log.append_message(&Message::assistant("one")).unwrap();
+    log.append_message(&Message::user("change a.txt")).unwrap();
+    log.append_message(&Message::assistant("calling edit")).unwrap();
+    // Taken just before the edit ran: after the request and the answer asking for it.
+    checkpoint_back(&mut log, "c1", CheckpointKind::Request, 2);
+    log.append_message(&Message::user("edit result")).unwrap();
+    log.append_message(&Message::assistant("edited")).unwrap();
+    checkpoint(&mut log, "u1", CheckpointKind::Rewind);
+    rewind(&mut log, "c1");
+    let texts: Vec<String> = log
+        .conversation(crate::session::RESUME_TAIL_BYTES)
+        .unwrap()
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(texts, ["first", "one"]);
 }

@@ -150,8 +150,9 @@ pub(super) fn read_messages(
                         history.push(Message::user(summary));
                     }
                     Entry::Usage { model, .. } => read.model = Some(model),
-                    Entry::Checkpoint { id, .. } => {
-                        history.at_checkpoint.insert(id, history.current.clone());
+                    Entry::Checkpoint { id, back, .. } => {
+                        let before = history.current.len().saturating_sub(back);
+                        history.at_checkpoint.insert(id, history.current[..before].to_vec());
                     }
                     Entry::Rewind { to, conversation: true, .. } if !history.rewind_to(&to) => {
                         read.unresolved_rewind = true;
