@@ -84,12 +84,6 @@ pub async fn run(
                 // idle chat's worker should not keep room for it.
                 Some(work) => {
                     Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await;
-                    // Several gateways: the chat's next turn may run in another
-                    // process, so this one reopens the session file next time.
-                    if shared.store.is_some() && let Some(mut done) = agent.take() {
-                        shared.forget_jobs(&key);
-                        Box::pin(done.finish()).await;
-                    }
                 }
                 None => break,
             },
@@ -170,6 +164,15 @@ async fn handle(
         {
             tracing::warn!(session = %key.address(), "answer not delivered: {e}");
         }
+    }
+    // Several gateways: the chat's next message may run in another process
+    // as soon as this answer is handed on, so the session is let go (its lock
+    // released) first, and this process reopens the session file next time.
+    if shared.store.is_some()
+        && let Some(mut done) = agent.take()
+    {
+        shared.forget_jobs(key);
+        Box::pin(done.finish()).await;
     }
     if let Some(done) = work.done {
         let _ = done.send(result);
