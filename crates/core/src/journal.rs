@@ -37,7 +37,7 @@
 //! ```
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -328,28 +328,11 @@ fn read_lines(file: File, path: &Path) -> (TurnRecord, Option<String>) {
 /// on its own.
 fn cut_torn_line(file: &mut File) -> std::io::Result<()> {
     let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(());
+    let end = crate::session::complete_end(file, len)?;
+    if end < len {
+        file.set_len(end)?;
     }
-    let mut last = [0u8; 1];
-    file.seek(SeekFrom::Start(len - 1))?;
-    file.read_exact(&mut last)?;
-    if last[0] == b'\n' {
-        return Ok(());
-    }
-    let mut end = len;
-    let mut buf = [0u8; 4096];
-    while end > 0 {
-        let start = end.saturating_sub(buf.len() as u64);
-        let n = (end - start) as usize;
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(&mut buf[..n])?;
-        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
-            return file.set_len(start + i as u64 + 1);
-        }
-        end = start;
-    }
-    file.set_len(0)
+    Ok(())
 }
 
 /// A turn id as a file name: safe characters kept, others `-`; a changed

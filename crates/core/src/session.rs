@@ -23,8 +23,9 @@ pub mod commit;
 mod lines;
 pub mod repair;
 
+pub(crate) use lines::complete_end;
 pub use lines::for_each_entry;
-use lines::{complete_end, line_number, parse_line, read_messages};
+use lines::{line_number, parse_line, read_messages};
 pub use repair::{INTERRUPTED_RESULT, Repairs};
 
 /// Bytes of a transcript's tail read when resuming: about the largest

@@ -23,7 +23,7 @@ pub(super) fn parse_line(bytes: &[u8]) -> Result<Option<Entry>, String> {
 }
 
 /// The offset just after the last newline: the end of the complete lines.
-pub(super) fn complete_end(file: &mut File, len: u64) -> std::io::Result<u64> {
+pub(crate) fn complete_end(file: &mut File, len: u64) -> std::io::Result<u64> {
     let mut end = len;
     let mut buf = [0u8; 4096];
     while end > 0 {
