@@ -1,5 +1,6 @@
 //! `ferroclaw cron list|add|remove|run`: scheduled jobs in
-//! `$FERROCLAW_HOME/cron/jobs.json`, run by a running gateway.
+//! `$FERROCLAW_HOME/cron/jobs.json` (or the shared database of several
+//! gateways), run by a running gateway.
 
 use clap::Subcommand;
 use ferroclaw_core::{Config, Overrides};
@@ -61,12 +62,16 @@ fn check_channel(home: &std::path::Path, channel: &str) -> Result<(), SetupError
 }
 
 /// Runs `ferroclaw cron ACTION`.
-pub fn run(action: &CronAction) -> Result<i32, SetupError> {
+pub async fn run(action: &CronAction) -> Result<i32, SetupError> {
     let home = Config::default_home();
-    let store = CronStore::new(&home);
+    let mut store = CronStore::new(&home);
+    // Several gateways: the jobs are in their database.
+    if let Some(db) = crate::database::shared_store(&home).await? {
+        store = store.with_database(db);
+    }
     let fail = |e: ferroclaw_gateway::cron::CronError| SetupError::Other(e.to_string());
     match action {
-        CronAction::List => println!("{}", list_jobs(&store.load().map_err(fail)?.jobs)),
+        CronAction::List => println!("{}", list_jobs(&store.load().await.map_err(fail)?.jobs)),
         CronAction::Add { message, name, every, cron, tz, at, to } => {
             let schedule = match (every, cron, at) {
                 (Some(every), None, None) => {
@@ -100,8 +105,8 @@ pub fn run(action: &CronAction) -> Result<i32, SetupError> {
                 channel: target.map(|(c, _)| c.to_string()),
                 to: target.map(|(_, id)| id.to_string()),
             };
-            let job =
-                store.add(CronJob::new(name, schedule, payload).map_err(fail)?).map_err(fail)?;
+            let job = CronJob::new(name, schedule, payload).map_err(fail)?;
+            let job = store.add(job).await.map_err(fail)?;
             println!("added job {}", job.id);
             println!("{}", list_jobs(std::slice::from_ref(&job)));
             if !StatusFile::new(&home).read().is_some_and(|s| s.is_alive()) {
@@ -112,11 +117,11 @@ pub fn run(action: &CronAction) -> Result<i32, SetupError> {
             }
         }
         CronAction::Remove { id } => {
-            let job = store.remove(id).map_err(fail)?;
+            let job = store.remove(id).await.map_err(fail)?;
             println!("removed job {} ({})", job.id, job.name);
         }
         CronAction::Run { id } => {
-            let job = store.run_now(id).map_err(fail)?;
+            let job = store.run_now(id).await.map_err(fail)?;
             println!("job {} is due now; a running gateway runs it within a second", job.id);
         }
     }

@@ -9,6 +9,7 @@ mod claude_stream;
 mod code_cmd;
 mod context_cmd;
 mod cron_cmd;
+mod database;
 mod diff;
 mod doctor;
 mod eval_cmd;
@@ -104,9 +105,9 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Skills { action }) => skills_cmd::run(action, &setup::load_config(cli)?),
         Some(Command::Model { action }) => model_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Gateway { serve, action }) => gateway_cmd::run(cli, serve, action).await,
-        Some(Command::Pairing { action }) => pairing_cmd::run(action),
-        Some(Command::Cron { action }) => cron_cmd::run(action),
-        Some(Command::Status) => status_cmd::run(cli),
+        Some(Command::Pairing { action }) => pairing_cmd::run(action).await,
+        Some(Command::Cron { action }) => cron_cmd::run(action).await,
+        Some(Command::Status) => status_cmd::run(cli).await,
         Some(Command::Eval { action }) => eval_cmd::run(action, &setup::load_config(cli)?).await,
         Some(Command::Index) => code_cmd::index(cli),
         Some(Command::Code { action }) => code_cmd::code(cli, action),

@@ -1,6 +1,7 @@
 //! `ferroclaw pairing list|approve|revoke`: the owner's side of DM pairing.
-//! The gateway reads the same files on every message, so an approval takes
-//! effect at once, without a restart.
+//! The gateway reads the same files (or, several gateways, the same
+//! database) on every message, so an approval takes effect at once, without
+//! a restart.
 
 use clap::Subcommand;
 use ferroclaw_core::Config;
@@ -21,18 +22,23 @@ pub enum PairingAction {
 }
 
 /// Runs `ferroclaw pairing ACTION`.
-pub fn run(action: &PairingAction) -> Result<i32, SetupError> {
-    let store = PairingStore::new(&Config::default_home());
+pub async fn run(action: &PairingAction) -> Result<i32, SetupError> {
+    let home = Config::default_home();
+    let mut store = PairingStore::new(&home);
+    // Several gateways: pairing is in their database.
+    if let Some(db) = crate::database::shared_store(&home).await? {
+        store = store.with_database(db);
+    }
     let fail = |e: ferroclaw_gateway::pairing::PairingError| SetupError::Other(e.to_string());
     match action {
         PairingAction::List => {
-            let channels = store.channels();
+            let channels = store.channels().await.map_err(fail)?;
             if channels.is_empty() {
                 println!("no pairing requests or approved senders yet");
             }
             let now = ferroclaw_gateway::files::now_ms();
             for channel in channels {
-                let state = store.load(&channel).map_err(fail)?;
+                let state = store.load(&channel).await.map_err(fail)?;
                 for p in state.pending.iter().filter(|p| p.expires_at_ms > now) {
                     let name = p.name.as_deref().unwrap_or("");
                     println!(
@@ -53,11 +59,11 @@ pub fn run(action: &PairingAction) -> Result<i32, SetupError> {
             }
         }
         PairingAction::Approve { channel, code } => {
-            let approved = store.approve(channel, code).map_err(fail)?;
+            let approved = store.approve(channel, code).await.map_err(fail)?;
             println!("approved sender {} on {channel}", approved.sender);
         }
         PairingAction::Revoke { channel, sender } => {
-            if store.revoke(channel, sender).map_err(fail)? {
+            if store.revoke(channel, sender).await.map_err(fail)? {
                 println!("revoked sender {sender} on {channel}");
             } else {
                 return Err(SetupError::Other(format!(

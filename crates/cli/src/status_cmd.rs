@@ -14,7 +14,7 @@ use crate::setup::SetupError;
 const SESSIONS_SHOWN: usize = 10;
 
 /// Runs `ferroclaw status`.
-pub fn run(cli: &Cli) -> Result<i32, SetupError> {
+pub async fn run(cli: &Cli) -> Result<i32, SetupError> {
     let (config, settings) = crate::gateway_cmd::gateway_config(cli)?;
     let home = &config.home;
     println!("home       {}", home.display());
@@ -62,7 +62,12 @@ pub fn run(cli: &Cli) -> Result<i32, SetupError> {
     for s in sessions.iter().take(SESSIONS_SHOWN) {
         println!("  {}  {}  {}", s.id, s.created, s.title);
     }
-    let jobs = CronStore::new(home).load().map(|f| f.jobs).unwrap_or_default();
+    let mut cron = CronStore::new(home);
+    // Several gateways: the jobs are in their database.
+    if let Ok(Some(db)) = crate::database::store_of(&settings).await {
+        cron = cron.with_database(db);
+    }
+    let jobs = cron.load().await.map(|f| f.jobs).unwrap_or_default();
     println!("\ncron       {} jobs", jobs.len());
     if !jobs.is_empty() {
         println!("{}", list_jobs(&jobs));

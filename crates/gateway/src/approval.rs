@@ -9,6 +9,13 @@
 //! (`[gateway] approval_timeout`, denied and the model told so), or by the
 //! turn going away (cancelled: the request is forgotten with it).
 //!
+//! Several gateway processes on one database: the asking process records
+//! each request in the database too. A web chat's page may be open in
+//! another process: that one shows the request (it looks every 300 ms), and
+//! the answer, given wherever the page is, is recorded there once and picked
+//! up by the asking process (also within 300 ms); how the request ended is
+//! passed back to the pages that showed it.
+//!
 //! ```
 //! use ferroclaw_gateway::approval::Choice;
 //! assert_eq!(Choice::parse("chat", ""), Some(Choice::Chat));
@@ -16,13 +23,15 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use ferroclaw_core::{Approval, Approver};
 use ferroclaw_protocol::ToolCall;
-use serde_json::Value;
+use ferroclaw_store::{Answered, ApprovalRequest, PgStore};
+use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -167,6 +176,9 @@ pub struct ApprovalBroker {
     pending: Mutex<HashMap<String, Pending>>,
     /// Cancelled when the gateway stops: nobody waits for answers then.
     closing: CancellationToken,
+    /// Several gateway processes: requests are recorded here, so a page
+    /// open on the chat in another process shows them and answers them.
+    db: Option<PgStore>,
 }
 
 impl ApprovalBroker {
@@ -178,7 +190,15 @@ impl ApprovalBroker {
             approvers,
             pending: Mutex::new(HashMap::new()),
             closing: CancellationToken::new(),
+            db: None,
         }
+    }
+
+    /// The same broker sharing its requests through `db` with the other
+    /// gateway processes: a request whose chat is open in another process
+    /// (the web chat's page) is shown and answered there.
+    pub fn with_database(self, db: PgStore) -> Self {
+        ApprovalBroker { db: Some(db), ..self }
     }
 
     /// Denies every waiting request (the gateway is stopping) and every later one.
@@ -225,10 +245,41 @@ impl ApprovalBroker {
             summary: summary(&tool, &call.input),
         };
         tracing::info!(chat = %key.address(), %tool, "asking for approval");
-        match channel.ask_approval(&key.chat_id, &prompt).await {
+        // Several gateways: recorded, so that any process can show and answer it.
+        let shared = match &self.db {
+            Some(db) => {
+                let request = ApprovalRequest {
+                    id: id.clone(),
+                    channel: key.channel.clone(),
+                    chat_id: key.chat_id.clone(),
+                    owner: owner.to_string(),
+                    tool: tool.clone(),
+                    prompt: json!({"tool": tool, "input": call.input, "summary": prompt.summary}),
+                };
+                match db.open_approval(&request).await {
+                    Ok(()) => Some(Recorded { db, id: &id, resolved: AtomicBool::new(false) }),
+                    Err(e) => {
+                        tracing::warn!("approval request not shared with other gateways: {e}");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        let mut asked = channel.ask_approval(&key.chat_id, &prompt).await;
+        // Another gateway process may hold the chat's page: it shows the request.
+        if let (Err(ChannelError::UnknownChat { .. }), Some(s)) = (&asked, &shared)
+            && s.is_shown_soon().await
+        {
+            asked = Ok(());
+        }
+        match asked {
             Ok(()) => {}
             // The web chat (and the API behind it) with no page open on this chat.
             Err(ChannelError::UnknownChat { .. }) => {
+                if let Some(s) = &shared {
+                    s.resolve("nobody to ask").await;
+                }
                 return Approval::No(format!(
                     "{tool} needs the user's approval, and nobody can be asked in this chat now \
                      (no chat page is open on it). Do without it, or tell the user to allow it \
@@ -237,15 +288,41 @@ impl ApprovalBroker {
             }
             Err(e) => {
                 tracing::warn!("cannot ask for approval: {e}");
+                if let Some(s) = &shared {
+                    s.resolve("could not ask").await;
+                }
                 return Approval::No(format!(
                     "{tool} needs approval, and asking the user failed: {e}"
                 ));
             }
         }
+        let remote = async {
+            match &shared {
+                Some(s) => s.answer().await,
+                None => std::future::pending().await,
+            }
+        };
         let (outcome, approval) = tokio::select! {
             answer = rx => match answer {
-                Ok(choice) => return choice.approval(),
+                Ok(choice) => {
+                    if let Some(s) = &shared {
+                        s.resolve(&choice.outcome()).await;
+                    }
+                    return choice.approval();
+                }
                 Err(_) => ("cancelled".to_string(), Approval::No("the request was withdrawn".into())),
+            },
+            // Answered through another gateway process (which told its page).
+            choice = remote => {
+                let outcome = choice.outcome();
+                tracing::info!(chat = %key.address(), %tool, "approval: {outcome} (through another gateway)");
+                if let Some(s) = &shared {
+                    s.resolve(&outcome).await;
+                }
+                if let Err(e) = channel.approval_resolved(&key.chat_id, &id, &outcome).await {
+                    tracing::debug!("{e}");
+                }
+                return choice.approval();
             },
             () = tokio::time::sleep(self.timeout) => (
                 "timed out (denied)".to_string(),
@@ -264,6 +341,9 @@ impl ApprovalBroker {
                 Approval::No("cancelled by the user before it ran".into()),
             ),
         };
+        if let Some(s) = &shared {
+            s.resolve(&outcome).await;
+        }
         if self.lock().remove(&id).is_some() {
             tracing::info!(chat = %key.address(), %tool, "approval {outcome}");
             if let Err(e) = channel.approval_resolved(&key.chat_id, &id, &outcome).await {
@@ -307,7 +387,14 @@ impl ApprovalBroker {
     /// in its chat) as the answer to request `id`, and tells the sender what
     /// came of it on the message's channel.
     pub async fn answer(&self, message: &InboundMessage, id: &str, choice: Choice) -> Decided {
-        let decided = self.decide(id, &message.channel, &message.chat_id, &message.sender, choice);
+        let mut decided =
+            self.decide(id, &message.channel, &message.chat_id, &message.sender, choice.clone());
+        // Not asked here: maybe by another gateway process sharing the database.
+        if decided == Decided::Unknown
+            && let Some(db) = &self.db
+        {
+            decided = self.decide_shared(db, message, id, choice).await;
+        }
         let text = match &decided {
             Decided::Done { tool, outcome } => format!("{tool}: {outcome}."),
             Decided::Unknown => "No approval request with that id is waiting in this chat \
@@ -331,6 +418,150 @@ impl ApprovalBroker {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records the answer to a request another process asked; the process
+    /// waiting on it picks it up.
+    async fn decide_shared(
+        &self,
+        db: &PgStore,
+        message: &InboundMessage,
+        id: &str,
+        choice: Choice,
+    ) -> Decided {
+        let (channel, sender) = (&message.channel, &message.sender);
+        let approver =
+            self.approvers.iter().any(|a| a == sender || *a == format!("{channel}:{sender}"));
+        let reason = match &choice {
+            Choice::Deny(r) => r.as_str(),
+            _ => "",
+        };
+        let answered = db
+            .answer_approval(
+                id,
+                channel,
+                &message.chat_id,
+                |owner| owner == sender || approver,
+                choice.word(),
+                reason,
+            )
+            .await;
+        match answered {
+            Ok(Answered::Done { tool }) => {
+                let outcome = choice.outcome();
+                tracing::info!(chat = %message.chat_id, %tool, "approval: {outcome} (for another gateway)");
+                Decided::Done { tool, outcome }
+            }
+            Ok(Answered::NotAllowed) => Decided::NotAllowed,
+            Ok(Answered::Unknown) => Decided::Unknown,
+            Err(e) => {
+                tracing::warn!("approval answer not recorded: {e}");
+                Decided::Unknown
+            }
+        }
+    }
+
+    /// Shows, on this process's web pages, the requests other gateway
+    /// processes asked in chats whose page is open here, and tells those
+    /// pages how each ended, until `stop` (nothing to do without a database).
+    pub async fn show_asked_elsewhere(self: Arc<Self>, stop: CancellationToken) {
+        let (Some(db), Some(web)) = (self.db.clone(), self.outbox.channel("web").cloned()) else {
+            return;
+        };
+        // Requests looked at (shown here or not), and those shown: (id, chat).
+        let mut seen: Vec<String> = Vec::new();
+        let mut shown: HashMap<String, String> = HashMap::new();
+        let mut failing = false;
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(SHARED_POLL) => {}
+            }
+            let round = async {
+                for request in db.approvals_to_show("web", &seen).await? {
+                    seen.push(request.id.clone());
+                    let prompt = ApprovalPrompt {
+                        id: request.id.clone(),
+                        tool: request.tool.clone(),
+                        input: request.prompt["input"].clone(),
+                        summary: request.prompt["summary"].as_str().unwrap_or_default().to_string(),
+                    };
+                    if web.ask_approval(&request.chat_id, &prompt).await.is_ok() {
+                        db.mark_approval_shown(&request.id).await?;
+                        shown.insert(request.id, request.chat_id);
+                    }
+                }
+                if !seen.is_empty() {
+                    for (id, outcome) in db.approval_outcomes(&seen).await? {
+                        seen.retain(|s| *s != id);
+                        if let Some(chat) = shown.remove(&id)
+                            && let Err(e) = web.approval_resolved(&chat, &id, &outcome).await
+                        {
+                            tracing::debug!("{e}");
+                        }
+                    }
+                }
+                Ok::<(), ferroclaw_store::StoreError>(())
+            };
+            match round.await {
+                Ok(()) => failing = false,
+                Err(e) if !failing => {
+                    tracing::warn!("approvals from other gateways: {e}");
+                    failing = true;
+                }
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+/// How often shared approval requests are looked at (requests to show,
+/// answers to pick up).
+const SHARED_POLL: Duration = Duration::from_millis(300);
+/// How long a request no page here can show waits for another process to
+/// show it before it counts as "nobody to ask".
+const SHOW_WAIT: Duration = Duration::from_secs(3);
+
+/// A request recorded in the shared database, while its turn waits.
+struct Recorded<'a> {
+    db: &'a PgStore,
+    id: &'a str,
+    resolved: AtomicBool,
+}
+
+impl Recorded<'_> {
+    /// True when another process showed the request within [`SHOW_WAIT`].
+    async fn is_shown_soon(&self) -> bool {
+        let deadline = tokio::time::Instant::now() + SHOW_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(SHARED_POLL).await;
+            if self.db.approval_shown(self.id).await.unwrap_or(false) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Resolves with the answer another process recorded.
+    async fn answer(&self) -> Choice {
+        loop {
+            tokio::time::sleep(SHARED_POLL).await;
+            if let Ok(Some((word, reason))) = self.db.approval_answer(self.id).await
+                && let Some(choice) = Choice::parse(&word, &reason)
+            {
+                return choice;
+            }
+        }
+    }
+
+    /// Records how the request ended (once), for the pages showing it elsewhere.
+    async fn resolve(&self, outcome: &str) {
+        if self.resolved.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = self.db.resolve_approval(self.id, outcome).await {
+            tracing::warn!("approval outcome not shared: {e}");
+        }
     }
 }
 

@@ -16,6 +16,8 @@ pub const DEFAULT_PORT: u16 = 18790;
 pub const DEFAULT_MAX_CONCURRENT_TURNS: usize = 4;
 /// Minutes between heartbeats, as nanobot.
 pub const DEFAULT_HEARTBEAT_MINUTES: f64 = 30.0;
+/// Days finished rows stay in the shared database.
+pub const DEFAULT_STORE_KEEP_DAYS: f64 = 7.0;
 /// Minutes a chat's agent stays in memory after its last message; it is
 /// reopened from its session file when the chat speaks again.
 pub const DEFAULT_SESSION_IDLE_MINUTES: f64 = 30.0;
@@ -38,7 +40,7 @@ pub const DEFAULT_MAX_WEBSOCKETS: usize = 64;
 pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
 
 /// The keys of `[gateway]` (the fields of [`GatewaySettings`]).
-pub const GATEWAY_KEYS: [&str; 22] = [
+pub const GATEWAY_KEYS: [&str; 26] = [
     "bind",
     "port",
     "token",
@@ -61,6 +63,10 @@ pub const GATEWAY_KEYS: [&str; 22] = [
     "transcription",
     "store",
     "store_migrate",
+    "chat_lease_secs",
+    "channel_lease_secs",
+    "channel_lease_renew_secs",
+    "store_keep_days",
 ];
 
 /// The channels the gateway ships, with the keys of each beyond [`COMMON_KEYS`].
@@ -136,6 +142,18 @@ pub struct GatewaySettings {
     pub store: Option<String>,
     /// Apply the database's missing migrations at start (default true).
     pub store_migrate: bool,
+    /// Seconds a process holds a chat without renewing (database store; default 30):
+    /// a process that dies mid-turn delays that chat by at most this long.
+    pub chat_lease_secs: f64,
+    /// Seconds a process holds a single-holder channel (Telegram, Discord,
+    /// Slack) without renewing (default 6): the longest such a channel is
+    /// silent after its process dies.
+    pub channel_lease_secs: f64,
+    /// Seconds between renewals of a channel lease (default 2; below `channel_lease_secs`).
+    pub channel_lease_renew_secs: f64,
+    /// Days finished messages, delivered answers, cron runs, finished turns'
+    /// journals and old approval requests stay in the database (default 7).
+    pub store_keep_days: f64,
 }
 
 impl Default for GatewaySettings {
@@ -163,6 +181,10 @@ impl Default for GatewaySettings {
             header_timeout_secs: DEFAULT_HEADER_TIMEOUT_SECS,
             store: None,
             store_migrate: true,
+            chat_lease_secs: crate::scaleout::CHAT_LEASE.as_secs_f64(),
+            channel_lease_secs: crate::scaleout::CHANNEL_LEASE.as_secs_f64(),
+            channel_lease_renew_secs: crate::scaleout::CHANNEL_LEASE.as_secs_f64() / 3.0,
+            store_keep_days: DEFAULT_STORE_KEEP_DAYS,
         }
     }
 }
@@ -185,6 +207,28 @@ impl GatewaySettings {
         if !(settings.approval_timeout > 0.0 && settings.approval_timeout.is_finite()) {
             return Err(invalid("gateway", "approval_timeout must be a number of seconds above 0"));
         }
+        let positive = |v: f64| v > 0.0 && v.is_finite();
+        if !(positive(settings.chat_lease_secs)
+            && positive(settings.channel_lease_secs)
+            && positive(settings.channel_lease_renew_secs)
+            && positive(settings.store_keep_days))
+        {
+            return Err(invalid(
+                "gateway",
+                "chat_lease_secs, channel_lease_secs, channel_lease_renew_secs and store_keep_days \
+                 must be numbers above 0",
+            ));
+        }
+        if settings.channel_lease_renew_secs >= settings.channel_lease_secs {
+            return Err(invalid(
+                "gateway",
+                format!(
+                    "channel_lease_renew_secs ({}) must be less than channel_lease_secs ({}): \
+                     the holder must renew before its lease runs out",
+                    settings.channel_lease_renew_secs, settings.channel_lease_secs
+                ),
+            ));
+        }
         if settings.max_concurrent_turns == 0 {
             return Err(invalid("gateway", "max_concurrent_turns must be at least 1"));
         }
@@ -206,6 +250,20 @@ impl GatewaySettings {
     pub fn heartbeat_interval(&self) -> Option<Duration> {
         (self.heartbeat_minutes > 0.0)
             .then(|| Duration::from_secs_f64(self.heartbeat_minutes * 60.0))
+    }
+
+    /// The database store's lease lengths.
+    pub fn leases(&self) -> crate::scaleout::Leases {
+        crate::scaleout::Leases {
+            chat: Duration::from_secs_f64(self.chat_lease_secs),
+            channel: Duration::from_secs_f64(self.channel_lease_secs),
+            channel_renew: Duration::from_secs_f64(self.channel_lease_renew_secs),
+        }
+    }
+
+    /// How long finished rows stay in the database.
+    pub fn store_keep(&self) -> Duration {
+        Duration::from_secs_f64(self.store_keep_days * 86_400.0)
     }
 
     /// How long an approval request waits for its answer.
@@ -486,6 +544,24 @@ mod tests {
         assert_eq!(s.bind.to_string(), "127.0.0.1");
         assert_eq!(s.port, 18790);
         assert_eq!(s.heartbeat_interval(), Some(Duration::from_secs(1800)));
+    }
+
+    #[test]
+    fn lease_lengths_default_to_todays_and_a_renewal_must_come_before_the_lease_ends() {
+        let s = GatewaySettings::parse(None).unwrap();
+        assert_eq!(s.leases(), crate::scaleout::Leases::default());
+        assert_eq!(s.leases().channel_renew, Duration::from_secs(2));
+        assert_eq!(s.store_keep(), Duration::from_secs(7 * 86_400));
+        let t =
+            table("chat_lease_secs = 60\nchannel_lease_secs = 10\nchannel_lease_renew_secs = 3");
+        let s = GatewaySettings::parse(Some(&t)).unwrap();
+        assert_eq!(s.leases().chat, Duration::from_secs(60));
+        assert_eq!(s.leases().channel_renew, Duration::from_secs(3));
+        let late = table("channel_lease_secs = 5\nchannel_lease_renew_secs = 5");
+        let err = GatewaySettings::parse(Some(&late)).unwrap_err().to_string();
+        assert!(err.contains("must be less than channel_lease_secs"), "{err}");
+        let zero = table("chat_lease_secs = 0");
+        assert!(GatewaySettings::parse(Some(&zero)).is_err());
     }
 
     #[test]

@@ -8,12 +8,18 @@
 //! Before a job runs, its slot is recorded (`last_run_at_ms`) and the next one
 //! computed and saved (`next_run_at_ms`), so a restart never runs one slot
 //! twice. A slot missed while the gateway was down runs once when it starts.
+//!
+//! Several gateway processes on one database keep the jobs in its
+//! `cron_jobs` table instead (same JSON per job): the CLI, the `cron` tool
+//! and the web app write there, and every process's scheduler reads it on
+//! each tick; recording a slot is one transaction, so one process runs it.
 
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local, TimeZone, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
+use ferroclaw_store::PgStore;
 use serde::{Deserialize, Serialize};
 
 use crate::files::{now_ms, read_json, write_json_atomically};
@@ -34,6 +40,8 @@ pub enum CronError {
     NotFound(String),
     #[error("{path}: {message}")]
     File { path: PathBuf, message: String },
+    #[error("cron jobs: {0}")]
+    Database(String),
 }
 
 /// The kind of a schedule.
@@ -358,16 +366,30 @@ impl Default for JobsFile {
     }
 }
 
-/// `$FERROCLAW_HOME/cron/jobs.json`, shared by the CLI and the gateway.
+/// Where the jobs are: `$FERROCLAW_HOME/cron/jobs.json`, shared by the CLI
+/// and the gateway; or, for several gateway processes, the database's
+/// `cron_jobs` table ([`CronStore::with_database`]), one row per job with the
+/// same JSON, which every process reads.
 #[derive(Debug, Clone)]
 pub struct CronStore {
     path: PathBuf,
+    db: Option<PgStore>,
 }
 
 impl CronStore {
     /// The store of `home`.
     pub fn new(home: &Path) -> Self {
-        CronStore { path: home.join("cron").join("jobs.json") }
+        CronStore { path: home.join("cron").join("jobs.json"), db: None }
+    }
+
+    /// The same store kept in `db` instead of the jobs file.
+    pub fn with_database(self, db: PgStore) -> Self {
+        CronStore { db: Some(db), ..self }
+    }
+
+    /// The database the jobs are in, when they are.
+    pub fn database(&self) -> Option<&PgStore> {
+        self.db.as_ref()
     }
 
     /// The jobs file.
@@ -375,54 +397,105 @@ impl CronStore {
         &self.path
     }
 
-    /// Every job, as on disk.
-    pub fn load(&self) -> Result<JobsFile, CronError> {
+    /// Every job, as stored.
+    pub async fn load(&self) -> Result<JobsFile, CronError> {
+        match &self.db {
+            None => self.load_file(),
+            Some(db) => {
+                let rows = db.cron_jobs().await.map_err(database)?;
+                Ok(JobsFile { version: 1, jobs: rows.into_iter().filter_map(job_of_row).collect() })
+            }
+        }
+    }
+
+    fn load_file(&self) -> Result<JobsFile, CronError> {
         read_json(&self.path)
             .map_err(|message| CronError::File { path: self.path.clone(), message })
     }
 
-    /// Replaces the file.
-    pub fn save(&self, file: &JobsFile) -> Result<(), CronError> {
+    fn save_file(&self, file: &JobsFile) -> Result<(), CronError> {
         write_json_atomically(&self.path, file)
             .map_err(|message| CronError::File { path: self.path.clone(), message })
     }
 
-    /// Reads, changes and writes the file in one step.
-    pub fn update<T>(
+    /// Reads, changes and writes the jobs in one step (in the database, one
+    /// transaction no other process's change interleaves with).
+    pub async fn update<T>(
         &self,
         f: impl FnOnce(&mut JobsFile) -> Result<T, CronError>,
     ) -> Result<T, CronError> {
-        let mut file = self.load()?;
-        let out = f(&mut file)?;
-        self.save(&file)?;
-        Ok(out)
+        let Some(db) = &self.db else {
+            let mut file = self.load_file()?;
+            let out = f(&mut file)?;
+            self.save_file(&file)?;
+            return Ok(out);
+        };
+        db.edit_cron_jobs(|rows| {
+            let mut file = JobsFile {
+                version: 1,
+                jobs: rows.iter().cloned().filter_map(job_of_row).collect(),
+            };
+            let out = f(&mut file)?;
+            let mut changed = Vec::with_capacity(file.jobs.len());
+            for job in &file.jobs {
+                let body = serde_json::to_value(job)
+                    .map_err(|e| CronError::Database(format!("job {}: {e}", job.id)))?;
+                changed.push((job.id.clone(), body));
+            }
+            // Rows that do not parse as a job are kept as they are.
+            let unreadable =
+                |body: &serde_json::Value| serde_json::from_value::<CronJob>(body.clone()).is_err();
+            changed.extend(rows.iter().filter(|(_, body)| unreadable(body)).cloned());
+            *rows = changed;
+            Ok(out)
+        })
+        .await
+        .map_err(database)?
     }
 
     /// Adds a job.
-    pub fn add(&self, job: CronJob) -> Result<CronJob, CronError> {
+    pub async fn add(&self, job: CronJob) -> Result<CronJob, CronError> {
         self.update(|f| {
             f.jobs.push(job.clone());
             Ok(job)
         })
+        .await
     }
 
     /// Removes a job by id (or unique id prefix).
-    pub fn remove(&self, id: &str) -> Result<CronJob, CronError> {
+    pub async fn remove(&self, id: &str) -> Result<CronJob, CronError> {
         self.update(|f| {
             let i = find(&f.jobs, id)?;
             Ok(f.jobs.remove(i))
         })
+        .await
     }
 
     /// Makes a job due now; a running gateway runs it within a second.
-    pub fn run_now(&self, id: &str) -> Result<CronJob, CronError> {
+    pub async fn run_now(&self, id: &str) -> Result<CronJob, CronError> {
         self.update(|f| {
             let i = find(&f.jobs, id)?;
             f.jobs[i].state.next_run_at_ms = Some(now_ms());
             f.jobs[i].enabled = true;
             Ok(f.jobs[i].clone())
         })
+        .await
     }
+}
+
+/// A job from its row; `None` (logged) when the row is not a job.
+fn job_of_row((id, body): (String, serde_json::Value)) -> Option<CronJob> {
+    match serde_json::from_value(body) {
+        Ok(job) => Some(job),
+        Err(e) => {
+            tracing::warn!("cron job {id} in the database does not parse ({e}); skipped");
+            None
+        }
+    }
+}
+
+fn database(e: ferroclaw_store::StoreError) -> CronError {
+    CronError::Database(e.to_string())
 }
 
 fn find(jobs: &[CronJob], id: &str) -> Result<usize, CronError> {
@@ -500,20 +573,21 @@ mod tests {
         assert!(parse_at("tomorrowish").is_err());
     }
 
-    #[test]
-    fn jobs_persist_in_nanobots_shape_and_are_found_by_prefix() {
+    #[tokio::test]
+    async fn jobs_persist_in_nanobots_shape_and_are_found_by_prefix() {
         let home = tempfile::tempdir().unwrap();
         let store = CronStore::new(home.path());
         let payload = Payload { message: "stretch".into(), ..Default::default() };
         let job = store
             .add(CronJob::new("", Schedule::every(60_000).unwrap(), payload).unwrap())
+            .await
             .unwrap();
         let text = std::fs::read_to_string(store.path()).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["jobs"][0]["schedule"]["kind"], "every");
         assert_eq!(v["jobs"][0]["payload"]["message"], "stretch");
         assert!(v["jobs"][0]["state"]["next_run_at_ms"].is_u64());
-        assert_eq!(store.remove(&job.id[..4]).unwrap().id, job.id);
-        assert!(store.load().unwrap().jobs.is_empty());
+        assert_eq!(store.remove(&job.id[..4]).await.unwrap().id, job.id);
+        assert!(store.load().await.unwrap().jobs.is_empty());
     }
 }

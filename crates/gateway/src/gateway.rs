@@ -108,6 +108,8 @@ pub struct Shared {
     /// The shared database, when several gateway processes share the work
     /// (`[gateway] store`); `None`: this process on its own files.
     pub store: Option<Arc<StoreLink>>,
+    /// Messages whose admission the shared database decides, in arrival order.
+    admissions: mpsc::Sender<InboundMessage>,
 }
 
 impl Shared {
@@ -195,7 +197,7 @@ impl Shared {
     }
 
     /// Takes one message off the bus: admission, `/help`, then the chat's queue.
-    fn dispatch(self: &Arc<Self>, mut message: InboundMessage) {
+    fn dispatch(self: &Arc<Self>, message: InboundMessage) {
         if message.channel == SYSTEM_CHANNEL {
             let Some(key) = SessionKey::parse_address(&message.chat_id) else {
                 tracing::warn!(
@@ -219,7 +221,19 @@ impl Shared {
             tracing::warn!("message from unknown channel {:?} dropped", message.channel);
             return;
         };
-        match self.pairing.admit(settings, &message) {
+        let Some(admission) = self.pairing.admit_now(settings, &message) else {
+            // The shared database decides: asked off this loop, in arrival order.
+            if let Err(e) = self.admissions.try_send(message) {
+                tracing::warn!("message dropped: too many waiting for admission ({e})");
+            }
+            return;
+        };
+        self.admitted(message, admission);
+    }
+
+    /// The rest of [`Shared::dispatch`] once the channel's policy decided.
+    fn admitted(self: &Arc<Self>, mut message: InboundMessage, admission: Admission) {
+        match admission {
             Admission::Allow => {}
             Admission::Refuse(text) => {
                 tracing::info!(channel = %message.channel, sender = %message.sender, "message refused by dm_policy");
@@ -376,17 +390,27 @@ impl Gateway {
     pub async fn run(self, shutdown: CancellationToken) {
         let (link, incoming) = match self.store.clone() {
             Some(store) => {
-                let (link, rx) = StoreLink::new(store);
+                let (link, rx) = StoreLink::new(store, self.settings.leases());
                 (Some(link), Some(rx))
             }
             None => (None, None),
         };
         let outbox = Outbox::new(self.channels.iter().map(|(c, _)| c.clone()));
-        let approvals = Arc::new(ApprovalBroker::new(
+        let mut approvals = ApprovalBroker::new(
             outbox.clone(),
             self.settings.approval_timeout(),
             self.settings.approvers.clone(),
-        ));
+        );
+        let mut cron = CronStore::new(&self.home);
+        let mut pairing = PairingStore::new(&self.home);
+        // Several gateways: pairing, cron jobs and approvals live in the database.
+        if let Some(store) = &self.store {
+            approvals = approvals.with_database(store.clone());
+            cron = cron.with_database(store.clone());
+            pairing = pairing.with_database(store.clone());
+        }
+        let approvals = Arc::new(approvals);
+        let (admissions, admissions_rx) = mpsc::channel(crate::bus::DEFAULT_QUEUE_CAPACITY);
         let shared = Arc::new(Shared {
             runtime: self.runtime,
             approver: self.approver,
@@ -395,8 +419,9 @@ impl Gateway {
             workspace: self.settings.workspace(&self.home),
             names: SessionNames::load(&self.home),
             titles: SessionTitles::load(&self.home),
-            cron: CronStore::new(&self.home),
-            pairing: PairingStore::new(&self.home),
+            cron,
+            pairing,
+            admissions,
             journal: self.journal,
             turns: Semaphore::new(self.settings.max_concurrent_turns),
             channels: self
@@ -417,6 +442,8 @@ impl Gateway {
             home: self.home.clone(),
             settings: self.settings,
         });
+        let admissions_stop = CancellationToken::new();
+        tokio::spawn(admit_in_order(shared.clone(), admissions_rx, admissions_stop.clone()));
         let mut inbound = self.bus.subscribe(ANY_CHANNEL);
         let status = StatusFile::new(&self.home);
         let started_at_ms = crate::files::now_ms();
@@ -480,6 +507,8 @@ impl Gateway {
         let timers_stop = CancellationToken::new();
         let timers = TaskTracker::new();
         timers.spawn(crate::scheduler::run_cron(shared.clone(), timers_stop.clone()));
+        timers.spawn(crate::scheduler::run_housekeeping(shared.clone(), timers_stop.clone()));
+        timers.spawn(shared.approvals.clone().show_asked_elsewhere(timers_stop.clone()));
         timers.spawn(crate::worktree_log::run(timers_stop.clone()));
         let workspace = shared.settings.workspace(&self.home);
         timers.spawn(crate::scheduler::run_heartbeat(
@@ -529,6 +558,7 @@ impl Gateway {
         shared.approvals.close();
         // Messages claimed here finish; nothing more is claimed.
         claims_stop.cancel();
+        admissions_stop.cancel();
         if let Some(link) = &link {
             link.claims.close();
             if tokio::time::timeout(SHUTDOWN_GRACE, link.claims.wait()).await.is_err() {
@@ -556,5 +586,27 @@ impl Gateway {
         .await;
         status.write(&snapshot(false));
         tracing::info!("gateway stopped");
+    }
+}
+
+/// Admits the messages the shared database must decide on (pairing and
+/// allow-lists), one at a time so a sender's messages keep their order,
+/// then dispatches them as [`Shared::dispatch`] does, until `stop`.
+async fn admit_in_order(
+    shared: Arc<Shared>,
+    mut rx: mpsc::Receiver<InboundMessage>,
+    stop: CancellationToken,
+) {
+    loop {
+        let message = tokio::select! {
+            () = stop.cancelled() => return,
+            message = rx.recv() => match message {
+                Some(m) => m,
+                None => return,
+            },
+        };
+        let Some(settings) = shared.channels.get(&message.channel) else { continue };
+        let admission = shared.pairing.admit(settings, &message).await;
+        shared.admitted(message, admission);
     }
 }

@@ -5,10 +5,14 @@
 //! `ferroclaw pairing approve CHANNEL CODE`, after which the sender is let in.
 //! State lives in `$FERROCLAW_HOME/pairing/CHANNEL.json`, small files written
 //! atomically (temp file + rename) and read on every check, so the CLI and a
-//! running gateway share them without signalling each other.
+//! running gateway share them without signalling each other. Several gateway
+//! processes on one database keep it in the database's `allow_list` and
+//! `pairing_requests` instead, read on every check there: a code one process
+//! gave out is approved once and honoured by all.
 
 use std::path::{Path, PathBuf};
 
+use ferroclaw_store::PgStore;
 use serde::{Deserialize, Serialize};
 
 use crate::bus::InboundMessage;
@@ -21,6 +25,8 @@ pub const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 pub const CODE_LENGTH: usize = 8;
 /// How long a code may be approved, as OpenClaw: one hour.
 pub const CODE_TTL_MS: u64 = 60 * 60 * 1000;
+/// [`CODE_TTL_MS`] as a duration.
+const CODE_TTL: std::time::Duration = std::time::Duration::from_millis(CODE_TTL_MS);
 /// Codes kept waiting per channel (one per sender). When more senders ask,
 /// the oldest code is dropped rather than the newcomer refused, so a few
 /// throwaway accounts cannot block real people from pairing (OpenClaw's
@@ -36,6 +42,8 @@ pub enum PairingError {
     UnknownCode { channel: String, code: String },
     #[error("channel name {0:?} is not valid (letters, digits, - and _)")]
     BadChannel(String),
+    #[error("pairing: {0}")]
+    Database(String),
 }
 
 /// A code waiting for the owner's approval.
@@ -78,16 +86,28 @@ pub enum Admission {
     Refuse(Option<String>),
 }
 
-/// The pairing files of one home.
+/// Pairing state: the files of one home, or (several gateway processes)
+/// the database's `allow_list` and `pairing_requests` ([`PairingStore::with_database`]).
 #[derive(Debug, Clone)]
 pub struct PairingStore {
     dir: PathBuf,
+    db: Option<PgStore>,
 }
 
 impl PairingStore {
     /// The store in `home/pairing`.
     pub fn new(home: &Path) -> Self {
-        PairingStore { dir: home.join("pairing") }
+        PairingStore { dir: home.join("pairing"), db: None }
+    }
+
+    /// The same store kept in `db` instead of files.
+    pub fn with_database(self, db: PgStore) -> Self {
+        PairingStore { db: Some(db), ..self }
+    }
+
+    /// The database pairing is kept in, when it is.
+    pub fn database(&self) -> Option<&PgStore> {
+        self.db.as_ref()
     }
 
     fn path(&self, channel: &str) -> Result<PathBuf, PairingError> {
@@ -99,8 +119,28 @@ impl PairingStore {
         Ok(self.dir.join(format!("{channel}.json")))
     }
 
-    /// A channel's state as on disk (empty when there is no file).
-    pub fn load(&self, channel: &str) -> Result<PairingState, PairingError> {
+    /// A channel's state (empty when there is none).
+    pub async fn load(&self, channel: &str) -> Result<PairingState, PairingError> {
+        let path = self.path(channel)?;
+        let Some(db) = &self.db else {
+            return read_json(&path).map_err(|message| PairingError::File { path, message });
+        };
+        let pending = db.pairing_requests(channel, CODE_TTL).await.map_err(database)?;
+        let approved = db.allowed_senders(channel).await.map_err(database)?;
+        Ok(PairingState {
+            approved: approved
+                .into_iter()
+                .map(|a| ApprovedSender {
+                    sender: a.sender,
+                    name: a.name,
+                    approved_at_ms: a.added_at_ms.max(0) as u64,
+                })
+                .collect(),
+            pending: pending.into_iter().map(pending_of).collect(),
+        })
+    }
+
+    fn load_file(&self, channel: &str) -> Result<PairingState, PairingError> {
         let path = self.path(channel)?;
         read_json(&path).map_err(|message| PairingError::File { path, message })
     }
@@ -111,13 +151,51 @@ impl PairingStore {
     }
 
     /// True when the owner approved `sender` on `channel`.
-    pub fn is_approved(&self, channel: &str, sender: &str) -> bool {
-        self.load(channel).is_ok_and(|s| s.approved.iter().any(|a| a.sender == sender))
+    pub async fn is_approved(&self, channel: &str, sender: &str) -> bool {
+        match &self.db {
+            None => self.is_approved_file(channel, sender),
+            Some(db) => match db.is_allowed(channel, sender).await {
+                Ok(allowed) => allowed,
+                Err(e) => {
+                    tracing::warn!("pairing: {e}");
+                    false
+                }
+            },
+        }
+    }
+
+    fn is_approved_file(&self, channel: &str, sender: &str) -> bool {
+        self.load_file(channel).is_ok_and(|s| s.approved.iter().any(|a| a.sender == sender))
     }
 
     /// The code for an unknown sender: the one already waiting, else a new
-    /// one, unless [`MAX_PENDING`] others wait.
-    pub fn request(
+    /// one (the oldest of more than [`MAX_PENDING`] waiting goes).
+    pub async fn request(
+        &self,
+        channel: &str,
+        sender: &str,
+        chat_id: &str,
+        name: Option<String>,
+    ) -> Result<PendingPairing, PairingError> {
+        let Some(db) = &self.db else {
+            return self.request_file(channel, sender, chat_id, name);
+        };
+        self.path(channel)?;
+        let code = new_code()
+            .map_err(|e| PairingError::Database(format!("no random source for a code: {e}")))?;
+        let request = ferroclaw_store::CodeRequest {
+            channel,
+            sender,
+            chat_id,
+            name: name.as_deref(),
+            new_code: &code,
+            ttl: CODE_TTL,
+            max_pending: MAX_PENDING as i64,
+        };
+        Ok(pending_of(db.request_code(request).await.map_err(database)?))
+    }
+
+    fn request_file(
         &self,
         channel: &str,
         sender: &str,
@@ -125,7 +203,7 @@ impl PairingStore {
         name: Option<String>,
     ) -> Result<PendingPairing, PairingError> {
         let now = now_ms();
-        let mut state = self.load(channel)?;
+        let mut state = self.load_file(channel)?;
         state.pending.retain(|p| p.expires_at_ms > now);
         if let Some(p) = state.pending.iter().find(|p| p.sender == sender) {
             return Ok(p.clone());
@@ -151,16 +229,28 @@ impl PairingStore {
     }
 
     /// Approves the sender holding `code` (any case); returns who it was.
-    pub fn approve(&self, channel: &str, code: &str) -> Result<ApprovedSender, PairingError> {
-        let now = now_ms();
-        let mut state = self.load(channel)?;
-        state.pending.retain(|p| p.expires_at_ms > now);
+    pub async fn approve(&self, channel: &str, code: &str) -> Result<ApprovedSender, PairingError> {
         let wanted = code.trim().to_ascii_uppercase();
-        let Some(i) = state.pending.iter().position(|p| p.code == wanted) else {
-            return Err(PairingError::UnknownCode {
-                channel: channel.to_string(),
-                code: code.to_string(),
+        let unknown =
+            || PairingError::UnknownCode { channel: channel.to_string(), code: code.to_string() };
+        if let Some(db) = &self.db {
+            self.path(channel)?;
+            let approved = db
+                .approve_code(channel, &wanted, CODE_TTL)
+                .await
+                .map_err(database)?
+                .ok_or_else(unknown)?;
+            return Ok(ApprovedSender {
+                sender: approved.sender,
+                name: approved.name,
+                approved_at_ms: now_ms(),
             });
+        }
+        let now = now_ms();
+        let mut state = self.load_file(channel)?;
+        state.pending.retain(|p| p.expires_at_ms > now);
+        let Some(i) = state.pending.iter().position(|p| p.code == wanted) else {
+            return Err(unknown());
         };
         let p = state.pending.remove(i);
         let approved = ApprovedSender { sender: p.sender, name: p.name, approved_at_ms: now };
@@ -172,14 +262,18 @@ impl PairingStore {
 
     /// Refuses the request holding `code`: it is forgotten, and the sender
     /// stays out (a later message asks again, with a new code).
-    pub fn deny(&self, channel: &str, code: &str) -> Result<PendingPairing, PairingError> {
-        let mut state = self.load(channel)?;
+    pub async fn deny(&self, channel: &str, code: &str) -> Result<PendingPairing, PairingError> {
         let wanted = code.trim().to_ascii_uppercase();
+        let unknown =
+            || PairingError::UnknownCode { channel: channel.to_string(), code: code.to_string() };
+        if let Some(db) = &self.db {
+            self.path(channel)?;
+            let denied = db.deny_code(channel, &wanted).await.map_err(database)?;
+            return denied.map(pending_of).ok_or_else(unknown);
+        }
+        let mut state = self.load_file(channel)?;
         let Some(i) = state.pending.iter().position(|p| p.code == wanted) else {
-            return Err(PairingError::UnknownCode {
-                channel: channel.to_string(),
-                code: code.to_string(),
-            });
+            return Err(unknown());
         };
         let denied = state.pending.remove(i);
         self.save(channel, &state)?;
@@ -187,8 +281,12 @@ impl PairingStore {
     }
 
     /// Removes an approved sender; true when there was one.
-    pub fn revoke(&self, channel: &str, sender: &str) -> Result<bool, PairingError> {
-        let mut state = self.load(channel)?;
+    pub async fn revoke(&self, channel: &str, sender: &str) -> Result<bool, PairingError> {
+        if let Some(db) = &self.db {
+            self.path(channel)?;
+            return db.disallow(channel, sender).await.map_err(database);
+        }
+        let mut state = self.load_file(channel)?;
         let before = state.approved.len();
         state.approved.retain(|a| a.sender != sender);
         let removed = state.approved.len() != before;
@@ -198,8 +296,11 @@ impl PairingStore {
         Ok(removed)
     }
 
-    /// Every channel with a pairing file, by name.
-    pub fn channels(&self) -> Vec<String> {
+    /// Every channel with pairing state, by name.
+    pub async fn channels(&self) -> Result<Vec<String>, PairingError> {
+        if let Some(db) = &self.db {
+            return db.pairing_channels().await.map_err(database);
+        }
         let mut out: Vec<String> = std::fs::read_dir(&self.dir)
             .into_iter()
             .flatten()
@@ -207,40 +308,98 @@ impl PairingStore {
             .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
             .collect();
         out.sort();
-        out
+        Ok(out)
     }
 
-    /// Decides whether `message` may reach the agent under `settings`.
-    pub fn admit(&self, settings: &ChannelSettings, message: &InboundMessage) -> Admission {
+    /// Decides whether `message` may reach the agent under `settings`
+    /// without waiting on anything: always with files; with a database
+    /// `None` when it must be asked ([`PairingStore::admit`]).
+    pub fn admit_now(
+        &self,
+        settings: &ChannelSettings,
+        message: &InboundMessage,
+    ) -> Option<Admission> {
         // Stable sender ids only: a user name can be taken by anyone.
         let listed = settings.allow_from.iter().any(|a| a == "*" || *a == message.sender);
         match settings.dm_policy {
-            DmPolicy::Disabled => Admission::Refuse(None),
-            DmPolicy::Open => Admission::Allow,
-            _ if listed || self.is_approved(&settings.name, &message.sender) => Admission::Allow,
-            DmPolicy::Allowlist => Admission::Refuse(Some(
-                "Sorry, this assistant only answers people on its allow-list.".into(),
-            )),
+            DmPolicy::Disabled => Some(Admission::Refuse(None)),
+            DmPolicy::Open => Some(Admission::Allow),
+            _ if listed => Some(Admission::Allow),
+            _ if self.db.is_some() => None,
+            _ if self.is_approved_file(&settings.name, &message.sender) => Some(Admission::Allow),
+            DmPolicy::Allowlist => Some(refuse_unlisted()),
             DmPolicy::Pairing => {
-                let name =
-                    message.metadata.get("name").and_then(|n| n.as_str()).map(str::to_string);
-                match self.request(&settings.name, &message.sender, &message.chat_id, name) {
-                    Ok(p) => Admission::Refuse(Some(format!(
-                        "I don't know you yet. Your pairing code is {code}. Ask my owner to run:\n\
-                         ferroclaw pairing approve {channel} {code}\n(the code expires in an hour)",
-                        code = p.code,
-                        channel = settings.name
-                    ))),
-                    Err(e) => {
-                        tracing::warn!("pairing: {e}");
-                        Admission::Refuse(Some(
-                            "I can't take new pairing requests right now; try again later.".into(),
-                        ))
-                    }
-                }
+                let name = sender_name(message);
+                let request =
+                    self.request_file(&settings.name, &message.sender, &message.chat_id, name);
+                Some(pairing_reply(settings, request))
             }
         }
     }
+
+    /// Decides whether `message` may reach the agent under `settings`.
+    pub async fn admit(&self, settings: &ChannelSettings, message: &InboundMessage) -> Admission {
+        if let Some(admission) = self.admit_now(settings, message) {
+            return admission;
+        }
+        if self.is_approved(&settings.name, &message.sender).await {
+            return Admission::Allow;
+        }
+        match settings.dm_policy {
+            DmPolicy::Pairing => {
+                let name = sender_name(message);
+                let request =
+                    self.request(&settings.name, &message.sender, &message.chat_id, name).await;
+                pairing_reply(settings, request)
+            }
+            _ => refuse_unlisted(),
+        }
+    }
+}
+
+fn sender_name(message: &InboundMessage) -> Option<String> {
+    message.metadata.get("name").and_then(|n| n.as_str()).map(str::to_string)
+}
+
+fn refuse_unlisted() -> Admission {
+    Admission::Refuse(Some("Sorry, this assistant only answers people on its allow-list.".into()))
+}
+
+fn pairing_reply(
+    settings: &ChannelSettings,
+    request: Result<PendingPairing, PairingError>,
+) -> Admission {
+    match request {
+        Ok(p) => Admission::Refuse(Some(format!(
+            "I don't know you yet. Your pairing code is {code}. Ask my owner to run:\n\
+             ferroclaw pairing approve {channel} {code}\n(the code expires in an hour)",
+            code = p.code,
+            channel = settings.name
+        ))),
+        Err(e) => {
+            tracing::warn!("pairing: {e}");
+            Admission::Refuse(Some(
+                "I can't take new pairing requests right now; try again later.".into(),
+            ))
+        }
+    }
+}
+
+/// A code waiting in the database, as the files show it.
+fn pending_of(r: ferroclaw_store::PairingRequest) -> PendingPairing {
+    let created = r.created_at_ms.max(0) as u64;
+    PendingPairing {
+        code: r.code,
+        sender: r.sender,
+        chat_id: r.chat_id,
+        name: r.name,
+        created_at_ms: created,
+        expires_at_ms: created + CODE_TTL_MS,
+    }
+}
+
+fn database(e: ferroclaw_store::StoreError) -> PairingError {
+    PairingError::Database(e.to_string())
 }
 
 /// A fresh code of [`CODE_LENGTH`] characters from [`CODE_ALPHABET`], drawn
@@ -280,91 +439,95 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_unknown_sender_gets_a_code_and_is_let_in_once_approved() {
+    #[tokio::test]
+    async fn an_unknown_sender_gets_a_code_and_is_let_in_once_approved() {
         let home = tempfile::tempdir().unwrap();
         let store = PairingStore::new(home.path());
         let msg = InboundMessage::new("telegram", "42", "42", "hi");
-        let Admission::Refuse(Some(text)) = store.admit(&settings(DmPolicy::Pairing), &msg) else {
+        let Admission::Refuse(Some(text)) = store.admit(&settings(DmPolicy::Pairing), &msg).await
+        else {
             panic!("an unknown sender must be refused");
         };
-        let code = store.load("telegram").unwrap().pending[0].code.clone();
+        let code = store.load("telegram").await.unwrap().pending[0].code.clone();
         assert!(text.contains(&code), "{text}");
-        let again = store.request("telegram", "42", "42", None).unwrap();
+        let again = store.request("telegram", "42", "42", None).await.unwrap();
         assert_eq!(again.code, code, "the same sender keeps the same code");
-        assert_eq!(store.approve("telegram", &code.to_lowercase()).unwrap().sender, "42");
-        assert_eq!(store.admit(&settings(DmPolicy::Pairing), &msg), Admission::Allow);
-        assert!(store.approve("telegram", &code).is_err(), "a code works once");
+        assert_eq!(store.approve("telegram", &code.to_lowercase()).await.unwrap().sender, "42");
+        assert_eq!(store.admit(&settings(DmPolicy::Pairing), &msg).await, Admission::Allow);
+        assert!(store.approve("telegram", &code).await.is_err(), "a code works once");
     }
 
-    #[test]
-    fn a_denied_request_is_forgotten_and_the_sender_stays_out() {
+    #[tokio::test]
+    async fn a_denied_request_is_forgotten_and_the_sender_stays_out() {
         let home = tempfile::tempdir().unwrap();
         let store = PairingStore::new(home.path());
-        let p = store.request("telegram", "99", "99", None).unwrap();
-        assert_eq!(store.deny("telegram", &p.code).unwrap().sender, "99");
-        assert!(store.load("telegram").unwrap().pending.is_empty());
-        assert!(!store.is_approved("telegram", "99"));
-        assert!(store.approve("telegram", &p.code).is_err(), "a denied code cannot be approved");
+        let p = store.request("telegram", "99", "99", None).await.unwrap();
+        assert_eq!(store.deny("telegram", &p.code).await.unwrap().sender, "99");
+        assert!(store.load("telegram").await.unwrap().pending.is_empty());
+        assert!(!store.is_approved("telegram", "99").await);
+        assert!(
+            store.approve("telegram", &p.code).await.is_err(),
+            "a denied code cannot be approved"
+        );
     }
 
-    #[test]
-    fn redteam_gateway_throwaway_accounts_cannot_fill_the_pairing_queue() {
+    #[tokio::test]
+    async fn redteam_gateway_throwaway_accounts_cannot_fill_the_pairing_queue() {
         let home = tempfile::tempdir().unwrap();
         let store = PairingStore::new(home.path());
         for sender in ["spam1", "spam2", "spam3", "spam4"] {
-            store.request("telegram", sender, sender, None).unwrap();
+            store.request("telegram", sender, sender, None).await.unwrap();
         }
         // A real person still gets a code, and the owner can approve it.
-        let p = store.request("telegram", "alice", "alice", None).unwrap();
-        assert_eq!(store.approve("telegram", &p.code).unwrap().sender, "alice");
+        let p = store.request("telegram", "alice", "alice", None).await.unwrap();
+        assert_eq!(store.approve("telegram", &p.code).await.unwrap().sender, "alice");
         // The file stays bounded: the oldest codes make room.
         for i in 0..MAX_PENDING + 10 {
-            store.request("telegram", &format!("s{i}"), "c", None).unwrap();
+            store.request("telegram", &format!("s{i}"), "c", None).await.unwrap();
         }
-        assert_eq!(store.load("telegram").unwrap().pending.len(), MAX_PENDING);
+        assert_eq!(store.load("telegram").await.unwrap().pending.len(), MAX_PENDING);
     }
 
-    #[test]
-    fn redteam_gateway_allow_from_matches_ids_not_user_names() {
+    #[tokio::test]
+    async fn redteam_gateway_allow_from_matches_ids_not_user_names() {
         let home = tempfile::tempdir().unwrap();
         let store = PairingStore::new(home.path());
         let mut listed = settings(DmPolicy::Allowlist);
         listed.allow_from = vec!["alice".into(), "42".into()];
         let mut impostor = InboundMessage::new("telegram", "666", "666", "hi");
         impostor.metadata.insert("username".into(), "alice".into());
-        assert!(matches!(store.admit(&listed, &impostor), Admission::Refuse(_)));
+        assert!(matches!(store.admit(&listed, &impostor).await, Admission::Refuse(_)));
         let owner = InboundMessage::new("telegram", "42", "42", "hi");
-        assert_eq!(store.admit(&listed, &owner), Admission::Allow);
+        assert_eq!(store.admit(&listed, &owner).await, Admission::Allow);
     }
 
-    #[test]
-    fn an_expired_code_cannot_be_approved() {
+    #[tokio::test]
+    async fn an_expired_code_cannot_be_approved() {
         let home = tempfile::tempdir().unwrap();
         let store = PairingStore::new(home.path());
-        let p = store.request("telegram", "a", "a", None).unwrap();
-        let mut state = store.load("telegram").unwrap();
+        let p = store.request("telegram", "a", "a", None).await.unwrap();
+        let mut state = store.load("telegram").await.unwrap();
         state.pending[0].expires_at_ms = 1;
         store.save("telegram", &state).unwrap();
         assert!(matches!(
-            store.approve("telegram", &p.code),
+            store.approve("telegram", &p.code).await,
             Err(PairingError::UnknownCode { .. })
         ));
     }
 
-    #[test]
-    fn allowlist_and_disabled_policies_never_pair() {
+    #[tokio::test]
+    async fn allowlist_and_disabled_policies_never_pair() {
         let home = tempfile::tempdir().unwrap();
         let store = PairingStore::new(home.path());
         let msg = InboundMessage::new("telegram", "42", "42", "hi");
         assert!(matches!(
-            store.admit(&settings(DmPolicy::Allowlist), &msg),
+            store.admit(&settings(DmPolicy::Allowlist), &msg).await,
             Admission::Refuse(Some(_))
         ));
-        assert_eq!(store.admit(&settings(DmPolicy::Disabled), &msg), Admission::Refuse(None));
-        assert!(store.load("telegram").unwrap().pending.is_empty());
+        assert_eq!(store.admit(&settings(DmPolicy::Disabled), &msg).await, Admission::Refuse(None));
+        assert!(store.load("telegram").await.unwrap().pending.is_empty());
         let mut listed = settings(DmPolicy::Allowlist);
         listed.allow_from = vec!["42".into()];
-        assert_eq!(store.admit(&listed, &msg), Admission::Allow);
+        assert_eq!(store.admit(&listed, &msg).await, Admission::Allow);
     }
 }

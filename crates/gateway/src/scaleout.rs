@@ -52,6 +52,24 @@ const DELIVERY_BATCH: i64 = 64;
 /// Channels that must run in one process at a time.
 pub const SINGLE_HOLDER_CHANNELS: [&str; 3] = ["telegram", "discord", "slack"];
 
+/// How long leases last and how often they are renewed (`[gateway]
+/// chat_lease_secs`, `channel_lease_secs`, `channel_lease_renew_secs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Leases {
+    /// A chat's lease; renewed every third of it.
+    pub chat: Duration,
+    /// A single-holder channel's lease.
+    pub channel: Duration,
+    /// How often the channel's holder renews it (less than `channel`).
+    pub channel_renew: Duration,
+}
+
+impl Default for Leases {
+    fn default() -> Self {
+        Leases { chat: CHAT_LEASE, channel: CHANNEL_LEASE, channel_renew: CHANNEL_LEASE / 3 }
+    }
+}
+
 /// What of a message cannot be stored: its event tap and its stop button.
 type LiveParts = (Option<EventTap>, Option<CancellationToken>);
 
@@ -66,11 +84,13 @@ pub struct StoreLink {
     incoming: mpsc::Sender<InboundMessage>,
     /// The claimed messages running here (shutdown waits for them).
     pub claims: TaskTracker,
+    /// Lease lengths.
+    pub leases: Leases,
 }
 
 impl StoreLink {
     /// A link over `store`, and the receiving end of its incoming queue (for [`store_loop`]).
-    pub fn new(store: PgStore) -> (Arc<StoreLink>, mpsc::Receiver<InboundMessage>) {
+    pub fn new(store: PgStore, leases: Leases) -> (Arc<StoreLink>, mpsc::Receiver<InboundMessage>) {
         let (incoming, rx) = mpsc::channel(DEFAULT_QUEUE_CAPACITY);
         let wakeups = store.listen();
         let link = StoreLink {
@@ -79,6 +99,7 @@ impl StoreLink {
             live: Mutex::new(HashMap::new()),
             incoming,
             claims: TaskTracker::new(),
+            leases,
         };
         (Arc::new(link), rx)
     }
@@ -188,7 +209,7 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
                 Err(_) => return,
             },
         };
-        match link.store.claim(CHAT_LEASE).await {
+        match link.store.claim(link.leases.chat).await {
             Ok(Some(claim)) => {
                 failing = false;
                 let (shared, running) = (shared.clone(), link.clone());
@@ -246,8 +267,8 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
             loop {
                 tokio::select! {
                     r = &mut result => break Ok(r.unwrap_or(WorkResult::Failed("the gateway stopped".into()))),
-                    () = tokio::time::sleep(CHAT_LEASE / 3) => {
-                        match link.store.renew(&claim, CHAT_LEASE).await {
+                    () = tokio::time::sleep(link.leases.chat / 3) => {
+                        match link.store.renew(&claim, link.leases.chat).await {
                             Ok(true) => {}
                             Ok(false) => tracing::warn!(chat = %claim.chat, "lost the chat's lease; another process took the message over"),
                             Err(e) => tracing::warn!(chat = %claim.chat, "cannot renew the chat's lease: {e}"),
@@ -356,20 +377,21 @@ pub async fn hold_channel(
     stop: CancellationToken,
 ) {
     let name = channel.name().to_string();
+    let Leases { channel: lease, channel_renew: renew, .. } = link.leases;
     loop {
-        match link.store.hold_channel(&name, CHANNEL_LEASE).await {
+        match link.store.hold_channel(&name, lease).await {
             Ok(true) => {}
             Ok(false) => {
                 tokio::select! {
                     () = stop.cancelled() => return,
-                    () = tokio::time::sleep(CHANNEL_LEASE / 3) => continue,
+                    () = tokio::time::sleep(renew) => continue,
                 }
             }
             Err(e) => {
                 tracing::warn!(channel = %name, "channel lease: {e}");
                 tokio::select! {
                     () = stop.cancelled() => return,
-                    () = tokio::time::sleep(CHANNEL_LEASE / 3) => continue,
+                    () = tokio::time::sleep(renew) => continue,
                 }
             }
         }
@@ -383,9 +405,9 @@ pub async fn hold_channel(
         loop {
             tokio::select! {
                 () = stop.cancelled() => break,
-                () = tokio::time::sleep(CHANNEL_LEASE / 3) => {}
+                () = tokio::time::sleep(renew) => {}
             }
-            match link.store.hold_channel(&name, CHANNEL_LEASE).await {
+            match link.store.hold_channel(&name, lease).await {
                 Ok(true) => renewed = std::time::Instant::now(),
                 Ok(false) => {
                     tracing::warn!(channel = %name, "another process took the channel over");
@@ -395,7 +417,7 @@ pub async fn hold_channel(
                 // out, then stop (another process may hold it by then).
                 Err(e) => {
                     tracing::warn!(channel = %name, "cannot renew the channel's lease: {e}");
-                    if renewed.elapsed() >= CHANNEL_LEASE {
+                    if renewed.elapsed() >= lease {
                         break;
                     }
                 }

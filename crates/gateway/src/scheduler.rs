@@ -1,6 +1,8 @@
-//! The gateway's clocks: the cron loop (jobs from `cron/jobs.json`) and the
+//! The gateway's clocks: the cron loop (jobs from `cron/jobs.json`, or the
+//! database's `cron_jobs` when several gateways share one) and the
 //! heartbeat. Both hand their work to chat workers like any message, in
-//! sessions of their own (`cron:JOB_ID`, `heartbeat:main`).
+//! sessions of their own (`cron:JOB_ID`, `heartbeat:main`). With a shared
+//! database, housekeeping too: old finished rows are pruned.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -18,8 +20,14 @@ use crate::heartbeat::{self, HEARTBEAT_FILE};
 use crate::sessions::SessionKey;
 use crate::worker::{Delivery, Work, WorkResult};
 
-/// How often the cron loop looks at the jobs file: the finest schedule is one second.
+/// How often the cron loop looks at the jobs (file or table): the finest
+/// schedule is one second.
 const CRON_TICK: Duration = Duration::from_millis(500);
+/// How often old rows are pruned from a shared database (the first round a
+/// minute after start).
+const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(600);
+/// Rows deleted per transaction when pruning.
+const PRUNE_BATCH: i64 = 1000;
 
 /// Runs due cron jobs until `stop`.
 pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
@@ -33,7 +41,7 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
             () = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        let due = match claim_due_jobs(&shared, &running) {
+        let due = match claim_due_jobs(&shared, &running).await {
             Ok(due) => {
                 if last_problem.take().is_some() {
                     tracing::info!("cron: the jobs file is readable again");
@@ -75,42 +83,45 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
 
 /// Finds jobs whose slot has come, records each slot and computes the next
 /// one, and saves that before anything runs: a restart never repeats a slot.
-fn claim_due_jobs(
+async fn claim_due_jobs(
     shared: &Shared,
     running: &Mutex<HashSet<String>>,
 ) -> Result<Vec<CronJob>, crate::cron::CronError> {
     let now = now_ms();
     let running = running.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    let file = shared.cron.load()?;
+    let file = shared.cron.load().await?;
     let needs_claim = file.jobs.iter().any(|j| {
         j.enabled && !running.contains(&j.id) && j.state.next_run_at_ms.is_none_or(|t| t <= now)
     });
     if !needs_claim {
         return Ok(Vec::new());
     }
-    shared.cron.update(|file| {
-        let mut due = Vec::new();
-        for job in file.jobs.iter_mut().filter(|j| j.enabled && !running.contains(&j.id)) {
-            match job.state.next_run_at_ms {
-                // A job added by hand without a next run: schedule it.
-                None => job.state.next_run_at_ms = job.schedule.next_after(now).ok().flatten(),
-                Some(slot) if slot <= now => {
-                    job.state.last_run_at_ms = Some(slot);
-                    job.state.next_run_at_ms = match job.schedule.next_after(now.max(slot)) {
-                        Ok(next) => next,
-                        Err(e) => {
-                            job.state.last_status = Some("error".into());
-                            job.state.last_error = Some(e.to_string());
-                            None
-                        }
-                    };
-                    due.push(job.clone());
+    shared
+        .cron
+        .update(|file| {
+            let mut due = Vec::new();
+            for job in file.jobs.iter_mut().filter(|j| j.enabled && !running.contains(&j.id)) {
+                match job.state.next_run_at_ms {
+                    // A job added by hand without a next run: schedule it.
+                    None => job.state.next_run_at_ms = job.schedule.next_after(now).ok().flatten(),
+                    Some(slot) if slot <= now => {
+                        job.state.last_run_at_ms = Some(slot);
+                        job.state.next_run_at_ms = match job.schedule.next_after(now.max(slot)) {
+                            Ok(next) => next,
+                            Err(e) => {
+                                job.state.last_status = Some("error".into());
+                                job.state.last_error = Some(e.to_string());
+                                None
+                            }
+                        };
+                        due.push(job.clone());
+                    }
+                    Some(_) => {}
                 }
-                Some(_) => {}
             }
-        }
-        Ok(due)
-    })
+            Ok(due)
+        })
+        .await
 }
 
 /// Runs one job as a turn in its own session and records how it went.
@@ -158,7 +169,7 @@ fn start_job(shared: &Arc<Shared>, job: CronJob, running: Arc<Mutex<HashSet<Stri
             }
             Ok(())
         });
-        if let Err(e) = recorded {
+        if let Err(e) = recorded.await {
             tracing::warn!("cron: cannot record the run of {}: {e}", job.id);
         }
         running.lock().unwrap_or_else(PoisonError::into_inner).remove(&job.id);
@@ -206,6 +217,30 @@ pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: Cancel
         match shared.enqueue(SessionKey::new("heartbeat", "main"), work) {
             Ok(()) => beating = Some(result),
             Err(e) => tracing::warn!("heartbeat skipped: {e}"),
+        }
+    }
+}
+
+/// Prunes rows older than `[gateway] store_keep_days` from the shared
+/// database now and then, until `stop` (nothing to do on files). Every
+/// process runs this; one at a time prunes (the others find the lock taken).
+pub async fn run_housekeeping(shared: Arc<Shared>, stop: CancellationToken) {
+    let Some(link) = shared.store.clone() else { return };
+    let keep = shared.settings.store_keep();
+    let first = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut tick = tokio::time::interval_at(first, HOUSEKEEPING_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        match link.store.prune(keep, PRUNE_BATCH).await {
+            Ok(Some(pruned)) if pruned.total() > 0 => {
+                tracing::info!(?pruned, "housekeeping: old rows pruned from the database")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("housekeeping: {e}"),
         }
     }
 }

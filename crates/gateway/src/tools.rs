@@ -116,15 +116,17 @@ impl Tool for CronTool {
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let text = |k: &str| input[k].as_str().filter(|s| !s.trim().is_empty());
         let result = match input["action"].as_str().unwrap_or_default() {
-            "list" => self.store.load().map(|f| list_jobs(&f.jobs)),
+            "list" => self.store.load().await.map(|f| list_jobs(&f.jobs)),
             "remove" => match text("job_id") {
-                Some(id) => {
-                    self.store.remove(id).map(|j| format!("removed job {} ({})", j.id, j.name))
-                }
+                Some(id) => self
+                    .store
+                    .remove(id)
+                    .await
+                    .map(|j| format!("removed job {} ({})", j.id, j.name)),
                 None => return Ok(ToolOutput::error("remove needs job_id")),
             },
             "run" => match text("job_id") {
-                Some(id) => self.store.run_now(id).map(|j| format!("job {} runs now", j.id)),
+                Some(id) => self.store.run_now(id).await.map(|j| format!("job {} runs now", j.id)),
                 None => return Ok(ToolOutput::error("run needs job_id")),
             },
             "add" => {
@@ -148,17 +150,20 @@ impl Tool for CronTool {
                     channel: Some(self.channel.clone()),
                     to: Some(self.chat_id.clone()),
                 };
-                schedule
-                    .and_then(|s| CronJob::new(text("name").unwrap_or(""), s, payload))
-                    .and_then(|job| self.store.add(job))
-                    .map(|j| {
-                        format!(
-                            "added job {} ({}); next run {}",
-                            j.id,
-                            j.schedule.describe(),
-                            j.state.next_run_at_ms.map_or("never".into(), rfc3339_ms)
-                        )
-                    })
+                let job =
+                    schedule.and_then(|s| CronJob::new(text("name").unwrap_or(""), s, payload));
+                let added = match job {
+                    Ok(job) => self.store.add(job).await,
+                    Err(e) => Err(e),
+                };
+                added.map(|j| {
+                    format!(
+                        "added job {} ({}); next run {}",
+                        j.id,
+                        j.schedule.describe(),
+                        j.state.next_run_at_ms.map_or("never".into(), rfc3339_ms)
+                    )
+                })
             }
             other => return Ok(ToolOutput::error(format!("unknown action {other:?}"))),
         };

@@ -6,6 +6,9 @@ use serde_json::Value;
 
 use crate::{PgStore, StoreError};
 
+/// The advisory lock job edits run under (any fixed number; "fccj").
+const CRON_LOCK: i64 = 0x6663_636a;
+
 /// A slot this process won: run the job, then [`PgStore::finish_cron_run`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CronClaim {
@@ -85,7 +88,47 @@ impl PgStore {
     /// Every job, by id.
     pub async fn cron_jobs(&self) -> Result<Vec<(String, Value)>, StoreError> {
         let client = self.pool.get().await?;
-        let rows = client.query("SELECT id, body FROM cron_jobs ORDER BY id", &[]).await?;
+        let rows =
+            client.query("SELECT id, body FROM cron_jobs ORDER BY created_at, id", &[]).await?;
         Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    /// Reads every job, lets `change` edit the list, and writes what it
+    /// changed (added, replaced, removed), as one transaction that no other
+    /// process's edit interleaves with: the jobs file's read-change-write, for
+    /// several processes. `change` failing writes nothing and is returned as is.
+    pub async fn edit_cron_jobs<T, E>(
+        &self,
+        change: impl FnOnce(&mut Vec<(String, Value)>) -> Result<T, E>,
+    ) -> Result<Result<T, E>, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CRON_LOCK]).await?;
+        let rows = tx.query("SELECT id, body FROM cron_jobs ORDER BY created_at, id", &[]).await?;
+        let before: Vec<(String, Value)> = rows.into_iter().map(|r| (r.get(0), r.get(1))).collect();
+        let mut jobs = before.clone();
+        let out = match change(&mut jobs) {
+            Ok(out) => out,
+            Err(e) => {
+                tx.rollback().await?;
+                return Ok(Err(e));
+            }
+        };
+        for (id, _) in before.iter().filter(|(id, _)| jobs.iter().all(|(j, _)| j != id)) {
+            tx.execute("DELETE FROM cron_jobs WHERE id = $1", &[id]).await?;
+        }
+        for (id, body) in &jobs {
+            if before.iter().any(|(b, old)| b == id && old == body) {
+                continue;
+            }
+            tx.execute(
+                "INSERT INTO cron_jobs (id, body) VALUES ($1, $2)
+                 ON CONFLICT (id) DO UPDATE SET body = excluded.body, updated_at = now()",
+                &[id, body],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(Ok(out))
     }
 }

@@ -15,7 +15,9 @@
 //! - single-holder channel leases (a Telegram long poll), taken over within
 //!   seconds when the holder stops renewing;
 //! - cron slots claimed once however many gateways run, with run records;
-//! - pairing allow-lists, and the turn journal's steps.
+//! - pairing allow-lists and codes, cron job definitions, approval requests
+//!   answered from any process, and the turn journal's steps;
+//! - housekeeping: finished rows pruned after a while ([`PgStore::prune`]).
 //!
 //! `LISTEN/NOTIFY` only wakes workers ([`Wakeups`]); the tables are the record.
 //! Times are the database's clock (`now()`), so machines need not agree.
@@ -34,6 +36,7 @@
 //! assert!(Backend::choose(Some("mysql://x"), None).is_err());
 //! ```
 
+mod approvals;
 mod cron;
 mod error;
 mod journal;
@@ -41,13 +44,17 @@ mod lease;
 mod migrate;
 mod pairing;
 mod pg;
+mod prune;
 mod queue;
 
+pub use approvals::{Answered, ApprovalRequest};
 pub use cron::CronClaim;
 pub use error::StoreError;
 pub use journal::TurnStep;
 pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
+pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
 pub use pg::{PgOptions, PgStore, Wakeups};
+pub use prune::Pruned;
 pub use queue::{Claim, Enqueued, Outbound};
 
 /// The environment variable that names the database (wins over `[gateway] store`).

@@ -105,6 +105,37 @@ CREATE TABLE turns_finished (
     PRIMARY KEY (session, turn)
 );
 "#,
+    // pgops: pairing details, approvals across processes, indexes for pruning.
+    r#"
+ALTER TABLE allow_list ADD COLUMN name text;
+ALTER TABLE pairing_requests ADD COLUMN chat_id text NOT NULL DEFAULT '';
+ALTER TABLE pairing_requests ADD COLUMN name text;
+CREATE UNIQUE INDEX pairing_requests_sender ON pairing_requests (channel, sender);
+-- Jobs are listed in the order they were added, as in cron/jobs.json.
+ALTER TABLE cron_jobs ADD COLUMN created_at timestamptz NOT NULL DEFAULT now();
+
+CREATE TABLE approvals (
+    id          text PRIMARY KEY,
+    channel     text NOT NULL,
+    chat_id     text NOT NULL,
+    owner       text NOT NULL,
+    tool        text NOT NULL,
+    prompt      jsonb NOT NULL,
+    asked_by    text NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    shown_by    text,
+    answer      text,
+    reason      text,
+    answered_by text,
+    outcome     text,
+    resolved_at timestamptz
+);
+CREATE INDEX approvals_open ON approvals (created_at) WHERE outcome IS NULL;
+
+CREATE INDEX inbound_done ON inbound (done_at) WHERE done_at IS NOT NULL;
+CREATE INDEX outbound_delivered ON outbound (delivered_at) WHERE delivered_at IS NOT NULL;
+CREATE INDEX turns_finished_at ON turns_finished (finished_at);
+"#,
 ];
 
 /// The version the database is at (0 when it has no ferroclaw schema).

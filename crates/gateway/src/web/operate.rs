@@ -65,7 +65,7 @@ pub(super) async fn status(State(app): State<App>) -> ApiResult {
 fn cron_error(e: CronError) -> ApiError {
     match e {
         CronError::NotFound(_) => ApiError(StatusCode::NOT_FOUND, e.to_string()),
-        CronError::File { .. } => failed(e),
+        CronError::File { .. } | CronError::Database(_) => failed(e),
         _ => bad(e.to_string()),
     }
 }
@@ -93,7 +93,7 @@ fn job_json(job: &CronJob) -> Value {
 /// `GET /api/cron`: every job, with its schedule in words and its last run.
 pub(super) async fn cron_list(State(app): State<App>) -> ApiResult {
     let gw = app.gateway()?;
-    let file = gw.cron.load().map_err(cron_error)?;
+    let file = gw.cron.load().await.map_err(cron_error)?;
     Ok(Json(json!({"jobs": file.jobs.iter().map(job_json).collect::<Vec<_>>()})))
 }
 
@@ -174,7 +174,7 @@ pub(super) async fn cron_add(State(app): State<App>, Json(form): Json<NewJob>) -
         payload.to = Some(key.chat_id);
     }
     let job = CronJob::new(form.name.trim(), schedule, payload).map_err(cron_error)?;
-    let job = gw.cron.add(job).map_err(cron_error)?;
+    let job = gw.cron.add(job).await.map_err(cron_error)?;
     Ok(Json(job_json(&job)))
 }
 
@@ -182,7 +182,7 @@ pub(super) async fn cron_add(State(app): State<App>, Json(form): Json<NewJob>) -
 pub(super) async fn cron_run(State(app): State<App>, Path(id): Path<String>) -> ApiResult {
     let gw = app.gateway()?;
     check_job_id(&id)?;
-    Ok(Json(job_json(&gw.cron.run_now(&id).map_err(cron_error)?)))
+    Ok(Json(job_json(&gw.cron.run_now(&id).await.map_err(cron_error)?)))
 }
 
 #[derive(Deserialize)]
@@ -212,6 +212,7 @@ pub(super) async fn cron_enable(
             }
             Ok(job.clone())
         })
+        .await
         .map_err(cron_error)?;
     Ok(Json(job_json(&job)))
 }
@@ -220,14 +221,17 @@ pub(super) async fn cron_enable(
 pub(super) async fn cron_remove(State(app): State<App>, Path(id): Path<String>) -> ApiResult {
     let gw = app.gateway()?;
     check_job_id(&id)?;
-    let job = gw.cron.update(|f| {
-        let i = f
-            .jobs
-            .iter()
-            .position(|j| j.id == id)
-            .ok_or_else(|| CronError::NotFound(id.clone()))?;
-        Ok(f.jobs.remove(i))
-    });
+    let job = gw
+        .cron
+        .update(|f| {
+            let i = f
+                .jobs
+                .iter()
+                .position(|j| j.id == id)
+                .ok_or_else(|| CronError::NotFound(id.clone()))?;
+            Ok(f.jobs.remove(i))
+        })
+        .await;
     Ok(Json(job_json(&job.map_err(cron_error)?)))
 }
 
@@ -243,7 +247,7 @@ fn pairing_error(e: PairingError) -> ApiError {
     match e {
         PairingError::UnknownCode { .. } => ApiError(StatusCode::NOT_FOUND, e.to_string()),
         PairingError::BadChannel(_) => bad(e.to_string()),
-        PairingError::File { .. } => failed(e),
+        PairingError::File { .. } | PairingError::Database(_) => failed(e),
     }
 }
 
@@ -252,7 +256,7 @@ pub(super) async fn pairing_list(State(app): State<App>) -> ApiResult {
     let gw = app.gateway()?;
     let now = crate::files::now_ms();
     let mut out = Vec::new();
-    let mut names = gw.pairing.channels();
+    let mut names = gw.pairing.channels().await.map_err(pairing_error)?;
     for c in gw.channel_settings() {
         if !names.contains(&c.name) {
             names.push(c.name);
@@ -260,7 +264,7 @@ pub(super) async fn pairing_list(State(app): State<App>) -> ApiResult {
     }
     names.sort();
     for channel in names {
-        let state = gw.pairing.load(&channel).map_err(pairing_error)?;
+        let state = gw.pairing.load(&channel).await.map_err(pairing_error)?;
         let pending: Vec<_> = state.pending.into_iter().filter(|p| p.expires_at_ms > now).collect();
         out.push(json!({"channel": channel, "pending": pending, "approved": state.approved}));
     }
@@ -278,11 +282,11 @@ pub(super) async fn pairing_decide(
     }
     match decision.as_str() {
         "approve" => {
-            let who = gw.pairing.approve(&channel, &code).map_err(pairing_error)?;
+            let who = gw.pairing.approve(&channel, &code).await.map_err(pairing_error)?;
             Ok(Json(json!({"approved": who})))
         }
         "deny" => {
-            let who = gw.pairing.deny(&channel, &code).map_err(pairing_error)?;
+            let who = gw.pairing.deny(&channel, &code).await.map_err(pairing_error)?;
             Ok(Json(json!({"denied": who})))
         }
         _ => Err(bad("decide approve or deny")),
