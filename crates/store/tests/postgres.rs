@@ -5,7 +5,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferroclaw_store::{Enqueued, Outbound, PgOptions, PgStore, SCHEMA_VERSION, StoreError};
+use ferroclaw_store::{
+    Answered, ApprovalRequest, CodeRequest, Enqueued, Outbound, PgOptions, PgStore, Pruned,
+    SCHEMA_VERSION, StoreError,
+};
 use ferroclaw_testkit::PgCluster;
 use serde_json::json;
 
@@ -269,6 +272,174 @@ async fn pairing_approval_puts_the_sender_on_the_allow_list() {
     assert_eq!(s.approve_pairing("telegram", "ABC123").await.unwrap().as_deref(), Some("42"));
     assert!(s.is_allowed("telegram", "42").await.unwrap());
     assert_eq!(s.approve_pairing("telegram", "ABC123").await.unwrap(), None, "used once");
+}
+
+#[tokio::test]
+async fn a_sender_keeps_one_code_which_any_process_approves_once_and_expired_codes_are_refused() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "pairing_codes", "a").await;
+    let b = a.with_holder("b");
+    let hour = Duration::from_secs(3600);
+    let ask = |sender: &'static str, code: &'static str| CodeRequest {
+        channel: "telegram",
+        sender,
+        chat_id: sender,
+        name: Some("Ann"),
+        new_code: code,
+        ttl: hour,
+        max_pending: 2,
+    };
+    let first = a.request_code(ask("42", "AAAA2222")).await.unwrap();
+    assert_eq!(first.code, "AAAA2222");
+    let again = b.request_code(ask("42", "BBBB3333")).await.unwrap();
+    assert_eq!(again.code, "AAAA2222", "the same sender keeps the code it was given");
+    // The oldest codes make room beyond max_pending.
+    b.request_code(ask("7", "CCCC4444")).await.unwrap();
+    b.request_code(ask("8", "DDDD5555")).await.unwrap();
+    let waiting: Vec<String> =
+        a.pairing_requests("telegram", hour).await.unwrap().into_iter().map(|r| r.code).collect();
+    assert_eq!(waiting, ["CCCC4444", "DDDD5555"]);
+    let approved = b.approve_code("telegram", "CCCC4444", hour).await.unwrap().unwrap();
+    assert_eq!((approved.sender.as_str(), approved.name.as_deref()), ("7", Some("Ann")));
+    assert!(a.is_allowed("telegram", "7").await.unwrap(), "honoured by the other process");
+    assert_eq!(a.approve_code("telegram", "CCCC4444", hour).await.unwrap(), None, "once");
+    assert_eq!(a.allowed_senders("telegram").await.unwrap()[0].sender, "7");
+    assert_eq!(a.pairing_channels().await.unwrap(), ["telegram"]);
+    // A code older than its lifetime cannot be approved; a denied one is gone.
+    assert_eq!(a.approve_code("telegram", "DDDD5555", Duration::ZERO).await.unwrap(), None);
+    assert_eq!(a.deny_code("telegram", "DDDD5555").await.unwrap().unwrap().sender, "8");
+    assert!(a.pairing_requests("telegram", hour).await.unwrap().is_empty());
+    assert!(a.disallow("telegram", "7").await.unwrap());
+    assert!(!b.is_allowed("telegram", "7").await.unwrap());
+}
+
+#[tokio::test]
+async fn cron_job_edits_from_several_processes_never_lose_one_another() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "cron_edits", "a").await;
+    let edits = (0..8).map(|i| {
+        let s = a.with_holder(format!("p{i}"));
+        async move {
+            s.edit_cron_jobs(|jobs| {
+                jobs.push((format!("job{i}"), json!({"n": i})));
+                Ok::<_, ()>(())
+            })
+            .await
+        }
+    });
+    for done in futures_util::future::join_all(edits).await {
+        done.unwrap().unwrap();
+    }
+    let jobs = a.cron_jobs().await.unwrap();
+    assert_eq!(jobs.len(), 8, "{jobs:?}");
+    // A change that fails writes nothing; a removal removes.
+    let failed = a
+        .edit_cron_jobs(|jobs| {
+            jobs.clear();
+            Err::<(), _>("no")
+        })
+        .await
+        .unwrap();
+    assert_eq!(failed, Err("no"));
+    assert_eq!(a.cron_jobs().await.unwrap().len(), 8);
+    a.edit_cron_jobs(|jobs| {
+        jobs.retain(|(id, _)| id != "job3");
+        jobs[0].1 = json!({"changed": true});
+        Ok::<_, ()>(())
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let jobs = a.cron_jobs().await.unwrap();
+    assert_eq!(jobs.len(), 7);
+    assert!(jobs.iter().all(|(id, _)| id != "job3"));
+    assert!(jobs.iter().any(|(_, body)| body["changed"] == true));
+}
+
+#[tokio::test]
+async fn an_approval_is_answered_once_by_its_owner_wherever_the_answer_arrives() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "approvals", "a").await;
+    let b = a.with_holder("b");
+    let request = ApprovalRequest {
+        id: "0123abcd".into(),
+        channel: "web".into(),
+        chat_id: "c1".into(),
+        owner: "owner".into(),
+        tool: "bash".into(),
+        prompt: json!({"summary": "bash: ls"}),
+    };
+    a.open_approval(&request).await.unwrap();
+    assert!(a.approvals_to_show("web", &[]).await.unwrap().is_empty(), "not its own");
+    assert_eq!(b.approvals_to_show("web", &[]).await.unwrap(), [request.clone()]);
+    assert!(b.approvals_to_show("web", &["0123abcd".into()]).await.unwrap().is_empty());
+    assert!(!a.approval_shown("0123abcd").await.unwrap());
+    b.mark_approval_shown("0123abcd").await.unwrap();
+    assert!(a.approval_shown("0123abcd").await.unwrap());
+    let answer = |s: &PgStore, chat: &'static str, sender: &'static str| {
+        let s = s.clone();
+        async move {
+            s.answer_approval("0123abcd", "web", chat, |owner| owner == sender, "once", "")
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(answer(&b, "c2", "owner").await, Answered::Unknown, "another chat's");
+    assert_eq!(answer(&b, "c1", "mallory").await, Answered::NotAllowed);
+    assert_eq!(a.approval_answer("0123abcd").await.unwrap(), None);
+    assert_eq!(answer(&b, "c1", "owner").await, Answered::Done { tool: "bash".into() });
+    assert_eq!(answer(&b, "c1", "owner").await, Answered::Unknown, "answered once");
+    assert_eq!(a.approval_answer("0123abcd").await.unwrap(), Some(("once".into(), String::new())));
+    a.resolve_approval("0123abcd", "approved once").await.unwrap();
+    let ids = ["0123abcd".to_string()];
+    assert_eq!(
+        b.approval_outcomes(&ids).await.unwrap(),
+        [("0123abcd".to_string(), "approved once".to_string())]
+    );
+}
+
+#[tokio::test]
+async fn housekeeping_prunes_only_what_finished_and_one_process_at_a_time() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "prune", "a").await;
+    for n in 0..5 {
+        s.enqueue("web", &format!("m{n}"), &format!("web:{n}"), None, &json!({})).await.unwrap();
+    }
+    // Three finished with an answer each, delivered; two still waiting.
+    for _ in 0..3 {
+        let claim = s.claim(LONG).await.unwrap().unwrap();
+        let answer = Outbound {
+            key: format!("reply:{}", claim.id),
+            channel: "web".into(),
+            chat: claim.chat.clone(),
+            origin: None,
+            body: json!({}),
+        };
+        assert!(s.complete(&claim, Some(&answer)).await.unwrap());
+    }
+    assert_eq!(s.take_outbound(10).await.unwrap().len(), 3);
+    s.claim_cron_slot("daily", 1).await.unwrap();
+    s.record_step("sess", "done", 0, &json!({})).await.unwrap();
+    s.record_step("sess", "done", 1, &json!({})).await.unwrap();
+    s.finish_turn("sess", "done").await.unwrap();
+    s.record_step("sess", "running", 0, &json!({})).await.unwrap();
+    // Kept a week: nothing is old enough.
+    let week = Duration::from_secs(7 * 86_400);
+    assert_eq!(s.prune(week, 2).await.unwrap(), Some(Pruned::default()));
+    // Kept no time: what finished goes, in batches of 2; the rest stays.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let pruned = s.prune(Duration::ZERO, 2).await.unwrap().unwrap();
+    assert_eq!((pruned.inbound, pruned.outbound, pruned.cron_runs, pruned.turns), (3, 3, 1, 1));
+    assert_eq!(s.unfinished().await.unwrap(), 2);
+    assert!(s.load_steps("sess", "done").await.unwrap().0.is_empty());
+    assert_eq!(s.unfinished_turns().await.unwrap().len(), 1, "a turn in flight stays");
+    // While another process prunes, a second one skips the round.
+    let url = format!("postgres://postgres@127.0.0.1:{}/prune", pg.port());
+    let (client, connection) = tokio_postgres_connect(&url).await;
+    client.batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1717790827)").await.unwrap();
+    assert_eq!(s.prune(Duration::ZERO, 2).await.unwrap(), None);
+    drop(client);
+    connection.abort();
 }
 
 #[tokio::test]
