@@ -238,3 +238,65 @@ fn telegram_runs_in_one_gateway_and_another_takes_it_over_when_that_one_is_kille
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(fake.sent_to(7), ["echo: one", "echo: two"]);
 }
+
+#[test]
+fn two_gateways_share_cron_jobs_and_pairing_through_the_database() {
+    use gateway_support::fake_telegram::FakeTelegram;
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("shared_cron_and_pairing");
+    let fake = FakeTelegram::start();
+    let options = ServerOptions { repeat: true, ..Default::default() };
+    let env = Env::with_options(
+        Wire::OpenAi,
+        vec![Turn::text(format!("echo: {LAST_USER}")).into()],
+        options,
+    );
+    // Telegram's default policy: strangers pair first.
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nstore = \"{url}\"\n\
+         [channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\n\
+         poll_timeout_secs = 1\n",
+        fake.base
+    ));
+    let mut gateways = vec![start(&env, free_port()), start(&env, free_port())];
+    let cli = |args: &[&str]| {
+        let out = env.std_cmd().args(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{args:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        stdout
+    };
+    // A job added with the CLI goes to the database, where both gateways see it.
+    cli(&["cron", "add", "--at", "+2s", "-m", "water the plants"]);
+    assert!(!env.home.path().join("cron").join("jobs.json").exists());
+    let runs = || {
+        let requests = env.server.requests();
+        requests.iter().filter(|r| last_user_text(&r.body).contains("water the plants")).count()
+    };
+    gateway_support::wait_for(60, "the job's run", || runs() >= 1);
+    // A stranger gets a code from whichever gateway polls Telegram ...
+    fake.user_says(42, "Ann", "hello");
+    gateway_support::wait_for(60, "a pairing code", || !fake.sent_to(42).is_empty());
+    let reply = fake.sent_to(42)[0].clone();
+    let code = reply.split("pairing code is ").nth(1).and_then(|r| r.get(..8)).unwrap().to_string();
+    // ... the owner approves it with the CLI, against the database ...
+    let approved = cli(&["pairing", "approve", "telegram", &code]);
+    assert!(approved.contains("approved sender 42"), "{approved}");
+    assert!(cli(&["pairing", "list"]).contains("approved  sender 42"));
+    // ... and the other gateway, polling Telegram once the first stops, lets her in.
+    let holds = |gw: &Gateway| {
+        std::fs::read_to_string(&gw.stderr_path)
+            .unwrap_or_default()
+            .contains("this process holds the channel")
+    };
+    let holder = gateways.iter().position(holds).expect("one gateway polls Telegram");
+    gateways.remove(holder).terminate();
+    fake.user_says(42, "Ann", "it is me");
+    gateway_support::wait_for(60, "Ann's answer", || {
+        fake.sent_to(42).iter().any(|m| m == "echo: it is me")
+    });
+    assert!(holds(&gateways[0]));
+    assert!(!env.home.path().join("pairing").exists(), "pairing lives in the database");
+    // Two gateways ran, and the job ran once; a one-shot job is gone after its run.
+    assert_eq!(runs(), 1, "the job ran once");
+    assert!(cli(&["cron", "list"]).contains("no cron jobs"));
+}

@@ -792,6 +792,106 @@ mod tests {
         assert_eq!(b.waiting(), 0);
     }
 
+    /// A web channel of one process: shows requests only when a page is open.
+    struct Page {
+        open: bool,
+        prompts: Mutex<Vec<(String, ApprovalPrompt)>>,
+        resolved: Mutex<Vec<(String, String)>>,
+    }
+
+    #[async_trait]
+    impl Channel for Page {
+        fn name(&self) -> &str {
+            "web"
+        }
+        async fn start(&self, _: MessageBus, _: CancellationToken) -> Result<(), ChannelError> {
+            Ok(())
+        }
+        async fn send(&self, _: OutboundMessage) -> Result<(), ChannelError> {
+            Ok(())
+        }
+        async fn ask_approval(&self, chat: &str, p: &ApprovalPrompt) -> Result<(), ChannelError> {
+            if !self.open {
+                return Err(ChannelError::UnknownChat {
+                    channel: "web".into(),
+                    chat_id: chat.into(),
+                });
+            }
+            self.prompts.lock().unwrap().push((chat.to_string(), p.clone()));
+            Ok(())
+        }
+        async fn approval_resolved(&self, _: &str, id: &str, o: &str) -> Result<(), ChannelError> {
+            self.resolved.lock().unwrap().push((id.to_string(), o.to_string()));
+            Ok(())
+        }
+    }
+
+    fn page(open: bool) -> Arc<Page> {
+        Arc::new(Page { open, prompts: Mutex::default(), resolved: Mutex::default() })
+    }
+
+    async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        for _ in 0..400 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{what}: not within 10 s");
+    }
+
+    #[tokio::test]
+    async fn a_request_asked_in_one_gateway_is_shown_and_answered_where_the_page_is() {
+        let Some(pg) = ferroclaw_testkit::PgCluster::shared() else { return };
+        let url = pg.database("approvals_across_gateways");
+        let db = PgStore::connect(&url, Default::default()).await.unwrap();
+        // The turn runs in A, which has no page on the chat; B has it.
+        let (a_page, b_page) = (page(false), page(true));
+        let broker = |page: &Arc<Page>, holder: &str| {
+            let outbox = Outbox::new([page.clone() as Arc<dyn Channel>]);
+            let b = ApprovalBroker::new(outbox, DEFAULT_APPROVAL_TIMEOUT, Vec::new());
+            Arc::new(b.with_database(db.with_holder(holder)))
+        };
+        let (a, b) = (broker(&a_page, "a"), broker(&b_page, "b"));
+        let stop = CancellationToken::new();
+        tokio::spawn(b.clone().show_asked_elsewhere(stop.clone()));
+        let asking = tokio::spawn(async move {
+            let key = SessionKey::new("web", "c1");
+            a.ask(&key, "owner", &call(), &CancellationToken::new()).await
+        });
+        until("B's page shows the request", || !b_page.prompts.lock().unwrap().is_empty()).await;
+        let (chat, prompt) = b_page.prompts.lock().unwrap()[0].clone();
+        assert_eq!((chat.as_str(), prompt.summary.as_str()), ("c1", "bash: rm -rf build"));
+        let from = |sender: &str| InboundMessage::new("web", sender, "c1", "/approve");
+        let stranger = b.answer(&from("mallory"), &prompt.id, Choice::Once).await;
+        assert_eq!(stranger, Decided::NotAllowed);
+        let done = b.answer(&from("owner"), &prompt.id, Choice::Chat).await;
+        assert!(matches!(done, Decided::Done { .. }), "{done:?}");
+        assert_eq!(asking.await.unwrap(), Approval::AlwaysForSession, "the turn in A goes on");
+        let again = b.answer(&from("owner"), &prompt.id, Choice::Once).await;
+        assert_eq!(again, Decided::Unknown, "answered once");
+        let told = || b_page.resolved.lock().unwrap().iter().any(|(id, _)| *id == prompt.id);
+        until("B's page is told how it ended", told).await;
+        assert!(a_page.prompts.lock().unwrap().is_empty());
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn with_no_page_open_in_any_gateway_the_call_is_denied_saying_why() {
+        let Some(pg) = ferroclaw_testkit::PgCluster::shared() else { return };
+        let url = pg.database("approvals_nobody");
+        let db = PgStore::connect(&url, Default::default()).await.unwrap();
+        let outbox = Outbox::new([page(false) as Arc<dyn Channel>]);
+        let a = ApprovalBroker::new(outbox, DEFAULT_APPROVAL_TIMEOUT, Vec::new())
+            .with_database(db.with_holder("a"));
+        let key = SessionKey::new("web", "c1");
+        let Approval::No(why) = a.ask(&key, "owner", &call(), &CancellationToken::new()).await
+        else {
+            panic!("not denied");
+        };
+        assert!(why.contains("no chat page is open"), "{why}");
+    }
+
     #[test]
     fn choices_parse_from_button_words_and_commands() {
         assert_eq!(describe(DEFAULT_APPROVAL_TIMEOUT), "10 min");
