@@ -26,6 +26,9 @@ const CRON_TICK: Duration = Duration::from_millis(500);
 /// How often old rows are pruned from a shared database (the first round a
 /// minute after start).
 const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(600);
+/// A job's run unfinished for longer than this (its process died) no longer
+/// keeps other gateways from running the job's next slots.
+const STILL_RUNNING: Duration = Duration::from_secs(3600);
 /// Rows deleted per transaction when pruning.
 const PRUNE_BATCH: i64 = 1000;
 
@@ -59,17 +62,23 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
         };
         for job in due {
             match shared.store.clone() {
-                None => start_job(&shared, job, running.clone()),
+                None => start_job(&shared, job, running.clone(), None),
                 // Several gateways: the one that claims the slot runs it.
                 Some(link) => {
                     let (shared, running) = (shared.clone(), running.clone());
                     tokio::spawn(async move {
                         let slot = job.state.last_run_at_ms.unwrap_or_default() as i64;
-                        match link.store.claim_cron_slot(&job.id, slot).await {
-                            Ok(Some(_)) => start_job(&shared, job, running),
-                            Ok(None) => {
-                                tracing::info!(job = %job.id, "cron slot run by another gateway")
+                        let claimed =
+                            link.store.claim_cron_slot_if_idle(&job.id, slot, STILL_RUNNING).await;
+                        match claimed {
+                            Ok(Some(claim)) => {
+                                let record = Some((link.clone(), claim));
+                                start_job(&shared, job, running, record)
                             }
+                            Ok(None) => tracing::info!(
+                                job = %job.id,
+                                "cron slot run by another gateway, or the job still runs there; skipped here"
+                            ),
                             Err(e) => {
                                 tracing::error!(job = %job.id, "cron slot not claimed ({e}); skipped")
                             }
@@ -125,7 +134,14 @@ async fn claim_due_jobs(
 }
 
 /// Runs one job as a turn in its own session and records how it went.
-fn start_job(shared: &Arc<Shared>, job: CronJob, running: Arc<Mutex<HashSet<String>>>) {
+/// With a shared database, `record` is the slot's claim: its run record is
+/// finished with the outcome.
+fn start_job(
+    shared: &Arc<Shared>,
+    job: CronJob,
+    running: Arc<Mutex<HashSet<String>>>,
+    record: Option<(Arc<crate::scaleout::StoreLink>, ferroclaw_store::CronClaim)>,
+) {
     running.lock().unwrap_or_else(PoisonError::into_inner).insert(job.id.clone());
     let key = SessionKey::new("cron", job.id.clone());
     let delivery = match (&job.payload.channel, &job.payload.to) {
@@ -171,6 +187,15 @@ fn start_job(shared: &Arc<Shared>, job: CronJob, running: Arc<Mutex<HashSet<Stri
         });
         if let Err(e) = recorded.await {
             tracing::warn!("cron: cannot record the run of {}: {e}", job.id);
+        }
+        if let Some((link, claim)) = record {
+            let how = match &outcome {
+                WorkResult::Answered(_) => "ok".to_string(),
+                WorkResult::Failed(e) => format!("error: {e}"),
+            };
+            if let Err(e) = link.store.finish_cron_run(&claim, &how).await {
+                tracing::warn!("cron: cannot record the end of {}'s run: {e}", job.id);
+            }
         }
         running.lock().unwrap_or_else(PoisonError::into_inner).remove(&job.id);
     });

@@ -35,6 +35,29 @@ impl PgStore {
         Ok(row.map(|_| CronClaim { job: job.to_string(), slot: slot_ms }))
     }
 
+    /// Claims `job`'s run at `slot_ms` unless a run of it is still going
+    /// (started less than `stale` ago and not finished, in any process):
+    /// `None` when another process has the slot or the job still runs.
+    pub async fn claim_cron_slot_if_idle(
+        &self,
+        job: &str,
+        slot_ms: i64,
+        stale: std::time::Duration,
+    ) -> Result<Option<CronClaim>, StoreError> {
+        let client = self.pool.get().await?;
+        let row = client
+            .query_opt(
+                "INSERT INTO cron_runs (job, slot, holder)
+                 SELECT $1, $2, $3 WHERE NOT EXISTS (
+                     SELECT 1 FROM cron_runs WHERE job = $1 AND finished_at IS NULL
+                       AND started_at > now() - make_interval(secs => $4))
+                 ON CONFLICT (job, slot) DO NOTHING RETURNING 1",
+                &[&job, &slot_ms, &self.holder(), &stale.as_secs_f64()],
+            )
+            .await?;
+        Ok(row.map(|_| CronClaim { job: job.to_string(), slot: slot_ms }))
+    }
+
     /// Records how the run of `claim` ended (`ok`, or the error).
     pub async fn finish_cron_run(
         &self,

@@ -354,6 +354,14 @@ async fn cron_job_edits_from_several_processes_never_lose_one_another() {
     assert_eq!(jobs.len(), 7);
     assert!(jobs.iter().all(|(id, _)| id != "job3"));
     assert!(jobs.iter().any(|(_, body)| body["changed"] == true));
+    // A job still running in one process is not started again by another.
+    let hour = Duration::from_secs(3600);
+    let b = a.with_holder("b");
+    let run = a.claim_cron_slot_if_idle("job1", 1, hour).await.unwrap().unwrap();
+    assert_eq!(b.claim_cron_slot_if_idle("job1", 2, hour).await.unwrap(), None, "still running");
+    a.finish_cron_run(&run, "ok").await.unwrap();
+    assert!(b.claim_cron_slot_if_idle("job1", 2, hour).await.unwrap().is_some());
+    assert_eq!(b.claim_cron_slot_if_idle("job1", 2, hour).await.unwrap(), None, "once a slot");
 }
 
 #[tokio::test]
@@ -371,7 +379,7 @@ async fn an_approval_is_answered_once_by_its_owner_wherever_the_answer_arrives()
     };
     a.open_approval(&request).await.unwrap();
     assert!(a.approvals_to_show("web", &[]).await.unwrap().is_empty(), "not its own");
-    assert_eq!(b.approvals_to_show("web", &[]).await.unwrap(), [request.clone()]);
+    assert_eq!(b.approvals_to_show("web", &[]).await.unwrap(), [request]);
     assert!(b.approvals_to_show("web", &["0123abcd".into()]).await.unwrap().is_empty());
     assert!(!a.approval_shown("0123abcd").await.unwrap());
     b.mark_approval_shown("0123abcd").await.unwrap();
