@@ -476,10 +476,14 @@ fn hides_commands(script: &ferroclaw_tools::shell::Script) -> bool {
         || script.commands.iter().any(|cmd| {
             let words = cmd.unwrapped();
             let Some(program) = cmd.program() else { return cmd.dynamic_program() };
-            let reads_script = READERS.contains(&program)
-                && !words[1..].iter().any(|w| {
-                    w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
-                });
+            let reads_script = match program {
+                "source" | "." => true,
+                shell if READERS.contains(&shell) => !matches!(
+                    ferroclaw_tools::shell::shell_input(&words[1..]),
+                    ferroclaw_tools::shell::ShellInput::Command(_)
+                ),
+                _ => false,
+            };
             reads_script
                 || program == "alias"
                 || (program.starts_with('{') && program.contains(','))
