@@ -235,12 +235,10 @@ fn env_split_string(wrappers: &[Word]) -> Option<Option<String>> {
         let t = w.text.as_str();
         let value = if t == "-S" || t == "--split-string" {
             rest.next().map(|v| (v.text.clone(), v.dynamic))
-        } else if let Some(v) = t.strip_prefix("--split-string=") {
-            Some((v.to_string(), w.dynamic))
-        } else if let Some(v) = t.strip_prefix("-S").filter(|_| !t.starts_with("--")) {
-            Some((v.to_string(), w.dynamic))
         } else {
-            None
+            t.strip_prefix("--split-string=")
+                .or_else(|| t.strip_prefix("-S"))
+                .map(|v| (v.to_string(), w.dynamic))
         };
         if let Some((text, dynamic)) = value {
             return Some((!dynamic).then_some(text));
