@@ -35,7 +35,8 @@ const WRAPPERS: &[(&str, &[&str])] = &[
     ("nice", &["-n", "--adjustment"]),
     ("ionice", &["-c", "-n", "-p"]),
     ("timeout", &["-s", "--signal", "-k", "--kill-after"]),
-    ("xargs", &["-I", "-i", "-n", "-P", "-L", "-l", "-d", "-a", "-E", "-e", "-s", "--delimiter"]),
+    // `-i`, `-l` and `-e` take their value attached (`-i{}`), if any.
+    ("xargs", &["-I", "-n", "-P", "-L", "-d", "-a", "-E", "-s", "--delimiter"]),
     ("stdbuf", &["-i", "-o", "-e"]),
     ("setsid", &[]),
     ("unbuffer", &[]),
@@ -247,6 +248,29 @@ fn env_split_string(wrappers: &[Word]) -> Option<Option<String>> {
     None
 }
 
+/// The text `xargs` (among the wrappers) replaces with what it reads
+/// (`-I R`, `-iR`, `-i`/`--replace` for `{}`, `--replace=R`), if any: a
+/// shell's `-c` string holding it runs whatever comes in on stdin.
+fn xargs_placeholder(wrappers: &[Word]) -> Option<String> {
+    let start = wrappers.iter().position(|w| basename(&w.text) == "xargs")?;
+    let mut rest = wrappers[start + 1..].iter();
+    while let Some(w) = rest.next() {
+        let t = w.text.as_str();
+        match t {
+            "-I" => return rest.next().map(|v| v.text.clone()),
+            "-i" | "--replace" => return Some("{}".into()),
+            _ => {}
+        }
+        if let Some(r) = t.strip_prefix("--replace=").or_else(|| t.strip_prefix("-I")) {
+            return Some(r.to_string());
+        }
+        if let Some(r) = t.strip_prefix("-i") {
+            return Some(r.to_string());
+        }
+    }
+    None
+}
+
 /// `/usr/bin/rm` -> `rm`.
 pub fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
@@ -338,6 +362,9 @@ struct Walker {
     /// A quoted or escaped literal holds `$(` or a backtick: code that runs
     /// if bash ever evaluates the value (see `arithmetic`).
     code_in_literal: bool,
+    /// The command being walked is a `find -exec` one: `{}` in it becomes
+    /// each file's name.
+    in_find_exec: bool,
 }
 
 impl Walker {
@@ -488,7 +515,14 @@ impl Walker {
                 let args = words.get(skip..).unwrap_or_default();
                 match shell_input(args) {
                     ShellInput::Command(w) if !w.dynamic => {
-                        self.parse_into(&w.text.clone(), depth + 1)
+                        let before = words_before_program(&cmd_words);
+                        let fill = if self.in_find_exec { Some("{}".to_string()) } else { None };
+                        match fill.or_else(|| xargs_placeholder(&before)) {
+                            Some(mark) if w.text.contains(&mark) => self.script.unknown.push(
+                                format!("{shell} -c with a command string filled in at run time ({mark})"),
+                            ),
+                            _ => self.parse_into(&w.text.clone(), depth + 1),
+                        }
                     }
                     ShellInput::Command(_) => {
                         self.script.unknown.push(format!("{shell} -c with a computed script"))
@@ -559,7 +593,9 @@ impl Walker {
                         ..Default::default()
                     };
                     if !cmd.words.is_empty() {
+                        let outer = std::mem::replace(&mut self.in_find_exec, true);
                         self.finish_command(cmd, _src, depth + 1);
+                        self.in_find_exec = outer;
                     }
                 }
             }
@@ -907,6 +943,17 @@ mod tests {
             ShellInput::Hidden
         );
         assert!(!parse("env -S \"$X\"").understood());
+        for filled in [
+            "cat cmds | xargs -I{} bash -c {}",
+            "xargs -I % sh -c 'echo %'",
+            "xargs -i sh -c '{}'",
+            "find . -name '*.sh' -exec sh -c '{}' \\;",
+        ] {
+            assert!(!parse(filled).understood(), "{filled}: runs what stdin or a file name says");
+        }
+        assert!(parse("xargs -n1 sh -c 'echo \"$0\"'").understood());
+        assert_eq!(parse("xargs -i rm -rf {}").commands[0].program(), Some("rm"));
+        assert!(parse("find . -exec grep -l x {} +").understood());
     }
 
     #[test]
