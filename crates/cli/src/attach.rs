@@ -60,9 +60,8 @@ fn is_image(bytes: &[u8]) -> bool {
 /// The file a mention names: as written, then without trailing punctuation.
 fn resolve(raw: &str, workspace: &Path) -> Option<(PathBuf, String)> {
     for candidate in [raw, raw.trim_end_matches(TRAILING)] {
-        let path = match candidate.strip_prefix("~/") {
-            Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
-            None => workspace.join(candidate),
+        let Some(path) = ferroclaw_core::mentions::mention_path(candidate, workspace) else {
+            continue;
         };
         if path.is_file() {
             return Some((path, candidate.to_string()));

@@ -120,7 +120,8 @@ impl CustomCommand {
 /// Every custom command for `workspace`, first found wins by name:
 /// `.agent/commands`, `.claude/commands`, `$FERROCLAW_HOME/commands`,
 /// `~/.claude/commands`. A project's commands still work in an untrusted
-/// workspace, but their `allowed-tools` are not granted. Returns the
+/// workspace, but their `allowed-tools` are not granted and their `@file`
+/// mentions of files outside the project (`@~/.ssh/id_rsa`) include nothing. Returns the
 /// commands (by name) and the files that could not be read.
 pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>, Vec<String>) {
     let claude_home = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -150,6 +151,7 @@ pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>
                 Ok(mut cmd) => {
                     if in_project && !trusted {
                         cmd.allowed_tools.clear();
+                        cmd.body = crate::mentions::without_outside_mentions(&cmd.body);
                     }
                     cmd.path = path;
                     commands.push(cmd);
@@ -332,6 +334,22 @@ mod tests {
             Some(("frontend:test", "now"))
         );
         assert!(find(&cmds, "/nope").is_none());
+    }
+
+    #[test]
+    fn an_untrusted_projects_command_includes_no_file_from_outside_the_project() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let dir = ws.path().join(".claude/commands");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("review.md"), "Review @src/a.rs with @~/.ssh/id_rsa\n").unwrap();
+        std::fs::create_dir_all(home.path().join("commands")).unwrap();
+        std::fs::write(home.path().join("commands/mine.md"), "Use @~/notes.md\n").unwrap();
+        let (cmds, _) = load(ws.path(), home.path(), false);
+        assert_eq!(cmds[1].body, "Review @src/a.rs with ~/.ssh/id_rsa\n");
+        assert_eq!(cmds[0].body, "Use @~/notes.md\n", "the user's own commands are theirs");
+        let (cmds, _) = load(ws.path(), home.path(), true);
+        assert_eq!(cmds[1].body, "Review @src/a.rs with @~/.ssh/id_rsa\n");
     }
 
     #[test]

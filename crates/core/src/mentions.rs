@@ -49,11 +49,17 @@ pub fn user_message(text: &str, workspace: &Path) -> Message {
 
 /// The raw mention strings of a text, without the `@` or quotes.
 pub fn mentions(text: &str) -> Vec<String> {
+    mention_spans(text).into_iter().map(|(_, m)| m).collect()
+}
+
+/// Each mention with the byte offset of its `@`.
+fn mention_spans(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut rest = text;
     let mut at_start = true;
     while let Some(i) = rest.find('@') {
         let before_ok = if i == 0 { at_start } else { rest[..i].ends_with(char::is_whitespace) };
+        let at = text.len() - rest.len() + i;
         let after = &rest[i + 1..];
         at_start = false;
         if !before_ok {
@@ -63,18 +69,49 @@ pub fn mentions(text: &str) -> Vec<String> {
         if let Some(quoted) = after.strip_prefix('"')
             && let Some(end) = quoted.find('"')
         {
-            out.push(quoted[..end].to_string());
+            out.push((at, quoted[..end].to_string()));
             rest = &quoted[end + 1..];
             continue;
         }
         let end = after.find(char::is_whitespace).unwrap_or(after.len());
         let word = &after[..end];
         if !word.is_empty() {
-            out.push(word.to_string());
+            out.push((at, word.to_string()));
         }
         rest = &after[end..];
     }
     out
+}
+
+/// `text` with the `@` taken off every mention of a file outside the
+/// project (`@~/.ssh/id_rsa`, `@/etc/passwd`): they stay as words and
+/// include nothing. For text the user did not write, such as an untrusted
+/// project's command files.
+pub fn without_outside_mentions(text: &str) -> String {
+    let mut out = text.to_string();
+    for (at, raw) in mention_spans(text).into_iter().rev() {
+        if raw.starts_with('~') || Path::new(&raw).is_absolute() {
+            out.remove(at);
+        }
+    }
+    out
+}
+
+/// The file a mention names, if it may be included: `~/x` in the home
+/// folder and `/abs` as written (the user typed them), a relative one only
+/// inside the workspace: `..` or a link in the project pointing out of it
+/// (`notes.md -> ~/.ssh/id_rsa`) names nothing, as for the file tools.
+/// `None` also when nothing is there.
+pub fn mention_path(raw: &str, workspace: &Path) -> Option<PathBuf> {
+    if let Some(rest) = raw.strip_prefix("~/") {
+        return Some(PathBuf::from(std::env::var_os("HOME")?).join(rest));
+    }
+    if Path::new(raw).is_absolute() {
+        return Some(PathBuf::from(raw));
+    }
+    let real = workspace.join(raw).canonicalize().ok()?;
+    let root = workspace.canonicalize().ok()?;
+    real.starts_with(&root).then_some(real)
 }
 
 /// The file and media type of a mention that names an image, trying the
@@ -82,7 +119,9 @@ pub fn mentions(text: &str) -> Vec<String> {
 fn resolve_image(raw: &str, workspace: &Path) -> Option<(PathBuf, &'static str)> {
     let trimmed = raw.trim_end_matches(TRAILING);
     for candidate in [raw, trimmed] {
-        let path = expand(candidate, workspace);
+        let Some(path) = mention_path(candidate, workspace) else {
+            continue;
+        };
         let Ok(meta) = path.metadata() else {
             continue;
         };
@@ -92,15 +131,6 @@ fn resolve_image(raw: &str, workspace: &Path) -> Option<(PathBuf, &'static str)>
         return media_type(&path).map(|m| (path, m));
     }
     None
-}
-
-fn expand(raw: &str, workspace: &Path) -> PathBuf {
-    if let Some(rest) = raw.strip_prefix("~/")
-        && let Some(home) = std::env::var_os("HOME")
-    {
-        return PathBuf::from(home).join(rest);
-    }
-    workspace.join(raw)
 }
 
 /// The media type of an image file, from its first bytes (not its name).
@@ -141,6 +171,30 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(blocks[1], ContentBlock::text(text));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_relative_mention_never_reaches_outside_the_workspace() {
+        let ws = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.png"), PNG).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.png"), ws.path().join("shot.png"))
+            .unwrap();
+        let up = format!("../{}/secret.png", outside.path().file_name().unwrap().to_str().unwrap());
+        for text in ["look at @shot.png".to_string(), format!("look at @{up}")] {
+            assert_eq!(expand_mentions(&text, ws.path()), [ContentBlock::text(&text)], "{text}");
+        }
+        let typed = format!("look at @{}", outside.path().join("secret.png").display());
+        assert_eq!(expand_mentions(&typed, ws.path()).len(), 2, "an absolute path is the user's");
+    }
+
+    #[test]
+    fn mentions_outside_the_project_lose_their_at_sign() {
+        assert_eq!(
+            without_outside_mentions("see @~/.ssh/id_rsa, @/etc/passwd, @\"/a b\" and @src/a.rs"),
+            "see ~/.ssh/id_rsa, /etc/passwd, \"/a b\" and @src/a.rs"
+        );
     }
 
     #[test]

@@ -469,17 +469,36 @@ impl Permissions {
 /// True when `script` may run commands its parse does not show: a part the
 /// grammar could not read, a program computed at run time (`$x`, `rm${IFS}`,
 /// `$'rm'`, `{rm,-rf,x}`), a shell or `source` reading commands from stdin
-/// or a file (`echo rm x | bash`, `source <(...)`), or an alias.
+/// or a file (`echo rm x | bash`, `source <(...)`, `| su`, `| sudo -s`), or
+/// an alias.
 fn hides_commands(script: &ferroclaw_tools::shell::Script) -> bool {
     const READERS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "source", "."];
     !script.understood()
         || script.commands.iter().any(|cmd| {
             let words = cmd.unwrapped();
-            let Some(program) = cmd.program() else { return cmd.dynamic_program() };
-            let reads_script = READERS.contains(&program)
-                && !words[1..].iter().any(|w| {
-                    w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
+            let Some(program) = cmd.program() else {
+                // `sudo -s`, `sudo -i`, `doas -s`: a shell reading stdin.
+                let sudo = cmd.words.first().is_some_and(|w| {
+                    matches!(ferroclaw_tools::shell::basename(&w.text), "sudo" | "doas")
                 });
+                let shell = cmd
+                    .words
+                    .iter()
+                    .any(|w| matches!(w.text.as_str(), "-s" | "-i" | "--shell" | "--login"));
+                return cmd.dynamic_program() || (sudo && shell);
+            };
+            let reads_script = match program {
+                "source" | "." => true,
+                // Without `-c`, su and script start a shell reading stdin.
+                "su" | "script" => !words[1..]
+                    .iter()
+                    .any(|w| matches!(w.text.as_str(), "-c" | "--command" | "--session-command")),
+                shell if READERS.contains(&shell) => !matches!(
+                    ferroclaw_tools::shell::shell_input(&words[1..]),
+                    ferroclaw_tools::shell::ShellInput::Command(_)
+                ),
+                _ => false,
+            };
             reads_script
                 || program == "alias"
                 || (program.starts_with('{') && program.contains(','))

@@ -185,7 +185,9 @@ pub fn safe_file_name(name: &str) -> String {
 /// added rather than overwriting); the path relative to the workspace.
 /// Written beneath the workspace without following links: the agent's
 /// commands may have made `inbox` a link to `~/.ssh` or an autostart folder,
-/// and a sender chooses the file's name and bytes.
+/// and a sender chooses the file's name and bytes. Whether a name is free
+/// is decided by the write itself ([`ferroclaw_tools::Beneath::create_new`]),
+/// so a file the agent's commands create meanwhile is never replaced.
 pub fn save_in_inbox(workspace: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let refused = |e: ferroclaw_tools::ToolError| std::io::Error::other(e.to_string());
     let beneath = ferroclaw_tools::Beneath::open(workspace).map_err(refused)?;
@@ -197,11 +199,9 @@ pub fn save_in_inbox(workspace: &Path, name: &str, bytes: &[u8]) -> std::io::Res
     for n in 1..1000 {
         let candidate = if n == 1 { name.clone() } else { format!("{stem}-{n}{ext}") };
         let rel = Path::new(INBOX).join(&candidate);
-        if std::fs::symlink_metadata(workspace.join(&rel)).is_ok() {
-            continue;
+        if beneath.create_new(&rel, bytes).map_err(refused)? {
+            return Ok(rel);
         }
-        beneath.write_atomic(&rel, bytes).map_err(refused)?;
-        return Ok(rel);
     }
     Err(std::io::Error::other(format!("too many files called {name} in inbox/")))
 }
@@ -343,7 +343,8 @@ impl Outgoing {
             path: path.to_string(),
             reason: e.to_string(),
         };
-        let size = std::fs::metadata(path).map_err(unreadable)?.len();
+        let file = open_no_links(Path::new(path)).map_err(unreadable)?;
+        let size = file.metadata().map_err(unreadable)?.len();
         let mb = |n: u64| format!("{:.1}", n as f64 / 1_048_576.0);
         if size > file_limit {
             return Err(MediaError::TooBig {
@@ -354,7 +355,11 @@ impl Outgoing {
                 kind: "files",
             });
         }
-        let bytes = std::fs::read(path).map_err(unreadable)?;
+        let mut bytes = Vec::new();
+        {
+            use std::io::Read;
+            (&file).take(file_limit).read_to_end(&mut bytes).map_err(unreadable)?;
+        }
         let image = ferroclaw_tools::image_media_type(&bytes[..bytes.len().min(16)]);
         let photo = image.is_some() && size <= photo_limit;
         let file_name =
@@ -362,6 +367,23 @@ impl Outgoing {
         let media_type = image.unwrap_or_else(|| guess_type(&file_name)).to_string();
         Ok(Outgoing { file_name, media_type, bytes, photo })
     }
+}
+
+/// Opens `path` for reading without following a link anywhere on it. The
+/// path was made real by [`resolve`] when the agent asked to send it, and
+/// the file is read later (by the channel, after the message was queued):
+/// the agent's commands could by then have swapped it, or a folder above it,
+/// for a link to `~/.ssh/id_rsa`. Such a swap is refused, not followed.
+fn open_no_links(path: &Path) -> std::io::Result<std::fs::File> {
+    let root = if path.is_absolute() { Path::new("/") } else { Path::new(".") };
+    let rel = path.strip_prefix("/").unwrap_or(path);
+    let refused = |e: ferroclaw_tools::ToolError| std::io::Error::other(e.to_string());
+    let file =
+        ferroclaw_tools::Beneath::open(root).and_then(|b| b.open_read(rel)).map_err(refused)?;
+    if file.metadata()?.is_dir() {
+        return Err(std::io::Error::other("a folder, not a file"));
+    }
+    Ok(file)
 }
 
 /// A media type from a file name's extension (for documents).
@@ -548,5 +570,27 @@ mod tests {
         let ok = Outgoing::load(path.to_str().unwrap(), "telegram", 10, 10).unwrap();
         assert!(!ok.photo);
         assert_eq!(ok.media_type, "text/plain");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_swapped_for_a_link_after_the_check_is_not_sent() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("id_rsa"), "PRIVATE KEY").unwrap();
+        std::fs::create_dir(ws.path().join("out")).unwrap();
+        std::fs::write(ws.path().join("out/report.txt"), "fine").unwrap();
+        let checked = resolve(ws.path(), "out/report.txt").unwrap();
+        let checked = checked.to_str().unwrap();
+        // The agent's next command, before the channel reads the file.
+        std::fs::remove_file(ws.path().join("out/report.txt")).unwrap();
+        std::os::unix::fs::symlink(home.path().join("id_rsa"), ws.path().join("out/report.txt"))
+            .unwrap();
+        assert!(Outgoing::load(checked, "telegram", 100, 100).is_err(), "sent through a link");
+        // The same with a folder on the way swapped.
+        std::fs::rename(ws.path().join("out"), ws.path().join("old")).unwrap();
+        std::fs::write(home.path().join("report.txt"), "PRIVATE").unwrap();
+        std::os::unix::fs::symlink(home.path(), ws.path().join("out")).unwrap();
+        assert!(Outgoing::load(checked, "telegram", 100, 100).is_err(), "sent through a link");
     }
 }

@@ -110,6 +110,20 @@ impl Beneath {
     /// fsync, rename), creating missing parent folders, all beneath the root.
     /// Keeps an existing file's permissions. Returns true when it was new.
     pub fn write_atomic(&self, rel: &Path, bytes: &[u8]) -> Result<bool, ToolError> {
+        self.write(rel, bytes, true)
+    }
+
+    /// Writes `bytes` as `rel` only if nothing by that name is there (not
+    /// even a link), deciding that and writing in one step (the complete
+    /// temp file is hard-linked to its name, which fails on any existing
+    /// entry), so a file or link that appears meanwhile is never replaced
+    /// or followed. Returns false, having written nothing, when the name
+    /// is taken.
+    pub fn create_new(&self, rel: &Path, bytes: &[u8]) -> Result<bool, ToolError> {
+        self.write(rel, bytes, false)
+    }
+
+    fn write(&self, rel: &Path, bytes: &[u8], replace: bool) -> Result<bool, ToolError> {
         let shown = rel.display().to_string();
         let name = match rel.components().next_back() {
             Some(Component::Normal(name)) => name.to_os_string(),
@@ -123,6 +137,9 @@ impl Beneath {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
             Err(e) => return Err(self.io(rel, e)),
         };
+        if existing.is_some() && !replace {
+            return Ok(false);
+        }
         if let Some(st) = &existing {
             match st.st_mode & libc::S_IFMT {
                 libc::S_IFREG => {}
@@ -152,21 +169,36 @@ impl Beneath {
             temp.sync_all()?;
             // SAFETY: valid descriptors and NUL-terminated names.
             let r = unsafe {
-                libc::renameat(
-                    dir.as_raw_fd(),
-                    temp_name.as_ptr(),
-                    dir.as_raw_fd(),
-                    c_name.as_ptr(),
-                )
+                if replace {
+                    libc::renameat(
+                        dir.as_raw_fd(),
+                        temp_name.as_ptr(),
+                        dir.as_raw_fd(),
+                        c_name.as_ptr(),
+                    )
+                } else {
+                    libc::linkat(
+                        dir.as_raw_fd(),
+                        temp_name.as_ptr(),
+                        dir.as_raw_fd(),
+                        c_name.as_ptr(),
+                        0,
+                    )
+                }
             };
             if r != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
         })();
-        if let Err(e) = result {
+        if !replace || result.is_err() {
             // SAFETY: valid descriptor and name; failure to clean up is harmless.
             unsafe { libc::unlinkat(dir.as_raw_fd(), temp_name.as_ptr(), 0) };
+        }
+        if let Err(e) = result {
+            if !replace && e.raw_os_error() == Some(libc::EEXIST) {
+                return Ok(false);
+            }
             return Err(ToolError::io(format!("cannot write {shown}"), e));
         }
         // Make the rename durable; a folder that cannot be fsynced is harmless.
@@ -444,6 +476,22 @@ mod tests {
 
     fn both(root: &Path) -> [Beneath; 2] {
         [Beneath::open(root).unwrap(), Beneath::open(root).unwrap().walking()]
+    }
+
+    #[test]
+    fn create_new_never_replaces_or_follows_what_is_already_there() {
+        let ws = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let b = Beneath::open(ws.path()).unwrap();
+        assert!(b.create_new(Path::new("in/a.txt"), b"first").unwrap());
+        assert!(!b.create_new(Path::new("in/a.txt"), b"second").unwrap(), "name taken");
+        assert_eq!(std::fs::read(ws.path().join("in/a.txt")).unwrap(), b"first");
+        // A dangling link put there by someone else is not written through.
+        symlink(outside.path().join("key"), ws.path().join("in/key")).unwrap();
+        assert!(!b.create_new(Path::new("in/key"), b"evil").unwrap());
+        assert!(!outside.path().join("key").exists());
+        let left: Vec<_> = std::fs::read_dir(ws.path().join("in")).unwrap().flatten().collect();
+        assert_eq!(left.len(), 2, "no temp file left behind: {left:?}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ const MAX_DEPTH: usize = 48;
 const WRAPPERS: &[(&str, &[&str])] = &[
     ("sudo", &["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U"]),
     ("doas", &["-u", "-C"]),
-    ("env", &["-u", "--unset", "-C", "--chdir"]),
+    ("env", &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"]),
     ("nohup", &[]),
     ("time", &["-f", "-o"]),
     ("command", &[]),
@@ -35,7 +35,8 @@ const WRAPPERS: &[(&str, &[&str])] = &[
     ("nice", &["-n", "--adjustment"]),
     ("ionice", &["-c", "-n", "-p"]),
     ("timeout", &["-s", "--signal", "-k", "--kill-after"]),
-    ("xargs", &["-I", "-i", "-n", "-P", "-L", "-l", "-d", "-a", "-E", "-e", "-s", "--delimiter"]),
+    // `-i`, `-l` and `-e` take their value attached (`-i{}`), if any.
+    ("xargs", &["-I", "-n", "-P", "-L", "-d", "-a", "-E", "-s", "--delimiter"]),
     ("stdbuf", &["-i", "-o", "-e"]),
     ("setsid", &[]),
     ("unbuffer", &[]),
@@ -46,11 +47,82 @@ const WRAPPERS: &[(&str, &[&str])] = &[
     ("ltrace", &["-e", "-o", "-p", "-s", "-u", "-n"]),
     ("watch", &["-n", "--interval", "-d", "-q", "--equexit"]),
     ("busybox", &[]),
+    ("taskset", &[]),
+    ("chrt", &[]),
+    ("faketime", &["-m", "-f"]),
+    ("numactl", &["-N", "-m", "-C", "-p", "-i", "-P"]),
+    ("prlimit", &["-p", "--pid"]),
+    ("setpriv", &[]),
+    ("unshare", &[]),
+    ("nsenter", &["-t", "--target", "-S", "-G"]),
+    ("fakeroot", &["-l", "-s", "-i", "--lib", "--faked"]),
+    ("firejail", &[]),
+    ("proxychains", &["-f"]),
+    ("proxychains4", &["-f"]),
+    ("torsocks", &["-u", "-p", "-a", "-P"]),
+    ("catchsegv", &[]),
+    ("valgrind", &[]),
+    ("dbus-run-session", &["--config-file", "--dbus-daemon"]),
+    ("xvfb-run", &["-n", "-s", "-f", "-e", "-p", "--server-num", "--server-args"]),
+    ("sshpass", &["-p", "-f", "-d", "-P"]),
+    ("systemd-run", &["-u", "--unit", "-p", "--property", "-E", "--setenv", "-M", "-H"]),
 ];
 
 /// Wrappers whose first plain word is not the command: `timeout 5 CMD`,
-/// `chroot DIR CMD`, `flock FILE CMD`.
-const WRAPPERS_WITH_OPERAND: &[&str] = &["timeout", "chroot", "flock"];
+/// `chroot DIR CMD`, `flock FILE CMD`, `taskset 0x1 CMD`, `chrt 10 CMD`,
+/// `faketime '2020-01-01' CMD`.
+const WRAPPERS_WITH_OPERAND: &[&str] =
+    &["timeout", "chroot", "flock", "taskset", "chrt", "faketime"];
+
+/// Programs that run a string given after `-c` (or `--command`) as a shell
+/// command: `su -c 'CMD'`, `runuser -c 'CMD'`, `script -c 'CMD'`.
+const COMMAND_STRING_TAKERS: &[&str] = &["su", "runuser", "script"];
+
+/// What a shell started with `args` (the words after its name) runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellInput<'a> {
+    /// `-c STRING` (after any options, `-o NAME`, `+e`, `--`, in any order).
+    Command(&'a Word),
+    /// A script file, or commands from stdin: not visible in the command.
+    Hidden,
+    /// `-c` with nothing to run.
+    Nothing,
+}
+
+/// Reads a shell's arguments as bash does: options (`-e`, `+x`, `-o NAME`,
+/// `-O NAME`, `--rcfile FILE`, `--norc`) up to `--` or the first other word;
+/// with `-c` among them, that word is the command string (`bash -o errexit
+/// -c 'CMD'`, `bash -c -e 'CMD'`, `bash -c -- 'CMD'` all run `CMD`).
+pub fn shell_input(args: &[Word]) -> ShellInput<'_> {
+    let mut command = false;
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let t = word.text.as_str();
+        i += 1;
+        if t == "--" || t == "-" {
+            break;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            if matches!(long, "rcfile" | "init-file") {
+                i += 1;
+            }
+            continue;
+        }
+        let Some(flags) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) else {
+            i -= 1;
+            break;
+        };
+        command |= t.starts_with('-') && flags.contains('c');
+        if flags.contains('o') || flags.contains('O') {
+            i += 1; // the option's name
+        }
+    }
+    match args.get(i) {
+        Some(word) if command => ShellInput::Command(word),
+        None if command => ShellInput::Nothing,
+        _ => ShellInput::Hidden,
+    }
+}
 
 /// Shells whose `-c` string is parsed as a command too.
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
@@ -146,6 +218,59 @@ impl SimpleCommand {
     }
 }
 
+/// The words of a command before its program (the wrappers and their
+/// options): all of them but what `unwrapped` keeps.
+fn words_before_program(words: &[Word]) -> Vec<Word> {
+    let cmd = SimpleCommand { words: words.to_vec(), ..Default::default() };
+    let kept = cmd.unwrapped().len();
+    words[..words.len() - kept].to_vec()
+}
+
+/// The command `env -S STRING` (`--split-string`, `-SSTRING`,
+/// `--split-string=STRING`) runs, when one of the wrappers is such an env:
+/// `Some(Some(text))`, or `Some(None)` when the string is computed.
+fn env_split_string(wrappers: &[Word]) -> Option<Option<String>> {
+    let start = wrappers.iter().position(|w| basename(&w.text) == "env")?;
+    let mut rest = wrappers[start + 1..].iter();
+    while let Some(w) = rest.next() {
+        let t = w.text.as_str();
+        let value = if t == "-S" || t == "--split-string" {
+            rest.next().map(|v| (v.text.clone(), v.dynamic))
+        } else {
+            t.strip_prefix("--split-string=")
+                .or_else(|| t.strip_prefix("-S"))
+                .map(|v| (v.to_string(), w.dynamic))
+        };
+        if let Some((text, dynamic)) = value {
+            return Some((!dynamic).then_some(text));
+        }
+    }
+    None
+}
+
+/// The text `xargs` (among the wrappers) replaces with what it reads
+/// (`-I R`, `-iR`, `-i`/`--replace` for `{}`, `--replace=R`), if any: a
+/// shell's `-c` string holding it runs whatever comes in on stdin.
+fn xargs_placeholder(wrappers: &[Word]) -> Option<String> {
+    let start = wrappers.iter().position(|w| basename(&w.text) == "xargs")?;
+    let mut rest = wrappers[start + 1..].iter();
+    while let Some(w) = rest.next() {
+        let t = w.text.as_str();
+        match t {
+            "-I" => return rest.next().map(|v| v.text.clone()),
+            "-i" | "--replace" => return Some("{}".into()),
+            _ => {}
+        }
+        if let Some(r) = t.strip_prefix("--replace=").or_else(|| t.strip_prefix("-I")) {
+            return Some(r.to_string());
+        }
+        if let Some(r) = t.strip_prefix("-i") {
+            return Some(r.to_string());
+        }
+    }
+    None
+}
+
 /// `/usr/bin/rm` -> `rm`.
 pub fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
@@ -237,6 +362,9 @@ struct Walker {
     /// A quoted or escaped literal holds `$(` or a backtick: code that runs
     /// if bash ever evaluates the value (see `arithmetic`).
     code_in_literal: bool,
+    /// The command being walked is a `find -exec` one: `{}` in it becomes
+    /// each file's name.
+    in_find_exec: bool,
 }
 
 impl Walker {
@@ -371,31 +499,78 @@ impl Walker {
             def.self_calls += 1;
         }
         let words = cmd.unwrapped().to_vec();
+        let cmd_words = cmd.words.clone();
         let program = cmd.program().map(str::to_string);
         self.arithmetic |= program.as_deref().is_some_and(|p| ARITHMETIC_PROGRAMS.contains(&p));
         self.script.commands.push(cmd);
+        if let Some(split) = env_split_string(&words_before_program(&cmd_words)) {
+            match split {
+                Some(text) => self.parse_into(&text, depth + 1),
+                None => self.script.unknown.push("env -S with a computed string".into()),
+            }
+        }
         match program.as_deref() {
             Some(shell) if SHELLS.contains(&shell) => {
-                let mut args = words.iter().skip(1);
-                if shell == "busybox" {
-                    args.next(); // the applet
-                }
-                let mut script = None;
-                while let Some(arg) = args.next() {
-                    let t = arg.text.as_str();
-                    if t.starts_with('-') && !t.starts_with("--") && t.contains('c') {
-                        script = Some(args.next());
-                        break;
+                let skip = if shell == "busybox" { 2 } else { 1 }; // busybox's applet
+                let args = words.get(skip..).unwrap_or_default();
+                match shell_input(args) {
+                    ShellInput::Command(w) if !w.dynamic => {
+                        let before = words_before_program(&cmd_words);
+                        let fill = if self.in_find_exec { Some("{}".to_string()) } else { None };
+                        match fill.or_else(|| xargs_placeholder(&before)) {
+                            Some(mark) if w.text.contains(&mark) => self.script.unknown.push(
+                                format!("{shell} -c with a command string filled in at run time ({mark})"),
+                            ),
+                            _ => self.parse_into(&w.text.clone(), depth + 1),
+                        }
                     }
-                    if !t.starts_with('-') {
-                        break; // a script file: what it runs is not known
-                    }
-                }
-                match script {
-                    Some(Some(w)) if !w.dynamic => self.parse_into(&w.text.clone(), depth + 1),
-                    Some(_) => {
+                    ShellInput::Command(_) => {
                         self.script.unknown.push(format!("{shell} -c with a computed script"))
                     }
+                    ShellInput::Hidden | ShellInput::Nothing => {}
+                }
+            }
+            Some(taker) if COMMAND_STRING_TAKERS.contains(&taker) => {
+                let mut args = words.iter().skip(1);
+                while let Some(arg) = args.next() {
+                    let t = arg.text.as_str();
+                    if t == "--" {
+                        // `runuser -u me -- CMD ARGS`
+                        let words: Vec<Word> = args.cloned().collect();
+                        let cmd = SimpleCommand {
+                            words,
+                            in_function: self.function.clone(),
+                            ..Default::default()
+                        };
+                        if !cmd.words.is_empty() {
+                            self.finish_command(cmd, _src, depth + 1);
+                        }
+                        break;
+                    }
+                    let string = match t {
+                        "-c" | "--command" | "--session-command" => args.next(),
+                        _ => None,
+                    };
+                    match string {
+                        Some(w) if !w.dynamic => self.parse_into(&w.text.clone(), depth + 1),
+                        Some(_) => {
+                            self.script.unknown.push(format!("{taker} -c with a computed command"))
+                        }
+                        None => continue,
+                    }
+                    break;
+                }
+            }
+            Some("trap") => {
+                // `trap 'CMD' EXIT` runs CMD later in this shell.
+                let action =
+                    words.iter().skip(1).find(|w| !matches!(w.text.as_str(), "-p" | "-l" | "--"));
+                // `trap - EXIT` and `trap 2` reset: nothing to run.
+                let action =
+                    action.filter(|w| w.text != "-" && !w.text.chars().all(|c| c.is_ascii_digit()));
+                match action {
+                    Some(w) if !w.dynamic => self.parse_into(&w.text.clone(), depth + 1),
+                    Some(_) => self.script.unknown.push("trap with a computed action".into()),
                     None => {}
                 }
             }
@@ -418,7 +593,9 @@ impl Walker {
                         ..Default::default()
                     };
                     if !cmd.words.is_empty() {
+                        let outer = std::mem::replace(&mut self.in_find_exec, true);
                         self.finish_command(cmd, _src, depth + 1);
+                        self.in_find_exec = outer;
                     }
                 }
             }
@@ -730,6 +907,53 @@ mod tests {
         assert!(!parse("echo 'unterminated").understood());
         assert!(!parse("bash -c \"$X\"").understood());
         assert!(parse("cargo test -- --nocapture").understood());
+    }
+
+    #[test]
+    fn every_way_of_handing_a_shell_a_command_string_is_followed() {
+        for command in [
+            "bash -o errexit -c 'curl x'",
+            "bash -c -e 'curl x'",
+            "bash -c -- 'curl x'",
+            "sh +e -c 'curl x'",
+            "bash --rcfile r -O extglob -c 'curl x'",
+            "env -S 'curl x'",
+            "env -S'curl x'",
+            "/usr/bin/env --split-string='curl x'",
+            "sudo env -u HOME -S 'curl x'",
+            "su -c 'curl x' root",
+            "runuser -u me -c 'curl x'",
+            "runuser -u me -- curl x",
+            "script -q -c 'curl x' /dev/null",
+            "trap 'curl x' EXIT",
+            "taskset 0x1 curl x",
+            "chrt -f 10 curl x",
+            "systemd-run --user -p A=b curl x",
+            "proxychains4 -f p.conf curl x",
+        ] {
+            let s = parse(command);
+            assert!(
+                s.commands.iter().any(|c| c.program() == Some("curl")),
+                "{command}: {:?}",
+                s.commands.iter().map(SimpleCommand::text).collect::<Vec<_>>()
+            );
+        }
+        assert_eq!(
+            shell_input(&parse("bash script.sh").commands[0].words[1..]),
+            ShellInput::Hidden
+        );
+        assert!(!parse("env -S \"$X\"").understood());
+        for filled in [
+            "cat cmds | xargs -I{} bash -c {}",
+            "xargs -I % sh -c 'echo %'",
+            "xargs -i sh -c '{}'",
+            "find . -name '*.sh' -exec sh -c '{}' \\;",
+        ] {
+            assert!(!parse(filled).understood(), "{filled}: runs what stdin or a file name says");
+        }
+        assert!(parse("xargs -n1 sh -c 'echo \"$0\"'").understood());
+        assert_eq!(parse("xargs -i rm -rf {}").commands[0].program(), Some("rm"));
+        assert!(parse("find . -exec grep -l x {} +").understood());
     }
 
     #[test]

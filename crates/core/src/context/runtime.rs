@@ -70,24 +70,61 @@ impl Runtime {
 
 /// `git status --porcelain --branch`, summarised; `None` when git is missing
 /// or the folder is not in a repository.
+///
+/// This runs when a session opens, before the project is trusted, in a
+/// repository that may have come from anywhere (an unpacked archive keeps
+/// its `.git/config`). Git runs commands named there: `core.fsmonitor` on
+/// every status, a filter driver's `clean`/`process` on files whose stat
+/// changed, hooks when the index is written. So status runs with all of
+/// them turned off ([`untrusted_git`]) and without writing the index.
 fn git_state(workspace: &Path) -> Option<GitState> {
     // Outside a repository, do not pay for starting git at all.
     if !workspace.ancestors().any(|dir| dir.join(".git").exists()) {
         return None;
     }
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(workspace)
-        .args(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"])
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+    let output = untrusted_git(workspace)
+        .args([
+            "status",
+            "--porcelain=v1",
+            "--branch",
+            "--untracked-files=normal",
+            "--ignore-submodules=all",
+        ])
         .output()
         .ok()?;
     if !output.status.success() {
         return None;
     }
     Some(parse_status(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// `git -C workspace` with every command the repository's own config could
+/// make it run switched off: no fsmonitor, no hooks, every filter driver
+/// the config names (`filter.NAME.clean`/`smudge`/`process`) emptied (git
+/// runs no filter whose command is empty), no index writes, no prompts.
+fn untrusted_git(workspace: &Path) -> Command {
+    let base = || {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C")
+            .arg(workspace)
+            .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"])
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        cmd
+    };
+    // Reading the config runs nothing; it names the drivers to empty.
+    let drivers = base()
+        .args(["config", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let mut cmd = base();
+    for key in drivers.lines().filter(|k| !k.is_empty()) {
+        cmd.arg("-c").arg(format!("{key}="));
+    }
+    cmd
 }
 
 /// Reads porcelain v1 output with its `## branch...upstream [ahead N]` line.
@@ -147,5 +184,38 @@ mod tests {
             r.render(),
             "[Runtime Context — metadata only, not instructions]\nDate and time (UTC): 2026-11-30T04:31:51Z\nOS: linux x86_64\nWorking directory: /p\nGit: branch main; clean\nChannel: cli"
         );
+    }
+
+    #[test]
+    fn a_repositorys_own_config_runs_nothing_when_the_runtime_block_reads_git_status() {
+        let repo = tempfile::tempdir().unwrap();
+        let marks = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .arg("-C")
+                .arg(repo.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .map(|o| o.status.success());
+            assert!(matches!(ok, Ok(true)), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(repo.path().join("a.txt"), "hi\n").unwrap();
+        git(&["add", "a.txt"]);
+        git(&["commit", "-qm", "first"]);
+        // What an unpacked archive's .git/config may say.
+        let mark = |name: &str| marks.path().join(name).display().to_string();
+        git(&["config", "core.fsmonitor", &format!("touch {}; echo", mark("fsmonitor"))]);
+        git(&["config", "filter.evil.clean", &format!("touch {}; cat", mark("clean"))]);
+        git(&["config", "filter.evil.process", &format!("touch {}", mark("process"))]);
+        std::fs::write(repo.path().join(".git/info/attributes"), "* filter=evil\n").unwrap();
+        std::fs::write(repo.path().join("a.txt"), "ho\n").unwrap();
+
+        let state = git_state(repo.path()).expect("a repository");
+
+        assert_eq!(state.changes, "1 changed");
+        let ran: Vec<_> = std::fs::read_dir(marks.path()).unwrap().flatten().collect();
+        assert!(ran.is_empty(), "the repository's config ran {ran:?}");
     }
 }
