@@ -119,6 +119,9 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         OutputFormat::Text if report.is_error() => {
             if !status {
                 eprintln!("error: {}", report.text);
+                if let Some(hint) = crate::render::error_hint(&report.text) {
+                    eprintln!("  {hint}");
+                }
             }
         }
         OutputFormat::Text => {

@@ -213,6 +213,22 @@ fn a_provider_that_stays_down_fails_with_a_clear_error_and_keeps_the_session() {
 }
 
 #[test]
+fn a_refused_key_and_a_rate_limit_end_with_a_hint_on_what_to_do() {
+    let refused = Step::Fault(Fault::Status { status: 401, body: None, retry_after: None });
+    let env = Env::new(Wire::Anthropic, vec![refused]);
+    let (code, stdout, stderr) = run(&mut env.oneshot("hello?", &[]));
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    assert!(stderr.contains("HTTP 401"), "{stderr}");
+    assert!(stderr.contains("hint: the provider refused the API key"), "{stderr}");
+
+    let limited = || Step::Fault(Fault::Status { status: 429, body: None, retry_after: Some(0) });
+    let env = Env::new(Wire::OpenAi, vec![limited(), limited(), limited()]);
+    let (code, _, stderr) = run(&mut env.oneshot("hello?", &[]));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("hint: the provider is rate-limiting this key"), "{stderr}");
+}
+
+#[test]
 fn transient_failures_are_retried() {
     for wire in WIRES {
         let env = Env::new(
