@@ -151,9 +151,13 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                     w.wait()
                 });
                 let (result, ed) = tokio::task::spawn_blocking(move || {
-                    wait.as_ref().inspect(|w| w.begin());
+                    if let Some(wait) = &wait {
+                        wait.begin();
+                    }
                     let r = editor.readline_with_initial(&prompt, (&initial, ""));
-                    wait.as_ref().inspect(|w| w.end());
+                    if let Some(wait) = &wait {
+                        wait.end();
+                    }
                     (r, editor)
                 })
                 .await
@@ -303,6 +307,9 @@ async fn run_request(agent: &mut Agent, repl: &mut Repl, request: Request<'_>) {
         Request::Typed(input) | Request::Command(_, _, input) => Some(*input),
         Request::Inbox(_) => None,
     };
+    if let Some(typed) = typed {
+        crate::attach::warn_missing_files(typed, agent.workspace());
+    }
     for block in typed.map(|t| crate::attach::text_files(t, agent.workspace())).unwrap_or_default()
     {
         let path = block.split('"').nth(1).unwrap_or_default();
