@@ -75,7 +75,7 @@ fn main() {
     let code = match runtime.block_on(run(&cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ferroclaw: {e}");
+            eprintln!("ferroclaw: {}", model_alias::explain(&e));
             exit::USAGE
         }
     };

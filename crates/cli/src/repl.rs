@@ -474,7 +474,8 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
         "/model" if arg.is_empty() => println!("{}", agent.model_spec()),
         "/model" => {
             let spec = crate::model_alias::resolve(arg, config);
-            let (provider, model) = runtime.provider(&spec).map_err(|e| e.to_string())?;
+            let (provider, model) =
+                runtime.provider(&spec).map_err(|e| crate::model_alias::explain(&e))?;
             agent.set_model(provider, model, spec.clone());
             println!("model: {spec}");
         }
