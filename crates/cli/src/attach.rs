@@ -53,6 +53,39 @@ pub fn text_files(text: &str, workspace: &Path) -> Vec<String> {
     out
 }
 
+/// The `@` mentions that look like a file (a `.` or `/` in them) but name
+/// none, so a mistyped name is said instead of silently sent as text; a
+/// mention of someone (`@bob`) is left alone.
+pub fn missing_files(text: &str, workspace: &Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in ferroclaw_core::mentions::mentions(text) {
+        let name = raw.trim_end_matches(TRAILING);
+        let looks_like_a_file = name.contains('.') || name.contains('/');
+        let exists = [raw.as_str(), name].iter().any(|c| match c.strip_prefix("~/") {
+            Some(rest) => {
+                std::env::var_os("HOME").is_some_and(|home| PathBuf::from(home).join(rest).exists())
+            }
+            None => workspace.join(c).exists(),
+        });
+        if looks_like_a_file && !exists && !out.iter().any(|m| m == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Says on stderr which `@` mentions name no file (see [`missing_files`]).
+pub fn warn_missing_files(text: &str, workspace: &Path) {
+    for name in missing_files(text, workspace) {
+        let line = format!(
+            "⎘ @{}: no such file in {}; sent as plain text",
+            crate::printable::printable(&name),
+            workspace.display()
+        );
+        eprintln!("{}", crate::style::Style::for_stderr().yellow(&line));
+    }
+}
+
 fn is_image(bytes: &[u8]) -> bool {
     ferroclaw_tools::image_media_type(&bytes[..bytes.len().min(12)]).is_some()
 }
@@ -73,6 +106,14 @@ fn resolve(raw: &str, workspace: &Path) -> Option<(PathBuf, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mention_that_looks_like_a_file_but_is_not_there_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.md"), "hi").unwrap();
+        let text = "ask @bob about @notes.md, @nope.md and @src/gone.rs.";
+        assert_eq!(missing_files(text, dir.path()), vec!["nope.md", "src/gone.rs"]);
+    }
 
     #[test]
     fn a_mentioned_text_file_is_included_and_others_are_not() {

@@ -218,7 +218,8 @@ fn watch(
 
 fn interrupt(cancel: &CancellationToken, answers: &Answers, asking: bool) {
     if !cancel.is_cancelled() {
-        eprintln!("\x1b[2m(interrupted)\x1b[0m");
+        // A space: the cut answer may end mid-line.
+        eprintln!(" \x1b[2m(interrupted)\x1b[0m");
     }
     cancel.cancel();
     if asking {

@@ -41,6 +41,8 @@ mod tool_log;
 mod trust_cmd;
 mod worktrees_cmd;
 
+use clap::ValueEnum as _;
+
 use crate::args::{Cli, Command};
 use crate::setup::SetupError;
 
@@ -74,7 +76,7 @@ fn main() {
     let code = match runtime.block_on(run(&cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ferroclaw: {e}");
+            eprintln!("ferroclaw: {}", model_alias::explain(&e));
             exit::USAGE
         }
     };
@@ -123,6 +125,14 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
             trust_cmd::warn_ignored(&config);
             oneshot::run(cli, config).await
         }
+        // The REPL has no machine-readable output: without -p the flag
+        // would be ignored silently.
+        None if cli.output_format != args::OutputFormat::Text => Err(SetupError::Other(format!(
+            "--output-format {} works with -p (one request, then exit): ferroclaw -p \"...\" --output-format {0}",
+            cli.output_format
+                .to_possible_value()
+                .map_or("json".into(), |v| v.get_name().to_string())
+        ))),
         None => repl::run(cli, trust_cmd::ask_if_untrusted(cli, setup::load_config(cli)?)?).await,
     }
 }

@@ -77,6 +77,22 @@ fn configured_provider(config: &Config) -> Option<String> {
     spec.split_once('/').map(|(p, _)| p.to_string())
 }
 
+/// `error` with the aliases named when it says a model is not
+/// `PROVIDER/MODEL`: someone who typed `--model claude` learns that
+/// `sonnet` would have done.
+pub fn explain(error: &ferroclaw_runtime::RuntimeError) -> String {
+    let text = error.to_string();
+    match error {
+        ferroclaw_runtime::RuntimeError::Config(ferroclaw_core::ConfigError::BadModelSpec {
+            ..
+        }) => {
+            let names: Vec<&str> = ALIASES.iter().map(|a| a.name).collect();
+            format!("{text}; or an alias: {}", names.join(", "))
+        }
+        _ => text,
+    }
+}
+
 /// True for a name in the alias table.
 pub fn is_alias(name: &str) -> bool {
     ALIASES.iter().any(|a| a.name.eq_ignore_ascii_case(name.trim()))
@@ -101,6 +117,21 @@ fn toml_model(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_that_is_not_provider_slash_model_is_explained_with_the_aliases() {
+        let error =
+            ferroclaw_runtime::RuntimeError::Config(ferroclaw_core::ConfigError::BadModelSpec {
+                spec: "claude".into(),
+                valid: "anthropic".into(),
+            });
+        let text = explain(&error);
+        assert!(text.starts_with("model \"claude\" is not PROVIDER/MODEL"), "{text}");
+        assert!(
+            text.ends_with("or an alias: sonnet, opus, haiku, gpt-5, gpt-5-mini, o3"),
+            "{text}"
+        );
+    }
 
     fn config(model: Option<&str>) -> Config {
         let mut c = Config::load(

@@ -96,6 +96,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             runtime.run_command(&mut agent, cmd, args, message, &tx, &cancel).await
         }
         None => {
+            crate::attach::warn_missing_files(&prompt, agent.workspace());
             let message = crate::attach::user_message(&prompt, agent.workspace());
             agent.run(message, &tx, &cancel).await
         }
@@ -119,6 +120,9 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         OutputFormat::Text if report.is_error() => {
             if !status {
                 eprintln!("error: {}", report.text);
+                if let Some(hint) = crate::render::error_hint(&report.text) {
+                    eprintln!("  {hint}");
+                }
             }
         }
         OutputFormat::Text => {

@@ -185,6 +185,9 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
             }
             AgentEvent::Error { message, .. } if opts.status => {
                 eprintln!("{}", st.red(&format!("error: {}", printable(&message))));
+                if let Some(hint) = error_hint(&message) {
+                    eprintln!("{}", st.dim(&format!("  {hint}")));
+                }
             }
             AgentEvent::Compaction { before_tokens, after_tokens } if opts.status => {
                 eprintln!(
@@ -415,4 +418,50 @@ pub fn shorten(s: &str, max: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// What to do about a provider error that the retries could not cure, when
+/// the error says enough: a refused key, a rate limit, a server that is not
+/// there.
+pub fn error_hint(message: &str) -> Option<&'static str> {
+    if message.contains("HTTP 401") || message.contains("HTTP 403") {
+        Some(
+            "hint: the provider refused the API key: check the key variable (ANTHROPIC_API_KEY, \
+             OPENAI_API_KEY, ...) or api_key_env in [providers.NAME]; `ferroclaw doctor` tries it",
+        )
+    } else if message.contains("HTTP 429") {
+        Some(
+            "hint: the provider is rate-limiting this key; wait a minute and try again, or allow \
+             more retries with max_attempts under [retry] in config.toml",
+        )
+    } else if message.contains("cannot reach") {
+        Some(
+            "hint: nothing answered at that address: is the server running, and is the base URL \
+             right (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, ... or base_url in [providers.NAME])? \
+             `ferroclaw doctor` tries it",
+        )
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_hint;
+
+    #[test]
+    fn provider_errors_that_the_user_can_fix_come_with_a_hint() {
+        assert!(error_hint("anthropic: HTTP 401: invalid x-api-key").unwrap().contains("API key"));
+        assert!(
+            error_hint("openai: HTTP 429: slow down (gave up after 4 attempts)")
+                .unwrap()
+                .contains("rate-limiting")
+        );
+        assert!(
+            error_hint("anthropic: cannot reach http://127.0.0.1:1/v1/messages: refused")
+                .unwrap()
+                .contains("base URL")
+        );
+        assert_eq!(error_hint("anthropic: overloaded_error: try later"), None);
+    }
 }

@@ -2,7 +2,7 @@
 //! line with `\` or open a ``` fence), slash commands, approvals, Esc and
 //! Ctrl-C, `!command` to run a shell command, `@file` to include a file.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use ferroclaw_core::commands::{self, CustomCommand};
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
@@ -99,7 +99,8 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let answers = Arc::new(keys::Answers::default());
     let approver: Arc<dyn Approver> =
         Arc::new(crate::approver::TerminalApprover::new(answers.clone(), config.workspace.clone()));
-    let mut editor = new_editor(&config)?;
+    let typed = Arc::new(std::sync::Mutex::new(String::new()));
+    let mut editor = new_editor(&config, typed.clone())?;
     let resume = match crate::setup::resume_from_cli(cli) {
         Resume::Pick => {
             let (picked, ed) = pick_session(&config, editor).await?;
@@ -123,6 +124,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         team,
     };
     agent.map_tools(|tools| tool_log::observe(tools, &repl.tools));
+    let wake = crate::team::InboxWake::start(&repl.team, &mut editor, typed);
     print_banner(&agent, opened.resumed, opened.skipped_bytes);
     mention_drafts(&config);
     tokio::spawn(crate::worktrees_cmd::print_events(ferroclaw_team::worktree::subscribe()));
@@ -144,8 +146,18 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 show_team(&repl);
                 let prompt = prompt_marker(&agent);
                 let initial = std::mem::take(&mut repl.typed_ahead);
+                let wait = wake.as_ref().map(|w| {
+                    initial.clone_into(&mut w.line.lock().unwrap_or_else(PoisonError::into_inner));
+                    w.wait()
+                });
                 let (result, ed) = tokio::task::spawn_blocking(move || {
+                    if let Some(wait) = &wait {
+                        wait.begin();
+                    }
                     let r = editor.readline_with_initial(&prompt, (&initial, ""));
+                    if let Some(wait) = &wait {
+                        wait.end();
+                    }
                     (r, editor)
                 })
                 .await
@@ -156,6 +168,21 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         };
         let line = match line {
             Ok(line) => line,
+            Err(ReadlineError::Interrupted) if wake.as_ref().is_some_and(|w| w.take_woken()) => {
+                // A teammate's message came while the prompt was empty:
+                // the lead answers it now.
+                interrupts = 0;
+                if let Some(team) = repl.team.clone()
+                    && let Some((text, shown)) = crate::team::take_inbox(&team)
+                {
+                    let style = crate::style::Style::for_stderr();
+                    for line in shown {
+                        eprintln!("{}", style.bold(&line));
+                    }
+                    run_request(&mut agent, &mut repl, Request::Inbox(text)).await;
+                }
+                continue;
+            }
             Err(ReadlineError::Interrupted) => {
                 interrupts += 1;
                 if interrupts >= 2 {
@@ -180,7 +207,9 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         let _ = editor.append_history(&history_path(&config));
         if let Some(result) = crate::mcp_cmd::repl_command(input, &mcp).await {
             match result {
-                Ok(Some(prompt)) => run_request(&mut agent, &mut repl, &prompt, None).await,
+                Ok(Some(prompt)) => {
+                    run_request(&mut agent, &mut repl, Request::Typed(&prompt)).await
+                }
                 Ok(None) => {}
                 Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
             }
@@ -203,7 +232,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         if input.starts_with('/') && !is_builtin(input) {
             let custom = runtime.custom_commands();
             if let Some((cmd, args)) = commands::find(&custom, input) {
-                run_request(&mut agent, &mut repl, args, Some((&runtime, cmd))).await;
+                run_request(&mut agent, &mut repl, Request::Command(&runtime, cmd, args)).await;
                 continue;
             }
         }
@@ -217,7 +246,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 }
             }
         }
-        run_request(&mut agent, &mut repl, input, None).await;
+        run_request(&mut agent, &mut repl, Request::Typed(input)).await;
     }
     // Teammates stop with the REPL; their status stays for `--continue`.
     if let Some(team) = &repl.team {
@@ -256,26 +285,33 @@ fn render_options(agent: &Agent, repl: &Repl, answer: bool) -> RenderOptions {
     }
 }
 
+/// What a request runs.
+enum Request<'a> {
+    /// A line the user typed (`@file`s included, `!command` output before it).
+    Typed(&'a str),
+    /// A custom command with its arguments.
+    Command(&'a Runtime, &'a CustomCommand, &'a str),
+    /// The lead's unread team messages, as an `<inbox>` block.
+    Inbox(String),
+}
+
 /// One request with live rendering; Esc or Ctrl-C cancels it and keeps the REPL.
-async fn run_request(
-    agent: &mut Agent,
-    repl: &mut Repl,
-    input: &str,
-    command: Option<(&Runtime, &CustomCommand)>,
-) {
+async fn run_request(agent: &mut Agent, repl: &mut Repl, request: Request<'_>) {
     let (tx, rx) = unbounded_channel();
     let renderer =
         tokio::spawn(render(rx, agent.model_spec().to_string(), render_options(agent, repl, true)));
     let cancel = CancellationToken::new();
     let watcher = crate::interrupt::watch(cancel.clone());
     let keys = KeyWatch::start(cancel.clone(), repl.answers.clone());
-    let mut text = input.to_string();
-    if !repl.pending.is_empty() {
-        text = format!("{}\n\n{input}", repl.pending.join("\n\n"));
-        repl.pending.clear();
+    let typed = match &request {
+        Request::Typed(input) | Request::Command(_, _, input) => Some(*input),
+        Request::Inbox(_) => None,
+    };
+    if let Some(typed) = typed {
+        crate::attach::warn_missing_files(typed, agent.workspace());
     }
-    let message = crate::attach::user_message(&text, agent.workspace());
-    for block in crate::attach::text_files(input, agent.workspace()) {
+    for block in typed.map(|t| crate::attach::text_files(t, agent.workspace())).unwrap_or_default()
+    {
         let path = block.split('"').nth(1).unwrap_or_default();
         let lines = block.lines().count().saturating_sub(2);
         eprintln!(
@@ -287,14 +323,23 @@ async fn run_request(
     if let Some(team) = &repl.team {
         team.set_events(Some(tx.clone()));
     }
-    match command {
-        // A custom command: `input` is its arguments.
-        Some((runtime, cmd)) => {
-            let user_message = crate::attach::user_message;
-            runtime.run_command(agent, cmd, input, user_message, &tx, &cancel).await;
-        }
-        None => {
+    match request {
+        Request::Typed(input) => {
+            let mut text = input.to_string();
+            if !repl.pending.is_empty() {
+                text = format!("{}\n\n{input}", repl.pending.join("\n\n"));
+                repl.pending.clear();
+            }
+            let message = crate::attach::user_message(&text, agent.workspace());
             agent.run(message, &tx, &cancel).await;
+        }
+        Request::Command(runtime, cmd, args) => {
+            let user_message = crate::attach::user_message;
+            runtime.run_command(agent, cmd, args, user_message, &tx, &cancel).await;
+        }
+        // Not `@file`-expanded: the text is the teammates', not the user's.
+        Request::Inbox(text) => {
+            agent.run(ferroclaw_protocol::Message::user(text), &tx, &cancel).await;
         }
     }
     if let Some(team) = &repl.team {
@@ -373,7 +418,8 @@ async fn pick_session(
         return Ok((Resume::New, editor));
     }
     let shown = &list[..list.len().min(SESSIONS_PAGE)];
-    println!("{}", crate::sessions::HEADER);
+    // `NN. ` before each line.
+    println!("    {}", crate::sessions::header());
     for (i, s) in shown.iter().enumerate() {
         println!("{:>2}. {}", i + 1, crate::sessions::line(s));
     }
@@ -428,7 +474,8 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
         "/model" if arg.is_empty() => println!("{}", agent.model_spec()),
         "/model" => {
             let spec = crate::model_alias::resolve(arg, config);
-            let (provider, model) = runtime.provider(&spec).map_err(|e| e.to_string())?;
+            let (provider, model) =
+                runtime.provider(&spec).map_err(|e| crate::model_alias::explain(&e))?;
             agent.set_model(provider, model, spec.clone());
             println!("model: {spec}");
         }
@@ -668,7 +715,10 @@ fn history_path(config: &Config) -> std::path::PathBuf {
     config.home.join("history.txt")
 }
 
-fn new_editor(config: &Config) -> Result<Editor<ReplHelper, FileHistory>, SetupError> {
+fn new_editor(
+    config: &Config,
+    typed: Arc<std::sync::Mutex<String>>,
+) -> Result<Editor<ReplHelper, FileHistory>, SetupError> {
     // A short wait after Esc tells a lone Esc from a key's escape sequence,
     // so Esc followed by `/` is not read as Alt-/ (which ate the slash).
     let editor_config = rustyline::Config::builder().keyseq_timeout(Some(50)).build();
@@ -676,7 +726,7 @@ fn new_editor(config: &Config) -> Result<Editor<ReplHelper, FileHistory>, SetupE
         .map_err(|e| SetupError::Other(format!("cannot open the terminal: {e}")))?;
     let (custom, _) = commands::load(&config.workspace, &config.home, config.trusted);
     let custom = custom.into_iter().map(|c| format!("/{}", c.name)).collect();
-    editor.set_helper(Some(ReplHelper { custom }));
+    editor.set_helper(Some(ReplHelper { custom, typed }));
     let _ = std::fs::create_dir_all(&config.home);
     let _ = editor.load_history(&history_path(config));
     Ok(editor)
@@ -687,6 +737,8 @@ fn new_editor(config: &Config) -> Result<Editor<ReplHelper, FileHistory>, SetupE
 struct ReplHelper {
     /// `/name` of each custom command.
     custom: Vec<String>,
+    /// The line being typed.
+    typed: Arc<std::sync::Mutex<String>>,
 }
 
 impl Validator for ReplHelper {
@@ -727,6 +779,16 @@ impl Completer for ReplHelper {
 
 impl Hinter for ReplHelper {
     type Hint = String;
+
+    /// No hints; keeps the line being typed for [`crate::team::InboxWake`],
+    /// which wakes the lead only at an empty prompt.
+    fn hint(&self, line: &str, _pos: usize, _ctx: &Context<'_>) -> Option<String> {
+        let mut typed = self.typed.lock().unwrap_or_else(PoisonError::into_inner);
+        if *typed != line {
+            line.clone_into(&mut typed);
+        }
+        None
+    }
 }
 impl Highlighter for ReplHelper {}
 impl Helper for ReplHelper {}

@@ -28,8 +28,19 @@ pub fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
     Ok(())
 }
 
-/// The column names above [`print_list`]'s lines.
-pub const HEADER: &str = "ID  CREATED  SIZE  MODEL  FIRST REQUEST";
+/// Width of the id column: `20261130-043112-1a2b`.
+const ID_WIDTH: usize = 20;
+/// Width of the created column: `2026-11-30T04:31:12Z`.
+const CREATED_WIDTH: usize = 20;
+
+/// The column names above [`print_list`]'s lines, each over its column.
+pub fn header() -> String {
+    columns("ID", "CREATED", "SIZE", "MODEL", "FIRST REQUEST")
+}
+
+fn columns(id: &str, created: &str, size: &str, model: &str, title: &str) -> String {
+    format!("{id:<ID_WIDTH$}  {created:<CREATED_WIDTH$}  {size:>8}  {model:<28}  {title}")
+}
 
 /// One line per session: id, created, size, model, first request.
 pub fn print_list(list: &[SessionSummary]) {
@@ -40,14 +51,7 @@ pub fn print_list(list: &[SessionSummary]) {
 
 /// One session's line.
 pub fn line(s: &SessionSummary) -> String {
-    format!(
-        "{}  {}  {:>8}  {:<28}  {}",
-        s.id,
-        s.created,
-        human_size(s.bytes),
-        shorten(&s.model, 28),
-        shorten(&s.title, 80)
-    )
+    columns(&s.id, &s.created, &human_size(s.bytes), &shorten(&s.model, 28), &shorten(&s.title, 80))
 }
 
 /// Page `page` (from 1) of the list, `per_page` lines, with a header and
@@ -59,7 +63,9 @@ pub fn print_page(list: &[SessionSummary], page: usize, per_page: usize) {
     }
     let pages = list.len().div_ceil(per_page);
     let page = page.clamp(1, pages);
-    println!("{HEADER}  (page {page} of {pages}, {} sessions)", list.len());
+    let n = list.len();
+    let plural = if n == 1 { "" } else { "s" };
+    println!("{}  (page {page} of {pages}, {n} session{plural})", header());
     print_list(&list[(page - 1) * per_page..(page * per_page).min(list.len())]);
     if page < pages {
         println!("… /sessions {} for the next page; /resume ID to continue one", page + 1);

@@ -1,11 +1,17 @@
-//! The lead's team in the front ends: attaching it to the lead agent, and
-//! waiting for it at the end of a one-shot run.
+//! The lead's team in the front ends: attaching it to the lead agent,
+//! waiting for it at the end of a one-shot run, and the REPL's lead waking
+//! up for its teammates' messages.
 
-use std::sync::Arc;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use ferroclaw_core::Agent;
 use ferroclaw_runtime::Runtime;
 use ferroclaw_runtime::team::TeamRunner;
+use rustyline::ExternalPrinter;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::setup::SetupError;
@@ -31,4 +37,139 @@ pub async fn wait(team: &TeamRunner, cancel: &CancellationToken) {
         () = team.wait_all() => {}
         () = cancel.cancelled() => team.stop_all().await,
     }
+}
+
+/// How often the REPL, waiting at its prompt, looks at the lead's inbox
+/// (one `stat`): a teammate's report starts the lead's turn within this.
+const INBOX_POLL: Duration = Duration::from_millis(250);
+
+/// The REPL's lead answers its teammates by itself. While the REPL waits at
+/// an empty prompt, a message arriving in the lead's inbox ends the wait and
+/// the REPL runs a turn on it, as if the user had typed it (Claude Code's
+/// agent teams do the same). The wait is ended by a SIGINT to this process,
+/// which the line editor reports as `Interrupted`, like Ctrl-C; the flag
+/// [`InboxWake::take_woken`] tells the two apart. Only on a terminal, and
+/// never while the user is typing: a half-typed line waits, and the
+/// messages go with it.
+pub struct InboxWake {
+    /// The line being typed, kept up to date by the line editor's hinter.
+    pub line: Arc<Mutex<String>>,
+    wait: Arc<Wait>,
+    watcher: JoinHandle<()>,
+    /// Makes the line editor watch its signal pipe while it waits.
+    _printer: Box<dyn ExternalPrinter + Send>,
+    /// Keeps a SIGINT handler installed between waits, so that a wake-up
+    /// sent just as a wait ended is dropped instead of ending the process.
+    _sigint: tokio::signal::unix::Signal,
+}
+
+/// One wait at the prompt, shared by the waiting thread and the watcher.
+#[derive(Default)]
+pub struct Wait {
+    /// True while the line editor waits (its SIGINT handler is installed
+    /// only then).
+    reading: Mutex<bool>,
+    /// Set when the watcher ended this wait.
+    woke: AtomicBool,
+}
+
+impl Wait {
+    /// Call on the waiting thread right before the line editor's call.
+    pub fn begin(&self) {
+        let mut reading = self.reading.lock().unwrap_or_else(PoisonError::into_inner);
+        self.woke.store(false, Ordering::SeqCst);
+        *reading = true;
+    }
+
+    /// Call on the waiting thread right after it.
+    pub fn end(&self) {
+        *self.reading.lock().unwrap_or_else(PoisonError::into_inner) = false;
+    }
+}
+
+impl InboxWake {
+    /// Starts watching the lead's inbox; `None` when there is no team or no
+    /// terminal (piped input: the messages go with the next request).
+    pub fn start<H: rustyline::Helper, I: rustyline::history::History>(
+        team: &Option<Arc<TeamRunner>>,
+        editor: &mut rustyline::Editor<H, I>,
+        line: Arc<Mutex<String>>,
+    ) -> Option<InboxWake> {
+        let team = team.clone()?;
+        if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+            return None;
+        }
+        let printer = editor.create_external_printer().ok()?;
+        let sigint =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok()?;
+        let wait = Arc::new(Wait::default());
+        let watcher = {
+            let (wait, line) = (wait.clone(), line.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(INBOX_POLL).await;
+                    let idle = line.lock().unwrap_or_else(PoisonError::into_inner).is_empty();
+                    if !idle || wait.woke.load(Ordering::SeqCst) {
+                        continue;
+                    }
+                    if !team.lead_seat().reader.has_new() {
+                        continue;
+                    }
+                    let reading = wait.reading.lock().unwrap_or_else(PoisonError::into_inner);
+                    if *reading {
+                        wait.woke.store(true, Ordering::SeqCst);
+                        // SAFETY: kill(2) on this process; SIGINT's handler
+                        // is the line editor's now, tokio's otherwise.
+                        unsafe {
+                            libc::kill(libc::getpid(), libc::SIGINT);
+                        }
+                    }
+                }
+            })
+        };
+        Some(InboxWake { line, wait, watcher, _printer: Box::new(printer), _sigint: sigint })
+    }
+
+    /// The wait to [`Wait::begin`] and [`Wait::end`] around the line
+    /// editor's call.
+    pub fn wait(&self) -> Arc<Wait> {
+        self.wait.clone()
+    }
+
+    /// True when the last wait was ended by a message, not by Ctrl-C.
+    pub fn take_woken(&self) -> bool {
+        self.wait.woke.swap(false, Ordering::SeqCst)
+    }
+}
+
+impl Drop for InboxWake {
+    fn drop(&mut self) {
+        self.watcher.abort();
+    }
+}
+
+/// The lead's unread messages, marked handed out (its session records them
+/// with the turn they start), and the lines that show them to the user.
+pub fn take_inbox(team: &TeamRunner) -> Option<(String, Vec<String>)> {
+    let batch = match team.lead_seat().reader.read() {
+        Ok(batch) if !batch.messages.is_empty() => batch,
+        Ok(_) => return None,
+        Err(e) => {
+            tracing::warn!("the lead's inbox: {e}");
+            return None;
+        }
+    };
+    let shown = batch
+        .messages
+        .iter()
+        .map(|m| {
+            let from = crate::render::shorten(&m.from, 40);
+            format!(
+                "⚑ {} from {from}: {}",
+                m.kind.as_str(),
+                crate::render::shorten(&m.content, 100)
+            )
+        })
+        .collect();
+    Some((batch.render(), shown))
 }

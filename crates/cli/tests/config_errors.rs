@@ -134,3 +134,13 @@ fn a_top_level_key_that_landed_in_a_table_names_that_table() {
     assert!(stderr.contains("config.toml:3:1"), "{stderr}");
     assert!(stderr.contains("landed inside [retry]"), "{stderr}");
 }
+
+#[test]
+fn a_model_name_that_is_not_provider_slash_model_names_the_aliases() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let (code, _, stderr) = run(env.cmd().args(["-p", "hi", "--model", "claude"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("model \"claude\" is not PROVIDER/MODEL"), "{stderr}");
+    assert!(stderr.contains("or an alias: sonnet, opus, haiku"), "{stderr}");
+    assert!(env.server.requests().is_empty());
+}

@@ -10,38 +10,18 @@ mod common;
 mod gateway_support;
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{Env, Wire};
 use ferroclaw_testkit::{LAST_USER, PgCluster, ServerOptions, Turn};
-use gateway_support::{Gateway, TOKEN, chat, free_port, get};
+use gateway_support::{Gateway, TOKEN, chat, free_port};
 
 const USERS: usize = 8;
 const MESSAGES: usize = 6;
 
 /// Starts `ferroclaw gateway --port PORT` with the config already written.
 fn start(env: &Env, port: u16) -> Gateway {
-    let stderr_path = env.home.path().join(format!("gateway-{port}.stderr"));
-    let child = env
-        .std_cmd()
-        .args(["gateway", "--port", &port.to_string()])
-        .env("FERROCLAW_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
-    let mut gw = Gateway { child, port, stderr_path };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while get(port, "/health").is_none_or(|(s, _)| s != 200) {
-        if let Ok(Some(status)) = gw.child.try_wait() {
-            let err = std::fs::read_to_string(&gw.stderr_path).unwrap_or_default();
-            panic!("gateway exited with {status}: {err}");
-        }
-        assert!(Instant::now() < deadline, "gateway did not come up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    gw
+    Gateway::spawn(env, port)
 }
 
 fn last_user_text(body: &serde_json::Value) -> String {

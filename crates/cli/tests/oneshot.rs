@@ -213,6 +213,40 @@ fn a_provider_that_stays_down_fails_with_a_clear_error_and_keeps_the_session() {
 }
 
 #[test]
+fn a_refused_key_and_a_rate_limit_end_with_a_hint_on_what_to_do() {
+    let refused = Step::Fault(Fault::Status { status: 401, body: None, retry_after: None });
+    let env = Env::new(Wire::Anthropic, vec![refused]);
+    let (code, stdout, stderr) = run(&mut env.oneshot("hello?", &[]));
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    assert!(stderr.contains("HTTP 401"), "{stderr}");
+    assert!(stderr.contains("hint: the provider refused the API key"), "{stderr}");
+
+    let limited = || Step::Fault(Fault::Status { status: 429, body: None, retry_after: Some(0) });
+    let env = Env::new(Wire::OpenAi, vec![limited(), limited(), limited()]);
+    let (code, _, stderr) = run(&mut env.oneshot("hello?", &[]));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("hint: the provider is rate-limiting this key"), "{stderr}");
+}
+
+#[test]
+fn output_format_without_p_is_a_usage_error_not_a_silent_repl() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let (code, stdout, stderr) = run(env.cmd().args(["--output-format", "stream-json"]));
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(stderr.contains("--output-format stream-json works with -p"), "{stderr}");
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn a_mentioned_file_that_is_not_there_is_said_on_stderr() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into()]);
+    let (code, stdout, stderr) = run(&mut env.oneshot("summarise @notes.md for @bob", &[]));
+    assert_eq!((code, stdout.as_str()), (0, "ok\n"), "{stderr}");
+    assert!(stderr.contains("@notes.md: no such file"), "{stderr}");
+    assert!(!stderr.contains("@bob"), "{stderr}");
+}
+
+#[test]
 fn transient_failures_are_retried() {
     for wire in WIRES {
         let env = Env::new(

@@ -208,10 +208,14 @@ fn resuming_shows_the_last_exchanges_and_sessions_are_paged_with_a_header() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("› the first question"), "{stderr}");
     assert!(stderr.contains("  the first answer"), "{stderr}");
-    assert!(
-        stdout.contains("ID  CREATED  SIZE  MODEL  FIRST REQUEST  (page 1 of 1, 1 sessions)"),
-        "{stdout}"
-    );
+    let header = stdout.lines().find(|l| l.starts_with("ID ")).expect(&stdout);
+    assert!(header.ends_with("FIRST REQUEST  (page 1 of 1, 1 session)"), "{stdout}");
+    // Each column name stands over its column.
+    let row = stdout.lines().find(|l| l.contains("the first question")).expect(&stdout);
+    let column = |name: &str| header.find(name).unwrap();
+    assert_eq!(row.find("the first question"), Some(column("FIRST REQUEST")), "{stdout}");
+    assert_eq!(row.find("20"), Some(column("ID")), "{stdout}");
+    assert_eq!(&row[column("CREATED")..column("CREATED") + 2], "20", "{stdout}");
 }
 
 #[test]

@@ -97,6 +97,7 @@ fn esc_interrupts_the_request_and_the_next_command_still_runs() {
     term.typed(b"/usage\r");
     let screen = term.wait_for("cache write tokens");
     assert!(!screen.contains("^["), "Esc is not echoed: {screen}");
+    assert!(!screen.contains("about\x1b[2m(interrupted)"), "glued to the answer: {screen}");
     term.typed(b"/exit\r");
     let status = child.wait().unwrap();
     assert!(status.success());
@@ -121,4 +122,31 @@ fn ctrl_c_at_an_approval_question_cancels_the_request_and_gives_the_prompt_back(
     assert!(child.wait().unwrap().success());
     assert!(!env.ws().join("ran.txt").exists(), "the command did not run");
     assert_eq!(env.server.requests().len(), 1, "the request ended at the question");
+}
+
+/// A teammate's message reaching an idle lead starts the lead's turn by
+/// itself: the user sees who wrote what, then the lead's answer, and the
+/// model got the message as an `<inbox>` block.
+#[test]
+fn a_teammates_message_at_an_idle_prompt_starts_the_leads_turn() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("Thanks alice, I will merge it.").into()]);
+    env.write_home_config("[team]\npoll_secs = 0.05\nidle_timeout_secs = 60\n");
+    let (mut term, mut child) = open_terminal(&env);
+    term.wait_for("/help for commands");
+    let inbox = env.ws().join(".agent/team/inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    let message = json!({"id": "msg-1", "type": "message", "from": "alice", "to": "lead",
+        "content": "The changelog is done.", "timestamp": "2026-12-01T00:00:00Z"});
+    std::fs::write(inbox.join("lead.jsonl"), format!("{message}\n")).unwrap();
+    term.wait_for("message from alice: The changelog is done.");
+    term.wait_for("I will merge it.");
+    term.typed(b"/exit\r");
+    assert!(child.wait().unwrap().success());
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 1, "one turn, started by the message");
+    let body = requests[0].body.to_string();
+    assert!(
+        body.contains("[message] from alice") && body.contains("The changelog is done."),
+        "{body}"
+    );
 }

@@ -432,7 +432,7 @@ fn a_name_already_on_the_team_and_a_teammate_past_the_cap_are_refused() {
     env.write_home_config(&format!("{TEAM_CONFIG}max_teammates = 1\n"));
     let (code, _, err) = run(&mut env.oneshot("Spawn", &["--yes"]));
     assert_eq!(code, 0, "{err}");
-    let results = common::tool_results(&env.request_body(1));
+    let results = common::tool_results(&requests_of(&env, None)[1]);
     assert!(!results[0].1, "{results:?}");
     assert!(
         results[1].1 && results[1].0.contains("\"alice\" is already on the team"),
@@ -544,7 +544,7 @@ fn a_teammate_that_cannot_be_isolated_is_not_spawned_and_the_lead_is_told_why() 
     );
     let (code, _, err) = run(&mut env.oneshot("Isolate alice", &["--yes"]));
     assert_eq!(code, 0, "{err}");
-    let result = common::tool_results(&env.request_body(1));
+    let result = common::tool_results(&requests_of(&env, None)[1]);
     let (text, is_error) = result.last().unwrap();
     assert!(*is_error && text.contains("cannot isolate alice in worktree wa"), "{text}");
     assert!(text.contains("not a git repository") || text.contains("git"), "{text}");

@@ -1,15 +1,13 @@
 //! The agent loop against the scripted LLM server and the real providers:
 //! parallel read-only calls, panicking tools, permission branches, events.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ferroclaw_core::{
-    Agent, AgentParts, Approval, Approver, NoOneToAsk, Outcome, PermissionMode, Permissions,
-    SessionStore,
-};
-use ferroclaw_llm::{ProviderConfig, WireFormat};
+use ferroclaw_core::{Agent, AgentParts, Approval, Approver, NoOneToAsk, Outcome, PermissionMode};
 use ferroclaw_protocol::{AgentEvent, ContentBlock, Message, ToolCall};
 use ferroclaw_testkit::{ScriptedServer, ScriptedToolCall, Step, Turn};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -77,28 +75,10 @@ fn agent(
     approver: Arc<dyn Approver>,
     home: &std::path::Path,
 ) -> Agent {
-    let mut config = ProviderConfig::new("anthropic", WireFormat::Anthropic, server.url());
-    config.api_key = Some("k".into());
     Agent::new(AgentParts {
-        provider: ferroclaw_llm::connect(config),
-        model: "m".into(),
-        model_spec: "anthropic/m".into(),
-        system: "test".into(),
-        tools,
-        permissions: Arc::new(Permissions::new(mode, &[], &[]).unwrap()),
+        permissions: support::permissions(mode),
         approver,
-        session: SessionStore::new(home).create(home, "anthropic/m").unwrap(),
-        messages: Vec::new(),
-        workspace: home.to_path_buf(),
-        allowed_dirs: Vec::new(),
-        max_turns: 10,
-        max_tokens: 1000,
-        todos: Default::default(),
-        jobs: None,
-        sandbox: Default::default(),
-        compaction: ferroclaw_core::agent::Compaction::for_model("m"),
-        remembering: Default::default(),
-        turn_hook: None,
+        ..support::parts(server, home, tools)
     })
 }
 

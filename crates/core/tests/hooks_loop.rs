@@ -2,13 +2,14 @@
 //! the model back, a UserPromptSubmit hook refuses a prompt, PostToolUse
 //! hooks talk to the model, SubagentStop replaces Stop for a sub-agent.
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferroclaw_core::hooks::{Hook, HookEvent, Hooks, Matcher};
-use ferroclaw_core::{Agent, AgentParts, NoOneToAsk, PermissionMode, Permissions, SessionStore};
-use ferroclaw_llm::{ProviderConfig, WireFormat};
+use ferroclaw_core::{Agent, AgentParts, PermissionMode};
 use ferroclaw_protocol::{ContentBlock, Message};
 use ferroclaw_testkit::{ScriptedServer, Turn};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -56,30 +57,11 @@ fn agent_in(
     hooks: Vec<Hook>,
     subagent: Option<&str>,
 ) -> Agent {
-    let mut config = ProviderConfig::new("anthropic", WireFormat::Anthropic, server.url());
-    config.api_key = Some("k".into());
     let mut tools = ToolRegistry::new();
     tools.register(Echo);
     let mut agent = Agent::new(AgentParts {
-        provider: ferroclaw_llm::connect(config),
-        model: "m".into(),
-        model_spec: "anthropic/m".into(),
-        system: "test".into(),
-        tools,
-        permissions: Arc::new(Permissions::new(mode, &[], &[]).unwrap()),
-        approver: Arc::new(NoOneToAsk),
-        session: SessionStore::new(home).create(home, "anthropic/m").unwrap(),
-        messages: Vec::new(),
-        workspace: home.to_path_buf(),
-        allowed_dirs: Vec::new(),
-        max_turns: 10,
-        max_tokens: 1000,
-        todos: Default::default(),
-        jobs: None,
-        sandbox: Default::default(),
-        compaction: ferroclaw_core::agent::Compaction::for_model("m"),
-        remembering: Default::default(),
-        turn_hook: None,
+        permissions: support::permissions(mode),
+        ..support::parts(server, home, tools)
     });
     agent.set_hooks(Arc::new(Hooks::from_hooks(hooks, home)), subagent.map(str::to_string));
     agent

@@ -3,16 +3,15 @@
 //! replayed from the journal, so the model is asked only for what was
 //! left and no recorded tool call runs again.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferroclaw_core::journal::{FileJournal, Step, TurnJournal};
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
-use ferroclaw_core::{
-    Agent, AgentParts, NoOneToAsk, Outcome, PermissionMode, Permissions, SessionStore,
-};
-use ferroclaw_llm::{ProviderConfig, WireFormat};
+use ferroclaw_core::{Agent, AgentParts, Outcome, SessionStore};
 use ferroclaw_protocol::{Message, Role};
 use ferroclaw_testkit::{Fault, ScriptedServer, Turn};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -48,30 +47,11 @@ fn agent(
     session: SessionLog,
     messages: Vec<Message>,
 ) -> Agent {
-    let mut config = ProviderConfig::new("anthropic", WireFormat::Anthropic, server.url());
-    config.api_key = Some("k".into());
     let mut tools = ToolRegistry::new();
     tools.register(Append(home.join("side-effects.log")));
     let mut agent = Agent::new(AgentParts {
-        provider: ferroclaw_llm::connect(config),
-        model: "m".into(),
-        model_spec: "anthropic/m".into(),
-        system: "test".into(),
-        tools,
-        permissions: Arc::new(Permissions::new(PermissionMode::Bypass, &[], &[]).unwrap()),
-        approver: Arc::new(NoOneToAsk),
-        session,
         messages,
-        workspace: home.to_path_buf(),
-        allowed_dirs: Vec::new(),
-        max_turns: 10,
-        max_tokens: 1000,
-        todos: Default::default(),
-        jobs: None,
-        sandbox: Default::default(),
-        compaction: ferroclaw_core::agent::Compaction::for_model("m"),
-        remembering: Default::default(),
-        turn_hook: None,
+        ..support::parts_with_session(server, home, tools, session)
     });
     agent.set_journal(Some(Arc::new(FileJournal::new(&SessionStore::new(home).project_dir(home)))));
     agent

@@ -54,6 +54,7 @@ mod openai;
 mod presets;
 mod retry;
 mod sse;
+mod text_part;
 
 pub use presets::{ModelSpec, ModelSpecError, Preset, preset, presets};
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use ferroclaw_core::agent::{EventSink, Injector};
 use ferroclaw_core::session::SessionMeta;
-use ferroclaw_core::{Agent, NoOneToAsk, Outcome};
+use ferroclaw_core::{Agent, Approver, Outcome};
 use ferroclaw_protocol::{AgentEvent, Message};
 use ferroclaw_team::inbox::last_through;
 use ferroclaw_team::{
@@ -31,8 +31,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{Resume, Runtime, SessionOptions};
 
+mod approver;
 mod tools;
 
+use approver::TeammateApprover;
 use tools::{SpawnTeammateTool, gate_writes};
 
 /// Default cap on teammates at once (`[team] max_teammates`).
@@ -178,8 +180,19 @@ impl TeamRunner {
     }
 
     /// Starts a teammate. Refuses a name already working or idle (no
-    /// doubles), a full team, and an unknown agent type.
-    pub fn spawn(self: &Arc<Self>, spec: TeammateSpec) -> Result<(), TeamError> {
+    /// doubles), a full team, and an unknown agent type. The work (file
+    /// locks, `git worktree add` for an isolated teammate, opening its
+    /// session) runs on a blocking thread, never on the async threads the
+    /// lead's turn and the other teammates share.
+    pub async fn spawn(self: &Arc<Self>, spec: TeammateSpec) -> Result<(), TeamError> {
+        let runner = self.clone();
+        tokio::task::spawn_blocking(move || runner.spawn_now(spec))
+            .await
+            .map_err(|e| TeamError::Invalid(format!("starting the teammate failed: {e}")))?
+    }
+
+    /// [`TeamRunner::spawn`]'s blocking part.
+    fn spawn_now(self: &Arc<Self>, spec: TeammateSpec) -> Result<(), TeamError> {
         ferroclaw_team::config::validate_name(&spec.name)?;
         if let Some(kind) = &spec.agent_type
             && !self.runtime.agent_types().iter().any(|t| &t.name == kind)
@@ -263,9 +276,17 @@ impl TeamRunner {
             checkpoints: false,
             journal: None,
         };
+        let approver: Arc<dyn Approver> = Arc::new(TeammateApprover {
+            name: member.name.clone(),
+            team: self.team.clone(),
+            workspace: options
+                .workspace_root
+                .clone()
+                .unwrap_or_else(|| self.runtime.config().workspace.clone()),
+        });
         let open = |resume: Resume| {
             self.runtime
-                .open(resume, Arc::new(NoOneToAsk), options)
+                .open(resume, approver.clone(), options)
                 .map_err(|e| TeamError::Invalid(format!("cannot start {}: {e}", member.name)))
         };
         let reattached = resume.is_some();

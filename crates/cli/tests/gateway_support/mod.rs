@@ -40,19 +40,22 @@ impl Gateway {
         Self::spawn(env, port)
     }
 
-    /// Starts the gateway with the config already written.
+    /// Starts `ferroclaw gateway --port PORT` with the config already
+    /// written; returns once `/health` answers.
     pub fn spawn(env: &Env, port: u16) -> Gateway {
         let stderr_path = env.home.path().join(format!("gateway-{port}.stderr"));
         let child = env
             .std_cmd()
-            .arg("gateway")
+            .args(["gateway", "--port", &port.to_string()])
             .env("FERROCLAW_LOG", "info")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr_path).unwrap())
             .spawn()
             .unwrap();
         let mut gw = Gateway { child, port, stderr_path };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // A hang guard, not a timing check: several gateways starting at
+        // once on a loaded machine can take a while.
+        let deadline = Instant::now() + Duration::from_secs(60);
         while get(port, "/health").is_none_or(|(s, _)| s != 200) {
             if let Ok(Some(status)) = gw.child.try_wait() {
                 let err = std::fs::read_to_string(&gw.stderr_path).unwrap_or_default();

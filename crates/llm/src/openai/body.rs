@@ -16,6 +16,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 use crate::ChatRequest;
+use crate::text_part::TextPart;
 
 /// The whole body.
 pub(crate) struct Body<'a> {
@@ -246,17 +247,6 @@ impl Serialize for UserParts<'_> {
             }
         }
         seq.end()
-    }
-}
-
-struct TextPart<'a>(&'a str);
-
-impl Serialize for TextPart<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("type", "text")?;
-        map.serialize_entry("text", self.0)?;
-        map.end()
     }
 }
 

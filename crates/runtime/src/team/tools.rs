@@ -83,7 +83,7 @@ impl Tool for SpawnTeammateTool {
             return Err(ToolError::InvalidArguments("the prompt is empty".into()));
         }
         let name = spec.name.clone();
-        self.0.spawn(spec).map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        self.0.spawn(spec).await.map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
         self.0.emit(&name, "working", "spawned");
         Ok(ToolOutput::text(format!(
             "Spawned {name}; it works on its own and reports to your inbox."
