@@ -15,7 +15,9 @@
 //! - single-holder channel leases (a Telegram long poll), taken over within
 //!   seconds when the holder stops renewing;
 //! - cron slots claimed once however many gateways run, with run records;
-//! - pairing allow-lists, and the turn journal's steps.
+//! - pairing allow-lists, and the turn journal's steps;
+//! - chat sessions, line for line as their JSONL files (so gateways on
+//!   machines that share no folder continue the same conversations).
 //!
 //! `LISTEN/NOTIFY` only wakes workers ([`Wakeups`]); the tables are the record.
 //! Times are the database's clock (`now()`), so machines need not agree.
@@ -42,6 +44,8 @@ mod migrate;
 mod pairing;
 mod pg;
 mod queue;
+mod sessions;
+mod transfer;
 
 pub use cron::CronClaim;
 pub use error::StoreError;
@@ -49,6 +53,7 @@ pub use journal::TurnStep;
 pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
 pub use pg::{PgOptions, PgStore, Wakeups};
 pub use queue::{Claim, Enqueued, Outbound};
+pub use sessions::{SessionHead, SessionWrite, storable_line};
 
 /// The environment variable that names the database (wins over `[gateway] store`).
 pub const DATABASE_URL_ENV: &str = "FERROCLAW_DATABASE_URL";
