@@ -303,15 +303,19 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         link.live().remove(&message.id);
     }
     // The turn's lines are stored with its answer, or neither is.
-    let (write, current) = match crate::shared_sessions::after_turn(shared, &key, &synced) {
+    let added = match crate::shared_sessions::after_turn(shared, &key, &synced) {
         Ok(added) => added,
         Err(e) => {
             tracing::error!(chat = %claim.chat, "session not read ({e}); the message will run again");
             return;
         }
     };
-    let current = current.as_ref().map(|(chat, session)| (chat.as_str(), session.as_str()));
-    match link.store.complete_with_session(&claim, answer.as_ref(), write.as_ref(), current).await {
+    let current = added.current.as_ref().map(|(chat, session)| (chat.as_str(), session.as_str()));
+    match link
+        .store
+        .complete_with_session(&claim, answer.as_ref(), added.write.as_ref(), current)
+        .await
+    {
         Ok(true) => {}
         Ok(false) => {
             tracing::warn!(chat = %claim.chat, "answer dropped: another process took the message over")

@@ -105,13 +105,17 @@ pub async fn before_turn(
     Ok(Synced { session, path, seen, keep, record_current })
 }
 
-/// What the turn added, to store with its answer: the session's new lines,
-/// and the chat's session when it changed (`/new`) as (chat, session).
-pub fn after_turn(
-    shared: &Shared,
-    key: &SessionKey,
-    synced: &Synced,
-) -> Result<(Option<SessionWrite>, Option<(String, String)>), SyncError> {
+/// What a turn added, to store with its answer.
+#[derive(Debug, Clone, Default)]
+pub struct Added {
+    /// The session's new lines.
+    pub write: Option<SessionWrite>,
+    /// The chat's session, when it changed (`/new`): (chat, session).
+    pub current: Option<(String, String)>,
+}
+
+/// What the turn added to the chat's session, read from its file.
+pub fn after_turn(shared: &Shared, key: &SessionKey, synced: &Synced) -> Result<Added, SyncError> {
     let write = match lines_from(&synced.path, synced.keep.bytes as u64)? {
         Tail::Missing => None,
         Tail::Lines(lines) => Some(SessionWrite {
@@ -130,7 +134,7 @@ pub fn after_turn(
     };
     let now = shared.names.current(key);
     let current = (now != synced.session || synced.record_current).then(|| (key.address(), now));
-    Ok((write, current))
+    Ok(Added { write, current })
 }
 
 /// Where this process keeps session `id`.
