@@ -309,4 +309,37 @@ mod tests {
         write_lines_atomically(&path, &["x".into(), "y".into()]).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "x\ny\n");
     }
+
+    #[tokio::test]
+    async fn a_local_copy_is_brought_up_to_the_databases_whatever_state_it_is_in() {
+        let Some(pg) = ferroclaw_testkit::PgCluster::shared() else { return };
+        let store = PgStore::connect(&pg.database("bring_up"), Default::default()).await.unwrap();
+        let stored: Vec<String> = ["{\"type\":\"meta\"}", "one", "two"].map(String::from).into();
+        let write = SessionWrite {
+            session: "s".into(),
+            seen: None,
+            keep: SessionHead::default(),
+            lines: stored.clone(),
+        };
+        assert!(store.write_session(&write).await.unwrap());
+        let head = store.session_head("s").await.unwrap().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let whole = "{\"type\":\"meta\"}\none\ntwo\n";
+        for (local, why) in [
+            ("", "empty"),
+            ("{\"type\":\"meta\"}\n", "behind: the rest fetched"),
+            ("{\"type\":\"meta\"}\none\ntwo\nunstored\n", "ahead: what was never stored is cut"),
+            ("{\"type\":\"meta\"}\none\ntwo\n{\"torn", "a torn line"),
+            ("{\"type\":\"meta\",\"x\":1}\nother\n", "another machine's history"),
+            (whole, "the same"),
+        ] {
+            std::fs::write(&path, local).unwrap();
+            bring_up(&store, "s", &path, head, local.len() as u64).await.unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), whole, "{why}");
+        }
+        std::fs::remove_file(&path).unwrap();
+        bring_up(&store, "s", &path, head, 0).await.unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), whole, "no file");
+    }
 }
