@@ -48,6 +48,12 @@ pub enum GatewayAction {
     /// FERROCLAW_DATABASE_URL); the gateway also does this at start unless
     /// `store_migrate = false`.
     Migrate,
+    /// Move this box's chat sessions, pairing allow-lists and cron jobs into
+    /// the shared database (what is there already is left alone).
+    Import,
+    /// Write the shared database's chat sessions, allow-lists and cron jobs
+    /// into this box's files (what is there already is left alone).
+    Export,
     /// Write a systemd user unit that runs the gateway, and say how to enable it.
     Install {
         /// Overwrite an existing unit.
@@ -70,6 +76,12 @@ pub async fn run(
     match action {
         Some(GatewayAction::Install { force }) => install(*force),
         Some(GatewayAction::Migrate) => migrate(cli).await,
+        Some(GatewayAction::Import) => {
+            crate::gateway_transfer::run(cli, crate::gateway_transfer::Direction::Import).await
+        }
+        Some(GatewayAction::Export) => {
+            crate::gateway_transfer::run(cli, crate::gateway_transfer::Direction::Export).await
+        }
         None | Some(GatewayAction::Run) => serve(cli, flags).await,
     }
 }
@@ -100,7 +112,7 @@ pub fn gateway_config(cli: &Cli) -> Result<(Config, GatewaySettings), SetupError
 }
 
 /// The shared database's URL, when one is configured (the environment first).
-fn database_url(settings: &GatewaySettings) -> Result<Option<String>, SetupError> {
+pub(crate) fn database_url(settings: &GatewaySettings) -> Result<Option<String>, SetupError> {
     let env = std::env::var(ferroclaw_store::DATABASE_URL_ENV).ok();
     ferroclaw_store::Backend::choose(settings.store.as_deref(), env.as_deref()).map_err(other)
 }

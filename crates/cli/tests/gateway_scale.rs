@@ -3,13 +3,15 @@
 //! order with its whole history, whichever process a message arrives at;
 //! a database that cannot be used stops the gateway with one clear line.
 //!
-//! The processes share one `FERROCLAW_HOME` (session files), as this
-//! increment of the scale-out gateway requires.
+//! Gateways need not share `FERROCLAW_HOME`: chat sessions live in the
+//! database too, and `ferroclaw gateway import|export` moves a box's files
+//! into it and back.
 
 mod common;
 mod gateway_support;
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{Env, Wire};
@@ -22,6 +24,11 @@ const MESSAGES: usize = 6;
 /// Starts `ferroclaw gateway --port PORT` with the config already written.
 fn start(env: &Env, port: u16) -> Gateway {
     Gateway::spawn(env, port)
+}
+
+/// The same with `home` as its `FERROCLAW_HOME` (another machine's, say).
+fn start_in(env: &Env, home: &Path, port: u16) -> Gateway {
+    Gateway::spawn_in(env, home, port)
 }
 
 fn last_user_text(body: &serde_json::Value) -> String {
@@ -279,4 +286,207 @@ fn two_gateways_share_cron_jobs_and_pairing_through_the_database() {
     // Two gateways ran, and the job ran once; a one-shot job is gone after its run.
     assert_eq!(runs(), 1, "the job ran once");
     assert!(cli(&["cron", "list"]).contains("no cron jobs"));
+}
+
+/// The config of a gateway on `url` that echoes.
+fn store_config(url: &str) -> String {
+    format!(
+        "[retry]\nmax_attempts = 2\nbase_delay_ms = 10\nmax_delay_ms = 50\n\n[gateway]\ntoken = \"{TOKEN}\"\n\
+         heartbeat_minutes = 0\nrequests_per_minute = 0\nmessages_per_minute = 0\nstore = \"{url}\"\n"
+    )
+}
+
+/// The user texts of the model request that answered `text`.
+fn history_of(env: &Env, text: &str) -> Vec<String> {
+    let requests = env.server.requests();
+    let request = requests
+        .iter()
+        .rev()
+        .find(|r| last_user_text(&r.body) == text)
+        .unwrap_or_else(|| panic!("the model was not asked about {text:?}"));
+    user_texts(request.body["messages"].as_array().unwrap())
+}
+
+fn errors_in_log(home: &Path) -> Vec<String> {
+    std::fs::read_to_string(home.join("logs").join("gateway.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("ERROR"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn gateways_that_share_no_folder_continue_each_others_conversations() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("no_shared_home");
+    let options = ServerOptions { repeat: true, ..Default::default() };
+    let env = Env::with_options(
+        Wire::OpenAi,
+        vec![Turn::text(format!("echo: {LAST_USER}")).into()],
+        options,
+    );
+    // Two machines: each gateway has its own home (sessions, logs, workspace).
+    let other_home = tempfile::tempdir().unwrap();
+    env.write_home_config(&store_config(&url));
+    std::fs::write(other_home.path().join("config.toml"), store_config(&url)).unwrap();
+    let mut said = Vec::new();
+    let say = |port: u16, text: &str, said: &mut Vec<String>| {
+        assert_eq!(chat(port, "ada", text), (200, format!("echo: {text}")));
+        said.push(text.to_string());
+        // The model sees the whole conversation, whichever machine ran it.
+        assert_eq!(&history_of(&env, text), said, "{text}");
+    };
+    // Whichever process claims a message runs it: one machine at a time
+    // makes sure each one continues what the other began.
+    let a = start(&env, free_port());
+    say(a.port, "one", &mut said);
+    say(a.port, "two", &mut said);
+    let b = start_in(&env, other_home.path(), free_port());
+    a.terminate();
+    say(b.port, "three", &mut said);
+    say(b.port, "four", &mut said);
+    let a = start(&env, free_port());
+    b.terminate();
+    say(a.port, "five", &mut said);
+    // `/new` on one machine: the other talks in the new session.
+    let (status, answer) = chat(a.port, "ada", "/new");
+    assert_eq!(status, 200);
+    assert!(answer.starts_with("Started a new conversation"), "{answer}");
+    let b = start_in(&env, other_home.path(), free_port());
+    a.terminate();
+    said.clear();
+    say(b.port, "fresh start", &mut said);
+    // Both up: turns go to either.
+    let a = start(&env, free_port());
+    for (i, port) in [a.port, b.port, a.port, b.port].into_iter().enumerate() {
+        say(port, &format!("both up {i}"), &mut said);
+    }
+    a.terminate();
+    b.terminate();
+    for home in [env.home.path(), other_home.path()] {
+        assert!(errors_in_log(home).is_empty(), "{:?}", errors_in_log(home));
+    }
+}
+
+/// Runs `ferroclaw gateway ACTION` with `home` on `url`: (success, stdout, stderr).
+fn transfer(env: &Env, home: &Path, url: &str, action: &str) -> (bool, String, String) {
+    let output = env
+        .std_cmd()
+        .env("FERROCLAW_HOME", home)
+        .env("FERROCLAW_DATABASE_URL", url)
+        .args(["gateway", action])
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (output.status.success(), text(&output.stdout), text(&output.stderr))
+}
+
+#[test]
+fn import_moves_a_boxs_files_into_the_database_and_export_writes_them_back() {
+    let closed = free_port();
+    let env = Env::with_options(
+        Wire::OpenAi,
+        vec![Turn::text(format!("echo: {LAST_USER}")).into()],
+        ServerOptions { repeat: true, ..Default::default() },
+    );
+    // An unreachable database: one clear line, the password hidden, nothing done.
+    let (ok, _, err) = transfer(
+        &env,
+        env.home.path(),
+        &format!("postgres://bot:hunter2@127.0.0.1:{closed}/claw"),
+        "import",
+    );
+    assert!(!ok);
+    assert!(
+        err.contains(&format!(
+            "cannot reach the database postgres://bot:***@127.0.0.1:{closed}/claw"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("import_export");
+    // A box that ran on its own files: a conversation, an approved sender,
+    // a cron job.
+    env.write_home_config(&format!("[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\n"));
+    let alone = start(&env, free_port());
+    assert_eq!(
+        chat(alone.port, "ada", "my name is Ada"),
+        (200, "echo: my name is Ada".to_string())
+    );
+    alone.terminate();
+    let home = env.home.path();
+    std::fs::create_dir_all(home.join("pairing")).unwrap();
+    std::fs::write(
+        home.join("pairing").join("telegram.json"),
+        r#"{"approved":[{"sender":"7","approved_at_ms":1}],"pending":[]}"#,
+    )
+    .unwrap();
+    let job = ferroclaw_gateway::cron::CronJob::new(
+        "daily",
+        ferroclaw_gateway::cron::Schedule::every(3_600_000).unwrap(),
+        ferroclaw_gateway::cron::Payload { message: "check the news".into(), ..Default::default() },
+    )
+    .unwrap();
+    ferroclaw_gateway::cron::CronStore::new(home).add(job.clone()).unwrap();
+
+    let (ok, out, err) = transfer(&env, home, &url, "import");
+    assert!(ok, "{err}");
+    assert!(out.contains("chat sessions: 1 stored, 0 already there"), "{out}");
+    assert!(out.contains("allowed senders: 1 stored, 0 already there"), "{out}");
+    assert!(out.contains("cron jobs: 1 stored, 0 already there"), "{out}");
+    // Twice is once.
+    let (ok, out, _) = transfer(&env, home, &url, "import");
+    assert!(ok);
+    assert!(out.contains("chat sessions: 0 stored, 1 already there"), "{out}");
+    assert!(out.contains("allowed senders: 0 stored, 1 already there"), "{out}");
+    assert!(out.contains("cron jobs: 0 stored, 1 already there"), "{out}");
+
+    // A gateway on another machine continues the conversation.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("config.toml"), store_config(&url)).unwrap();
+    let b = start_in(&env, elsewhere.path(), free_port());
+    assert_eq!(
+        chat(b.port, "ada", "what is my name?"),
+        (200, "echo: what is my name?".to_string())
+    );
+    assert_eq!(history_of(&env, "what is my name?"), ["my name is Ada", "what is my name?"]);
+    b.terminate();
+
+    // Export into a third box's files: all of it, the second turn included.
+    let third = tempfile::tempdir().unwrap();
+    std::fs::write(third.path().join("config.toml"), "").unwrap();
+    let (ok, out, err) = transfer(&env, third.path(), &url, "export");
+    assert!(ok, "{err}");
+    assert!(out.contains("chat sessions: 1 written, 0 already there"), "{out}");
+    assert!(out.contains("allowed senders: 1 written"), "{out}");
+    assert!(out.contains("cron jobs: 1 written"), "{out}");
+    let (ok, again, _) = transfer(&env, third.path(), &url, "export");
+    assert!(ok);
+    assert!(again.contains("chat sessions: 0 written, 1 already there"), "{again}");
+    assert!(again.contains("cron jobs: 0 written, 1 already there"), "{again}");
+    let sessions: Vec<_> = walk(&third.path().join("sessions"));
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let text = std::fs::read_to_string(&sessions[0]).unwrap();
+    assert!(text.contains("my name is Ada") && text.contains("what is my name?"), "{text}");
+    let pairing = std::fs::read_to_string(third.path().join("pairing/telegram.json")).unwrap();
+    assert!(pairing.contains("\"7\""), "{pairing}");
+    let jobs = ferroclaw_gateway::cron::CronStore::new(third.path()).load().unwrap();
+    assert_eq!(jobs.jobs, [job]);
+}
+
+/// Every `.jsonl` file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            found.push(path);
+        }
+    }
+    found
 }

@@ -554,6 +554,18 @@ impl SessionLog {
         self.file.set_len(len).map_err(io(&self.path))
     }
 
+    /// True when the file has a line ending at byte `len` (0 counts): where
+    /// it can be cut back to without tearing a line.
+    pub fn ends_line_at(&self, len: u64) -> bool {
+        use std::os::unix::fs::FileExt;
+        let mut byte = [0u8];
+        // Read through a handle of its own: a new session's is append-only.
+        len == 0
+            || File::open(&self.path)
+                .and_then(|f| f.read_at(&mut byte, len - 1))
+                .is_ok_and(|n| n == 1 && byte[0] == b'\n')
+    }
+
     /// Fills in the folder of a session whose metadata had to be rebuilt.
     pub fn adopt_cwd(&mut self, cwd: &Path) {
         if self.meta.cwd.as_os_str().is_empty() {
@@ -804,6 +816,17 @@ mod tests {
             drop(again);
             std::fs::remove_file(&path).unwrap();
         }
+    }
+
+    #[test]
+    fn a_session_can_be_cut_back_only_where_a_line_ends() {
+        let (_d, store) = store();
+        let mut log = store.create(Path::new("/p"), "m/m").unwrap();
+        let meta = log.len();
+        log.append_message(&Message::user("one")).unwrap();
+        assert!(log.ends_line_at(0) && log.ends_line_at(meta) && log.ends_line_at(log.len()));
+        assert!(!log.ends_line_at(meta - 1), "inside the metadata line");
+        assert!(!log.ends_line_at(log.len() + 1), "past the end");
     }
 
     #[test]

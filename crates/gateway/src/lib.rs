@@ -50,6 +50,7 @@ pub mod resume;
 pub mod scaleout;
 pub mod scheduler;
 pub mod sessions;
+pub mod shared_sessions;
 pub mod slack;
 pub mod status;
 pub mod telegram;

@@ -16,8 +16,10 @@
 //! - Channels that must run once (Telegram's long poll, Discord's and
 //!   Slack's sockets) run in the process holding their lease ([`hold_channel`]).
 //!
-//! Sessions are files under `$FERROCLAW_HOME`: in this increment, gateways
-//! sharing a database share that folder too (one machine, or a network file system).
+//! - A chat's session is kept in the database too ([`crate::shared_sessions`]):
+//!   the local file is brought up to the database's copy before the message
+//!   runs, and the turn's new lines are stored with its answer, so gateways
+//!   need not share `$FERROCLAW_HOME`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -253,6 +255,22 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         message.cancel = cancel;
     }
     let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
+    // The session as the database has it, before the agent opens it. When
+    // that cannot be done the message is left to run again (its lease runs out).
+    let synced = match crate::shared_sessions::before_turn(
+        shared,
+        &link.store,
+        &key,
+        claim.attempts == 0,
+    )
+    .await
+    {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(chat = %claim.chat, "session not brought up to date ({e}); the message will run again");
+            return;
+        }
+    };
     let (done, result) = oneshot::channel();
     let work = Work {
         message: message.clone(),
@@ -260,7 +278,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         quiet_if_ok: false,
         done: Some(done),
     };
-    let outcome = match shared.enqueue(key, work) {
+    let outcome = match shared.enqueue(key.clone(), work) {
         Err(e) => Err(e),
         Ok(()) => {
             tokio::pin!(result);
@@ -305,7 +323,20 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
     if answer.is_none() && mine {
         link.live().remove(&message.id);
     }
-    match link.store.complete(&claim, answer.as_ref()).await {
+    // The turn's lines are stored with its answer, or neither is.
+    let added = match crate::shared_sessions::after_turn(shared, &key, &synced) {
+        Ok(added) => added,
+        Err(e) => {
+            tracing::error!(chat = %claim.chat, "session not read ({e}); the message will run again");
+            return;
+        }
+    };
+    let current = added.current.as_ref().map(|(chat, session)| (chat.as_str(), session.as_str()));
+    match link
+        .store
+        .complete_with_session(&claim, answer.as_ref(), added.write.as_ref(), current)
+        .await
+    {
         Ok(true) => {}
         Ok(false) => {
             tracing::warn!(chat = %claim.chat, "answer dropped: another process took the message over")

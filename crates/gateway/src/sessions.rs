@@ -79,6 +79,30 @@ impl SessionNames {
         map.get(&key.address()).cloned().unwrap_or_else(|| key.base_session_id())
     }
 
+    /// Makes `id` the session `key` talks in (several gateways: the one the
+    /// database names); written only when it changes.
+    pub fn set(&self, key: &SessionKey, id: &str) {
+        let mut map = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let address = key.address();
+        let unchanged = match map.get(&address) {
+            Some(current) => current == id,
+            None => id == key.base_session_id(),
+        };
+        if unchanged {
+            return;
+        }
+        map.insert(address, id.to_string());
+        if let Err(e) = write_json_atomically(&self.path, &*map) {
+            tracing::warn!("{}: {e}", self.path.display());
+        }
+    }
+
+    /// Every chat that moved on from its base session: (address, session id).
+    pub fn moved(&self) -> Vec<(String, String)> {
+        let map = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        map.iter().map(|(a, id)| (a.clone(), id.clone())).collect()
+    }
+
     /// Starts a new session for `key`; returns its id.
     pub fn rotate(&self, key: &SessionKey) -> String {
         let id = format!("{}-{}", key.base_session_id(), crate::files::now_ms());

@@ -305,11 +305,9 @@ async fn open<'a>(
 ) -> Result<&'a mut Agent, String> {
     if agent.is_none() {
         // Several gateways: another process may have started a new session
-        // for this chat (`/new`), so its choice is read from the file.
-        let id = match shared.store {
-            Some(_) => crate::sessions::SessionNames::load(&shared.home).current(key),
-            None => shared.names.current(key),
-        };
+        // for this chat (`/new`); the claim set the database's choice here
+        // before the message came (see `shared_sessions::before_turn`).
+        let id = shared.names.current(key);
         // The message and cron tools default to where this chat's answers go.
         let target = match delivery {
             Delivery::To(to) => to.clone(),

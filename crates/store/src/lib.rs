@@ -17,6 +17,8 @@
 //! - cron slots claimed once however many gateways run, with run records;
 //! - pairing allow-lists and codes, cron job definitions, approval requests
 //!   answered from any process, and the turn journal's steps;
+//! - chat sessions, line for line as their JSONL files (so gateways on
+//!   machines that share no folder continue the same conversations);
 //! - housekeeping: finished rows pruned after a while ([`PgStore::prune`]).
 //!
 //! `LISTEN/NOTIFY` only wakes workers ([`Wakeups`]); the tables are the record.
@@ -46,6 +48,8 @@ mod pairing;
 mod pg;
 mod prune;
 mod queue;
+mod sessions;
+mod transfer;
 
 pub use approvals::{Answered, ApprovalRequest};
 pub use cron::CronClaim;
@@ -56,6 +60,7 @@ pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
 pub use pg::{PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
 pub use queue::{Claim, Enqueued, Outbound};
+pub use sessions::{SessionHead, SessionWrite, storable_line};
 
 /// The environment variable that names the database (wins over `[gateway] store`).
 pub const DATABASE_URL_ENV: &str = "FERROCLAW_DATABASE_URL";

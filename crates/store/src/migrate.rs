@@ -136,6 +136,36 @@ CREATE INDEX inbound_done ON inbound (done_at) WHERE done_at IS NOT NULL;
 CREATE INDEX outbound_delivered ON outbound (delivered_at) WHERE delivered_at IS NOT NULL;
 CREATE INDEX turns_finished_at ON turns_finished (finished_at);
 "#,
+    // pgsess: chat sessions, line for line as their JSONL files have them,
+    // so gateways on machines that share no folder open the same
+    // conversation. `session_files` says how far a session goes (lines and
+    // bytes, updated with the lines in one transaction); `end_at` is where a
+    // line ends in the file (its newline counted), so a worker whose copy
+    // stops at byte N fetches only what follows. `chat_sessions`: the session
+    // a chat talks in now (`/new` moves it on).
+    r#"
+CREATE TABLE session_files (
+    session    text PRIMARY KEY,
+    lines      int NOT NULL,
+    bytes      bigint NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE session_lines (
+    session text NOT NULL REFERENCES session_files ON DELETE CASCADE,
+    seq     int NOT NULL,
+    end_at  bigint NOT NULL,
+    line    text NOT NULL,
+    PRIMARY KEY (session, seq)
+);
+CREATE INDEX session_lines_end ON session_lines (session, end_at);
+
+CREATE TABLE chat_sessions (
+    chat       text PRIMARY KEY,
+    session    text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+"#,
 ];
 
 /// The version the database is at (0 when it has no ferroclaw schema).

@@ -167,6 +167,23 @@ impl PgStore {
     ) -> Result<bool, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        if !self.finish_claim(&tx, claim, answer).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// [`complete`](Self::complete)'s work inside `tx`, which the caller
+    /// commits (with more in it: a chat session's new lines); false when the
+    /// lease is no longer this worker's (then the caller rolls back).
+    pub(crate) async fn finish_claim(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        claim: &Claim,
+        answer: Option<&Outbound>,
+    ) -> Result<bool, StoreError> {
         // The message's row first, then the lease's: the order `claim` takes
         // them in, so a claim racing this one waits instead of deadlocking.
         tx.execute("SELECT 1 FROM inbound WHERE id = $1 FOR UPDATE", &[&claim.id]).await?;
@@ -177,7 +194,6 @@ impl PgStore {
             )
             .await?;
         if released != 1 {
-            tx.rollback().await?;
             return Ok(false);
         }
         tx.execute("UPDATE inbound SET done_at = now() WHERE id = $1", &[&claim.id]).await?;
@@ -192,7 +208,6 @@ impl PgStore {
         }
         // The chat's next message may be claimed now.
         tx.execute("SELECT pg_notify($1, '')", &[&INBOUND_CHANNEL]).await?;
-        tx.commit().await?;
         Ok(true)
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ferroclaw_store::{
     Answered, ApprovalRequest, CodeRequest, Enqueued, Outbound, PgOptions, PgStore, Pruned,
-    SCHEMA_VERSION, StoreError,
+    SCHEMA_VERSION, SessionHead, SessionWrite, StoreError,
 };
 use ferroclaw_testkit::PgCluster;
 use serde_json::json;
@@ -448,6 +448,63 @@ async fn housekeeping_prunes_only_what_finished_and_one_process_at_a_time() {
     assert_eq!(s.prune(Duration::ZERO, 2).await.unwrap(), None);
     drop(client);
     connection.abort();
+}
+
+#[tokio::test]
+async fn a_session_is_stored_line_by_line_with_its_answer_and_a_stale_or_unleased_writer_stores_nothing()
+ {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "sessions", "process-a").await;
+    let b = a.with_holder("process-b");
+    let lines = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let first = SessionWrite {
+        session: "gw-web-7".into(),
+        seen: None,
+        keep: SessionHead::default(),
+        lines: lines(&[r#"{"type":"meta"}"#, "one", "two"]),
+    };
+    assert!(a.write_session(&first).await.unwrap());
+    let head = a.session_head("gw-web-7").await.unwrap().unwrap();
+    assert_eq!(head, SessionHead { lines: 3, bytes: 16 + 4 + 4 });
+    // A copy that ends after the metadata line fetches only what follows.
+    assert_eq!(
+        a.session_line_ending_at("gw-web-7", 16).await.unwrap().as_deref(),
+        Some(r#"{"type":"meta"}"#)
+    );
+    assert_eq!(a.session_lines_after("gw-web-7", 16).await.unwrap(), ["one", "two"]);
+    assert!(!a.write_session(&first).await.unwrap(), "a writer that did not see the stored lines");
+    assert_eq!(a.session_head("gw-web-7").await.unwrap(), Some(head), "changed nothing");
+
+    // A turn's lines go with its answer, and `/new`'s session with them.
+    a.enqueue("web", "m1", "web:7", None, &json!({"n": 1})).await.unwrap();
+    let claim = a.claim(LONG).await.unwrap().unwrap();
+    let answer = Outbound {
+        key: format!("reply:{}", claim.id),
+        channel: "web".into(),
+        chat: "web:7".into(),
+        origin: None,
+        body: json!({"text": "hi"}),
+    };
+    let turn = SessionWrite { seen: Some(head), keep: head, lines: lines(&["three"]), ..first };
+    // Another process, not holding the chat: nothing of it is stored.
+    assert!(!b.complete_with_session(&claim, Some(&answer), Some(&turn), None).await.unwrap());
+    assert_eq!(a.session_head("gw-web-7").await.unwrap(), Some(head));
+    let current = Some(("web:7", "gw-web-7-2"));
+    assert!(a.complete_with_session(&claim, Some(&answer), Some(&turn), current).await.unwrap());
+    assert_eq!(a.session_lines_after("gw-web-7", 0).await.unwrap().len(), 4);
+    assert_eq!(a.chat_session("web:7").await.unwrap().as_deref(), Some("gw-web-7-2"));
+    assert_eq!(drain(&a).await.len(), 1);
+    assert_eq!(a.unfinished().await.unwrap(), 0);
+    // Keeping fewer lines than stored cuts the rest (a copy written whole anew).
+    let head = a.session_head("gw-web-7").await.unwrap().unwrap();
+    let keep = SessionHead { lines: 1, bytes: 16 };
+    let cut = SessionWrite { seen: Some(head), keep, lines: lines(&["again"]), ..turn };
+    assert!(a.write_session(&cut).await.unwrap());
+    assert_eq!(
+        a.session_lines_after("gw-web-7", 0).await.unwrap(),
+        [r#"{"type":"meta"}"#, "again"]
+    );
+    assert_eq!(a.session_ids().await.unwrap(), ["gw-web-7"]);
 }
 
 #[tokio::test]

@@ -43,9 +43,15 @@ impl Gateway {
     /// Starts `ferroclaw gateway --port PORT` with the config already
     /// written; returns once `/health` answers.
     pub fn spawn(env: &Env, port: u16) -> Gateway {
-        let stderr_path = env.home.path().join(format!("gateway-{port}.stderr"));
+        Gateway::spawn_in(env, env.home.path(), port)
+    }
+
+    /// The same with `home` as its `FERROCLAW_HOME` (another machine's, say).
+    pub fn spawn_in(env: &Env, home: &std::path::Path, port: u16) -> Gateway {
+        let stderr_path = home.join(format!("gateway-{port}.stderr"));
         let child = env
             .std_cmd()
+            .env("FERROCLAW_HOME", home)
             .args(["gateway", "--port", &port.to_string()])
             .env("FERROCLAW_LOG", "info")
             .stdout(Stdio::null())

@@ -212,9 +212,15 @@ impl Agent {
 
     /// Cuts the session file back to `len` bytes (where the resumed turn
     /// began) and reloads the conversation from it, so replaying the turn
-    /// writes it once.
+    /// writes it once. A file on which `len` is not where a line ends is not
+    /// the one the turn began in (another machine's copy of a session that
+    /// was new then, whose metadata line differs in length): it is left whole.
     fn rewind_session_to(&mut self, len: u64) {
-        if self.session.len() > len
+        if self.session.len() > len && !self.session.ends_line_at(len) {
+            tracing::warn!(
+                "the turn began at byte {len}, inside a line of this copy of the session; not cut back"
+            );
+        } else if self.session.len() > len
             && let Err(e) = self.session.truncate(len)
         {
             tracing::error!("{e}");

@@ -1,0 +1,237 @@
+//! Chat sessions in the database, line for line as their JSONL files have
+//! them, so gateways that share no folder continue the same conversation.
+//!
+//! A session is its lines in order (`seq` from 0, the metadata line first),
+//! each stored as the exact text of the file's line and with the byte offset
+//! where it ends (`end_at`, its newline counted), and a head row saying how
+//! far it goes ([`SessionHead`]). The local file stays the working copy the
+//! agent opens: a worker brings it up to the database's copy before a turn
+//! (fetching only the lines after where its copy ends), and stores the
+//! turn's new lines in the transaction that finishes the message
+//! ([`PgStore::complete_with_session`]): nothing is acknowledged that is
+//! not stored, and a session is never rewritten whole for a turn.
+//! `chat_sessions` records which session each chat talks in (`/new` moves it on).
+
+use crate::queue::{Claim, Outbound};
+use crate::{PgStore, StoreError};
+
+/// How far a stored session goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SessionHead {
+    /// Lines stored (the metadata line included).
+    pub lines: i32,
+    /// Bytes of the file they make, each line's newline included.
+    pub bytes: i64,
+}
+
+/// New lines for a session: the database keeps its first `keep` lines (what
+/// the writer's copy began from) and the `lines` follow them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionWrite {
+    pub session: String,
+    /// The head the writer saw before its turn (`None`: not stored then);
+    /// the write is refused when the session moved on meanwhile.
+    pub seen: Option<SessionHead>,
+    /// The stored lines kept ([`SessionHead::default`]: none, the session is
+    /// stored whole from `lines`).
+    pub keep: SessionHead,
+    /// The lines that follow, without their newlines.
+    pub lines: Vec<String>,
+}
+
+impl SessionWrite {
+    /// True when it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty() && Some(self.keep) == self.seen
+    }
+}
+
+/// A line as the database can hold it: text has no NUL, and a line that is
+/// not UTF-8 (damaged by hand; the loader skips it anyway) is kept lossily.
+pub fn storable_line(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).replace('\0', "\u{fffd}")
+}
+
+impl PgStore {
+    /// The session `chat` talks in now, when one was recorded.
+    pub async fn chat_session(&self, chat: &str) -> Result<Option<String>, StoreError> {
+        let client = self.pool.get().await?;
+        let row =
+            client.query_opt("SELECT session FROM chat_sessions WHERE chat = $1", &[&chat]).await?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Records that `chat` talks in `session` now.
+    pub async fn set_chat_session(&self, chat: &str, session: &str) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        set_chat_session(&client, chat, session).await
+    }
+
+    /// Every chat's current session: (chat, session), by chat.
+    pub async fn chat_sessions(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let client = self.pool.get().await?;
+        let rows =
+            client.query("SELECT chat, session FROM chat_sessions ORDER BY chat", &[]).await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    /// How far `session` goes; `None` when it is not stored.
+    pub async fn session_head(&self, session: &str) -> Result<Option<SessionHead>, StoreError> {
+        let client = self.pool.get().await?;
+        let row = client
+            .query_opt("SELECT lines, bytes FROM session_files WHERE session = $1", &[&session])
+            .await?;
+        Ok(row.map(|r| SessionHead { lines: r.get(0), bytes: r.get(1) }))
+    }
+
+    /// The stored line of `session` that ends at byte `end_at` (newline
+    /// counted), if one does.
+    pub async fn session_line_ending_at(
+        &self,
+        session: &str,
+        end_at: i64,
+    ) -> Result<Option<String>, StoreError> {
+        let client = self.pool.get().await?;
+        let row = client
+            .query_opt(
+                "SELECT line FROM session_lines WHERE session = $1 AND end_at = $2",
+                &[&session, &end_at],
+            )
+            .await?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// The stored lines of `session` that end after byte `after`, in order
+    /// (`after` = 0: all of it).
+    pub async fn session_lines_after(
+        &self,
+        session: &str,
+        after: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                "SELECT line FROM session_lines WHERE session = $1 AND end_at > $2 ORDER BY seq",
+                &[&session, &after],
+            )
+            .await?;
+        Ok(rows.into_iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Every stored session's id, in order.
+    pub async fn session_ids(&self) -> Result<Vec<String>, StoreError> {
+        let client = self.pool.get().await?;
+        let rows = client.query("SELECT session FROM session_files ORDER BY session", &[]).await?;
+        Ok(rows.into_iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Stores `write` on its own (`ferroclaw gateway import`); false when the
+    /// session moved on since the writer looked (nothing stored then).
+    pub async fn write_session(&self, write: &SessionWrite) -> Result<bool, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        if !write_session(&tx, write).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// [`complete`](PgStore::complete) with the turn's session lines, and the
+    /// chat's session when it changed (`(chat, session)`), in the same
+    /// transaction: the answer is stored only with the lines that led to it.
+    /// False (nothing stored) when the lease is no longer this worker's or
+    /// the session moved on meanwhile.
+    pub async fn complete_with_session(
+        &self,
+        claim: &Claim,
+        answer: Option<&Outbound>,
+        write: Option<&SessionWrite>,
+        current: Option<(&str, &str)>,
+    ) -> Result<bool, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        if !self.finish_claim(&tx, claim, answer).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        if let Some(write) = write.filter(|w| !w.is_empty())
+            && !write_session(&tx, write).await?
+        {
+            tracing::warn!(session = %write.session, "the stored session moved on during the turn; its lines were not stored");
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        if let Some((chat, session)) = current {
+            set_chat_session(&tx, chat, session).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+async fn set_chat_session(
+    client: &impl deadpool_postgres::GenericClient,
+    chat: &str,
+    session: &str,
+) -> Result<(), StoreError> {
+    client
+        .execute(
+            "INSERT INTO chat_sessions (chat, session) VALUES ($1, $2)
+             ON CONFLICT (chat) DO UPDATE SET session = excluded.session, updated_at = now()",
+            &[&chat, &session],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Writes `write` in `tx`; false when the session's head is not what the
+/// writer saw.
+async fn write_session(
+    tx: &deadpool_postgres::Transaction<'_>,
+    write: &SessionWrite,
+) -> Result<bool, StoreError> {
+    let session = write.session.as_str();
+    let head = tx
+        .query_opt(
+            "SELECT lines, bytes FROM session_files WHERE session = $1 FOR UPDATE",
+            &[&session],
+        )
+        .await?
+        .map(|r| SessionHead { lines: r.get(0), bytes: r.get(1) });
+    // Only lines the database has can be kept.
+    if head != write.seen || write.keep.lines > head.map_or(0, |h| h.lines) {
+        return Ok(false);
+    }
+    let mut seqs = Vec::with_capacity(write.lines.len());
+    let mut ends = Vec::with_capacity(write.lines.len());
+    let (mut seq, mut end) = (write.keep.lines, write.keep.bytes);
+    for line in &write.lines {
+        end += line.len() as i64 + 1;
+        seqs.push(seq);
+        ends.push(end);
+        seq += 1;
+    }
+    tx.execute(
+        "INSERT INTO session_files (session, lines, bytes) VALUES ($1, $2, $3)
+         ON CONFLICT (session) DO UPDATE
+            SET lines = excluded.lines, bytes = excluded.bytes, updated_at = now()",
+        &[&session, &seq, &end],
+    )
+    .await?;
+    tx.execute(
+        "DELETE FROM session_lines WHERE session = $1 AND seq >= $2",
+        &[&session, &write.keep.lines],
+    )
+    .await?;
+    if !write.lines.is_empty() {
+        tx.execute(
+            "INSERT INTO session_lines (session, seq, end_at, line)
+             SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::text[])",
+            &[&session, &seqs, &ends, &write.lines],
+        )
+        .await?;
+    }
+    Ok(true)
+}
