@@ -251,16 +251,19 @@ async fn import_allowed(store: &PgStore, home: &Path) -> Result<Tally, SetupErro
         .await
         .map_err(other)?
         .into_iter()
-        .map(|(channel, sender, _)| (channel, sender))
+        .map(|(channel, sender, _, _)| (channel, sender))
         .collect();
     let pairing = PairingStore::new(home);
-    for channel in pairing.channels() {
-        let state = pairing.load(&channel).map_err(other)?;
+    for channel in pairing.channels().await.map_err(other)? {
+        let state = pairing.load(&channel).await.map_err(other)?;
         for approved in state.approved {
             if stored.contains(&(channel.clone(), approved.sender.clone())) {
                 tally.same += 1;
             } else {
-                store.allow(&channel, &approved.sender).await.map_err(other)?;
+                store
+                    .allow_named(&channel, &approved.sender, approved.name.as_deref())
+                    .await
+                    .map_err(other)?;
                 tally.moved += 1;
             }
         }
@@ -271,13 +274,13 @@ async fn import_allowed(store: &PgStore, home: &Path) -> Result<Tally, SetupErro
 async fn export_allowed(store: &PgStore, home: &Path) -> Result<Tally, SetupError> {
     let mut tally = Tally::default();
     let pairing = PairingStore::new(home);
-    let mut by_channel: BTreeMap<String, Vec<(String, i64)>> = BTreeMap::new();
-    for (channel, sender, added_ms) in store.allow_list_entries().await.map_err(other)? {
-        by_channel.entry(channel).or_default().push((sender, added_ms));
+    let mut by_channel: BTreeMap<String, Vec<(String, Option<String>, i64)>> = BTreeMap::new();
+    for (channel, sender, name, added_ms) in store.allow_list_entries().await.map_err(other)? {
+        by_channel.entry(channel).or_default().push((sender, name, added_ms));
     }
     for (channel, senders) in by_channel {
         // Also checks the channel's name is one a file can have.
-        let mut state = match pairing.load(&channel) {
+        let mut state = match pairing.load(&channel).await {
             Ok(s) => s,
             Err(e) => {
                 tally.left.push(format!("allow-list of {channel}: {e}"));
@@ -285,12 +288,12 @@ async fn export_allowed(store: &PgStore, home: &Path) -> Result<Tally, SetupErro
             }
         };
         let before = state.approved.len();
-        for (sender, added_ms) in senders {
+        for (sender, name, added_ms) in senders {
             if state.approved.iter().any(|a| a.sender == sender) {
                 tally.same += 1;
             } else {
                 let approved_at_ms = u64::try_from(added_ms).unwrap_or_default();
-                state.approved.push(ApprovedSender { sender, name: None, approved_at_ms });
+                state.approved.push(ApprovedSender { sender, name, approved_at_ms });
             }
         }
         if state.approved.len() > before {
@@ -307,7 +310,7 @@ async fn import_cron(store: &PgStore, home: &Path) -> Result<Tally, SetupError> 
     let mut tally = Tally::default();
     let stored: BTreeMap<String, serde_json::Value> =
         store.cron_jobs().await.map_err(other)?.into_iter().collect();
-    for job in CronStore::new(home).load().map_err(other)?.jobs {
+    for job in CronStore::new(home).load().await.map_err(other)?.jobs {
         let body = serde_json::to_value(&job).map_err(other)?;
         if stored.get(&job.id) == Some(&body) {
             tally.same += 1;
@@ -345,6 +348,7 @@ async fn export_cron(store: &PgStore, home: &Path) -> Result<Tally, SetupError> 
         }
         Ok(())
     })
+    .await
     .map_err(other)?;
     Ok(tally)
 }

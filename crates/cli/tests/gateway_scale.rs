@@ -430,7 +430,7 @@ fn import_moves_a_boxs_files_into_the_database_and_export_writes_them_back() {
         ferroclaw_gateway::cron::Payload { message: "check the news".into(), ..Default::default() },
     )
     .unwrap();
-    ferroclaw_gateway::cron::CronStore::new(home).add(job.clone()).unwrap();
+    files_now(ferroclaw_gateway::cron::CronStore::new(home).add(job.clone())).unwrap();
 
     let (ok, out, err) = transfer(&env, home, &url, "import");
     assert!(ok, "{err}");
@@ -473,7 +473,7 @@ fn import_moves_a_boxs_files_into_the_database_and_export_writes_them_back() {
     assert!(text.contains("my name is Ada") && text.contains("what is my name?"), "{text}");
     let pairing = std::fs::read_to_string(third.path().join("pairing/telegram.json")).unwrap();
     assert!(pairing.contains("\"7\""), "{pairing}");
-    let jobs = ferroclaw_gateway::cron::CronStore::new(third.path()).load().unwrap();
+    let jobs = files_now(ferroclaw_gateway::cron::CronStore::new(third.path()).load()).unwrap();
     assert_eq!(jobs.jobs, [job]);
 }
 
@@ -489,4 +489,9 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     found
+}
+
+/// Runs a files-mode store call (async only because the database mode is).
+fn files_now<T>(call: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(call)
 }

@@ -61,6 +61,7 @@ pub use pg::{PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
 pub use queue::{Claim, Enqueued, Outbound};
 pub use sessions::{SessionHead, SessionWrite, storable_line};
+pub use transfer::AllowListEntry;
 
 /// The environment variable that names the database (wins over `[gateway] store`).
 pub const DATABASE_URL_ENV: &str = "FERROCLAW_DATABASE_URL";
