@@ -48,7 +48,7 @@ pub use error::StoreError;
 pub use journal::TurnStep;
 pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
 pub use pg::{PgOptions, PgStore, Wakeups};
-pub use queue::{Claim, Enqueued, Outbound};
+pub use queue::{Claim, Enqueued, Incoming, Outbound};
 
 /// The environment variable that names the database (wins over `[gateway] store`).
 pub const DATABASE_URL_ENV: &str = "FERROCLAW_DATABASE_URL";
