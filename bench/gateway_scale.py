@@ -207,7 +207,7 @@ class HoldingModel:
                         length = int(line.split(":", 1)[1])
                 body = json.loads(await reader.readexactly(length)) if length else {}
                 await self.answer(body, writer)
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+        except (asyncio.IncompleteReadError, asyncio.CancelledError, ConnectionError, OSError):
             pass
         finally:
             writer.close()
@@ -285,6 +285,7 @@ async def kill_phase_async(args, binary, tmp, pg):
     elapsed = time.perf_counter() - killed
     survivor[1].kill()
     survivor[1].wait()
+    model.server.close()
     answered = len(results.latencies) - results.lost - results.mismatched
     recalled = sum(n - 1 for (user, tools), n in model.asked.items() if tools == 0 and n > 1)
     resumed = open(os.path.join(home, "gateway-%d.stderr" % ports[0])).read().count(

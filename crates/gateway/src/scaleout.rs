@@ -106,6 +106,7 @@ impl Backoff {
         }
     }
 }
+
 /// Channels that must run in one process at a time.
 pub const SINGLE_HOLDER_CHANNELS: [&str; 3] = ["telegram", "discord", "slack"];
 
@@ -614,4 +615,43 @@ fn backend(e: ferroclaw_store::StoreError) -> ferroclaw_core::journal::JournalEr
 
 fn backend_text(e: String) -> ferroclaw_core::journal::JournalError {
     ferroclaw_core::journal::JournalError::Backend(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use ferroclaw_core::journal::{Step, TurnJournal};
+    use ferroclaw_protocol::{Message, StopReason, Usage};
+    use ferroclaw_store::PgOptions;
+    use ferroclaw_testkit::PgCluster;
+
+    use super::*;
+
+    /// The database went away after the turn's finish was stored and before
+    /// its answer was: the message is handed out again, and its turn must
+    /// replay (model answers from the journal) rather than be dropped as
+    /// already answered.
+    #[tokio::test]
+    async fn a_finished_turn_whose_message_comes_back_replays_instead_of_being_dropped() {
+        let Some(pg) = PgCluster::shared() else { return };
+        let url = pg.database("journal_finish");
+        let store = PgStore::connect(&url, PgOptions::default()).await.unwrap();
+        let journal = PgJournal(store);
+        let begin = Step::Begin {
+            input: Message::user("hi"),
+            origin: serde_json::Value::Null,
+            session_len: 0,
+        };
+        let answer = Step::Model {
+            message: Message::assistant("hello"),
+            usage: Usage::default(),
+            stop: StopReason::EndTurn,
+            bad_arguments: Vec::new(),
+        };
+        journal.record("s", "t", 0, &begin).await.unwrap();
+        journal.record("s", "t", 1, &answer).await.unwrap();
+        journal.finish("s", "t").await.unwrap();
+        let record = journal.load("s", "t").await.unwrap();
+        assert_eq!(record.steps, [begin, answer]);
+        assert!(!record.finished, "the queue, not the journal, says what was answered");
+    }
 }
