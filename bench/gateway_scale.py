@@ -146,11 +146,19 @@ def phase(label, args, binary, llm_bin, tmp, pg, processes):
     started = time.perf_counter()
     runs = asyncio.run(spread_users(ports, names, args.messages, args.users))
     elapsed = time.perf_counter() - started
+    # CPU the gateways spent (user + system), before they go.
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu = 0.0
+    for p in procs:
+        fields = open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()
+        cpu += (int(fields[11]) + int(fields[12])) / tick
     for p in procs:
         p.kill()
         p.wait()
     llm.kill()
     llm.wait()
+    time.sleep(1.5)  # the database's statistics are flushed as its backends end
+    xacts = int(pg.query(label, "SELECT xact_commit FROM pg_stat_database WHERE datname = '%s'" % label)[0][0])
     latencies = [l for r, _, _ in runs for l in r.latencies]
     lost = sum(r.lost for r, _, _ in runs)
     mismatched = sum(r.mismatched for r, _, _ in runs)
@@ -168,6 +176,8 @@ def phase(label, args, binary, llm_bin, tmp, pg, processes):
              percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000))
     print("   lost %d, mismatched %d, duplicated %d; model requests %d for %d messages, max per message %d"
           % (lost, mismatched, duplicated, sum(asked.values()), total, max(asked.values() or [0])))
+    print("   gateway CPU %.1f ms per message; database transactions %.1f per message"
+          % (cpu * 1000 / max(answered, 1), xacts / max(answered, 1)))
     return answered / elapsed
 
 
