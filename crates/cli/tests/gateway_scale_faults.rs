@@ -158,7 +158,7 @@ fn a_turn_cut_by_kill_9_is_finished_by_the_other_gateway_from_the_journal_in_the
     // The process running the turn holds the chat's lease (`host-PID-random`).
     let holders = query(&url, "SELECT holder FROM chat_leases");
     assert_eq!(holders.len(), 1, "{holders:?}");
-    let pid: u32 = holders[0].rsplitn(3, '-').nth(1).unwrap().parse().unwrap();
+    let pid: u32 = holders[0].rsplit('-').nth(1).unwrap().parse().unwrap();
     let running = gateways.iter().position(|g| g.child.id() == pid).expect("a gateway's turn");
     let mut dead = gateways.remove(running);
     dead.child.kill().unwrap();
