@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ferroclaw_store::{Claim, Outbound, PgStore, Wakeups};
+use ferroclaw_store::{Claim, Enqueued, Incoming, Outbound, PgStore, Wakeups};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -42,6 +42,9 @@ use crate::worker::{Delivery, Work, WorkResult};
 /// How long a worker holds a chat without renewing: a process that dies
 /// mid-turn delays that chat by at most this long. Renewed every third of it.
 pub const CHAT_LEASE: Duration = Duration::from_secs(30);
+/// Tests only: the chat lease in milliseconds, so a test of a killed
+/// process need not wait [`CHAT_LEASE`] for the takeover.
+const CHAT_LEASE_TEST_ENV: &str = "FERROCLAW_TEST_CHAT_LEASE_MS";
 /// How long a process holds a single-holder channel without renewing: the
 /// longest a channel is silent after its process dies (the target is
 /// a failover under 10 s). Renewed every third of it.
@@ -51,6 +54,59 @@ pub const CHANNEL_LEASE: Duration = Duration::from_secs(6);
 const POLL: Duration = Duration::from_millis(500);
 /// Answers taken for delivery at once.
 const DELIVERY_BATCH: i64 = 64;
+/// Messages written to the database in one statement, at most.
+const STORE_BATCH: usize = 64;
+/// Messages admitted and not yet stored, at most: while the database is
+/// away they wait here (in arrival order); when this is full, channels are
+/// told "busy, try again" (the API answers 429 with `Retry-After`) instead
+/// of acknowledging what could not be kept.
+pub const STORE_BUFFER: usize = DEFAULT_QUEUE_CAPACITY;
+/// The first and the longest wait before asking an unreachable database again.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// A test's shorter chat lease (`FERROCLAW_TEST_CHAT_LEASE_MS`, at least
+/// 300), which wins over `[gateway] chat_lease_secs`.
+fn test_chat_lease() -> Option<Duration> {
+    std::env::var(CHAT_LEASE_TEST_ENV)
+        .ok()
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .filter(|&ms| ms >= 300)
+        .map(Duration::from_millis)
+}
+
+/// Waits between tries at an unreachable database: doubling from
+/// [`RETRY_FIRST`] to [`RETRY_MAX`], back to the start once it answers.
+struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff { next: RETRY_FIRST }
+    }
+
+    /// True when nothing failed since the last success (to log a run of
+    /// failures once, and the recovery once).
+    fn fresh(&self) -> bool {
+        self.next == RETRY_FIRST
+    }
+
+    fn reset(&mut self) {
+        self.next = RETRY_FIRST;
+    }
+
+    /// Sleeps the next wait (or until `stop`).
+    async fn wait(&mut self, stop: &CancellationToken) {
+        let wait = self.next;
+        self.next = (self.next * 2).min(RETRY_MAX);
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
 /// Channels that must run in one process at a time.
 pub const SINGLE_HOLDER_CHANNELS: [&str; 3] = ["telegram", "discord", "slack"];
 
@@ -92,8 +148,14 @@ pub struct StoreLink {
 
 impl StoreLink {
     /// A link over `store`, and the receiving end of its incoming queue (for [`store_loop`]).
-    pub fn new(store: PgStore, leases: Leases) -> (Arc<StoreLink>, mpsc::Receiver<InboundMessage>) {
-        let (incoming, rx) = mpsc::channel(DEFAULT_QUEUE_CAPACITY);
+    pub fn new(
+        store: PgStore,
+        mut leases: Leases,
+    ) -> (Arc<StoreLink>, mpsc::Receiver<InboundMessage>) {
+        if let Some(chat) = test_chat_lease() {
+            leases.chat = chat;
+        }
+        let (incoming, rx) = mpsc::channel(STORE_BUFFER);
         let wakeups = store.listen();
         let link = StoreLink {
             store,
@@ -136,104 +198,184 @@ fn platform_id(message: &InboundMessage, holder: &str) -> String {
     }
 }
 
-/// Writes admitted messages to the database in arrival order until `stop`,
-/// then writes what is still queued.
+/// Writes admitted messages to the database in arrival order (those waiting
+/// together in one statement) until `stop`, then writes what is still
+/// queued. While the database is away, the messages wait in the bounded
+/// queue ([`STORE_BUFFER`]) and are written, in order, once it is back:
+/// nothing is answered or acknowledged before it is stored.
 pub async fn store_loop(
     shared: Arc<Shared>,
     link: Arc<StoreLink>,
     mut rx: mpsc::Receiver<InboundMessage>,
     stop: CancellationToken,
 ) {
+    let holder = link.store.holder().to_string();
+    let mut backoff = Backoff::new();
+    let mut batch: Vec<InboundMessage> = Vec::new();
     loop {
-        let message = tokio::select! {
-            biased;
-            message = rx.recv() => match message {
-                Some(m) => m,
-                None => return,
-            },
-            () = stop.cancelled() => match rx.try_recv() {
-                Ok(m) => m,
-                Err(_) => return,
-            },
-        };
-        let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
-        let holder = link.store.holder().to_string();
-        let body = match serde_json::to_value(&message) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::error!("message not stored: {e}");
-                continue;
+        if batch.is_empty() {
+            let first = tokio::select! {
+                biased;
+                message = rx.recv() => message,
+                () = stop.cancelled() => rx.try_recv().ok(),
+            };
+            let Some(first) = first else { return };
+            batch.push(first);
+        }
+        while batch.len() < STORE_BATCH {
+            match rx.try_recv() {
+                Ok(m) => batch.push(m),
+                Err(_) => break,
             }
-        };
-        let stored = link
-            .store
-            .enqueue(
-                &message.channel,
-                &platform_id(&message, &holder),
-                &key.address(),
-                Some(&holder),
-                &body,
-            )
-            .await;
-        match stored {
-            Ok(ferroclaw_store::Enqueued::New(_)) => {}
-            Ok(ferroclaw_store::Enqueued::Duplicate) => {
-                tracing::info!(channel = %message.channel, "message received again; answered once");
-                link.live().remove(&message.id);
+        }
+        let mut rows = Vec::with_capacity(batch.len());
+        batch.retain(|message| match serde_json::to_value(message) {
+            Ok(body) => {
+                let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
+                rows.push(Incoming {
+                    channel: message.channel.clone(),
+                    platform_id: platform_id(message, &holder),
+                    chat: key.address(),
+                    origin: Some(holder.clone()),
+                    body,
+                });
+                true
             }
             Err(e) => {
-                // Nothing was stored: say so instead of acknowledging.
                 tracing::error!("message not stored: {e}");
                 link.live().remove(&message.id);
-                let reply = OutboundMessage::reply(
-                    &message,
-                    "I can't take messages right now (my database is unreachable); try again shortly.",
-                )
-                .failed(Failure::Busy);
-                if let Err(e) = shared.outbox.send(reply).await {
-                    tracing::warn!("reply not delivered: {e}");
+                false
+            }
+        });
+        match link.store.enqueue_many(&rows).await {
+            Ok(stored) => {
+                if !backoff.fresh() {
+                    tracing::info!(url = %link.store.url(), "the database is back; messages stored");
                 }
+                backoff.reset();
+                for (message, stored) in batch.drain(..).zip(stored) {
+                    if stored == Enqueued::Duplicate {
+                        tracing::info!(channel = %message.channel, "message received again; answered once");
+                        link.live().remove(&message.id);
+                    }
+                }
+            }
+            // Stopping with the database away: these were never stored, so
+            // their senders are told so rather than left waiting.
+            Err(e) if stop.is_cancelled() => {
+                tracing::error!("{} message(s) not stored before stopping: {e}", batch.len());
+                for message in batch.drain(..) {
+                    link.live().remove(&message.id);
+                    let reply = OutboundMessage::reply(
+                        &message,
+                        "I can't take messages right now (my database is unreachable); try again shortly.",
+                    )
+                    .failed(Failure::Busy);
+                    if let Err(e) = shared.outbox.send(reply).await {
+                        tracing::warn!("reply not delivered: {e}");
+                    }
+                }
+            }
+            Err(e) => {
+                if backoff.fresh() {
+                    tracing::error!(
+                        "cannot store messages in the database ({e}); holding up to {STORE_BUFFER} until it is back"
+                    );
+                }
+                backoff.wait(&stop).await;
             }
         }
     }
 }
 
-/// Claims waiting messages (as many at once as this process runs turns)
-/// and runs each in its chat's worker, until `stop`.
+/// Claims waiting messages (as many at once as this process has turns
+/// free, in one statement) and runs each in its chat's worker, until `stop`.
+/// An unreachable database is asked again with a growing wait; the work
+/// resumes by itself when it is back.
 pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
     let permits = Arc::new(Semaphore::new(shared.settings.max_concurrent_turns));
-    let mut failing = false;
+    let mut backoff = Backoff::new();
     loop {
-        let permit = tokio::select! {
+        let first = tokio::select! {
             () = stop.cancelled() => return,
             permit = permits.clone().acquire_owned() => match permit {
                 Ok(p) => p,
                 Err(_) => return,
             },
         };
-        match link.store.claim(link.leases.chat).await {
-            Ok(Some(claim)) => {
-                failing = false;
-                let (shared, running) = (shared.clone(), link.clone());
-                link.claims.spawn(async move {
-                    run_claim(&shared, &running, claim).await;
-                    drop(permit);
-                });
+        let mut free = vec![first];
+        while let Ok(p) = permits.clone().try_acquire_owned() {
+            free.push(p);
+        }
+        let wanted = free.len() as i64;
+        match link.store.claim_many(link.leases.chat, wanted).await {
+            Ok(claims) => {
+                if !backoff.fresh() {
+                    tracing::info!(url = %link.store.url(), "the database is back; taking messages again");
+                }
+                backoff.reset();
+                let got = claims.len() as i64;
+                for (claim, permit) in claims.into_iter().zip(free.drain(..)) {
+                    let (shared, running) = (shared.clone(), link.clone());
+                    link.claims.spawn(async move {
+                        run_claim(&shared, &running, claim).await;
+                        drop(permit);
+                    });
+                }
+                drop(free);
+                // As many as asked for: there may be more waiting.
+                if got == wanted {
+                    continue;
+                }
+            }
+            Err(e) => {
+                drop(free);
+                if backoff.fresh() {
+                    tracing::error!("cannot take messages from the database: {e}; trying again");
+                }
+                backoff.wait(&stop).await;
                 continue;
             }
-            Ok(None) => failing = false,
-            Err(e) => {
-                if !failing {
-                    tracing::error!("cannot take messages from the database: {e}");
-                }
-                failing = true;
-            }
         }
-        drop(permit);
         tokio::select! {
             () = stop.cancelled() => return,
             () = link.wakeups.inbound() => {}
             () = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+/// Finishes `claim` with `answer`, trying again while the database is
+/// away: the message counts as answered only once this is stored (until
+/// then it stays unfinished, and a worker that takes it over replays the
+/// turn from its journal). Gives up when the lease would have run out.
+async fn finish_claim(
+    link: &StoreLink,
+    claim: &Claim,
+    answer: Option<&Outbound>,
+    session: Option<&ferroclaw_store::SessionWrite>,
+    current: Option<(&str, &str)>,
+) {
+    let mut backoff = Backoff::new();
+    let give_up = tokio::time::Instant::now() + link.leases.chat;
+    let never = CancellationToken::new();
+    loop {
+        match link.store.complete_with_session(claim, answer, session, current).await {
+            Ok(true) => return,
+            Ok(false) => {
+                tracing::warn!(chat = %claim.chat, "answer dropped: another process took the message over");
+                return;
+            }
+            Err(e) if tokio::time::Instant::now() >= give_up => {
+                tracing::error!(chat = %claim.chat, "answer not stored ({e}); the message will run again");
+                return;
+            }
+            Err(e) => {
+                if backoff.fresh() {
+                    tracing::warn!(chat = %claim.chat, "answer not stored yet ({e}); trying again");
+                }
+                backoff.wait(&never).await;
+            }
         }
     }
 }
@@ -332,41 +474,33 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         }
     };
     let current = added.current.as_ref().map(|(chat, session)| (chat.as_str(), session.as_str()));
-    match link
-        .store
-        .complete_with_session(&claim, answer.as_ref(), added.write.as_ref(), current)
-        .await
-    {
-        Ok(true) => {}
-        Ok(false) => {
-            tracing::warn!(chat = %claim.chat, "answer dropped: another process took the message over")
-        }
-        Err(e) => {
-            tracing::error!(chat = %claim.chat, "answer not stored ({e}); the message will run again")
-        }
-    }
+    finish_claim(link, &claim, answer.as_ref(), added.write.as_ref(), current).await;
 }
 
 /// Sends the answers this process may send, each once, until `stop`.
 pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
-    let mut failing = false;
+    let mut backoff = Backoff::new();
     loop {
-        let mut full = false;
-        match link.store.take_outbound(DELIVERY_BATCH).await {
+        let full = match link.store.take_outbound(DELIVERY_BATCH).await {
             Ok(batch) => {
-                failing = false;
-                full = batch.len() as i64 == DELIVERY_BATCH;
+                backoff.reset();
+                let full = batch.len() as i64 == DELIVERY_BATCH;
                 for answer in batch {
                     deliver(&shared, &link, answer).await;
                 }
+                full
             }
             Err(e) => {
-                if !failing {
-                    tracing::error!("cannot take answers from the database: {e}");
+                if backoff.fresh() {
+                    tracing::error!("cannot take answers from the database: {e}; trying again");
                 }
-                failing = true;
+                if stop.is_cancelled() {
+                    return;
+                }
+                backoff.wait(&stop).await;
+                continue;
             }
-        }
+        };
         if full {
             continue;
         }
@@ -481,7 +615,13 @@ impl ferroclaw_core::journal::TurnJournal for PgJournal {
         session: &str,
         turn: &str,
     ) -> Result<ferroclaw_core::journal::TurnRecord, ferroclaw_core::journal::JournalError> {
-        let (rows, finished) = self.0.load_steps(session, turn).await.map_err(backend)?;
+        // `finished` is not read back: in the database, a message is
+        // answered when its answer is stored with it (`complete`), and a
+        // message handed out again was not, whatever the journal says (its
+        // finish was stored and its answer was not: the database went away
+        // in between). Its turn replays from the journal, model answers
+        // included, and its answer is stored this time.
+        let (rows, _finished) = self.0.load_steps(session, turn).await.map_err(backend)?;
         let mut steps = Vec::with_capacity(rows.len());
         for (expected, row) in rows.into_iter().enumerate() {
             // A gap means a step was lost: what follows it cannot be replayed.
@@ -496,7 +636,7 @@ impl ferroclaw_core::journal::TurnJournal for PgJournal {
                 }
             }
         }
-        Ok(ferroclaw_core::journal::TurnRecord { steps, finished })
+        Ok(ferroclaw_core::journal::TurnRecord { steps, finished: false })
     }
 
     async fn record(
@@ -534,4 +674,43 @@ fn backend(e: ferroclaw_store::StoreError) -> ferroclaw_core::journal::JournalEr
 
 fn backend_text(e: String) -> ferroclaw_core::journal::JournalError {
     ferroclaw_core::journal::JournalError::Backend(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use ferroclaw_core::journal::{Step, TurnJournal};
+    use ferroclaw_protocol::{Message, StopReason, Usage};
+    use ferroclaw_store::PgOptions;
+    use ferroclaw_testkit::PgCluster;
+
+    use super::*;
+
+    /// The database went away after the turn's finish was stored and before
+    /// its answer was: the message is handed out again, and its turn must
+    /// replay (model answers from the journal) rather than be dropped as
+    /// already answered.
+    #[tokio::test]
+    async fn a_finished_turn_whose_message_comes_back_replays_instead_of_being_dropped() {
+        let Some(pg) = PgCluster::shared() else { return };
+        let url = pg.database("journal_finish");
+        let store = PgStore::connect(&url, PgOptions::default()).await.unwrap();
+        let journal = PgJournal(store);
+        let begin = Step::Begin {
+            input: Message::user("hi"),
+            origin: serde_json::Value::Null,
+            session_len: 0,
+        };
+        let answer = Step::Model {
+            message: Message::assistant("hello"),
+            usage: Usage::default(),
+            stop: StopReason::EndTurn,
+            bad_arguments: Vec::new(),
+        };
+        journal.record("s", "t", 0, &begin).await.unwrap();
+        journal.record("s", "t", 1, &answer).await.unwrap();
+        journal.finish("s", "t").await.unwrap();
+        let record = journal.load("s", "t").await.unwrap();
+        assert_eq!(record.steps, [begin, answer]);
+        assert!(!record.finished, "the queue, not the journal, says what was answered");
+    }
 }

@@ -39,13 +39,13 @@ impl PgStore {
         body: &Value,
     ) -> Result<bool, StoreError> {
         let client = self.pool.get().await?;
-        let n = client
-            .execute(
+        let statement = client
+            .prepare_cached(
                 "INSERT INTO turn_steps (session, turn, step, body) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (session, turn, step) DO NOTHING",
-                &[&session, &turn, &step, body],
             )
             .await?;
+        let n = client.execute(&statement, &[&session, &turn, &step, body]).await?;
         Ok(n == 1)
     }
 
@@ -56,32 +56,35 @@ impl PgStore {
         turn: &str,
     ) -> Result<(Vec<TurnStep>, bool), StoreError> {
         let client = self.pool.get().await?;
-        let rows = client
-            .query(
-                "SELECT step, body FROM turn_steps WHERE session = $1 AND turn = $2 ORDER BY step",
-                &[&session, &turn],
+        // One round trip: a row per step (none when there are none), each
+        // saying whether the turn finished.
+        let statement = client
+            .prepare_cached(
+                "SELECT s.step, s.body, f.finished
+                 FROM (SELECT EXISTS (SELECT 1 FROM turns_finished
+                                      WHERE session = $1 AND turn = $2) AS finished) f
+                 LEFT JOIN turn_steps s ON s.session = $1 AND s.turn = $2
+                 ORDER BY s.step",
             )
             .await?;
-        let finished = client
-            .query_opt(
-                "SELECT 1 FROM turns_finished WHERE session = $1 AND turn = $2",
-                &[&session, &turn],
-            )
-            .await?
-            .is_some();
-        let steps = rows.into_iter().map(|r| TurnStep { step: r.get(0), body: r.get(1) }).collect();
+        let rows = client.query(&statement, &[&session, &turn]).await?;
+        let finished = rows.first().is_some_and(|r| r.get::<_, bool>(2));
+        let steps = rows
+            .into_iter()
+            .filter_map(|r| Some(TurnStep { step: r.get::<_, Option<i32>>(0)?, body: r.get(1) }))
+            .collect();
         Ok((steps, finished))
     }
 
     /// Marks `turn` finished (its answer is on its way): never resumed again.
     pub async fn finish_turn(&self, session: &str, turn: &str) -> Result<(), StoreError> {
         let client = self.pool.get().await?;
-        client
-            .execute(
+        let statement = client
+            .prepare_cached(
                 "INSERT INTO turns_finished (session, turn) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&session, &turn],
             )
             .await?;
+        client.execute(&statement, &[&session, &turn]).await?;
         Ok(())
     }
 

@@ -59,7 +59,7 @@ pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
 pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
 pub use pg::{PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
-pub use queue::{Claim, Enqueued, Outbound};
+pub use queue::{Claim, Enqueued, Incoming, Outbound};
 pub use sessions::{SessionHead, SessionWrite, storable_line};
 pub use transfer::AllowListEntry;
 

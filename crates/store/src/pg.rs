@@ -16,7 +16,7 @@ use crate::{StoreError, migrate, redact_url};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections per process: a turn uses one for a few milliseconds at its
 /// start and end, so a few serve many turns.
-const DEFAULT_POOL_SIZE: usize = 8;
+const DEFAULT_POOL_SIZE: usize = 16;
 /// Wait before a lost `LISTEN` connection is opened again.
 const RELISTEN_DELAY: Duration = Duration::from_secs(1);
 

@@ -27,6 +27,20 @@ pub enum Enqueued {
     Duplicate,
 }
 
+/// An inbound message to store ([`PgStore::enqueue_many`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Incoming {
+    pub channel: String,
+    /// With `channel`, what makes it unique: a message is stored once.
+    pub platform_id: String,
+    /// The chat (`CHANNEL:CHAT_ID`).
+    pub chat: String,
+    /// The process that received it, when the answer must go back through it.
+    pub origin: Option<String>,
+    /// What the gateway stores (only it reads it).
+    pub body: Value,
+}
+
 /// A message this worker holds, with its chat's lease.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
@@ -68,111 +82,147 @@ impl PgStore {
         origin: Option<&str>,
         body: &Value,
     ) -> Result<Enqueued, StoreError> {
+        let message = Incoming {
+            channel: channel.into(),
+            platform_id: platform_id.into(),
+            chat: chat.into(),
+            origin: origin.map(str::to_string),
+            body: body.clone(),
+        };
+        let stored = self.enqueue_many(std::slice::from_ref(&message)).await?;
+        Ok(stored.into_iter().next().unwrap_or(Enqueued::Duplicate))
+    }
+
+    /// Stores several inbound messages in arrival order in one round trip
+    /// (each unless one with its `(channel, platform_id)` was stored
+    /// before), and wakes the workers; what happened to each, in order.
+    pub async fn enqueue_many(&self, messages: &[Incoming]) -> Result<Vec<Enqueued>, StoreError> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let column = |f: fn(&Incoming) -> &str| -> Vec<&str> { messages.iter().map(f).collect() };
+        let (channels, ids, chats) = (
+            column(|m| m.channel.as_str()),
+            column(|m| m.platform_id.as_str()),
+            column(|m| m.chat.as_str()),
+        );
+        let origins: Vec<Option<&str>> = messages.iter().map(|m| m.origin.as_deref()).collect();
+        let bodies: Vec<&Value> = messages.iter().map(|m| &m.body).collect();
         let client = self.pool.get().await?;
-        let row = client
-            .query_opt(
-                "WITH stored AS (
+        let statement = client
+            .prepare_cached(
+                "WITH incoming AS (
+                     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[])
+                         WITH ORDINALITY AS m(channel, platform_id, chat, origin, body, n)),
+                 stored AS (
                      INSERT INTO inbound (channel, platform_id, chat, origin, body)
-                     VALUES ($1, $2, $3, $4, $5)
+                     SELECT channel, platform_id, chat, origin, body FROM incoming ORDER BY n
                      ON CONFLICT (channel, platform_id) DO NOTHING
-                     RETURNING id)
-                 SELECT id, pg_notify($6, '') FROM stored",
-                &[&channel, &platform_id, &chat, &origin, body, &INBOUND_CHANNEL],
+                     RETURNING id, channel, platform_id)
+                 SELECT id, channel, platform_id, pg_notify($6, '') FROM stored",
             )
             .await?;
-        Ok(row.map_or(Enqueued::Duplicate, |r| Enqueued::New(r.get(0))))
+        let rows = client
+            .query(&statement, &[&channels, &ids, &chats, &origins, &bodies, &INBOUND_CHANNEL])
+            .await?;
+        let mut new: std::collections::HashMap<(String, String), i64> = rows
+            .into_iter()
+            .map(|r| ((r.get::<_, String>(1), r.get::<_, String>(2)), r.get::<_, i64>(0)))
+            .collect();
+        Ok(messages
+            .iter()
+            // The first of two with one key in a batch is the one stored.
+            .map(|m| match new.remove(&(m.channel.clone(), m.platform_id.clone())) {
+                Some(id) => Enqueued::New(id),
+                None => Enqueued::Duplicate,
+            })
+            .collect())
     }
 
     /// Claims the oldest unfinished message of a chat no live worker holds,
     /// holding the chat for `lease`; `None` when there is none.
     pub async fn claim(&self, lease: Duration) -> Result<Option<Claim>, StoreError> {
-        let secs = lease.as_secs_f64();
-        let mut client = self.pool.get().await?;
-        // A few rounds: losing the race for a chat's lease to another worker
-        // is not "no work".
-        for _ in 0..4 {
-            let tx = client.transaction().await?;
-            let Some(row) = tx
-                .query_opt(
-                    "SELECT i.id, i.channel, i.chat, i.origin, i.body, i.attempts
-                     FROM inbound i
+        Ok(self.claim_many(lease, 1).await?.into_iter().next())
+    }
+
+    /// Claims up to `limit` messages, each the oldest unfinished message of
+    /// a chat no live worker holds (so at most one per chat), holding each
+    /// chat for `lease`; oldest first. One statement, one round trip: the
+    /// messages are picked with `FOR UPDATE SKIP LOCKED` and only those
+    /// whose chat lease this worker took (free or expired) are returned.
+    pub async fn claim_many(&self, lease: Duration, limit: i64) -> Result<Vec<Claim>, StoreError> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "WITH waiting AS (
+                     SELECT i.id, i.chat FROM inbound i
                      WHERE i.done_at IS NULL
                        AND NOT EXISTS (SELECT 1 FROM chat_leases l
                                        WHERE l.chat = i.chat AND l.expires_at > now())
                        AND NOT EXISTS (SELECT 1 FROM inbound o
                                        WHERE o.chat = i.chat AND o.done_at IS NULL AND o.id < i.id)
                      ORDER BY i.id
-                     LIMIT 1
-                     FOR UPDATE OF i SKIP LOCKED",
-                    &[],
-                )
-                .await?
-            else {
-                return Ok(None);
-            };
-            let claim = Claim {
+                     LIMIT $1
+                     FOR UPDATE OF i SKIP LOCKED),
+                 leased AS (
+                     -- The lease row decides: taken only when free or expired.
+                     INSERT INTO chat_leases (chat, holder, inbound_id, expires_at)
+                     SELECT chat, $2, id, now() + make_interval(secs => $3) FROM waiting
+                     ON CONFLICT (chat) DO UPDATE
+                        SET holder = excluded.holder, inbound_id = excluded.inbound_id,
+                            expires_at = excluded.expires_at
+                        WHERE chat_leases.expires_at <= now()
+                     RETURNING inbound_id)
+                 UPDATE inbound i SET attempts = i.attempts + 1
+                 FROM leased WHERE i.id = leased.inbound_id
+                 RETURNING i.id, i.channel, i.chat, i.origin, i.body, i.attempts - 1",
+            )
+            .await?;
+        let rows =
+            client.query(&statement, &[&limit, &self.holder(), &lease.as_secs_f64()]).await?;
+        let mut claims: Vec<Claim> = rows
+            .into_iter()
+            .map(|row| Claim {
                 id: row.get(0),
                 channel: row.get(1),
                 chat: row.get(2),
                 origin: row.get(3),
                 body: row.get(4),
                 attempts: row.get(5),
-            };
-            // The lease row decides: taken only when free or expired.
-            let leased = tx
-                .query_opt(
-                    "INSERT INTO chat_leases (chat, holder, inbound_id, expires_at)
-                     VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-                     ON CONFLICT (chat) DO UPDATE
-                        SET holder = excluded.holder, inbound_id = excluded.inbound_id,
-                            expires_at = excluded.expires_at
-                        WHERE chat_leases.expires_at <= now()
-                     RETURNING 1",
-                    &[&claim.chat, &self.holder(), &claim.id, &secs],
-                )
-                .await?;
-            if leased.is_none() {
-                tx.rollback().await?;
-                continue;
-            }
-            tx.execute("UPDATE inbound SET attempts = attempts + 1 WHERE id = $1", &[&claim.id])
-                .await?;
-            tx.commit().await?;
-            return Ok(Some(claim));
-        }
-        Ok(None)
+            })
+            .collect();
+        claims.sort_by_key(|c| c.id);
+        Ok(claims)
     }
 
     /// Extends the lease on `claim`'s chat; false when it is no longer this
     /// worker's (another took the message over after the lease ran out).
     pub async fn renew(&self, claim: &Claim, lease: Duration) -> Result<bool, StoreError> {
         let client = self.pool.get().await?;
-        let n = client
-            .execute(
+        let statement = client
+            .prepare_cached(
                 "UPDATE chat_leases SET expires_at = now() + make_interval(secs => $4)
                  WHERE chat = $1 AND holder = $2 AND inbound_id = $3",
-                &[&claim.chat, &self.holder(), &claim.id, &lease.as_secs_f64()],
             )
+            .await?;
+        let n = client
+            .execute(&statement, &[&claim.chat, &self.holder(), &claim.id, &lease.as_secs_f64()])
             .await?;
         Ok(n == 1)
     }
 
     /// Finishes `claim`: stores `answer` (when there is one) for delivery,
-    /// marks the message done and frees the chat, in one transaction. False
+    /// marks the message done and frees the chat, in one statement. False
     /// (and nothing stored) when the lease is no longer this worker's.
+    /// Wakes the workers only when the chat has another message waiting, and
+    /// the deliverers only when an answer was stored.
     pub async fn complete(
         &self,
         claim: &Claim,
         answer: Option<&Outbound>,
     ) -> Result<bool, StoreError> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
-        if !self.finish_claim(&tx, claim, answer).await? {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        tx.commit().await?;
-        Ok(true)
+        let client = self.pool.get().await?;
+        self.finish_with(&client, claim, answer).await
     }
 
     /// [`complete`](Self::complete)'s work inside `tx`, which the caller
@@ -184,31 +234,70 @@ impl PgStore {
         claim: &Claim,
         answer: Option<&Outbound>,
     ) -> Result<bool, StoreError> {
-        // The message's row first, then the lease's: the order `claim` takes
-        // them in, so a claim racing this one waits instead of deadlocking.
-        tx.execute("SELECT 1 FROM inbound WHERE id = $1 FOR UPDATE", &[&claim.id]).await?;
-        let released = tx
-            .execute(
-                "DELETE FROM chat_leases WHERE chat = $1 AND holder = $2 AND inbound_id = $3",
-                &[&claim.chat, &self.holder(), &claim.id],
+        self.finish_with(tx, claim, answer).await
+    }
+
+    /// Finishes `claim` through `client` (the pool's connection, or a
+    /// transaction) in one statement: the lease released, the message marked
+    /// done, the answer stored, and wake-ups sent only where there is work.
+    async fn finish_with(
+        &self,
+        client: &impl deadpool_postgres::GenericClient,
+        claim: &Claim,
+        answer: Option<&Outbound>,
+    ) -> Result<bool, StoreError> {
+        // The message's row is locked first (`locked` runs before the lease
+        // is touched), then the lease's: the order `claim_many` takes them
+        // in, so a claim racing this one waits instead of deadlocking.
+        let statement = client
+            .prepare_cached(
+                "WITH locked AS (SELECT id FROM inbound WHERE id = $3 FOR UPDATE),
+                 released AS (
+                     DELETE FROM chat_leases
+                     WHERE chat = $1 AND holder = $2 AND inbound_id = $3
+                       AND EXISTS (SELECT 1 FROM locked)
+                     RETURNING 1),
+                 done AS (
+                     UPDATE inbound SET done_at = now()
+                     WHERE id = $3 AND EXISTS (SELECT 1 FROM released)
+                     RETURNING 1),
+                 stored AS (
+                     INSERT INTO outbound (key, channel, chat, origin, body)
+                     SELECT $4, $5, $1, $6, $7
+                     WHERE $4::text IS NOT NULL AND EXISTS (SELECT 1 FROM released)
+                     ON CONFLICT (key) DO NOTHING
+                     RETURNING 1)
+                 SELECT (SELECT count(*) FROM done),
+                        CASE WHEN EXISTS (SELECT 1 FROM stored) THEN pg_notify($8, '') END,
+                        CASE WHEN EXISTS (SELECT 1 FROM released)
+                              AND EXISTS (SELECT 1 FROM inbound
+                                          WHERE chat = $1 AND done_at IS NULL AND id > $3)
+                             THEN pg_notify($9, '') END",
             )
             .await?;
-        if released != 1 {
-            return Ok(false);
-        }
-        tx.execute("UPDATE inbound SET done_at = now() WHERE id = $1", &[&claim.id]).await?;
-        if let Some(a) = answer {
-            tx.execute(
-                "INSERT INTO outbound (key, channel, chat, origin, body) VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (key) DO NOTHING",
-                &[&a.key, &a.channel, &a.chat, &a.origin, &a.body],
+        let (key, channel, origin, body) = match answer {
+            Some(a) => {
+                (Some(a.key.as_str()), a.channel.as_str(), a.origin.as_deref(), Some(&a.body))
+            }
+            None => (None, claim.channel.as_str(), None, None),
+        };
+        let row = client
+            .query_one(
+                &statement,
+                &[
+                    &claim.chat,
+                    &self.holder(),
+                    &claim.id,
+                    &key,
+                    &channel,
+                    &origin,
+                    &body,
+                    &OUTBOUND_CHANNEL,
+                    &INBOUND_CHANNEL,
+                ],
             )
             .await?;
-            tx.execute("SELECT pg_notify($1, '')", &[&OUTBOUND_CHANNEL]).await?;
-        }
-        // The chat's next message may be claimed now.
-        tx.execute("SELECT pg_notify($1, '')", &[&INBOUND_CHANNEL]).await?;
-        Ok(true)
+        Ok(row.get::<_, i64>(0) == 1)
     }
 
     /// Stores a message the agent sends on its own (the `message` tool,
@@ -239,8 +328,8 @@ impl PgStore {
     /// handed out once, to one process.
     pub async fn take_outbound(&self, limit: i64) -> Result<Vec<Outbound>, StoreError> {
         let client = self.pool.get().await?;
-        let rows = client
-            .query(
+        let statement = client
+            .prepare_cached(
                 "UPDATE outbound SET delivered_at = now(), delivered_by = $1
                  WHERE key IN (SELECT key FROM outbound
                                WHERE delivered_at IS NULL AND (origin IS NULL OR origin = $1)
@@ -248,9 +337,9 @@ impl PgStore {
                                LIMIT $2
                                FOR UPDATE SKIP LOCKED)
                  RETURNING key, channel, chat, origin, body, created_at",
-                &[&self.holder(), &limit],
             )
             .await?;
+        let rows = client.query(&statement, &[&self.holder(), &limit]).await?;
         let mut out: Vec<(std::time::SystemTime, Outbound)> = rows
             .into_iter()
             .map(|r| {

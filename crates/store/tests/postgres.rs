@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferroclaw_store::{
-    Answered, ApprovalRequest, CodeRequest, Enqueued, Outbound, PgOptions, PgStore, Pruned,
-    SCHEMA_VERSION, SessionHead, SessionWrite, StoreError,
+    Answered, ApprovalRequest, CodeRequest, Enqueued, Incoming, Outbound, PgOptions, PgStore,
+    Pruned, SCHEMA_VERSION, SessionHead, SessionWrite, StoreError,
 };
 use ferroclaw_testkit::PgCluster;
 use serde_json::json;
@@ -525,6 +525,73 @@ async fn a_notification_wakes_a_waiting_worker() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     waiting.await.unwrap();
+}
+
+fn incoming(platform_id: &str, chat: &str, n: u32) -> Incoming {
+    Incoming {
+        channel: "web".into(),
+        platform_id: platform_id.into(),
+        chat: chat.into(),
+        origin: Some("a".into()),
+        body: json!({"n": n}),
+    }
+}
+
+#[tokio::test]
+async fn a_batch_is_stored_in_order_once_and_claimed_one_message_per_chat() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "batches", "a").await;
+    let batch = [
+        incoming("m1", "web:1", 1),
+        incoming("m2", "web:1", 2),
+        incoming("m3", "web:2", 3),
+        incoming("m1", "web:1", 1),
+    ];
+    let stored = s.enqueue_many(&batch).await.unwrap();
+    let ids: Vec<i64> = stored
+        .iter()
+        .filter_map(|e| match e {
+            Enqueued::New(id) => Some(*id),
+            Enqueued::Duplicate => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 3, "{stored:?}");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "in arrival order: {ids:?}");
+    assert_eq!(stored[3], Enqueued::Duplicate, "the same message twice in one batch");
+    assert_eq!(s.enqueue_many(&batch[..1]).await.unwrap(), [Enqueued::Duplicate]);
+    // Ten asked for, two given: one per chat, each chat's oldest.
+    let claims = s.claim_many(LONG, 10).await.unwrap();
+    let got: Vec<_> = claims.iter().map(|c| (c.chat.as_str(), c.body["n"].clone())).collect();
+    assert_eq!(got, [("web:1", json!(1)), ("web:2", json!(3))]);
+    assert!(claims.iter().all(|c| c.attempts == 0));
+    assert!(s.with_holder("b").claim_many(LONG, 10).await.unwrap().is_empty(), "both held");
+    assert!(s.complete(&claims[0], None).await.unwrap());
+    let next = s.with_holder("b").claim_many(LONG, 10).await.unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].body["n"], json!(2), "the chat's next message, after the first");
+}
+
+#[tokio::test]
+async fn the_store_works_again_by_itself_when_the_database_comes_back() {
+    // Its own server: this test stops it.
+    let Some(pg) = PgCluster::start() else { return };
+    let s = store(&pg, "outage", "a").await;
+    s.enqueue("web", "before", "web:1", None, &json!({})).await.unwrap();
+    pg.stop();
+    let e = s.enqueue("web", "during", "web:1", None, &json!({})).await.unwrap_err();
+    assert!(!e.to_string().is_empty());
+    assert!(s.claim_many(LONG, 4).await.is_err(), "nothing is claimed while it is away");
+    pg.start_again();
+    // The pool opens new connections: no restart of the process.
+    s.enqueue("web", "after", "web:1", None, &json!({})).await.unwrap();
+    let claim = s.claim(LONG).await.unwrap().unwrap();
+    assert_eq!(claim.body, json!({}));
+    assert!(s.complete(&claim, None).await.unwrap());
+    assert_eq!(
+        s.unfinished().await.unwrap(),
+        1,
+        "\"before\" done, \"after\" waiting, \"during\" never stored"
+    );
 }
 
 /// Polls `f` until it gives something (leases run out on the database's clock).

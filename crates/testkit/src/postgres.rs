@@ -58,26 +58,54 @@ impl PgCluster {
         let mut pg = pg;
         for _ in 0..5 {
             pg.port = free_port();
-            let options = format!(
-                "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -F -c max_connections=200",
-                pg.port
-            );
-            let log = pg.data.join("server.log");
-            let status = pg
-                .command("pg_ctl")
-                .args(["-w", "-t", "60", "-D"])
-                .arg(&pg.data)
-                .arg("-l")
-                .arg(&log)
-                .args(["-o", &options, "start"])
-                .stdout(Stdio::null())
-                .status()
-                .expect("run pg_ctl");
-            if status.success() {
+            if pg.pg_ctl_start() {
                 return Some(pg);
             }
         }
         panic!("PostgreSQL did not start; see {}", pg.data.join("server.log").display());
+    }
+
+    /// `pg_ctl start` on this cluster's port; true when it started.
+    fn pg_ctl_start(&self) -> bool {
+        let options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -F -c max_connections=200",
+            self.port
+        );
+        let log = self.data.join("server.log");
+        self.command("pg_ctl")
+            .args(["-w", "-t", "60", "-D"])
+            .arg(&self.data)
+            .arg("-l")
+            .arg(&log)
+            .args(["-o", &options, "start"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("run pg_ctl")
+            .success()
+    }
+
+    /// Stops the server as an administrator would (`pg_ctl stop -m fast`:
+    /// open transactions are rolled back, connections closed), keeping its
+    /// data: the database is away until [`start_again`](Self::start_again).
+    pub fn stop(&self) {
+        let status = self
+            .command("pg_ctl")
+            .args(["-w", "-m", "fast", "-D"])
+            .arg(&self.data)
+            .arg("stop")
+            .stdout(Stdio::null())
+            .status()
+            .expect("run pg_ctl");
+        assert!(status.success(), "pg_ctl stop failed");
+    }
+
+    /// Starts a [`stop`](Self::stop)ped server again, on the same port, with its data.
+    pub fn start_again(&self) {
+        assert!(
+            self.pg_ctl_start(),
+            "PostgreSQL did not start again; see {}",
+            self.data.join("server.log").display()
+        );
     }
 
     /// One cluster for the tests running now in this process: started by the

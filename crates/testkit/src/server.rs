@@ -274,10 +274,20 @@ fn route(shared: &Shared, method: &Method, path: &str, body: Result<Value, Strin
     wire.render(&substitute(step, &body), &Exchange::new(seq, &body, &shared.options))
 }
 
-/// Fills in [`LAST_USER`] in a reply's text and [`LAST_USER_TASK_ID`] in its
-/// tool calls' arguments.
+/// Fills in [`LAST_USER`] in a reply's text (a slow reply's too) and
+/// [`LAST_USER_TASK_ID`] in its tool calls' arguments.
 fn substitute(step: Step, body: &Value) -> Step {
-    let Step::Reply(mut turn) = step else { return step };
+    match step {
+        Step::Reply(turn) => Step::Reply(fill(turn, body)),
+        // A slow answer is filled in like a prompt one.
+        Step::Fault(crate::Fault::SlowFirstByte { delay_ms, then }) => {
+            Step::Fault(crate::Fault::SlowFirstByte { delay_ms, then: fill(then, body) })
+        }
+        other => other,
+    }
+}
+
+fn fill(mut turn: crate::Turn, body: &Value) -> crate::Turn {
     if turn.text.contains(LAST_USER) {
         turn.text = turn.text.replace(LAST_USER, &last_user_text(body));
     }
@@ -290,7 +300,7 @@ fn substitute(step: Step, body: &Value) -> Step {
             }
         }
     }
-    Step::Reply(turn)
+    turn
 }
 
 /// A tool call argument that is exactly this string becomes the number after

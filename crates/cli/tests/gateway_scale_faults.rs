@@ -1,0 +1,186 @@
+//! Several `ferroclaw gateway` processes on one PostgreSQL database when
+//! things go wrong: the database goes away mid-run and comes back, and a
+//! gateway is killed with SIGKILL in the middle of a turn. Every message is
+//! answered exactly once, and the model is never asked again for a step a
+//! dead worker had finished.
+
+mod common;
+mod gateway_support;
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{Env, Wire, tool_results};
+use ferroclaw_testkit::{Fault, LAST_USER, PgCluster, ServerOptions, Step, Turn};
+use gateway_support::fake_telegram::FakeTelegram;
+use gateway_support::{Gateway, TOKEN, chat, free_port, get, wait_for};
+use serde_json::json;
+
+/// A chat lease short enough that a killed worker's chat is taken over at once.
+const SHORT_LEASE_MS: &str = "1500";
+
+/// Starts `ferroclaw gateway --port PORT` with the config already written.
+fn start(env: &Env, port: u16) -> Gateway {
+    let stderr_path = env.home.path().join(format!("gateway-{port}.stderr"));
+    let child = env
+        .std_cmd()
+        .args(["gateway", "--port", &port.to_string()])
+        .env("FERROCLAW_LOG", "info")
+        .env("FERROCLAW_TEST_CHAT_LEASE_MS", SHORT_LEASE_MS)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut gw = Gateway { child, port, stderr_path };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while get(port, "/health").is_none_or(|(s, _)| s != 200) {
+        if let Ok(Some(status)) = gw.child.try_wait() {
+            let err = std::fs::read_to_string(&gw.stderr_path).unwrap_or_default();
+            panic!("gateway exited with {status}: {err}");
+        }
+        assert!(Instant::now() < deadline, "gateway did not come up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    gw
+}
+
+fn stderr(gw: &Gateway) -> String {
+    std::fs::read_to_string(&gw.stderr_path).unwrap_or_default()
+}
+
+/// The last user message's text of an OpenAI-wire request.
+fn last_user_text(body: &serde_json::Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Runs `sql` against `url` and returns the first column of each row as text.
+fn query(url: &str, sql: &str) -> Vec<String> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let (client, connection) =
+            tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+        let task = tokio::spawn(connection);
+        let rows = client.query(sql, &[]).await.unwrap();
+        drop(client);
+        let _ = task.await;
+        rows.iter().map(|r| r.get::<_, String>(0)).collect()
+    })
+}
+
+#[test]
+fn gateways_hold_messages_while_the_database_is_away_and_answer_each_once_when_it_is_back() {
+    // Its own server: this test stops it.
+    let Some(pg) = PgCluster::start() else { return };
+    let url = pg.database("outage");
+    // Each answer takes a moment, so turns are running when the database stops.
+    let slow = Step::Fault(Fault::SlowFirstByte {
+        delay_ms: 2500,
+        then: Turn::text(format!("echo: {LAST_USER}")),
+    });
+    let options = ServerOptions { repeat: true, ..Default::default() };
+    let env = Env::with_options(Wire::OpenAi, vec![slow], options);
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\n\
+         messages_per_minute = 0\nstore = \"{url}\"\n"
+    ));
+    let a = start(&env, free_port());
+    let b = start(&env, free_port());
+    let ports = [a.port, b.port];
+    const USERS: usize = 3;
+    let send = |u: usize, text: String| {
+        std::thread::spawn(move || {
+            let answer = chat(ports[u % 2], &format!("u{u}"), &text);
+            (text, answer)
+        })
+    };
+    let mut waiting: Vec<_> = (0..USERS).map(|u| send(u, format!("user {u} before"))).collect();
+    // Their turns are running (the model is answering them): the database
+    // goes away under them.
+    wait_for(60, "the first turns to start", || env.server.requests().len() >= USERS);
+    pg.stop();
+    // Messages keep coming while it is away: the gateways hold them.
+    waiting.extend((0..USERS).map(|u| send(USERS + u, format!("user {} during", USERS + u))));
+    wait_for(60, "the gateways to hold answers and messages", || {
+        let both = stderr(&a) + &stderr(&b);
+        both.contains("not stored yet") && both.contains("holding up to")
+    });
+    assert_eq!(env.server.requests().len(), USERS, "nothing ran without the database");
+    pg.start_again();
+    for w in waiting {
+        let (text, answer) = w.join().unwrap();
+        assert_eq!(answer, (200, format!("echo: {text}")));
+    }
+    // Exactly once: the model was asked about each message once.
+    let mut asked: HashMap<String, usize> = HashMap::new();
+    for r in env.server.requests() {
+        *asked.entry(last_user_text(&r.body)).or_default() += 1;
+    }
+    assert_eq!(asked.len(), USERS * 2, "{asked:?}");
+    assert!(asked.values().all(|&n| n == 1), "a message ran twice: {asked:?}");
+    let unfinished = query(&url, "SELECT count(*)::text FROM inbound WHERE done_at IS NULL");
+    assert_eq!(unfinished, ["0"]);
+    let (ea, eb) = (stderr(&a), stderr(&b));
+    assert!((ea.clone() + &eb).contains("the database is back"), "{ea}\n{eb}");
+}
+
+#[test]
+fn a_turn_cut_by_kill_9_is_finished_by_the_other_gateway_from_the_journal_in_the_database() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("kill_mid_turn");
+    let fake = FakeTelegram::start();
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            Turn::tool("bash", json!({"command": "echo one >> side.txt"})).into(),
+            // The second model call hangs: the turn is mid-flight here.
+            Step::Fault(Fault::Stall { after_text: String::new() }),
+            Turn::text("All done.").into(),
+            Turn::text("pong").into(),
+        ],
+    );
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\npermission_mode = \"bypass\"\n\
+         store = \"{url}\"\n[channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\n\
+         api_base = \"{}\"\npoll_timeout_secs = 1\nallow_from = [\"42\"]\n",
+        fake.base
+    ));
+    let mut gateways = vec![start(&env, free_port()), start(&env, free_port())];
+    fake.user_says(42, "Ann", "write the line");
+    wait_for(60, "the second model call", || env.server.requests().len() >= 2);
+    // The process running the turn holds the chat's lease (`host-PID-random`).
+    let holders = query(&url, "SELECT holder FROM chat_leases");
+    assert_eq!(holders.len(), 1, "{holders:?}");
+    let pid: u32 = holders[0].rsplit('-').nth(1).unwrap().parse().unwrap();
+    let running = gateways.iter().position(|g| g.child.id() == pid).expect("a gateway's turn");
+    let mut dead = gateways.remove(running);
+    dead.child.kill().unwrap();
+    dead.child.wait().unwrap();
+    assert!(fake.sent_to(42).is_empty(), "no answer before the kill");
+
+    let survivor = &gateways[0];
+    wait_for(60, "the survivor's answer", || !fake.sent_to(42).is_empty());
+    // In order and once: a second copy of the answer would come before "pong".
+    fake.user_says(42, "Ann", "ping");
+    wait_for(60, "the next answer", || fake.sent_to(42).len() >= 2);
+    assert_eq!(fake.sent_to(42), ["All done.", "pong"], "{}", stderr(survivor));
+
+    // The model was asked once per step: the finished first step (the tool
+    // call) came from the journal, not from the model again.
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 4, "{}", stderr(survivor));
+    assert!(tool_results(&requests[0].body).is_empty());
+    assert_eq!(tool_results(&requests[1].body).len(), 1);
+    assert_eq!(tool_results(&requests[2].body).len(), 1, "the survivor resumed after the tool");
+    // The tool's recorded result was replayed: it did not run again.
+    let side = std::fs::read_to_string(env.home.path().join("workspace").join("side.txt"));
+    assert_eq!(side.unwrap_or_default(), "one\n");
+    assert!(stderr(survivor).contains("resuming an interrupted turn"), "{}", stderr(survivor));
+}
