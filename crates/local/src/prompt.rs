@@ -95,8 +95,8 @@ const EXAMPLES: [(&str, [(&str, &str); 4]); 2] = [
         [
             ("user", "What files are in this folder?"),
             ("assistant", "<tool_call>\n{\"name\": \"list_dir\", \"arguments\": {}}\n</tool_call>"),
-            ("user", "<tool_response>\nfile 120 example.txt\ndir todo\n</tool_response>"),
-            ("assistant", "This folder has one file, example.txt, and one folder, todo."),
+            ("user", LIST_DIR_EXAMPLE_RESULT),
+            ("assistant", "The folder has todo/, example.txt and notes.md."),
         ],
     ),
     (
@@ -112,6 +112,17 @@ const EXAMPLES: [(&str, [(&str, &str); 4]); 2] = [
         ],
     ),
 ];
+
+/// The worked `list_dir` result, laid out as `list_dir` prints one (folder,
+/// then a line per entry: kind, size, name), so that a small model sees the
+/// real layout once and an answer naming each entry, in order. With
+/// a shorter made-up layout SmolLM2-135M, given a real listing of 14
+/// entries, wrote names glued to kinds (".cargo/file") and looped.
+const LIST_DIR_EXAMPLE_RESULT: &str = "<tool_response>\n.:\n\
+dir              -  todo/\n\
+file           120  example.txt\n\
+file            64  notes.md\n\
+</tool_response>";
 
 /// The worked exchanges for the tools a request offers, in order.
 fn example_turns(request: &ChatRequest) -> impl Iterator<Item = Turn> + '_ {
@@ -235,6 +246,18 @@ mod tests {
         assert_eq!(fixed_turns(&r), 9, "one exchange for list_dir, one for read");
         assert!(t[2].content.contains("\"name\": \"list_dir\""), "{t:?}");
         assert!(t[6].content.contains("\"name\": \"read\""), "{t:?}");
+    }
+
+    #[test]
+    fn the_list_dir_example_answer_names_each_listed_entry_in_order() {
+        let (_, exchange) = EXAMPLES[0];
+        let listed: Vec<&str> =
+            LIST_DIR_EXAMPLE_RESULT.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+        assert_eq!(listed, ["todo/", "example.txt", "notes.md"]);
+        let answer = exchange[3].1;
+        let at: Vec<usize> = listed.iter().filter_map(|name| answer.find(name)).collect();
+        assert_eq!(at.len(), listed.len(), "{answer}");
+        assert!(at.is_sorted(), "{answer}");
     }
 
     #[test]
