@@ -183,12 +183,13 @@ fn a_gateway_refuses_an_unreachable_database_and_a_newer_schema_with_one_line() 
     assert!(err.contains("schema version 999") && err.contains("upgrade ferroclaw"), "{err}");
 }
 
-#[test]
-fn telegram_runs_in_one_gateway_and_another_takes_it_over_when_that_one_is_killed() {
-    use gateway_support::fake_telegram::FakeTelegram;
-    let Some(pg) = PgCluster::shared() else { return };
-    let url = pg.database("telegram_failover");
-    let fake = FakeTelegram::start();
+/// An echoing model and gateways on `url` with Telegram on a fake server
+/// (`extra`: more of `[channels.telegram]`).
+fn echo_with_telegram(
+    url: &str,
+    extra: &str,
+) -> (Env, gateway_support::fake_telegram::FakeTelegram) {
+    let fake = gateway_support::fake_telegram::FakeTelegram::start();
     let options = ServerOptions { repeat: true, ..Default::default() };
     let env = Env::with_options(
         Wire::OpenAi,
@@ -198,9 +199,17 @@ fn telegram_runs_in_one_gateway_and_another_takes_it_over_when_that_one_is_kille
     env.write_home_config(&format!(
         "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nstore = \"{url}\"\n\
          [channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\n\
-         poll_timeout_secs = 1\nallow_from = [\"7\"]\n",
+         poll_timeout_secs = 1\n{extra}",
         fake.base
     ));
+    (env, fake)
+}
+
+#[test]
+fn telegram_runs_in_one_gateway_and_another_takes_it_over_when_that_one_is_killed() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("telegram_failover");
+    let (env, fake) = echo_with_telegram(&url, "allow_from = [\"7\"]\n");
     let mut gateways = vec![start(&env, free_port()), start(&env, free_port())];
     fake.user_says(7, "Bo", "one");
     gateway_support::wait_for(60, "the first answer", || !fake.sent_to(7).is_empty());
@@ -228,23 +237,10 @@ fn telegram_runs_in_one_gateway_and_another_takes_it_over_when_that_one_is_kille
 
 #[test]
 fn two_gateways_share_cron_jobs_and_pairing_through_the_database() {
-    use gateway_support::fake_telegram::FakeTelegram;
     let Some(pg) = PgCluster::shared() else { return };
     let url = pg.database("shared_cron_and_pairing");
-    let fake = FakeTelegram::start();
-    let options = ServerOptions { repeat: true, ..Default::default() };
-    let env = Env::with_options(
-        Wire::OpenAi,
-        vec![Turn::text(format!("echo: {LAST_USER}")).into()],
-        options,
-    );
     // Telegram's default policy: strangers pair first.
-    env.write_home_config(&format!(
-        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nstore = \"{url}\"\n\
-         [channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\n\
-         poll_timeout_secs = 1\n",
-        fake.base
-    ));
+    let (env, fake) = echo_with_telegram(&url, "");
     let mut gateways = vec![start(&env, free_port()), start(&env, free_port())];
     let cli = |args: &[&str]| {
         let out = env.std_cmd().args(args).output().unwrap();

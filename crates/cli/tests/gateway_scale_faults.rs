@@ -8,7 +8,6 @@ mod common;
 mod gateway_support;
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{Env, Wire, tool_results};
@@ -22,27 +21,8 @@ const SHORT_LEASE_MS: &str = "1500";
 
 /// Starts `ferroclaw gateway --port PORT` with the config already written.
 fn start(env: &Env, port: u16) -> Gateway {
-    let stderr_path = env.home.path().join(format!("gateway-{port}.stderr"));
-    let child = env
-        .std_cmd()
-        .args(["gateway", "--port", &port.to_string()])
-        .env("FERROCLAW_LOG", "info")
-        .env("FERROCLAW_TEST_CHAT_LEASE_MS", SHORT_LEASE_MS)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
-    let mut gw = Gateway { child, port, stderr_path };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while get(port, "/health").is_none_or(|(s, _)| s != 200) {
-        if let Ok(Some(status)) = gw.child.try_wait() {
-            let err = std::fs::read_to_string(&gw.stderr_path).unwrap_or_default();
-            panic!("gateway exited with {status}: {err}");
-        }
-        assert!(Instant::now() < deadline, "gateway did not come up");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    gw
+    let lease = [("FERROCLAW_TEST_CHAT_LEASE_MS", SHORT_LEASE_MS)];
+    Gateway::spawn_with(env, env.home.path(), port, &lease)
 }
 
 fn stderr(gw: &Gateway) -> String {

@@ -48,10 +48,21 @@ impl Gateway {
 
     /// The same with `home` as its `FERROCLAW_HOME` (another machine's, say).
     pub fn spawn_in(env: &Env, home: &std::path::Path, port: u16) -> Gateway {
+        Gateway::spawn_with(env, home, port, &[])
+    }
+
+    /// The same with more environment variables (`vars`) set.
+    pub fn spawn_with(
+        env: &Env,
+        home: &std::path::Path,
+        port: u16,
+        vars: &[(&str, &str)],
+    ) -> Gateway {
         let stderr_path = home.join(format!("gateway-{port}.stderr"));
         let child = env
             .std_cmd()
             .env("FERROCLAW_HOME", home)
+            .envs(vars.iter().copied())
             .args(["gateway", "--port", &port.to_string()])
             .env("FERROCLAW_LOG", "info")
             .stdout(Stdio::null())
