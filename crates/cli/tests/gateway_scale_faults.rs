@@ -8,12 +8,11 @@ mod common;
 mod gateway_support;
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
 use common::{Env, Wire, tool_results};
 use ferroclaw_testkit::{Fault, LAST_USER, PgCluster, ServerOptions, Step, Turn};
 use gateway_support::fake_telegram::FakeTelegram;
-use gateway_support::{Gateway, TOKEN, chat, free_port, get, wait_for};
+use gateway_support::{Gateway, TOKEN, chat, free_port, wait_for};
 use serde_json::json;
 
 /// A chat lease short enough that a killed worker's chat is taken over at once.
