@@ -15,8 +15,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{Env, Wire};
-use ferroclaw_testkit::{LAST_USER, PgCluster, ServerOptions, Turn};
-use gateway_support::{Gateway, TOKEN, chat, free_port};
+use ferroclaw_testkit::PgCluster;
+use gateway_support::{Gateway, TOKEN, chat, echo_env, free_port};
 
 const USERS: usize = 8;
 const MESSAGES: usize = 6;
@@ -58,12 +58,7 @@ fn user_texts(messages: &[serde_json::Value]) -> Vec<String> {
 fn two_gateways_on_one_database_answer_every_message_once_and_each_chat_in_order() {
     let Some(pg) = PgCluster::shared() else { return };
     let url = pg.database("two_gateways");
-    let options = ServerOptions { repeat: true, ..Default::default() };
-    let env = Env::with_options(
-        Wire::OpenAi,
-        vec![Turn::text(format!("echo: {LAST_USER}")).into()],
-        options,
-    );
+    let env = echo_env();
     env.write_home_config(&format!(
         "[retry]\nmax_attempts = 2\nbase_delay_ms = 10\nmax_delay_ms = 50\n\n[gateway]\ntoken = \"{TOKEN}\"\n\
          heartbeat_minutes = 0\nrequests_per_minute = 0\nmessages_per_minute = 0\nstore = \"{url}\"\n"
@@ -190,12 +185,7 @@ fn echo_with_telegram(
     extra: &str,
 ) -> (Env, gateway_support::fake_telegram::FakeTelegram) {
     let fake = gateway_support::fake_telegram::FakeTelegram::start();
-    let options = ServerOptions { repeat: true, ..Default::default() };
-    let env = Env::with_options(
-        Wire::OpenAi,
-        vec![Turn::text(format!("echo: {LAST_USER}")).into()],
-        options,
-    );
+    let env = echo_env();
     env.write_home_config(&format!(
         "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nstore = \"{url}\"\n\
          [channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\n\
@@ -316,12 +306,7 @@ fn errors_in_log(home: &Path) -> Vec<String> {
 fn gateways_that_share_no_folder_continue_each_others_conversations() {
     let Some(pg) = PgCluster::shared() else { return };
     let url = pg.database("no_shared_home");
-    let options = ServerOptions { repeat: true, ..Default::default() };
-    let env = Env::with_options(
-        Wire::OpenAi,
-        vec![Turn::text(format!("echo: {LAST_USER}")).into()],
-        options,
-    );
+    let env = echo_env();
     // Two machines: each gateway has its own home (sessions, logs, workspace).
     let other_home = tempfile::tempdir().unwrap();
     env.write_home_config(&store_config(&url));
@@ -381,11 +366,7 @@ fn transfer(env: &Env, home: &Path, url: &str, action: &str) -> (bool, String, S
 #[test]
 fn import_moves_a_boxs_files_into_the_database_and_export_writes_them_back() {
     let closed = free_port();
-    let env = Env::with_options(
-        Wire::OpenAi,
-        vec![Turn::text(format!("echo: {LAST_USER}")).into()],
-        ServerOptions { repeat: true, ..Default::default() },
-    );
+    let env = echo_env();
     // An unreachable database: one clear line, the password hidden, nothing done.
     let (ok, _, err) = transfer(
         &env,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ferroclaw_core::{Agent, AgentParts, Approval, Approver, NoOneToAsk, Outcome, PermissionMode};
+use ferroclaw_core::{Agent, Approval, Approver, NoOneToAsk, Outcome, PermissionMode};
 use ferroclaw_protocol::{AgentEvent, ContentBlock, Message, ToolCall};
 use ferroclaw_testkit::{ScriptedServer, ScriptedToolCall, Step, Turn};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -68,20 +68,6 @@ impl Approver for AlwaysYes {
     }
 }
 
-fn agent(
-    server: &ScriptedServer,
-    tools: ToolRegistry,
-    mode: PermissionMode,
-    approver: Arc<dyn Approver>,
-    home: &std::path::Path,
-) -> Agent {
-    Agent::new(AgentParts {
-        permissions: support::permissions(mode),
-        approver,
-        ..support::parts(server, home, tools)
-    })
-}
-
 async fn run(agent: &mut Agent, prompt: &str) -> (ferroclaw_core::Report, Vec<AgentEvent>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let report = agent.run(Message::user(prompt), &tx, &CancellationToken::new()).await;
@@ -120,7 +106,7 @@ async fn independent_read_only_calls_run_in_parallel_and_results_keep_call_order
     let home = tempfile::tempdir().unwrap();
     let mut tools = ToolRegistry::new();
     tools.register(Rendezvous(Arc::new(Barrier::new(2))));
-    let mut a = agent(&server, tools, PermissionMode::Default, Arc::new(NoOneToAsk), home.path());
+    let mut a = support::default_agent(&server, home.path(), tools);
     let (report, events) = run(&mut a, "meet").await;
     assert_eq!(report.outcome, Outcome::Answered);
     assert_eq!(results(&a), vec![("met".to_string(), false), ("met".to_string(), false)]);
@@ -138,7 +124,8 @@ async fn a_panicking_tool_becomes_an_error_result_and_the_loop_goes_on() {
     let home = tempfile::tempdir().unwrap();
     let mut tools = ToolRegistry::new();
     tools.register(Panics);
-    let mut a = agent(&server, tools, PermissionMode::Bypass, Arc::new(NoOneToAsk), home.path());
+    let mut a =
+        support::agent(&server, home.path(), tools, PermissionMode::Bypass, Arc::new(NoOneToAsk));
     let (report, _) = run(&mut a, "go").await;
     assert_eq!(report.text, "recovered");
     let r = results(&a);
@@ -154,7 +141,8 @@ async fn an_approved_call_runs_and_the_decision_is_logged_in_the_session() {
     let home = tempfile::tempdir().unwrap();
     let mut tools = ToolRegistry::new();
     tools.register(Panics);
-    let mut a = agent(&server, tools, PermissionMode::Default, Arc::new(AlwaysYes), home.path());
+    let mut a =
+        support::agent(&server, home.path(), tools, PermissionMode::Default, Arc::new(AlwaysYes));
     run(&mut a, "go").await;
     assert!(results(&a)[0].0.contains("crashed"), "it ran");
     let log = std::fs::read_to_string(a.session().path()).unwrap();
@@ -173,7 +161,8 @@ async fn plan_mode_refuses_tools_that_change_things() {
     let home = tempfile::tempdir().unwrap();
     let mut tools = ToolRegistry::new();
     tools.register(Panics);
-    let mut a = agent(&server, tools, PermissionMode::Plan, Arc::new(AlwaysYes), home.path());
+    let mut a =
+        support::agent(&server, home.path(), tools, PermissionMode::Plan, Arc::new(AlwaysYes));
     run(&mut a, "go").await;
     let r = results(&a);
     assert!(r[0].1 && r[0].0.contains("plan mode"), "{r:?}");
@@ -185,13 +174,7 @@ async fn cancelling_before_the_answer_ends_the_request_without_losing_it() {
         vec![ferroclaw_testkit::Fault::Stall { after_text: "hmm".into() }.into()];
     let server = ScriptedServer::start(steps);
     let home = tempfile::tempdir().unwrap();
-    let mut a = agent(
-        &server,
-        ToolRegistry::new(),
-        PermissionMode::Default,
-        Arc::new(NoOneToAsk),
-        home.path(),
-    );
+    let mut a = support::default_agent(&server, home.path(), ToolRegistry::new());
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let c = cancel.clone();
@@ -245,8 +228,7 @@ async fn injected_text_arrives_between_tool_calls_is_committed_and_identity_surv
     ]);
     let mut tools = ToolRegistry::new();
     tools.register(Rendezvous(Arc::new(Barrier::new(1))));
-    let mut agent =
-        agent(&server, tools, PermissionMode::Default, Arc::new(NoOneToAsk), home.path());
+    let mut agent = support::default_agent(&server, home.path(), tools);
     let inbox = Arc::new(Inbox::default());
     agent.set_injector(Some(inbox.clone()));
     let (report, _) = run(&mut agent, "go").await;
@@ -269,13 +251,7 @@ async fn injected_text_arrives_between_tool_calls_is_committed_and_identity_surv
 async fn a_request_is_reported_finished_only_by_commit_turn_once_its_session_is_written() {
     let server = ScriptedServer::start(vec![Turn::text("the answer").into()]);
     let home = tempfile::tempdir().unwrap();
-    let mut a = agent(
-        &server,
-        ToolRegistry::new(),
-        PermissionMode::Default,
-        Arc::new(NoOneToAsk),
-        home.path(),
-    );
+    let mut a = support::default_agent(&server, home.path(), ToolRegistry::new());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let turn = a.run_turn(Message::user("ask"), &tx, &CancellationToken::new()).await;
     let mut before = Vec::new();

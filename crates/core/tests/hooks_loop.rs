@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferroclaw_core::hooks::{Hook, HookEvent, Hooks, Matcher};
-use ferroclaw_core::{Agent, AgentParts, PermissionMode};
+use ferroclaw_core::{Agent, NoOneToAsk, PermissionMode};
 use ferroclaw_protocol::{ContentBlock, Message};
 use ferroclaw_testkit::{ScriptedServer, Turn};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
@@ -59,10 +59,7 @@ fn agent_in(
 ) -> Agent {
     let mut tools = ToolRegistry::new();
     tools.register(Echo);
-    let mut agent = Agent::new(AgentParts {
-        permissions: support::permissions(mode),
-        ..support::parts(server, home, tools)
-    });
+    let mut agent = support::agent(server, home, tools, mode, Arc::new(NoOneToAsk));
     agent.set_hooks(Arc::new(Hooks::from_hooks(hooks, home)), subagent.map(str::to_string));
     agent
 }

@@ -12,10 +12,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::Env;
+use ferroclaw_testkit::{LAST_USER, ServerOptions, Turn};
+
+use crate::common::{Env, Wire};
 
 /// The web token of test gateways.
 pub const TOKEN: &str = "test-token";
+
+/// A test home whose model answers every message with `echo: ` and the
+/// message's text (OpenAI wire), as often as it is asked.
+pub fn echo_env() -> Env {
+    let options = ServerOptions { repeat: true, ..Default::default() };
+    Env::with_options(Wire::OpenAi, vec![Turn::text(format!("echo: {LAST_USER}")).into()], options)
+}
 
 /// A free local port.
 pub fn free_port() -> u16 {

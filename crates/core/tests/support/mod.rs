@@ -8,7 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ferroclaw_core::session::SessionLog;
-use ferroclaw_core::{AgentParts, NoOneToAsk, PermissionMode, Permissions, SessionStore};
+use ferroclaw_core::{
+    Agent, AgentParts, Approver, NoOneToAsk, PermissionMode, Permissions, SessionStore,
+};
 use ferroclaw_llm::{ProviderConfig, WireFormat};
 use ferroclaw_testkit::ScriptedServer;
 use ferroclaw_tools::ToolRegistry;
@@ -20,6 +22,28 @@ use ferroclaw_tools::ToolRegistry;
 pub fn parts(server: &ScriptedServer, home: &Path, tools: ToolRegistry) -> AgentParts {
     let session = SessionStore::new(home).create(home, "anthropic/m").unwrap();
     parts_with_session(server, home, tools, session)
+}
+
+/// An agent on `server` with `tools` in permission `mode`, asking
+/// `approver` when a call needs approval (the rest as [`parts`]).
+pub fn agent(
+    server: &ScriptedServer,
+    home: &Path,
+    tools: ToolRegistry,
+    mode: PermissionMode,
+    approver: Arc<dyn Approver>,
+) -> Agent {
+    Agent::new(AgentParts {
+        permissions: permissions(mode),
+        approver,
+        ..parts(server, home, tools)
+    })
+}
+
+/// The agent most tests want: default permission mode, nobody to ask (a
+/// call that needs approval is refused).
+pub fn default_agent(server: &ScriptedServer, home: &Path, tools: ToolRegistry) -> Agent {
+    agent(server, home, tools, PermissionMode::Default, Arc::new(NoOneToAsk))
 }
 
 /// [`parts`] writing to an existing `session` (a resumed one, say).
