@@ -1,7 +1,8 @@
 //! Housekeeping: rows that only record the past are deleted once older
-//! than the time kept, in small batches (each its own short transaction, so
-//! claims and deliveries never wait long), by one process at a time (an
-//! advisory lock; another process finding it taken skips the round).
+//! than the time kept, in small rounds (one statement over every table, each
+//! round its own short transaction, so claims and deliveries never wait
+//! long), by one process at a time (an advisory lock; another process
+//! finding it taken skips the round).
 
 use std::time::Duration;
 
@@ -39,84 +40,80 @@ impl Pruned {
     }
 }
 
-/// `(field, statement)`: each deletes one batch (`$1` seconds kept, `$2` batch
-/// size) and returns the rows it deleted.
-const BATCHES: [(&str, &str); 6] = [
-    (
-        "inbound",
-        "WITH gone AS (DELETE FROM inbound WHERE ctid IN (
-             SELECT ctid FROM inbound WHERE done_at < now() - make_interval(secs => $1) LIMIT $2)
-         RETURNING 1) SELECT count(*) FROM gone",
-    ),
-    (
-        "outbound",
-        "WITH gone AS (DELETE FROM outbound WHERE ctid IN (
-             SELECT ctid FROM outbound WHERE delivered_at < now() - make_interval(secs => $1) LIMIT $2)
-         RETURNING 1) SELECT count(*) FROM gone",
-    ),
-    (
-        "cron_runs",
-        "WITH gone AS (DELETE FROM cron_runs WHERE ctid IN (
-             SELECT ctid FROM cron_runs WHERE started_at < now() - make_interval(secs => $1) LIMIT $2)
-         RETURNING 1) SELECT count(*) FROM gone",
-    ),
-    (
-        "turns",
-        "WITH gone AS (DELETE FROM turns_finished WHERE ctid IN (
-             SELECT ctid FROM turns_finished WHERE finished_at < now() - make_interval(secs => $1) LIMIT $2)
-             RETURNING session, turn),
-         steps AS (DELETE FROM turn_steps s USING gone g
-                   WHERE s.session = g.session AND s.turn = g.turn RETURNING 1)
-         SELECT count(*) FROM gone",
-    ),
-    (
-        "approvals",
-        "WITH gone AS (DELETE FROM approvals WHERE ctid IN (
-             SELECT ctid FROM approvals WHERE created_at < now() - make_interval(secs => $1) LIMIT $2)
-         RETURNING 1) SELECT count(*) FROM gone",
-    ),
-    (
-        "pairing_requests",
-        "WITH gone AS (DELETE FROM pairing_requests WHERE ctid IN (
-             SELECT ctid FROM pairing_requests WHERE created_at < now() - make_interval(secs => $1) LIMIT $2)
-         RETURNING 1) SELECT count(*) FROM gone",
-    ),
-];
+/// One round: at most `$2` rows of each table older than `$1` seconds, in
+/// one statement (data-modifying `WITH` parts all run, on one snapshot), so
+/// a round is one transaction and one round trip whatever the tables hold.
+/// A finished turn's journal steps go with it.
+const ROUND: &str = "
+    WITH gone_inbound AS (
+        DELETE FROM inbound WHERE ctid IN (SELECT ctid FROM inbound
+            WHERE done_at < now() - make_interval(secs => $1) LIMIT $2)
+        RETURNING 1),
+    gone_outbound AS (
+        DELETE FROM outbound WHERE ctid IN (SELECT ctid FROM outbound
+            WHERE delivered_at < now() - make_interval(secs => $1) LIMIT $2)
+        RETURNING 1),
+    gone_cron_runs AS (
+        DELETE FROM cron_runs WHERE ctid IN (SELECT ctid FROM cron_runs
+            WHERE started_at < now() - make_interval(secs => $1) LIMIT $2)
+        RETURNING 1),
+    gone_turns AS (
+        DELETE FROM turns_finished WHERE ctid IN (SELECT ctid FROM turns_finished
+            WHERE finished_at < now() - make_interval(secs => $1) LIMIT $2)
+        RETURNING session, turn),
+    gone_steps AS (
+        DELETE FROM turn_steps s USING gone_turns g
+        WHERE s.session = g.session AND s.turn = g.turn RETURNING 1),
+    gone_approvals AS (
+        DELETE FROM approvals WHERE ctid IN (SELECT ctid FROM approvals
+            WHERE created_at < now() - make_interval(secs => $1) LIMIT $2)
+        RETURNING 1),
+    gone_pairing AS (
+        DELETE FROM pairing_requests WHERE ctid IN (SELECT ctid FROM pairing_requests
+            WHERE created_at < now() - make_interval(secs => $1) LIMIT $2)
+        RETURNING 1)
+    SELECT (SELECT count(*) FROM gone_inbound), (SELECT count(*) FROM gone_outbound),
+           (SELECT count(*) FROM gone_cron_runs), (SELECT count(*) FROM gone_turns),
+           (SELECT count(*) FROM gone_approvals), (SELECT count(*) FROM gone_pairing)";
 
 impl PgStore {
-    /// Deletes what finished longer than `keep` ago, `batch` rows per
-    /// transaction; `None` when another process is pruning now.
+    /// Deletes what finished longer than `keep` ago, in rounds of at most
+    /// `batch` rows per table (each round one short transaction); `None`
+    /// when another process is pruning now.
     pub async fn prune(&self, keep: Duration, batch: i64) -> Result<Option<Pruned>, StoreError> {
         let secs = keep.as_secs_f64();
         let batch = batch.max(1);
         let mut pruned = Pruned::default();
         let mut client = self.pool.get().await?;
-        for (field, sql) in BATCHES {
-            loop {
-                let tx = client.transaction().await?;
-                let locked: bool = tx
-                    .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&PRUNE_LOCK])
-                    .await?
-                    .get(0);
-                if !locked {
-                    return Ok(None);
-                }
-                let n: i64 = tx.query_one(sql, &[&secs, &batch]).await?.get(0);
-                tx.commit().await?;
-                let n = n.max(0) as u64;
-                *match field {
-                    "inbound" => &mut pruned.inbound,
-                    "outbound" => &mut pruned.outbound,
-                    "cron_runs" => &mut pruned.cron_runs,
-                    "turns" => &mut pruned.turns,
-                    "approvals" => &mut pruned.approvals,
-                    _ => &mut pruned.pairing_requests,
-                } += n;
-                if n < batch as u64 {
-                    break;
-                }
+        loop {
+            let tx = client.transaction().await?;
+            let locked: bool =
+                tx.query_one("SELECT pg_try_advisory_xact_lock($1)", &[&PRUNE_LOCK]).await?.get(0);
+            if !locked {
+                return Ok(None);
+            }
+            let row = tx.query_one(ROUND, &[&secs, &batch]).await?;
+            tx.commit().await?;
+            let n = |i: usize| row.get::<_, i64>(i).max(0) as u64;
+            let round = Pruned {
+                inbound: n(0),
+                outbound: n(1),
+                cron_runs: n(2),
+                turns: n(3),
+                approvals: n(4),
+                pairing_requests: n(5),
+            };
+            pruned.inbound += round.inbound;
+            pruned.outbound += round.outbound;
+            pruned.cron_runs += round.cron_runs;
+            pruned.turns += round.turns;
+            pruned.approvals += round.approvals;
+            pruned.pairing_requests += round.pairing_requests;
+            // A table that gave a whole batch may hold more.
+            let full = (0..6).any(|i| n(i) >= batch as u64);
+            if !full {
+                return Ok(Some(pruned));
             }
         }
-        Ok(Some(pruned))
     }
 }
