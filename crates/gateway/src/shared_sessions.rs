@@ -62,25 +62,28 @@ pub struct Synced {
 /// Makes the chat's local session file the database's copy, before its
 /// claimed message runs. `first_attempt`: the message never ran before, so
 /// a local file the database lacks is history to keep, not a failed try.
+///
+/// One query finds the chat's session and how far the database has it; the
+/// file work runs on the blocking pool, off the async runtime.
 pub async fn before_turn(
     shared: &Shared,
     store: &PgStore,
     key: &SessionKey,
     first_attempt: bool,
 ) -> Result<Synced, SyncError> {
-    let (session, record_current) = match store.chat_session(&key.address()).await? {
+    let here = shared.names.current(key);
+    let (recorded, seen) = store.chat_session_head(&key.address(), &here).await?;
+    let (session, record_current) = match recorded {
         Some(id) => (id, false),
         None => {
-            let id = shared.names.current(key);
-            let moved = id != key.base_session_id();
-            (id, moved)
+            let moved = here != key.base_session_id();
+            (here, moved)
         }
     };
     // The worker opens the session these names say.
     shared.names.set(key, &session);
     let path = session_path(shared, &session);
-    let seen = store.session_head(&session).await?;
-    let local = match std::fs::metadata(&path) {
+    let local = match tokio::fs::metadata(&path).await {
         Ok(m) => Some(m.len()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(io(&path)(e)),
@@ -96,13 +99,26 @@ pub async fn before_turn(
         }
         (None, Some(_)) => {
             let aside = path.with_extension(format!("jsonl.unstored-{}", crate::files::now_ms()));
-            std::fs::rename(&path, &aside).map_err(io(&path))?;
+            tokio::fs::rename(&path, &aside).await.map_err(io(&path))?;
             tracing::warn!(%session, "the session's file holds what an unfinished attempt wrote and the database never stored; moved it to {}", aside.display());
             SessionHead::default()
         }
         (None, None) => SessionHead::default(),
     };
     Ok(Synced { session, path, seen, keep, record_current })
+}
+
+/// Runs `work` on the file at `path` on the blocking pool.
+async fn on_file<T: Send + 'static>(
+    path: &Path,
+    work: impl FnOnce(&Path) -> std::io::Result<T> + Send + 'static,
+) -> Result<T, SyncError> {
+    let owned = path.to_path_buf();
+    tokio::task::spawn_blocking(move || work(&owned))
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|r| r)
+        .map_err(io(path))
 }
 
 /// What a turn added, to store with its answer.
@@ -152,24 +168,32 @@ async fn bring_up(
 ) -> Result<(), SyncError> {
     let stored = u64::try_from(head.bytes).unwrap_or(0);
     let at = len.min(stored);
-    if at > 0
-        && let Some(line) = store.session_line_ending_at(session, at as i64).await?
-        && has_line_ending_at(path, &line, at).map_err(io(path))?
-    {
+    let line = match at {
+        0 => None,
+        _ => store.session_line_ending_at(session, at as i64).await?,
+    };
+    let common = match line {
+        Some(line) => on_file(path, move |p| has_line_ending_at(p, &line, at)).await?,
+        None => false,
+    };
+    if common {
         if len > stored {
-            let file = std::fs::OpenOptions::new().write(true).open(path).map_err(io(path))?;
-            file.set_len(stored).map_err(io(path))?;
-            file.sync_data().map_err(io(path))?;
+            on_file(path, move |p| {
+                let file = std::fs::OpenOptions::new().write(true).open(p)?;
+                file.set_len(stored)?;
+                file.sync_data()
+            })
+            .await?;
             tracing::info!(%session, "cut {} bytes the database never stored", len - stored);
         } else if len < stored {
             let more = store.session_lines_after(session, at as i64).await?;
-            append_lines(path, &more).map_err(io(path))?;
+            on_file(path, move |p| append_lines(p, &more)).await?;
         }
         return Ok(());
     }
     // Nothing in common: the database's copy, whole.
     let all = store.session_lines_after(session, 0).await?;
-    write_lines_atomically(path, &all).map_err(io(path))?;
+    on_file(path, move |p| write_lines_atomically(p, &all)).await?;
     if len > 0 {
         tracing::info!(%session, "replaced this box's copy of the session with the database's");
     }

@@ -61,6 +61,32 @@ impl PgStore {
         Ok(row.map(|r| r.get(0)))
     }
 
+    /// Where a turn of `chat` starts, in one round trip: the session the
+    /// chat talks in (`Some` when one was recorded, else `unrecorded` is
+    /// the session meant) and how far that session goes in the database
+    /// (`None`: not stored).
+    pub async fn chat_session_head(
+        &self,
+        chat: &str,
+        unrecorded: &str,
+    ) -> Result<(Option<String>, Option<SessionHead>), StoreError> {
+        let client = self.pool.get().await?;
+        let row = client
+            .query_one(
+                "SELECT c.session, f.lines, f.bytes
+                 FROM (SELECT $1::text AS chat) AS asked
+                 LEFT JOIN chat_sessions c ON c.chat = asked.chat
+                 LEFT JOIN session_files f ON f.session = coalesce(c.session, $2::text)",
+                &[&chat, &unrecorded],
+            )
+            .await?;
+        let head = match (row.get::<_, Option<i32>>(1), row.get::<_, Option<i64>>(2)) {
+            (Some(lines), Some(bytes)) => Some(SessionHead { lines, bytes }),
+            _ => None,
+        };
+        Ok((row.get(0), head))
+    }
+
     /// Records that `chat` talks in `session` now.
     pub async fn set_chat_session(&self, chat: &str, session: &str) -> Result<(), StoreError> {
         let client = self.pool.get().await?;
