@@ -1,8 +1,9 @@
 //! Several `ferroclaw gateway` processes on one PostgreSQL database when
 //! things go wrong: the database goes away mid-run and comes back, and a
-//! gateway is killed with SIGKILL in the middle of a turn. Every message is
-//! answered exactly once, and the model is never asked again for a step a
-//! dead worker had finished.
+//! gateway is killed with SIGKILL in the middle of a turn, a cron run, or
+//! while it holds a Telegram message the database could not take yet.
+//! Every message is answered exactly once, and the model is never asked
+//! again for a step a dead worker had finished.
 
 mod common;
 mod gateway_support;
@@ -12,16 +13,34 @@ use std::collections::HashMap;
 use common::{Env, Wire, tool_results};
 use ferroclaw_testkit::{Fault, LAST_USER, PgCluster, ServerOptions, Step, Turn};
 use gateway_support::fake_telegram::FakeTelegram;
-use gateway_support::{Gateway, TOKEN, chat, free_port, wait_for};
+use gateway_support::{Gateway, TOKEN, chat, echo_env, free_port, wait_for};
 use serde_json::json;
 
 /// A chat lease short enough that a killed worker's chat is taken over at once.
 const SHORT_LEASE_MS: &str = "1500";
 
+/// A safety poll no test waits for: what happens, happens through a
+/// notification or a lease running out.
+const NO_POLL_MS: &str = "3600000";
+
 /// Starts `ferroclaw gateway --port PORT` with the config already written.
 fn start(env: &Env, port: u16) -> Gateway {
     let lease = [("FERROCLAW_TEST_CHAT_LEASE_MS", SHORT_LEASE_MS)];
     Gateway::spawn_with(env, env.home.path(), port, &lease)
+}
+
+/// The same, with no polling of the database to speak of.
+fn start_without_polling(env: &Env) -> Gateway {
+    let vars = [
+        ("FERROCLAW_TEST_CHAT_LEASE_MS", SHORT_LEASE_MS),
+        ("FERROCLAW_TEST_SAFETY_POLL_MS", NO_POLL_MS),
+    ];
+    Gateway::spawn_with(env, env.home.path(), free_port(), &vars)
+}
+
+/// The pid in a `host-PID-random` holder name.
+fn pid_of(holder: &str) -> u32 {
+    holder.rsplit('-').nth(1).and_then(|p| p.parse().ok()).expect("a holder name")
 }
 
 fn stderr(gw: &Gateway) -> String {
@@ -162,4 +181,86 @@ fn a_turn_cut_by_kill_9_is_finished_by_the_other_gateway_from_the_journal_in_the
     let side = std::fs::read_to_string(env.home.path().join("workspace").join("side.txt"));
     assert_eq!(side.unwrap_or_default(), "one\n");
     assert!(stderr(survivor).contains("resuming an interrupted turn"), "{}", stderr(survivor));
+}
+
+#[test]
+fn a_telegram_message_held_while_the_database_is_away_survives_the_death_of_its_gateway() {
+    // Its own server: this test stops it.
+    let Some(pg) = PgCluster::start() else { return };
+    let url = pg.database("telegram_outage");
+    let fake = FakeTelegram::start();
+    fake.forget_confirmed();
+    let env = echo_env();
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nstore = \"{url}\"\n\
+         channel_lease_secs = 2\nchannel_lease_renew_secs = 1\n\
+         [channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\napi_base = \"{}\"\n\
+         poll_timeout_secs = 1\nallow_from = [\"42\"]\n",
+        fake.base
+    ));
+    let mut gateways = vec![start(&env, free_port()), start(&env, free_port())];
+    let holds = |gw: &Gateway| stderr(gw).contains("this process holds the channel");
+    wait_for(60, "a gateway to poll Telegram", || gateways.iter().any(holds));
+    let poller = gateways.iter().position(holds).unwrap();
+    // The database goes away; a message arrives at the polling gateway,
+    // which holds it (it cannot be stored) ...
+    pg.stop();
+    fake.user_says(42, "Ann", "are you there");
+    wait_for(60, "the poller to hold the message", || {
+        stderr(&gateways[poller]).contains("holding up to")
+    });
+    // ... and dies before the database is back: what it held is gone, and
+    // only Telegram (not told it was taken) still has the message.
+    let mut dead = gateways.remove(poller);
+    dead.child.kill().unwrap();
+    dead.child.wait().unwrap();
+    pg.start_again();
+    let survivor = &gateways[0];
+    wait_for(60, "the survivor's answer", || !fake.sent_to(42).is_empty());
+    // Exactly once: a second answer would come before the next one's.
+    fake.user_says(42, "Ann", "ping");
+    wait_for(60, "the next answer", || fake.sent_to(42).len() >= 2);
+    assert_eq!(fake.sent_to(42), ["echo: are you there", "echo: ping"], "{}", stderr(survivor));
+    let asked =
+        env.server.requests().iter().filter(|r| last_user_text(&r.body) == "are you there").count();
+    assert_eq!(asked, 1);
+}
+
+#[test]
+fn a_cron_run_cut_by_kill_9_runs_again_in_another_gateway_once_its_lease_runs_out() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("cron_run_lease");
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            // The first run hangs: its gateway is killed mid-run.
+            Step::Fault(Fault::Stall { after_text: String::new() }),
+            // The second takes longer than a lease: renewed, it runs once.
+            Step::Fault(Fault::SlowFirstByte { delay_ms: 4000, then: Turn::text("watered") }),
+        ],
+    );
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nstore = \"{url}\"\n"
+    ));
+    // Three gateways that do not poll: the job is seen through its
+    // notification, the dead run through its lease.
+    let mut gateways: Vec<Gateway> = (0..3).map(|_| start_without_polling(&env)).collect();
+    let out = env.std_cmd().args(["cron", "add", "--at", "+1s", "-m", "water the plants"]).output();
+    assert!(out.unwrap().status.success());
+    wait_for(60, "the job's first run", || !env.server.requests().is_empty());
+    let holders = query(&url, "SELECT holder FROM cron_runs");
+    assert_eq!(holders.len(), 1, "{holders:?}");
+    let running = gateways.iter().position(|g| g.child.id() == pid_of(&holders[0])).unwrap();
+    let mut dead = gateways.remove(running);
+    dead.child.kill().unwrap();
+    dead.child.wait().unwrap();
+    let outcome = || query(&url, "SELECT coalesce(outcome, '') || ' ' || attempts FROM cron_runs");
+    wait_for(60, "the run's end", || outcome().iter().any(|o| o.starts_with("ok")));
+    let log = stderr(&gateways[0]) + &stderr(&gateways[1]);
+    assert_eq!(outcome(), ["ok 2"], "{log}");
+    // Run again once, by a survivor, which kept the run while it took longer than a lease.
+    assert_eq!(env.server.requests().len(), 2, "{log}");
+    let holder = query(&url, "SELECT holder FROM cron_runs");
+    assert!(gateways.iter().any(|g| g.child.id() == pid_of(&holder[0])), "{holder:?}");
+    assert!(log.contains("running it again here"), "{log}");
 }

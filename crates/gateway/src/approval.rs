@@ -11,10 +11,11 @@
 //!
 //! Several gateway processes on one database: the asking process records
 //! each request in the database too. A web chat's page may be open in
-//! another process: that one shows the request (it looks every 300 ms), and
-//! the answer, given wherever the page is, is recorded there once and picked
-//! up by the asking process (also within 300 ms); how the request ended is
-//! passed back to the pages that showed it.
+//! another process: that one shows the request, and the answer, given
+//! wherever the page is, is recorded there once and picked up by the asking
+//! process; how the request ended is passed back to the pages that showed
+//! it. Each change is announced with `LISTEN/NOTIFY`, so every step is seen
+//! at once and nobody polls (beyond a slow safety poll).
 //!
 //! ```
 //! use ferroclaw_gateway::approval::Choice;
@@ -30,7 +31,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ferroclaw_core::{Approval, Approver};
 use ferroclaw_protocol::ToolCall;
-use ferroclaw_store::{Answered, ApprovalRequest, PgStore};
+use ferroclaw_store::{Answered, ApprovalRequest, Changes, PgStore};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -177,8 +178,9 @@ pub struct ApprovalBroker {
     /// Cancelled when the gateway stops: nobody waits for answers then.
     closing: CancellationToken,
     /// Several gateway processes: requests are recorded here, so a page
-    /// open on the chat in another process shows them and answers them.
-    db: Option<PgStore>,
+    /// open on the chat in another process shows them and answers them;
+    /// with the notifications of their changes.
+    db: Option<(PgStore, Changes)>,
 }
 
 impl ApprovalBroker {
@@ -196,9 +198,10 @@ impl ApprovalBroker {
 
     /// The same broker sharing its requests through `db` with the other
     /// gateway processes: a request whose chat is open in another process
-    /// (the web chat's page) is shown and answered there.
-    pub fn with_database(self, db: PgStore) -> Self {
-        ApprovalBroker { db: Some(db), ..self }
+    /// (the web chat's page) is shown and answered there. `changes` says
+    /// when any process changed a request.
+    pub fn with_database(self, db: PgStore, changes: Changes) -> Self {
+        ApprovalBroker { db: Some((db, changes)), ..self }
     }
 
     /// Denies every waiting request (the gateway is stopping) and every later one.
@@ -247,7 +250,7 @@ impl ApprovalBroker {
         tracing::info!(chat = %key.address(), %tool, "asking for approval");
         // Several gateways: recorded, so that any process can show and answer it.
         let shared = match &self.db {
-            Some(db) => {
+            Some((db, changes)) => {
                 let request = ApprovalRequest {
                     id: id.clone(),
                     channel: key.channel.clone(),
@@ -257,7 +260,9 @@ impl ApprovalBroker {
                     prompt: json!({"tool": tool, "input": call.input, "summary": prompt.summary}),
                 };
                 match db.open_approval(&request).await {
-                    Ok(()) => Some(Recorded { db, id: &id, resolved: AtomicBool::new(false) }),
+                    Ok(()) => {
+                        Some(Recorded { db, changes, id: &id, resolved: AtomicBool::new(false) })
+                    }
                     Err(e) => {
                         tracing::warn!("approval request not shared with other gateways: {e}");
                         None
@@ -391,7 +396,7 @@ impl ApprovalBroker {
             self.decide(id, &message.channel, &message.chat_id, &message.sender, choice.clone());
         // Not asked here: maybe by another gateway process sharing the database.
         if decided == Decided::Unknown
-            && let Some(db) = &self.db
+            && let Some((db, _)) = &self.db
         {
             decided = self.decide_shared(db, message, id, choice).await;
         }
@@ -465,18 +470,17 @@ impl ApprovalBroker {
     /// processes asked in chats whose page is open here, and tells those
     /// pages how each ended, until `stop` (nothing to do without a database).
     pub async fn show_asked_elsewhere(self: Arc<Self>, stop: CancellationToken) {
-        let (Some(db), Some(web)) = (self.db.clone(), self.outbox.channel("web").cloned()) else {
+        let (Some((db, changes)), Some(web)) =
+            (self.db.clone(), self.outbox.channel("web").cloned())
+        else {
             return;
         };
+        let mut changes = changes.fresh();
         // Requests looked at (shown here or not), and those shown: (id, chat).
         let mut seen: Vec<String> = Vec::new();
         let mut shown: HashMap<String, String> = HashMap::new();
         let mut failing = false;
         loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(SHARED_POLL) => {}
-            }
             let round = async {
                 for request in db.approvals_to_show("web", &seen).await? {
                     seen.push(request.id.clone());
@@ -511,13 +515,17 @@ impl ApprovalBroker {
                 }
                 Err(_) => {}
             }
+            let wait = if failing { RETRY } else { crate::scaleout::safety_poll() };
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = changes.wait(wait) => {}
+            }
         }
     }
 }
 
-/// How often shared approval requests are looked at (requests to show,
-/// answers to pick up).
-const SHARED_POLL: Duration = Duration::from_millis(300);
+/// How long to wait before asking an unreachable database again.
+const RETRY: Duration = Duration::from_secs(2);
 /// How long a request no page here can show waits for another process to
 /// show it before it counts as "nobody to ask".
 const SHOW_WAIT: Duration = Duration::from_secs(3);
@@ -525,6 +533,7 @@ const SHOW_WAIT: Duration = Duration::from_secs(3);
 /// A request recorded in the shared database, while its turn waits.
 struct Recorded<'a> {
     db: &'a PgStore,
+    changes: &'a Changes,
     id: &'a str,
     resolved: AtomicBool,
 }
@@ -533,24 +542,29 @@ impl Recorded<'_> {
     /// True when another process showed the request within [`SHOW_WAIT`].
     async fn is_shown_soon(&self) -> bool {
         let deadline = tokio::time::Instant::now() + SHOW_WAIT;
-        while tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(SHARED_POLL).await;
+        let mut changes = self.changes.fresh();
+        loop {
             if self.db.approval_shown(self.id).await.unwrap_or(false) {
                 return true;
             }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            changes.wait(left).await;
         }
-        false
     }
 
     /// Resolves with the answer another process recorded.
     async fn answer(&self) -> Choice {
+        let mut changes = self.changes.fresh();
         loop {
-            tokio::time::sleep(SHARED_POLL).await;
             if let Ok(Some((word, reason))) = self.db.approval_answer(self.id).await
                 && let Some(choice) = Choice::parse(&word, &reason)
             {
                 return choice;
             }
+            changes.wait(crate::scaleout::safety_poll()).await;
         }
     }
 
@@ -845,12 +859,14 @@ mod tests {
         let Some(pg) = ferroclaw_testkit::PgCluster::shared() else { return };
         let url = pg.database("approvals_across_gateways");
         let db = PgStore::connect(&url, Default::default()).await.unwrap();
+        // No polling to speak of (30 s): each step is seen through its notification.
+        let wakeups = db.listen();
         // The turn runs in A, which has no page on the chat; B has it.
         let (a_page, b_page) = (page(false), page(true));
         let broker = |page: &Arc<Page>, holder: &str| {
             let outbox = Outbox::new([page.clone() as Arc<dyn Channel>]);
             let b = ApprovalBroker::new(outbox, DEFAULT_APPROVAL_TIMEOUT, Vec::new());
-            Arc::new(b.with_database(db.with_holder(holder)))
+            Arc::new(b.with_database(db.with_holder(holder), wakeups.approvals()))
         };
         let (a, b) = (broker(&a_page, "a"), broker(&b_page, "b"));
         let stop = CancellationToken::new();
@@ -882,8 +898,9 @@ mod tests {
         let url = pg.database("approvals_nobody");
         let db = PgStore::connect(&url, Default::default()).await.unwrap();
         let outbox = Outbox::new([page(false) as Arc<dyn Channel>]);
+        let wakeups = db.listen();
         let a = ApprovalBroker::new(outbox, DEFAULT_APPROVAL_TIMEOUT, Vec::new())
-            .with_database(db.with_holder("a"));
+            .with_database(db.with_holder("a"), wakeups.approvals());
         let key = SessionKey::new("web", "c1");
         let Approval::No(why) = a.ask(&key, "owner", &call(), &CancellationToken::new()).await
         else {

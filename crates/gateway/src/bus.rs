@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use ferroclaw_protocol::AgentEvent;
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// Messages a subscriber's queue holds before publishers get [`BusError::Busy`]:
@@ -89,6 +89,41 @@ pub struct InboundMessage {
     /// Stops the answering turn when cancelled (the web chat's stop button).
     #[serde(skip)]
     pub cancel: Option<CancellationToken>,
+    /// Told when the gateway has the message for good (Telegram confirms an
+    /// update to the platform only then).
+    #[serde(skip)]
+    pub receipt: Option<Receipt>,
+}
+
+/// Says when the gateway has a message for good, so a channel whose
+/// platform delivers again what was not confirmed (Telegram's `getUpdates`
+/// offset) confirms only then: with a shared database, once the message is
+/// stored there; otherwise once it is queued for its chat, refused, or
+/// handled on the spot. Dropped without [`confirm`](Receipt::confirm) (every
+/// copy of the message gone), the waiter hears that too: the message was
+/// dealt with without being kept (refused, or the sender told "busy").
+#[derive(Clone)]
+pub struct Receipt(Arc<Mutex<Option<oneshot::Sender<()>>>>);
+
+impl Receipt {
+    /// A receipt, and what resolves when it is confirmed or dropped.
+    pub fn new() -> (Receipt, oneshot::Receiver<()>) {
+        let (tx, rx) = oneshot::channel();
+        (Receipt(Arc::new(Mutex::new(Some(tx)))), rx)
+    }
+
+    /// Says the message is kept.
+    pub fn confirm(&self) {
+        if let Some(tx) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl std::fmt::Debug for Receipt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Receipt")
+    }
 }
 
 impl InboundMessage {
@@ -109,12 +144,19 @@ impl InboundMessage {
             metadata: BTreeMap::new(),
             tap: None,
             cancel: None,
+            receipt: None,
         }
     }
 
     /// Copies the answering turn's events to `tap`.
     pub fn with_tap(mut self, tap: EventTap) -> Self {
         self.tap = Some(tap);
+        self
+    }
+
+    /// Tells `receipt` when the gateway has the message for good.
+    pub fn with_receipt(mut self, receipt: Receipt) -> Self {
+        self.receipt = Some(receipt);
         self
     }
 

@@ -281,7 +281,13 @@ impl Shared {
         // Several gateways: into the shared queue, for whichever process is free.
         let queued = match &self.store {
             Some(link) => link.accept(message),
-            None => self.enqueue(key, Work::reply(message)),
+            None => {
+                // Queued for its chat is as kept as a message gets on files.
+                if let Some(receipt) = message.receipt.take() {
+                    receipt.confirm();
+                }
+                self.enqueue(key, Work::reply(message))
+            }
         };
         if let Err(e) = queued {
             let (channel, chat_id, id) = copy;
@@ -404,8 +410,8 @@ impl Gateway {
         let mut cron = CronStore::new(&self.home);
         let mut pairing = PairingStore::new(&self.home);
         // Several gateways: pairing, cron jobs and approvals live in the database.
-        if let Some(store) = &self.store {
-            approvals = approvals.with_database(store.clone());
+        if let (Some(store), Some(link)) = (&self.store, &link) {
+            approvals = approvals.with_database(store.clone(), link.approval_changes());
             cron = cron.with_database(store.clone());
             pairing = pairing.with_database(store.clone());
         }

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ferroclaw_store::{Claim, Enqueued, Incoming, Outbound, PgStore, Wakeups};
+use ferroclaw_store::{Changes, Claim, Enqueued, Incoming, Outbound, PgStore, Wakeups};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -52,6 +52,13 @@ pub const CHANNEL_LEASE: Duration = Duration::from_secs(6);
 /// How often workers look for work when no notification came (notifications
 /// only save them the wait; a lost one costs at most this).
 const POLL: Duration = Duration::from_millis(500);
+/// How often the cron loop and the approvals look at the database when no
+/// notification came: a notification says at once that jobs or requests
+/// changed, so this only bounds what a lost one costs.
+pub const SAFETY_POLL: Duration = Duration::from_secs(30);
+/// Tests only: [`SAFETY_POLL`] in milliseconds (a test that must not pass
+/// by polling sets it to an hour).
+const SAFETY_POLL_TEST_ENV: &str = "FERROCLAW_TEST_SAFETY_POLL_MS";
 /// Answers taken for delivery at once.
 const DELIVERY_BATCH: i64 = 64;
 /// Messages written to the database in one statement, at most.
@@ -73,6 +80,15 @@ fn test_chat_lease() -> Option<Duration> {
         .and_then(|ms| ms.parse::<u64>().ok())
         .filter(|&ms| ms >= 300)
         .map(Duration::from_millis)
+}
+
+/// [`SAFETY_POLL`], or a test's (`FERROCLAW_TEST_SAFETY_POLL_MS`).
+pub fn safety_poll() -> Duration {
+    std::env::var(SAFETY_POLL_TEST_ENV)
+        .ok()
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .map_or(SAFETY_POLL, Duration::from_millis)
 }
 
 /// Waits between tries at an unreachable database: doubling from
@@ -184,6 +200,16 @@ impl StoreLink {
         })
     }
 
+    /// Changes to cron jobs, in any process, from now on.
+    pub fn cron_changes(&self) -> Changes {
+        self.wakeups.cron()
+    }
+
+    /// Changes to approval requests, in any process, from now on.
+    pub fn approval_changes(&self) -> Changes {
+        self.wakeups.approvals()
+    }
+
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, LiveParts>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -253,7 +279,11 @@ pub async fn store_loop(
                     tracing::info!(url = %link.store.url(), "the database is back; messages stored");
                 }
                 backoff.reset();
-                for (message, stored) in batch.drain(..).zip(stored) {
+                for (mut message, stored) in batch.drain(..).zip(stored) {
+                    // Stored: the channel may confirm it to its platform now.
+                    if let Some(receipt) = message.receipt.take() {
+                        receipt.confirm();
+                    }
                     if stored == Enqueued::Duplicate {
                         tracing::info!(channel = %message.channel, "message received again; answered once");
                         link.live().remove(&message.id);

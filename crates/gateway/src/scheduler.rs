@@ -2,14 +2,17 @@
 //! database's `cron_jobs` when several gateways share one) and the
 //! heartbeat. Both hand their work to chat workers like any message, in
 //! sessions of their own (`cron:JOB_ID`, `heartbeat:main`). With a shared
-//! database, housekeeping too: old finished rows are pruned.
+//! database, each cron run is leased like a chat's turn (a run whose
+//! gateway died is run again by another once the lease runs out), and
+//! housekeeping prunes old finished rows.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use ferroclaw_store::{Changes, CronClaim};
+use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::InboundMessage;
@@ -17,39 +20,74 @@ use crate::cron::{CronJob, ScheduleKind};
 use crate::files::now_ms;
 use crate::gateway::Shared;
 use crate::heartbeat::{self, HEARTBEAT_FILE};
+use crate::scaleout::StoreLink;
 use crate::sessions::SessionKey;
 use crate::worker::{Delivery, Work, WorkResult};
 
-/// How often the cron loop looks at the jobs (file or table): the finest
-/// schedule is one second.
+/// How often the cron loop reads the jobs file: the finest schedule is one
+/// second. (With a shared database it does not poll: it sleeps until the
+/// next slot, and a change to the jobs wakes it.)
 const CRON_TICK: Duration = Duration::from_millis(500);
+/// How long the cron loop waits before asking an unreachable database again.
+const CRON_RETRY: Duration = Duration::from_secs(2);
 /// How often old rows are pruned from a shared database (the first round a
 /// minute after start).
 const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(600);
-/// A job's run unfinished for longer than this (its process died) no longer
-/// keeps other gateways from running the job's next slots.
-const STILL_RUNNING: Duration = Duration::from_secs(3600);
-/// Rows deleted per transaction when pruning.
+/// Rows deleted per table and transaction when pruning.
 const PRUNE_BATCH: i64 = 1000;
 
-/// Runs due cron jobs until `stop`.
+/// Jobs running in this process, and a signal each time one ends.
+#[derive(Default)]
+struct Running {
+    jobs: Mutex<HashSet<String>>,
+    ended: Notify,
+}
+
+impl Running {
+    fn ids(&self) -> HashSet<String> {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn start(&self, id: &str) {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string());
+    }
+
+    fn end(&self, id: &str) {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        self.ended.notify_one();
+    }
+}
+
+/// Runs due cron jobs until `stop`. On files it reads the jobs file every
+/// [`CRON_TICK`]; with a shared database it sleeps until the next slot, a
+/// change to the jobs (a notification), a run of this process ending, a
+/// run lease elsewhere running out, or the safety poll, whichever is first.
 pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
-    let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let running: Arc<Running> = Arc::default();
     // The last problem reported: the same one is logged once, not every tick.
     let mut last_problem: Option<String> = None;
     let mut tick = tokio::time::interval(CRON_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut changes: Option<Changes> = shared.store.as_ref().map(|link| link.cron_changes());
+    let mut sleep = Duration::ZERO;
     loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            _ = tick.tick() => {}
+        match &mut changes {
+            None => tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            },
+            Some(changes) => tokio::select! {
+                () = stop.cancelled() => return,
+                _ = changes.wait(sleep) => {}
+                () = running.ended.notified() => {}
+            },
         }
-        let due = match claim_due_jobs(&shared, &running).await {
-            Ok(due) => {
+        let (due, next_due) = match claim_due_jobs(&shared, &running).await {
+            Ok(found) => {
                 if last_problem.take().is_some() {
                     tracing::info!("cron: the jobs file is readable again");
                 }
-                due
+                found
             }
             Err(e) => {
                 let problem = e.to_string();
@@ -57,53 +95,106 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
                     tracing::error!("cron: {problem} (jobs do not run until this is fixed)");
                     last_problem = Some(problem);
                 }
+                sleep = CRON_RETRY;
                 continue;
             }
         };
+        let Some(link) = shared.store.clone() else {
+            for job in due {
+                start_job(&shared, job, running.clone(), None);
+            }
+            continue;
+        };
         for job in due {
-            match shared.store.clone() {
-                None => start_job(&shared, job, running.clone(), None),
-                // Several gateways: the one that claims the slot runs it.
-                Some(link) => {
-                    let (shared, running) = (shared.clone(), running.clone());
-                    tokio::spawn(async move {
-                        let slot = job.state.last_run_at_ms.unwrap_or_default() as i64;
-                        let claimed =
-                            link.store.claim_cron_slot_if_idle(&job.id, slot, STILL_RUNNING).await;
-                        match claimed {
-                            Ok(Some(claim)) => {
-                                let record = Some((link.clone(), claim));
-                                start_job(&shared, job, running, record)
-                            }
-                            Ok(None) => tracing::info!(
-                                job = %job.id,
-                                "cron slot run by another gateway, or the job still runs there; skipped here"
-                            ),
-                            Err(e) => {
-                                tracing::error!(job = %job.id, "cron slot not claimed ({e}); skipped")
-                            }
-                        }
-                    });
+            claim_and_start(&shared, &link, job, &running);
+        }
+        let expiry = retry_runs_of_dead_processes(&shared, &link, &running).await;
+        let until_due = next_due.map(|at| Duration::from_millis(at.saturating_sub(now_ms())));
+        sleep = [Some(crate::scaleout::safety_poll()), until_due, expiry]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(CRON_RETRY);
+    }
+}
+
+/// Several gateways: the one that claims the slot runs the job.
+fn claim_and_start(
+    shared: &Arc<Shared>,
+    link: &Arc<StoreLink>,
+    job: CronJob,
+    running: &Arc<Running>,
+) {
+    let (shared, link, running) = (shared.clone(), link.clone(), running.clone());
+    tokio::spawn(async move {
+        let slot = job.state.last_run_at_ms.unwrap_or_default() as i64;
+        match link.store.claim_cron_run(&job.id, slot, link.leases.chat).await {
+            Ok(Some(claim)) => start_job(&shared, job, running, Some((link.clone(), claim))),
+            Ok(None) => tracing::info!(
+                job = %job.id,
+                "cron slot run by another gateway, or the job still runs there; skipped here"
+            ),
+            Err(e) => tracing::error!(job = %job.id, "cron slot not claimed ({e}); skipped"),
+        }
+    });
+}
+
+/// Takes over the cron runs whose process stopped renewing their lease (it
+/// died) and runs each job again for its slot; returns when the next lease
+/// of a run going on elsewhere runs out (to look again then).
+async fn retry_runs_of_dead_processes(
+    shared: &Arc<Shared>,
+    link: &Arc<StoreLink>,
+    running: &Arc<Running>,
+) -> Option<Duration> {
+    let taken = match link.store.take_over_cron_runs(link.leases.chat).await {
+        Ok(taken) => taken,
+        Err(e) => {
+            tracing::warn!("cron: runs of stopped gateways not looked at: {e}");
+            return Some(CRON_RETRY);
+        }
+    };
+    if !taken.runs.is_empty() {
+        let jobs = match shared.cron.load().await {
+            Ok(file) => file.jobs,
+            Err(e) => {
+                tracing::warn!("cron: {e}");
+                Vec::new()
+            }
+        };
+        for claim in taken.runs {
+            match jobs.iter().find(|j| j.id == claim.job) {
+                Some(job) => {
+                    tracing::warn!(job = %claim.job, "cron run of a gateway that stopped renewing it; running it again here");
+                    start_job(shared, job.clone(), running.clone(), Some((link.clone(), claim)));
+                }
+                None => {
+                    if let Err(e) = link.store.finish_cron_run(&claim, "error: job removed").await {
+                        tracing::warn!("cron: {e}");
+                    }
                 }
             }
         }
     }
+    // A little after the lease ends, so that it has ended by the database's clock.
+    taken.next_expiry.map(|d| d + Duration::from_millis(50))
 }
 
 /// Finds jobs whose slot has come, records each slot and computes the next
 /// one, and saves that before anything runs: a restart never repeats a slot.
+/// Also returns when the next slot of a job not running here comes (ms).
 async fn claim_due_jobs(
     shared: &Shared,
-    running: &Mutex<HashSet<String>>,
-) -> Result<Vec<CronJob>, crate::cron::CronError> {
+    running: &Running,
+) -> Result<(Vec<CronJob>, Option<u64>), crate::cron::CronError> {
     let now = now_ms();
-    let running = running.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let running = running.ids();
     let file = shared.cron.load().await?;
     let needs_claim = file.jobs.iter().any(|j| {
         j.enabled && !running.contains(&j.id) && j.state.next_run_at_ms.is_none_or(|t| t <= now)
     });
     if !needs_claim {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), next_slot(&file.jobs, &running)));
     }
     shared
         .cron
@@ -128,21 +219,30 @@ async fn claim_due_jobs(
                     Some(_) => {}
                 }
             }
-            Ok(due)
+            let next = next_slot(&file.jobs, &running);
+            Ok((due, next))
         })
         .await
 }
 
+/// The earliest next slot of the enabled jobs not running here.
+fn next_slot(jobs: &[CronJob], running: &HashSet<String>) -> Option<u64> {
+    jobs.iter()
+        .filter(|j| j.enabled && !running.contains(&j.id))
+        .filter_map(|j| j.state.next_run_at_ms)
+        .min()
+}
+
 /// Runs one job as a turn in its own session and records how it went.
-/// With a shared database, `record` is the slot's claim: its run record is
-/// finished with the outcome.
+/// With a shared database, `record` is the run's claim: its lease is renewed
+/// while the job runs, and its run record is finished with the outcome.
 fn start_job(
     shared: &Arc<Shared>,
     job: CronJob,
-    running: Arc<Mutex<HashSet<String>>>,
-    record: Option<(Arc<crate::scaleout::StoreLink>, ferroclaw_store::CronClaim)>,
+    running: Arc<Running>,
+    record: Option<(Arc<StoreLink>, CronClaim)>,
 ) {
-    running.lock().unwrap_or_else(PoisonError::into_inner).insert(job.id.clone());
+    running.start(&job.id);
     let key = SessionKey::new("cron", job.id.clone());
     let delivery = match (&job.payload.channel, &job.payload.to) {
         (Some(channel), Some(to)) if job.payload.deliver => {
@@ -158,9 +258,12 @@ fn start_job(
     let queued = shared.enqueue(key, work);
     let shared = shared.clone();
     tokio::spawn(async move {
-        let outcome = match queued {
-            Err(e) => WorkResult::Failed(e.to_string()),
-            Ok(()) => result.await.unwrap_or(WorkResult::Failed("the gateway stopped".into())),
+        let outcome = match (queued, &record) {
+            (Err(e), _) => WorkResult::Failed(e.to_string()),
+            (Ok(()), None) => {
+                result.await.unwrap_or(WorkResult::Failed("the gateway stopped".into()))
+            }
+            (Ok(()), Some((link, claim))) => hold_run(link, claim, result).await,
         };
         let recorded = shared.cron.update(|file| {
             if let Some(i) = file.jobs.iter().position(|j| j.id == job.id) {
@@ -197,8 +300,30 @@ fn start_job(
                 tracing::warn!("cron: cannot record the end of {}'s run: {e}", job.id);
             }
         }
-        running.lock().unwrap_or_else(PoisonError::into_inner).remove(&job.id);
+        running.end(&job.id);
     });
+}
+
+/// Waits for the run of `claim` to end, renewing its lease every third of it.
+async fn hold_run(
+    link: &StoreLink,
+    claim: &CronClaim,
+    mut result: oneshot::Receiver<WorkResult>,
+) -> WorkResult {
+    let lease = link.leases.chat;
+    loop {
+        tokio::select! {
+            outcome = &mut result => {
+                return outcome.unwrap_or(WorkResult::Failed("the gateway stopped".into()));
+            }
+            () = tokio::time::sleep(lease / 3) => {}
+        }
+        match link.store.renew_cron_run(claim, lease).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(job = %claim.job, "cron run taken over by another gateway"),
+            Err(e) => tracing::warn!(job = %claim.job, "cron run lease not renewed: {e}"),
+        }
+    }
 }
 
 /// Beats every `heartbeat_minutes` until `stop`.

@@ -5,10 +5,12 @@
 //! records it once ([`PgStore::answer_approval`]); the asking process reads
 //! it ([`PgStore::approval_answer`]) and records how the request ended
 //! ([`PgStore::resolve_approval`]), which the showing processes pass on
-//! ([`PgStore::approval_outcomes`]).
+//! ([`PgStore::approval_outcomes`]). Each of these changes notifies the
+//! other processes ([`crate::Wakeups::approvals`]), so nobody polls.
 
 use serde_json::Value;
 
+use crate::pg::APPROVALS_CHANNEL;
 use crate::{PgStore, StoreError};
 
 /// A request as stored.
@@ -42,9 +44,20 @@ impl PgStore {
         let client = self.pool.get().await?;
         client
             .execute(
-                "INSERT INTO approvals (id, channel, chat_id, owner, tool, prompt, asked_by)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                &[&r.id, &r.channel, &r.chat_id, &r.owner, &r.tool, &r.prompt, &self.holder()],
+                "WITH asked AS (
+                     INSERT INTO approvals (id, channel, chat_id, owner, tool, prompt, asked_by)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING 1)
+                 SELECT pg_notify($8, '') FROM asked",
+                &[
+                    &r.id,
+                    &r.channel,
+                    &r.chat_id,
+                    &r.owner,
+                    &r.tool,
+                    &r.prompt,
+                    &self.holder(),
+                    &APPROVALS_CHANNEL,
+                ],
             )
             .await?;
         Ok(())
@@ -84,8 +97,11 @@ impl PgStore {
         let client = self.pool.get().await?;
         client
             .execute(
-                "UPDATE approvals SET shown_by = coalesce(shown_by, $2) WHERE id = $1",
-                &[&id, &self.holder()],
+                "WITH shown AS (
+                     UPDATE approvals SET shown_by = coalesce(shown_by, $2) WHERE id = $1
+                     RETURNING 1)
+                 SELECT pg_notify($3, '') FROM shown",
+                &[&id, &self.holder(), &APPROVALS_CHANNEL],
             )
             .await?;
         Ok(())
@@ -134,6 +150,7 @@ impl PgStore {
             &[&id, &answer, &reason, &self.holder()],
         )
         .await?;
+        tx.execute("SELECT pg_notify($1, '')", &[&APPROVALS_CHANNEL]).await?;
         tx.commit().await?;
         Ok(Answered::Done { tool })
     }
@@ -156,9 +173,11 @@ impl PgStore {
         let client = self.pool.get().await?;
         client
             .execute(
-                "UPDATE approvals SET outcome = $2, resolved_at = now()
-                 WHERE id = $1 AND outcome IS NULL",
-                &[&id, &outcome],
+                "WITH ended AS (
+                     UPDATE approvals SET outcome = $2, resolved_at = now()
+                     WHERE id = $1 AND outcome IS NULL RETURNING 1)
+                 SELECT pg_notify($3, '') FROM ended",
+                &[&id, &outcome, &APPROVALS_CHANNEL],
             )
             .await?;
         Ok(())

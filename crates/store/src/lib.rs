@@ -14,14 +14,16 @@
 //!   answer is never sent twice;
 //! - single-holder channel leases (a Telegram long poll), taken over within
 //!   seconds when the holder stops renewing;
-//! - cron slots claimed once however many gateways run, with run records;
+//! - cron slots claimed once however many gateways run, with run records,
+//!   each run leased like a chat's turn (taken over when its process dies);
 //! - pairing allow-lists and codes, cron job definitions, approval requests
 //!   answered from any process, and the turn journal's steps;
 //! - chat sessions, line for line as their JSONL files (so gateways on
 //!   machines that share no folder continue the same conversations);
 //! - housekeeping: finished rows pruned after a while ([`PgStore::prune`]).
 //!
-//! `LISTEN/NOTIFY` only wakes workers ([`Wakeups`]); the tables are the record.
+//! `LISTEN/NOTIFY` only wakes workers and watchers ([`Wakeups`], [`Changes`]):
+//! the tables are the record.
 //! Times are the database's clock (`now()`), so machines need not agree.
 //!
 //! It does not run agents or talk to chat platforms: the gateway does, and
@@ -52,12 +54,12 @@ mod sessions;
 mod transfer;
 
 pub use approvals::{Answered, ApprovalRequest};
-pub use cron::CronClaim;
+pub use cron::{CRON_RUN_ATTEMPTS, CronClaim, TakenOver};
 pub use error::StoreError;
 pub use journal::TurnStep;
 pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
 pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
-pub use pg::{PgOptions, PgStore, Wakeups};
+pub use pg::{Changes, PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
 pub use queue::{Claim, Enqueued, Incoming, Outbound};
 pub use sessions::{SessionHead, SessionWrite, storable_line};

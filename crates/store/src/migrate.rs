@@ -166,6 +166,17 @@ CREATE TABLE chat_sessions (
     updated_at timestamptz NOT NULL DEFAULT now()
 );
 "#,
+    // cronlease: cron runs are leased like chat turns. The running process renews
+    // `lease_until`; an unfinished run whose lease ran out (its process
+    // died) is taken over and run again by another, up to a few attempts.
+    // Runs recorded before, and heartbeat slots (which are not runs), have
+    // no lease: they never block a job nor are taken over.
+    r#"
+ALTER TABLE cron_runs ADD COLUMN lease_until timestamptz,
+                      ADD COLUMN attempts int NOT NULL DEFAULT 1;
+CREATE INDEX cron_runs_leased ON cron_runs (lease_until)
+    WHERE finished_at IS NULL AND lease_until IS NOT NULL;
+"#,
 ];
 
 /// The version the database is at (0 when it has no ferroclaw schema).

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use futures_util::StreamExt;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio_postgres::AsyncMessage;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -24,6 +24,11 @@ const RELISTEN_DELAY: Duration = Duration::from_secs(1);
 pub(crate) const INBOUND_CHANNEL: &str = "ferroclaw_inbound";
 /// The notification channel that says "an answer is waiting".
 pub(crate) const OUTBOUND_CHANNEL: &str = "ferroclaw_outbound";
+/// The notification channel that says "a cron job was added, changed or removed".
+pub(crate) const CRON_CHANNEL: &str = "ferroclaw_cron";
+/// The notification channel that says "an approval request was asked,
+/// shown, answered or ended".
+pub(crate) const APPROVALS_CHANNEL: &str = "ferroclaw_approvals";
 
 /// How to open the store.
 #[derive(Debug, Clone)]
@@ -131,27 +136,48 @@ impl PgStore {
         PgStore { holder: holder.into(), ..self.clone() }
     }
 
-    /// Starts listening for "work is waiting" notifications on a connection
-    /// of its own (opened again when lost). Workers still poll now and then:
-    /// a notification only saves them the wait.
+    /// Starts listening for "work is waiting" and "something changed"
+    /// notifications on a connection of its own (opened again when lost).
+    /// Workers still poll now and then: a notification only saves them the wait.
     pub fn listen(&self) -> Wakeups {
-        let inbound = Arc::new(Notify::new());
-        let outbound = Arc::new(Notify::new());
+        let signals = Arc::new(Signals {
+            inbound: Notify::new(),
+            outbound: Notify::new(),
+            cron: watch::Sender::new(0),
+            approvals: watch::Sender::new(0),
+        });
         let (config, tls) = (self.config.clone(), self.tls.clone());
-        let (i, o) = (inbound.clone(), outbound.clone());
+        let heard = signals.clone();
         let url = self.url.clone();
         let task = tokio::spawn(async move {
             loop {
-                if let Err(e) = listen_once(&config, &tls, &i, &o).await {
+                if let Err(e) = listen_once(&config, &tls, &heard).await {
                     tracing::warn!(url = %url, "database notifications lost: {e}; listening again");
                 }
-                // Whatever was missed meanwhile is found by polling.
-                i.notify_one();
-                o.notify_one();
+                // Whatever was missed meanwhile is found by looking again.
+                heard.all();
                 tokio::time::sleep(RELISTEN_DELAY).await;
             }
         });
-        Wakeups { inbound, outbound, task }
+        Wakeups { signals, task }
+    }
+}
+
+/// What a notification wakes: workers (one at a time) and watchers of
+/// cron jobs and approval requests (every one).
+struct Signals {
+    inbound: Notify,
+    outbound: Notify,
+    cron: watch::Sender<u64>,
+    approvals: watch::Sender<u64>,
+}
+
+impl Signals {
+    fn all(&self) {
+        self.inbound.notify_one();
+        self.outbound.notify_one();
+        self.cron.send_modify(|n| *n += 1);
+        self.approvals.send_modify(|n| *n += 1);
     }
 }
 
@@ -159,12 +185,14 @@ impl PgStore {
 async fn listen_once(
     config: &tokio_postgres::Config,
     tls: &MakeRustlsConnect,
-    inbound: &Notify,
-    outbound: &Notify,
+    signals: &Signals,
 ) -> Result<(), StoreError> {
     let (client, mut connection) = config.connect(tls.clone()).await?;
     let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-    let sql = format!("LISTEN {INBOUND_CHANNEL}; LISTEN {OUTBOUND_CHANNEL}");
+    let sql = format!(
+        "LISTEN {INBOUND_CHANNEL}; LISTEN {OUTBOUND_CHANNEL}; LISTEN {CRON_CHANNEL}; \
+         LISTEN {APPROVALS_CHANNEL}"
+    );
     let listen = client.batch_execute(&sql);
     tokio::pin!(listen);
     let mut listening = false;
@@ -173,11 +201,15 @@ async fn listen_once(
             done = &mut listen, if !listening => {
                 done?;
                 listening = true;
+                // A change made before the LISTEN took effect was not heard.
+                signals.all();
             }
             message = messages.next() => match message {
                 Some(Ok(AsyncMessage::Notification(n))) => match n.channel() {
-                    INBOUND_CHANNEL => inbound.notify_one(),
-                    OUTBOUND_CHANNEL => outbound.notify_one(),
+                    INBOUND_CHANNEL => signals.inbound.notify_one(),
+                    OUTBOUND_CHANNEL => signals.outbound.notify_one(),
+                    CRON_CHANNEL => signals.cron.send_modify(|n| *n += 1),
+                    APPROVALS_CHANNEL => signals.approvals.send_modify(|n| *n += 1),
                     _ => {}
                 },
                 Some(Ok(_)) => {}
@@ -189,28 +221,69 @@ async fn listen_once(
 }
 
 /// Wakes the process's workers when another process (or this one) stored
-/// work for them. Stops listening when dropped.
+/// work for them, and tells watchers that cron jobs or approval requests
+/// changed. Stops listening when dropped.
 pub struct Wakeups {
-    inbound: Arc<Notify>,
-    outbound: Arc<Notify>,
+    signals: Arc<Signals>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Wakeups {
     /// Resolves when an inbound message may be waiting.
     pub async fn inbound(&self) {
-        self.inbound.notified().await
+        self.signals.inbound.notified().await
     }
 
     /// Resolves when an answer may be waiting for delivery.
     pub async fn outbound(&self) {
-        self.outbound.notified().await
+        self.signals.outbound.notified().await
+    }
+
+    /// Changes to cron jobs from now on (any process's).
+    pub fn cron(&self) -> Changes {
+        Changes(self.signals.cron.subscribe())
+    }
+
+    /// Changes to approval requests from now on (any process's).
+    pub fn approvals(&self) -> Changes {
+        Changes(self.signals.approvals.subscribe())
     }
 }
 
 impl Drop for Wakeups {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// Says that something of one kind changed in the database (from
+/// [`Wakeups::cron`] or [`Wakeups::approvals`]). A watcher looks, then
+/// waits: a change made after it subscribed is never missed, and no
+/// periodic query is needed beyond a slow safety poll (a notification is
+/// only a hint: the tables are the record).
+#[derive(Clone)]
+pub struct Changes(watch::Receiver<u64>);
+
+impl Changes {
+    /// The same changes, counted from now (for a second watcher).
+    pub fn fresh(&self) -> Changes {
+        let mut rx = self.0.clone();
+        rx.borrow_and_update();
+        Changes(rx)
+    }
+
+    /// Waits for a change not waited for yet, at most `at_most`; true when
+    /// one came (false: the time ran out, or nobody listens any more).
+    pub async fn wait(&mut self, at_most: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + at_most;
+        match tokio::time::timeout_at(deadline, self.0.changed()).await {
+            Ok(Ok(())) => true,
+            Ok(Err(_)) => {
+                tokio::time::sleep_until(deadline).await;
+                false
+            }
+            Err(_) => false,
+        }
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferroclaw_store::{
-    Answered, ApprovalRequest, CodeRequest, Enqueued, Incoming, Outbound, PgOptions, PgStore,
-    Pruned, SCHEMA_VERSION, SessionHead, SessionWrite, StoreError,
+    Answered, ApprovalRequest, CRON_RUN_ATTEMPTS, CodeRequest, Enqueued, Incoming, Outbound,
+    PgOptions, PgStore, Pruned, SCHEMA_VERSION, SessionHead, SessionWrite, StoreError, TakenOver,
 };
 use ferroclaw_testkit::PgCluster;
 use serde_json::json;
@@ -231,9 +231,14 @@ async fn a_cron_slot_runs_once_however_many_gateways_race_for_it() {
         stores.iter().map(|s| s.claim_cron_slot("daily-report", 1_700_000_000_000)),
     )
     .await;
-    let won: Vec<_> = claims.into_iter().filter_map(Result::unwrap).collect();
+    let won: Vec<_> = stores
+        .iter()
+        .zip(claims)
+        .filter_map(|(s, claim)| claim.unwrap().map(|claim| (s, claim)))
+        .collect();
     assert_eq!(won.len(), 1, "one process runs the slot");
-    a.finish_cron_run(&won[0], "ok").await.unwrap();
+    let (winner, claim) = &won[0];
+    winner.finish_cron_run(claim, "ok").await.unwrap();
     assert!(a.claim_cron_slot("daily-report", 1_700_000_060_000).await.unwrap().is_some());
     let runs = a.cron_runs("daily-report").await.unwrap();
     assert_eq!(runs.len(), 2);
@@ -241,6 +246,45 @@ async fn a_cron_slot_runs_once_however_many_gateways_race_for_it() {
     a.save_cron_job("daily-report", &json!({"schedule": "0 9 * * *"})).await.unwrap();
     assert_eq!(a.cron_jobs().await.unwrap().len(), 1);
     assert!(a.remove_cron_job("daily-report").await.unwrap());
+}
+
+#[tokio::test]
+async fn a_cron_run_whose_process_stops_renewing_is_taken_over_once_and_a_renewed_one_never() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "cron_leases", "a").await;
+    let (b, c) = (a.with_holder("b"), a.with_holder("c"));
+    let run = a.claim_cron_run("news", 1, LONG).await.unwrap().unwrap();
+    // While it runs (renewed), the job's next slot waits and nobody takes the run.
+    assert!(a.renew_cron_run(&run, LONG).await.unwrap());
+    assert_eq!(b.claim_cron_run("news", 2, LONG).await.unwrap(), None);
+    let looked = b.take_over_cron_runs(LONG).await.unwrap();
+    assert!(looked.runs.is_empty());
+    assert!(looked.next_expiry.is_some_and(|d| d > Duration::ZERO && d <= LONG), "{looked:?}");
+    // A dies: its lease runs out (here: is made to end now) ...
+    assert!(a.renew_cron_run(&run, Duration::ZERO).await.unwrap());
+    // ... and one of two processes looking at once takes the run over.
+    let (by_b, by_c) = tokio::join!(b.take_over_cron_runs(LONG), c.take_over_cron_runs(LONG));
+    let (by_b, by_c) = (by_b.unwrap(), by_c.unwrap());
+    assert_eq!(by_b.runs.len() + by_c.runs.len(), 1, "{by_b:?} {by_c:?}");
+    let (winner, name) = if by_b.runs.is_empty() { (&c, "c") } else { (&b, "b") };
+    assert_eq!([by_b.runs, by_c.runs].concat(), std::slice::from_ref(&run));
+    // The dead process's late renewal and finish change nothing.
+    assert!(!a.renew_cron_run(&run, LONG).await.unwrap());
+    a.finish_cron_run(&run, "ok").await.unwrap();
+    assert_eq!(a.cron_runs("news").await.unwrap(), [(1, name.to_string(), None)]);
+    winner.finish_cron_run(&run, "ok").await.unwrap();
+    assert_eq!(a.cron_runs("news").await.unwrap(), [(1, name.to_string(), Some("ok".into()))]);
+    assert_eq!(b.take_over_cron_runs(LONG).await.unwrap(), TakenOver::default());
+    // A run that kills its process every time is given up after a few tries.
+    let run = b.claim_cron_run("news", 2, LONG).await.unwrap().unwrap();
+    for attempt in 1..CRON_RUN_ATTEMPTS {
+        assert!(b.renew_cron_run(&run, Duration::ZERO).await.unwrap());
+        let taken = b.take_over_cron_runs(Duration::ZERO).await.unwrap();
+        assert_eq!(taken.runs, std::slice::from_ref(&run), "attempt {}", attempt + 1);
+    }
+    assert!(b.take_over_cron_runs(LONG).await.unwrap().runs.is_empty(), "given up");
+    // Given up, it no longer keeps the job's next slots from running.
+    assert!(c.claim_cron_run("news", 3, LONG).await.unwrap().is_some());
 }
 
 #[tokio::test]
@@ -355,13 +399,12 @@ async fn cron_job_edits_from_several_processes_never_lose_one_another() {
     assert!(jobs.iter().all(|(id, _)| id != "job3"));
     assert!(jobs.iter().any(|(_, body)| body["changed"] == true));
     // A job still running in one process is not started again by another.
-    let hour = Duration::from_secs(3600);
     let b = a.with_holder("b");
-    let run = a.claim_cron_slot_if_idle("job1", 1, hour).await.unwrap().unwrap();
-    assert_eq!(b.claim_cron_slot_if_idle("job1", 2, hour).await.unwrap(), None, "still running");
+    let run = a.claim_cron_run("job1", 1, LONG).await.unwrap().unwrap();
+    assert_eq!(b.claim_cron_run("job1", 2, LONG).await.unwrap(), None, "still running");
     a.finish_cron_run(&run, "ok").await.unwrap();
-    assert!(b.claim_cron_slot_if_idle("job1", 2, hour).await.unwrap().is_some());
-    assert_eq!(b.claim_cron_slot_if_idle("job1", 2, hour).await.unwrap(), None, "once a slot");
+    assert!(b.claim_cron_run("job1", 2, LONG).await.unwrap().is_some());
+    assert_eq!(b.claim_cron_run("job1", 2, LONG).await.unwrap(), None, "once a slot");
 }
 
 #[tokio::test]
@@ -431,6 +474,18 @@ async fn housekeeping_prunes_only_what_finished_and_one_process_at_a_time() {
     s.record_step("sess", "done", 1, &json!({})).await.unwrap();
     s.finish_turn("sess", "done").await.unwrap();
     s.record_step("sess", "running", 0, &json!({})).await.unwrap();
+    for n in 0..3 {
+        let request = ApprovalRequest {
+            id: format!("req{n}"),
+            channel: "web".into(),
+            chat_id: "c".into(),
+            owner: "o".into(),
+            tool: "bash".into(),
+            prompt: json!({}),
+        };
+        s.open_approval(&request).await.unwrap();
+    }
+    s.request_pairing("telegram", "ABCD1234", "42").await.unwrap();
     // Kept a week: nothing is old enough.
     let week = Duration::from_secs(7 * 86_400);
     assert_eq!(s.prune(week, 2).await.unwrap(), Some(Pruned::default()));
@@ -438,7 +493,9 @@ async fn housekeeping_prunes_only_what_finished_and_one_process_at_a_time() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     let pruned = s.prune(Duration::ZERO, 2).await.unwrap().unwrap();
     assert_eq!((pruned.inbound, pruned.outbound, pruned.cron_runs, pruned.turns), (3, 3, 1, 1));
+    assert_eq!((pruned.approvals, pruned.pairing_requests), (3, 1));
     assert_eq!(s.unfinished().await.unwrap(), 2);
+    assert_eq!(s.prune(Duration::ZERO, 2).await.unwrap(), Some(Pruned::default()), "all gone");
     assert!(s.load_steps("sess", "done").await.unwrap().0.is_empty());
     assert_eq!(s.unfinished_turns().await.unwrap().len(), 1, "a turn in flight stays");
     // While another process prunes, a second one skips the round.
@@ -493,6 +550,16 @@ async fn a_session_is_stored_line_by_line_with_its_answer_and_a_stale_or_unlease
     assert!(a.complete_with_session(&claim, Some(&answer), Some(&turn), current).await.unwrap());
     assert_eq!(a.session_lines_after("gw-web-7", 0).await.unwrap().len(), 4);
     assert_eq!(a.chat_session("web:7").await.unwrap().as_deref(), Some("gw-web-7-2"));
+    // A turn's start reads the chat's session and its head together: the
+    // recorded session wins over the one the asking process would use.
+    let stored = a.session_head("gw-web-7").await.unwrap();
+    assert_eq!(
+        a.chat_session_head("web:7", "gw-web-7").await.unwrap(),
+        (Some("gw-web-7-2".into()), None),
+        "the chat is on the session /new started, which has no lines yet"
+    );
+    assert_eq!(a.chat_session_head("web:8", "gw-web-7").await.unwrap(), (None, stored));
+    assert_eq!(a.chat_session_head("web:9", "gw-web-9").await.unwrap(), (None, None));
     assert_eq!(drain(&a).await.len(), 1);
     assert_eq!(a.unfinished().await.unwrap(), 0);
     // Keeping fewer lines than stored cuts the rest (a copy written whole anew).

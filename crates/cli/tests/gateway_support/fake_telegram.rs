@@ -22,6 +22,9 @@ struct Shared {
     /// (method, raw multipart body) of each sendPhoto and sendDocument.
     uploads: Vec<(String, String)>,
     next_update: i64,
+    /// Forget updates once a poll asks past them, as Telegram does (off by
+    /// default: a new poller then sees old updates again, as duplicates).
+    forgetting: bool,
 }
 
 /// The fake; its thread runs for the life of the test.
@@ -51,6 +54,12 @@ impl FakeTelegram {
             });
         });
         FakeTelegram { shared, base }
+    }
+
+    /// From now on, an update is gone once a `getUpdates` asks past it
+    /// (its offset is higher), as on the real Bot API.
+    pub fn forget_confirmed(&self) {
+        self.shared.lock().unwrap().forgetting = true;
     }
 
     /// A user writes `text` in a private chat.
@@ -229,6 +238,12 @@ async fn handle(
         }
         "getUpdates" => {
             let offset = body["offset"].as_i64().unwrap_or(0);
+            {
+                let mut s = shared.lock().unwrap();
+                if s.forgetting {
+                    s.updates.retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+                }
+            }
             let timeout = body["timeout"].as_u64().unwrap_or(0).min(2);
             let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
             loop {

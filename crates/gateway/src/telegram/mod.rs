@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalPrompt, BUTTONS, Decided, button_command};
-use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
+use crate::bus::{InboundMessage, MessageBus, OutboundMessage, Receipt};
 use crate::channel::{Channel, ChannelError};
 use crate::connection::State;
 
@@ -269,11 +269,20 @@ impl Channel for TelegramChannel {
                     continue;
                 }
             };
+            // Telegram forgets an update once a poll asks past it: the
+            // offset moves on only when the gateway has each one for good
+            // (with a shared database: stored), so an update taken during a
+            // database outage by a process that then dies is fetched again.
+            let mut next = offset;
+            let mut receipts = Vec::new();
             for update in updates.as_array().into_iter().flatten() {
                 if let Some(id) = update["update_id"].as_i64() {
-                    offset = offset.max(id + 1);
+                    next = next.max(id + 1);
                 }
-                let Some(mut message) = Self::inbound(update) else { continue };
+                let Some(message) = Self::inbound(update) else { continue };
+                let (receipt, kept) = Receipt::new();
+                let mut message = message.with_receipt(receipt);
+                receipts.push(kept);
                 self.receive_files(update, &mut message).await;
                 let chat_id = message.chat_id.clone();
                 if let Err(e) = bus.publish(message) {
@@ -288,6 +297,13 @@ impl Channel for TelegramChannel {
                     let _ = self.send(busy).await;
                 }
             }
+            for kept in receipts {
+                tokio::select! {
+                    () = shutdown.cancelled() => return Ok(()),
+                    _ = kept => {}
+                }
+            }
+            offset = next;
         }
     }
 
