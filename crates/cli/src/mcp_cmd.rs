@@ -57,7 +57,13 @@ pub enum McpAction {
     },
     /// Logs in to an HTTP server that asks for OAuth: prints the address to
     /// open in a browser and waits for the redirect on a loopback port.
-    Login { name: String },
+    Login {
+        name: String,
+        /// The OAuth scopes to ask for, space-separated (default: those the
+        /// server names), e.g. the ones a server refused a call without.
+        #[arg(long, value_name = "SCOPES")]
+        scopes: Option<String>,
+    },
     /// Forgets the OAuth tokens `login` saved for a server.
     Logout { name: String },
     /// Serves ferroclaw's built-in tools over MCP (stdio, or HTTP on 127.0.0.1).
@@ -125,8 +131,10 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
         McpAction::Serve { http, yes, permission_mode } => {
             serve(config, *http, *yes, *permission_mode).await
         }
-        McpAction::Login { name } => {
+        McpAction::Login { name, scopes } => {
             let (url, client) = http_url(config, name)?;
+            let scopes: Vec<String> =
+                scopes.iter().flat_map(|s| s.split_whitespace()).map(str::to_string).collect();
             ferroclaw_mcp::login(
                 name,
                 &url,
@@ -134,6 +142,7 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
                 Consent::Browser,
                 None,
                 &client,
+                &scopes,
             )
             .await
             .map_err(|e| other(e.to_string()))?;
@@ -393,13 +402,15 @@ pub async fn repl_command(input: &str, hub: &McpHub) -> Option<Result<Option<Str
 }
 
 /// The REPL's hooks: elicitation on the terminal; sampling with the agent's
-/// provider after the user agrees. The servers start before the agent is
+/// provider after the user agrees; more OAuth scopes (a server's 403
+/// `insufficient_scope`) granted in the browser, after saying which and why. The servers start before the agent is
 /// opened: set the model to sample with on the [`SamplingModel`] then.
 pub fn terminal_hooks() -> (ClientHooks, SamplingModel) {
     let model = SamplingModel::default();
     let hooks = ClientHooks {
         elicitor: Some(Arc::new(TerminalElicitor)),
         sampler: Some(Arc::new(ProviderSampler { model: model.clone() })),
+        scope_consent: Some(Consent::Browser),
     };
     (hooks, model)
 }

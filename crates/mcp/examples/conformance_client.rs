@@ -4,7 +4,8 @@
 //! ferroclaw does, logs in headlessly when the server answers 401 (OAuth
 //! with dynamic client registration and PKCE), then calls every tool the
 //! server offers with arguments made from its schema; elicitation is
-//! answered with the schema's defaults. `scripts/conformance` runs it.
+//! answered with the schema's defaults, and a 403 `insufficient_scope` gets
+//! a headless scope step-up. `scripts/conformance` runs it.
 
 use std::error::Error;
 use std::sync::Arc;
@@ -57,12 +58,18 @@ fn arguments(schema: &Value) -> Value {
     Value::Object(args)
 }
 
-async fn start(url: &str, tokens: &TokenStore) -> McpHub {
+async fn start(url: &str, tokens: &TokenStore, client: &OAuthClient) -> McpHub {
+    let mut server = ServerConfig::http(SERVER, url);
+    server.oauth = client.clone();
     McpHub::start(
-        McpConfig { servers: vec![ServerConfig::http(SERVER, url)], ..Default::default() },
+        McpConfig { servers: vec![server], ..Default::default() },
         HubOptions {
             workspace: std::env::temp_dir(),
-            hooks: ClientHooks { elicitor: Some(Arc::new(Defaults)), sampler: None },
+            hooks: ClientHooks {
+                elicitor: Some(Arc::new(Defaults)),
+                sampler: None,
+                scope_consent: Some(Consent::Headless),
+            },
             tokens: Some(tokens.clone()),
             sandbox: Default::default(),
         },
@@ -98,16 +105,20 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     eprintln!("conformance_client: scenario {scenario:?} at {url}");
     let home = std::env::temp_dir().join(format!("ferroclaw-conformance-{}", std::process::id()));
-    let tokens = TokenStore::new(&home);
+    // The tokens stay until the end: a step-up mid-run reads and replaces them.
+    let result = run(&url, &TokenStore::new(&home), &client(&scenario)).await;
+    let _ = std::fs::remove_dir_all(&home);
+    result
+}
 
-    let mut hub = start(&url, &tokens).await;
+/// Connects (logging in first when the server asks), then calls every tool.
+async fn run(url: &str, tokens: &TokenStore, client: &OAuthClient) -> Result<(), Box<dyn Error>> {
+    let mut hub = start(url, tokens, client).await;
     if hub.problems().iter().any(|p| p.contains("mcp login")) {
         hub.shutdown().await;
-        ferroclaw_mcp::login(SERVER, &url, &tokens, Consent::Headless, None, &client(&scenario))
-            .await?;
-        hub = start(&url, &tokens).await;
+        ferroclaw_mcp::login(SERVER, url, tokens, Consent::Headless, None, client, &[]).await?;
+        hub = start(url, tokens, client).await;
     }
-    let _ = std::fs::remove_dir_all(&home);
     if let Some(problem) = hub.problems().first() {
         return Err(problem.clone().into());
     }

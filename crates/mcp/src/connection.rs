@@ -15,13 +15,16 @@ use rmcp::service::{
     ClientInitializeError, Peer, RoleClient, RunningService, ServiceError, ServiceExt,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{AuthClient, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::{
+    AuthClient, AuthorizationManager, StreamableHttpClientTransport, TokioChildProcess,
+};
 use tokio::io::AsyncBufReadExt;
 
 use crate::config::{ServerConfig, Transport};
 use crate::error::McpError;
 use crate::hooks::{ClientHooks, Handler};
 use crate::oauth::{self, TokenStore};
+use crate::step_up::{ScopeChallenge, StepUps, Target};
 
 /// Restarts allowed after crashes before a server is marked failed. One, as
 /// the issue asks: a server that dies twice is broken, not unlucky.
@@ -45,6 +48,8 @@ struct Live {
     client: Client,
     /// Process group of a stdio server (its pid: it leads the group).
     pgid: Option<u32>,
+    /// The OAuth manager an HTTP server's requests get their tokens from.
+    auth: Option<Arc<tokio::sync::Mutex<AuthorizationManager>>>,
 }
 
 /// Where a connection stands.
@@ -71,6 +76,15 @@ pub(crate) struct Connection {
     stderr_closed: Arc<tokio::sync::Notify>,
     life: tokio::sync::Mutex<Life>,
     restarts: Mutex<u32>,
+    /// OAuth scope step-ups after 403 `insufficient_scope` answers.
+    step_ups: StepUps,
+}
+
+/// Why one attempt at a request failed.
+enum Failure {
+    Mcp(McpError),
+    /// 403 `insufficient_scope`: a token with more scopes may get through.
+    Scope(ScopeChallenge),
 }
 
 impl Connection {
@@ -93,6 +107,7 @@ impl Connection {
             stderr_closed: Arc::new(tokio::sync::Notify::new()),
             life: tokio::sync::Mutex::new(Life::Down),
             restarts: Mutex::new(0),
+            step_ups: StepUps::default(),
         };
         match conn.connect().await {
             Ok(live) => {
@@ -120,39 +135,98 @@ impl Connection {
 
     /// Sends one request with the configured timeout. A dead server is
     /// restarted first (once); a server that dies during the request makes
-    /// it fail with [`McpError::Crashed`].
+    /// it fail with [`McpError::Crashed`]. An HTTP server that refuses it
+    /// with 403 `insufficient_scope` gets a scope step-up and the request
+    /// once more (see [`crate::step_up`]).
     pub async fn request<T, F, Fut>(&self, what: &str, send: F) -> Result<T, McpError>
+    where
+        F: FnOnce(Peer<RoleClient>) -> Fut + Clone,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let retry = send.clone();
+        let challenge = match self.request_once(what, send).await {
+            Ok(value) => return Ok(value),
+            Err(Failure::Mcp(e)) => return Err(e),
+            Err(Failure::Scope(challenge)) => challenge,
+        };
+        let target = Target {
+            server: self.name(),
+            url: self.http_url().unwrap_or_default(),
+            tokens: self.tokens.as_ref(),
+            consent: self.hooks.scope_consent,
+            client: &self.config.oauth,
+        };
+        self.step_ups.run(&target, what, &challenge).await?;
+        self.reload_tokens().await;
+        match self.request_once(what, retry).await {
+            Ok(value) => Ok(value),
+            Err(Failure::Mcp(e)) => Err(e),
+            Err(Failure::Scope(again)) => Err(self.step_ups.refused_again(&target, what, &again)),
+        }
+    }
+
+    /// Points the live connection's OAuth manager at the token store's
+    /// current client (a step-up may have registered a new one), so the
+    /// new token's refreshes name the client it was issued to.
+    async fn reload_tokens(&self) {
+        let auth = match &*self.life.lock().await {
+            Life::Up(live) => live.auth.clone(),
+            _ => None,
+        };
+        if let Some(auth) = auth
+            && let Err(e) = auth.lock().await.initialize_from_store().await
+        {
+            tracing::warn!("mcp server {}: cannot reload the OAuth tokens: {e}", self.name());
+        }
+    }
+
+    /// The URL of a streamable HTTP server.
+    fn http_url(&self) -> Option<&str> {
+        match &self.config.transport {
+            Transport::Http { url, .. } => Some(url),
+            Transport::Stdio { .. } => None,
+        }
+    }
+
+    /// One attempt at a request.
+    async fn request_once<T, F, Fut>(&self, what: &str, send: F) -> Result<T, Failure>
     where
         F: FnOnce(Peer<RoleClient>) -> Fut,
         Fut: Future<Output = Result<T, ServiceError>>,
     {
-        let peer = self.peer().await?;
+        let peer = self.peer().await.map_err(Failure::Mcp)?;
         let timeout = self.config.tool_timeout;
         match tokio::time::timeout(timeout, send(peer.clone())).await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) if e.auth_challenge().is_some() => Err(McpError::NeedsLogin {
-                server: self.name().to_string(),
-                challenge: e.auth_challenge().map(str::to_string),
-            }),
+            Ok(Err(e)) if e.auth_challenge().is_some() => {
+                let scope = self.http_url().and_then(|url| ScopeChallenge::of(&e, url));
+                Err(match scope {
+                    Some(challenge) => Failure::Scope(challenge),
+                    None => Failure::Mcp(McpError::NeedsLogin {
+                        server: self.name().to_string(),
+                        challenge: e.auth_challenge().map(str::to_string),
+                    }),
+                })
+            }
             Ok(Err(e)) => {
                 let closed = peer.is_transport_closed()
                     || matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_));
-                if closed {
+                Err(Failure::Mcp(if closed {
                     let reason = self.died(&e.to_string()).await;
-                    Err(McpError::Crashed { server: self.name().to_string(), reason })
+                    McpError::Crashed { server: self.name().to_string(), reason }
                 } else {
-                    Err(McpError::Request {
+                    McpError::Request {
                         server: self.name().to_string(),
                         what: what.to_string(),
                         message: service_error_text(&e),
-                    })
-                }
+                    }
+                }))
             }
-            Err(_) => Err(McpError::Timeout {
+            Err(_) => Err(Failure::Mcp(McpError::Timeout {
                 server: self.name().to_string(),
                 what: what.to_string(),
                 after: timeout,
-            }),
+            })),
         }
     }
 
@@ -256,6 +330,7 @@ impl Connection {
         let start_error =
             |message: String| McpError::Start { server: self.name().to_string(), message };
         let timeout = self.config.startup_timeout;
+        let mut auth = None;
         let (handshake, pgid) = match &self.config.transport {
             Transport::Stdio { command, args, env, cwd } => {
                 // Confined like `bash`: the allow-listed environment plus the
@@ -313,6 +388,7 @@ impl Connection {
                                 .map_err(auth_error)?;
                             manager.initialize_from_store().await.map_err(auth_error)?;
                             let client = AuthClient::new(client, manager);
+                            auth = Some(Arc::clone(&client.auth_manager));
                             handler
                                 .serve(StreamableHttpClientTransport::with_client(client, config))
                                 .boxed()
@@ -325,7 +401,7 @@ impl Connection {
             }
         };
         match tokio::time::timeout(timeout, handshake).await {
-            Ok(Ok(client)) => Ok(Live { client, pgid }),
+            Ok(Ok(client)) => Ok(Live { client, pgid, auth }),
             Ok(Err(e)) => {
                 kill_group(pgid);
                 if let Some(challenge) = auth_challenge(&e) {

@@ -27,6 +27,17 @@ pub enum McpError {
         /// The `WWW-Authenticate` header of the 401, when there was one.
         challenge: Option<String>,
     },
+    /// The HTTP server answered 403 `insufficient_scope`: the saved token
+    /// lacks scopes it needs, and ferroclaw could not get them here.
+    #[error("mcp server {server} refused {what}: it needs the OAuth scope(s) {scopes}; {advice}")]
+    NeedsScopes {
+        server: String,
+        what: String,
+        /// The scopes the server demanded, space-separated.
+        scopes: String,
+        /// What happened and what the user can do.
+        advice: String,
+    },
     /// No server of that name is configured.
     #[error("no mcp server named {server:?}; configured: {known}")]
     UnknownServer { server: String, known: String },

@@ -1,5 +1,6 @@
 //! What a server may ask of us: the workspace roots, the user's input
-//! (elicitation) and a completion from our model (sampling). The answers come
+//! (elicitation), a completion from our model (sampling) and, for an HTTP
+//! server, more OAuth scopes mid-session (step-up). The answers come
 //! from hooks the front end plugs in; without one, the request is declined
 //! with a message that says why.
 
@@ -59,6 +60,11 @@ pub trait Sampler: Send + Sync {
 pub struct ClientHooks {
     pub elicitor: Option<Arc<dyn Elicitor>>,
     pub sampler: Option<Arc<dyn Sampler>>,
+    /// How the user grants more OAuth scopes when an HTTP server answers a
+    /// request with 403 `insufficient_scope` (the REPL: in a browser).
+    /// `None`: the request fails with an error that names the scopes and
+    /// the `ferroclaw mcp login --scopes` command that grants them.
+    pub scope_consent: Option<crate::oauth::Consent>,
 }
 
 impl std::fmt::Debug for ClientHooks {
@@ -66,6 +72,7 @@ impl std::fmt::Debug for ClientHooks {
         f.debug_struct("ClientHooks")
             .field("elicitor", &self.elicitor.is_some())
             .field("sampler", &self.sampler.is_some())
+            .field("scope_consent", &self.scope_consent)
             .finish()
     }
 }

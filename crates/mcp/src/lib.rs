@@ -10,7 +10,10 @@
 //! servers from config.toml, `.agent/mcp.json` and `.mcp.json`.
 //!
 //! HTTP servers that answer 401 get OAuth ([`login`], [`TokenStore`]): the
-//! tokens `ferroclaw mcp login` saved are sent and refreshed.
+//! tokens `ferroclaw mcp login` saved are sent and refreshed. A request
+//! refused with 403 `insufficient_scope` mid-session gets a new token with
+//! the missing scopes (with the user's consent, [`ClientHooks::scope_consent`])
+//! and is retried once.
 //!
 //! As a server, [`ToolServer`] offers a [`ToolRegistry`](ferroclaw_tools::ToolRegistry)
 //! over stdio or streamable HTTP.
@@ -42,6 +45,7 @@ mod hooks;
 mod hub;
 mod oauth;
 mod serve;
+mod step_up;
 mod tool;
 
 pub use catalog::{Catalog, PromptDef, ResourceFolder};

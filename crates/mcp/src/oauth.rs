@@ -106,6 +106,15 @@ impl TokenStore {
             .is_some_and(|f| f.url == url && f.credentials.token_response.is_some())
     }
 
+    /// The scopes the saved token of `server` at `url` was granted (empty
+    /// when there is none, or the authorization server did not say).
+    pub fn granted_scopes(&self, server: &str, url: &str) -> Vec<String> {
+        match read_file(&self.path(server)) {
+            Ok(Some(f)) if f.url == url => f.credentials.granted_scopes,
+            _ => Vec::new(),
+        }
+    }
+
     /// Forgets `server`'s tokens; false when there were none.
     pub fn remove(&self, server: &str) -> Result<bool, OAuthError> {
         let path = self.path(server);
@@ -220,10 +229,11 @@ pub struct OAuthClient {
 
 /// Logs in to the HTTP server `server` at `url`: discovers its
 /// authorization server, registers ferroclaw there (unless `client` names a
-/// pre-registered client or a metadata document), gets the user's consent as `consent` says, and saves the tokens
-/// in `store`. `challenge` is the `WWW-Authenticate` header of a 401, when
-/// one is at hand (it carries the scopes the server wants); without it the
-/// server is asked for one.
+/// pre-registered client or a metadata document), gets the user's consent as
+/// `consent` says, and saves the tokens in `store`. `challenge` is the
+/// `WWW-Authenticate` header of a 401, when one is at hand (it carries the
+/// scopes the server wants); without it the server is asked for one.
+/// `scopes` are asked for as given; empty, discovery chooses them.
 pub async fn login(
     server: &str,
     url: &str,
@@ -231,12 +241,37 @@ pub async fn login(
     consent: Consent,
     challenge: Option<String>,
     client: &OAuthClient,
+    scopes: &[String],
 ) -> Result<(), OAuthError> {
-    let auth = |source| OAuthError::Auth { server: server.to_string(), source: Box::new(source) };
     let challenge = match challenge {
         Some(c) => Some(c),
         None => probe_challenge(url).await,
     };
+    let ask = Ask { scopes: scopes.to_vec(), why: None };
+    authorize(server, url, store, consent, challenge, client, &ask).await
+}
+
+/// What an authorization asks for and why, beyond what discovery selects.
+pub(crate) struct Ask {
+    /// The scopes to ask for; empty: those discovery selects.
+    pub scopes: Vec<String>,
+    /// Said before the address to open, when the user has to consent in a
+    /// browser (a step-up says which scopes it asks for and why).
+    pub why: Option<String>,
+}
+
+/// One authorization code flow: discovery (seeded by `challenge`), client
+/// registration as `client` says, consent, and the tokens saved in `store`.
+pub(crate) async fn authorize(
+    server: &str,
+    url: &str,
+    store: &TokenStore,
+    consent: Consent,
+    challenge: Option<String>,
+    client: &OAuthClient,
+    ask: &Ask,
+) -> Result<(), OAuthError> {
+    let auth = |source| OAuthError::Auth { server: server.to_string(), source: Box::new(source) };
     let (listener, redirect_uri) = match consent {
         Consent::Browser => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
@@ -264,13 +299,20 @@ pub async fn login(
     if let Some(c) = challenge {
         request = request.with_challenge(c);
     }
+    if !ask.scopes.is_empty() {
+        request = request.with_scopes(ask.scopes.iter().cloned());
+    }
     state.start_authorization(request).await.map_err(auth)?;
     let page = state.get_authorization_url().await.map_err(auth)?;
     let callback = match listener {
         Some(listener) => {
-            eprintln!(
-                "To log in to mcp server {server}, open this address in a browser:\n  {page}"
-            );
+            match &ask.why {
+                Some(why) => eprintln!("{why}\nTo grant them, open this address in a browser:"),
+                None => {
+                    eprintln!("To log in to mcp server {server}, open this address in a browser:")
+                }
+            }
+            eprintln!("  {page}");
             open_browser(&page);
             tokio::time::timeout(LOGIN_TIMEOUT, wait_for_redirect(listener))
                 .await

@@ -423,8 +423,11 @@ async fn elicitation_and_sampling_are_declined_without_hooks_and_answered_with_t
     assert!(roots.joined_text().contains(&format!("file://{}", ws.path().display())), "{roots:?}");
     hub.shutdown().await;
 
-    let hooks =
-        ClientHooks { elicitor: Some(Arc::new(Answering)), sampler: Some(Arc::new(Canned)) };
+    let hooks = ClientHooks {
+        elicitor: Some(Arc::new(Answering)),
+        sampler: Some(Arc::new(Canned)),
+        scope_consent: None,
+    };
     let (hub, tools) = start(vec![everything("ev", &bin)], ws.path(), hooks).await;
     let accepted = call(&tools, "mcp__ev__trigger-elicitation-request", json!({})).await;
     assert!(accepted.joined_text().contains("accept"), "{accepted:?}");
