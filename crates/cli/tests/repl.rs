@@ -41,7 +41,7 @@ fn clear_starts_a_new_conversation() {
 }
 
 #[test]
-fn ctrl_c_cancels_the_request_in_flight_and_keeps_the_session() {
+fn ctrl_c_cancels_the_request_in_flight_keeps_the_session_and_says_so_in_plain_text_to_a_pipe() {
     let env = Env::new(
         Wire::Anthropic,
         vec![Fault::Stall { after_text: "thinking about".into() }.into()],
@@ -49,8 +49,14 @@ fn ctrl_c_cancels_the_request_in_flight_and_keeps_the_session() {
     let mut cmd = env.std_cmd();
     cmd.args(["-p", "a long question", "--output-format", "stream-json"]);
     let mut child =
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr_pipe, &mut text).unwrap();
+        text
+    });
     // Wait until the model has started answering.
     for line in lines.by_ref() {
         if line.unwrap().contains("text_delta") {
@@ -61,6 +67,9 @@ fn ctrl_c_cancels_the_request_in_flight_and_keeps_the_session() {
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
+    let stderr = stderr.join().unwrap();
+    assert!(stderr.contains("interrupted; press Ctrl-C again to exit"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "no colour codes when stderr is not a terminal: {stderr:?}");
     let last: serde_json::Value = serde_json::from_str(rest.last().unwrap()).unwrap();
     assert_eq!(last["type"], "finished");
     assert_eq!(last["is_error"], true);
