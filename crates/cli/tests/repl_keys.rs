@@ -124,6 +124,34 @@ fn ctrl_c_at_an_approval_question_cancels_the_request_and_gives_the_prompt_back(
     assert_eq!(env.server.requests().len(), 1, "the request ended at the question");
 }
 
+/// A retry notice starts its own line: the spinner on the line it interrupts
+/// is cleared first, not left glued in front of the notice.
+#[test]
+fn a_retry_notice_replaces_the_spinner_line_instead_of_being_glued_to_it() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Fault::Stall { after_text: String::new() }.into(), Turn::text("second try").into()],
+    );
+    // The stalled stream counts as broken after a second of silence, while
+    // the spinner runs, and the request is retried.
+    env.write_home_config(
+        "[retry]\nbase_delay_ms = 10\nmax_delay_ms = 50\n[timeouts]\nidle_secs = 1\n",
+    );
+    let (mut term, mut child) = open_terminal(&env);
+    term.wait_for("/help for commands");
+    term.typed(b"hello\r");
+    let screen = term.wait_for("second try");
+    let at = screen.find("⟳ retrying").expect(&screen);
+    let before = screen[..at].trim_end_matches("\x1b[33m");
+    assert!(
+        before.ends_with("\r\x1b[2K") || before.ends_with('\n'),
+        "the notice is glued to what came before it: {:?}",
+        &screen[at.saturating_sub(80)..at + 20]
+    );
+    term.typed(b"/exit\r");
+    assert!(child.wait().unwrap().success());
+}
+
 /// A teammate's message reaching an idle lead starts the lead's turn by
 /// itself: the user sees who wrote what, then the lead's answer, and the
 /// model got the message as an `<inbox>` block.
