@@ -20,6 +20,7 @@ mod gateway_transfer;
 mod highlight;
 mod interrupt;
 mod keys;
+mod line_editor;
 mod markdown;
 mod mcp_cmd;
 mod model_alias;

@@ -7,19 +7,16 @@ use std::sync::{Arc, PoisonError};
 use ferroclaw_core::commands::{self, CustomCommand};
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
 use ferroclaw_core::{Agent, Approver, Config, PermissionMode, SessionStore, pricing};
-use rustyline::completion::Completer;
+use rustyline::Editor;
 use rustyline::error::ReadlineError;
-use rustyline::highlight::Highlighter;
-use rustyline::hint::Hinter;
 use rustyline::history::FileHistory;
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
-use rustyline::{Context, Editor, Helper};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::Cli;
 use crate::exit;
 use crate::keys::{self, KeyWatch};
+use crate::line_editor::ReplHelper;
 use crate::render::{RenderOptions, render};
 use crate::setup::SetupError;
 use crate::tool_log::{self, ToolLog};
@@ -27,7 +24,7 @@ use ferroclaw_runtime::team::TeamRunner;
 use ferroclaw_runtime::{Resume, Runtime};
 
 /// Slash commands and what they do, for `/help` and completion.
-const COMMANDS: &[(&str, &str)] = &[
+pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
     ("/new", "start a new conversation; this one is archived to memory"),
     ("/clear", "same as /new"),
@@ -726,72 +723,11 @@ fn new_editor(
         .map_err(|e| SetupError::Other(format!("cannot open the terminal: {e}")))?;
     let (custom, _) = commands::load(&config.workspace, &config.home, config.trusted);
     let custom = custom.into_iter().map(|c| format!("/{}", c.name)).collect();
-    editor.set_helper(Some(ReplHelper { custom, typed }));
+    editor.set_helper(Some(ReplHelper::new(custom, typed, config.workspace.clone())));
     let _ = std::fs::create_dir_all(&config.home);
     let _ = editor.load_history(&history_path(config));
     Ok(editor)
 }
-
-/// Line-editor behaviour: multi-line input and slash-command completion
-/// (built-in and custom commands).
-struct ReplHelper {
-    /// `/name` of each custom command.
-    custom: Vec<String>,
-    /// The line being typed.
-    typed: Arc<std::sync::Mutex<String>>,
-}
-
-impl Validator for ReplHelper {
-    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
-        let input = ctx.input();
-        let open_fence = input.matches("```").count() % 2 == 1;
-        Ok(if input.ends_with('\\') || open_fence {
-            ValidationResult::Incomplete
-        } else {
-            ValidationResult::Valid(None)
-        })
-    }
-}
-
-impl Completer for ReplHelper {
-    type Candidate = String;
-    fn complete(
-        &self,
-        line: &str,
-        pos: usize,
-        _ctx: &Context<'_>,
-    ) -> rustyline::Result<(usize, Vec<String>)> {
-        if !line.starts_with('/') || line[..pos].contains(' ') {
-            return Ok((0, Vec::new()));
-        }
-        Ok((
-            0,
-            COMMANDS
-                .iter()
-                .map(|(c, _)| *c)
-                .chain(self.custom.iter().map(String::as_str))
-                .filter(|c| c.starts_with(&line[..pos]))
-                .map(str::to_string)
-                .collect(),
-        ))
-    }
-}
-
-impl Hinter for ReplHelper {
-    type Hint = String;
-
-    /// No hints; keeps the line being typed for [`crate::team::InboxWake`],
-    /// which wakes the lead only at an empty prompt.
-    fn hint(&self, line: &str, _pos: usize, _ctx: &Context<'_>) -> Option<String> {
-        let mut typed = self.typed.lock().unwrap_or_else(PoisonError::into_inner);
-        if *typed != line {
-            line.clone_into(&mut typed);
-        }
-        None
-    }
-}
-impl Highlighter for ReplHelper {}
-impl Helper for ReplHelper {}
 
 #[cfg(test)]
 mod tests {

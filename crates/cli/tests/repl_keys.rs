@@ -152,6 +152,27 @@ fn a_retry_notice_replaces_the_spinner_line_instead_of_being_glued_to_it() {
     assert!(child.wait().unwrap().success());
 }
 
+/// Tab after `@` completes a path from the workspace, a folder at a time,
+/// and the completed mention includes the file.
+#[test]
+fn tab_completes_an_at_file_mention_from_the_workspace() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("read it").into()]);
+    std::fs::create_dir(env.ws().join("src")).unwrap();
+    std::fs::write(env.ws().join("src/main.rs"), "fn main() { println!(\"kiwi\"); }\n").unwrap();
+    let (mut term, mut child) = open_terminal(&env);
+    term.wait_for("/help for commands");
+    term.typed(b"explain @sr\t");
+    term.wait_for("explain @src/");
+    term.typed(b"ma\t");
+    term.wait_for("explain @src/main.rs");
+    term.typed(b"\r");
+    term.wait_for("read it");
+    term.typed(b"/exit\r");
+    assert!(child.wait().unwrap().success());
+    let body = env.request_body(0).to_string();
+    assert!(body.contains("println!(\\\"kiwi\\\")"), "the file went with the request: {body}");
+}
+
 /// A teammate's message reaching an idle lead starts the lead's turn by
 /// itself: the user sees who wrote what, then the lead's answer, and the
 /// model got the message as an `<inbox>` block.
