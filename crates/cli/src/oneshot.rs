@@ -246,10 +246,23 @@ fn explain_denials(denials: &[Denial], workspace: &std::path::Path) {
     if !rules.is_empty() {
         let quoted: Vec<String> = rules.iter().map(|r| format!("'{r}'")).collect();
         eprintln!(
-            "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in ~/.ferroclaw/config.toml or a trusted project's .agent/config.toml)",
+            "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in {} or a trusted project's .agent/config.toml)",
             quoted.join(" "),
-            rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ")
+            rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", "),
+            user_config_shown()
         );
+    }
+}
+
+/// The user's config file as a person would type it: `~/.ferroclaw/config.toml`
+/// by default, the real path when `FERROCLAW_HOME` puts it elsewhere.
+fn user_config_shown() -> String {
+    let path = ferroclaw_core::Config::default_home().join("config.toml");
+    let user_home =
+        std::env::var_os("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from);
+    match user_home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
     }
 }
 
