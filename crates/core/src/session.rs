@@ -291,7 +291,11 @@ impl SessionStore {
         let mut log = SessionLog { path, file: Arc::new(file), meta };
         // Not synced here: the first turn's commit makes it durable with the
         // rest, and a file a crash left empty is taken up again (see `resume`).
-        log.append(&Entry::Meta(log.meta.clone()))?;
+        if let Err(e) = log.append(&Entry::Meta(log.meta.clone())) {
+            // A full disk: leave no empty session behind to list or resume.
+            let _ = std::fs::remove_file(&log.path);
+            return Err(e);
+        }
         Ok(log)
     }
 
