@@ -576,11 +576,14 @@ async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
     let watcher = crate::interrupt::watch(cancel.clone());
     let focus = (!focus.is_empty()).then_some(focus);
     match agent.compact(focus, &tx, &cancel).await {
-        Ok(()) => eprintln!(
-            "compacted: {} messages now, the full transcript stays in {}",
-            agent.messages().len(),
-            agent.session().path().display()
-        ),
+        Ok(()) => {
+            let n = agent.messages().len();
+            eprintln!(
+                "compacted: {n} message{} now, the full transcript stays in {}",
+                if n == 1 { "" } else { "s" },
+                agent.session().path().display()
+            )
+        }
         Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
     }
     watcher.abort();
