@@ -418,7 +418,7 @@ async fn pick_session(
     // `NN. ` before each line.
     println!("    {}", crate::sessions::header());
     for (i, s) in shown.iter().enumerate() {
-        println!("{:>2}. {}", i + 1, crate::sessions::line(s));
+        println!("{:>2}. {}", i + 1, crate::sessions::line(s, 4));
     }
     let (answer, ed) = tokio::task::spawn_blocking(move || {
         let r = editor.readline("resume which? [1] ");

@@ -40,16 +40,17 @@ impl Terminal {
 }
 
 fn open_terminal(env: &Env) -> (Terminal, std::process::Child) {
+    open_terminal_sized(env, None)
+}
+
+/// The same, on a terminal `columns` wide (unset: a size of zero, unknown).
+fn open_terminal_sized(env: &Env, columns: Option<u16>) -> (Terminal, std::process::Child) {
     let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty fills in two new descriptors we then own.
+    let size = columns.map(|c| libc::winsize { ws_row: 40, ws_col: c, ws_xpixel: 0, ws_ypixel: 0 });
+    let size_ptr = size.as_ref().map_or(std::ptr::null(), |s| s as *const libc::winsize);
+    // SAFETY: openpty fills in two new descriptors we then own; it only reads the size.
     let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
+        libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), size_ptr)
     };
     assert_eq!(rc, 0);
     // SAFETY: both descriptors were just opened and are owned here.
@@ -171,6 +172,24 @@ fn tab_completes_an_at_file_mention_from_the_workspace() {
     assert!(child.wait().unwrap().success());
     let body = env.request_body(0).to_string();
     assert!(body.contains("println!(\\\"kiwi\\\")"), "the file went with the request: {body}");
+}
+
+/// `/sessions` fits each row to the terminal: a long first request is cut
+/// to the width left, so rows do not wrap into each other.
+#[test]
+fn sessions_rows_fit_the_terminal_width() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("noted").into()]);
+    let long = format!("please remember {}", "the long request ".repeat(8));
+    assert_eq!(common::run(&mut env.oneshot(&long, &[])).0, 0);
+    let (mut term, mut child) = open_terminal_sized(&env, Some(120));
+    term.wait_for("/help for commands");
+    term.typed(b"/sessions\r");
+    let screen = term.wait_for("please remember");
+    let row = screen.split(['\r', '\n']).find(|l| l.contains("please remember")).unwrap();
+    assert!(row.chars().count() <= 120, "{} characters: {row:?}", row.chars().count());
+    assert!(row.ends_with('…'), "the request is cut, and says so: {row:?}");
+    term.typed(b"/exit\r");
+    assert!(child.wait().unwrap().success());
 }
 
 /// A teammate's message reaching an idle lead starts the lead's turn by
