@@ -102,7 +102,11 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         Resume::Pick => {
             let (picked, ed) = pick_session(&config, editor).await?;
             editor = ed;
-            picked
+            match picked {
+                Ok(resume) => resume,
+                // Ctrl-C or Ctrl-D at the question: nothing is opened.
+                Err(code) => return Ok(code),
+            }
         }
         other => other,
     };
@@ -404,15 +408,17 @@ async fn shell_command(agent: &mut Agent, repl: &mut Repl, command: &str) {
     ));
 }
 
-/// `--resume` without an id: recent sessions, numbered; the user picks one.
+/// `--resume` without an id: recent sessions, numbered; the user picks one
+/// (Enter: the first). A number not listed asks again; Ctrl-C (exit code
+/// 130) or Ctrl-D (0) leaves without opening any.
 async fn pick_session(
     config: &Config,
     mut editor: Editor<ReplHelper, FileHistory>,
-) -> Result<(Resume, Editor<ReplHelper, FileHistory>), SetupError> {
+) -> Result<(Result<Resume, i32>, Editor<ReplHelper, FileHistory>), SetupError> {
     let list = SessionStore::new(&config.home).list(&config.workspace);
     if list.is_empty() {
         eprintln!("no earlier conversations in {}; starting a new one", config.workspace.display());
-        return Ok((Resume::New, editor));
+        return Ok((Ok(Resume::New), editor));
     }
     let shown = &list[..list.len().min(SESSIONS_PAGE)];
     // `NN. ` before each line.
@@ -420,19 +426,28 @@ async fn pick_session(
     for (i, s) in shown.iter().enumerate() {
         println!("{:>2}. {}", i + 1, crate::sessions::line(s, 4));
     }
-    let (answer, ed) = tokio::task::spawn_blocking(move || {
-        let r = editor.readline("resume which? [1] ");
-        (r, editor)
-    })
-    .await
-    .map_err(|e| SetupError::Other(format!("line editor crashed: {e}")))?;
-    editor = ed;
-    let answer = answer.unwrap_or_default();
-    let answer = answer.trim();
-    let n = if answer.is_empty() { 1 } else { answer.parse::<usize>().unwrap_or(0) };
-    match shown.get(n.wrapping_sub(1)) {
-        Some(s) => Ok((Resume::Id(s.id.clone()), editor)),
-        None => Err(SetupError::Other(format!("no conversation numbered {answer:?}"))),
+    loop {
+        let (answer, ed) = tokio::task::spawn_blocking(move || {
+            let r = editor.readline("resume which? [1] ");
+            (r, editor)
+        })
+        .await
+        .map_err(|e| SetupError::Other(format!("line editor crashed: {e}")))?;
+        editor = ed;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(ReadlineError::Interrupted) => return Ok((Err(exit::INTERRUPTED), editor)),
+            Err(_) => return Ok((Err(exit::OK), editor)),
+        };
+        let answer = answer.trim();
+        let n = if answer.is_empty() { 1 } else { answer.parse::<usize>().unwrap_or(0) };
+        match shown.get(n.wrapping_sub(1)) {
+            Some(s) => return Ok((Ok(Resume::Id(s.id.clone())), editor)),
+            None => eprintln!(
+                "no conversation numbered {answer:?}: type 1 to {} (Enter: 1), or Ctrl-C to leave",
+                shown.len()
+            ),
+        }
     }
 }
 

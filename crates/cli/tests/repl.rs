@@ -249,6 +249,27 @@ fn resume_without_an_id_offers_a_pick() {
 }
 
 #[test]
+fn the_resume_pick_asks_again_after_a_wrong_number_and_end_of_input_opens_nothing() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("one").into(), Turn::text("two").into()]);
+    run(env.cmd().write_stdin("alpha\n/exit\n"));
+    let (code, _, stderr) = run(env.cmd().arg("--resume").write_stdin("99\n1\nmore\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(
+            "no conversation numbered \"99\": type 1 to 1 (Enter: 1), or Ctrl-C to leave"
+        ),
+        "{stderr}"
+    );
+    let body = env.request_body(1).to_string();
+    assert!(body.contains("alpha") && body.contains("more"), "#1 was resumed after all: {body}");
+    // Ctrl-D (end of input) at the question leaves without opening a session.
+    let (code, _, stderr) = run(env.cmd().arg("--resume").write_stdin(""));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(env.session_files().len(), 1, "no session was opened or created");
+    assert_eq!(env.server.requests().len(), 2);
+}
+
+#[test]
 fn control_characters_from_the_model_cannot_rewrite_the_approval_question() {
     // A prompt-injected model hides its command behind `\r` and `ESC [2K`
     // (erase line), so that a terminal would show only the harmless tail;

@@ -40,11 +40,16 @@ impl Terminal {
 }
 
 fn open_terminal(env: &Env) -> (Terminal, std::process::Child) {
-    open_terminal_sized(env, None)
+    open_terminal_sized(env, None, &[])
 }
 
-/// The same, on a terminal `columns` wide (unset: a size of zero, unknown).
-fn open_terminal_sized(env: &Env, columns: Option<u16>) -> (Terminal, std::process::Child) {
+/// The same, on a terminal `columns` wide (unset: a size of zero, unknown),
+/// with `args`.
+fn open_terminal_sized(
+    env: &Env,
+    columns: Option<u16>,
+    args: &[&str],
+) -> (Terminal, std::process::Child) {
     let (mut master, mut slave) = (0, 0);
     let size = columns.map(|c| libc::winsize { ws_row: 40, ws_col: c, ws_xpixel: 0, ws_ypixel: 0 });
     let size_ptr = size.as_ref().map_or(std::ptr::null(), |s| s as *const libc::winsize);
@@ -56,6 +61,7 @@ fn open_terminal_sized(env: &Env, columns: Option<u16>) -> (Terminal, std::proce
     // SAFETY: both descriptors were just opened and are owned here.
     let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
     let mut cmd = env.std_cmd();
+    cmd.args(args);
     cmd.env("TERM", "xterm")
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -181,7 +187,7 @@ fn sessions_rows_fit_the_terminal_width() {
     let env = Env::new(Wire::Anthropic, vec![Turn::text("noted").into()]);
     let long = format!("please remember {}", "the long request ".repeat(8));
     assert_eq!(common::run(&mut env.oneshot(&long, &[])).0, 0);
-    let (mut term, mut child) = open_terminal_sized(&env, Some(120));
+    let (mut term, mut child) = open_terminal_sized(&env, Some(120), &[]);
     term.wait_for("/help for commands");
     term.typed(b"/sessions\r");
     let screen = term.wait_for("please remember");
@@ -190,6 +196,22 @@ fn sessions_rows_fit_the_terminal_width() {
     assert!(row.ends_with('…'), "the request is cut, and says so: {row:?}");
     term.typed(b"/exit\r");
     assert!(child.wait().unwrap().success());
+}
+
+/// Ctrl-C at `--resume`'s question leaves (130) without opening a session;
+/// it used to resume the first one listed.
+#[test]
+fn ctrl_c_at_the_resume_question_leaves_without_resuming() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("noted").into()]);
+    assert_eq!(common::run(&mut env.oneshot("alpha", &[])).0, 0);
+    let (mut term, mut child) = open_terminal_sized(&env, None, &["--resume"]);
+    term.wait_for("resume which? [1]");
+    term.typed(b"\x03");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let screen = String::from_utf8_lossy(&term.screen.lock().unwrap()).into_owned();
+    assert!(!screen.contains("resumed"), "{screen}");
+    assert_eq!(env.server.requests().len(), 1);
 }
 
 /// A teammate's message reaching an idle lead starts the lead's turn by
