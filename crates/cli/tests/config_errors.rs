@@ -24,11 +24,20 @@ fn no_api_key_names_the_variables_and_init() {
 }
 
 #[test]
-fn a_key_missing_for_the_chosen_provider_is_named() {
+fn a_key_missing_for_the_chosen_provider_is_named_with_the_config_file_that_exists() {
     let env = Env::new(Wire::Anthropic, vec![]);
     let (code, _, stderr) = run(env.cmd().args(["-p", "hi", "--model", "groq/llama"]));
     assert_eq!(code, 2);
-    assert!(stderr.contains("GROQ_API_KEY"), "{stderr}");
+    let config = env.home.path().join("config.toml");
+    assert!(
+        stderr.contains(&format!(
+            "provider groq needs an API key: set GROQ_API_KEY (or api_key_env in \
+             [providers.groq] of {})",
+            config.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("ferroclaw init"), "the config exists already: {stderr}");
 }
 
 #[test]

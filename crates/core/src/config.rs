@@ -253,10 +253,15 @@ pub enum ConfigError {
     UnknownProvider { name: String, valid: String },
     #[error("provider {provider}: wire must be \"anthropic\" or \"openai\", not {wire:?}")]
     BadWire { provider: String, wire: String },
+    /// `config` is the user's config file when it exists (else `init` writes one).
     #[error(
-        "provider {provider} needs an API key: set {env} (or api_key_env in [providers.{provider}] of config.toml; `ferroclaw init` writes one)"
+        "provider {provider} needs an API key: set {env} (or api_key_env in [providers.{provider}] of {})",
+        match config {
+            Some(path) => path.display().to_string(),
+            None => "config.toml; `ferroclaw init` writes one".to_string(),
+        }
     )]
-    MissingKey { provider: String, env: String },
+    MissingKey { provider: String, env: String, config: Option<PathBuf> },
     #[error("environment variable {name}={value:?}: {message}")]
     BadEnv { name: String, value: String, message: String },
 }
@@ -384,9 +389,13 @@ impl Config {
         if let Some(name) = installed_local_model(&self.home) {
             return Ok(format!("local/{name}"));
         }
+        Err(ConfigError::NoModel { config: self.user_config() })
+    }
+
+    /// The user's config file (`$FERROCLAW_HOME/config.toml`), when it was read.
+    fn user_config(&self) -> Option<PathBuf> {
         let user = self.home.join("config.toml");
-        let config = self.sources.contains(&user).then_some(user);
-        Err(ConfigError::NoModel { config })
+        self.sources.contains(&user).then_some(user)
     }
 
     /// Names of every provider: presets and those from config.
@@ -445,7 +454,11 @@ impl Config {
         if api_key.is_none()
             && let Some(env) = key_env
         {
-            return Err(ConfigError::MissingKey { provider: name, env });
+            return Err(ConfigError::MissingKey {
+                provider: name,
+                env,
+                config: self.user_config(),
+            });
         }
         let mut config = ProviderConfig::new(name, wire, base_url);
         config.api_key = api_key;
