@@ -228,3 +228,31 @@ fn after_init_the_no_model_error_points_at_the_config_file_not_at_init() {
     assert!(!stderr.contains("ferroclaw init"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+#[test]
+fn with_no_model_nothing_starts_before_the_error_not_even_the_projects_mcp_servers() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    std::fs::remove_file(env.home.path().join("config.toml")).unwrap();
+    let marker = env.ws().join("server-started");
+    let config = serde_json::json!({"mcpServers": {"slow": {
+        "command": "sh", "args": ["-c", format!("touch {}; sleep 30", marker.display())]
+    }}});
+    std::fs::write(env.ws().join(".mcp.json"), config.to_string()).unwrap();
+    let bare = || {
+        let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ferroclaw"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FERROCLAW_HOME", env.home.path())
+            .current_dir(env.ws());
+        cmd
+    };
+    assert_eq!(run(bare().arg("trust")).0, 0);
+    for args in [&["-p", "hi"][..], &[]] {
+        let (code, _, stderr) = run(bare().args(args).write_stdin(""));
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("ferroclaw: no model configured"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert!(!marker.exists(), "the MCP server was started for nothing");
+    assert!(!env.home.path().join("recall.db").exists(), "nothing was written in the home");
+}
