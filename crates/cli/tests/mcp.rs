@@ -140,6 +140,13 @@ fn broken_mcp_json_files_are_each_named_with_line_and_column_and_the_request_sti
         format!("{}: \"mcpServers\" must be an object", ws.join(".agent/mcp.json").display());
     assert_eq!(stderr.matches(&agent).count(), 1, "{stderr}");
     assert!(!stderr.contains("mcp server \"*\""), "{stderr}");
+    // `mcp list` names each broken file by its path, one line each.
+    let (_, stdout, _) = run(env.cmd().args(["mcp", "list"]));
+    let expected = format!(
+        "{}: failed: invalid JSON (expected value); no server in this file starts\n",
+        ws.join(".mcp.json").display()
+    );
+    assert!(stdout.contains(&expected), "{stdout:?}");
 }
 
 #[test]
