@@ -248,7 +248,9 @@ impl Server {
     fn needs_key(&self, cwd: &Path) -> Option<String> {
         let config = (self.options.load_config)(cwd).ok()?;
         match config.model_spec().and_then(|spec| config.resolve_model(&spec)) {
-            Err(e @ (ConfigError::MissingKey { .. } | ConfigError::NoModel)) => Some(e.to_string()),
+            Err(e @ (ConfigError::MissingKey { .. } | ConfigError::NoModel { .. })) => {
+                Some(e.to_string())
+            }
             _ => None,
         }
     }
@@ -520,9 +522,9 @@ impl Session {
 /// authenticate; the rest are the user's to fix.
 fn open_error(e: RuntimeError) -> RpcError {
     match e {
-        RuntimeError::Config(e @ (ConfigError::MissingKey { .. } | ConfigError::NoModel)) => {
-            RpcError::new(code::AUTH_REQUIRED, e.to_string())
-        }
+        RuntimeError::Config(
+            e @ (ConfigError::MissingKey { .. } | ConfigError::NoModel { .. }),
+        ) => RpcError::new(code::AUTH_REQUIRED, e.to_string()),
         RuntimeError::Session(e) => RpcError::new(code::NOT_FOUND, e.to_string()),
         e => RpcError::internal(e.to_string()),
     }

@@ -29,7 +29,7 @@ pub struct Cli {
     pub stream_format: StreamFormat,
 
     /// Model as PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-5, openai/gpt-5, ollama/qwen3;
-    /// or an alias: sonnet, opus, haiku, gpt-5, gpt-5-mini.
+    /// or an alias: sonnet, opus, haiku, gpt-5, gpt-5-mini, o3.
     #[arg(short = 'm', long)]
     pub model: Option<String>,
 

@@ -143,7 +143,13 @@ pub fn code(cli: &Cli, action: &CodeAction) -> Result<i32, SetupError> {
 type Answer<'a> = (String, Vec<String>, &'a PageArgs);
 
 fn ask<'a>(index: &CodeIndex, action: &'a CodeAction) -> Result<Answer<'a>, String> {
-    let err = |e: ferroclaw_codegraph::Error| e.to_string();
+    let err = |e: ferroclaw_codegraph::Error| match e {
+        // The library's wording names the model's tool; here a person types a command.
+        ferroclaw_codegraph::Error::UnknownSymbol(name) => format!(
+            "no symbol `{name}` in the code index (try `ferroclaw code find` with part of the name)"
+        ),
+        e => e.to_string(),
+    };
     Ok(match action {
         CodeAction::Outline { path, page } => {
             let symbols = index.outline(path).map_err(err)?;
@@ -155,7 +161,12 @@ fn ask<'a>(index: &CodeIndex, action: &'a CodeAction) -> Result<Answer<'a>, Stri
         }
         CodeAction::Find { query, kind, page } => {
             let kind = match kind {
-                Some(k) => Some(SymbolKind::parse(k).ok_or_else(|| format!("unknown kind {k:?}"))?),
+                Some(k) => Some(SymbolKind::parse(k).ok_or_else(|| {
+                    format!(
+                        "unknown kind {k:?}; kinds: function, method, class, struct, enum, trait, \
+                         module, constant"
+                    )
+                })?),
                 None => None,
             };
             let found = index.find(query, kind, 500).map_err(err)?;
@@ -168,7 +179,7 @@ fn ask<'a>(index: &CodeIndex, action: &'a CodeAction) -> Result<Answer<'a>, Stri
         CodeAction::Definition { symbol, page } => {
             let found = index.definition(symbol).map_err(err)?;
             if found.is_empty() {
-                return Err(ferroclaw_codegraph::Error::UnknownSymbol(symbol.clone()).to_string());
+                return Err(err(ferroclaw_codegraph::Error::UnknownSymbol(symbol.clone())));
             }
             (
                 format!("{} definitions of `{symbol}`", found.len()),

@@ -156,7 +156,8 @@ async fn mcp(checks: &mut Checks, config: &Config) {
     for problem in &servers.problems {
         checks.broken("mcp", problem);
     }
-    let hub = ferroclaw_runtime::start_hub(config, Default::default()).await;
+    // Not `start_hub`: it warns on stderr about what is reported here already.
+    let hub = ferroclaw_runtime::connect_mcp(config, servers.clone(), Default::default()).await;
     for status in hub.statuses().await {
         match status.state {
             ServerState::Ready { tools } => {

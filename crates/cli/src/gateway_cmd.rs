@@ -202,6 +202,7 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
                 let (token, source) = web_token(&config.home, &settings)?;
                 ferroclaw_core::redact::register("FERROCLAW_GATEWAY_TOKEN", &token);
                 let addr = std::net::SocketAddr::new(settings.bind, settings.port);
+                port_is_free(addr)?;
                 // Where the token is, never the token itself (stderr ends up in journals).
                 eprintln!("ferroclaw gateway: web chat at http://{addr}/; the token is {source}");
                 eprintln!(
@@ -462,4 +463,20 @@ fn systemd_unit(exe: &Path, home: &Path) -> String {
         stop = ferroclaw_gateway::gateway::SHUTDOWN_GRACE.as_secs() + 30,
         nofile = UNIT_NOFILE,
     )
+}
+
+/// Stops the start, with the reason, when the web chat's address cannot be
+/// listened on (another gateway has it, or the bind address is not this
+/// machine's): a gateway whose only way in is closed would otherwise run on,
+/// serving nobody, after announcing a web chat that is not its own.
+fn port_is_free(addr: std::net::SocketAddr) -> Result<(), SetupError> {
+    match std::net::TcpListener::bind(addr) {
+        // Dropped at once; the web channel binds it again a moment later.
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(SetupError::Other(format!(
+            "cannot listen on {addr}: something else is listening there (another `ferroclaw \
+             gateway`? `ferroclaw status` says); stop it, or pick another port with --port N"
+        ))),
+        Err(e) => Err(SetupError::Other(format!("cannot listen on {addr}: {e}"))),
+    }
 }

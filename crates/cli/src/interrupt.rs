@@ -79,7 +79,8 @@ pub fn watch(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
         if tokio::signal::ctrl_c().await.is_err() {
             return std::future::pending().await;
         }
-        eprintln!("\n\x1b[33minterrupted; press Ctrl-C again to exit\x1b[0m");
+        let style = crate::style::Style::for_stderr();
+        eprintln!("\n{}", style.yellow("interrupted; press Ctrl-C again to exit"));
         cancel.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
             std::process::exit(exit::INTERRUPTED);

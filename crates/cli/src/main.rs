@@ -20,6 +20,7 @@ mod gateway_transfer;
 mod highlight;
 mod interrupt;
 mod keys;
+mod line_editor;
 mod markdown;
 mod mcp_cmd;
 mod model_alias;
@@ -123,6 +124,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Trust { list, revoke }) => trust_cmd::run(cli, *list, *revoke),
         None if cli.print => {
             let config = setup::load_config(cli)?;
+            setup::check_model(&config)?;
             trust_cmd::warn_ignored(&config);
             oneshot::run(cli, config).await
         }
@@ -134,7 +136,11 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
                 .to_possible_value()
                 .map_or("json".into(), |v| v.get_name().to_string())
         ))),
-        None => repl::run(cli, trust_cmd::ask_if_untrusted(cli, setup::load_config(cli)?)?).await,
+        None => {
+            let config = setup::load_config(cli)?;
+            setup::check_model(&config)?;
+            repl::run(cli, trust_cmd::ask_if_untrusted(cli, config)?).await
+        }
     }
 }
 

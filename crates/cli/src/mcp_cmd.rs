@@ -249,8 +249,11 @@ async fn list(config: &Config) -> Result<i32, SetupError> {
     }
     let hub = ferroclaw_runtime::connect_mcp(config, servers, ClientHooks::default()).await;
     for status in hub.statuses().await {
-        let what = describe.get(&status.name).cloned().unwrap_or_default();
-        println!("{}: {} {what}", status.name, state_text(&status.state));
+        let line = format!("{}: {}", status.name, state_text(&status.state));
+        match describe.get(&status.name) {
+            Some(what) => println!("{line} {what}"),
+            None => println!("{line}"),
+        }
     }
     hub.shutdown().await;
     Ok(exit::OK)

@@ -116,7 +116,14 @@ async fn pull(
     let mut bar = ProgressBar::new(name);
     let result = ferroclaw_local::download(&url, &dest, expected.as_deref(), |p| bar.draw(p)).await;
     bar.finish();
-    let got = result.map_err(|e| SetupError::Other(e.to_string()))?;
+    let got = result.map_err(|e| match e {
+        // Offline, or the host is blocked: the file can still come another way.
+        ferroclaw_local::DownloadError::Connect { .. } => SetupError::Other(format!(
+            "{e}; without a way to that host, get the .gguf file another way and add it with \
+             `ferroclaw model import FILE`"
+        )),
+        e => SetupError::Other(e.to_string()),
+    })?;
     if !got.verified {
         eprintln!(
             "warning: no published checksum to compare with; sha256 of the download is {}",

@@ -159,15 +159,34 @@ fn prompt(cli: &Cli) -> Result<String, SetupError> {
         (Some(p), _) => p.to_string(),
         (None, Some(input)) => input,
         (None, None) => {
-            return Err(SetupError::Other(
-                "no prompt: pass it as an argument (ferroclaw -p \"...\") or on stdin".into(),
-            ));
+            return Err(SetupError::Other(format!(
+                "no prompt: pass it as an argument (ferroclaw -p \"...\") or on stdin{}",
+                swallowed_prompt_hint(cli)
+            )));
         }
     };
     if prompt.trim().is_empty() {
-        return Err(SetupError::Other("the prompt is empty".into()));
+        return Err(SetupError::Other(format!(
+            "the prompt is empty{}",
+            swallowed_prompt_hint(cli)
+        )));
     }
     Ok(prompt)
+}
+
+/// When the prompt is missing and a rules flag was given: those flags take
+/// every word after them, so `-p --allowedTools edit "fix it"` reads "fix it"
+/// as rules. Says so, and where the prompt goes.
+fn swallowed_prompt_hint(cli: &Cli) -> String {
+    let (flag, values) = match (cli.allowed_tools.last(), cli.disallowed_tools.last()) {
+        (Some(v), _) => ("--allowedTools", v),
+        (None, Some(v)) => ("--disallowedTools", v),
+        (None, None) => return String::new(),
+    };
+    format!(
+        "; {flag} takes every word after it (here {values:?} too), so put the prompt \
+         before it: ferroclaw -p \"...\" {flag} RULES"
+    )
 }
 
 /// Stdin up to [`MAX_STDIN_BYTES`], with a note (here and on stderr) when cut.
@@ -246,10 +265,23 @@ fn explain_denials(denials: &[Denial], workspace: &std::path::Path) {
     if !rules.is_empty() {
         let quoted: Vec<String> = rules.iter().map(|r| format!("'{r}'")).collect();
         eprintln!(
-            "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in ~/.ferroclaw/config.toml or a trusted project's .agent/config.toml)",
+            "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in {} or a trusted project's .agent/config.toml)",
             quoted.join(" "),
-            rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ")
+            rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", "),
+            user_config_shown()
         );
+    }
+}
+
+/// The user's config file as a person would type it: `~/.ferroclaw/config.toml`
+/// by default, the real path when `FERROCLAW_HOME` puts it elsewhere.
+fn user_config_shown() -> String {
+    let path = ferroclaw_core::Config::default_home().join("config.toml");
+    let user_home =
+        std::env::var_os("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from);
+    match user_home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
     }
 }
 

@@ -175,6 +175,10 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 question_shown(&opts);
             }
             AgentEvent::Retrying { attempt, delay_ms, reason } if opts.status || opts.notices => {
+                if waiting && status_tty {
+                    // The spinner is on this line: clear it, or the notice is glued to it.
+                    eprint!("\r\x1b[2K");
+                }
                 eprintln!(
                     "{}",
                     st.yellow(&format!(

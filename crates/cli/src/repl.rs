@@ -7,19 +7,16 @@ use std::sync::{Arc, PoisonError};
 use ferroclaw_core::commands::{self, CustomCommand};
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
 use ferroclaw_core::{Agent, Approver, Config, PermissionMode, SessionStore, pricing};
-use rustyline::completion::Completer;
+use rustyline::Editor;
 use rustyline::error::ReadlineError;
-use rustyline::highlight::Highlighter;
-use rustyline::hint::Hinter;
 use rustyline::history::FileHistory;
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
-use rustyline::{Context, Editor, Helper};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::Cli;
 use crate::exit;
 use crate::keys::{self, KeyWatch};
+use crate::line_editor::ReplHelper;
 use crate::render::{RenderOptions, render};
 use crate::setup::SetupError;
 use crate::tool_log::{self, ToolLog};
@@ -27,7 +24,7 @@ use ferroclaw_runtime::team::TeamRunner;
 use ferroclaw_runtime::{Resume, Runtime};
 
 /// Slash commands and what they do, for `/help` and completion.
-const COMMANDS: &[(&str, &str)] = &[
+pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
     ("/new", "start a new conversation; this one is archived to memory"),
     ("/clear", "same as /new"),
@@ -105,7 +102,11 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         Resume::Pick => {
             let (picked, ed) = pick_session(&config, editor).await?;
             editor = ed;
-            picked
+            match picked {
+                Ok(resume) => resume,
+                // Ctrl-C or Ctrl-D at the question: nothing is opened.
+                Err(code) => return Ok(code),
+            }
         }
         other => other,
     };
@@ -407,35 +408,46 @@ async fn shell_command(agent: &mut Agent, repl: &mut Repl, command: &str) {
     ));
 }
 
-/// `--resume` without an id: recent sessions, numbered; the user picks one.
+/// `--resume` without an id: recent sessions, numbered; the user picks one
+/// (Enter: the first). A number not listed asks again; Ctrl-C (exit code
+/// 130) or Ctrl-D (0) leaves without opening any.
 async fn pick_session(
     config: &Config,
     mut editor: Editor<ReplHelper, FileHistory>,
-) -> Result<(Resume, Editor<ReplHelper, FileHistory>), SetupError> {
+) -> Result<(Result<Resume, i32>, Editor<ReplHelper, FileHistory>), SetupError> {
     let list = SessionStore::new(&config.home).list(&config.workspace);
     if list.is_empty() {
         eprintln!("no earlier conversations in {}; starting a new one", config.workspace.display());
-        return Ok((Resume::New, editor));
+        return Ok((Ok(Resume::New), editor));
     }
     let shown = &list[..list.len().min(SESSIONS_PAGE)];
     // `NN. ` before each line.
     println!("    {}", crate::sessions::header());
     for (i, s) in shown.iter().enumerate() {
-        println!("{:>2}. {}", i + 1, crate::sessions::line(s));
+        println!("{:>2}. {}", i + 1, crate::sessions::line(s, 4));
     }
-    let (answer, ed) = tokio::task::spawn_blocking(move || {
-        let r = editor.readline("resume which? [1] ");
-        (r, editor)
-    })
-    .await
-    .map_err(|e| SetupError::Other(format!("line editor crashed: {e}")))?;
-    editor = ed;
-    let answer = answer.unwrap_or_default();
-    let answer = answer.trim();
-    let n = if answer.is_empty() { 1 } else { answer.parse::<usize>().unwrap_or(0) };
-    match shown.get(n.wrapping_sub(1)) {
-        Some(s) => Ok((Resume::Id(s.id.clone()), editor)),
-        None => Err(SetupError::Other(format!("no conversation numbered {answer:?}"))),
+    loop {
+        let (answer, ed) = tokio::task::spawn_blocking(move || {
+            let r = editor.readline("resume which? [1] ");
+            (r, editor)
+        })
+        .await
+        .map_err(|e| SetupError::Other(format!("line editor crashed: {e}")))?;
+        editor = ed;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(ReadlineError::Interrupted) => return Ok((Err(exit::INTERRUPTED), editor)),
+            Err(_) => return Ok((Err(exit::OK), editor)),
+        };
+        let answer = answer.trim();
+        let n = if answer.is_empty() { 1 } else { answer.parse::<usize>().unwrap_or(0) };
+        match shown.get(n.wrapping_sub(1)) {
+            Some(s) => return Ok((Ok(Resume::Id(s.id.clone())), editor)),
+            None => eprintln!(
+                "no conversation numbered {answer:?}: type 1 to {} (Enter: 1), or Ctrl-C to leave",
+                shown.len()
+            ),
+        }
     }
 }
 
@@ -579,11 +591,14 @@ async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
     let watcher = crate::interrupt::watch(cancel.clone());
     let focus = (!focus.is_empty()).then_some(focus);
     match agent.compact(focus, &tx, &cancel).await {
-        Ok(()) => eprintln!(
-            "compacted: {} messages now, the full transcript stays in {}",
-            agent.messages().len(),
-            agent.session().path().display()
-        ),
+        Ok(()) => {
+            let n = agent.messages().len();
+            eprintln!(
+                "compacted: {n} message{} now, the full transcript stays in {}",
+                if n == 1 { "" } else { "s" },
+                agent.session().path().display()
+            )
+        }
         Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
     }
     watcher.abort();
@@ -726,72 +741,11 @@ fn new_editor(
         .map_err(|e| SetupError::Other(format!("cannot open the terminal: {e}")))?;
     let (custom, _) = commands::load(&config.workspace, &config.home, config.trusted);
     let custom = custom.into_iter().map(|c| format!("/{}", c.name)).collect();
-    editor.set_helper(Some(ReplHelper { custom, typed }));
+    editor.set_helper(Some(ReplHelper::new(custom, typed, config.workspace.clone())));
     let _ = std::fs::create_dir_all(&config.home);
     let _ = editor.load_history(&history_path(config));
     Ok(editor)
 }
-
-/// Line-editor behaviour: multi-line input and slash-command completion
-/// (built-in and custom commands).
-struct ReplHelper {
-    /// `/name` of each custom command.
-    custom: Vec<String>,
-    /// The line being typed.
-    typed: Arc<std::sync::Mutex<String>>,
-}
-
-impl Validator for ReplHelper {
-    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
-        let input = ctx.input();
-        let open_fence = input.matches("```").count() % 2 == 1;
-        Ok(if input.ends_with('\\') || open_fence {
-            ValidationResult::Incomplete
-        } else {
-            ValidationResult::Valid(None)
-        })
-    }
-}
-
-impl Completer for ReplHelper {
-    type Candidate = String;
-    fn complete(
-        &self,
-        line: &str,
-        pos: usize,
-        _ctx: &Context<'_>,
-    ) -> rustyline::Result<(usize, Vec<String>)> {
-        if !line.starts_with('/') || line[..pos].contains(' ') {
-            return Ok((0, Vec::new()));
-        }
-        Ok((
-            0,
-            COMMANDS
-                .iter()
-                .map(|(c, _)| *c)
-                .chain(self.custom.iter().map(String::as_str))
-                .filter(|c| c.starts_with(&line[..pos]))
-                .map(str::to_string)
-                .collect(),
-        ))
-    }
-}
-
-impl Hinter for ReplHelper {
-    type Hint = String;
-
-    /// No hints; keeps the line being typed for [`crate::team::InboxWake`],
-    /// which wakes the lead only at an empty prompt.
-    fn hint(&self, line: &str, _pos: usize, _ctx: &Context<'_>) -> Option<String> {
-        let mut typed = self.typed.lock().unwrap_or_else(PoisonError::into_inner);
-        if *typed != line {
-            line.clone_into(&mut typed);
-        }
-        None
-    }
-}
-impl Highlighter for ReplHelper {}
-impl Helper for ReplHelper {}
 
 #[cfg(test)]
 mod tests {

@@ -45,13 +45,39 @@ fn columns(id: &str, created: &str, size: &str, model: &str, title: &str) -> Str
 /// One line per session: id, created, size, model, first request.
 pub fn print_list(list: &[SessionSummary]) {
     for s in list {
-        println!("{}", line(s));
+        println!("{}", line(s, 0));
     }
 }
 
-/// One session's line.
-pub fn line(s: &SessionSummary) -> String {
-    columns(&s.id, &s.created, &human_size(s.bytes), &shorten(&s.model, 28), &shorten(&s.title, 80))
+/// Most characters of the first request shown.
+const TITLE_WIDTH: usize = 80;
+/// Fewest shown, however narrow the terminal.
+const TITLE_MIN_WIDTH: usize = 12;
+
+/// One session's line; `indent` characters go before it. On a terminal the
+/// first request is cut so the line fits its width instead of wrapping.
+pub fn line(s: &SessionSummary, indent: usize) -> String {
+    let fixed = columns("", "", "", "", "").chars().count() + indent;
+    let title_width = match terminal_columns() {
+        // `shorten` adds an ellipsis after the characters it keeps.
+        Some(cols) => cols.saturating_sub(fixed + 1).clamp(TITLE_MIN_WIDTH, TITLE_WIDTH),
+        None => TITLE_WIDTH,
+    };
+    columns(
+        &s.id,
+        &s.created,
+        &human_size(s.bytes),
+        &shorten(&s.model, 28),
+        &shorten(&s.title, title_width),
+    )
+}
+
+/// The width of the terminal stdout is, when it is one.
+fn terminal_columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills the `winsize` it is given and nothing else.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
 /// Page `page` (from 1) of the list, `per_page` lines, with a header and
@@ -65,7 +91,8 @@ pub fn print_page(list: &[SessionSummary], page: usize, per_page: usize) {
     let page = page.clamp(1, pages);
     let n = list.len();
     let plural = if n == 1 { "" } else { "s" };
-    println!("{}  (page {page} of {pages}, {n} session{plural})", header());
+    println!("{n} session{plural}, page {page} of {pages}");
+    println!("{}", header());
     print_list(&list[(page - 1) * per_page..(page * per_page).min(list.len())]);
     if page < pages {
         println!("… /sessions {} for the next page; /resume ID to continue one", page + 1);

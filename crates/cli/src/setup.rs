@@ -71,6 +71,17 @@ pub fn load_config_in(cli: &Cli, workspace: PathBuf) -> Result<Config, SetupErro
     Ok(config)
 }
 
+/// Stops with the reason when no model can be used (none configured, an
+/// unknown provider, a missing key), before anything starts: MCP servers,
+/// the recall index, a trust question.
+pub fn check_model(config: &Config) -> Result<(), SetupError> {
+    let spec = config.model_spec()?;
+    if ferroclaw_local::LocalTarget::parse(&spec).is_none() {
+        config.resolve_model(&spec)?;
+    }
+    Ok(())
+}
+
 /// The options of a session opened for these flags: `--append-system-prompt`;
 /// checkpoints on (see `ferroclaw rewind`).
 pub fn session_options(cli: &Cli) -> SessionOptions {

@@ -46,12 +46,21 @@ fn index_then_callers_cite_the_call_site_and_follow_an_edit() {
 }
 
 #[test]
-fn an_unknown_symbol_is_one_clear_error() {
+fn an_unknown_symbol_or_kind_is_one_clear_error_naming_what_to_type() {
     let env = project();
-    let (code, stdout, stderr) = run(env.cmd().args(["code", "callers", "nope"]));
+    for args in [["code", "callers", "nope"], ["code", "definition", "nope"]] {
+        let (code, stdout, stderr) = run(env.cmd().args(args));
+        assert_eq!(code, 1);
+        assert!(stdout.is_empty(), "{stdout}");
+        assert_eq!(
+            stderr,
+            "ferroclaw: no symbol `nope` in the code index (try `ferroclaw code find` with part \
+             of the name)\n"
+        );
+    }
+    let (code, _, stderr) = run(env.cmd().args(["code", "find", "help", "--kind", "func"]));
     assert_eq!(code, 1);
-    assert!(stdout.is_empty(), "{stdout}");
-    assert!(stderr.contains("no symbol `nope` in the code index"), "{stderr}");
+    assert!(stderr.contains("unknown kind \"func\"; kinds: function, method,"), "{stderr}");
 }
 
 #[test]

@@ -93,3 +93,19 @@ fn the_model_can_ask_for_compaction_with_a_focus() {
     let summary_req = env.request_body(2).to_string();
     assert!(summary_req.contains("Pay particular attention to: the file list"), "{summary_req}");
 }
+
+#[test]
+fn slash_compact_in_the_repl_summarises_and_says_how_many_messages_are_left() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::text("The answer is 42.").into(),
+            Turn::text("SUMMARY: the user asked a question; the answer was 42.").into(),
+        ],
+    );
+    let (code, _, stderr) = run(env.cmd().write_stdin("what is it?\n/compact\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    let line = stderr.lines().find(|l| l.starts_with("compacted: ")).expect(&stderr);
+    assert!(line.starts_with("compacted: 1 message now, the full transcript stays in "), "{line}");
+    assert_eq!(env.server.requests().len(), 2, "the summary was asked for");
+}

@@ -8,6 +8,8 @@ use ferroclaw_testkit::Turn;
 #[test]
 fn no_api_key_names_the_variables_and_init() {
     let env = Env::new(Wire::Anthropic, vec![]);
+    // A newcomer's home: no config file yet.
+    std::fs::remove_file(env.home.path().join("config.toml")).unwrap();
     let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ferroclaw"));
     cmd.env_clear().env("FERROCLAW_HOME", env.home.path()).current_dir(env.ws()).args(["-p", "hi"]);
     let (code, _, stderr) = run(&mut cmd);
@@ -22,11 +24,20 @@ fn no_api_key_names_the_variables_and_init() {
 }
 
 #[test]
-fn a_key_missing_for_the_chosen_provider_is_named() {
+fn a_key_missing_for_the_chosen_provider_is_named_with_the_config_file_that_exists() {
     let env = Env::new(Wire::Anthropic, vec![]);
     let (code, _, stderr) = run(env.cmd().args(["-p", "hi", "--model", "groq/llama"]));
     assert_eq!(code, 2);
-    assert!(stderr.contains("GROQ_API_KEY"), "{stderr}");
+    let config = env.home.path().join("config.toml");
+    assert!(
+        stderr.contains(&format!(
+            "provider groq needs an API key: set GROQ_API_KEY (or api_key_env in \
+             [providers.groq] of {})",
+            config.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("ferroclaw init"), "the config exists already: {stderr}");
 }
 
 #[test]
@@ -143,4 +154,105 @@ fn a_model_name_that_is_not_provider_slash_model_names_the_aliases() {
     assert!(stderr.contains("model \"claude\" is not PROVIDER/MODEL"), "{stderr}");
     assert!(stderr.contains("or an alias: sonnet, opus, haiku"), "{stderr}");
     assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn config_values_that_cannot_work_are_refused_with_their_line_before_any_request() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("never").into()]);
+    for (text, said) in [
+        ("max_turns = 0\n", "config.toml:1:13: max_turns = 0: must be at least 1"),
+        ("max_tokens = 0\n", "config.toml:1:14: max_tokens = 0: must be at least 1"),
+        ("context_window = 0\n", "config.toml:1:18: context_window = 0: must be at least 1"),
+        (
+            "compaction_threshold = 7\n",
+            "config.toml:1:24: compaction_threshold = 7: must be above 0 and at most 1",
+        ),
+        ("[timeouts]\nidle_secs = 0\n", "config.toml:2:13: idle_secs = 0: must be at least 1"),
+        (
+            "[timeouts]\nconnect_secs = 0\n",
+            "config.toml:2:16: connect_secs = 0: must be at least 1",
+        ),
+    ] {
+        env.write_home_config(text);
+        let (code, _, stderr) = run(&mut env.oneshot("hi", &[]));
+        assert_eq!(code, 2, "{text}: {stderr}");
+        assert!(stderr.contains(said), "{text}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn max_turns_zero_from_the_environment_is_refused_before_any_request() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("never").into()]);
+    let (code, _, stderr) = run(env.oneshot("hi", &[]).env("FERROCLAW_MAX_TURNS", "0"));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("FERROCLAW_MAX_TURNS=\"0\": expected a whole number, at least 1"),
+        "{stderr}"
+    );
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn a_value_of_the_wrong_type_is_said_in_words_not_rust_types() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    env.write_home_config("max_turns = \"ten\"\n");
+    let (code, _, stderr) = run(&mut env.oneshot("hi", &[]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("config.toml:1:13: invalid type: string \"ten\", expected a whole number"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("u32"), "{stderr}");
+}
+
+#[test]
+fn after_init_the_no_model_error_points_at_the_config_file_not_at_init() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    std::fs::remove_file(env.home.path().join("config.toml")).unwrap();
+    let bare = || {
+        let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ferroclaw"));
+        cmd.env_clear().env("FERROCLAW_HOME", env.home.path()).current_dir(env.ws());
+        cmd
+    };
+    let (code, _, _) = run(bare().arg("init"));
+    assert_eq!(code, 0);
+    let (code, _, stderr) = run(bare().args(["-p", "hi"]));
+    assert_eq!(code, 2, "{stderr}");
+    let config = env.home.path().join("config.toml");
+    assert!(
+        stderr.contains(&format!("set model = \"PROVIDER/MODEL\" in {}", config.display())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("ferroclaw init"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn with_no_model_nothing_starts_before_the_error_not_even_the_projects_mcp_servers() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    std::fs::remove_file(env.home.path().join("config.toml")).unwrap();
+    let marker = env.ws().join("server-started");
+    let config = serde_json::json!({"mcpServers": {"slow": {
+        "command": "sh", "args": ["-c", format!("touch {}; sleep 30", marker.display())]
+    }}});
+    std::fs::write(env.ws().join(".mcp.json"), config.to_string()).unwrap();
+    let bare = || {
+        let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ferroclaw"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FERROCLAW_HOME", env.home.path())
+            .current_dir(env.ws());
+        cmd
+    };
+    assert_eq!(run(bare().arg("trust")).0, 0);
+    for args in [&["-p", "hi"][..], &[]] {
+        let (code, _, stderr) = run(bare().args(args).write_stdin(""));
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("ferroclaw: no model configured"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert!(!marker.exists(), "the MCP server was started for nothing");
+    assert!(!env.home.path().join("recall.db").exists(), "nothing was written in the home");
 }

@@ -37,3 +37,20 @@ fn doctor_sends_a_real_request_to_the_provider() {
     assert!(stdout.contains("!! provider:") && stdout.contains("HTTP 401"), "{stdout}");
     assert!(stdout.contains(" sandbox: "), "checks go on after the failure: {stdout}");
 }
+
+#[test]
+fn a_broken_mcp_json_is_one_doctor_problem_said_once() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into()]);
+    std::fs::write(env.ws().join(".mcp.json"), "{\"mcpServers\": {").unwrap();
+    let (code, _, stderr) = run(env.cmd().arg("trust"));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = run(env.cmd().arg("doctor"));
+    assert_eq!(code, 1, "{stdout}");
+    let said = |text: &str| text.matches("invalid JSON").count();
+    assert_eq!(said(&stdout), 1, "{stdout}");
+    assert!(
+        stdout.contains("!! mcp: ") && stdout.contains(".mcp.json:1:16: invalid JSON"),
+        "{stdout}"
+    );
+    assert_eq!(said(&stderr), 0, "not repeated as a warning: {stderr}");
+}

@@ -208,3 +208,56 @@ fn a_stream_cut_after_some_text_keeps_that_text_in_the_session() {
     let sent = env.request_body(env.server.requests().len() - 1)["messages"].to_string();
     assert!(sent.contains("cut off"), "the partial answer is kept, marked as cut: {sent}");
 }
+
+/// A tmpfs mounted on a folder for one test, unmounted when dropped.
+struct TinyDisk(std::path::PathBuf);
+
+impl TinyDisk {
+    /// None (after a loud SKIP) where mounting is not allowed (not root).
+    fn mount(dir: &Path, size: &str) -> Option<TinyDisk> {
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!(
+                "\n*** SKIP: cannot mount a tmpfs here (needs root); full-disk test did not run ***\n"
+            );
+        }
+        ok.then(|| TinyDisk(dir.to_path_buf()))
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_fails_the_request_in_one_line_and_leaves_no_empty_session_behind() {
+    let env =
+        Env::new(Wire::Anthropic, vec![Turn::text("first").into(), Turn::text("never").into()]);
+    let home = env.home.path().join("tiny");
+    std::fs::create_dir(&home).unwrap();
+    let Some(_disk) = TinyDisk::mount(&home, "2m") else { return };
+    let (code, _, stderr) = run(env.oneshot("hi", &[]).env("FERROCLAW_HOME", &home));
+    assert_eq!(code, 0, "{stderr}");
+    // Fill what is left of the disk.
+    let mut filler = std::fs::File::create(home.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[0u8; 4096]).is_ok() {}
+    drop(filler);
+    let sessions = || {
+        let dir = std::fs::read_dir(home.join("sessions")).unwrap().next().unwrap().unwrap().path();
+        std::fs::read_dir(dir).unwrap().count()
+    };
+    assert_eq!(sessions(), 1);
+    let (code, _, stderr) = run(env.oneshot("again", &[]).env("FERROCLAW_HOME", &home));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(sessions(), 1, "the failed request left no empty session file");
+    assert_eq!(env.server.requests().len(), 1);
+}

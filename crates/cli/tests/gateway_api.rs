@@ -102,6 +102,21 @@ fn a_misspelt_channel_key_or_no_enabled_channel_refuses_to_start_and_says_why() 
 }
 
 #[test]
+fn a_port_already_taken_stops_the_start_with_the_reason_instead_of_serving_nobody() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let (rc, _, err) = run(env.cmd().args(["gateway", "--port", &port]));
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains(&format!("ferroclaw: cannot listen on 127.0.0.1:{port}: something else"))
+            && err.contains("--port N"),
+        "{err}"
+    );
+    assert!(!err.contains("web chat at"), "no web chat is announced: {err}");
+}
+
+#[test]
 fn gateway_install_says_where_the_keys_go_and_raises_the_open_files_limit() {
     let env = Env::new(Wire::OpenAi, vec![]);
     let config_dir = env.home.path().join("xdg");

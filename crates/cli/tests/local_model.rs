@@ -302,3 +302,18 @@ fn model_pull_downloads_a_url_verifies_it_and_installs_it() {
     assert!(stderr.contains("no published checksum"), "{stderr}");
     assert_eq!(std::fs::read(env.home.path().join("models/tiny.gguf")).unwrap(), body);
 }
+
+#[test]
+fn model_pull_from_an_unreachable_host_says_so_once_and_how_to_import_instead() {
+    let env = Env::new();
+    // A port nothing listens on: the connection is refused at once.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/files/tiny.gguf");
+    let (code, _, stderr) = run(env.cmd().args(["model", "pull", &url]));
+    assert_eq!(code, 2, "{stderr}");
+    let error = stderr.lines().find(|l| l.starts_with("ferroclaw: ")).expect(&stderr);
+    assert!(error.starts_with(&format!("ferroclaw: cannot reach {url}: ")), "{error}");
+    assert_eq!(error.matches(&url).count(), 1, "the URL is named once: {error}");
+    assert!(error.ends_with("add it with `ferroclaw model import FILE`"), "{error}");
+    assert!(!env.home.path().join("models/tiny.gguf").exists());
+}

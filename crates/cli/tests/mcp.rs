@@ -120,6 +120,36 @@ fn a_broken_server_is_reported_once_and_the_request_still_runs() {
 }
 
 #[test]
+fn broken_mcp_json_files_are_each_named_with_line_and_column_and_the_request_still_runs() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("fine").into()]);
+    std::fs::write(env.ws().join(".mcp.json"), "{\"mcpServers\": {\"fs\": {\"args\": [}}}")
+        .unwrap();
+    std::fs::create_dir_all(env.ws().join(".agent")).unwrap();
+    std::fs::write(env.ws().join(".agent/mcp.json"), "{\"mcpServers\": [\n]}").unwrap();
+    trust(&env);
+    let (code, stdout, stderr) = run(&mut env.oneshot("hi", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "fine\n");
+    let ws = env.ws().canonicalize().unwrap();
+    let json = format!(
+        "{}:1:33: invalid JSON (expected value); no server in this file starts",
+        ws.join(".mcp.json").display()
+    );
+    assert_eq!(stderr.matches(&json).count(), 1, "{stderr}");
+    let agent =
+        format!("{}: \"mcpServers\" must be an object", ws.join(".agent/mcp.json").display());
+    assert_eq!(stderr.matches(&agent).count(), 1, "{stderr}");
+    assert!(!stderr.contains("mcp server \"*\""), "{stderr}");
+    // `mcp list` names each broken file by its path, one line each.
+    let (_, stdout, _) = run(env.cmd().args(["mcp", "list"]));
+    let expected = format!(
+        "{}: failed: invalid JSON (expected value); no server in this file starts\n",
+        ws.join(".mcp.json").display()
+    );
+    assert!(stdout.contains(&expected), "{stdout:?}");
+}
+
+#[test]
 fn the_repl_shows_server_status_and_runs_a_server_prompt() {
     let Some(bin) = everything_bin() else { return };
     let env = Env::new(Wire::Anthropic, vec![Turn::text("it is sunny").into()]);

@@ -248,3 +248,37 @@ fn text_mode_says_when_it_retries() {
     let notice = stderr.lines().find(|l| l.contains("retrying in")).unwrap_or_default();
     assert!(notice.starts_with("⟳ retrying in") && notice.contains("529"), "{stderr}");
 }
+
+#[test]
+fn the_allow_hint_names_the_config_file_ferroclaw_reads_when_ferroclaw_home_moves_it() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("bash", json!({"command": "git status"})).into(),
+            Turn::text("could not").into(),
+        ],
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = run(env.oneshot("look", &[]).env("HOME", elsewhere.path()));
+    assert_eq!(code, 0, "{stderr}");
+    let line = stderr.lines().find(|l| l.starts_with("to allow them:")).unwrap();
+    let config = env.home.path().join("config.toml");
+    assert!(line.contains(&format!("under [permissions] in {} or", config.display())), "{line}");
+    assert!(!line.contains("~/.ferroclaw"), "{line}");
+}
+
+#[test]
+fn a_prompt_swallowed_by_allowed_tools_is_named_with_where_the_prompt_goes() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("never").into()]);
+    let (code, _, stderr) = run(env.cmd().args(["-p", "--allowedTools", "edit", "fix the bug"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "--allowedTools takes every word after it (here \"fix the bug\" too), so put the \
+             prompt before it: ferroclaw -p \"...\" --allowedTools RULES"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(env.server.requests().is_empty());
+}

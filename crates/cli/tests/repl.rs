@@ -41,7 +41,7 @@ fn clear_starts_a_new_conversation() {
 }
 
 #[test]
-fn ctrl_c_cancels_the_request_in_flight_and_keeps_the_session() {
+fn ctrl_c_cancels_the_request_in_flight_keeps_the_session_and_says_so_in_plain_text_to_a_pipe() {
     let env = Env::new(
         Wire::Anthropic,
         vec![Fault::Stall { after_text: "thinking about".into() }.into()],
@@ -49,8 +49,14 @@ fn ctrl_c_cancels_the_request_in_flight_and_keeps_the_session() {
     let mut cmd = env.std_cmd();
     cmd.args(["-p", "a long question", "--output-format", "stream-json"]);
     let mut child =
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr_pipe, &mut text).unwrap();
+        text
+    });
     // Wait until the model has started answering.
     for line in lines.by_ref() {
         if line.unwrap().contains("text_delta") {
@@ -61,6 +67,9 @@ fn ctrl_c_cancels_the_request_in_flight_and_keeps_the_session() {
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
+    let stderr = stderr.join().unwrap();
+    assert!(stderr.contains("interrupted; press Ctrl-C again to exit"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "no colour codes when stderr is not a terminal: {stderr:?}");
     let last: serde_json::Value = serde_json::from_str(rest.last().unwrap()).unwrap();
     assert_eq!(last["type"], "finished");
     assert_eq!(last["is_error"], true);
@@ -209,7 +218,8 @@ fn resuming_shows_the_last_exchanges_and_sessions_are_paged_with_a_header() {
     assert!(stderr.contains("› the first question"), "{stderr}");
     assert!(stderr.contains("  the first answer"), "{stderr}");
     let header = stdout.lines().find(|l| l.starts_with("ID ")).expect(&stdout);
-    assert!(header.ends_with("FIRST REQUEST  (page 1 of 1, 1 session)"), "{stdout}");
+    assert!(header.ends_with("FIRST REQUEST"), "{stdout}");
+    assert!(stdout.contains("1 session, page 1 of 1\nID "), "the count above the header: {stdout}");
     // Each column name stands over its column.
     let row = stdout.lines().find(|l| l.contains("the first question")).expect(&stdout);
     let column = |name: &str| header.find(name).unwrap();
@@ -236,6 +246,27 @@ fn resume_without_an_id_offers_a_pick() {
     assert_eq!(code, 0, "{stderr}");
     let body = env.request_body(2).to_string();
     assert!(body.contains("alpha") && !body.contains("beta"), "alpha was picked: {body}");
+}
+
+#[test]
+fn the_resume_pick_asks_again_after_a_wrong_number_and_end_of_input_opens_nothing() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("one").into(), Turn::text("two").into()]);
+    run(env.cmd().write_stdin("alpha\n/exit\n"));
+    let (code, _, stderr) = run(env.cmd().arg("--resume").write_stdin("99\n1\nmore\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(
+            "no conversation numbered \"99\": type 1 to 1 (Enter: 1), or Ctrl-C to leave"
+        ),
+        "{stderr}"
+    );
+    let body = env.request_body(1).to_string();
+    assert!(body.contains("alpha") && body.contains("more"), "#1 was resumed after all: {body}");
+    // Ctrl-D (end of input) at the question leaves without opening a session.
+    let (code, _, stderr) = run(env.cmd().arg("--resume").write_stdin(""));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(env.session_files().len(), 1, "no session was opened or created");
+    assert_eq!(env.server.requests().len(), 2);
 }
 
 #[test]

@@ -125,3 +125,46 @@ fn answered_requests_are_indexed_and_found_by_session_search_later() {
     let found = common::tool_results(&env.request_body(2));
     assert!(found[0].0.contains(&id) && found[0].0.contains("deploy key rotate"), "{found:?}");
 }
+
+#[test]
+fn a_prefix_means_this_projects_session_and_an_ambiguous_one_names_the_newest_few() {
+    let options = ferroclaw_testkit::ServerOptions { repeat: true, ..Default::default() };
+    let env = Env::with_options(Wire::Anthropic, vec![Turn::text("ok").into()], options);
+    let other = tempfile::tempdir().unwrap();
+    let other_dir = other.path().to_str().unwrap();
+    for _ in 0..7 {
+        assert_eq!(run(&mut env.oneshot("theirs", &["--cwd", other_dir])).0, 0);
+    }
+    assert_eq!(run(&mut env.oneshot("mine", &[])).0, 0);
+    let ids: Vec<String> = env
+        .session_files()
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(ids.len(), 8);
+    let prefix: String = (0..)
+        .map_while(|i| {
+            let c = ids[0].as_bytes().get(i)?;
+            ids.iter().all(|id| id.as_bytes().get(i) == Some(c)).then_some(*c as char)
+        })
+        .collect();
+    assert!(!prefix.is_empty(), "{ids:?}");
+
+    // In this project the prefix names its one session, whatever other projects hold.
+    let (code, _, stderr) = run(&mut env.oneshot("and then?", &["--resume", &prefix]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(texts(&env, 8), ["mine", "ok", "and then?"]);
+
+    // Where it matches several, the newest few are named and the rest counted.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (code, _, stderr) =
+        run(&mut env
+            .oneshot("x", &["--resume", &prefix, "--cwd", elsewhere.path().to_str().unwrap()]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("is ambiguous") && stderr.contains(" and 3 more;"), "{stderr}");
+    let mut newest = ids.clone();
+    newest.sort_unstable_by(|a, b| b.cmp(a));
+    assert!(stderr.contains(&newest[..5].join(", ")), "{stderr}");
+    assert!(!stderr.contains(&newest[5]), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

@@ -15,6 +15,8 @@ use serde::Deserialize;
 
 use crate::permission::PermissionMode;
 
+mod bounds;
+
 /// Default cap on model round-trips per user request.
 pub const DEFAULT_MAX_TURNS: u32 = 100;
 
@@ -25,8 +27,10 @@ pub struct ConfigFile {
     /// Model as `PROVIDER/MODEL`.
     pub model: Option<String>,
     /// Cap on model round-trips per user request.
+    #[serde(default, deserialize_with = "bounds::max_turns")]
     pub max_turns: Option<u32>,
     /// Cap on tokens per model answer.
+    #[serde(default, deserialize_with = "bounds::max_tokens")]
     pub max_tokens: Option<u32>,
     /// `lean` or `full` for every model (default: lean for local models).
     pub prompt_profile: Option<crate::context::PromptProfile>,
@@ -42,8 +46,10 @@ pub struct ConfigFile {
     pub retry: Option<RetrySection>,
     pub timeouts: Option<TimeoutsSection>,
     /// The model's context window in tokens (default: by model name).
+    #[serde(default, deserialize_with = "bounds::context_window")]
     pub context_window: Option<u64>,
     /// Share of the context window at which history is compacted (default 0.8).
+    #[serde(default, deserialize_with = "bounds::compaction_threshold")]
     pub compaction_threshold: Option<f64>,
     /// `[memory]`: limits of the memory files.
     pub memory: Option<crate::memory::MemorySection>,
@@ -188,8 +194,10 @@ pub struct RetrySection {
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimeoutsSection {
+    #[serde(default, deserialize_with = "bounds::connect_secs")]
     pub connect_secs: Option<u64>,
     /// Longest silence from a provider before its stream counts as broken.
+    #[serde(default, deserialize_with = "bounds::idle_secs")]
     pub idle_secs: Option<u64>,
 }
 
@@ -229,20 +237,31 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// No model set and no way to pick one. `config` is the user's config
+    /// file when it exists (then the way forward is a line in it, not `init`).
     #[error(
-        "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or another provider's key), pass --model PROVIDER/MODEL, run `ferroclaw init` to write a config, or run `ferroclaw model pull smollm2-135m-instruct` to use a local model with no key"
+        "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or another provider's key), pass --model PROVIDER/MODEL, {}, or run `ferroclaw model pull smollm2-135m-instruct` to use a local model with no key",
+        match config {
+            Some(path) => format!("set model = \"PROVIDER/MODEL\" in {}", path.display()),
+            None => "run `ferroclaw init` to write a config".to_string(),
+        }
     )]
-    NoModel,
+    NoModel { config: Option<PathBuf> },
     #[error("model {spec:?} is not PROVIDER/MODEL; providers: {valid}")]
     BadModelSpec { spec: String, valid: String },
     #[error("unknown provider {name:?}; valid providers: {valid}")]
     UnknownProvider { name: String, valid: String },
     #[error("provider {provider}: wire must be \"anthropic\" or \"openai\", not {wire:?}")]
     BadWire { provider: String, wire: String },
+    /// `config` is the user's config file when it exists (else `init` writes one).
     #[error(
-        "provider {provider} needs an API key: set {env} (or api_key_env in [providers.{provider}] of config.toml; `ferroclaw init` writes one)"
+        "provider {provider} needs an API key: set {env} (or api_key_env in [providers.{provider}] of {})",
+        match config {
+            Some(path) => path.display().to_string(),
+            None => "config.toml; `ferroclaw init` writes one".to_string(),
+        }
     )]
-    MissingKey { provider: String, env: String },
+    MissingKey { provider: String, env: String, config: Option<PathBuf> },
     #[error("environment variable {name}={value:?}: {message}")]
     BadEnv { name: String, value: String, message: String },
 }
@@ -282,11 +301,14 @@ impl Config {
             file.model = Some(model);
         }
         if let Some(v) = env_nonempty("FERROCLAW_MAX_TURNS") {
-            let n = v.parse().map_err(|e: std::num::ParseIntError| ConfigError::BadEnv {
-                name: "FERROCLAW_MAX_TURNS".into(),
-                value: v.clone(),
-                message: e.to_string(),
-            })?;
+            let n =
+                v.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| ConfigError::BadEnv {
+                    name: "FERROCLAW_MAX_TURNS".into(),
+                    value: v.clone(),
+                    message: "expected a whole number, at least 1 (it caps the model round-trips \
+                              of a request)"
+                        .into(),
+                })?;
             file.max_turns = Some(n);
         }
         if overrides.model.is_some() {
@@ -367,7 +389,13 @@ impl Config {
         if let Some(name) = installed_local_model(&self.home) {
             return Ok(format!("local/{name}"));
         }
-        Err(ConfigError::NoModel)
+        Err(ConfigError::NoModel { config: self.user_config() })
+    }
+
+    /// The user's config file (`$FERROCLAW_HOME/config.toml`), when it was read.
+    fn user_config(&self) -> Option<PathBuf> {
+        let user = self.home.join("config.toml");
+        self.sources.contains(&user).then_some(user)
     }
 
     /// Names of every provider: presets and those from config.
@@ -426,7 +454,11 @@ impl Config {
         if api_key.is_none()
             && let Some(env) = key_env
         {
-            return Err(ConfigError::MissingKey { provider: name, env });
+            return Err(ConfigError::MissingKey {
+                provider: name,
+                env,
+                config: self.user_config(),
+            });
         }
         let mut config = ProviderConfig::new(name, wire, base_url);
         config.api_key = api_key;
@@ -630,7 +662,7 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
 fn explain(message: &str) -> String {
     let message = message.trim();
     let Some(rest) = message.strip_prefix("unknown field `") else {
-        return message.to_string();
+        return bounds::plain_number_words(message);
     };
     let Some((unknown, expected)) = rest.split_once('`') else {
         return message.to_string();

@@ -159,9 +159,9 @@ pub enum SessionError {
     },
     #[error("{path}: not a ferroclaw session (first line is not session metadata)")]
     NotASession { path: PathBuf },
-    #[error("no session {id:?} in {dir}")]
+    #[error("no session {id:?} in {dir} (`ferroclaw sessions list` shows this project's)")]
     NotFound { id: String, dir: PathBuf },
-    #[error("session id {id:?} is ambiguous: {matches}")]
+    #[error("session id {id:?} is ambiguous: {matches}; give more of the id")]
     Ambiguous { id: String, matches: String },
     #[error(
         "session {id} is in use by another ferroclaw process ({path}); wait for it to end, \
@@ -169,6 +169,10 @@ pub enum SessionError {
     )]
     Busy { id: String, path: PathBuf },
 }
+
+/// Ids named when a prefix matches several sessions (newest first); the
+/// rest are counted, so a short prefix does not print hundreds of ids.
+const AMBIGUOUS_SHOWN: usize = 5;
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -287,7 +291,11 @@ impl SessionStore {
         let mut log = SessionLog { path, file: Arc::new(file), meta };
         // Not synced here: the first turn's commit makes it durable with the
         // rest, and a file a crash left empty is taken up again (see `resume`).
-        log.append(&Entry::Meta(log.meta.clone()))?;
+        if let Err(e) = log.append(&Entry::Meta(log.meta.clone())) {
+            // A full disk: leave no empty session behind to list or resume.
+            let _ = std::fs::remove_file(&log.path);
+            return Err(e);
+        }
         Ok(log)
     }
 
@@ -303,6 +311,7 @@ impl SessionStore {
         if direct.is_file() {
             return Ok(direct);
         }
+        let here = self.project_dir(cwd);
         let mut matches = Vec::new();
         for dir in std::fs::read_dir(&self.root).into_iter().flatten().flatten() {
             for file in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
@@ -315,18 +324,28 @@ impl SessionStore {
                 }
             }
         }
+        // A prefix that matches in this project means this project's session.
+        if matches.iter().any(|p| p.parent() == Some(here.as_path())) {
+            matches.retain(|p| p.parent() == Some(here.as_path()));
+        }
         match matches.len() {
             1 => Ok(matches.remove(0)),
             0 => Err(SessionError::NotFound { id: id.to_string(), dir: self.root.clone() }),
-            _ => Err(SessionError::Ambiguous {
-                id: id.to_string(),
-                matches: matches
+            n => {
+                // Ids start with their time: newest first, the first few named.
+                let mut ids: Vec<String> = matches
                     .iter()
                     .filter_map(|p| p.file_stem())
                     .map(|s| s.to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            }),
+                    .collect();
+                ids.sort_unstable_by(|a, b| b.cmp(a));
+                ids.truncate(AMBIGUOUS_SHOWN);
+                let mut matches = ids.join(", ");
+                if n > AMBIGUOUS_SHOWN {
+                    matches.push_str(&format!(" and {} more", n - AMBIGUOUS_SHOWN));
+                }
+                Err(SessionError::Ambiguous { id: id.to_string(), matches })
+            }
         }
     }
 

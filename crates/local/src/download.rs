@@ -81,10 +81,11 @@ pub async fn download(
     if have > 0 {
         request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
     }
-    let mut response = request
-        .send()
-        .await
-        .map_err(|e| DownloadError::Connect { url: url.to_string(), message: describe(&e) })?;
+    let mut response = request.send().await.map_err(|e| DownloadError::Connect {
+        url: url.to_string(),
+        // reqwest repeats the URL the message already names.
+        message: describe(&e).replace(&format!("error sending request for url ({url}): "), ""),
+    })?;
     let status = response.status().as_u16();
     let append = match status {
         206 => true,

@@ -92,10 +92,18 @@ impl ServerConfig {
 
 /// A server that could not be configured, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: mcp server {server:?}: {message}", file.display(), at.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
+#[error(
+    "{}{}: {}{message}",
+    file.display(),
+    at.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default(),
+    if *whole_file { String::new() } else { format!("mcp server {server:?}: ") }
+)]
 pub struct ConfigProblem {
-    /// The server's name (the file's name when the whole file is unreadable).
+    /// The server's name (the file's path when the whole file is unreadable).
     pub server: String,
+    /// The whole file could not be read (bad JSON, no `mcpServers` object):
+    /// no server of it starts.
+    pub whole_file: bool,
     /// The file that defined it.
     pub file: PathBuf,
     /// Line and column in that file, when known.
@@ -156,6 +164,7 @@ impl McpConfig {
                         entries.insert(name, entry);
                     }
                 }
+                // Keyed by the file's path: two broken files are both reported.
                 Err(p) => entries.insert(p.server.clone(), Err(p)).map_or((), drop),
             }
         }
@@ -177,6 +186,7 @@ impl McpConfig {
 fn problem(server: &str, source: &Path, message: impl Into<String>) -> ConfigProblem {
     ConfigProblem {
         server: server.to_string(),
+        whole_file: false,
         file: source.to_path_buf(),
         at: None,
         message: message.into(),
@@ -237,14 +247,23 @@ fn locate_key(text: &str, name: &str, key: &str) -> Option<(usize, usize)> {
 
 /// The `mcpServers` object of a JSON file; a missing file is empty.
 fn read_json_servers(path: &Path) -> Result<Vec<(String, Value)>, ConfigProblem> {
-    let file_problem = |message: String| problem("*", path, message);
+    let file_problem = |message: String| ConfigProblem {
+        whole_file: true,
+        ..problem(&path.display().to_string(), path, message)
+    };
     let text = match read_repo_text(path, MAX_REPO_FILE_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(file_problem(format!("cannot read the file: {e}"))),
     };
     let value: Value = serde_json::from_str(&text).map_err(|e| {
-        file_problem(format!("invalid JSON at line {} column {}: {e}", e.line(), e.column()))
+        // serde_json says where as " at line L column C"; the position goes first instead.
+        let said = e.to_string();
+        let what = said.rsplit_once(" at line ").map_or(said.as_str(), |(what, _)| what);
+        ConfigProblem {
+            at: Some((e.line(), e.column())),
+            ..file_problem(format!("invalid JSON ({what}); no server in this file starts"))
+        }
     })?;
     match value.get("mcpServers") {
         None => Ok(Vec::new()),
@@ -596,6 +615,9 @@ mod tests {
     fn broken_json_names_the_file_and_position() {
         let c = load_json(None, Some("{\"mcpServers\": {"));
         let msg = c.problems[0].to_string();
-        assert!(msg.contains(".mcp.json") && msg.contains("line 1"), "{msg}");
+        assert!(
+            msg.contains(".mcp.json:1:16: invalid JSON (EOF while parsing an object)"),
+            "{msg}"
+        );
     }
 }
