@@ -199,7 +199,7 @@ impl Permissions {
             }
             "web_fetch" => {
                 let url = input.get("url").and_then(Value::as_str).unwrap_or("").trim();
-                let host = reqwest_free_host(url);
+                let host = ferroclaw_tools::ssrf::url_host(url);
                 let host = host.as_deref();
                 if let Some(rule) =
                     self.deny.iter().find(|r| r.covers_tool(tool) && r.matches_url(url, host))
@@ -539,7 +539,7 @@ pub fn always_rules(workspace: &Path, tool: &str, input: &Value) -> Vec<Rule> {
         }
         "web_fetch" => {
             let url = input.get("url").and_then(Value::as_str).unwrap_or("");
-            match reqwest_free_host(url) {
+            match ferroclaw_tools::ssrf::url_host(url) {
                 Some(host) => vec![Rule::new("web_fetch", Some(format!("domain:{host}")))],
                 None => Vec::new(),
             }
@@ -579,19 +579,6 @@ fn is_file_tool(tool: &str) -> bool {
 
 fn home() -> Option<String> {
     std::env::var("HOME").ok().filter(|h| !h.is_empty())
-}
-
-/// The host of a URL, lower-case, without parsing dependencies beyond std.
-fn reqwest_free_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if host_port.starts_with('[') {
-        host_port.split_once(']').map(|(h, _)| format!("{h}]"))?
-    } else {
-        host_port.split(':').next()?.to_string()
-    };
-    (!host.is_empty()).then(|| host.trim_end_matches('.').to_ascii_lowercase())
 }
 
 #[cfg(test)]
