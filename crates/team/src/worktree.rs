@@ -20,7 +20,6 @@ mod git;
 pub mod tools;
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -450,7 +449,7 @@ impl WorktreeManager {
             .map_err(|e| WorktreeError::io(format!("cannot create {}", self.dir.display()), e))?;
         let ignore = self.dir.join(".gitignore");
         if !ignore.exists() {
-            std::fs::write(&ignore, "# ferroclaw's worktrees, index and events\n*\n")
+            crate::confined::create_new(&ignore, b"# ferroclaw's worktrees, index and events\n*\n")
                 .map_err(|e| WorktreeError::io(format!("cannot write {}", ignore.display()), e))?;
         }
         let file = self.lock_file()?;
@@ -500,16 +499,7 @@ impl WorktreeManager {
             problem: format!("cannot encode: {e}"),
         })?;
         json.push(b'\n');
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".index_")
-            .suffix(".tmp")
-            .tempfile_in(&self.dir)
-            .map_err(|e| WorktreeError::io(context(), e))?;
-        tmp.write_all(&json)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| WorktreeError::io(context(), e))?;
-        tmp.persist(&path).map_err(|e| WorktreeError::io(context(), e.error))?;
-        Ok(())
+        crate::confined::write_atomic(&path, &json).map_err(|e| WorktreeError::io(context(), e))
     }
 }
 
