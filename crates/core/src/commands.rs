@@ -94,27 +94,32 @@ impl CustomCommand {
     /// The body with `$ARGUMENTS` (everything typed after the name) and
     /// `$1`..`$9` (its words; quotes group) filled in.
     pub fn expand_arguments(&self, args: &str) -> String {
-        let words = split_words(args);
-        let mut out = String::with_capacity(self.body.len() + args.len());
-        let mut rest = self.body.as_str();
-        while let Some(i) = rest.find('$') {
-            out.push_str(&rest[..i]);
-            let after = &rest[i + 1..];
-            if let Some(tail) = after.strip_prefix("ARGUMENTS") {
-                out.push_str(args.trim());
-                rest = tail;
-            } else if let Some(d) = after.chars().next().filter(|c| ('1'..='9').contains(c)) {
-                let n = d as usize - '1' as usize;
-                out.push_str(words.get(n).map_or("", String::as_str));
-                rest = &after[1..];
-            } else {
-                out.push('$');
-                rest = after;
-            }
-        }
-        out.push_str(rest);
-        out
+        expand_arguments(&self.body, args)
     }
+}
+
+/// `text` with `$ARGUMENTS` and `$1`..`$9` filled in from `args`.
+pub fn expand_arguments(text: &str, args: &str) -> String {
+    let words = split_words(args);
+    let mut out = String::with_capacity(text.len() + args.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(tail) = after.strip_prefix("ARGUMENTS") {
+            out.push_str(args.trim());
+            rest = tail;
+        } else if let Some(d) = after.chars().next().filter(|c| ('1'..='9').contains(c)) {
+            let n = d as usize - '1' as usize;
+            out.push_str(words.get(n).map_or("", String::as_str));
+            rest = &after[1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Every custom command for `workspace`, first found wins by name:
