@@ -107,7 +107,10 @@ fn answering_always_in_this_project_writes_nothing_outside_it_through_a_planted_
     for planted in ["tmp link", ".agent link"] {
         let env = Env::new(
             Wire::Anthropic,
-            vec![Turn::tool("bash", json!({"command": "touch made"})).into(), Turn::text("ok").into()],
+            vec![
+                Turn::tool("bash", json!({"command": "touch made"})).into(),
+                Turn::text("ok").into(),
+            ],
         );
         let outside = env.home.path().join("outside");
         std::fs::create_dir_all(&outside).unwrap();

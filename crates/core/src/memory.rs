@@ -288,9 +288,9 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), MemoryError> {
 pub fn write_beneath(root: &Path, path: &Path, text: &str) -> Result<(), MemoryError> {
     let io = |source| MemoryError::Io { path: path.to_path_buf(), source };
     let refused = |e: ferroclaw_tools::ToolError| io(std::io::Error::other(e.to_string()));
-    let rel = path.strip_prefix(root).map_err(|_| {
-        io(std::io::Error::other(format!("not beneath {}", root.display())))
-    })?;
+    let rel = path
+        .strip_prefix(root)
+        .map_err(|_| io(std::io::Error::other(format!("not beneath {}", root.display()))))?;
     std::fs::create_dir_all(root).map_err(io)?;
     let beneath = ferroclaw_tools::Beneath::open(root).map_err(refused)?;
     beneath.write_atomic(rel, text.as_bytes()).map(drop).map_err(refused)

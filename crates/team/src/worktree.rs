@@ -485,17 +485,16 @@ impl WorktreeManager {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Index::default()),
             Err(e) => return Err(WorktreeError::io(format!("cannot read {}", path.display()), e)),
         };
-        let mut index: Index = serde_json::from_str(&text)
-            .map_err(|e| WorktreeError::Unreadable { path: path.clone(), problem: e.to_string() })?;
+        let mut index: Index = serde_json::from_str(&text).map_err(|e| {
+            WorktreeError::Unreadable { path: path.clone(), problem: e.to_string() }
+        })?;
         // The index is a file in the project, which a cloned repository can
         // carry: a worktree is always `.agent/worktrees/NAME`, whatever the
         // file says its folder is, and its base names a commit, never an
         // option for git.
         for w in &mut index.worktrees {
-            let unreadable = |problem: String| WorktreeError::Unreadable {
-                path: path.clone(),
-                problem,
-            };
+            let unreadable =
+                |problem: String| WorktreeError::Unreadable { path: path.clone(), problem };
             validate_name(&w.name).map_err(|e| unreadable(e.to_string()))?;
             if w.base_ref.starts_with('-') || w.base_commit.starts_with('-') {
                 return Err(unreadable(format!("worktree {}'s base is not a commit", w.name)));

@@ -441,7 +441,9 @@ impl SkillStore {
             .into_iter()
             .filter(|r| path.starts_with(r))
             .max_by_key(|r| r.components().count())
-            .ok_or_else(|| LearningError::Invalid(format!("{} is not in a skill folder", path.display())))?;
+            .ok_or_else(|| {
+                LearningError::Invalid(format!("{} is not in a skill folder", path.display()))
+            })?;
         crate::memory::write_beneath(root, path, text)
             .map_err(|e| LearningError::Invalid(e.to_string()))
     }
