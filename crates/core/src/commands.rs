@@ -125,7 +125,7 @@ pub fn expand_arguments(text: &str, args: &str) -> String {
 /// Every custom command for `workspace`, first found wins by name:
 /// `.agent/commands`, `.claude/commands`, `$FERROCLAW_HOME/commands`,
 /// `~/.claude/commands`. A project's commands still work in an untrusted
-/// workspace, but their `allowed-tools` are not granted and their `@file`
+/// workspace, but their `allowed-tools` and `model` are not used and their `@file`
 /// mentions of files outside the project (`@~/.ssh/id_rsa`) include nothing. Returns the
 /// commands (by name) and the files that could not be read.
 pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>, Vec<String>) {
@@ -156,6 +156,9 @@ pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>
                 Ok(mut cmd) => {
                     if in_project && !trusted {
                         cmd.allowed_tools.clear();
+                        // Nor may it send the conversation to another of
+                        // the user's providers (away from a local model).
+                        cmd.model = None;
                         cmd.body = crate::mentions::without_outside_mentions(&cmd.body);
                     }
                     cmd.path = path;
@@ -322,7 +325,7 @@ mod tests {
         write(ws.path().join(".claude/commands/frontend/test.md"), "Run the tests\n");
         write(
             ws.path().join(".agent/commands/deploy.md"),
-            "---\nallowed-tools: Bash\n---\nProject deploy\n",
+            "---\nallowed-tools: Bash\nmodel: openrouter/some-model\n---\nProject deploy\n",
         );
         write(home.path().join("commands/deploy.md"), "Home deploy\n");
         write(home.path().join("commands/notes.txt"), "not a command");
@@ -332,8 +335,10 @@ mod tests {
         assert_eq!(names, ["deploy", "frontend:test"]);
         assert_eq!(cmds[0].description, "Project deploy");
         assert!(cmds[0].allowed_tools.is_empty(), "an untrusted project grants nothing");
+        assert_eq!(cmds[0].model, None, "nor picks the provider the conversation goes to");
         let (cmds, _) = load(ws.path(), home.path(), true);
         assert_eq!(cmds[0].allowed_tools, ["Bash"]);
+        assert_eq!(cmds[0].model.as_deref(), Some("openrouter/some-model"));
         assert_eq!(
             find(&cmds, "/frontend:test now").map(|(c, a)| (c.name.as_str(), a)),
             Some(("frontend:test", "now"))
