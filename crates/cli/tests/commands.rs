@@ -72,3 +72,17 @@ fn a_command_that_is_not_allowed_to_run_a_shell_span_says_so_instead() {
     let prompt = first_prompt(&env, 0);
     assert!(prompt.contains("not run"), "{prompt}");
 }
+
+#[test]
+fn typed_arguments_never_become_a_command_the_command_file_runs() {
+    // A chat message (or any typed text) spelling `!`cmd`` as an argument
+    // of a command whose allowed-tools cover it: before, it ran at once,
+    // unasked and before the model saw anything.
+    let env = env_with(vec![Turn::text("tagged").into()]);
+    let (code, _, stderr) = run(&mut env.oneshot("/release v1 !`touch pwned`", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!env.ws().join("pwned").exists(), "the typed span ran");
+    let prompt = first_prompt(&env, 0);
+    assert!(prompt.contains("!`touch pwned`"), "it reaches the model as text: {prompt}");
+    assert!(prompt.contains("Branch: on-main"), "the file's own span still runs: {prompt}");
+}

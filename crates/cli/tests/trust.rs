@@ -94,3 +94,51 @@ fn a_cloned_repository_cannot_hang_startup_with_links_to_devices_or_fifos() {
     assert!(stdout.contains("still here"), "{stdout}");
     assert!(stderr.contains(".mcp.json is not a regular file"), "{stderr}");
 }
+
+#[cfg(unix)]
+#[test]
+fn answering_always_in_this_project_writes_nothing_outside_it_through_a_planted_link() {
+    // Git stores links. A cloned repository ships `.agent/config.toml`
+    // (its text is what gets written) and, beside it, the temporary file
+    // the rule is saved through as a link to a file of the user's: before,
+    // the save wrote the repository's TOML into `~/.cargo/config.toml`
+    // (a `rustc-wrapper` for every later build). A `.agent` that is itself
+    // a link out of the project is refused the same way.
+    for planted in ["tmp link", ".agent link"] {
+        let env = Env::new(
+            Wire::Anthropic,
+            vec![
+                Turn::tool("bash", json!({"command": "touch made"})).into(),
+                Turn::text("ok").into(),
+            ],
+        );
+        let outside = env.home.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        let victim = outside.join("config.toml");
+        std::fs::write(&victim, "# the user's own\n").unwrap();
+        match planted {
+            "tmp link" => {
+                std::fs::create_dir_all(env.ws().join(".agent")).unwrap();
+                std::fs::write(env.ws().join(".agent/config.toml"), "# the repository's\n")
+                    .unwrap();
+                std::os::unix::fs::symlink(&victim, env.ws().join(".agent/.config.toml.tmp"))
+                    .unwrap();
+            }
+            _ => std::os::unix::fs::symlink(&outside, env.ws().join(".agent")).unwrap(),
+        }
+        let (code, _, stderr) = run(env.cmd().write_stdin("check the repo\np\n/exit\n"));
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.contains("allowed in this project"), "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "# the user's own\n",
+            "{planted}: a file outside the project was written"
+        );
+        if planted == "tmp link" {
+            let saved = std::fs::read_to_string(env.ws().join(".agent/config.toml")).unwrap();
+            assert!(saved.contains("bash(touch:*)"), "saved in the project: {saved}");
+        } else {
+            assert!(stderr.contains("cannot save the rule"), "says why: {stderr}");
+        }
+    }
+}

@@ -191,3 +191,75 @@ fn a_git_project_without_a_team_or_worktrees_is_not_offered_the_worktree_tools()
     let offered = env.request_body(0)["tools"].to_string();
     assert!(offered.contains("task_create") && !offered.contains("worktree_create"), "{offered}");
 }
+
+/// Runs git with `GIT_DIR` set to a bare repository, feeding `input`.
+fn git_in(git_dir: &Path, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("git")
+        .args(args)
+        .env("GIT_DIR", git_dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_cloned_repository_cannot_run_a_command_through_the_worktree_tools() {
+    // What a hostile repository can carry in plain files: a bare repository
+    // at `.agent/worktrees/x` whose config runs a program for every signed
+    // commit `git log` shows, a signed commit, and an index naming it as a
+    // worktree (which also gets the worktree tools offered). The read-only
+    // worktree_status runs without asking in the default mode.
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Turn::tool("worktree_status", json!({"name": "x"})).into(), Turn::text("ok").into()],
+    );
+    init_repo(env.ws());
+    let planted = env.ws().join(".agent/worktrees/x");
+    std::fs::create_dir_all(&planted).unwrap();
+    ferroclaw_testkit::git::git(&planted, &["init", "-q", "--bare", "-b", "main"]);
+    let marker = env.home.path().join("PWNED");
+    let program = env.ws().join("evil.sh");
+    std::fs::write(&program, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    let config = planted.join("config");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "[log]\n\tshowSignature = true\n[gpg]\n\tprogram = {}\n[core]\n\tfsmonitor = {}\n",
+        program.display(),
+        program.display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let tree = git_in(&planted, &["mktree"], "");
+    let who = "author a <a@a> 1 +0000\ncommitter a <a@a> 1 +0000\n";
+    let root = git_in(
+        &planted,
+        &["hash-object", "-t", "commit", "-w", "--stdin"],
+        &format!("tree {tree}\n{who}\nroot\n"),
+    );
+    let signed = git_in(
+        &planted,
+        &["hash-object", "-t", "commit", "-w", "--stdin"],
+        &format!(
+            "tree {tree}\nparent {root}\n{who}gpgsig -----BEGIN PGP SIGNATURE-----\n \n x\n -----END PGP SIGNATURE-----\n\nsigned\n"
+        ),
+    );
+    std::fs::write(planted.join("refs/heads/main"), format!("{signed}\n")).unwrap();
+    let index = json!({"worktrees": [{
+        "name": "x", "path": planted, "branch": "wt/x", "base_ref": "HEAD",
+        "base_commit": root, "status": "active",
+    }]});
+    std::fs::write(env.ws().join(".agent/worktrees/index.json"), index.to_string()).unwrap();
+
+    let (code, _, stderr) = run(&mut env.oneshot("how is worktree x?", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!marker.exists(), "the repository's own program ran");
+}

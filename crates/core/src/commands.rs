@@ -94,33 +94,38 @@ impl CustomCommand {
     /// The body with `$ARGUMENTS` (everything typed after the name) and
     /// `$1`..`$9` (its words; quotes group) filled in.
     pub fn expand_arguments(&self, args: &str) -> String {
-        let words = split_words(args);
-        let mut out = String::with_capacity(self.body.len() + args.len());
-        let mut rest = self.body.as_str();
-        while let Some(i) = rest.find('$') {
-            out.push_str(&rest[..i]);
-            let after = &rest[i + 1..];
-            if let Some(tail) = after.strip_prefix("ARGUMENTS") {
-                out.push_str(args.trim());
-                rest = tail;
-            } else if let Some(d) = after.chars().next().filter(|c| ('1'..='9').contains(c)) {
-                let n = d as usize - '1' as usize;
-                out.push_str(words.get(n).map_or("", String::as_str));
-                rest = &after[1..];
-            } else {
-                out.push('$');
-                rest = after;
-            }
-        }
-        out.push_str(rest);
-        out
+        expand_arguments(&self.body, args)
     }
+}
+
+/// `text` with `$ARGUMENTS` and `$1`..`$9` filled in from `args`.
+pub fn expand_arguments(text: &str, args: &str) -> String {
+    let words = split_words(args);
+    let mut out = String::with_capacity(text.len() + args.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(tail) = after.strip_prefix("ARGUMENTS") {
+            out.push_str(args.trim());
+            rest = tail;
+        } else if let Some(d) = after.chars().next().filter(|c| ('1'..='9').contains(c)) {
+            let n = d as usize - '1' as usize;
+            out.push_str(words.get(n).map_or("", String::as_str));
+            rest = &after[1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Every custom command for `workspace`, first found wins by name:
 /// `.agent/commands`, `.claude/commands`, `$FERROCLAW_HOME/commands`,
 /// `~/.claude/commands`. A project's commands still work in an untrusted
-/// workspace, but their `allowed-tools` are not granted and their `@file`
+/// workspace, but their `allowed-tools` and `model` are not used and their `@file`
 /// mentions of files outside the project (`@~/.ssh/id_rsa`) include nothing. Returns the
 /// commands (by name) and the files that could not be read.
 pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>, Vec<String>) {
@@ -151,6 +156,9 @@ pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>
                 Ok(mut cmd) => {
                     if in_project && !trusted {
                         cmd.allowed_tools.clear();
+                        // Nor may it send the conversation to another of
+                        // the user's providers (away from a local model).
+                        cmd.model = None;
                         cmd.body = crate::mentions::without_outside_mentions(&cmd.body);
                     }
                     cmd.path = path;
@@ -317,7 +325,7 @@ mod tests {
         write(ws.path().join(".claude/commands/frontend/test.md"), "Run the tests\n");
         write(
             ws.path().join(".agent/commands/deploy.md"),
-            "---\nallowed-tools: Bash\n---\nProject deploy\n",
+            "---\nallowed-tools: Bash\nmodel: openrouter/some-model\n---\nProject deploy\n",
         );
         write(home.path().join("commands/deploy.md"), "Home deploy\n");
         write(home.path().join("commands/notes.txt"), "not a command");
@@ -327,8 +335,10 @@ mod tests {
         assert_eq!(names, ["deploy", "frontend:test"]);
         assert_eq!(cmds[0].description, "Project deploy");
         assert!(cmds[0].allowed_tools.is_empty(), "an untrusted project grants nothing");
+        assert_eq!(cmds[0].model, None, "nor picks the provider the conversation goes to");
         let (cmds, _) = load(ws.path(), home.path(), true);
         assert_eq!(cmds[0].allowed_tools, ["Bash"]);
+        assert_eq!(cmds[0].model.as_deref(), Some("openrouter/some-model"));
         assert_eq!(
             find(&cmds, "/frontend:test now").map(|(c, a)| (c.name.as_str(), a)),
             Some(("frontend:test", "now"))

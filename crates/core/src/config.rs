@@ -700,14 +700,32 @@ fn env_nonempty(name: &str) -> Option<String> {
 /// Adds `rule` to `allow` in the project's `.agent/config.toml` (created if
 /// missing), keeping the file's comments and layout; atomic write.
 pub fn add_project_allow_rule(workspace: &Path, rule: &str) -> Result<PathBuf, ConfigError> {
-    let dir = workspace.join(".agent");
-    let path = dir.join("config.toml");
+    let rel = Path::new(".agent/config.toml");
+    let path = workspace.join(rel);
     let read_err = |source| ConfigError::Read { path: path.clone(), source };
+    // Read and written beneath the workspace, never through a link: a cloned
+    // repository's `.agent` (or a file beside config.toml) linked out of it
+    // would otherwise have its text written over a file of the user's.
+    let confined = |e: ferroclaw_tools::ToolError| read_err(std::io::Error::other(e.to_string()));
+    let beneath = ferroclaw_tools::Beneath::open(workspace).map_err(confined)?;
     let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
-    let text = match ferroclaw_tools::repo_file::read_repo_text(&path, max) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(read_err(e)),
+    let text = match beneath.open_read(rel) {
+        Ok(file) => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, max + 1), &mut bytes)
+                .map_err(read_err)?;
+            if bytes.len() as u64 > max {
+                return Err(read_err(std::io::Error::other(format!("larger than {max} bytes"))));
+            }
+            String::from_utf8(bytes)
+                .map_err(|_| read_err(std::io::Error::other("not UTF-8 text")))?
+        }
+        Err(ferroclaw_tools::ToolError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            String::new()
+        }
+        Err(e) => return Err(confined(e)),
     };
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         let (line, column) = line_and_column(&text, e.span().map_or(0, |s| s.start));
@@ -736,15 +754,11 @@ pub fn add_project_allow_rule(workspace: &Path, rule: &str) -> Result<PathBuf, C
     if !allow.iter().any(|v| v.as_str() == Some(rule)) {
         allow.push(rule);
     }
-    std::fs::create_dir_all(&dir).map_err(read_err)?;
     // The user's own answer changes the file: a project trusted before (or
     // one with no files to trust) stays trusted with the new content.
     let store = crate::trust::TrustStore::new(&Config::default_home());
     let keep_trust = store.is_trusted(workspace);
-    let tmp = dir.join(".config.toml.tmp");
-    std::fs::write(&tmp, doc.to_string())
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .map_err(read_err)?;
+    beneath.write_atomic(rel, doc.to_string().as_bytes()).map_err(confined)?;
     if keep_trust && let Err(e) = store.trust(workspace) {
         tracing::warn!("{e}");
     }

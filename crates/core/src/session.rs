@@ -307,6 +307,11 @@ impl SessionStore {
     /// Finds a session by id or unique id prefix, in this project first, then in all.
     pub fn find(&self, cwd: &Path, id: &str) -> Result<PathBuf, SessionError> {
         let id = id.trim_end_matches(".jsonl");
+        // An id names a file in a project's folder (an editor's
+        // `session/load` sends any text): never a path out of it.
+        if id.is_empty() || id.starts_with('.') || id.contains(['/', '\\', '\0']) {
+            return Err(SessionError::NotFound { id: id.to_string(), dir: self.root.clone() });
+        }
         let direct = self.project_dir(cwd).join(format!("{id}.jsonl"));
         if direct.is_file() {
             return Ok(direct);
@@ -716,6 +721,21 @@ mod tests {
         assert_eq!(listed[0].title, "hello");
         let id = &listed[0].id;
         assert_eq!(store.find(Path::new("/elsewhere"), &id[..17]).unwrap(), path);
+    }
+
+    #[test]
+    fn a_session_id_cannot_name_a_file_outside_the_sessions_folder() {
+        let (d, store) = store();
+        let cwd = Path::new("/work/proj");
+        let log = store.create(cwd, "anthropic/x").unwrap();
+        let outside = d.path().join("outside.jsonl");
+        std::fs::copy(log.path(), &outside).unwrap();
+        let up = store.project_dir(cwd).components().count() - d.path().components().count();
+        let id = format!("{}outside", "../".repeat(up));
+        assert!(store.project_dir(cwd).join(format!("{id}.jsonl")).is_file(), "the path exists");
+        for id in [id.as_str(), "..", "", "a/../../outside"] {
+            assert!(matches!(store.find(cwd, id), Err(SessionError::NotFound { .. })), "{id:?}");
+        }
     }
 
     #[test]

@@ -74,7 +74,10 @@ impl Tool for MessageTool {
     }
 }
 
-/// `cron(action, ...)`: add, list, remove or run scheduled jobs.
+/// `cron(action, ...)`: add, list, remove or run this chat's scheduled
+/// jobs. Only this chat's: a chat's person (a paired stranger, say) cannot
+/// read, remove or set off the jobs of other chats through the model; the
+/// owner sees them all in the web app and `ferroclaw cron`.
 pub struct CronTool {
     pub store: CronStore,
     /// Where a new job's answer goes by default: the current chat.
@@ -93,7 +96,7 @@ impl Tool for CronTool {
          (repeat), cron_expr (5 fields `min hour dom mon dow`, or 6 with seconds first; \
          optional tz such as \"Europe/Paris\"), or at (\"+10m\" or an ISO time, runs once). \
          When it runs, you get the message and your answer goes to this chat. action \
-         \"list\" shows jobs; \"remove\" and \"run\" (run now) take job_id."
+         \"list\" shows this chat's jobs; \"remove\" and \"run\" (run now) take job_id."
     }
 
     fn input_schema(&self) -> Value {
@@ -116,19 +119,27 @@ impl Tool for CronTool {
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let text = |k: &str| input[k].as_str().filter(|s| !s.trim().is_empty());
         let result = match input["action"].as_str().unwrap_or_default() {
-            "list" => self.store.load().await.map(|f| list_jobs(&f.jobs)),
-            "remove" => match text("job_id") {
-                Some(id) => self
-                    .store
-                    .remove(id)
-                    .await
-                    .map(|j| format!("removed job {} ({})", j.id, j.name)),
-                None => return Ok(ToolOutput::error("remove needs job_id")),
-            },
-            "run" => match text("job_id") {
-                Some(id) => self.store.run_now(id).await.map(|j| format!("job {} runs now", j.id)),
-                None => return Ok(ToolOutput::error("run needs job_id")),
-            },
+            "list" => self.store.load().await.map(|f| {
+                let mine: Vec<CronJob> = f.jobs.into_iter().filter(|j| self.is_mine(j)).collect();
+                list_jobs(&mine)
+            }),
+            "remove" | "run" => {
+                let Some(id) = text("job_id") else {
+                    return Ok(ToolOutput::error(format!("{} needs job_id", input["action"])));
+                };
+                let id = match self.my_job(id).await {
+                    Ok(id) => id,
+                    Err(e) => return Ok(ToolOutput::error(e)),
+                };
+                if input["action"] == "remove" {
+                    self.store
+                        .remove(&id)
+                        .await
+                        .map(|j| format!("removed job {} ({})", j.id, j.name))
+                } else {
+                    self.store.run_now(&id).await.map(|j| format!("job {} runs now", j.id))
+                }
+            }
             "add" => {
                 let Some(message) = text("message") else {
                     return Ok(ToolOutput::error("add needs message"));
@@ -174,6 +185,28 @@ impl Tool for CronTool {
     }
 }
 
+impl CronTool {
+    /// True when `job` answers this chat.
+    fn is_mine(&self, job: &CronJob) -> bool {
+        job.payload.channel.as_deref() == Some(self.channel.as_str())
+            && job.payload.to.as_deref() == Some(self.chat_id.as_str())
+    }
+
+    /// The full id of this chat's job `id` names (whole, or a unique prefix).
+    async fn my_job(&self, id: &str) -> Result<String, String> {
+        let jobs = self.store.load().await.map_err(|e| e.to_string())?.jobs;
+        let mine: Vec<&CronJob> = jobs.iter().filter(|j| self.is_mine(j)).collect();
+        let named: Vec<&&CronJob> = mine.iter().filter(|j| j.id.starts_with(id)).collect();
+        match named[..] {
+            [job] => Ok(job.id.clone()),
+            _ => match mine.iter().find(|j| j.id == id) {
+                Some(job) => Ok(job.id.clone()),
+                None => Err(format!("this chat has no job {id:?}; action \"list\" shows its jobs")),
+            },
+        }
+    }
+}
+
 /// Characters of a job's message shown in lists.
 const MESSAGE_SHOWN: usize = 60;
 
@@ -208,4 +241,45 @@ pub fn list_jobs(jobs: &[CronJob]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(store: &CronStore, chat: &str) -> CronTool {
+        CronTool { store: store.clone(), channel: "telegram".into(), chat_id: chat.into() }
+    }
+
+    async fn call(tool: &CronTool, input: Value) -> ToolOutput {
+        tool.execute(input, &ToolContext::new("/")).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_chat_sees_and_changes_only_its_own_cron_jobs() {
+        let home = tempfile::tempdir().unwrap();
+        let store = CronStore::new(home.path());
+        let (owner, stranger) = (tool(&store, "1"), tool(&store, "2"));
+        let added = call(
+            &owner,
+            json!({"action": "add", "message": "summarise my inbox", "every_seconds": 3600}),
+        )
+        .await;
+        assert!(!added.is_error, "{added:?}");
+        let before = store.load().await.unwrap().jobs[0].clone();
+        let id = before.id.clone();
+
+        let listed = call(&stranger, json!({"action": "list"})).await.joined_text();
+        assert!(!listed.contains("inbox") && !listed.contains(&id), "{listed}");
+        for action in ["remove", "run"] {
+            let out = call(&stranger, json!({"action": action, "job_id": id})).await;
+            assert!(out.is_error && out.joined_text().contains("this chat has no job"), "{out:?}");
+        }
+        assert_eq!(store.load().await.unwrap().jobs, vec![before], "untouched");
+
+        assert!(call(&owner, json!({"action": "list"})).await.joined_text().contains("inbox"));
+        let removed = call(&owner, json!({"action": "remove", "job_id": &id[..6]})).await;
+        assert!(!removed.is_error, "{removed:?}");
+        assert!(store.load().await.unwrap().jobs.is_empty());
+    }
 }

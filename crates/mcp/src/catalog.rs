@@ -123,7 +123,7 @@ impl Catalog {
     /// When the file behind a URI last changed (`None`: it does not exist).
     pub fn modified(&self, uri: &str) -> Option<SystemTime> {
         let (path, _) = self.resource_path(uri)?;
-        std::fs::metadata(path).and_then(|m| m.modified()).ok()
+        std::fs::symlink_metadata(path).and_then(|m| m.modified()).ok()
     }
 
     /// `prompts/list`.
@@ -194,11 +194,26 @@ impl Catalog {
     }
 }
 
-/// A file's text, at most [`MAX_RESOURCE_BYTES`] of its end.
+/// A file's text, at most [`MAX_RESOURCE_BYTES`] of its end. Only a regular
+/// file, opened without following a link: a link in the folder
+/// (`MEMORY.md -> ~/.ssh/id_rsa`) or a FIFO (which would hang the read) is
+/// refused.
 fn read_capped(path: &Path) -> std::io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len();
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => std::io::Error::other("a link, not a file; links are not read"),
+            _ => e,
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let len = meta.len();
     if len > MAX_RESOURCE_BYTES {
         file.seek(SeekFrom::Start(len - MAX_RESOURCE_BYTES))?;
     }
@@ -253,6 +268,26 @@ mod tests {
             "ME",
         );
         assert_eq!(done["completion"]["values"], json!(["MEMORY.md"]));
+    }
+
+    #[test]
+    fn a_link_or_fifo_in_a_resource_folder_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret.txt");
+        std::fs::write(&secret, "ssh key").unwrap();
+        let memory = dir.path().join("memory");
+        std::fs::create_dir(&memory).unwrap();
+        std::os::unix::fs::symlink(&secret, memory.join("key.md")).unwrap();
+        let fifo = std::ffi::CString::new(memory.join("pipe.md").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let c = catalog(&memory);
+        let linked = c.read_resource("ferroclaw://memory/key.md").unwrap_err();
+        assert!(linked.contains("link"), "{linked}");
+        // Before, this open waited for a writer forever.
+        let piped = c.read_resource("ferroclaw://memory/pipe.md").unwrap_err();
+        assert!(piped.contains("not a regular file"), "{piped}");
+        assert_eq!(c.list_resources()["resources"], json!([]), "neither is listed");
     }
 
     #[test]

@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::clock;
@@ -323,19 +322,10 @@ impl TaskBoard {
     fn write(&self, task: &Task) -> Result<(), BoardError> {
         let path = self.path_of(task.id);
         let context = || format!("cannot write {}", path.display());
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".task_")
-            .suffix(".tmp")
-            .tempfile_in(&self.dir)
-            .map_err(|e| BoardError::io(context(), e))?;
         let mut json = serde_json::to_vec_pretty(task)
             .map_err(|e| BoardError::Invalid(format!("cannot encode task #{}: {e}", task.id)))?;
         json.push(b'\n');
-        tmp.write_all(&json)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| BoardError::io(context(), e))?;
-        tmp.persist(&path).map_err(|e| BoardError::io(context(), e.error))?;
-        Ok(())
+        crate::confined::write_atomic(&path, &json).map_err(|e| BoardError::io(context(), e))
     }
 
     /// Makes the renames durable; a failure here loses nothing already

@@ -4,7 +4,6 @@
 //! lock on `.agent/team/.lock`, written atomically (temp file, fsync, rename).
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -280,17 +279,7 @@ pub fn validate_name(name: &str) -> Result<(), TeamError> {
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder,
 /// flushed to disk, renamed over the old one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TeamError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| TeamError::io(dir, e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| TeamError::io(path, e))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| TeamError::io(path, e))?;
-    tmp.persist(path).map_err(|e| TeamError::io(path, e.error))?;
-    Ok(())
+    crate::confined::write_atomic(path, bytes).map_err(|e| TeamError::io(path, e))
 }
 
 #[cfg(test)]

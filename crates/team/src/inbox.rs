@@ -167,12 +167,8 @@ pub fn append(dir: &Path, message: &InboxMessage) -> Result<(), TeamError> {
     let paths = Paths::new(dir, &message.to);
     std::fs::create_dir_all(dir).map_err(|e| TeamError::io(dir, e))?;
     let _lock = paths.lock(true)?;
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(&paths.inbox)
-        .map_err(|e| TeamError::io(&paths.inbox, e))?;
+    let mut file =
+        crate::confined::open_append(&paths.inbox).map_err(|e| TeamError::io(&paths.inbox, e))?;
     let len = file.metadata().map_err(|e| TeamError::io(&paths.inbox, e))?.len();
     if len > 0 && !ends_with_newline(&mut file, len) {
         line.insert(0, b'\n');

@@ -41,6 +41,7 @@
 mod board;
 mod clock;
 pub mod config;
+mod confined;
 mod error;
 pub mod inbox;
 mod render;

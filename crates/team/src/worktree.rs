@@ -20,7 +20,6 @@ mod git;
 pub mod tools;
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -450,7 +449,7 @@ impl WorktreeManager {
             .map_err(|e| WorktreeError::io(format!("cannot create {}", self.dir.display()), e))?;
         let ignore = self.dir.join(".gitignore");
         if !ignore.exists() {
-            std::fs::write(&ignore, "# ferroclaw's worktrees, index and events\n*\n")
+            crate::confined::create_new(&ignore, b"# ferroclaw's worktrees, index and events\n*\n")
                 .map_err(|e| WorktreeError::io(format!("cannot write {}", ignore.display()), e))?;
         }
         let file = self.lock_file()?;
@@ -486,8 +485,23 @@ impl WorktreeManager {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Index::default()),
             Err(e) => return Err(WorktreeError::io(format!("cannot read {}", path.display()), e)),
         };
-        serde_json::from_str(&text)
-            .map_err(|e| WorktreeError::Unreadable { path, problem: e.to_string() })
+        let mut index: Index = serde_json::from_str(&text).map_err(|e| {
+            WorktreeError::Unreadable { path: path.clone(), problem: e.to_string() }
+        })?;
+        // The index is a file in the project, which a cloned repository can
+        // carry: a worktree is always `.agent/worktrees/NAME`, whatever the
+        // file says its folder is, and its base names a commit, never an
+        // option for git.
+        for w in &mut index.worktrees {
+            let unreadable =
+                |problem: String| WorktreeError::Unreadable { path: path.clone(), problem };
+            validate_name(&w.name).map_err(|e| unreadable(e.to_string()))?;
+            if w.base_ref.starts_with('-') || w.base_commit.starts_with('-') {
+                return Err(unreadable(format!("worktree {}'s base is not a commit", w.name)));
+            }
+            w.path = self.dir.join(&w.name);
+        }
+        Ok(index)
     }
 
     /// Writes the index atomically: a temporary file beside it, flushed,
@@ -500,16 +514,7 @@ impl WorktreeManager {
             problem: format!("cannot encode: {e}"),
         })?;
         json.push(b'\n');
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".index_")
-            .suffix(".tmp")
-            .tempfile_in(&self.dir)
-            .map_err(|e| WorktreeError::io(context(), e))?;
-        tmp.write_all(&json)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| WorktreeError::io(context(), e))?;
-        tmp.persist(&path).map_err(|e| WorktreeError::io(context(), e.error))?;
-        Ok(())
+        crate::confined::write_atomic(&path, &json).map_err(|e| WorktreeError::io(context(), e))
     }
 }
 

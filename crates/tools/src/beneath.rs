@@ -123,6 +123,26 @@ impl Beneath {
         self.write(rel, bytes, false)
     }
 
+    /// Opens `rel` to append to (read and write, every write at the end),
+    /// creating it (mode 0600) and its missing folders, all beneath the root
+    /// and never through a link; refuses anything but a regular file.
+    pub fn open_append(&self, rel: &Path) -> Result<File, ToolError> {
+        let shown = rel.display().to_string();
+        let Some(Component::Normal(name)) = rel.components().next_back() else {
+            return Err(ToolError::InvalidArguments(format!("{shown} is not a file path")));
+        };
+        let dir = self.make_dirs(rel.parent().unwrap_or(Path::new("")))?;
+        let c_name = cstring(Path::new(name))?;
+        let flags = libc::O_RDWR | libc::O_APPEND | libc::O_CREAT | libc::O_NONBLOCK;
+        let fd = open_component(dir.as_fd_ref(), &c_name, flags, 0o600)
+            .map_err(|e| self.walk_error(rel, e))?;
+        let file = File::from(fd);
+        if !file.metadata().map_err(|e| self.io(rel, e))?.is_file() {
+            return Err(ToolError::Refused(format!("{shown} is not a regular file")));
+        }
+        Ok(file)
+    }
+
     fn write(&self, rel: &Path, bytes: &[u8], replace: bool) -> Result<bool, ToolError> {
         let shown = rel.display().to_string();
         let name = match rel.components().next_back() {

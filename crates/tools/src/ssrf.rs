@@ -232,6 +232,20 @@ impl Resolve for CheckedResolver {
     }
 }
 
+/// The host a fetch of `url` connects to, lowercased and without a trailing
+/// dot, read by the same (WHATWG) parser web_fetch uses: `\\` is a `/` there,
+/// `%65` is `e` and tabs are dropped, so `https://evil.example\\@docs.rs/`
+/// names `evil.example`. `None` for text web_fetch would refuse as a URL.
+pub fn url_host(url: &str) -> Option<String> {
+    let parsed = Url::parse(url.trim()).ok()?;
+    let host = match parsed.host()? {
+        url::Host::Domain(d) => d.trim_end_matches('.').to_string(),
+        url::Host::Ipv4(v4) => v4.to_string(),
+        url::Host::Ipv6(v6) => format!("[{v6}]"),
+    };
+    (!host.is_empty()).then_some(host)
+}
+
 /// Why a fetch of `url` would be refused before any DNS look-up (bad URL,
 /// scheme, or a forbidden address literal), for checks outside the tool.
 pub fn check_url_text(url: &str, allow: &PrivateAllowList) -> Result<(), String> {

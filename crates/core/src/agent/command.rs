@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Agent, EventSink, emit, execute};
 use crate::clock;
-use crate::commands::{CustomCommand, shell_spans};
+use crate::commands::{CustomCommand, expand_arguments, shell_spans};
 use crate::permission::{Decision, Rule};
 use crate::session::Entry;
 
@@ -28,11 +28,20 @@ impl Agent {
         let rules: Vec<Rule> =
             cmd.allowed_tools.iter().filter_map(|r| Rule::parse(r).ok()).collect();
         self.permissions.allow_for_turn(rules);
-        let mut text = cmd.expand_arguments(args);
-        for (n, (span, command)) in shell_spans(&text).into_iter().enumerate() {
-            let output = self.command_output(&cmd.name, n, &command, events, cancel).await;
-            text = text.replacen(&span, &output, 1);
+        // The spans are the command file's: the arguments are filled in
+        // around and inside them, so typed text (a chat message's
+        // `/review !`cmd``) never becomes a command run before the model
+        // sees the request.
+        let mut text = String::new();
+        let mut rest = cmd.body.as_str();
+        for (n, (span, command)) in shell_spans(&cmd.body).into_iter().enumerate() {
+            let Some(at) = rest.find(&span) else { break };
+            text.push_str(&expand_arguments(&rest[..at], args));
+            let command = expand_arguments(&command, args);
+            text.push_str(&self.command_output(&cmd.name, n, &command, events, cancel).await);
+            rest = &rest[at + span.len()..];
         }
+        text.push_str(&expand_arguments(rest, args));
         text
     }
 

@@ -194,7 +194,7 @@ impl SkillStore {
         let path = self.drafts_dir(draft.scope).join(format!("{}.json", draft.id));
         let text = serde_json::to_string_pretty(&draft)
             .map_err(|e| LearningError::Invalid(e.to_string()))?;
-        write_atomic(&path, &text)?;
+        self.write(&path, &text)?;
         Ok(draft)
     }
 
@@ -324,7 +324,7 @@ impl SkillStore {
         {
             self.record_version(scope, name, &old, "baseline", "")?;
         }
-        write_atomic(&live, text)?;
+        self.write(&live, text)?;
         self.record_version(scope, name, text, action, origin)
     }
 
@@ -338,7 +338,7 @@ impl SkillStore {
     ) -> Result<(), LearningError> {
         let dir = self.history_dir(scope, name);
         let version = self.history_in(scope, name).last().map_or(1, |v| v.version + 1);
-        write_atomic(&dir.join(format!("{version:03}.md")), text)?;
+        self.write(&dir.join(format!("{version:03}.md")), text)?;
         append_jsonl(
             &dir.join("log.jsonl"),
             &json!({"version": version, "ts": clock::now_rfc3339(), "action": action, "origin": origin}),
@@ -407,7 +407,7 @@ impl SkillStore {
             self.unarchive(&found)?;
         }
         let live = self.root(scope).join(name).join("SKILL.md");
-        write_atomic(&live, &text)?;
+        self.write(&live, &text)?;
         self.record_version(scope, name, &text, &format!("rollback to {target}"), "")?;
         Ok(target)
     }
@@ -432,6 +432,22 @@ impl SkillStore {
         std::fs::rename(&found.dir, &to).map_err(|e| LearningError::io(&found.dir, e))
     }
 
+    /// Writes a file of the store beneath the home or the project it is in,
+    /// never through a link: a project's `.agent/skills` is writable by
+    /// commands, and `.agent/skills/NAME -> ~/.bashrc.d` would otherwise get
+    /// the model's SKILL.md written where a shell runs it.
+    fn write(&self, path: &Path, text: &str) -> Result<(), LearningError> {
+        let root = [&self.workspace, &self.home]
+            .into_iter()
+            .filter(|r| path.starts_with(r))
+            .max_by_key(|r| r.components().count())
+            .ok_or_else(|| {
+                LearningError::Invalid(format!("{} is not in a skill folder", path.display()))
+            })?;
+        crate::memory::write_beneath(root, path, text)
+            .map_err(|e| LearningError::Invalid(e.to_string()))
+    }
+
     fn unarchive(&self, found: &Located) -> Result<(), LearningError> {
         let to = self.root(found.scope).join(found.dir.file_name().unwrap_or_default());
         if to.exists() {
@@ -449,7 +465,9 @@ pub fn check_skill_text(name: &str, text: &str) -> Result<(), LearningError> {
         .map_err(|p| LearningError::Invalid(p.message))
 }
 
-/// Writes through a temp file renamed into place (creating the folder).
+/// Writes through a temp file renamed into place (creating the folder):
+/// tests' set-up.
+#[cfg(test)]
 pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<(), LearningError> {
     crate::memory::write_atomic(path, text).map_err(|e| LearningError::Invalid(e.to_string()))
 }
@@ -518,6 +536,21 @@ mod tests {
         write_atomic(&store.root(Scope::User).join("release/SKILL.md"), V1).unwrap();
         let err = store.approve(&stale.id, false).unwrap_err().to_string();
         assert!(err.contains("changed since this draft"), "{err}");
+    }
+
+    #[test]
+    fn a_project_skill_folder_linked_out_of_the_project_is_not_written_through() {
+        let (d, store) = store();
+        let outside = d.path().join("bashrc.d");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::create_dir_all(store.root(Scope::Project)).unwrap();
+        // A command (sandboxed to the project) plants the link; applying a
+        // skill is done by this process, which is not sandboxed.
+        std::os::unix::fs::symlink(&outside, store.root(Scope::Project).join("release")).unwrap();
+        let mut project = draft(DraftAction::Create, None, Some(V1));
+        project.scope = Scope::Project;
+        assert!(store.apply(&project, false).is_err());
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written outside");
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! `ts`, `task`, `worktree`, `error`) and published on a small in-process bus
 //! ([`subscribe`]) that the REPL and the gateway listen to.
 
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -73,11 +72,8 @@ pub(crate) fn record(file: &Path, event: WorktreeEvent) -> Result<(), WorktreeEr
     })?;
     line.push('\n');
     let context = || format!("cannot append to {}", file.display());
-    let mut out = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .map_err(|e| WorktreeError::io(context(), e))?;
+    let mut out =
+        crate::confined::open_append(file).map_err(|e| WorktreeError::io(context(), e))?;
     out.write_all(line.as_bytes()).map_err(|e| WorktreeError::io(context(), e))?;
     // No receiver is fine: nobody listens in a one-shot run.
     let _ = bus().send(event);

@@ -12,9 +12,23 @@ pub(crate) struct Output {
     pub(crate) stderr: String,
 }
 
+/// Settings that keep a repository's own files from running a program
+/// through these commands: no bare repository found by walking up (a cloned
+/// project can carry one as plain files, with a config naming programs), no
+/// fsmonitor, no signature check (`log.showSignature` runs `gpg.program`).
+const HARDENED: [&str; 6] = [
+    "-c",
+    "safe.bareRepository=explicit",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "log.showSignature=false",
+];
+
 /// Runs `git -C dir ARGS`; only a git that cannot be started is an error.
 pub(crate) fn run(dir: &Path, args: &[&str]) -> Result<Output, WorktreeError> {
     let out = Command::new("git")
+        .args(HARDENED)
         .arg("-C")
         .arg(dir)
         .args(args)
