@@ -77,6 +77,10 @@ pub enum McpAction {
         /// default | accept-edits | bypass | plan.
         #[arg(long, value_name = "MODE")]
         permission_mode: Option<PermissionMode>,
+        /// With --http: serve without a bearer token (any local user or
+        /// container that reaches 127.0.0.1 may call the tools).
+        #[arg(long, requires = "http")]
+        no_auth: bool,
     },
 }
 
@@ -128,8 +132,8 @@ pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError>
                 Err(other(format!("{} has no mcp server named {name:?}", path.display())))
             }
         }
-        McpAction::Serve { http, yes, permission_mode } => {
-            serve(config, *http, *yes, *permission_mode).await
+        McpAction::Serve { http, yes, permission_mode, no_auth } => {
+            serve(config, *http, *yes, *permission_mode, *no_auth).await
         }
         McpAction::Login { name, scopes } => {
             let (url, client) = http_url(config, name)?;
@@ -324,6 +328,7 @@ async fn serve(
     http: Option<u16>,
     yes: bool,
     mode: Option<PermissionMode>,
+    no_auth: bool,
 ) -> Result<i32, SetupError> {
     let mode =
         if yes { PermissionMode::Bypass } else { mode.unwrap_or_else(|| config.permission_mode()) };
@@ -331,21 +336,43 @@ async fn serve(
     let result = match http {
         None => server.serve_stdio().await,
         Some(port) => {
+            let token = if no_auth { None } else { Some(serve_token()?) };
             let stop = CancellationToken::new();
             let on_signal = stop.clone();
             tokio::spawn(async move {
                 let _ = tokio::signal::ctrl_c().await;
                 on_signal.cancel();
             });
+            let shown = token.clone();
             server
-                .serve_http(port, stop, |port| {
+                .serve_http(port, token, stop, |port| {
                     eprintln!("ferroclaw mcp server listening on http://127.0.0.1:{port}/mcp");
+                    match shown {
+                        Some(token) => eprintln!(
+                            "clients send the header \"Authorization: Bearer {token}\" (FERROCLAW_MCP_TOKEN sets the token; --no-auth serves without one)"
+                        ),
+                        None => eprintln!(
+                            "no token asked (--no-auth): any local user or container that reaches 127.0.0.1:{port} may call the tools"
+                        ),
+                    }
                 })
                 .await
         }
     };
     result.map_err(|e| other(e.to_string()))?;
     Ok(exit::OK)
+}
+
+/// The bearer token `mcp serve --http` asks for: `FERROCLAW_MCP_TOKEN` when
+/// set (so a client's config can keep one), else 32 random bytes from the
+/// operating system, new for each start.
+fn serve_token() -> Result<String, SetupError> {
+    match std::env::var("FERROCLAW_MCP_TOKEN") {
+        Ok(token) if token.trim().len() >= 16 => Ok(token.trim().to_string()),
+        Ok(_) => Err(other("FERROCLAW_MCP_TOKEN is too short: use at least 16 characters")),
+        Err(_) => ferroclaw_gateway::files::random_hex(32)
+            .map_err(|e| other(format!("cannot make a token for mcp serve: {e}"))),
+    }
 }
 
 /// The REPL's MCP commands. `None`: not one of them; `Some(Ok(Some(text)))`:

@@ -271,7 +271,9 @@ impl Drop for KillOnDrop {
 }
 
 /// `ferroclaw mcp serve --http 0`, and the port it bound.
-fn serve_http(env: &Env) -> (KillOnDrop, u16) {
+/// Starts `mcp serve --http 0`; returns the server, its port and the bearer
+/// token it printed.
+fn serve_http(env: &Env) -> (KillOnDrop, u16, String) {
     let mut child = env
         .std_cmd()
         .args(["mcp", "serve", "--http", "0"])
@@ -287,9 +289,16 @@ fn serve_http(env: &Env) -> (KillOnDrop, u16) {
             break rest.trim_end_matches("/mcp").parse().unwrap();
         }
     };
+    let line = lines.next().expect("the server printed its token").unwrap();
+    let token = line
+        .split("Authorization: Bearer ")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no token in {line:?}"))
+        .to_string();
     // Keep draining stderr: a closed pipe would break the server's logging.
     std::thread::spawn(move || lines.for_each(drop));
-    (KillOnDrop(child), port)
+    (KillOnDrop(child), port, token)
 }
 
 /// The status line of a raw POST to the server with the given headers.
@@ -310,12 +319,17 @@ fn raw_post_status(port: u16, extra_headers: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_serve_over_http_answers_on_loopback_and_refuses_foreign_hosts_and_origins() {
+async fn mcp_serve_over_http_answers_on_loopback_with_its_token_and_refuses_others() {
     let env = Env::new(Wire::Anthropic, vec![]);
     std::fs::write(env.ws().join("a.txt"), "over http\n").unwrap();
-    let (_server, port) = serve_http(&env);
+    let (_server, port, token) = serve_http(&env);
+    assert_eq!(token.len(), 64, "32 random bytes as hex: {token}");
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let (hub, tools) = start(vec![ServerConfig::http("web", &url)], env.ws()).await;
+    let mut config = ServerConfig::http("web", &url);
+    if let Transport::Http { headers, .. } = &mut config.transport {
+        headers.insert("Authorization".into(), format!("Bearer {token}"));
+    }
+    let (hub, tools) = start(vec![config], env.ws()).await;
     let out = tools
         .get("mcp__web__read")
         .unwrap()
@@ -325,13 +339,28 @@ async fn mcp_serve_over_http_answers_on_loopback_and_refuses_foreign_hosts_and_o
     assert!(out.joined_text().contains("over http"), "{out:?}");
     hub.shutdown().await;
 
-    let rebinding = raw_post_status(port, "Host: evil.example:80\r\n");
+    // Another local user or a container on the host network: no token, or a wrong one.
+    let loopback = format!("Host: 127.0.0.1:{port}\r\n");
+    assert_eq!(raw_post_status(port, &loopback), "HTTP/1.1 401 Unauthorized");
+    let wrong = format!("{loopback}Authorization: Bearer {}\r\n", "0".repeat(64));
+    assert_eq!(raw_post_status(port, &wrong), "HTTP/1.1 401 Unauthorized");
+    let authorized = format!("Authorization: Bearer {token}\r\n");
+    let rebinding = raw_post_status(port, &format!("Host: evil.example:80\r\n{authorized}"));
     assert_eq!(rebinding, "HTTP/1.1 403 Forbidden");
-    let foreign_origin = raw_post_status(
-        port,
-        &format!("Host: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n"),
-    );
+    let foreign_origin =
+        raw_post_status(port, &format!("{loopback}Origin: http://evil.example\r\n{authorized}"));
     assert_eq!(foreign_origin, "HTTP/1.1 403 Forbidden");
+}
+
+#[test]
+fn mcp_serve_over_http_takes_its_token_from_the_environment_and_refuses_a_short_one() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let (code, _, stderr) =
+        run(env.cmd().env("FERROCLAW_MCP_TOKEN", "short").args(["mcp", "serve", "--http", "0"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("FERROCLAW_MCP_TOKEN is too short"), "{stderr}");
+    let (code, _, stderr) = run(env.cmd().args(["mcp", "serve", "--no-auth"]));
+    assert_eq!(code, 2, "--no-auth means nothing without --http: {stderr}");
 }
 
 #[test]

@@ -121,9 +121,13 @@ impl ToolServer {
 
     /// Serves streamable HTTP at `http://127.0.0.1:PORT/mcp` until `stop`
     /// is cancelled. `on_ready` gets the bound port (useful with port 0).
+    /// With `token`, every request must carry `Authorization: Bearer TOKEN`
+    /// (401 otherwise): loopback is reachable by every local user and
+    /// container on the host network, not only by the one who started it.
     pub async fn serve_http(
         self,
         port: u16,
+        token: Option<String>,
         stop: CancellationToken,
         on_ready: impl FnOnce(u16),
     ) -> Result<(), ServeError> {
@@ -150,13 +154,51 @@ impl ToolServer {
             LocalSessionManager::default().into(),
             config,
         );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        let mut router = axum::Router::new().nest_service("/mcp", service);
+        if let Some(token) = token {
+            let token: Arc<str> = token.into();
+            router = router.layer(axum::middleware::from_fn(move |request, next| {
+                bearer_gate(token.clone(), request, next)
+            }));
+        }
         on_ready(port);
         axum::serve(listener, router)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
             .map_err(|e| ServeError::Session(e.to_string()))
     }
+}
+
+/// Lets a request through only with `Authorization: Bearer TOKEN`
+/// (compared in constant time); anything else gets 401 and never reaches
+/// the MCP session.
+async fn bearer_gate(
+    token: Arc<str>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let given = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if same_secret(given.as_bytes(), token.as_bytes()) {
+        return next.run(request).await;
+    }
+    (
+        axum::http::StatusCode::UNAUTHORIZED,
+        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+        "missing or wrong token: send Authorization: Bearer TOKEN (printed by `ferroclaw mcp serve --http`, or set with FERROCLAW_MCP_TOKEN)\n",
+    )
+        .into_response()
+}
+
+/// Equality that takes the same time wherever two equal-length values differ.
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 impl rmcp::ServerHandler for ToolServer {
