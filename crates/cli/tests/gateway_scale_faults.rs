@@ -130,6 +130,25 @@ fn gateways_hold_messages_while_the_database_is_away_and_answer_each_once_when_i
 }
 
 #[test]
+fn messages_are_taken_and_answered_on_notifications_alone_when_nothing_polls() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("no_polling");
+    let env = echo_env();
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\n\
+         messages_per_minute = 0\nstore = \"{url}\"\n"
+    ));
+    // Each message after the first comes after the gateways' first look.
+    let gateways = [start_without_polling(&env), start_without_polling(&env)];
+    for m in 0..6 {
+        let text = format!("message {m}");
+        let (status, answer) = chat(gateways[m % 2].port, "u1", &text);
+        let log = stderr(&gateways[0]) + &stderr(&gateways[1]);
+        assert_eq!((status, answer), (200, format!("echo: {text}")), "{log}");
+    }
+}
+
+#[test]
 fn a_turn_cut_by_kill_9_is_finished_by_the_other_gateway_from_the_journal_in_the_database() {
     let Some(pg) = PgCluster::shared() else { return };
     let url = pg.database("kill_mid_turn");
@@ -150,7 +169,9 @@ fn a_turn_cut_by_kill_9_is_finished_by_the_other_gateway_from_the_journal_in_the
          api_base = \"{}\"\npoll_timeout_secs = 1\nallow_from = [\"42\"]\n",
         fake.base
     ));
-    let mut gateways = vec![start(&env, free_port()), start(&env, free_port())];
+    // No polling: the survivor takes the chat over when the dead one's lease
+    // runs out, and the answers go out on notifications.
+    let mut gateways = vec![start_without_polling(&env), start_without_polling(&env)];
     fake.user_says(42, "Ann", "write the line");
     wait_for(60, "the second model call", || env.server.requests().len() >= 2);
     // The process running the turn holds the chat's lease (`host-PID-random`).

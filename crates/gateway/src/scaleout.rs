@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ferroclaw_store::{Changes, Claim, Enqueued, Incoming, Outbound, PgStore, Wakeups};
+use ferroclaw_store::{Changes, Claim, Enqueued, Incoming, LookAgain, Outbound, PgStore, Wakeups};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -49,16 +49,17 @@ const CHAT_LEASE_TEST_ENV: &str = "FERROCLAW_TEST_CHAT_LEASE_MS";
 /// longest a channel is silent after its process dies (the target is
 /// a failover under 10 s). Renewed every third of it.
 pub const CHANNEL_LEASE: Duration = Duration::from_secs(6);
-/// How often workers look for work when no notification came (notifications
-/// only save them the wait; a lost one costs at most this).
-const POLL: Duration = Duration::from_millis(500);
-/// How often the cron loop and the approvals look at the database when no
-/// notification came: a notification says at once that jobs or requests
+/// How often the claim and delivery loops, the cron loop and the approvals
+/// look at the database when no notification came: a notification says at
+/// once that a message or an answer is waiting or that jobs or requests
 /// changed, so this only bounds what a lost one costs.
 pub const SAFETY_POLL: Duration = Duration::from_secs(30);
 /// Tests only: [`SAFETY_POLL`] in milliseconds (a test that must not pass
 /// by polling sets it to an hour).
 const SAFETY_POLL_TEST_ENV: &str = "FERROCLAW_TEST_SAFETY_POLL_MS";
+/// How long after a chat lease's end the claim loop looks again, so that
+/// it has ended by the database's clock too.
+const LEASE_END_MARGIN: Duration = Duration::from_millis(50);
 /// Answers taken for delivery at once.
 const DELIVERY_BATCH: i64 = 64;
 /// Messages written to the database in one statement, at most.
@@ -367,10 +368,18 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
                 continue;
             }
         }
+        // A message behind a dead worker's lease can be taken once the lease
+        // runs out, and nothing notifies that: look again then.
+        let wait = match link.store.look_again().await {
+            Ok(LookAgain::LeaseEnds(end)) => (end + LEASE_END_MARGIN).min(safety_poll()),
+            Ok(LookAgain::Soon) => RETRY_FIRST,
+            Ok(LookAgain::OnNotification) => safety_poll(),
+            Err(_) => RETRY_MAX,
+        };
         tokio::select! {
             () = stop.cancelled() => return,
             () = link.wakeups.inbound() => {}
-            () = tokio::time::sleep(POLL) => {}
+            () = tokio::time::sleep(wait) => {}
         }
     }
 }
@@ -541,7 +550,7 @@ pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Canc
             // One more round for the turns that finished just before.
             () = stop.cancelled() => {}
             () = link.wakeups.outbound() => {}
-            () = tokio::time::sleep(POLL) => {}
+            () = tokio::time::sleep(safety_poll()) => {}
         }
     }
 }

@@ -61,7 +61,7 @@ pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
 pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
 pub use pg::{Changes, PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
-pub use queue::{Claim, Enqueued, Incoming, Outbound};
+pub use queue::{Claim, Enqueued, Incoming, LookAgain, Outbound};
 pub use sessions::{SessionHead, SessionWrite, storable_line};
 pub use transfer::AllowListEntry;
 

@@ -138,7 +138,7 @@ impl PgStore {
 
     /// Starts listening for "work is waiting" and "something changed"
     /// notifications on a connection of its own (opened again when lost).
-    /// Workers still poll now and then: a notification only saves them the wait.
+    /// Workers still look on a slow safety poll: a notification is only a hint.
     pub fn listen(&self) -> Wakeups {
         let signals = Arc::new(Signals {
             inbound: Notify::new(),

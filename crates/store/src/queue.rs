@@ -58,6 +58,19 @@ pub struct Claim {
     pub attempts: i32,
 }
 
+/// When to look for messages again when none could be claimed ([`PgStore::look_again`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookAgain {
+    /// When the next chat lease runs out (in this long), unless a
+    /// notification comes first.
+    LeaseEnds(Duration),
+    /// Messages wait and no chat is held: another worker's claim of them is
+    /// being committed right now; its lease is seen in a moment.
+    Soon,
+    /// Nothing waits: a new message comes with a notification.
+    OnNotification,
+}
+
 /// An answer waiting for delivery, or delivered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outbound {
@@ -193,6 +206,28 @@ impl PgStore {
             .collect();
         claims.sort_by_key(|c| c.id);
         Ok(claims)
+    }
+
+    /// When a worker that found nothing to claim should look again without
+    /// a notification ([`LookAgain`]): a message waiting behind a dead
+    /// worker's lease becomes free when the lease runs out, and nothing
+    /// notifies that.
+    pub async fn look_again(&self) -> Result<LookAgain, StoreError> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "SELECT (SELECT extract(epoch FROM min(expires_at) - now())::float8
+                         FROM chat_leases WHERE expires_at > now()),
+                        EXISTS (SELECT 1 FROM inbound WHERE done_at IS NULL)",
+            )
+            .await?;
+        let row = client.query_one(&statement, &[]).await?;
+        let lease_end = row.get::<_, Option<f64>>(0).map(|s| Duration::from_secs_f64(s.max(0.0)));
+        Ok(match (lease_end, row.get::<_, bool>(1)) {
+            (Some(end), _) => LookAgain::LeaseEnds(end),
+            (None, true) => LookAgain::Soon,
+            (None, false) => LookAgain::OnNotification,
+        })
     }
 
     /// Extends the lease on `claim`'s chat; false when it is no longer this

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferroclaw_store::{
-    Answered, ApprovalRequest, CRON_RUN_ATTEMPTS, CodeRequest, Enqueued, Incoming, Outbound,
-    PgOptions, PgStore, Pruned, SCHEMA_VERSION, SessionHead, SessionWrite, StoreError, TakenOver,
+    Answered, ApprovalRequest, CRON_RUN_ATTEMPTS, CodeRequest, Enqueued, Incoming, LookAgain,
+    Outbound, PgOptions, PgStore, Pruned, SCHEMA_VERSION, SessionHead, SessionWrite, StoreError,
+    TakenOver,
 };
 use ferroclaw_testkit::PgCluster;
 use serde_json::json;
@@ -636,6 +637,28 @@ async fn a_batch_is_stored_in_order_once_and_claimed_one_message_per_chat() {
     let next = s.with_holder("b").claim_many(LONG, 10).await.unwrap();
     assert_eq!(next.len(), 1);
     assert_eq!(next[0].body["n"], json!(2), "the chat's next message, after the first");
+}
+
+#[tokio::test]
+async fn a_worker_with_nothing_to_claim_is_told_to_look_again_when_a_chat_lease_runs_out() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "look_again", "a").await;
+    assert_eq!(s.look_again().await.unwrap(), LookAgain::OnNotification, "nothing waits");
+    s.enqueue("web", "m1", "web:1", None, &json!({})).await.unwrap();
+    assert_eq!(s.look_again().await.unwrap(), LookAgain::Soon, "waiting, nobody holds it");
+    let claim = s.claim(LONG).await.unwrap().unwrap();
+    s.enqueue("web", "m2", "web:1", None, &json!({})).await.unwrap();
+    // "b" cannot take the chat's next message before "a"'s lease runs out.
+    let b = s.with_holder("b");
+    assert!(b.claim(LONG).await.unwrap().is_none());
+    match b.look_again().await.unwrap() {
+        LookAgain::LeaseEnds(end) => assert!(end <= LONG && end > LONG / 2, "{end:?}"),
+        other => panic!("expected the lease's end, got {other:?}"),
+    }
+    assert!(s.complete(&claim, None).await.unwrap());
+    let next = b.claim(LONG).await.unwrap().unwrap();
+    assert!(b.complete(&next, None).await.unwrap());
+    assert_eq!(b.look_again().await.unwrap(), LookAgain::OnNotification);
 }
 
 #[tokio::test]
