@@ -25,9 +25,21 @@ use crate::worker::Work;
 pub const TURN_KEY: &str = "turn";
 
 /// Platform ids, by metadata key, that name a message for good, first
-/// found wins: Telegram's `update_id` (an edited message is a new update),
-/// Discord's `message_id`, Slack's `ts`.
-const PLATFORM_IDS: [&str; 3] = ["update_id", "message_id", "ts"];
+/// found wins: Telegram's `update_id` (an edited message and a button press
+/// are updates of their own), Discord's `message_id` and a button press's
+/// `interaction_id`, Slack's `ts`.
+const PLATFORM_IDS: [&str; 4] = ["update_id", "message_id", "interaction_id", "ts"];
+
+/// The id the platform gave `message` (the same when it delivers the
+/// message again, another for every other message or button press of the
+/// chat), with the metadata key it came from; `None` when it has none.
+pub fn platform_id(message: &InboundMessage) -> Option<(&'static str, String)> {
+    PLATFORM_IDS.iter().find_map(|&k| match message.metadata.get(k)? {
+        serde_json::Value::String(s) => Some((k, s.clone())),
+        serde_json::Value::Number(n) => Some((k, n.to_string())),
+        _ => None,
+    })
+}
 
 /// The turn id of `message`: `CHANNEL-CHAT-PLATFORM_ID` when the platform
 /// names the message (so a message delivered again maps to the same turn),
@@ -36,13 +48,8 @@ pub fn turn_id(message: &mut InboundMessage) -> String {
     if let Some(id) = message.metadata.get(TURN_KEY).and_then(|v| v.as_str()) {
         return id.to_string();
     }
-    let platform = PLATFORM_IDS.iter().find_map(|k| match message.metadata.get(*k)? {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    });
-    let id = match platform {
-        Some(p) => format!("{}-{}-{p}", message.channel, message.chat_id),
+    let id = match platform_id(message) {
+        Some((_, p)) => format!("{}-{}-{p}", message.channel, message.chat_id),
         // Message ids are unique within a process only: add when.
         None => {
             format!("{}-{}-{}", message.channel, message.id, ferroclaw_core::clock::unix_seconds())

@@ -217,11 +217,14 @@ impl StoreLink {
 }
 
 /// The key that makes a message unique: the platform's id where it has one
-/// (Telegram's message ids count per chat), else this process's own.
+/// ([`crate::resume::platform_id`]: Telegram's update id, so a button press
+/// delivered again after a restart is taken once and two presses are two),
+/// within its chat; else this process's own.
 fn platform_id(message: &InboundMessage, holder: &str) -> String {
-    match message.metadata.get("message_id") {
-        Some(id) if !id.is_null() => format!("{}/{}", message.chat_id, id),
-        _ => format!("{holder}/{}", message.id),
+    match crate::resume::platform_id(message) {
+        Some(("message_id", id)) => format!("{}/{id}", message.chat_id),
+        Some((key, id)) => format!("{}/{key}:{id}", message.chat_id),
+        None => format!("{holder}/{}", message.id),
     }
 }
 
@@ -723,6 +726,34 @@ mod tests {
     use ferroclaw_testkit::PgCluster;
 
     use super::*;
+
+    /// Telegram sends an update again when the process that took it died
+    /// before confirming it: the same button press must be stored once, and
+    /// two presses on one approval message (one to approve, one that came
+    /// later) are two messages, not a duplicate of each other.
+    #[test]
+    fn a_telegram_button_press_delivered_again_is_one_message_and_two_presses_are_two() {
+        let press = |update_id: i64, query_id: &str, data: &str| {
+            serde_json::json!({"update_id": update_id, "callback_query": {
+                "id": query_id, "data": data, "from": {"id": 42, "first_name": "Ann"},
+                "message": {"message_id": 7, "chat": {"id": 42}}}})
+        };
+        let key = |update: &serde_json::Value, holder: &str| {
+            let message = crate::telegram::TelegramChannel::inbound(update).expect("a press");
+            platform_id(&message, holder)
+        };
+        let first = press(100, "q1", "/approve a1");
+        // Delivered again to another process after a restart: the same key.
+        assert_eq!(key(&first, "gw-1"), key(&first, "gw-2"));
+        // Another press on the same message: another key.
+        assert_ne!(key(&first, "gw-1"), key(&press(101, "q2", "/deny a1"), "gw-1"));
+        // A text message and a press are never the same message either.
+        let text = serde_json::json!({"update_id": 102, "message": {
+            "message_id": 100, "text": "hi", "from": {"id": 42}, "chat": {"id": 42}}});
+        let text_key = key(&text, "gw-1");
+        assert_eq!(text_key, key(&text, "gw-2"));
+        assert_ne!(text_key, key(&first, "gw-1"));
+    }
 
     /// The database went away after the turn's finish was stored and before
     /// its answer was: the message is handed out again, and its turn must

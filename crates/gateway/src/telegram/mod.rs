@@ -105,7 +105,10 @@ impl TelegramChannel {
     /// of approval buttons).
     pub(crate) fn inbound(update: &Value) -> Option<InboundMessage> {
         if let Some(press) = update.get("callback_query") {
-            return Self::button_press(press);
+            let mut inbound = Self::button_press(press)?;
+            // A press delivered again (after a restart) is the same update.
+            inbound.metadata.insert("update_id".into(), update["update_id"].clone());
+            return Some(inbound);
         }
         let message = update.get("message").or_else(|| update.get("edited_message"))?;
         let has_file = FILE_KINDS.iter().any(|k| message.get(*k).is_some());
