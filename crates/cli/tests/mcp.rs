@@ -352,6 +352,59 @@ async fn mcp_serve_over_http_answers_on_loopback_with_its_token_and_refuses_othe
     assert_eq!(foreign_origin, "HTTP/1.1 403 Forbidden");
 }
 
+/// A raw request to the server: its status line and headers (the body is not waited for).
+fn raw_request(port: u16, method: &str, headers: &str, body: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        stream,
+        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !String::from_utf8_lossy(&head).contains("\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+/// Opens a session (an `initialize` request); its `Mcp-Session-Id`, or the
+/// whole answer when none came.
+fn open_session(port: u16, auth: &str) -> Result<String, String> {
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let answer = raw_request(port, "POST", auth, initialize);
+    answer
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_string())
+        })
+        .ok_or(answer)
+}
+
+#[test]
+fn mcp_serve_over_http_refuses_sessions_past_its_cap_until_one_is_closed() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let (_server, port, token) = serve_http(&env);
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let max = ferroclaw_mcp::MAX_HTTP_SESSIONS;
+    let open: Vec<String> = (0..max).map(|_| open_session(port, &auth).unwrap()).collect();
+    let refused = open_session(port, &auth).unwrap_err();
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.to_ascii_lowercase().contains("retry-after: 60"), "{refused}");
+    // Closing one makes room for one.
+    let close = format!("{auth}Mcp-Session-Id: {}\r\n", open[0]);
+    let closed = raw_request(port, "DELETE", &close, "");
+    assert!(closed.starts_with("HTTP/1.1 2"), "{closed}");
+    open_session(port, &auth).unwrap();
+    assert!(open_session(port, &auth).unwrap_err().starts_with("HTTP/1.1 503"));
+}
+
 #[test]
 fn mcp_serve_over_http_takes_its_token_from_the_environment_and_refuses_a_short_one() {
     let env = Env::new(Wire::Anthropic, vec![]);

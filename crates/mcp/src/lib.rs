@@ -60,5 +60,5 @@ pub use error::McpError;
 pub use hooks::{ClientHooks, Elicitation, Elicitor, Sampler, SamplingRequest};
 pub use hub::{HubOptions, McpHub, PromptInfo, ServerState, ServerStatus};
 pub use oauth::{Consent, LOGIN_TIMEOUT, OAuthClient, OAuthError, TokenStore, login};
-pub use serve::{Gate, ServeError, ToolServer};
+pub use serve::{Gate, MAX_HTTP_SESSIONS, ServeError, ToolServer};
 pub use tool::{MAX_TOOL_NAME_LEN, exposed_name};

@@ -5,6 +5,7 @@
 //! resource is told when its file changes.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -23,6 +24,13 @@ use crate::catalog::Catalog;
 
 /// How often subscribed resources' files are checked for changes.
 const WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Live HTTP sessions at most: each holds a task and its buffers until the
+/// client closes it (`DELETE /mcp`) or it stays idle for rmcp's keep-alive
+/// (5 minutes), so a client that opens sessions in a loop would otherwise
+/// grow the server without limit. 64 is far more than the few clients one
+/// person connects at once; past it a new session is refused with 503.
+pub const MAX_HTTP_SESSIONS: usize = 64;
 
 /// Decides one call: `Err(reason)` refuses it (the reason goes to the client).
 pub type Gate = Arc<dyn Fn(&str, &Value) -> Result<(), String> + Send + Sync>;
@@ -149,12 +157,13 @@ impl ToolServer {
             ])
             .with_cancellation_token(stop.child_token());
         let server = self;
-        let service = StreamableHttpService::new(
-            move || Ok(server.for_session()),
-            LocalSessionManager::default().into(),
-            config,
+        let sessions = Arc::new(LocalSessionManager::default());
+        let service =
+            StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
+        let cap = Arc::new(SessionCap { sessions, opening: AtomicUsize::new(0) });
+        let mut router = axum::Router::new().nest_service("/mcp", service).layer(
+            axum::middleware::from_fn(move |request, next| session_cap(cap.clone(), request, next)),
         );
-        let mut router = axum::Router::new().nest_service("/mcp", service);
         if let Some(token) = token {
             let token: Arc<str> = token.into();
             router = router.layer(axum::middleware::from_fn(move |request, next| {
@@ -167,6 +176,55 @@ impl ToolServer {
             .await
             .map_err(|e| ServeError::Session(e.to_string()))
     }
+}
+
+/// The open sessions, and how many are being opened now (counted with them,
+/// so that requests opening sessions at once cannot pass the cap together;
+/// nothing waits on a lock a slow client could hold).
+struct SessionCap {
+    sessions: Arc<LocalSessionManager>,
+    opening: AtomicUsize,
+}
+
+/// One session being opened, counted in [`SessionCap::opening`] until dropped.
+struct Opening<'a>(&'a AtomicUsize);
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Refuses to open a session past [`MAX_HTTP_SESSIONS`] (503, saying how to
+/// free one); requests within an open session pass untouched.
+async fn session_cap(
+    cap: Arc<SessionCap>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let opens_session = request.method() == axum::http::Method::POST
+        && !request.headers().contains_key("mcp-session-id");
+    if !opens_session {
+        return next.run(request).await;
+    }
+    let opening = Opening(&cap.opening);
+    let others_opening = cap.opening.fetch_add(1, Ordering::SeqCst);
+    if cap.sessions.sessions.read().await.len() + others_opening >= MAX_HTTP_SESSIONS {
+        tracing::warn!("mcp serve: new session refused, {MAX_HTTP_SESSIONS} are open");
+        return (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            [(axum::http::header::RETRY_AFTER, "60")],
+            format!(
+                "too many open MCP sessions ({MAX_HTTP_SESSIONS}): close one (DELETE /mcp with its \
+                 Mcp-Session-Id header) or wait until one has been idle for 5 minutes\n"
+            ),
+        )
+            .into_response();
+    }
+    let response = next.run(request).await;
+    drop(opening);
+    response
 }
 
 /// Lets a request through only with `Authorization: Bearer TOKEN`
