@@ -78,7 +78,12 @@ fn main() {
     let code = match runtime.block_on(run(&cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ferroclaw: {}", model_alias::explain(&e));
+            let message = model_alias::explain(&e);
+            eprintln!("ferroclaw: {message}");
+            // A program reading `-p --output-format json` still gets its JSON.
+            if cli.print && cli.command.is_none() {
+                oneshot::print_setup_error(&cli, &message);
+            }
             exit::USAGE
         }
     };

@@ -341,6 +341,38 @@ fn result_json(
     })
 }
 
+/// A `-p` request that could not start (no model, a bad config, a missing
+/// key): with `--output-format json` or `stream-json` stdout still gets the
+/// object that ends a normal run (the result, or the `finished` event of
+/// ferroclaw's stream), marked `is_error`, with `message` as its result.
+pub fn print_setup_error(cli: &Cli, message: &str) {
+    let line = match (cli.output_format, cli.stream_format) {
+        (OutputFormat::Text, _) => return,
+        (OutputFormat::StreamJson, StreamFormat::Ferroclaw) => json!(AgentEvent::Finished {
+            result: message.to_string(),
+            session_id: String::new(),
+            num_turns: 0,
+            usage: Default::default(),
+            is_error: true,
+        }),
+        (OutputFormat::Json | OutputFormat::StreamJson, _) => json!({
+            "type": "result",
+            "subtype": "error_during_execution",
+            "is_error": true,
+            "duration_ms": 0,
+            "num_turns": 0,
+            "result": message,
+            "session_id": "",
+            "total_cost_usd": 0.0,
+            "usage": ferroclaw_protocol::Usage::default(),
+            "permission_denials": [],
+        }),
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
 /// `--output-format stream-json`: one event per line, flushed as it comes.
 /// Nobody is asked in `-p`, so `permission_requested` is left out; the
 /// refusal comes as `permission_denied`.
