@@ -112,7 +112,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let _ = tee.await;
     let _ = consumer.await;
     let denials = std::mem::take(&mut *denials.lock().unwrap_or_else(PoisonError::into_inner));
-    explain_denials(&denials, agent.workspace());
+    explain_denials(&denials, agent.workspace(), &config.home);
     let mut stdout = std::io::stdout().lock();
     let result =
         || result_json(&report, &agent.session().meta().id, agent.model_spec(), &denials, started);
@@ -233,7 +233,7 @@ async fn collect_denials(
 }
 
 /// Says on stderr which calls were refused and how to allow them.
-fn explain_denials(denials: &[Denial], workspace: &std::path::Path) {
+fn explain_denials(denials: &[Denial], workspace: &std::path::Path, home: &std::path::Path) {
     if denials.is_empty() {
         return;
     }
@@ -268,20 +268,8 @@ fn explain_denials(denials: &[Denial], workspace: &std::path::Path) {
             "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in {} or a trusted project's .agent/config.toml)",
             quoted.join(" "),
             rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", "),
-            user_config_shown()
+            ferroclaw_core::Config::user_config_shown(home)
         );
-    }
-}
-
-/// The user's config file as a person would type it: `~/.ferroclaw/config.toml`
-/// by default, the real path when `FERROCLAW_HOME` puts it elsewhere.
-fn user_config_shown() -> String {
-    let path = ferroclaw_core::Config::default_home().join("config.toml");
-    let user_home =
-        std::env::var_os("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from);
-    match user_home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
-        Some(rest) => format!("~/{}", rest.display()),
-        None => path.display().to_string(),
     }
 }
 

@@ -548,7 +548,10 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
             }
         }
         "/team" => match &repl.team {
-            Some(team) => match ferroclaw_team::render_team(team.team()) {
+            Some(team) => match ferroclaw_team::render_team(
+                team.team(),
+                &Config::user_config_shown(&config.home),
+            ) {
                 Ok(text) => println!("{text}"),
                 Err(e) => return Err(e.to_string()),
             },
