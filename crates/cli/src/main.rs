@@ -78,7 +78,12 @@ fn main() {
     let code = match runtime.block_on(run(&cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ferroclaw: {}", model_alias::explain(&e));
+            let message = model_alias::explain(&e);
+            eprintln!("ferroclaw: {message}");
+            // A program reading `-p --output-format json` still gets its JSON.
+            if cli.print && cli.command.is_none() {
+                oneshot::print_setup_error(&cli, &message);
+            }
             exit::USAGE
         }
     };
@@ -148,6 +153,8 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
 /// commented config unless one exists.
 fn init(force: bool) -> Result<i32, SetupError> {
     let home = ferroclaw_core::Config::default_home();
+    ferroclaw_core::private_files::secure_home(&home)
+        .map_err(|e| SetupError::Other(format!("cannot create {}: {e}", home.display())))?;
     let templates = ferroclaw_core::context::write_workspace_templates(&home).map_err(|e| {
         SetupError::Other(format!("cannot write {}/workspace: {e}", home.display()))
     })?;

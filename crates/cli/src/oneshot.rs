@@ -112,7 +112,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let _ = tee.await;
     let _ = consumer.await;
     let denials = std::mem::take(&mut *denials.lock().unwrap_or_else(PoisonError::into_inner));
-    explain_denials(&denials, agent.workspace());
+    explain_denials(&denials, agent.workspace(), &config.home);
     let mut stdout = std::io::stdout().lock();
     let result =
         || result_json(&report, &agent.session().meta().id, agent.model_spec(), &denials, started);
@@ -233,7 +233,7 @@ async fn collect_denials(
 }
 
 /// Says on stderr which calls were refused and how to allow them.
-fn explain_denials(denials: &[Denial], workspace: &std::path::Path) {
+fn explain_denials(denials: &[Denial], workspace: &std::path::Path, home: &std::path::Path) {
     if denials.is_empty() {
         return;
     }
@@ -268,20 +268,8 @@ fn explain_denials(denials: &[Denial], workspace: &std::path::Path) {
             "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in {} or a trusted project's .agent/config.toml)",
             quoted.join(" "),
             rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", "),
-            user_config_shown()
+            ferroclaw_core::Config::user_config_shown(home)
         );
-    }
-}
-
-/// The user's config file as a person would type it: `~/.ferroclaw/config.toml`
-/// by default, the real path when `FERROCLAW_HOME` puts it elsewhere.
-fn user_config_shown() -> String {
-    let path = ferroclaw_core::Config::default_home().join("config.toml");
-    let user_home =
-        std::env::var_os("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from);
-    match user_home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
-        Some(rest) => format!("~/{}", rest.display()),
-        None => path.display().to_string(),
     }
 }
 
@@ -339,6 +327,38 @@ fn result_json(
         "usage": report.usage,
         "permission_denials": denials,
     })
+}
+
+/// A `-p` request that could not start (no model, a bad config, a missing
+/// key): with `--output-format json` or `stream-json` stdout still gets the
+/// object that ends a normal run (the result, or the `finished` event of
+/// ferroclaw's stream), marked `is_error`, with `message` as its result.
+pub fn print_setup_error(cli: &Cli, message: &str) {
+    let line = match (cli.output_format, cli.stream_format) {
+        (OutputFormat::Text, _) => return,
+        (OutputFormat::StreamJson, StreamFormat::Ferroclaw) => json!(AgentEvent::Finished {
+            result: message.to_string(),
+            session_id: String::new(),
+            num_turns: 0,
+            usage: Default::default(),
+            is_error: true,
+        }),
+        (OutputFormat::Json | OutputFormat::StreamJson, _) => json!({
+            "type": "result",
+            "subtype": "error_during_execution",
+            "is_error": true,
+            "duration_ms": 0,
+            "num_turns": 0,
+            "result": message,
+            "session_id": "",
+            "total_cost_usd": 0.0,
+            "usage": ferroclaw_protocol::Usage::default(),
+            "permission_denials": [],
+        }),
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
 }
 
 /// `--output-format stream-json`: one event per line, flushed as it comes.

@@ -182,8 +182,8 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 eprintln!(
                     "{}",
                     st.yellow(&format!(
-                        "⟳ retrying in {} s: {reason} (attempt {attempt})",
-                        seconds(delay_ms)
+                        "⟳ retrying in {}: {reason} (attempt {attempt})",
+                        wait_shown(delay_ms)
                     ))
                 );
             }
@@ -388,12 +388,14 @@ fn count_changes(before: Option<&str>, after: &str) -> (usize, usize) {
     counts
 }
 
-/// `2` or `0.5` seconds.
-fn seconds(ms: u64) -> String {
-    if ms.is_multiple_of(1000) {
-        (ms / 1000).to_string()
+/// A wait as a person reads it: `80 ms` under a second, else `2 s` or `1.5 s`.
+fn wait_shown(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
     } else {
-        format!("{:.1}", ms as f64 / 1000.0)
+        format!("{:.1} s", ms as f64 / 1000.0)
     }
 }
 
@@ -451,7 +453,15 @@ pub fn error_hint(message: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::error_hint;
+    use super::{error_hint, wait_shown};
+
+    #[test]
+    fn waits_read_in_milliseconds_under_a_second_and_in_seconds_above() {
+        assert_eq!(wait_shown(80), "80 ms");
+        assert_eq!(wait_shown(999), "999 ms");
+        assert_eq!(wait_shown(2000), "2 s");
+        assert_eq!(wait_shown(1500), "1.5 s");
+    }
 
     #[test]
     fn provider_errors_that_the_user_can_fix_come_with_a_hint() {

@@ -5,7 +5,7 @@
 use std::sync::{Arc, PoisonError};
 
 use ferroclaw_core::commands::{self, CustomCommand};
-use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog};
+use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionError, SessionLog};
 use ferroclaw_core::{Agent, Approver, Config, PermissionMode, SessionStore, pricing};
 use rustyline::Editor;
 use rustyline::error::ReadlineError;
@@ -507,7 +507,16 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
             let path = if arg.is_empty() {
                 store.latest(&config.workspace).ok_or("no conversation to resume")?
             } else {
-                store.find(&config.workspace, arg).map_err(|e| e.to_string())?
+                store.find(&config.workspace, arg).map_err(|e| match e {
+                    // Point at the REPL's own list, not the CLI command.
+                    SessionError::NotFound { id, dir } => {
+                        format!(
+                            "no session {id:?} in {} (/sessions lists this project's)",
+                            dir.display()
+                        )
+                    }
+                    e => e.to_string(),
+                })?
             };
             let r = SessionLog::resume(&path, RESUME_TAIL_BYTES).map_err(|e| e.to_string())?;
             println!("resumed {} ({} messages)", r.log.meta().id, r.messages.len());
@@ -539,7 +548,10 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
             }
         }
         "/team" => match &repl.team {
-            Some(team) => match ferroclaw_team::render_team(team.team()) {
+            Some(team) => match ferroclaw_team::render_team(
+                team.team(),
+                &Config::user_config_shown(&config.home),
+            ) {
                 Ok(text) => println!("{text}"),
                 Err(e) => return Err(e.to_string()),
             },

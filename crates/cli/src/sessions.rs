@@ -17,6 +17,8 @@ pub fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
             let list = store.list(&config.workspace);
             if list.is_empty() {
                 println!("no sessions in {}", config.workspace.display());
+            } else {
+                println!("{}", header());
             }
             print_list(&list);
         }

@@ -26,7 +26,10 @@ pub fn run(cli: &Cli) -> Result<i32, SetupError> {
 /// Prints the team of the workspace.
 pub fn team(cli: &Cli) -> Result<i32, SetupError> {
     let team = Team::open(setup::workspace(cli)?);
-    match render_team(&team) {
+    match render_team(
+        &team,
+        &ferroclaw_core::Config::user_config_shown(&ferroclaw_core::Config::default_home()),
+    ) {
         Ok(text) => {
             println!("{text}");
             Ok(exit::OK)

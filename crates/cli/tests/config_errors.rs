@@ -256,3 +256,32 @@ fn with_no_model_nothing_starts_before_the_error_not_even_the_projects_mcp_serve
     assert!(!marker.exists(), "the MCP server was started for nothing");
     assert!(!env.home.path().join("recall.db").exists(), "nothing was written in the home");
 }
+
+#[test]
+fn a_setup_error_under_output_format_json_still_prints_one_json_result_on_stdout() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    std::fs::remove_file(env.home.path().join("config.toml")).unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["--output-format", "json"], "result"),
+        (&["--output-format", "stream-json", "--stream-format", "claude"], "result"),
+        (&["--output-format", "stream-json"], "finished"),
+    ];
+    for (args, kind) in cases {
+        let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ferroclaw"));
+        cmd.env_clear().env("FERROCLAW_HOME", env.home.path()).current_dir(env.ws());
+        let (code, stdout, stderr) = run(cmd.args(["-p", "hi"]).args(args));
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("ferroclaw: no model configured"), "{stderr}");
+        assert_eq!(stdout.lines().count(), 1, "{args:?}: {stdout}");
+        let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(result["type"], kind, "{stdout}");
+        assert_eq!(result["is_error"], true, "{stdout}");
+        let message = result["result"].as_str().unwrap_or_default();
+        assert!(message.starts_with("no model configured"), "{stdout}");
+    }
+    // Text output keeps stdout empty.
+    let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ferroclaw"));
+    cmd.env_clear().env("FERROCLAW_HOME", env.home.path()).current_dir(env.ws());
+    let (code, stdout, _) = run(cmd.args(["-p", "hi"]));
+    assert_eq!((code, stdout.as_str()), (2, ""));
+}

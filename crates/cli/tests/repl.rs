@@ -296,3 +296,13 @@ fn control_characters_from_the_model_cannot_rewrite_the_approval_question() {
     // The answer on stdout (not a terminal here) is the model's text as sent.
     assert!(stdout.contains("done"), "{stdout}");
 }
+
+#[test]
+fn resume_of_an_unknown_id_points_at_the_repls_own_sessions_command() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let (code, _, stderr) = run(env.cmd().write_stdin("/resume nope\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    let line = stderr.lines().find(|l| l.contains("no session \"nope\"")).expect(&stderr);
+    assert!(line.contains("/sessions lists this project's"), "{line}");
+    assert!(!line.contains("ferroclaw sessions list"), "{line}");
+}

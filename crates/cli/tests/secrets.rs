@@ -65,6 +65,23 @@ fn redteam_secrets_session_files_redact_known_secret_values_and_are_private() {
 }
 
 #[test]
+fn a_home_in_folders_not_made_yet_is_private_but_its_parents_get_the_usual_mode() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("fine").into()]);
+    let root = tempfile::tempdir().unwrap();
+    let usual = root.path().join("usual");
+    std::fs::create_dir(&usual).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    for (name, args) in [("p", &["-p", "hi"][..]), ("init", &["init"])] {
+        let home = root.path().join(name).join("deeper/home");
+        let (code, _, stderr) = run(env.cmd().args(args).env("FERROCLAW_HOME", &home));
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert_eq!(mode(&home), 0o700, "{name}: the home");
+        assert_eq!(mode(&root.path().join(name)), mode(&usual), "{name}: a parent");
+        assert_eq!(mode(&root.path().join(name).join("deeper")), mode(&usual), "{name}");
+    }
+}
+
+#[test]
 fn redteam_confine_tmpdir_does_not_widen_where_bash_may_write() {
     if ferroclaw_tools::landlock::abi_version().is_none() {
         eprintln!("SKIP: this kernel has no Landlock");

@@ -44,7 +44,7 @@ fn continue_picks_up_the_last_conversation_of_the_project() {
 }
 
 #[test]
-fn resume_by_id_and_list_and_show() {
+fn resume_by_id_and_list_with_a_header_and_show() {
     let env = Env::new(
         Wire::Anthropic,
         vec![
@@ -62,7 +62,9 @@ fn resume_by_id_and_list_and_show() {
 
     let (code, stdout, _) = run(env.cmd().args(["sessions", "list"]));
     assert_eq!(code, 0);
-    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "a header and two sessions: {stdout}");
+    let header = stdout.lines().next().unwrap_or_default();
+    assert!(header.starts_with("ID ") && header.ends_with("FIRST REQUEST"), "{stdout}");
     assert!(
         stdout.contains(&id)
             && stdout.contains("first question")

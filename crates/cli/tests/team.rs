@@ -551,3 +551,15 @@ fn a_teammate_that_cannot_be_isolated_is_not_spawned_and_the_lead_is_told_why() 
     assert!(requests_of(&env, Some("alice")).is_empty(), "alice never ran");
     assert!(!env.ws().join("notes.txt").exists());
 }
+
+#[test]
+fn without_a_team_the_hint_names_the_config_file_ferroclaw_reads() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = run(env.cmd().arg("team").env("HOME", elsewhere.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("No team in this workspace."), "{stdout}");
+    let config = env.home.path().join("config.toml");
+    assert!(stdout.contains(&format!("({} or .agent/config.toml)", config.display())), "{stdout}");
+    assert!(!stdout.contains("~/.ferroclaw"), "{stdout}");
+}

@@ -332,6 +332,17 @@ impl Config {
         Path::new(&user_home).join(".ferroclaw")
     }
 
+    /// The config file of ferroclaw home `home` as a person would type it
+    /// in a hint: `~/.ferroclaw/config.toml` by default, the real path when
+    /// `FERROCLAW_HOME` puts the home outside the user's home.
+    pub fn user_config_shown(home: &Path) -> String {
+        let path = home.join("config.toml");
+        match env_nonempty("HOME").and_then(|h| path.strip_prefix(h).ok().map(Path::to_path_buf)) {
+            Some(rest) => format!("~/{}", rest.display()),
+            None => path.display().to_string(),
+        }
+    }
+
     /// Cap on model round-trips per request.
     pub fn max_turns(&self) -> u32 {
         self.file.max_turns.unwrap_or(DEFAULT_MAX_TURNS)

@@ -27,9 +27,25 @@ pub fn options() -> OpenOptions {
     options
 }
 
-/// Creates `dir` and its missing parents with mode 0700.
+/// Creates `dir` and its missing parents with mode 0700. When `dir` lies
+/// in a ferroclaw home not made yet, the home is made first by
+/// [`create_home`], so the folders above it are not made private.
 pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
+    let home = crate::Config::default_home();
+    if dir.starts_with(&home) && !home.is_dir() {
+        create_home(&home)?;
+    }
     std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir)
+}
+
+/// Creates the home folder 0700; its missing parents (`FERROCLAW_HOME=
+/// ~/a/b/home`) get the umask's mode, as `mkdir -p` gives them: they are
+/// the user's folders, not ferroclaw's.
+pub fn create_home(home: &Path) -> std::io::Result<()> {
+    if let Some(parent) = home.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(home)
 }
 
 /// Writes a whole file with mode 0600 (tightening an existing file's mode).
@@ -55,7 +71,7 @@ pub fn tighten(path: &Path) -> std::io::Result<()> {
 /// at 0700, nothing inside is reachable by other users, whatever modes older
 /// versions gave the files in it.
 pub fn secure_home(home: &Path) -> std::io::Result<()> {
-    create_dir_all(home)?;
+    create_home(home)?;
     tighten(home)
 }
 
@@ -65,6 +81,18 @@ mod tests {
 
     fn mode(path: &Path) -> u32 {
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_new_home_is_private_but_the_folders_made_above_it_are_not() {
+        let root = tempfile::tempdir().unwrap();
+        let plain = root.path().join("plain");
+        std::fs::create_dir(&plain).unwrap();
+        let home = root.path().join("a/b/home");
+        secure_home(&home).unwrap();
+        assert_eq!(mode(&home), 0o700);
+        assert_eq!(mode(&root.path().join("a")), mode(&plain), "a parent gets the umask's mode");
+        assert_eq!(mode(&root.path().join("a/b")), mode(&plain));
     }
 
     #[test]

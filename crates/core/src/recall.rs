@@ -73,7 +73,7 @@ impl std::fmt::Debug for Recall {
 impl Recall {
     /// Opens (creating when needed) `home/recall.db`.
     pub fn open(home: &Path) -> Result<Recall, RecallError> {
-        crate::private_files::create_dir_all(home)
+        crate::private_files::create_home(home)
             .map_err(|source| RecallError::Io { path: home.to_path_buf(), source })?;
         // Created 0600 before SQLite opens it; its -wal and -shm files copy that mode.
         let path = home.join("recall.db");

@@ -283,6 +283,7 @@ impl TeamRunner {
                 .workspace_root
                 .clone()
                 .unwrap_or_else(|| self.runtime.config().workspace.clone()),
+            home: self.runtime.config().home.clone(),
         });
         let open = |resume: Resume| {
             self.runtime

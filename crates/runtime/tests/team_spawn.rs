@@ -95,7 +95,8 @@ async fn an_isolated_teammates_git_worktree_add_leaves_the_async_thread_free() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_teammates_call_that_needs_approval_is_refused_with_the_rule_and_the_lead_is_told() {
+async fn a_teammates_call_that_needs_approval_is_refused_with_the_rule_and_the_homes_config_and_the_lead_is_told()
+ {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
     let server = ScriptedServer::start(vec![
@@ -115,6 +116,10 @@ async fn a_teammates_call_that_needs_approval_is_refused_with_the_rule_and_the_l
     let told = wait_for_text(&inbox, "was refused");
     assert!(told.contains("alice's call bash(touch made-by-alice)"), "{told}");
     assert!(told.contains(r#"allow = [\"bash(touch:*)\"]"#), "{told}");
+    // The config file named is the one this home's ferroclaw reads.
+    let config = home.path().join("config.toml");
+    assert!(told.contains(&format!("under [permissions] in {} or", config.display())), "{told}");
+    assert!(!told.contains("~/.ferroclaw"), "{told}");
     let deadline = Instant::now() + Duration::from_secs(60);
     while server.requests().len() < 2 {
         assert!(Instant::now() < deadline, "alice never got her refusal back");

@@ -60,11 +60,14 @@ pub fn task_line(task: &Task, open_blockers: &[u64]) -> String {
 
 /// The team for people (`ferroclaw team`, `/team`): each member's role,
 /// status and unread messages, and the requests still pending.
-pub fn render_team(team: &crate::Team) -> Result<String, crate::TeamError> {
+/// `user_config` is the user's config file as shown to people
+/// (`~/.ferroclaw/config.toml` unless `FERROCLAW_HOME` moves it).
+pub fn render_team(team: &crate::Team, user_config: &str) -> Result<String, crate::TeamError> {
     let Some(config) = team.load()? else {
-        return Ok("No team in this workspace. With a [team] section in the config \
-                   (~/.ferroclaw/config.toml or .agent/config.toml) the lead gets spawn_teammate."
-            .to_string());
+        return Ok(format!(
+            "No team in this workspace. With a [team] section in the config \
+             ({user_config} or .agent/config.toml) the lead gets spawn_teammate."
+        ));
     };
     let unread = |name: &str| {
         crate::InboxReader::open(&team.inbox_dir(), name).peek().map_or(0, |b| b.messages.len())

@@ -18,6 +18,8 @@ pub(super) struct TeammateApprover {
     pub(super) name: String,
     pub(super) team: Team,
     pub(super) workspace: PathBuf,
+    /// The ferroclaw home whose config.toml the refusal names.
+    pub(super) home: PathBuf,
 }
 
 #[async_trait]
@@ -40,8 +42,9 @@ impl Approver for TeammateApprover {
             }
             false => format!(
                 "The user can allow calls like it with allow = [{}] under [permissions] in \
-                 ~/.ferroclaw/config.toml or a trusted project's .agent/config.toml.",
-                rules.join(", ")
+                 {} or a trusted project's .agent/config.toml.",
+                rules.join(", "),
+                ferroclaw_core::Config::user_config_shown(&self.home)
             ),
         };
         let note = format!(
