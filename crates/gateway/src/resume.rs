@@ -27,8 +27,9 @@ pub const TURN_KEY: &str = "turn";
 /// Platform ids, by metadata key, that name a message for good, first
 /// found wins: Telegram's `update_id` (an edited message and a button press
 /// are updates of their own), Discord's `message_id` and a button press's
-/// `interaction_id`, Slack's `ts`.
-const PLATFORM_IDS: [&str; 4] = ["update_id", "message_id", "interaction_id", "ts"];
+/// `interaction_id`, Slack's `ts` and a button press's `press_id` (the
+/// presser and the action's `action_ts`).
+const PLATFORM_IDS: [&str; 5] = ["update_id", "message_id", "interaction_id", "ts", "press_id"];
 
 /// The id the platform gave `message` (the same when it delivers the
 /// message again, another for every other message or button press of the

@@ -755,6 +755,40 @@ mod tests {
         assert_ne!(text_key, key(&first, "gw-1"));
     }
 
+    /// Socket Mode sends an `interactive` envelope again (with a new
+    /// envelope id) when its acknowledgement came late or the process died
+    /// first: the same press must be stored once, while a second press on
+    /// the same approval message (the same user, later; or another user at
+    /// once) is a message of its own.
+    #[test]
+    fn a_slack_button_press_delivered_again_is_one_message_and_two_presses_are_two() {
+        let press = |user: &str, action_ts: &str, trigger_id: &str, value: &str| {
+            serde_json::json!({"type": "block_actions", "trigger_id": trigger_id,
+                "user": {"id": user}, "channel": {"id": "C1"},
+                "container": {"type": "message", "message_ts": "1700000000.000100", "channel_id": "C1"},
+                "actions": [{"type": "button", "action_id": "approve", "value": value,
+                    "action_ts": action_ts}]})
+        };
+        let key = |payload: &serde_json::Value, holder: &str| {
+            let message = crate::slack::button_press(payload).expect("a press");
+            platform_id(&message, holder)
+        };
+        let first = press("U1", "1700000001.000200", "t1", "/approve a1");
+        // Delivered again to another process after a restart: the same key.
+        assert_eq!(key(&first, "gw-1"), key(&first, "gw-2"));
+        // The same user pressing again later, and another user pressing at
+        // the same moment: other keys.
+        let later = press("U1", "1700000002.000300", "t2", "/deny a1");
+        let other = press("U2", "1700000001.000200", "t3", "/approve a1");
+        assert_ne!(key(&first, "gw-1"), key(&later, "gw-1"));
+        assert_ne!(key(&first, "gw-1"), key(&other, "gw-1"));
+        // The press is not the approval message it was made on either.
+        let message = serde_json::json!({"type": "message", "channel": "C1", "user": "U1",
+            "text": "hi", "ts": "1700000000.000100", "channel_type": "im"});
+        let message = crate::slack::inbound_message(&message, "UBOT", &[]).expect("a message");
+        assert_ne!(platform_id(&message, "gw-1"), key(&first, "gw-1"));
+    }
+
     /// The database went away after the turn's finish was stored and before
     /// its answer was: the message is handed out again, and its turn must
     /// replay (model answers from the journal) rather than be dropped as

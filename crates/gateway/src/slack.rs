@@ -169,7 +169,8 @@ pub struct SlackChannel {
     config: SlackConfig,
     api: api::SlackApi,
     threads: Mutex<Threads>,
-    /// `channel:ts` of the latest messages published, newest last.
+    /// `channel:key:id` of the latest messages and presses published
+    /// ([`SlackChannel::first_time`]), newest last.
     recent: Mutex<VecDeque<String>>,
 }
 
@@ -200,10 +201,29 @@ impl SlackChannel {
         Ok(SlackChannel { config, api, threads, recent })
     }
 
+    /// Whether this process sees `message` (named by its `metadata[id_key]`;
+    /// one without that id always is) for the first time among the last
+    /// [`RECENT_MESSAGES`]; Socket Mode
+    /// sends an envelope again when its acknowledgement came late.
+    fn first_time(&self, message: &InboundMessage, id_key: &str) -> bool {
+        let Some(id) = message.metadata.get(id_key).and_then(Value::as_str) else { return true };
+        let key = format!("{}:{id_key}:{id}", message.chat_id);
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if recent.contains(&key) {
+            return false;
+        }
+        if recent.len() >= RECENT_MESSAGES {
+            recent.pop_front();
+        }
+        recent.push_back(key);
+        true
+    }
+
     /// Publishes a `message` event (or a button press) when it is for the agent.
     fn on_event(&self, bus: &MessageBus, event: Value, bot_id: &str) {
         if event["type"] == "block_actions" {
             if let Some(press) = button_press(&event)
+                && self.first_time(&press, "press_id")
                 && let Err(e) = bus.publish(press)
             {
                 tracing::warn!(channel = CHANNEL_NAME, "button press not taken: {e}");
@@ -211,17 +231,8 @@ impl SlackChannel {
             return;
         }
         let Some(message) = inbound_message(&event, bot_id, &self.config.channels) else { return };
-        let ts = message.metadata.get("ts").and_then(Value::as_str).unwrap_or_default();
-        let key = format!("{}:{ts}", message.chat_id);
-        {
-            let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-            if recent.contains(&key) {
-                return;
-            }
-            if recent.len() >= RECENT_MESSAGES {
-                recent.pop_front();
-            }
-            recent.push_back(key);
+        if !self.first_time(&message, "ts") {
+            return;
         }
         let thread = message.metadata.get("thread_ts").and_then(Value::as_str).map(str::to_string);
         let (id, chat_id) = (message.id.clone(), message.chat_id.clone());
@@ -435,6 +446,15 @@ pub(crate) fn button_press(payload: &Value) -> Option<InboundMessage> {
         .as_str()
         .or_else(|| payload["container"]["channel_id"].as_str())?;
     let mut inbound = InboundMessage::new(CHANNEL_NAME, user, channel, command);
+    // The same in a payload Socket Mode sends again (its envelope id is
+    // new), another for every other press: who pressed, and when.
+    let press_id = match payload["actions"][0]["action_ts"].as_str() {
+        Some(at) => Some(format!("{user}:{at}")),
+        None => payload["trigger_id"].as_str().map(str::to_string),
+    };
+    if let Some(id) = press_id {
+        inbound.metadata.insert("press_id".into(), json!(id));
+    }
     if let Some(url) = payload["response_url"].as_str() {
         inbound.metadata.insert("response_url".into(), json!(url));
     }
