@@ -70,15 +70,15 @@ impl PgStore {
         seen: &[String],
     ) -> Result<Vec<ApprovalRequest>, StoreError> {
         let client = self.pool.get().await?;
-        let rows = client
-            .query(
+        let statement = client
+            .prepare_cached(
                 "SELECT id, channel, chat_id, owner, tool, prompt FROM approvals
                  WHERE outcome IS NULL AND answer IS NULL AND channel = $1 AND asked_by <> $2
                    AND NOT (id = ANY($3))
                  ORDER BY created_at",
-                &[&channel, &self.holder(), &seen],
             )
             .await?;
+        let rows = client.query(&statement, &[&channel, &self.holder(), &seen]).await?;
         Ok(rows
             .into_iter()
             .map(|r| ApprovalRequest {
@@ -158,13 +158,13 @@ impl PgStore {
     /// The answer to request `id` (choice word and reason) once there is one.
     pub async fn approval_answer(&self, id: &str) -> Result<Option<(String, String)>, StoreError> {
         let client = self.pool.get().await?;
-        let row = client
-            .query_opt(
+        let statement = client
+            .prepare_cached(
                 "SELECT answer, coalesce(reason, '') FROM approvals
                  WHERE id = $1 AND answer IS NOT NULL",
-                &[&id],
             )
             .await?;
+        let row = client.query_opt(&statement, &[&id]).await?;
         Ok(row.map(|r| (r.get(0), r.get(1))))
     }
 
@@ -189,12 +189,12 @@ impl PgStore {
         ids: &[String],
     ) -> Result<Vec<(String, String)>, StoreError> {
         let client = self.pool.get().await?;
-        let rows = client
-            .query(
+        let statement = client
+            .prepare_cached(
                 "SELECT id, outcome FROM approvals WHERE id = ANY($1) AND outcome IS NOT NULL",
-                &[&ids],
             )
             .await?;
+        let rows = client.query(&statement, &[&ids]).await?;
         Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 }

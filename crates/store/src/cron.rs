@@ -48,13 +48,13 @@ impl PgStore {
         slot_ms: i64,
     ) -> Result<Option<CronClaim>, StoreError> {
         let client = self.pool.get().await?;
-        let row = client
-            .query_opt(
+        let statement = client
+            .prepare_cached(
                 "INSERT INTO cron_runs (job, slot, holder) VALUES ($1, $2, $3)
                  ON CONFLICT (job, slot) DO NOTHING RETURNING 1",
-                &[&job, &slot_ms, &self.holder()],
             )
             .await?;
+        let row = client.query_opt(&statement, &[&job, &slot_ms, &self.holder()]).await?;
         Ok(row.map(|_| CronClaim { job: job.to_string(), slot: slot_ms }))
     }
 
@@ -69,8 +69,8 @@ impl PgStore {
         lease: Duration,
     ) -> Result<Option<CronClaim>, StoreError> {
         let client = self.pool.get().await?;
-        let row = client
-            .query_opt(
+        let statement = client
+            .prepare_cached(
                 "WITH claimed AS (
                      INSERT INTO cron_runs (job, slot, holder, lease_until)
                      SELECT $1, $2, $3, now() + make_interval(secs => $4) WHERE NOT EXISTS (
@@ -78,6 +78,11 @@ impl PgStore {
                            AND lease_until > now())
                      ON CONFLICT (job, slot) DO NOTHING RETURNING 1)
                  SELECT pg_notify($5, '') FROM claimed",
+            )
+            .await?;
+        let row = client
+            .query_opt(
+                &statement,
                 &[&job, &slot_ms, &self.holder(), &lease.as_secs_f64(), &CRON_CHANNEL],
             )
             .await?;
@@ -92,12 +97,14 @@ impl PgStore {
         lease: Duration,
     ) -> Result<bool, StoreError> {
         let client = self.pool.get().await?;
-        let renewed = client
-            .execute(
+        let statement = client
+            .prepare_cached(
                 "UPDATE cron_runs SET lease_until = now() + make_interval(secs => $4)
                  WHERE job = $1 AND slot = $2 AND holder = $3 AND finished_at IS NULL",
-                &[&claim.job, &claim.slot, &self.holder(), &lease.as_secs_f64()],
             )
+            .await?;
+        let renewed = client
+            .execute(&statement, &[&claim.job, &claim.slot, &self.holder(), &lease.as_secs_f64()])
             .await?;
         Ok(renewed == 1)
     }
@@ -109,8 +116,8 @@ impl PgStore {
     /// the others are told of a takeover.
     pub async fn take_over_cron_runs(&self, lease: Duration) -> Result<TakenOver, StoreError> {
         let client = self.pool.get().await?;
-        let rows = client
-            .query(
+        let statement = client
+            .prepare_cached(
                 "WITH taken AS (
                      UPDATE cron_runs SET holder = $1, started_at = now(),
                          lease_until = now() + make_interval(secs => $2), attempts = attempts + 1
@@ -122,6 +129,11 @@ impl PgStore {
                  SELECT NULL, NULL, extract(epoch FROM min(lease_until) - now())::float8
                  FROM cron_runs
                  WHERE finished_at IS NULL AND lease_until > now() AND holder <> $1",
+            )
+            .await?;
+        let rows = client
+            .query(
+                &statement,
                 &[&self.holder(), &lease.as_secs_f64(), &CRON_RUN_ATTEMPTS, &CRON_CHANNEL],
             )
             .await?;
@@ -162,12 +174,12 @@ impl PgStore {
         job: &str,
     ) -> Result<Vec<(i64, String, Option<String>)>, StoreError> {
         let client = self.pool.get().await?;
-        let rows = client
-            .query(
+        let statement = client
+            .prepare_cached(
                 "SELECT slot, holder, outcome FROM cron_runs WHERE job = $1 ORDER BY slot DESC",
-                &[&job],
             )
             .await?;
+        let rows = client.query(&statement, &[&job]).await?;
         Ok(rows.into_iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
     }
 
@@ -190,21 +202,22 @@ impl PgStore {
     /// Removes job `id`; false when there was none.
     pub async fn remove_cron_job(&self, id: &str) -> Result<bool, StoreError> {
         let client = self.pool.get().await?;
-        let removed = client
-            .execute(
+        let statement = client
+            .prepare_cached(
                 "WITH gone AS (DELETE FROM cron_jobs WHERE id = $1 RETURNING 1)
                  SELECT pg_notify($2, '') FROM gone",
-                &[&id, &CRON_CHANNEL],
             )
             .await?;
+        let removed = client.execute(&statement, &[&id, &CRON_CHANNEL]).await?;
         Ok(removed == 1)
     }
 
     /// Every job, by id.
     pub async fn cron_jobs(&self) -> Result<Vec<(String, Value)>, StoreError> {
         let client = self.pool.get().await?;
-        let rows =
-            client.query("SELECT id, body FROM cron_jobs ORDER BY created_at, id", &[]).await?;
+        let statement =
+            client.prepare_cached("SELECT id, body FROM cron_jobs ORDER BY created_at, id").await?;
+        let rows = client.query(&statement, &[]).await?;
         Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 

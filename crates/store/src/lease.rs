@@ -13,8 +13,8 @@ impl PgStore {
     /// another live process holds it.
     pub async fn hold_channel(&self, channel: &str, length: Duration) -> Result<bool, StoreError> {
         let client = self.pool.get().await?;
-        let row = client
-            .query_opt(
+        let statement = client
+            .prepare_cached(
                 "INSERT INTO channel_leases (channel, holder, expires_at)
                  VALUES ($1, $2, now() + make_interval(secs => $3))
                  ON CONFLICT (channel) DO UPDATE
@@ -22,8 +22,10 @@ impl PgStore {
                     WHERE channel_leases.holder = excluded.holder
                        OR channel_leases.expires_at <= now()
                  RETURNING 1",
-                &[&channel, &self.holder(), &length.as_secs_f64()],
             )
+            .await?;
+        let row = client
+            .query_opt(&statement, &[&channel, &self.holder(), &length.as_secs_f64()])
             .await?;
         Ok(row.is_some())
     }
@@ -44,12 +46,12 @@ impl PgStore {
     /// Who holds `channel` now (an expired lease counts as nobody).
     pub async fn channel_holder(&self, channel: &str) -> Result<Option<String>, StoreError> {
         let client = self.pool.get().await?;
-        let row = client
-            .query_opt(
+        let statement = client
+            .prepare_cached(
                 "SELECT holder FROM channel_leases WHERE channel = $1 AND expires_at > now()",
-                &[&channel],
             )
             .await?;
+        let row = client.query_opt(&statement, &[&channel]).await?;
         Ok(row.map(|r| r.get(0)))
     }
 }
