@@ -51,6 +51,7 @@ mod pg;
 mod prune;
 mod queue;
 mod sessions;
+mod tls;
 mod transfer;
 
 pub use approvals::{Answered, ApprovalRequest};

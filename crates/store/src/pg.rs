@@ -8,8 +8,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use futures_util::StreamExt;
 use tokio::sync::{Notify, watch};
 use tokio_postgres::AsyncMessage;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::tls::StoreTls;
 use crate::{StoreError, migrate, redact_url};
 
 /// How long connecting may take before the database counts as unreachable.
@@ -52,7 +52,7 @@ impl Default for PgOptions {
 pub struct PgStore {
     pub(crate) pool: Pool,
     config: tokio_postgres::Config,
-    tls: MakeRustlsConnect,
+    tls: StoreTls,
     url: String,
     holder: String,
 }
@@ -80,7 +80,7 @@ impl PgStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
-        let tls = tls()?;
+        let tls = StoreTls::new()?;
         let manager = Manager::from_config(
             config.clone(),
             tls.clone(),
@@ -184,7 +184,7 @@ impl Signals {
 /// Runs one `LISTEN` connection until it is lost.
 async fn listen_once(
     config: &tokio_postgres::Config,
-    tls: &MakeRustlsConnect,
+    tls: &StoreTls,
     signals: &Signals,
 ) -> Result<(), StoreError> {
     let (client, mut connection) = config.connect(tls.clone()).await?;
@@ -285,20 +285,6 @@ impl Changes {
             Err(_) => false,
         }
     }
-}
-
-/// rustls with the system's root certificates (only used when the server
-/// offers TLS, or `sslmode=require` asks for it).
-fn tls() -> Result<MakeRustlsConnect, StoreError> {
-    // Ignore the error: another crate or an earlier call installed one.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(cert);
-    }
-    let config =
-        rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
-    Ok(MakeRustlsConnect::new(config))
 }
 
 fn describe_pool_error(e: deadpool_postgres::PoolError) -> String {

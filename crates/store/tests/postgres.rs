@@ -705,3 +705,16 @@ async fn tokio_postgres_connect(
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
     (client, tokio::spawn(connection))
 }
+
+#[tokio::test]
+async fn a_local_server_is_reached_over_its_unix_socket() {
+    let pg = cluster_or_skip!();
+    pg.database("over_socket");
+    // Before: "error performing TLS handshake: invalid dns name", even with
+    // sslmode=disable (tokio-postgres asks rustls for a connector named "").
+    let url = pg.socket_url("over_socket");
+    let store = PgStore::connect(&url, PgOptions::default()).await.unwrap();
+    drop(store);
+    let url = url.replace("&sslmode=disable", "");
+    PgStore::connect(&url, PgOptions::default()).await.unwrap();
+}

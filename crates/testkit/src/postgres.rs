@@ -68,8 +68,9 @@ impl PgCluster {
     /// `pg_ctl start` on this cluster's port; true when it started.
     fn pg_ctl_start(&self) -> bool {
         let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -F -c max_connections=200",
-            self.port
+            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='{}' -F -c max_connections=200",
+            self.port,
+            self.data.display()
         );
         let log = self.data.join("server.log");
         self.command("pg_ctl")
@@ -131,6 +132,16 @@ impl PgCluster {
     /// A connection URL for database `postgres` as user `postgres`.
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// A URL for database `name` over the Unix socket in the data folder
+    /// (the form a local install uses: `?host=/var/run/postgresql`).
+    pub fn socket_url(&self, name: &str) -> String {
+        format!(
+            "postgres://postgres@/{name}?host={}&port={}&sslmode=disable",
+            self.data.display(),
+            self.port
+        )
     }
 
     /// Creates database `name` and returns its URL (one per test keeps tests apart).
