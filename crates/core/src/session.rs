@@ -288,7 +288,7 @@ impl SessionStore {
             .open(&path)
             .map_err(io(&path))?;
         lock(&file, &path, &meta.id)?;
-        let mut log = SessionLog { path, file: Arc::new(file), meta };
+        let mut log = SessionLog { path, file: Arc::new(file), meta, written_before_resume: None };
         // Not synced here: the first turn's commit makes it durable with the
         // rest, and a file a crash left empty is taken up again (see `resume`).
         if let Err(e) = log.append(&Entry::Meta(log.meta.clone())) {
@@ -492,6 +492,10 @@ pub struct SessionLog {
     /// Shared with the group committer while a sync is pending.
     file: Arc<File>,
     meta: SessionMeta,
+    /// When the file was last written before [`SessionLog::resume`] opened
+    /// it (`None` for a new session): files the conversation knew and that
+    /// have not changed since are still known (see `ReadLedger::recall`).
+    written_before_resume: Option<std::time::SystemTime>,
 }
 
 /// What resuming a session recovered.
@@ -516,6 +520,12 @@ impl SessionLog {
     /// The session's metadata.
     pub fn meta(&self) -> &SessionMeta {
         &self.meta
+    }
+
+    /// When the file was last written before it was resumed (`None`: a new
+    /// session).
+    pub fn written_before_resume(&self) -> Option<std::time::SystemTime> {
+        self.written_before_resume
     }
 
     /// The session file.
@@ -622,7 +632,8 @@ impl SessionLog {
         let mut file = OpenOptions::new().read(true).append(true).open(path).map_err(io(path))?;
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         lock(&file, path, &stem)?;
-        let len = file.metadata().map_err(io(path))?.len();
+        let metadata = file.metadata().map_err(io(path))?;
+        let (len, written_before_resume) = (metadata.len(), metadata.modified().ok());
         let mut first = Vec::new();
         BufReader::new(&mut file).take(1 << 20).read_until(b'\n', &mut first).map_err(io(path))?;
         let meta = match parse_line(&first) {
@@ -676,7 +687,12 @@ impl SessionLog {
             file.set_len(end).map_err(io(path))?;
             tracing::warn!(path = %path.display(), "cut off a torn last line ({} bytes)", len - end);
         }
-        let mut log = SessionLog { path: path.to_path_buf(), file: Arc::new(file), meta };
+        let mut log = SessionLog {
+            path: path.to_path_buf(),
+            file: Arc::new(file),
+            meta,
+            written_before_resume,
+        };
         if end == 0 {
             log.append(&Entry::Meta(log.meta.clone()))?;
         }

@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use crate::CHANGED_SINCE_READ;
 use crate::args::{flag, required_str};
 use crate::closest::closest_lines;
 use crate::lines::{line_of, numbered_excerpt};
+use crate::stale_write::APPLIED_TO_CHANGED;
 use crate::write::atomic_write;
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -51,21 +53,35 @@ impl Tool for EditTool {
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let edit = Replacement::from_json(&input)?;
         let (sandbox, path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
+        let reads = ctx.reads.clone();
         tokio::task::spawn_blocking(move || {
             let original = read_text(&sandbox, &path, &shown)?;
-            let applied = apply(&original, &edit)
-                .map_err(|f| ToolError::Failed(f.describe(&shown, &original, &edit.old)))?;
+            let stale = reads.changed_since_read(&path, original.as_bytes());
+            let applied = apply(&original, &edit).map_err(|f| match f {
+                EditFailure::NotFound | EditFailure::Ambiguous { .. } if stale => {
+                    ToolError::Failed(CHANGED_SINCE_READ.to_string())
+                }
+                f => ToolError::Failed(f.describe(&shown, &original, &edit.old)),
+            })?;
             atomic_write(&sandbox, &path, applied.content.as_bytes())?;
+            reads.wrote(&path, applied.content.as_bytes());
             Ok(ToolOutput::text(format!(
-                "Edited {shown}: {} replacement{}.\n{}",
+                "Edited {shown}: {} replacement{}.{}\n{}",
                 applied.count,
                 if applied.count == 1 { "" } else { "s" },
+                stale_note(stale),
                 applied.excerpt()
             )))
         })
         .await
         .map_err(|e| ToolError::Failed(format!("edit task failed: {e}")))?
     }
+}
+
+/// What an edit's result adds when the file had changed since the
+/// conversation read it (see [`crate::stale_write`]).
+pub(crate) fn stale_note(stale: bool) -> String {
+    if stale { format!(" {APPLIED_TO_CHANGED}") } else { String::new() }
 }
 
 /// One replacement: what to find, what to put, everywhere or once.

@@ -16,7 +16,9 @@
 //!
 //! A [`ReadLedger`], owned by the agent and handed to tools in the
 //! [`ToolContext`], lets `read` answer a re-read of a file unchanged since
-//! the conversation read it with a short note instead of the content.
+//! the conversation read it with a short note instead of the content, and
+//! `write`, `edit` and `multi_edit` refuse a file changed on disk since the
+//! conversation last read or wrote it (or never read).
 //!
 //! A [`JobManager`] runs commands in the background for a session;
 //! [`background_tools`] gives the model `background_run`, `check_background`
@@ -80,6 +82,7 @@ mod result_cap;
 mod sandbox;
 pub mod shell;
 pub mod ssrf;
+mod stale_write;
 mod walk;
 mod web_fetch;
 mod web_search;
@@ -109,6 +112,7 @@ pub use read_ledger::ReadLedger;
 pub use registry::ToolRegistry;
 pub use result_cap::{MAX_RESULT_CHARS, cap_result, result_cap_chars};
 pub use sandbox::Sandbox;
+pub use stale_write::{CHANGED_SINCE_READ, NOT_READ_YET};
 pub use web_fetch::{DEFAULT_MAX_CHARS, MAX_BODY_BYTES, MAX_REDIRECTS, WebFetchTool};
 pub use web_search::{DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, SearchBackend, WebSearchTool};
 pub use write::WriteTool;

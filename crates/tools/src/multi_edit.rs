@@ -4,9 +4,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::args::required_str;
-use crate::edit::{Replacement, apply, read_text, resolve_existing};
+use crate::edit::{EditFailure, Replacement, apply, read_text, resolve_existing, stale_note};
 use crate::write::atomic_write;
-use crate::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::{CHANGED_SINCE_READ, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Applies a list of edits to one file in order; writes only if all succeed.
 #[derive(Debug, Default)]
@@ -69,27 +69,34 @@ impl Tool for MultiEditTool {
             ));
         }
         let (sandbox, path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
+        let reads = ctx.reads.clone();
         tokio::task::spawn_blocking(move || {
             let mut content = read_text(&sandbox, &path, &shown)?;
+            let stale = reads.changed_since_read(&path, content.as_bytes());
             let mut total = 0;
             let mut last_excerpt = String::new();
             for (i, edit) in edits.iter().enumerate() {
-                let applied = apply(&content, edit).map_err(|failure| {
-                    ToolError::Failed(format!(
+                let applied = apply(&content, edit).map_err(|failure| match failure {
+                    EditFailure::NotFound | EditFailure::Ambiguous { .. } if stale => {
+                        ToolError::Failed(CHANGED_SINCE_READ.to_string())
+                    }
+                    failure => ToolError::Failed(format!(
                         "edit #{} of {} failed: {}. Nothing was written.",
                         i + 1,
                         edits.len(),
                         failure.describe(&shown, &content, &edit.old)
-                    ))
+                    )),
                 })?;
                 total += applied.count;
                 last_excerpt = applied.excerpt();
                 content = applied.content;
             }
             atomic_write(&sandbox, &path, content.as_bytes())?;
+            reads.wrote(&path, content.as_bytes());
             Ok(ToolOutput::text(format!(
-                "Edited {shown}: {} edits, {total} replacements. Last change:\n{last_excerpt}",
-                edits.len()
+                "Edited {shown}: {} edits, {total} replacements.{} Last change:\n{last_excerpt}",
+                edits.len(),
+                stale_note(stale)
             )))
         })
         .await

@@ -28,10 +28,15 @@ const HEAD_BYTES: usize = 48;
 pub struct ReadLedger(Arc<Mutex<Ledger>>);
 
 #[derive(Debug, Default)]
-struct Ledger {
+pub(crate) struct Ledger {
     /// Model answers in the conversation when it was last synced.
     turn: u32,
     seen: Vec<Seen>,
+    /// Each file's content (SHA-256) as the conversation last read or
+    /// wrote it: what `write`, `edit` and `multi_edit` check the disk
+    /// against (see [`crate::stale_write`]). Unlike `seen`, kept through
+    /// compaction: the model still acts on what it read.
+    pub(crate) versions: HashMap<PathBuf, [u8; 32]>,
 }
 
 /// One `read` whose result went to the model.
@@ -111,10 +116,14 @@ impl ReadLedger {
         file: FileRead,
         call_id: &str,
     ) -> ToolOutput {
-        if call_id.is_empty() || file.output.is_error {
+        if file.output.is_error {
             return file.output;
         }
         let mut ledger = self.lock();
+        ledger.versions.insert(path.to_path_buf(), file.sha256);
+        if call_id.is_empty() {
+            return file.output;
+        }
         let earlier = ledger.seen.iter().find(|s| {
             s.confirmed && s.path == path && s.sha256 == file.sha256 && s.lines.covers(file.lines)
         });
@@ -165,7 +174,7 @@ impl ReadLedger {
         });
     }
 
-    fn lock(&self) -> MutexGuard<'_, Ledger> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Ledger> {
         // The ledger holds no invariant a panic elsewhere could break.
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

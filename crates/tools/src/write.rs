@@ -21,8 +21,8 @@ impl Tool for WriteTool {
 
     fn description(&self) -> &str {
         "Writes `content` to a file, replacing it or creating it (and missing folders); \
-         atomic, keeps an existing file's permissions. Prefer `edit` to change part of a file; \
-         read a file before overwriting it."
+         atomic, keeps an existing file's permissions. Prefer `edit` to change part of a file. \
+         An existing file must be read first, and is refused if it changed since you read it."
     }
 
     fn input_schema(&self) -> Value {
@@ -43,14 +43,32 @@ impl Tool for WriteTool {
         let sandbox = Sandbox::from_context(ctx);
         let path = sandbox.resolve(raw)?;
         let shown = sandbox.display(&path);
-        let created =
-            tokio::task::spawn_blocking(move || atomic_write(&sandbox, &path, content.as_bytes()))
-                .await
-                .map_err(|e| ToolError::Failed(format!("write task failed: {e}")))??;
+        let reads = ctx.reads.clone();
+        let created = tokio::task::spawn_blocking(move || {
+            reads.check_unchanged(&path, current_bytes(&sandbox, &path)?.as_deref())?;
+            let created = atomic_write(&sandbox, &path, content.as_bytes())?;
+            reads.wrote(&path, content.as_bytes());
+            Ok::<_, ToolError>(created)
+        })
+        .await
+        .map_err(|e| ToolError::Failed(format!("write task failed: {e}")))??;
         let len = input["content"].as_str().map_or(0, str::len);
         let verb = if created { "Created" } else { "Overwrote" };
         Ok(ToolOutput::text(format!("{verb} {shown} ({len} bytes written)")))
     }
+}
+
+/// The bytes of the file at the resolved `path`, `None` when there is none
+/// (opened beneath its sandbox root without following links).
+pub(crate) fn current_bytes(sandbox: &Sandbox, path: &Path) -> Result<Option<Vec<u8>>, ToolError> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let (root, rel) = sandbox.beneath(path)?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut root.open_read(&rel)?, &mut bytes)
+        .map_err(|e| ToolError::io(format!("cannot read {}", sandbox.display(path)), e))?;
+    Ok(Some(bytes))
 }
 
 /// Replaces the resolved `path` with `bytes` atomically (temp file in the

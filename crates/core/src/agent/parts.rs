@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ferroclaw_llm::Provider;
 use ferroclaw_protocol::{Message, Usage};
-use ferroclaw_tools::{JobManager, SandboxPolicy, Tool, ToolRegistry};
+use ferroclaw_tools::{JobManager, ReadLedger, Sandbox, SandboxPolicy, Tool, ToolRegistry};
 
 use super::{Agent, Compaction, Injector, Remembering, TurnHook};
 use crate::approval::Approver;
@@ -68,6 +68,10 @@ impl Agent {
             remembering,
             turn_hook,
         } = parts;
+        let reads = ReadLedger::default();
+        if let Some(since) = session.written_before_resume() {
+            reads.recall(&messages, &Sandbox::new(&workspace, &allowed_dirs), since);
+        }
         Agent {
             provider,
             model,
@@ -90,7 +94,7 @@ impl Agent {
             remembering,
             turn_hook,
             injector: None,
-            reads: Default::default(),
+            reads,
             hook_state: Default::default(),
             checkpoints: None,
             journal: None,
@@ -220,6 +224,11 @@ impl Agent {
     pub fn switch_session(&mut self, session: SessionLog, messages: Vec<Message>) {
         // The conversation left behind is a finished segment (`/new`).
         self.learn(crate::learning::SegmentEnd::New, None);
+        self.reads = ReadLedger::default();
+        if let Some(since) = session.written_before_resume() {
+            let sandbox = Sandbox::new(&self.workspace, &self.allowed_dirs);
+            self.reads.recall(&messages, &sandbox, since);
+        }
         self.session = session;
         self.messages = Arc::new(messages);
         if let Some(checkpoints) = &self.checkpoints {
