@@ -1,9 +1,15 @@
 //! File tools through the editor: when the client offers `fs/*`, `read`
-//! reads through `fs/read_text_file` (so the model sees unsaved buffers) and
+//! reads through `fs/read_text_file` (so the model sees unsaved buffers),
 //! `write` writes through `fs/write_text_file` (so the editor shows and can
-//! undo the change). Paths are checked by the same sandbox as the local
-//! tools; images, and files the client cannot read, are read locally.
+//! undo the change), and `edit` and `multi_edit` do both: the replacement
+//! applies to the buffer the model read, and the result goes back to the
+//! editor. What the conversation knows of each file is the buffer's
+//! content, so a buffer changed since the model read it is refused as the
+//! disk copy would be (see `ferroclaw_tools::CHANGED_SINCE_READ`). Paths
+//! are checked by the same sandbox as the local tools; images, and files
+//! the client cannot read, are read and edited locally.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -26,9 +32,28 @@ impl ClientFs {
     fn session(&self) -> String {
         self.session_id.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
+
+    /// The whole text of `path` as the editor has it (its unsaved buffer).
+    async fn read_whole(&self, path: &Path) -> Result<String, String> {
+        let params = json!({"sessionId": self.session(), "path": path});
+        let result =
+            self.peer.request("fs/read_text_file", params).await.map_err(|e| e.to_string())?;
+        Ok(result["content"].as_str().unwrap_or_default().to_string())
+    }
+
+    async fn write_whole(&self, path: &Path, content: &str) -> Result<(), ToolError> {
+        let params = json!({"sessionId": self.session(), "path": path, "content": content});
+        self.peer
+            .request("fs/write_text_file", params)
+            .await
+            .map(|_| ())
+            .map_err(|e| ToolError::Failed(format!("the editor could not write the file: {e}")))
+    }
 }
 
-/// `tools` with `read` and `write` going through the client where it can.
+/// `tools` with `read`, `write`, `edit` and `multi_edit` going through the
+/// client where it can (writing needs both `fs/*` methods: a write checks
+/// the buffer first).
 pub fn through_client(tools: &ToolRegistry, can: ClientCan, fs: &ClientFs) -> ToolRegistry {
     let mut out = ToolRegistry::new();
     for name in tools.names() {
@@ -38,8 +63,11 @@ pub fn through_client(tools: &ToolRegistry, can: ClientCan, fs: &ClientFs) -> To
             "read" if can.read_files => {
                 out.register(Wrapped { inner, around: ClientRead(fs.clone()) });
             }
-            "write" if can.write_files => {
+            "write" if can.write_files && can.read_files => {
                 out.register(Wrapped { inner, around: ClientWrite(fs.clone()) });
+            }
+            "edit" | "multi_edit" if can.write_files && can.read_files => {
+                out.register(Wrapped { inner, around: ClientEdit(fs.clone()) });
             }
             _ => out.register_arc(inner),
         }
@@ -62,15 +90,15 @@ impl Around for ClientRead {
             return inner.execute(input, ctx).await;
         }
         let path = Sandbox::from_context(ctx).resolve(raw)?;
-        let first = input["offset"].as_u64().unwrap_or(1).max(1);
-        let limit = input["limit"].as_u64().unwrap_or(ferroclaw_tools::DEFAULT_READ_LINES as u64);
-        let params = json!({
-            "sessionId": self.0.session(), "path": path, "line": first, "limit": limit,
-        });
-        match self.0.peer.request("fs/read_text_file", params).await {
-            Ok(result) => {
-                let text = result["content"].as_str().unwrap_or_default();
-                Ok(ToolOutput::text(numbered(text, first as usize)))
+        let first = input["offset"].as_u64().unwrap_or(1).max(1) as usize;
+        let limit =
+            input["limit"].as_u64().unwrap_or(ferroclaw_tools::DEFAULT_READ_LINES as u64) as usize;
+        match self.0.read_whole(&path).await {
+            Ok(text) => {
+                // The conversation now knows the buffer as it is.
+                ctx.reads.wrote(&path, text.as_bytes());
+                let shown: Vec<&str> = text.lines().skip(first - 1).take(limit).collect();
+                Ok(ToolOutput::text(numbered(&shown.join("\n"), first)))
             }
             // A file the editor cannot read (binary, gone): ours says why.
             Err(e) => {
@@ -112,17 +140,50 @@ impl Around for ClientWrite {
         let sandbox = Sandbox::from_context(ctx);
         let path = sandbox.resolve(input["path"].as_str().unwrap_or_default())?;
         let content = input["content"].as_str().unwrap_or_default();
-        let params = json!({"sessionId": self.0.session(), "path": path, "content": content});
-        self.0
-            .peer
-            .request("fs/write_text_file", params)
-            .await
-            .map_err(|e| ToolError::Failed(format!("the editor could not write the file: {e}")))?;
+        // What the editor holds now; a file it cannot read is new.
+        let current = match path.exists() {
+            true => self.0.read_whole(&path).await.ok(),
+            false => None,
+        };
+        ctx.reads.check_unchanged(&path, current.as_deref().map(str::as_bytes))?;
+        self.0.write_whole(&path, content).await?;
+        ctx.reads.wrote(&path, content.as_bytes());
         Ok(ToolOutput::text(format!(
             "Wrote {} ({} bytes written)",
             sandbox.display(&path),
             content.len()
         )))
+    }
+}
+
+/// `edit` and `multi_edit` on the editor's buffer.
+struct ClientEdit(ClientFs);
+
+#[async_trait]
+impl Around for ClientEdit {
+    async fn run(
+        &self,
+        inner: &dyn Tool,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let sandbox = Sandbox::from_context(ctx);
+        let path = sandbox.resolve(input["path"].as_str().unwrap_or_default())?;
+        let original = match self.0.read_whole(&path).await {
+            Ok(text) => text,
+            // A file the editor cannot read: ours edits the disk copy or says why.
+            Err(e) => {
+                tracing::info!("acp: fs/read_text_file {}: {e}; editing locally", path.display());
+                return inner.execute(input, ctx).await;
+            }
+        };
+        let stale = ctx.reads.changed_since_read(&path, original.as_bytes());
+        let shown = sandbox.display(&path);
+        let (content, message) =
+            ferroclaw_tools::edit_text(inner.name(), &input, &original, &shown, stale)?;
+        self.0.write_whole(&path, &content).await?;
+        ctx.reads.wrote(&path, content.as_bytes());
+        Ok(ToolOutput::text(message))
     }
 }
 

@@ -198,7 +198,13 @@ pub enum Command {
     Team,
     /// Serve editors over ACP (Agent Client Protocol) on stdin/stdout, e.g.
     /// Zed: "agent_servers": {"ferroclaw": {"command": "ferroclaw", "args": ["acp"]}}.
-    Acp,
+    /// Takes the REPL's session flags, before or after `acp` (`--model`,
+    /// `--allowedTools`, `--permission-mode`, ...).
+    Acp {
+        /// Session flags, as the REPL takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "FLAGS")]
+        flags: Vec<String>,
+    },
     /// MCP servers: list, get, add, remove; or serve ferroclaw's tools.
     Mcp {
         #[command(subcommand)]

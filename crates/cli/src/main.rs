@@ -105,7 +105,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
     match &cli.command {
         Some(Command::Init { force }) => init(*force),
         Some(Command::Doctor) => doctor::run(cli).await,
-        Some(Command::Acp) => acp_cmd::run(cli).await,
+        Some(Command::Acp { flags }) => acp_cmd::run(flags).await,
         Some(Command::Tasks) => tasks_cmd::run(cli),
         Some(Command::Worktrees) => worktrees_cmd::run(cli),
         Some(Command::Team) => tasks_cmd::team(cli),

@@ -101,11 +101,16 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             agent.run(message, &tx, &cancel).await
         }
     };
-    // A one-shot lead waits for its teammates to finish before it ends.
-    if let Some(team) = &team {
-        crate::team::wait(team, &cancel).await;
-        team.set_events(None);
-    }
+    // A one-shot lead answers its teammates' plans and waits for those
+    // still working; idle ones are shut down.
+    let report = match &team {
+        Some(team) => {
+            let report = crate::team::finish_one_shot(team, &mut agent, &tx, &cancel, report).await;
+            team.set_events(None);
+            report
+        }
+        None => report,
+    };
     runtime.shutdown().await;
     agent.finish().await;
     drop(tx);

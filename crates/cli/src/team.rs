@@ -1,13 +1,13 @@
 //! The lead's team in the front ends: attaching it to the lead agent,
-//! waiting for it at the end of a one-shot run, and the REPL's lead waking
-//! up for its teammates' messages.
+//! finishing a one-shot run with it, and the REPL's lead waking up for its
+//! teammates' messages.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ferroclaw_core::Agent;
+use ferroclaw_core::{Agent, EventSink, Report};
 use ferroclaw_runtime::Runtime;
 use ferroclaw_runtime::team::TeamRunner;
 use rustyline::ExternalPrinter;
@@ -30,12 +30,50 @@ pub fn attach(
     Ok(Some(team))
 }
 
-/// Waits for every teammate to stop; an interrupt stops them at once (their
-/// status stays on disk for `--continue`).
-pub async fn wait(team: &TeamRunner, cancel: &CancellationToken) {
-    tokio::select! {
-        () = team.wait_all() => {}
-        () = cancel.cancelled() => team.stop_all().await,
+/// How often a one-shot lead looks at its team while teammates work.
+const TEAM_POLL: Duration = Duration::from_millis(50);
+
+/// The end of a one-shot run with a team: the lead answers what waits for
+/// it (a teammate's plan, as the REPL's lead does), teammates still working
+/// are waited for with a line on stderr naming them, and idle ones are shut
+/// down at once. Returns the lead's last report. An interrupt stops every
+/// teammate at once (their status stays on disk for `--continue`).
+pub async fn finish_one_shot(
+    team: &TeamRunner,
+    agent: &mut Agent,
+    events: &EventSink,
+    cancel: &CancellationToken,
+    mut report: Report,
+) -> Report {
+    let mut announced = Vec::new();
+    loop {
+        if cancel.is_cancelled() {
+            team.stop_all().await;
+            return report;
+        }
+        if team.lead_must_answer()
+            && let Some((text, shown)) = take_inbox(team)
+        {
+            for line in shown {
+                eprintln!("{line}");
+            }
+            report = agent.run(ferroclaw_protocol::Message::user(text), events, cancel).await;
+            continue;
+        }
+        if team.running().is_empty() {
+            return report;
+        }
+        let working = team.working();
+        if working.is_empty() {
+            team.close_when_idle();
+        } else if working != announced {
+            eprintln!("waiting for teammates still working: {}", working.join(", "));
+            announced = working;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(TEAM_POLL) => {}
+            () = cancel.cancelled() => {}
+        }
     }
 }
 

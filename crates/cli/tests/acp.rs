@@ -70,9 +70,15 @@ struct Client {
 
 impl Client {
     fn start(env: &Env) -> Client {
+        Client::start_with(env, &[])
+    }
+
+    /// `ferroclaw acp FLAGS...`.
+    fn start_with(env: &Env, flags: &[&str]) -> Client {
         let mut child = env
             .std_cmd()
             .arg("acp")
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -423,4 +429,68 @@ fn the_editors_mcp_servers_join_ours_and_a_streaming_answer_can_be_cancelled() {
         .collect();
     assert!(tools.iter().any(|t| t == "mcp__editor__read"), "{tools:?}");
     assert!(client.finish().success());
+}
+
+#[test]
+fn edits_go_through_the_editors_buffer_with_the_repl_flags_after_acp() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Turn::tool("read", json!({"path": "a.txt"}))),
+            Step::Reply(Turn::tool(
+                "edit",
+                json!({"path": "a.txt", "old_string": "unsaved", "new_string": "edited"}),
+            )),
+            // The user types in the buffer: the next edit is stale.
+            Step::Reply(Turn::tool(
+                "multi_edit",
+                json!({"path": "a.txt", "edits": [{"old_string": "edited", "new_string": "again"}]}),
+            )),
+            Step::Reply(Turn::text("done")),
+        ],
+    );
+    let ws = env.ws().canonicalize().unwrap();
+    std::fs::write(ws.join("a.txt"), "saved line\n").unwrap();
+    // Session flags after `acp`, as the README shows them.
+    let mut client = Client::start_with(
+        &env,
+        &["--model", "anthropic/buffer-model", "--permission-mode", "bypass"],
+    );
+    initialize(&mut client);
+    let (new, _) = client.request("session/new", json!({"cwd": ws, "mcpServers": []}));
+    let session = new["sessionId"].as_str().unwrap().to_string();
+    let _commands = client.next();
+    let id = client.send(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "edit a.txt"}]}),
+    );
+    let mut buffer = "unsaved line\n".to_string();
+    let mut written = Vec::new();
+    let (result, _) = client.until_response(id, |client, frame| {
+        let p = &frame["params"];
+        match frame["method"].as_str().unwrap() {
+            "fs/read_text_file" => {
+                client.answer(&frame["id"], json!({"content": buffer}));
+            }
+            "fs/write_text_file" => {
+                written.push(p["content"].as_str().unwrap().to_string());
+                buffer = format!("{}typed by the user\n", p["content"].as_str().unwrap());
+                buffer = buffer.replace("edited", "retyped");
+                client.answer(&frame["id"], json!(null));
+            }
+            other => panic!("unexpected request {other}"),
+        }
+    });
+    assert_eq!(result["stopReason"], "end_turn");
+    // The edit applied to the buffer the model read, and went back to the
+    // editor; the disk copy is the editor's to save.
+    assert_eq!(written, ["edited line\n"]);
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "saved line\n");
+    let bodies: Vec<Value> = env.server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies[0]["model"], "buffer-model");
+    let results = common::tool_results(&bodies[3]);
+    assert!(results[0].0.contains("unsaved line"), "read shows the buffer: {results:?}");
+    assert!(results[2].1, "{results:?}");
+    assert!(results[2].0.ends_with(ferroclaw_tools::CHANGED_SINCE_READ), "{results:?}");
+    client.finish();
 }

@@ -154,6 +154,7 @@ fn accept_edits_shows_the_diff_after_the_change() {
     let env = Env::new(
         Wire::Anthropic,
         vec![
+            Turn::tool("read", json!({"path": "a.txt"})).into(),
             Turn::tool("write", json!({"path": "a.txt", "content": "one\nTWO\n"})).into(),
             Turn::text("ok").into(),
         ],

@@ -563,3 +563,92 @@ fn without_a_team_the_hint_names_the_config_file_ferroclaw_reads() {
     assert!(stdout.contains(&format!("({} or .agent/config.toml)", config.display())), "{stdout}");
     assert!(!stdout.contains("~/.ferroclaw"), "{stdout}");
 }
+
+/// A bash command that returns once `text` (two words joined by `-`) is in
+/// a session file: the lead's answer. The pattern is split in two so that
+/// the command itself, in the teammate's session, does not match it.
+fn until_in_a_session(text: &str) -> String {
+    let (a, b) = text.split_once('-').unwrap();
+    format!(r#"for i in $(seq 1 600); do grep -rqs "{a}""-{b}" "$HOME" && break; sleep 0.05; done"#)
+}
+
+/// Idle teammates that would wait an hour for work: a one-shot run that
+/// ends proves it shut them down instead of waiting (the command's own
+/// timeout is the hang guard).
+const PATIENT_TEAM_CONFIG: &str = "[retry]\nmax_attempts = 3\nbase_delay_ms = 10\n\
+    max_delay_ms = 50\n[team]\npoll_secs = 0.05\nidle_timeout_secs = 3600\n";
+
+#[test]
+fn a_one_shot_lead_ends_once_it_has_answered_and_shuts_its_idle_teammate_down() {
+    let env = team_env(
+        vec![
+            tool("spawn_teammate", json!({"name": "alice", "role": "helper", "prompt": "Say hi."})),
+            wait_until(&idle_count(1)),
+            text("The lead's answer."),
+        ],
+        vec![("alice", vec![text("hi")])],
+    );
+    env.write_home_config(PATIENT_TEAM_CONFIG);
+    let (code, out, err) = run(&mut env.oneshot("Start alice", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim_end(), "The lead's answer.");
+    assert_eq!(status_of(env.ws(), "alice"), "shutdown");
+    assert!(!err.contains("waiting for teammates"), "nobody was working: {err}");
+}
+
+#[test]
+fn a_one_shot_lead_waits_for_a_working_teammate_and_says_so() {
+    let until_the_lead_answered =
+        format!("{}; echo seen > seen.txt", until_in_a_session("LEAD-ANSWERED"));
+    let env = team_env(
+        vec![
+            tool("spawn_teammate", json!({"name": "alice", "role": "helper", "prompt": "Work."})),
+            text("LEAD-ANSWERED"),
+        ],
+        vec![(
+            "alice",
+            vec![tool("bash", json!({"command": until_the_lead_answered})), text("done")],
+        )],
+    );
+    env.write_home_config(PATIENT_TEAM_CONFIG);
+    let (code, out, err) = run(&mut env.oneshot("Start alice", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim_end(), "LEAD-ANSWERED");
+    assert!(err.contains("waiting for teammates still working: alice"), "{err}");
+    assert!(env.ws().join("seen.txt").exists(), "alice finished before the run ended");
+    assert_eq!(status_of(env.ws(), "alice"), "shutdown");
+}
+
+#[test]
+fn a_one_shot_lead_answers_a_teammates_plan_and_the_teammate_does_the_work() {
+    let env = team_env(
+        vec![
+            tool(
+                "spawn_teammate",
+                json!({"name": "alice", "role": "writer", "prompt": "Write notes.txt.", "plan_required": true}),
+            ),
+            text("ALICE-STARTED"),
+            // Woken by alice's plan, as the REPL's lead would be.
+            tool("plan_approval", json!({"approve": true, "feedback": "go ahead"})),
+            text("Plan approved."),
+        ],
+        vec![(
+            "alice",
+            vec![
+                // The plan comes after the lead's answer.
+                tool("bash", json!({"command": until_in_a_session("ALICE-STARTED")})),
+                tool("submit_plan", json!({"plan": "Write one line to notes.txt."})),
+                text("waiting for approval"),
+                tool("write", json!({"path": "notes.txt", "content": "approved line\n"})),
+                text("written"),
+            ],
+        )],
+    );
+    env.write_home_config(PATIENT_TEAM_CONFIG);
+    let (code, out, err) = run(&mut env.oneshot("Have alice write", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("plan_approval_request from alice"), "{err}");
+    assert_eq!(out.trim_end(), "Plan approved.");
+    assert_eq!(std::fs::read_to_string(env.ws().join("notes.txt")).unwrap(), "approved line\n");
+    assert_eq!(status_of(env.ws(), "alice"), "shutdown");
+}

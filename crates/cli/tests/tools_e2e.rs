@@ -183,3 +183,74 @@ fn deny_rules_in_project_config_win_over_yes() {
     let results = tool_results(&env.request_body(1));
     assert!(results[0].0.contains("denied by the rule bash(curl *)"), "{results:?}");
 }
+
+#[test]
+fn the_model_cannot_overwrite_a_file_changed_after_it_read_it_nor_one_it_never_read() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("read", json!({"path": "notes.txt"})).into(),
+            // The user saves the file while the model works.
+            Turn::tool("bash", json!({"command": "echo 'the user line' >> notes.txt"})).into(),
+            Turn::tools(vec![
+                ScriptedToolCall::new("write", json!({"path": "notes.txt", "content": "agent\n"})),
+                ScriptedToolCall::new("write", json!({"path": "todo.txt", "content": "agent\n"})),
+            ])
+            .into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("notes.txt"), "v1\n").unwrap();
+    std::fs::write(env.ws().join("todo.txt"), "the user's todo\n").unwrap();
+    let (code, _, err) = run(&mut env.oneshot("rewrite the notes", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    let results = tool_results(&env.request_body(3));
+    let refused = |i: usize, why: &str| results[i].1 && results[i].0.ends_with(why);
+    assert!(refused(2, ferroclaw_tools::CHANGED_SINCE_READ), "{results:?}");
+    assert!(refused(3, ferroclaw_tools::NOT_READ_YET), "{results:?}");
+    assert_eq!(std::fs::read_to_string(env.ws().join("notes.txt")).unwrap(), "v1\nthe user line\n");
+    assert_eq!(std::fs::read_to_string(env.ws().join("todo.txt")).unwrap(), "the user's todo\n");
+}
+
+#[test]
+fn a_continued_session_still_knows_the_files_it_read_unless_they_changed_while_away() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tools(vec![
+                ScriptedToolCall::new("read", json!({"path": "kept.txt"})),
+                ScriptedToolCall::new("read", json!({"path": "changed.txt"})),
+            ])
+            .into(),
+            Turn::text("read both").into(),
+            Turn::tools(vec![
+                ScriptedToolCall::new("write", json!({"path": "kept.txt", "content": "agent\n"})),
+                ScriptedToolCall::new(
+                    "write",
+                    json!({"path": "changed.txt", "content": "agent\n"}),
+                ),
+            ])
+            .into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("kept.txt"), "kept\n").unwrap();
+    std::fs::write(env.ws().join("changed.txt"), "changed\n").unwrap();
+    let (code, _, err) = run(&mut env.oneshot("read them", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    // The user edits one file between the two runs (dated later than the
+    // session file, whatever the clock's resolution).
+    std::fs::write(env.ws().join("changed.txt"), "the user's edit\n").unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    let file = std::fs::File::options().write(true).open(env.ws().join("changed.txt")).unwrap();
+    file.set_modified(later).unwrap();
+    let (code, _, err) = run(&mut env.oneshot("now write them", &["--yes", "--continue"]));
+    assert_eq!(code, 0, "{err}");
+    let results = tool_results(&env.request_body(3));
+    let last_two = &results[results.len() - 2..];
+    assert!(!last_two[0].1, "kept.txt is still known: {last_two:?}");
+    assert!(last_two[1].1, "{last_two:?}");
+    assert!(last_two[1].0.ends_with(ferroclaw_tools::CHANGED_SINCE_READ), "{last_two:?}");
+    assert_eq!(std::fs::read_to_string(env.ws().join("kept.txt")).unwrap(), "agent\n");
+    assert_eq!(std::fs::read_to_string(env.ws().join("changed.txt")).unwrap(), "the user's edit\n");
+}

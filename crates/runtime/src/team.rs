@@ -6,14 +6,15 @@
 //! inbox and the board every [`TeamSettings::poll`], without model calls) ->
 //! `working` when a message comes or it claims a free task -> ... ->
 //! `shutdown` after an approved shutdown request, [`TeamSettings::idle_timeout`]
-//! with nothing to do, the team's token budget spent, or the process ending.
+//! with nothing to do, the team's token budget spent, the one-shot lead done
+//! (see [`one_shot`]), or the process ending.
 //! Status and session id live in `.agent/team/config.json`, so a restarted
 //! lead ([`TeamRunner::attach_lead`] on `--continue`) finds its team and
 //! reattaches every teammate that was not shut down.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{Resume, Runtime, SessionOptions};
 
 mod approver;
+pub mod one_shot;
 mod tools;
 
 use approver::TeammateApprover;
@@ -106,6 +108,9 @@ pub struct TeamRunner {
     events: Mutex<Option<EventSink>>,
     /// Cancels every teammate (the process ends).
     cancel: CancellationToken,
+    /// Set when a one-shot lead is done: an idle teammate with nothing in
+    /// its inbox or on the board shuts down at once.
+    closing: AtomicBool,
 }
 
 impl TeamRunner {
@@ -124,6 +129,7 @@ impl TeamRunner {
             tokens: AtomicU64::new(0),
             events: Mutex::new(None),
             cancel: CancellationToken::new(),
+            closing: AtomicBool::new(false),
         })
     }
 
@@ -473,6 +479,9 @@ impl TeamRunner {
                 }
                 Ok(None) => {}
                 Err(e) => tracing::warn!("{}: the task board: {e}", seat.name),
+            }
+            if self.closing.load(Ordering::SeqCst) {
+                return Err(one_shot::CLOSED.to_string());
             }
             if since.elapsed() >= self.settings.idle_timeout {
                 return Err(format!(

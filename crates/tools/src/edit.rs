@@ -57,25 +57,77 @@ impl Tool for EditTool {
         tokio::task::spawn_blocking(move || {
             let original = read_text(&sandbox, &path, &shown)?;
             let stale = reads.changed_since_read(&path, original.as_bytes());
-            let applied = apply(&original, &edit).map_err(|f| match f {
-                EditFailure::NotFound | EditFailure::Ambiguous { .. } if stale => {
-                    ToolError::Failed(CHANGED_SINCE_READ.to_string())
-                }
-                f => ToolError::Failed(f.describe(&shown, &original, &edit.old)),
-            })?;
-            atomic_write(&sandbox, &path, applied.content.as_bytes())?;
-            reads.wrote(&path, applied.content.as_bytes());
-            Ok(ToolOutput::text(format!(
-                "Edited {shown}: {} replacement{}.{}\n{}",
-                applied.count,
-                if applied.count == 1 { "" } else { "s" },
-                stale_note(stale),
-                applied.excerpt()
-            )))
+            let (content, message) = edit_once(&original, &edit, &shown, stale)?;
+            atomic_write(&sandbox, &path, content.as_bytes())?;
+            reads.wrote(&path, content.as_bytes());
+            Ok(ToolOutput::text(message))
         })
         .await
         .map_err(|e| ToolError::Failed(format!("edit task failed: {e}")))?
     }
+}
+
+/// `edit` in memory: the new content of file `shown` (now `original`) and
+/// the result for the model. `stale`: the file changed since the
+/// conversation read it, so a replacement that does not apply is refused
+/// as stale, and one that does says so.
+pub(crate) fn edit_once(
+    original: &str,
+    edit: &Replacement,
+    shown: &str,
+    stale: bool,
+) -> Result<(String, String), ToolError> {
+    let applied = apply(original, edit).map_err(|f| match f {
+        EditFailure::NotFound | EditFailure::Ambiguous { .. } if stale => {
+            ToolError::Failed(CHANGED_SINCE_READ.to_string())
+        }
+        f => ToolError::Failed(f.describe(shown, original, &edit.old)),
+    })?;
+    let message = format!(
+        "Edited {shown}: {} replacement{}.{}\n{}",
+        applied.count,
+        if applied.count == 1 { "" } else { "s" },
+        stale_note(stale),
+        applied.excerpt()
+    );
+    Ok((applied.content, message))
+}
+
+/// What `edit` or `multi_edit` (`tool`) called with `input` makes of file
+/// `shown`, whose text is `original`: the new text and the result for the
+/// model. For front ends that hold the file elsewhere (an editor's buffer).
+pub fn edit_text(
+    tool: &str,
+    input: &Value,
+    original: &str,
+    shown: &str,
+    stale: bool,
+) -> Result<(String, String), ToolError> {
+    match tool {
+        "multi_edit" => crate::multi_edit::edit_all(original, &edits_of(input)?, shown, stale),
+        _ => edit_once(original, &Replacement::from_json(input)?, shown, stale),
+    }
+}
+
+/// `multi_edit`'s `edits`, checked.
+pub(crate) fn edits_of(input: &Value) -> Result<Vec<Replacement>, ToolError> {
+    let edits = input
+        .get("edits")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ToolError::InvalidArguments("`edits` (an array) is required".to_string()))?
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            Replacement::from_json(e)
+                .map_err(|err| ToolError::InvalidArguments(format!("edit #{}: {err}", i + 1)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if edits.is_empty() {
+        return Err(ToolError::InvalidArguments(
+            "`edits` is empty; give at least one edit".to_string(),
+        ));
+    }
+    Ok(edits)
 }
 
 /// What an edit's result adds when the file had changed since the

@@ -100,7 +100,7 @@ pub use bash_output::MAX_OUTPUT_CHARS;
 pub use beneath::Beneath;
 pub use builtin::{builtin_tools, canonical_tool_name, register_builtins};
 pub use deny::{PROTECTED_FOLDERS, dangerous_command, normalize as normalize_path, protected_file};
-pub use edit::EditTool;
+pub use edit::{EditTool, edit_text};
 pub use glob::{GlobTool, MAX_GLOB_RESULTS};
 pub use grep::{DEFAULT_HEAD_LIMIT, GrepTool};
 pub use grep_sink::MAX_GREP_LINE_CHARS;

@@ -4,7 +4,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::args::required_str;
-use crate::edit::{EditFailure, Replacement, apply, read_text, resolve_existing, stale_note};
+use crate::edit::{
+    EditFailure, Replacement, apply, edits_of, read_text, resolve_existing, stale_note,
+};
 use crate::write::atomic_write;
 use crate::{CHANGED_SINCE_READ, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -50,56 +52,53 @@ impl Tool for MultiEditTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let edits = input
-            .get("edits")
-            .and_then(Value::as_array)
-            .ok_or_else(|| {
-                ToolError::InvalidArguments("`edits` (an array) is required".to_string())
-            })?
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                Replacement::from_json(e)
-                    .map_err(|err| ToolError::InvalidArguments(format!("edit #{}: {err}", i + 1)))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if edits.is_empty() {
-            return Err(ToolError::InvalidArguments(
-                "`edits` is empty; give at least one edit".to_string(),
-            ));
-        }
+        let edits = edits_of(&input)?;
         let (sandbox, path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
         let reads = ctx.reads.clone();
         tokio::task::spawn_blocking(move || {
-            let mut content = read_text(&sandbox, &path, &shown)?;
-            let stale = reads.changed_since_read(&path, content.as_bytes());
-            let mut total = 0;
-            let mut last_excerpt = String::new();
-            for (i, edit) in edits.iter().enumerate() {
-                let applied = apply(&content, edit).map_err(|failure| match failure {
-                    EditFailure::NotFound | EditFailure::Ambiguous { .. } if stale => {
-                        ToolError::Failed(CHANGED_SINCE_READ.to_string())
-                    }
-                    failure => ToolError::Failed(format!(
-                        "edit #{} of {} failed: {}. Nothing was written.",
-                        i + 1,
-                        edits.len(),
-                        failure.describe(&shown, &content, &edit.old)
-                    )),
-                })?;
-                total += applied.count;
-                last_excerpt = applied.excerpt();
-                content = applied.content;
-            }
+            let original = read_text(&sandbox, &path, &shown)?;
+            let stale = reads.changed_since_read(&path, original.as_bytes());
+            let (content, message) = edit_all(&original, &edits, &shown, stale)?;
             atomic_write(&sandbox, &path, content.as_bytes())?;
             reads.wrote(&path, content.as_bytes());
-            Ok(ToolOutput::text(format!(
-                "Edited {shown}: {} edits, {total} replacements.{} Last change:\n{last_excerpt}",
-                edits.len(),
-                stale_note(stale)
-            )))
+            Ok(ToolOutput::text(message))
         })
         .await
         .map_err(|e| ToolError::Failed(format!("multi_edit task failed: {e}")))?
     }
+}
+
+/// `multi_edit` in memory: the new content of file `shown` (now
+/// `original`) and the result for the model (see `edit::edit_once`).
+pub(crate) fn edit_all(
+    original: &str,
+    edits: &[Replacement],
+    shown: &str,
+    stale: bool,
+) -> Result<(String, String), ToolError> {
+    let mut content = original.to_string();
+    let mut total = 0;
+    let mut last_excerpt = String::new();
+    for (i, edit) in edits.iter().enumerate() {
+        let applied = apply(&content, edit).map_err(|failure| match failure {
+            EditFailure::NotFound | EditFailure::Ambiguous { .. } if stale => {
+                ToolError::Failed(CHANGED_SINCE_READ.to_string())
+            }
+            failure => ToolError::Failed(format!(
+                "edit #{} of {} failed: {}. Nothing was written.",
+                i + 1,
+                edits.len(),
+                failure.describe(shown, &content, &edit.old)
+            )),
+        })?;
+        total += applied.count;
+        last_excerpt = applied.excerpt();
+        content = applied.content;
+    }
+    let message = format!(
+        "Edited {shown}: {} edits, {total} replacements.{} Last change:\n{last_excerpt}",
+        edits.len(),
+        stale_note(stale)
+    );
+    Ok((content, message))
 }

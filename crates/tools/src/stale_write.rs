@@ -32,6 +32,10 @@ pub const CHANGED_SINCE_READ: &str = "File has been modified since read, either 
 /// The tools whose `path` input names a file the conversation then knows.
 const KNOWING_TOOLS: [&str; 4] = ["read", "write", "edit", "multi_edit"];
 
+/// The version recorded for a file changed while the session was away: no
+/// content hashes to it, so a write is refused as changed since read.
+const CHANGED_WHILE_AWAY: [u8; 32] = [0; 32];
+
 /// Claude Code's note on an edit that applied to a file changed since read.
 pub(crate) const APPLIED_TO_CHANGED: &str = "(note: the file had been modified on disk since you \
      last read it — the edit applied cleanly, but the file contains other changes not in your \
@@ -69,7 +73,8 @@ impl ReadLedger {
     /// `since`: every file of `sandbox` that a `read`, `write`, `edit` or
     /// `multi_edit` of `messages` named, and that has not been modified
     /// since, is known as it is now. A file changed while the session was
-    /// away is not, so the model reads it again before replacing it.
+    /// away is known as changed, so the model reads it again before
+    /// replacing it.
     pub fn recall(&self, messages: &[Message], sandbox: &Sandbox, since: SystemTime) {
         let named: Vec<PathBuf> = messages
             .iter()
@@ -82,10 +87,13 @@ impl ReadLedger {
             })
             .collect();
         for path in named {
-            let unchanged = std::fs::metadata(&path)
-                .and_then(|m| m.modified())
-                .is_ok_and(|modified| modified <= since);
-            if unchanged && let Ok(bytes) = std::fs::read(&path) {
+            let Ok(modified) = std::fs::metadata(&path).and_then(|m| m.modified()) else {
+                continue;
+            };
+            if modified > since {
+                // Known, as no content: refused as changed since read.
+                self.lock().versions.insert(path, CHANGED_WHILE_AWAY);
+            } else if let Ok(bytes) = std::fs::read(&path) {
                 self.wrote(&path, &bytes);
             }
         }
@@ -143,6 +151,7 @@ mod tests {
         let kept = sandbox.resolve("kept.txt").unwrap();
         let changed = sandbox.resolve("changed.txt").unwrap();
         assert!(ledger.check_unchanged(&kept, Some(b"as left")).is_ok());
-        assert!(ledger.check_unchanged(&changed, Some(b"as left")).is_err());
+        let err = ledger.check_unchanged(&changed, Some(b"as left")).unwrap_err();
+        assert_eq!(err.to_string(), CHANGED_SINCE_READ);
     }
 }
