@@ -133,5 +133,8 @@ fn print_rewound(r: &Rewound, undo: &str) {
     for f in &r.files {
         println!("  {f}");
     }
+    for f in &r.skipped {
+        println!("  not restored: {f}");
+    }
     println!("undo with `{undo}` (or rewind to #{})", r.undo_number);
 }

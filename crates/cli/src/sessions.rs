@@ -148,6 +148,7 @@ fn print_entry(entry: Entry) {
         Entry::Usage { .. }
         | Entry::Permission { .. }
         | Entry::Checkpoint { .. }
+        | Entry::Changed { .. }
         | Entry::Hook { .. } => {}
     }
 }

@@ -154,3 +154,74 @@ fn a_request_that_only_talks_or_reads_takes_no_checkpoint() {
     assert!(lines[0].starts_with("#1") && lines[0].contains("change a.txt"), "{listed}");
     assert!(lines[0].contains("M a.txt"), "{listed}");
 }
+
+#[test]
+fn a_rewind_restores_only_what_ferroclaw_changed_and_names_what_the_user_changed_since() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"}))
+                .into(),
+            Turn::tool("edit", json!({"path": "c.txt", "old_string": "x", "new_string": "y"}))
+                .into(),
+            Turn::text("edited").into(),
+        ],
+    );
+    let ws = env.ws();
+    git(ws, &["init", "-q"]);
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    std::fs::write(ws.join("c.txt"), "x\n").unwrap();
+    std::fs::write(ws.join("mine.txt"), "my draft\n").unwrap();
+    let (code, _, stderr) = run(&mut env.oneshot("change a and c", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    // The user's own work after the request: a file of theirs, and one the
+    // agent had edited.
+    std::fs::write(ws.join("mine.txt"), "my draft, improved\n").unwrap();
+    std::fs::write(ws.join("c.txt"), "y, and the user's line\n").unwrap();
+
+    let (code, out, stderr) = run(env.cmd().args(["rewind", "1", "--code"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
+    assert!(out.contains("M a.txt"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("mine.txt")).unwrap(),
+        "my draft, improved\n",
+        "a file only the user changed is not ferroclaw's to rewind"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("c.txt")).unwrap(), "y, and the user's line\n");
+    assert!(out.contains("not restored: c.txt (changed since ferroclaw changed it"), "{out}");
+}
+
+#[test]
+fn an_edit_to_a_gitignored_file_is_rewound_and_the_rewind_undone() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool(
+                "edit",
+                json!({"path": "build/config.local", "old_string": "port=1", "new_string": "port=2"}),
+            )
+            .into(),
+            Turn::text("edited").into(),
+        ],
+    );
+    let ws = env.ws();
+    git(ws, &["init", "-q"]);
+    std::fs::write(ws.join(".gitignore"), "build/\n").unwrap();
+    std::fs::create_dir(ws.join("build")).unwrap();
+    std::fs::write(ws.join("build/config.local"), "port=1\n").unwrap();
+    std::fs::write(ws.join("build/other.txt"), "untouched\n").unwrap();
+    let (code, _, stderr) = run(&mut env.oneshot("change the port", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(ws.join("build/config.local")).unwrap(), "port=2\n");
+
+    let (code, out, stderr) = run(env.cmd().args(["rewind", "1", "--code"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(out.contains("M build/config.local"), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("build/config.local")).unwrap(), "port=1\n");
+    assert_eq!(std::fs::read_to_string(ws.join("build/other.txt")).unwrap(), "untouched\n");
+
+    let (code, _, stderr) = run(env.cmd().args(["rewind", "--undo"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(ws.join("build/config.local")).unwrap(), "port=2\n");
+}

@@ -508,7 +508,7 @@ impl Agent {
                 );
                 checked.push(self.check(call, bad_arguments, events, cancel).await);
             }
-            self.checkpoint_before_change(&checked, events).await;
+            let before = self.checkpoint_before_change(&checked, events).await;
             let runs = batch.iter().zip(checked).map(|(call, checked)| {
                 let ctx = ToolContext { call_id: call.id.clone(), ..ctx.clone() };
                 async move {
@@ -544,6 +544,9 @@ impl Agent {
                     is_error: output.is_error,
                 });
                 self.journal_result(results.last()).await;
+            }
+            if let Some(before) = before {
+                self.checkpoint_after_change(before).await;
             }
             start = end;
         }

@@ -6,7 +6,9 @@
 //! file, just before the request's message; a rewind is an
 //! [`Entry::Rewind`](crate::session::Entry::Rewind) after it (the file stays
 //! append-only: a rewound conversation is the history as it was at the
-//! checkpoint, see `session::lines`). Listing and restoring are in [`rewind`].
+//! checkpoint, see `session::lines`). Listing and restoring are in [`rewind`];
+//! a rewind restores only what ferroclaw changed, recorded per batch of
+//! tool calls in [`changes`].
 //!
 //! ```no_run
 //! # fn main() -> Result<(), ferroclaw_core::checkpoint::CheckpointError> {
@@ -21,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod changes;
 pub mod rewind;
 pub mod shadow;
 
@@ -133,6 +136,8 @@ pub struct Checkpoints {
 #[derive(Debug, Clone)]
 pub struct Taken {
     pub commit: String,
+    /// The snapshot's tree.
+    pub tree: String,
     pub skipped: Vec<String>,
 }
 
@@ -173,8 +178,15 @@ impl Checkpoints {
     /// Snapshots the workspace and keeps it as a commit (blocking: run it in
     /// `spawn_blocking`). Prunes old checkpoints the first time.
     pub fn take(&mut self, label: &str) -> Result<Taken, CheckpointError> {
+        self.take_with(label, &[])
+    }
+
+    /// [`take`](Self::take), staging `force` (paths relative to the
+    /// workspace) even when gitignored: the files ferroclaw's tools are
+    /// about to change.
+    pub fn take_with(&mut self, label: &str, force: &[PathBuf]) -> Result<Taken, CheckpointError> {
         self.prepare()?;
-        let snap = self.repo.snapshot(self.settings.limits())?;
+        let snap = self.repo.snapshot_with(self.settings.limits(), force)?;
         let commit = match &self.last {
             Some((tree, commit)) if *tree == snap.tree => commit.clone(),
             _ => {
@@ -192,7 +204,20 @@ impl Checkpoints {
                 tracing::warn!("pruning old checkpoints: {e}");
             }
         }
-        Ok(Taken { commit, skipped: snap.skipped })
+        Ok(Taken { commit, tree: snap.tree, skipped: snap.skipped })
+    }
+
+    /// The tree of the workspace now, `force` staged as in
+    /// [`take_with`](Self::take_with); no checkpoint is made (blocking).
+    pub fn snapshot_tree(&mut self, force: &[PathBuf]) -> Result<String, CheckpointError> {
+        self.prepare()?;
+        Ok(self.repo.snapshot_with(self.settings.limits(), force)?.tree)
+    }
+
+    /// Keeps the change from tree `before` to tree `after` (see
+    /// [`changes`]); the commit an [`Entry::Changed`](crate::session::Entry::Changed) names.
+    pub fn record_change(&self, before: &str, after: &str) -> Result<String, CheckpointError> {
+        self.repo.commit_change(&self.session, before, after)
     }
 
     /// Creates the store on first use (blocking).

@@ -128,6 +128,13 @@ pub enum Entry {
         code: bool,
         conversation: bool,
     },
+    /// Files ferroclaw changed (a batch of tool calls, or a rewind): in the
+    /// checkpoint store, `commit` is the workspace after, its parent before
+    /// (see [`crate::checkpoint::changes`]). A rewind restores only these.
+    Changed {
+        ts: u64,
+        commit: String,
+    },
 }
 
 /// Why a checkpoint was taken.

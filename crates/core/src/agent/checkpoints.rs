@@ -1,6 +1,8 @@
 //! The agent's side of checkpoints (see [`crate::checkpoint`]): a snapshot
-//! before the first call of a request that may change files, and `/rewind`.
+//! before the first call of a request that may change files, the changes
+//! each batch of calls made (what a rewind restores), and `/rewind`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use ferroclaw_protocol::AgentEvent;
@@ -24,6 +26,18 @@ pub(super) struct Due {
     /// conversation rewind goes back to).
     start: usize,
 }
+
+/// A batch of calls about to run, as the workspace was before it.
+#[derive(Debug)]
+pub(super) struct Before {
+    tree: String,
+    /// The files its `write`, `edit` and `multi_edit` calls name (relative
+    /// to the workspace), staged even when gitignored.
+    force: Vec<PathBuf>,
+}
+
+/// Tools whose `path` input names the one file they change.
+const FILE_TOOLS: [&str; 3] = ["write", "edit", "multi_edit"];
 
 /// True when running `tool` may change the workspace.
 fn changes_files(tool: &Arc<dyn Tool>) -> bool {
@@ -61,28 +75,33 @@ impl Agent {
         }
     }
 
-    /// Snapshots the workspace, once per request, just before the first of
-    /// `checked` calls allowed to run that may change files (a tool that is
-    /// not read-only, other than those changing only the agent's own state),
-    /// and records the checkpoint in the session file. A failure is reported
-    /// once and turns checkpoints off for the session; the request goes on.
+    /// Snapshots the workspace before a batch of `checked` calls of which
+    /// one may change files (a tool that is not read-only, other than those
+    /// changing only the agent's own state). The first such batch of a
+    /// request makes the request's checkpoint, recorded in the session file.
+    /// A failure is reported once and turns checkpoints off for the
+    /// session; the request goes on. Give the result to
+    /// [`checkpoint_after_change`](Self::checkpoint_after_change).
     pub(super) async fn checkpoint_before_change(
         &mut self,
         checked: &[Checked],
         events: &EventSink,
-    ) {
-        if self.checkpoint_due.is_none() || !checked.iter().flatten().any(|(t, _)| changes_files(t))
-        {
-            return;
+    ) -> Option<Before> {
+        if !checked.iter().flatten().any(|(t, _)| changes_files(t)) {
+            return None;
         }
-        let (Some(due), Some(mut checkpoints)) =
-            (self.checkpoint_due.take(), self.checkpoints.take())
-        else {
-            return;
-        };
-        let taking = due.label.clone();
+        let mut checkpoints = self.checkpoints.take()?;
+        let force = self.file_tool_paths(checked, checkpoints.repo().work_tree());
+        let due = self.checkpoint_due.take();
+        let label = due.as_ref().map(|d| d.label.clone());
+        let staged = force.clone();
         let done = tokio::task::spawn_blocking(move || {
-            let taken = checkpoints.take(&taking);
+            let taken = match label {
+                Some(label) => checkpoints.take_with(&label, &staged).map(Some),
+                None => checkpoints.snapshot_tree(&staged).map(|tree| {
+                    Some(checkpoint::Taken { commit: String::new(), tree, skipped: Vec::new() })
+                }),
+            };
             (checkpoints, taken)
         })
         .await;
@@ -90,33 +109,76 @@ impl Agent {
             Ok(done) => done,
             Err(e) => {
                 tracing::error!("checkpoint task failed: {e}");
-                return;
+                return None;
             }
         };
         match taken {
-            Ok(taken) => {
-                if !taken.skipped.is_empty() {
-                    tracing::info!("checkpoint left out: {}", taken.skipped.join("; "));
+            Ok(Some(taken)) => {
+                if let Some(due) = due {
+                    if !taken.skipped.is_empty() {
+                        tracing::info!("checkpoint left out: {}", taken.skipped.join("; "));
+                    }
+                    self.log(Entry::Checkpoint {
+                        ts: clock::unix_seconds(),
+                        id: checkpoint::new_id(),
+                        commit: taken.commit,
+                        label: due.label,
+                        kind: CheckpointKind::Request,
+                        skipped: taken.skipped,
+                        back: self.messages.len().saturating_sub(due.start),
+                    });
                 }
-                self.log(Entry::Checkpoint {
-                    ts: clock::unix_seconds(),
-                    id: checkpoint::new_id(),
-                    commit: taken.commit,
-                    label: due.label,
-                    kind: CheckpointKind::Request,
-                    skipped: taken.skipped,
-                    back: self.messages.len().saturating_sub(due.start),
-                });
                 self.checkpoints = Some(checkpoints);
+                Some(Before { tree: taken.tree, force })
             }
-            Err(e) => emit(
-                events,
-                AgentEvent::Error {
-                    message: format!("checkpoints are off for this session: {e}"),
-                    fatal: false,
-                },
-            ),
+            Ok(None) => None,
+            Err(e) => {
+                emit(
+                    events,
+                    AgentEvent::Error {
+                        message: format!("checkpoints are off for this session: {e}"),
+                        fatal: false,
+                    },
+                );
+                None
+            }
         }
+    }
+
+    /// After a batch of calls: when the workspace differs from `before`,
+    /// records the change in the session file (what a rewind restores).
+    pub(super) async fn checkpoint_after_change(&mut self, before: Before) {
+        let Some(mut checkpoints) = self.checkpoints.clone() else { return };
+        let recorded = tokio::task::spawn_blocking(move || {
+            let after = checkpoints.snapshot_tree(&before.force)?;
+            match after == before.tree {
+                true => Ok(None),
+                false => checkpoints.record_change(&before.tree, &after).map(Some),
+            }
+        })
+        .await;
+        match recorded {
+            Ok(Ok(Some(commit))) => {
+                self.log(Entry::Changed { ts: clock::unix_seconds(), commit });
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => tracing::warn!("recording the files a call changed: {e}"),
+            Err(e) => tracing::error!("checkpoint task failed: {e}"),
+        }
+    }
+
+    /// The files `checked`'s `write`, `edit` and `multi_edit` calls name,
+    /// relative to the checkpointed `work_tree` (others are outside it).
+    fn file_tool_paths(&self, checked: &[Checked], work_tree: &std::path::Path) -> Vec<PathBuf> {
+        let sandbox = ferroclaw_tools::Sandbox::new(&self.workspace, &self.allowed_dirs);
+        let root = std::fs::canonicalize(work_tree).unwrap_or_else(|_| work_tree.to_path_buf());
+        checked
+            .iter()
+            .flatten()
+            .filter(|(tool, _)| FILE_TOOLS.contains(&tool.name()))
+            .filter_map(|(_, input)| sandbox.resolve(input["path"].as_str()?).ok())
+            .filter_map(|path| path.strip_prefix(&root).ok().map(PathBuf::from))
+            .collect()
     }
 
     /// This session's checkpoints, oldest first, with the files each

@@ -1,8 +1,10 @@
 //! Listing a session's checkpoints and rewinding to one: the REPL's
 //! `/rewind` and `ferroclaw rewind` both come here. A rewind first takes a
 //! checkpoint of the state it leaves (kind `rewind`), so undoing it is a
-//! rewind to that checkpoint; then it restores the code, appends an
-//! [`Entry::Rewind`] for the conversation, and makes the file durable.
+//! rewind to that checkpoint; then it restores the code (only the files
+//! ferroclaw changed since the checkpoint, see [`super::changes`]; the
+//! user's own edits stay), appends an [`Entry::Rewind`] for the
+//! conversation, and makes the file durable.
 
 use std::path::Path;
 
@@ -66,6 +68,9 @@ pub struct Rewound {
     pub restored: Restore,
     /// Files the code restore changed (`M path`, `A path`, `D path`).
     pub files: Vec<String>,
+    /// Files ferroclaw changed that the restore left alone, each with why
+    /// (changed since by someone else).
+    pub skipped: Vec<String>,
     /// The number of the checkpoint taken just before, which undoes it.
     pub undo_number: usize,
 }
@@ -77,10 +82,14 @@ struct Marks {
     last_rewind: Option<(String, Restore)>,
     /// The number of the last `rewind` checkpoint before the last rewind.
     undo: Option<usize>,
+    /// Each [`Entry::Changed`]'s commit, with the number of checkpoints
+    /// before it (a rewind to #N undoes those with N or more).
+    changes: Vec<(usize, String)>,
 }
 
 fn read_marks(path: &Path) -> Result<Marks, CheckpointError> {
-    let mut marks = Marks { checkpoints: Vec::new(), last_rewind: None, undo: None };
+    let mut marks =
+        Marks { checkpoints: Vec::new(), last_rewind: None, undo: None, changes: Vec::new() };
     let mut last_before_rewind = None;
     for_each_entry(path, |entry| match entry {
         Entry::Checkpoint { ts, id, commit, label, kind, skipped, .. } => {
@@ -109,6 +118,7 @@ fn read_marks(path: &Path) -> Result<Marks, CheckpointError> {
             marks.last_rewind = Some((to, restored));
             marks.undo = last_before_rewind;
         }
+        Entry::Changed { commit, .. } => marks.changes.push((marks.checkpoints.len(), commit)),
         _ => {}
     })?;
     Ok(marks)
@@ -223,17 +233,40 @@ pub async fn rewind(
         skipped: taken.skipped,
         back: 0,
     })?;
-    let mut files = Vec::new();
+    let (mut files, mut skipped) = (Vec::new(), Vec::new());
     if what.code() {
         let (commit, now) = (to.commit.clone(), taken.commit.clone());
-        files = blocking(move || {
-            let target = repo.tree_of(&commit)?;
+        let changes: Vec<String> = marks
+            .changes
+            .iter()
+            .filter(|(after, _)| *after >= number)
+            .map(|(_, c)| c.clone())
+            .collect();
+        let whole = marks.changes.is_empty();
+        let mut recording = checkpoints.clone();
+        let (undone, change) = blocking(move || {
             let current = repo.tree_of(&now)?;
-            let files = repo.changed(&current, &target)?;
-            repo.restore(&target)?;
-            Ok(files)
+            if whole {
+                // A session from before changes were recorded: the whole
+                // workspace goes back.
+                let target = repo.tree_of(&commit)?;
+                let files = repo.changed(&current, &target)?;
+                repo.restore(&target)?;
+                return Ok((super::changes::Undone { files, skipped: Vec::new() }, None));
+            }
+            let undone = super::changes::undo(&repo, &changes, &current)?;
+            let after = recording.snapshot_tree(&[])?;
+            let change = match after == current {
+                true => None,
+                false => Some(recording.record_change(&current, &after)?),
+            };
+            Ok((undone, change))
         })
         .await?;
+        if let Some(commit) = change {
+            log.append(&Entry::Changed { ts: clock::unix_seconds(), commit })?;
+        }
+        (files, skipped) = (undone.files, undone.skipped);
         checkpoints.forget_last();
     }
     log.append(&Entry::Rewind {
@@ -243,7 +276,7 @@ pub async fn rewind(
         conversation: what.conversation(),
     })?;
     log.commit().await?;
-    Ok(Rewound { to, restored: what, files, undo_number: count + 1 })
+    Ok(Rewound { to, restored: what, files, skipped, undo_number: count + 1 })
 }
 
 async fn blocking<T: Send + 'static>(

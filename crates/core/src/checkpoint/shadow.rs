@@ -61,7 +61,7 @@ pub fn path_key(path: &Path) -> String {
 }
 
 /// A session id as one ref name component.
-fn ref_component(session: &str) -> String {
+pub(super) fn ref_component(session: &str) -> String {
     let key: String = session
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' })
@@ -187,7 +187,11 @@ impl ShadowRepo {
 
     /// Runs git with `args` (and `input` on stdin); its stdout, or an error
     /// with its stderr.
-    fn run(&self, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, CheckpointError> {
+    pub(super) fn run(
+        &self,
+        args: &[&str],
+        input: Option<&[u8]>,
+    ) -> Result<Vec<u8>, CheckpointError> {
         let (ok, out, err) = self.run_status(args, input)?;
         if ok { Ok(out) } else { Err(CheckpointError::Git { args: args.join(" "), stderr: err }) }
     }
@@ -209,6 +213,41 @@ impl ShadowRepo {
         let out = child.wait_with_output().map_err(|e| self.io(e))?;
         let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
         Ok((out.status.success(), out.stdout, err))
+    }
+
+    /// The workspace folder.
+    pub fn work_tree(&self) -> &Path {
+        &self.work_tree
+    }
+
+    /// [`snapshot`](Self::snapshot) with `force` (paths relative to the
+    /// workspace) staged too, gitignored or not: the files ferroclaw's own
+    /// tools are about to change or have changed, so that a rewind can
+    /// bring them back. Once staged they stay in this session's snapshots.
+    pub fn snapshot_with(
+        &self,
+        limits: Limits,
+        force: &[PathBuf],
+    ) -> Result<Snapshot, CheckpointError> {
+        let existing: Vec<&PathBuf> = force
+            .iter()
+            .filter(|rel| self.work_tree.join(rel).symlink_metadata().is_ok())
+            .collect();
+        if !existing.is_empty() {
+            let mut pathspec = Vec::new();
+            for rel in existing {
+                pathspec.extend_from_slice(b":(top,literal)");
+                pathspec.extend_from_slice(rel.as_os_str().as_encoded_bytes());
+                pathspec.push(0);
+            }
+            let args =
+                ["add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"];
+            let (ok, _, err) = self.run_status(&args, Some(&pathspec))?;
+            if !ok {
+                tracing::info!("checkpoint: staging the files ferroclaw changes: {err}");
+            }
+        }
+        self.snapshot(limits)
     }
 
     /// Stages the workspace as it is now (ignored files and files over the

@@ -192,3 +192,24 @@ fn a_checkpoint_taken_mid_request_rewinds_the_conversation_to_where_the_request_
         .collect();
     assert_eq!(texts, ["first", "one"]);
 }
+
+#[test]
+fn undoing_a_write_brings_back_the_content_just_before_it_not_the_requests_start() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    std::fs::write(ws.join("notes.txt"), "at the request's start\n").unwrap();
+    let repo = ShadowRepo::open(home.path(), ws, "s1").unwrap();
+    let _request_start = repo.snapshot(limits()).unwrap();
+    // The user saves between two of the agent's calls...
+    std::fs::write(ws.join("notes.txt"), "the user's save\n").unwrap();
+    // ...then the agent's write runs, snapshotted around its batch.
+    let before = repo.snapshot(limits()).unwrap();
+    std::fs::write(ws.join("notes.txt"), "the agent's write\n").unwrap();
+    let after = repo.snapshot(limits()).unwrap();
+    let change = repo.commit_change("s1", &before.tree, &after.tree).unwrap();
+    let now = repo.snapshot(limits()).unwrap();
+    let undone = changes::undo(&repo, &[change], &now.tree).unwrap();
+    assert_eq!(undone.files, ["M notes.txt"]);
+    assert_eq!(std::fs::read_to_string(ws.join("notes.txt")).unwrap(), "the user's save\n");
+}
