@@ -52,7 +52,11 @@ async fn an_agent_rooted_in_a_worktree_cannot_write_the_main_checkout() {
 
     let main_notes = main.join("notes.txt").to_string_lossy().into_owned();
     let mut script: Vec<Step> = vec![
-        Turn::tool("write", json!({"path": "notes.txt", "content": "from a\n"})).into(),
+        Turn::tool(
+            "edit",
+            json!({"path": "notes.txt", "old_string": "main", "new_string": "from a"}),
+        )
+        .into(),
         Turn::tool("write", json!({"path": main_notes, "content": "pwned\n"})).into(),
         Turn::tool(
             "edit",
