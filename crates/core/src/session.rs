@@ -118,6 +118,11 @@ pub enum Entry {
         /// goes back to before them, to where the request began.
         #[serde(default, skip_serializing_if = "is_zero")]
         back: usize,
+        /// The changes made after it are recorded as [`Entry::Changed`], so
+        /// a rewind restores only those (false: a session from before, whose
+        /// rewind restores the whole workspace).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        records_changes: bool,
     },
     /// A rewind to checkpoint `to`: with `conversation`, the history from
     /// here on is what it was at that checkpoint (the lines between stay in

@@ -126,6 +126,7 @@ impl Agent {
                         kind: CheckpointKind::Request,
                         skipped: taken.skipped,
                         back: self.messages.len().saturating_sub(due.start),
+                        records_changes: true,
                     });
                 }
                 self.checkpoints = Some(checkpoints);

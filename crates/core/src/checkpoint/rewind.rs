@@ -85,15 +85,25 @@ struct Marks {
     /// Each [`Entry::Changed`]'s commit, with the number of checkpoints
     /// before it (a rewind to #N undoes those with N or more).
     changes: Vec<(usize, String)>,
+    /// The numbers of the checkpoints after which changes are recorded.
+    recording: Vec<usize>,
 }
 
 fn read_marks(path: &Path) -> Result<Marks, CheckpointError> {
-    let mut marks =
-        Marks { checkpoints: Vec::new(), last_rewind: None, undo: None, changes: Vec::new() };
+    let mut marks = Marks {
+        checkpoints: Vec::new(),
+        last_rewind: None,
+        undo: None,
+        changes: Vec::new(),
+        recording: Vec::new(),
+    };
     let mut last_before_rewind = None;
     for_each_entry(path, |entry| match entry {
-        Entry::Checkpoint { ts, id, commit, label, kind, skipped, .. } => {
+        Entry::Checkpoint { ts, id, commit, label, kind, skipped, records_changes, .. } => {
             let number = marks.checkpoints.len() + 1;
+            if records_changes {
+                marks.recording.push(number);
+            }
             if kind == CheckpointKind::Rewind {
                 last_before_rewind = Some(number);
             }
@@ -232,6 +242,7 @@ pub async fn rewind(
         kind: CheckpointKind::Rewind,
         skipped: taken.skipped,
         back: 0,
+        records_changes: true,
     })?;
     let (mut files, mut skipped) = (Vec::new(), Vec::new());
     if what.code() {
@@ -242,7 +253,7 @@ pub async fn rewind(
             .filter(|(after, _)| *after >= number)
             .map(|(_, c)| c.clone())
             .collect();
-        let whole = marks.changes.is_empty();
+        let whole = !marks.recording.contains(&number);
         let mut recording = checkpoints.clone();
         let (undone, change) = blocking(move || {
             let current = repo.tree_of(&now)?;

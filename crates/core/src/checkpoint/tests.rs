@@ -104,6 +104,7 @@ fn checkpoint_back(
         kind,
         skipped: Vec::new(),
         back,
+        records_changes: false,
     })
     .unwrap();
 }
