@@ -52,8 +52,7 @@ impl ClientFs {
 }
 
 /// `tools` with `read`, `write`, `edit` and `multi_edit` going through the
-/// client where it can (writing needs both `fs/*` methods: a write checks
-/// the buffer first).
+/// client where it can (editing needs both `fs/*` methods).
 pub fn through_client(tools: &ToolRegistry, can: ClientCan, fs: &ClientFs) -> ToolRegistry {
     let mut out = ToolRegistry::new();
     for name in tools.names() {
@@ -63,8 +62,9 @@ pub fn through_client(tools: &ToolRegistry, can: ClientCan, fs: &ClientFs) -> To
             "read" if can.read_files => {
                 out.register(Wrapped { inner, around: ClientRead(fs.clone()) });
             }
-            "write" if can.write_files && can.read_files => {
-                out.register(Wrapped { inner, around: ClientWrite(fs.clone()) });
+            "write" if can.write_files => {
+                let around = ClientWrite { fs: fs.clone(), reads_buffers: can.read_files };
+                out.register(Wrapped { inner, around });
             }
             "edit" | "multi_edit" if can.write_files && can.read_files => {
                 out.register(Wrapped { inner, around: ClientEdit(fs.clone()) });
@@ -127,7 +127,12 @@ fn numbered(text: &str, first: usize) -> String {
     out
 }
 
-struct ClientWrite(ClientFs);
+struct ClientWrite {
+    fs: ClientFs,
+    /// The client reads files too: the buffer is what a write checks
+    /// against (else the disk copy).
+    reads_buffers: bool,
+}
 
 #[async_trait]
 impl Around for ClientWrite {
@@ -140,13 +145,14 @@ impl Around for ClientWrite {
         let sandbox = Sandbox::from_context(ctx);
         let path = sandbox.resolve(input["path"].as_str().unwrap_or_default())?;
         let content = input["content"].as_str().unwrap_or_default();
-        // What the editor holds now; a file it cannot read is new.
-        let current = match path.exists() {
-            true => self.0.read_whole(&path).await.ok(),
-            false => None,
+        // What the editor holds now (or the disk); a file it cannot read is new.
+        let current = match (path.exists(), self.reads_buffers) {
+            (false, _) => None,
+            (true, true) => self.fs.read_whole(&path).await.ok().map(String::into_bytes),
+            (true, false) => std::fs::read(&path).ok(),
         };
-        ctx.reads.check_unchanged(&path, current.as_deref().map(str::as_bytes))?;
-        self.0.write_whole(&path, content).await?;
+        ctx.reads.check_unchanged(&path, current.as_deref())?;
+        self.fs.write_whole(&path, content).await?;
         ctx.reads.wrote(&path, content.as_bytes());
         Ok(ToolOutput::text(format!(
             "Wrote {} ({} bytes written)",
