@@ -69,6 +69,16 @@ impl ReadLedger {
         self.lock().versions.insert(path.to_path_buf(), sha256(content));
     }
 
+    /// A new ledger for a sub-agent: it knows the files this conversation
+    /// knows (as Claude Code's sub-agents do), and what it reads or writes
+    /// stays its own (the parent has not seen it).
+    pub fn fork(&self) -> ReadLedger {
+        let versions = self.lock().versions.clone();
+        let child = ReadLedger::default();
+        child.lock().versions = versions;
+        child
+    }
+
     /// On resuming a conversation whose session file was last written at
     /// `since`: every file of `sandbox` that a `read`, `write`, `edit` or
     /// `multi_edit` of `messages` named, and that has not been modified
@@ -123,6 +133,16 @@ mod tests {
         assert!(ledger.check_unchanged(Path::new("/ws/a"), Some(b"mine")).is_ok());
         let err = ledger.check_unchanged(Path::new("/ws/a"), Some(b"theirs")).unwrap_err();
         assert_eq!(err.to_string(), CHANGED_SINCE_READ);
+    }
+
+    #[test]
+    fn a_sub_agent_knows_what_its_parent_read_and_keeps_its_own_reads() {
+        let parent = ReadLedger::default();
+        parent.wrote(Path::new("/ws/a"), b"a");
+        let child = parent.fork();
+        assert!(child.check_unchanged(Path::new("/ws/a"), Some(b"a")).is_ok());
+        child.wrote(Path::new("/ws/b"), b"b");
+        assert!(parent.check_unchanged(Path::new("/ws/b"), Some(b"b")).is_err());
     }
 
     #[test]
