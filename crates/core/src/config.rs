@@ -223,6 +223,9 @@ pub struct Config {
     /// True when the project's files are trusted as they are now (false
     /// when there are none: nothing to trust is not trusted).
     pub trusted: bool,
+    /// Where the project stood when the config was read (tells "nothing to
+    /// trust" from "untrusted").
+    pub trust: crate::trust::TrustState,
     /// What the project's untrusted files would have changed, one line each
     /// (`permission_mode = "bypass"`, `MCP servers in .mcp.json`).
     pub ignored: Vec<String>,
@@ -290,7 +293,8 @@ impl Config {
         let mut sources = Vec::new();
         let user = home.join("config.toml");
         let user_layer = read_layer(&user)?;
-        let trusted = crate::trust::TrustStore::new(&home).is_trusted(&workspace);
+        let trust = crate::trust::TrustStore::new(&home).state(&workspace);
+        let trusted = trust == crate::trust::TrustState::Trusted;
         let mut ignored = Vec::new();
         let project = workspace.join(".agent").join("config.toml");
         let project_layer = read_layer(&project)?;
@@ -359,7 +363,7 @@ impl Config {
             file.permission_mode = overrides.permission_mode;
         }
         let claude_settings = claude.into_iter().map(|(s, _)| s).collect();
-        Ok(Config { home, workspace, file, sources, trusted, ignored, claude_settings })
+        Ok(Config { home, workspace, file, sources, trusted, trust, ignored, claude_settings })
     }
 
     /// The home folder from `$FERROCLAW_HOME`, else `~/.ferroclaw`.
