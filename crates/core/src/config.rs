@@ -845,6 +845,7 @@ pub const CONFIG_TEMPLATE: &str = r#"# ferroclaw configuration. Layers: this fil
 # [permissions]
 # allow = ["bash(git status*)", "bash(cargo test*)", "edit(src/**)"]
 # deny = ["bash(curl *)", "read(.env)"]
+# ask = ["bash(git push:*)"]   # asks even where allow or the mode would allow
 
 # A preset can be overridden, or a new provider defined:
 # [providers.local]

@@ -298,6 +298,33 @@ mod tests {
     }
 
     #[test]
+    fn deny_rules_refuse_what_claude_code_2_1_332_refuses() {
+        // Seen with the pinned Claude Code against the scripted server, in
+        // bypassPermissions mode: all three reads and the `rm` were refused.
+        let ws = tempfile::tempdir().unwrap();
+        for f in ["sub/a.txt", "sub/b.txt", "c.txt", ".env", "src/ok.rs"] {
+            let p = ws.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let s = ClaudeSettings::parse(
+            r#"{"permissions": {"deny": ["Read(/sub/a.txt)", "Read(b.txt)", "Read(./c.txt)",
+                "Read(./.env)", "Bash(rm:*)"]}}"#,
+        )
+        .unwrap();
+        let p = crate::permission::Permissions::new(PermissionMode::Bypass, &[], &s.deny)
+            .unwrap()
+            .with_workspace(ws.path());
+        let read = |f: &str| p.decide("Read", true, &serde_json::json!({"file_path": f}));
+        for f in ["sub/a.txt", "sub/b.txt", "c.txt", ".env"] {
+            assert!(matches!(read(f), crate::Decision::Deny(_)), "{f}");
+        }
+        assert_eq!(read("src/ok.rs"), crate::Decision::Allow);
+        let rm = p.decide("Bash", false, &serde_json::json!({"command": "rm victim"}));
+        assert!(matches!(rm, crate::Decision::Deny(_)));
+    }
+
+    #[test]
     fn every_key_is_used_or_named_and_a_bad_rule_is_named_not_fatal() {
         let s = ClaudeSettings::parse(
             r#"{"$schema": "x", "model": "opus", "env": {"FOO": "1"}, "hooks": {},
