@@ -34,6 +34,11 @@ pub use covered::{
     MAX_COVERED_FILES, PROJECT_FILES, PROJECT_FOLDERS, SKILL_FOLDERS, covered_files,
 };
 
+/// Most bytes of covered files read for one hash (a hostile checkout can
+/// link a command folder to a large tree); past it files count by name and
+/// size. Far above any real project's commands, agents and settings.
+pub const MAX_HASHED_BYTES: u64 = 32 * 1024 * 1024;
+
 /// The trust store's file name in `$FERROCLAW_HOME`.
 pub const TRUST_FILE: &str = "trust.json";
 
@@ -191,17 +196,24 @@ pub fn project_hash(workspace: &Path) -> Option<String> {
     }
     let mut hasher = Sha256::new();
     hasher.update((files.len() as u64).to_le_bytes());
+    let mut budget = MAX_HASHED_BYTES;
     for rel in &files {
-        let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
+        let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES.min(budget);
         let name = rel.to_string_lossy();
         hasher.update((name.len() as u64).to_le_bytes());
         hasher.update(name.as_bytes());
         match ferroclaw_tools::repo_file::read_repo_file(&workspace.join(rel), max) {
             Ok(bytes) => {
+                budget -= bytes.len() as u64;
                 hasher.update((bytes.len() as u64).to_le_bytes());
                 hasher.update(&bytes);
             }
-            Err(_) => hasher.update(u64::MAX.to_le_bytes()),
+            // Unreadable, or past the budget: counted by name and size.
+            Err(_) => {
+                let len = std::fs::metadata(workspace.join(rel)).map_or(u64::MAX, |m| m.len());
+                hasher.update(u64::MAX.to_le_bytes());
+                hasher.update(len.to_le_bytes());
+            }
         }
     }
     Some(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
