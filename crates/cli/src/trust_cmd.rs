@@ -59,7 +59,7 @@ pub fn run(cli: &Cli, list: bool, revoke: bool) -> Result<i32, SetupError> {
     if !config.claude_settings.is_empty() {
         println!("read from Claude Code's settings:");
         for settings in &config.claude_settings {
-            println!("  {}", settings.describe());
+            println!("  {}", settings.describe(&workspace));
         }
     }
     Ok(exit::OK)

@@ -319,7 +319,7 @@ impl Config {
                 settings.apply(&mut file, &workspace);
             } else {
                 settings.apply_restrictions(&mut file);
-                ignored.extend(settings.untrusted_notes());
+                ignored.extend(settings.untrusted_notes(&workspace));
             }
             sources.push(settings.path.clone());
         }

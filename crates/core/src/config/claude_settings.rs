@@ -124,8 +124,13 @@ impl ClaudeSettings {
         out
     }
 
+    /// The file's name as shown: relative to `workspace` when inside it.
+    fn shown(&self, workspace: &Path) -> String {
+        self.path.strip_prefix(workspace).unwrap_or(&self.path).display().to_string()
+    }
+
     /// What this file sets, one line, for `ferroclaw trust`.
-    pub fn describe(&self) -> String {
+    pub fn describe(&self, workspace: &Path) -> String {
         let mut parts = Vec::new();
         for (name, rules) in [("allow", &self.allow), ("deny", &self.deny), ("ask", &self.ask)] {
             if !rules.is_empty() {
@@ -154,7 +159,7 @@ impl ClaudeSettings {
         if parts.is_empty() {
             parts.push("nothing ferroclaw uses".into());
         }
-        format!("{}: {}", self.path.display(), parts.join("; "))
+        format!("{}: {}", self.shown(workspace), parts.join("; "))
     }
 
     /// The folders of `additionalDirectories`: `~/` from home, relative
@@ -191,8 +196,8 @@ impl ClaudeSettings {
     }
 
     /// What an untrusted project's file asks for that waits for trust.
-    pub fn untrusted_notes(&self) -> Vec<String> {
-        let name = self.path.display();
+    pub fn untrusted_notes(&self, workspace: &Path) -> Vec<String> {
+        let name = self.shown(workspace);
         let mut notes = Vec::new();
         if !self.allow.is_empty() {
             notes.push(format!("allow rules {} in {name}", self.allow.join(", ")));
@@ -339,7 +344,7 @@ mod tests {
         assert_eq!(s.additional_directories, ["../docs"]);
         assert_eq!(s.env["FOO"], "1");
         assert!(s.has_hooks);
-        let line = s.describe();
+        let line = s.describe(Path::new("/ws"));
         for want in ["model", "disableBypassPermissionsMode", "Bash(oops", "env FOO", "hooks"] {
             assert!(line.contains(want), "{want}: {line}");
         }
