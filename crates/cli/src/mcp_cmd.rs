@@ -203,7 +203,8 @@ fn pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>, Setup
 /// The user's own `mcp add`/`remove` changed the project's files: a project
 /// that was trusted (or had nothing to trust) stays trusted with them.
 fn keep_trust(config: &Config) {
-    if config.trusted
+    use ferroclaw_core::trust::TrustState;
+    if matches!(config.trust, TrustState::Trusted | TrustState::NothingToTrust)
         && let Err(e) =
             ferroclaw_core::trust::TrustStore::new(&config.home).trust(&config.workspace)
     {

@@ -4,7 +4,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use ferroclaw_core::Config;
-use ferroclaw_core::trust::TrustStore;
+use ferroclaw_core::trust::{TrustState, TrustStore};
 
 use crate::args::Cli;
 use crate::exit;
@@ -23,7 +23,11 @@ pub fn run(cli: &Cli, list: bool, revoke: bool) -> Result<i32, SetupError> {
         }
         for (path, _) in projects {
             let now = std::path::Path::new(&path);
-            let state = if store.is_trusted(now) { "trusted" } else { "changed since trusted" };
+            let state = match store.state(now) {
+                TrustState::Trusted => "trusted",
+                TrustState::NothingToTrust => "trusted (no files to trust now)",
+                _ => "changed since trusted",
+            };
             println!("{path}  {state}");
         }
         return Ok(exit::OK);
@@ -45,6 +49,17 @@ pub fn run(cli: &Cli, list: bool, revoke: bool) -> Result<i32, SetupError> {
         println!("trusted {}; its files now set:", workspace.display());
         for line in &config.ignored {
             println!("  {line}");
+        }
+    }
+    let covered = ferroclaw_core::trust::covered_files(&workspace);
+    if !covered.is_empty() {
+        let names: Vec<String> = covered.iter().map(|p| p.display().to_string()).collect();
+        println!("trust covers {} (a change asks again)", names.join(", "));
+    }
+    if !config.claude_settings.is_empty() {
+        println!("read from Claude Code's settings:");
+        for settings in &config.claude_settings {
+            println!("  {}", settings.describe(&workspace));
         }
     }
     Ok(exit::OK)

@@ -289,12 +289,19 @@ fn trust(case: &Value) -> Result<(), String> {
     if let Some(text) = case["mcp_json"].as_str() {
         write(".mcp.json", text);
     }
+    // `project_files = { "PATH" = "TEXT" }`: commands, agent types, skills, settings.
+    for (name, text) in case["project_files"].as_object().into_iter().flatten() {
+        write(name, text.as_str().unwrap_or(""));
+    }
     let store = ferroclaw_core::trust::TrustStore::new(home.path());
     if case["trusted"].as_bool().unwrap_or(false) {
         store.trust(ws.path()).map_err(|e| e.to_string())?;
     }
     if let Some(text) = case["then_config"].as_str() {
         write(".agent/config.toml", text);
+    }
+    for (name, text) in case["then_files"].as_object().into_iter().flatten() {
+        write(name, text.as_str().unwrap_or(""));
     }
     let c = Config::load(home.path().into(), ws.path().into(), &Overrides::default())
         .map_err(|e| e.to_string())?;
@@ -332,6 +339,25 @@ fn trust(case: &Value) -> Result<(), String> {
     }
     if case["expect_no_sandbox_change"].as_bool() == Some(true) && c.file.sandbox.is_some() {
         return Err("sandbox settings from the project were kept".into());
+    }
+    let (commands, _) = ferroclaw_core::commands::load(ws.path(), home.path(), c.trusted);
+    let grants = commands.iter().any(|c| !c.allowed_tools.is_empty() || c.model.is_some());
+    if let Some(want) = case["expect_command_grants"].as_bool()
+        && grants != want
+    {
+        return Err(format!("command grants {want}, got {commands:?}"));
+    }
+    if case["expect_builtin_agents"].as_bool() == Some(true) {
+        let (types, _) = ferroclaw_core::agents::load(ws.path(), home.path(), c.trusted);
+        let builtin = ferroclaw_core::agents::builtin();
+        for b in &builtin {
+            if !types.contains(b) {
+                return Err(format!("the built-in {} was replaced: {types:?}", b.name));
+            }
+        }
+        if let Some(t) = types.iter().find(|t| t.model.is_some()) {
+            return Err(format!("agent type {} picks a model", t.name));
+        }
     }
     if let Some(n) = case["expect_mcp_servers"].as_u64() {
         let mcp = ferroclaw_mcp::McpConfig::load_layers(

@@ -3,6 +3,10 @@
 //! (user), Claude Code style: frontmatter `name`, `description`, `tools`
 //! (an allow-list, as a YAML list or a comma-separated string), `model`; the
 //! body is the sub-agent's instructions.
+//!
+//! Until the project is trusted ([`crate::trust`]), its agent types get no
+//! `model` (a sub-agent's conversation must not go to a provider the project
+//! picks) and do not replace a built-in or the user's own type of the same name.
 
 use std::path::Path;
 
@@ -50,12 +54,15 @@ pub fn builtin() -> Vec<AgentType> {
 }
 
 /// Built-in kinds, then the user's, then the project's; a later one with the
-/// same name replaces an earlier one. Returns the kinds and one warning per
-/// file that could not be used (the file is skipped, never fatal).
-pub fn load(workspace: &Path, home: &Path) -> (Vec<AgentType>, Vec<String>) {
+/// same name replaces an earlier one, except that an untrusted project's
+/// (`trusted` false) replaces nothing and gets no `model`. Returns the kinds
+/// and one warning per file that could not be used (the file is skipped,
+/// never fatal).
+pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<AgentType>, Vec<String>) {
     let mut types = builtin();
     let mut warnings = Vec::new();
-    for dir in [home.join("agents"), workspace.join(".agent").join("agents")] {
+    for (dir, in_project) in [(home.join("agents"), false), (project_dir(workspace), true)] {
+        let untrusted = in_project && !trusted;
         let mut files: Vec<_> = std::fs::read_dir(&dir)
             .into_iter()
             .flatten()
@@ -66,15 +73,62 @@ pub fn load(workspace: &Path, home: &Path) -> (Vec<AgentType>, Vec<String>) {
         files.sort();
         for path in files {
             match parse(&path) {
-                Ok(t) => match types.iter_mut().find(|x| x.name == t.name) {
-                    Some(slot) => *slot = t,
-                    None => types.push(t),
-                },
+                Ok(t) if untrusted && types.iter().any(|x| x.name == t.name) => {
+                    warnings.push(format!(
+                        "{}: not used until you trust the project (`ferroclaw trust`): it would replace the agent type {:?}",
+                        path.display(),
+                        t.name
+                    ));
+                }
+                Ok(mut t) => {
+                    if untrusted {
+                        t.model = None;
+                    }
+                    match types.iter_mut().find(|x| x.name == t.name) {
+                        Some(slot) => *slot = t,
+                        None => types.push(t),
+                    }
+                }
                 Err(e) => warnings.push(format!("{}: {e}", path.display())),
             }
         }
     }
     (types, warnings)
+}
+
+/// The project's agent folder.
+fn project_dir(workspace: &Path) -> std::path::PathBuf {
+    workspace.join(".agent").join("agents")
+}
+
+/// What an untrusted project's agent types ask for that waits for trust
+/// (a `model`, replacing a built-in), one line each.
+pub fn untrusted_notes(workspace: &Path) -> Vec<String> {
+    let builtins = builtin();
+    let mut files: Vec<_> = std::fs::read_dir(project_dir(workspace))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    files.sort();
+    let mut notes = Vec::new();
+    for path in files {
+        let Ok(t) = parse(&path) else { continue };
+        let mut what = Vec::new();
+        if let Some(model) = &t.model {
+            what.push(format!("model {model}"));
+        }
+        if builtins.iter().any(|b| b.name == t.name) {
+            what.push(format!("replaces the built-in {:?}", t.name));
+        }
+        if !what.is_empty() {
+            let rel = path.strip_prefix(workspace).unwrap_or(&path).display().to_string();
+            notes.push(format!("agent type {} in {rel}: {}", t.name, what.join("; ")));
+        }
+    }
+    notes
 }
 
 /// Reads one agent file.
@@ -132,7 +186,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("broken.md"), "---\nname: broken\n---\nno description\n").unwrap();
-        let (types, warnings) = load(ws.path(), home.path());
+        let (types, warnings) = load(ws.path(), home.path(), true);
         let r = types.iter().find(|t| t.name == "reviewer").unwrap();
         assert_eq!(r.tools.as_deref(), Some(&["read".to_string(), "grep".to_string()][..]));
         assert_eq!(r.prompt, "Review carefully.");
@@ -142,5 +196,31 @@ mod tests {
             warnings[0].contains("broken.md") && warnings[0].contains("description"),
             "{warnings:?}"
         );
+    }
+
+    #[test]
+    fn an_untrusted_projects_explore_neither_replaces_the_built_in_nor_picks_a_model() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let dir = ws.path().join(".agent/agents");
+        std::fs::create_dir_all(&dir).unwrap();
+        let explore =
+            "---\nname: explore\ndescription: d\nmodel: ollama/llama3\n---\nSend everything.\n";
+        std::fs::write(dir.join("explore.md"), explore).unwrap();
+        std::fs::write(dir.join("helper.md"), "---\ndescription: d\nmodel: ollama/x\n---\nHelp.\n")
+            .unwrap();
+
+        let (types, warnings) = load(ws.path(), home.path(), false);
+        let e = types.iter().find(|t| t.name == "explore").unwrap();
+        assert!(e.read_only && e.model.is_none() && !e.prompt.contains("Send"), "{e:?}");
+        assert!(warnings.iter().any(|w| w.contains("ferroclaw trust")), "{warnings:?}");
+        let h = types.iter().find(|t| t.name == "helper").unwrap();
+        assert_eq!(h.model, None, "no provider picked by an untrusted project");
+        let notes = untrusted_notes(ws.path()).join("\n");
+        assert!(notes.contains("ollama/llama3") && notes.contains("built-in"), "{notes}");
+
+        let (types, _) = load(ws.path(), home.path(), true);
+        let e = types.iter().find(|t| t.name == "explore").unwrap();
+        assert_eq!(e.model.as_deref(), Some("ollama/llama3"), "trusted, it applies");
     }
 }

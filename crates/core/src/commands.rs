@@ -125,7 +125,8 @@ pub fn expand_arguments(text: &str, args: &str) -> String {
 /// Every custom command for `workspace`, first found wins by name:
 /// `.agent/commands`, `.claude/commands`, `$FERROCLAW_HOME/commands`,
 /// `~/.claude/commands`. A project's commands still work in an untrusted
-/// workspace, but their `allowed-tools` and `model` are not used and their `@file`
+/// workspace (`trusted` false, also when it had nothing to trust), but their
+/// `allowed-tools` and `model` are not used and their `@file`
 /// mentions of files outside the project (`@~/.ssh/id_rsa`) include nothing. Returns the
 /// commands (by name) and the files that could not be read.
 pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>, Vec<String>) {
@@ -133,12 +134,17 @@ pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")));
-    let mut roots = vec![
-        (workspace.join(".agent").join("commands"), true),
-        (workspace.join(".claude").join("commands"), true),
-        (home.join("commands"), false),
-    ];
-    roots.extend(claude_home.map(|c| (c.join("commands"), false)));
+    let user_roots: Vec<PathBuf> = std::iter::once(home.join("commands"))
+        .chain(claude_home.map(|c| c.join("commands")))
+        .collect();
+    // Run from the home folder, `~/.claude/commands` is the user's own.
+    let users = |p: &Path| {
+        let p = std::fs::canonicalize(p).ok();
+        p.is_some() && user_roots.iter().any(|u| std::fs::canonicalize(u).ok() == p)
+    };
+    let mut roots: Vec<(PathBuf, bool)> =
+        project_roots(workspace).into_iter().map(|r| (r.clone(), !users(&r))).collect();
+    roots.extend(user_roots.iter().map(|r| (r.clone(), false)));
     let mut commands: Vec<CustomCommand> = Vec::new();
     let mut problems = Vec::new();
     for (root, in_project) in roots {
@@ -170,6 +176,38 @@ pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<CustomCommand>
     }
     commands.sort_by(|a, b| a.name.cmp(&b.name));
     (commands, problems)
+}
+
+/// The project's command folders.
+fn project_roots(workspace: &Path) -> [PathBuf; 2] {
+    [workspace.join(".agent").join("commands"), workspace.join(".claude").join("commands")]
+}
+
+/// What an untrusted project's commands ask for that waits for trust
+/// (`/deploy in .claude/commands/deploy.md: allowed-tools Bash`), one line each.
+pub fn untrusted_notes(workspace: &Path) -> Vec<String> {
+    let mut notes = Vec::new();
+    for root in project_roots(workspace) {
+        let mut files = Vec::new();
+        collect(&root, &root, 0, &mut files);
+        files.sort();
+        for (name, path) in files {
+            let Ok(text) = read_repo_text(&path, MAX_REPO_FILE_BYTES) else { continue };
+            let Ok(cmd) = CustomCommand::parse(&name, &text) else { continue };
+            let mut what = Vec::new();
+            if !cmd.allowed_tools.is_empty() {
+                what.push(format!("allowed-tools {}", cmd.allowed_tools.join(", ")));
+            }
+            if let Some(model) = &cmd.model {
+                what.push(format!("model {model}"));
+            }
+            if !what.is_empty() {
+                let rel = path.strip_prefix(workspace).unwrap_or(&path).display().to_string();
+                notes.push(format!("/{name} in {rel}: {}", what.join("; ")));
+            }
+        }
+    }
+    notes
 }
 
 /// The command a typed line calls (`/review src` -> `review`, `"src"`), if any.

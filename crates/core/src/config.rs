@@ -1,10 +1,14 @@
-//! Configuration: `$FERROCLAW_HOME/config.toml`, then the project's
-//! `.agent/config.toml`, then environment variables, then command-line flags;
-//! later layers win. A bad file is reported with its path, line and column.
+//! Configuration: Claude Code's `~/.claude/settings.json`, then
+//! `$FERROCLAW_HOME/config.toml`, then the project's `.claude/settings.json`
+//! and `.claude/settings.local.json` ([`claude_settings`]: their permissions),
+//! then its `.agent/config.toml`, then environment variables, then
+//! command-line flags; later layers win, rule lists add up. A bad file is
+//! reported with its path, line and column.
 //!
 //! A project's file is not trusted until the user says so ([`crate::trust`]):
 //! until then its settings that matter for security are left out and listed
-//! in [`Config::ignored`]; its deny rules always apply (they only restrict).
+//! in [`Config::ignored`]; its deny and ask rules always apply (they only
+//! restrict).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +20,7 @@ use serde::Deserialize;
 use crate::permission::PermissionMode;
 
 mod bounds;
+pub mod claude_settings;
 
 /// Default cap on model round-trips per user request.
 pub const DEFAULT_MAX_TURNS: u32 = 100;
@@ -89,6 +94,10 @@ pub struct PermissionsSection {
     pub allow: Vec<String>,
     #[serde(default)]
     pub deny: Vec<String>,
+    /// Asked even where an allow rule or the mode would allow (Claude Code's
+    /// `permissions.ask`).
+    #[serde(default)]
+    pub ask: Vec<String>,
 }
 
 /// `[web_search]`.
@@ -211,11 +220,18 @@ pub struct Config {
     pub file: ConfigFile,
     /// The files that were read, in order.
     pub sources: Vec<PathBuf>,
-    /// True when the project's files are trusted (or there are none).
+    /// True when the project's files are trusted as they are now (false
+    /// when there are none: nothing to trust is not trusted).
     pub trusted: bool,
+    /// Where the project stood when the config was read (tells "nothing to
+    /// trust" from "untrusted").
+    pub trust: crate::trust::TrustState,
     /// What the project's untrusted files would have changed, one line each
     /// (`permission_mode = "bypass"`, `MCP servers in .mcp.json`).
     pub ignored: Vec<String>,
+    /// Claude Code's settings files that were read, lowest precedence first
+    /// (what they set is in `file`, or in `ignored` while untrusted).
+    pub claude_settings: Vec<claude_settings::ClaudeSettings>,
 }
 
 /// Values given on the command line; they override every file.
@@ -276,21 +292,47 @@ impl Config {
         let mut file = ConfigFile::default();
         let mut sources = Vec::new();
         let user = home.join("config.toml");
-        if let Some(layer) = read_layer(&user)? {
+        let user_layer = read_layer(&user)?;
+        let trust = crate::trust::TrustStore::new(&home).state(&workspace);
+        let trusted = trust == crate::trust::TrustState::Trusted;
+        let mut ignored = Vec::new();
+        let project = workspace.join(".agent").join("config.toml");
+        let project_layer = read_layer(&project)?;
+        let mut claude = Vec::new();
+        for (path, in_project) in claude_settings::files(&workspace) {
+            if let Some(settings) = claude_settings::read(&path)? {
+                claude.push((settings, in_project));
+            }
+        }
+        // Claude Code's user file, then ours; then the project's Claude
+        // files (what restricts at once, the rest once trusted); then ours.
+        for (settings, _) in claude.iter().filter(|(_, in_project)| !in_project) {
+            settings.apply(&mut file, &workspace);
+            sources.push(settings.path.clone());
+        }
+        if let Some(layer) = user_layer {
             file.merge(layer);
             sources.push(user);
         }
-        let trusted = crate::trust::TrustStore::new(&home).is_trusted(&workspace);
-        let mut ignored = Vec::new();
-        let project = workspace.join(".agent").join("config.toml");
-        if let Some(mut layer) = read_layer(&project)? {
+        for (settings, _) in claude.iter().filter(|(_, in_project)| *in_project) {
+            if trusted {
+                settings.apply(&mut file, &workspace);
+            } else {
+                settings.apply_restrictions(&mut file);
+                ignored.extend(settings.untrusted_notes(&workspace));
+            }
+            sources.push(settings.path.clone());
+        }
+        if let Some(mut layer) = project_layer {
             if !trusted {
-                ignored = layer.take_untrusted();
+                ignored.extend(layer.take_untrusted());
             }
             file.merge(layer);
             sources.push(project);
         }
         if !trusted {
+            ignored.extend(crate::commands::untrusted_notes(&workspace));
+            ignored.extend(crate::agents::untrusted_notes(&workspace));
             for mcp in crate::trust::project_mcp_files(&workspace) {
                 let name = mcp.strip_prefix(&workspace).unwrap_or(&mcp).display().to_string();
                 ignored.push(format!("the MCP servers (commands) in {name}"));
@@ -320,7 +362,8 @@ impl Config {
         if overrides.permission_mode.is_some() {
             file.permission_mode = overrides.permission_mode;
         }
-        Ok(Config { home, workspace, file, sources, trusted, ignored })
+        let claude_settings = claude.into_iter().map(|(s, _)| s).collect();
+        Ok(Config { home, workspace, file, sources, trusted, trust, ignored, claude_settings })
     }
 
     /// The home folder from `$FERROCLAW_HOME`, else `~/.ferroclaw`.
@@ -598,6 +641,7 @@ impl ConfigFile {
             gateway
         );
         self.permissions.allow.extend(later.permissions.allow);
+        self.permissions.ask.extend(later.permissions.ask);
         self.permissions.deny.extend(later.permissions.deny);
         self.providers.extend(later.providers);
         self.mcp_servers.extend(later.mcp_servers);
@@ -768,7 +812,10 @@ pub fn add_project_allow_rule(workspace: &Path, rule: &str) -> Result<PathBuf, C
     // The user's own answer changes the file: a project trusted before (or
     // one with no files to trust) stays trusted with the new content.
     let store = crate::trust::TrustStore::new(&Config::default_home());
-    let keep_trust = store.is_trusted(workspace);
+    let keep_trust = matches!(
+        store.state(workspace),
+        crate::trust::TrustState::Trusted | crate::trust::TrustState::NothingToTrust
+    );
     beneath.write_atomic(rel, doc.to_string().as_bytes()).map_err(confined)?;
     if keep_trust && let Err(e) = store.trust(workspace) {
         tracing::warn!("{e}");
@@ -798,6 +845,7 @@ pub const CONFIG_TEMPLATE: &str = r#"# ferroclaw configuration. Layers: this fil
 # [permissions]
 # allow = ["bash(git status*)", "bash(cargo test*)", "edit(src/**)"]
 # deny = ["bash(curl *)", "read(.env)"]
+# ask = ["bash(git push:*)"]   # asks even where allow or the mode would allow
 
 # A preset can be overridden, or a new provider defined:
 # [providers.local]

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod ask;
 mod paths;
 mod rule;
 
@@ -124,6 +125,8 @@ pub struct Permissions {
     mode: Mutex<PermissionMode>,
     allow: Vec<Rule>,
     deny: Vec<Rule>,
+    /// Calls that ask even where an allow rule or the mode would allow.
+    ask: Vec<Rule>,
     /// Rules the user approved with "always" during this session.
     session_allow: Mutex<Vec<Rule>>,
     /// Rules granted for the request running now (a custom command's
@@ -143,6 +146,7 @@ impl Permissions {
             mode: Mutex::new(mode),
             allow: parse(allow)?,
             deny: parse(deny)?,
+            ask: Vec::new(),
             session_allow: Mutex::new(Vec::new()),
             turn_allow: Mutex::new(Vec::new()),
             workspace: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
@@ -226,6 +230,9 @@ impl Permissions {
             return Decision::Deny(format!(
                 "plan mode: only read-only tools may run, {tool} changes things; present your plan first"
             ));
+        }
+        if self.asks(tool, input) {
+            return Decision::Ask;
         }
         if unjudged && !allowed {
             return Decision::Ask;

@@ -1,9 +1,13 @@
 //! Workspace trust, as editors have it: the settings in a project's own
 //! files that matter for security (permission mode, sandbox, allowed
-//! folders, allow rules, providers, MCP servers, hooks, web access, gateway) are
-//! ignored until the user trusts that project. Trust is remembered in
-//! `$FERROCLAW_HOME/trust.json` (mode 0600) by project path and a SHA-256
-//! of the project's files, so a changed file asks again.
+//! folders, allow rules, providers, MCP servers, hooks, web access, gateway)
+//! and what its commands and agent types grant (`allowed-tools`, `model`,
+//! replacing a built-in agent type) are ignored until the user trusts that
+//! project. Trust is remembered in `$FERROCLAW_HOME/trust.json` (mode 0600)
+//! by project path and a SHA-256 of every file that grants or runs
+//! ([`covered_files`]), so a changed file asks again. A project with none of
+//! them has nothing to trust, which is not the same as trusted: a command
+//! file that appears later grants nothing until the user says so.
 //!
 //! ```
 //! let home = tempfile::tempdir().unwrap();
@@ -24,15 +28,16 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// The project files trust covers, relative to the workspace.
-pub const PROJECT_FILES: &[&str] = &[
-    ".agent/config.toml",
-    ".agent/mcp.json",
-    ".mcp.json",
-    // Their hooks are commands (see `crate::hooks`).
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-];
+mod covered;
+
+pub use covered::{
+    MAX_COVERED_FILES, PROJECT_FILES, PROJECT_FOLDERS, SKILL_FOLDERS, covered_files,
+};
+
+/// Most bytes of covered files read for one hash (a hostile checkout can
+/// link a command folder to a large tree); past it files count by name and
+/// size. Far above any real project's commands, agents and settings.
+pub const MAX_HASHED_BYTES: u64 = 32 * 1024 * 1024;
 
 /// The trust store's file name in `$FERROCLAW_HOME`.
 pub const TRUST_FILE: &str = "trust.json";
@@ -71,6 +76,19 @@ struct TrustFile {
     projects: BTreeMap<String, TrustRecord>,
 }
 
+/// Where a project stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrustState {
+    /// None of the files trust covers exist: nothing is granted, nothing to ask.
+    NothingToTrust,
+    /// The user trusted the project with its files as they are now.
+    Trusted,
+    /// Never trusted.
+    Untrusted,
+    /// Trusted once, but a covered file changed since (or one was added).
+    ChangedSinceTrusted,
+}
+
 /// The trust store of one `$FERROCLAW_HOME`.
 #[derive(Debug, Clone)]
 pub struct TrustStore {
@@ -83,20 +101,26 @@ impl TrustStore {
         Self { path: home.join(TRUST_FILE) }
     }
 
-    /// True when `workspace` is trusted with its files as they are now, or
-    /// when it has no project files at all (nothing to trust).
+    /// Where `workspace` stands with its files as they are now.
+    pub fn state(&self, workspace: &Path) -> TrustState {
+        let Some(hash) = project_hash(workspace) else { return TrustState::NothingToTrust };
+        let known = self.read().ok().and_then(|f| f.projects.get(&key(workspace)).cloned());
+        match known {
+            Some(r) if r.hash == hash => TrustState::Trusted,
+            Some(_) => TrustState::ChangedSinceTrusted,
+            None => TrustState::Untrusted,
+        }
+    }
+
+    /// True when `workspace` is trusted with its files as they are now
+    /// (false when it has nothing to trust: see [`TrustState::NothingToTrust`]).
     pub fn is_trusted(&self, workspace: &Path) -> bool {
-        let Some(hash) = project_hash(workspace) else { return true };
-        self.read()
-            .ok()
-            .and_then(|f| f.projects.get(&key(workspace)).cloned())
-            .is_some_and(|r| r.hash == hash)
+        self.state(workspace) == TrustState::Trusted
     }
 
     /// True when the project was trusted once but its files changed since.
     pub fn changed_since_trusted(&self, workspace: &Path) -> bool {
-        let known = self.read().ok().and_then(|f| f.projects.get(&key(workspace)).cloned());
-        known.is_some() && !self.is_trusted(workspace)
+        self.state(workspace) == TrustState::ChangedSinceTrusted
     }
 
     /// Trusts `workspace` with its files as they are now.
@@ -163,21 +187,36 @@ fn key(workspace: &Path) -> String {
         .into_owned()
 }
 
-/// SHA-256 over the project files that exist (name, length, content), or
-/// `None` when there are none.
+/// SHA-256 over the covered files that exist (name, length, content; a file
+/// that cannot be read counts by its name), or `None` when there are none.
 pub fn project_hash(workspace: &Path) -> Option<String> {
+    let files = covered_files(workspace);
+    if files.is_empty() {
+        return None;
+    }
     let mut hasher = Sha256::new();
-    let mut any = false;
-    for name in PROJECT_FILES {
-        let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
-        if let Ok(bytes) = ferroclaw_tools::repo_file::read_repo_file(&workspace.join(name), max) {
-            any = true;
-            hasher.update(name.as_bytes());
-            hasher.update((bytes.len() as u64).to_le_bytes());
-            hasher.update(&bytes);
+    hasher.update((files.len() as u64).to_le_bytes());
+    let mut budget = MAX_HASHED_BYTES;
+    for rel in &files {
+        let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES.min(budget);
+        let name = rel.to_string_lossy();
+        hasher.update((name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+        match ferroclaw_tools::repo_file::read_repo_file(&workspace.join(rel), max) {
+            Ok(bytes) => {
+                budget -= bytes.len() as u64;
+                hasher.update((bytes.len() as u64).to_le_bytes());
+                hasher.update(&bytes);
+            }
+            // Unreadable, or past the budget: counted by name and size.
+            Err(_) => {
+                let len = std::fs::metadata(workspace.join(rel)).map_or(u64::MAX, |m| m.len());
+                hasher.update(u64::MAX.to_le_bytes());
+                hasher.update(len.to_le_bytes());
+            }
         }
     }
-    any.then(|| hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Some(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The project's MCP server files that exist (`.mcp.json`, `.agent/mcp.json`).
@@ -194,10 +233,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_project_without_files_needs_no_trust() {
+    fn a_project_without_files_has_nothing_to_trust_which_is_not_trusted() {
         let home = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
-        assert!(TrustStore::new(home.path()).is_trusted(ws.path()));
+        let store = TrustStore::new(home.path());
+        assert_eq!(store.state(ws.path()), TrustState::NothingToTrust);
+        assert!(!store.is_trusted(ws.path()));
+    }
+
+    #[test]
+    fn a_command_file_alone_needs_trust_and_a_changed_one_asks_again() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let cmd = ws.path().join(".claude/commands/x.md");
+        std::fs::create_dir_all(cmd.parent().unwrap()).unwrap();
+        std::fs::write(&cmd, "---\nallowed-tools: Bash\n---\nclean up\n").unwrap();
+        let store = TrustStore::new(home.path());
+        assert_eq!(store.state(ws.path()), TrustState::Untrusted);
+        store.trust(ws.path()).unwrap();
+        assert!(store.is_trusted(ws.path()));
+        std::fs::write(&cmd, "---\nallowed-tools: Bash\n---\nrm -rf ~\n").unwrap();
+        assert_eq!(store.state(ws.path()), TrustState::ChangedSinceTrusted);
+        store.trust(ws.path()).unwrap();
+        std::fs::create_dir_all(ws.path().join(".agent/agents")).unwrap();
+        std::fs::write(ws.path().join(".agent/agents/explore.md"), "x").unwrap();
+        assert!(!store.is_trusted(ws.path()), "a new agent type asks again");
     }
 
     #[test]

@@ -14,10 +14,14 @@ use crate::Runtime;
 impl Runtime {
     /// The custom commands of this workspace and home, by name (read anew
     /// each time, so a new file is there at once); files that do not read
-    /// are reported once.
+    /// are reported once. A project's command grants only while the project
+    /// is still trusted as it is now: one changed during the session (by the
+    /// agent, by a `git pull`) grants nothing until trusted again.
     pub fn custom_commands(&self) -> Vec<CustomCommand> {
         let config = &self.config;
-        let (found, problems) = commands::load(&config.workspace, &config.home, config.trusted);
+        let trusted = config.trusted
+            && ferroclaw_core::trust::TrustStore::new(&config.home).is_trusted(&config.workspace);
+        let (found, problems) = commands::load(&config.workspace, &config.home, trusted);
         for problem in problems {
             self.report(format!("custom command skipped: {problem}"));
         }

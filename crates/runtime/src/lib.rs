@@ -99,7 +99,8 @@ impl Runtime {
         let recall = Recall::shared(&config.home)
             .map_err(|e| tracing::warn!("session_search is off: {e}"))
             .ok();
-        let (types, problems) = ferroclaw_core::agents::load(&config.workspace, &config.home);
+        let (types, problems) =
+            ferroclaw_core::agents::load(&config.workspace, &config.home, config.trusted);
         let hooks = Arc::new(Hooks::load(&config).map_err(|e| RuntimeError::Other(e.to_string()))?);
         let runtime = Runtime {
             hooks,

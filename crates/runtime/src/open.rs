@@ -129,6 +129,7 @@ impl Runtime {
             &config.file.permissions.allow,
             &config.file.permissions.deny,
         )
+        .and_then(|p| p.with_ask(&config.file.permissions.ask))
         .map_err(RuntimeError::Other)?
         .with_workspace(workspace.clone());
         let (session, messages, skipped_bytes, skipped_lines, was_resumed) = match resumed {

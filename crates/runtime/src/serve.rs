@@ -19,6 +19,7 @@ use crate::RuntimeError;
 pub fn tool_server(config: &Config, mode: PermissionMode) -> Result<ToolServer, RuntimeError> {
     let permissions = Arc::new(
         Permissions::new(mode, &config.file.permissions.allow, &config.file.permissions.deny)
+            .and_then(|p| p.with_ask(&config.file.permissions.ask))
             .map_err(RuntimeError::Other)?
             .with_workspace(config.workspace.clone()),
     );
