@@ -187,7 +187,9 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     ))
                 );
             }
-            AgentEvent::Error { message, .. } if opts.status => {
+            // Without a status line (`-p` into a pipe) a problem that does not
+            // stop the run is still said; the fatal one is the run's own error.
+            AgentEvent::Error { message, fatal } if opts.status || (opts.notices && !fatal) => {
                 eprintln!("{}", st.red(&format!("error: {}", printable(&message))));
                 if let Some(hint) = error_hint(&message) {
                     eprintln!("{}", st.dim(&format!("  {hint}")));

@@ -13,10 +13,10 @@
 //! assert!(resolve("opus", "openai/gpt-4o").is_err());
 //! ```
 
-/// The ids the short names stand for: the current model of each family that
-/// ferroclaw's price table knows (Claude Code maps them to its own latest).
+/// The ids the short names stand for: the same models
+/// the `--model` aliases use too (Claude Code maps them to its own latest).
 pub const CLAUDE_ALIASES: [(&str, &str); 3] =
-    [("haiku", "claude-haiku-4-5"), ("sonnet", "claude-sonnet-4-5"), ("opus", "claude-opus-4-5")];
+    [("haiku", "claude-haiku-4-5"), ("sonnet", "claude-sonnet-4-5"), ("opus", "claude-opus-4-1")];
 
 /// What a `model:` field asks for, given the model in use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +73,7 @@ mod tests {
     #[test]
     fn claude_names_run_on_a_claude_provider_and_are_refused_elsewhere() {
         let on = "anthropic/claude-sonnet-4-5";
-        assert_eq!(resolve("opus", on), Ok(Resolved::Use("anthropic/claude-opus-4-5".into())));
+        assert_eq!(resolve("opus", on), Ok(Resolved::Use("anthropic/claude-opus-4-1".into())));
         assert_eq!(
             resolve("claude-sonnet-4-0", on),
             Ok(Resolved::Use("anthropic/claude-sonnet-4-0".into()))

@@ -252,6 +252,7 @@ impl Runtime {
             turn_hook: Some(self.refresh.clone()),
         });
         agent.set_hooks(self.hooks.clone(), None);
+        agent.trust_instructions(config.trusted);
         if options.checkpoints {
             agent.set_checkpoints(self.checkpoints(&agent));
         }
@@ -352,6 +353,7 @@ impl Runtime {
         });
         let mut agent = agent;
         agent.set_hooks(self.hooks.clone(), Some(child.kind.name.clone()));
+        agent.trust_instructions(self.config.trusted);
         Ok(Opened { agent, resumed: false, skipped_bytes: 0, skipped_lines: Vec::new() })
     }
 

@@ -91,6 +91,7 @@ impl Agent {
             turn_hook,
             injector: None,
             reads: Default::default(),
+            trusted_instructions: false,
             hook_state: Default::default(),
             checkpoints: None,
             journal: None,
@@ -206,6 +207,12 @@ impl Agent {
     }
 
     /// Sets what runs before each model request.
+    /// Trusts the project's instruction files: a subfolder's `CLAUDE.md`
+    /// loaded mid-session may then import files from outside the project.
+    pub fn trust_instructions(&mut self, trusted: bool) {
+        self.trusted_instructions = trusted;
+    }
+
     pub fn set_turn_hook(&mut self, hook: Option<Arc<dyn TurnHook>>) {
         self.turn_hook = hook;
     }
