@@ -39,10 +39,10 @@ pub use remember::Remembering;
 use crate::approval::{Approval, Approver};
 use crate::clock;
 use crate::config;
+use crate::context::instructions::nested;
 use crate::hooks::PermissionAnswer;
 use crate::permission::{Decision, PermissionMode, Permissions};
 use crate::session::{Entry, SessionLog};
-use crate::context::instructions::nested;
 use crate::todo::{self, TodoList};
 
 /// Where the loop sends its events.

@@ -85,6 +85,9 @@ mod tests {
             err.to_string(),
             "model `haiku` is a Claude model, which ollama/qwen3 does not serve; keeping ollama/qwen3"
         );
-        assert_eq!(resolve("qwen3:8b", "ollama/qwen3"), Ok(Resolved::Use("ollama/qwen3:8b".into())));
+        assert_eq!(
+            resolve("qwen3:8b", "ollama/qwen3"),
+            Ok(Resolved::Use("ollama/qwen3:8b".into()))
+        );
     }
 }

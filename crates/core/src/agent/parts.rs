@@ -206,13 +206,13 @@ impl Agent {
         self.tools = f(&self.tools);
     }
 
-    /// Sets what runs before each model request.
     /// Trusts the project's instruction files: a subfolder's `CLAUDE.md`
     /// loaded mid-session may then import files from outside the project.
     pub fn trust_instructions(&mut self, trusted: bool) {
         self.trusted_instructions = trusted;
     }
 
+    /// Sets what runs before each model request.
     pub fn set_turn_hook(&mut self, hook: Option<Arc<dyn TurnHook>>) {
         self.turn_hook = hook;
     }

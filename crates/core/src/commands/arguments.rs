@@ -134,7 +134,8 @@ mod tests {
     #[test]
     fn positions_count_from_zero_and_missing_ones_stay_as_written() {
         let args = Arguments::new(r#"first "two words" third"#, &[]);
-        let body = "zero=$0 one=$1 two=$2 all=$ARGUMENTS idx0=$ARGUMENTS[0] idx1=$ARGUMENTS[1] nine=$9\n";
+        let body =
+            "zero=$0 one=$1 two=$2 all=$ARGUMENTS idx0=$ARGUMENTS[0] idx1=$ARGUMENTS[1] nine=$9\n";
         assert_eq!(
             args.apply(body),
             "zero=first one=two words two=third all=first \"two words\" third idx0=first idx1=two words nine=$9\n"

@@ -27,7 +27,8 @@ use std::path::{Path, PathBuf};
 use super::{MAX_FILE_CHARS, read_capped};
 
 /// Instruction files read in each folder, in prompt order.
-pub const FOLDER_FILES: [&str; 4] = ["AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md"];
+pub const FOLDER_FILES: [&str; 4] =
+    ["AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md"];
 
 /// Most files in one chain of imports, the importing file included (Claude
 /// Code's "five hops": its root file's fourth-level import is the last read).
@@ -237,14 +238,18 @@ impl Reader {
         canonical(path).starts_with(canonical(&self.workspace))
     }
 
-    /// A path as the prompt names it: relative to the project folder when
-    /// inside it, else as written in the import.
+    /// A path as the prompt names it: relative to the project folder
+    /// (`docs/a.md`, `../docs/a.md`) when they share more than the root,
+    /// else as written in the import (`~/notes.md`).
     fn shown(&self, path: &Path, written: &str) -> String {
-        let workspace = canonical(&self.workspace);
-        match canonical(path).strip_prefix(&workspace) {
-            Ok(rel) => rel.display().to_string(),
-            Err(_) => written.to_string(),
+        let (path, base) = (canonical(path), canonical(&self.workspace));
+        let common = path.components().zip(base.components()).take_while(|(a, b)| a == b).count();
+        if common <= 1 {
+            return written.to_string();
         }
+        let up = base.components().count() - common;
+        let rest: PathBuf = path.components().skip(common).collect();
+        format!("{}{}", "../".repeat(up), rest.display())
     }
 }
 
@@ -284,8 +289,10 @@ pub fn imports(text: &str) -> Vec<String> {
             match c {
                 '`' => in_code = !in_code,
                 '@' if !in_code && prev.is_none_or(char::is_whitespace) => {
-                    let path: String =
-                        line[i + 1..].chars().take_while(|c| !c.is_whitespace() && *c != '`').collect();
+                    let path: String = line[i + 1..]
+                        .chars()
+                        .take_while(|c| !c.is_whitespace() && *c != '`')
+                        .collect();
                     let path = path.trim_end_matches(['.', ',', ';', ':', ')', '!', '?']);
                     if !path.is_empty() && !path.starts_with('@') {
                         out.push(path.to_string());

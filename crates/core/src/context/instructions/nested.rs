@@ -65,7 +65,11 @@ pub fn reminders(
         return Vec::new();
     }
     let mut reader = Reader::new(workspace, trusted);
-    for path in super::read(workspace, super::claude_home().as_deref(), trusted).paths().iter().chain(&loaded(messages)) {
+    for path in super::read(workspace, super::claude_home().as_deref(), trusted)
+        .paths()
+        .iter()
+        .chain(&loaded(messages))
+    {
         reader.mark_seen(path);
     }
     for dir in &dirs {
