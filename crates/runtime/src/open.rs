@@ -12,6 +12,7 @@ use ferroclaw_core::context::PromptProfile;
 use ferroclaw_core::journal::TurnJournal;
 use ferroclaw_core::learning::{LearningConfig, Mode, SkillStore};
 use ferroclaw_core::memory::MemoryStore;
+use ferroclaw_core::model_alias::{self, Resolved};
 use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog, SessionMeta};
 use ferroclaw_core::todo::{TodoList, TodoWriteTool};
@@ -315,14 +316,20 @@ impl Runtime {
         child: ChildOf,
         approver: Arc<dyn Approver>,
     ) -> Result<Opened, RuntimeError> {
-        let (provider, model, model_spec) = match &child.kind.model {
-            Some(spec) => {
-                let (p, m) = self.providers.get(&self.config, spec, false).map_err(|e| {
+        let wanted =
+            child.kind.model.as_deref().map(|m| model_alias::resolve(m, &child.model_spec));
+        let (provider, model, model_spec) = match wanted {
+            Some(Ok(Resolved::Use(spec))) => {
+                let (p, m) = self.providers.get(&self.config, &spec, false).map_err(|e| {
                     RuntimeError::Other(format!("agent type {}: {e}", child.kind.name))
                 })?;
-                (p, m, spec.clone())
+                (p, m, spec)
             }
-            None => (child.provider.clone(), child.model.clone(), child.model_spec.clone()),
+            Some(Err(e)) => {
+                tracing::warn!("agent type {}: {e}", child.kind.name);
+                (child.provider.clone(), child.model.clone(), child.model_spec.clone())
+            }
+            _ => (child.provider.clone(), child.model.clone(), child.model_spec.clone()),
         };
         let session = self.store.create_child(&child.parent, &child.label, &model_spec)?;
         let todos = TodoList::default();
