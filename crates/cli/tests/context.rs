@@ -215,3 +215,20 @@ fn claude_code_memory_files_reach_the_model_and_context_notes_what_was_cut() {
     assert_eq!(code, 0);
     assert!(stdout.contains("note: CLAUDE.local.md: cut at 20000 characters"), "{stdout}");
 }
+
+#[test]
+fn a_cloned_projects_claude_md_imports_nothing_from_your_home_until_you_trust_it() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into(), Turn::text("ok").into()]);
+    write(env.home.path(), "secret.md", "SECRET-TOKEN-123\n");
+    write(env.ws(), "CLAUDE.md", "Project rules. See @~/secret.md\n");
+    assert_eq!(run(&mut env.oneshot("hi", &[])).0, 0);
+    assert!(!env.request_body(0).to_string().contains("SECRET-TOKEN-123"));
+    let (code, stdout, _) = run(env.cmd().arg("context"));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("note: CLAUDE.md: @~/secret.md not followed (outside the project folder")
+    );
+    assert_eq!(run(env.cmd().arg("trust")).0, 0);
+    assert_eq!(run(&mut env.oneshot("hi", &[])).0, 0);
+    assert!(env.request_body(1).to_string().contains("SECRET-TOKEN-123"), "your word, your file");
+}

@@ -134,11 +134,11 @@ impl ContextBuilder {
     pub fn for_config(config: &crate::config::Config) -> Self {
         Self::new(&config.home, &config.workspace)
             .memory(MemoryStore::new(&config.home).with_limits(config.file.memory))
-            .trusted(config.trusted)
+            .trusted(instructions::outside_imports_allowed(config))
     }
 
-    /// Whether the project is trusted: its instruction files may then import
-    /// files from outside the project folder (default: not trusted).
+    /// Whether the project's instruction files may import files from outside
+    /// the project folder (default: no; see [`instructions::outside_imports_allowed`]).
     pub fn trusted(mut self, trusted: bool) -> Self {
         self.trusted = trusted;
         self

@@ -8,7 +8,7 @@ use std::sync::{Arc, PoisonError};
 
 use ferroclaw_core::agent::{CompactTool, Compaction, Learner, Remembering};
 use ferroclaw_core::checkpoint::{Checkpoints, Settings};
-use ferroclaw_core::context::PromptProfile;
+use ferroclaw_core::context::{PromptProfile, instructions};
 use ferroclaw_core::journal::TurnJournal;
 use ferroclaw_core::learning::{LearningConfig, Mode, SkillStore};
 use ferroclaw_core::memory::MemoryStore;
@@ -253,7 +253,7 @@ impl Runtime {
             turn_hook: Some(self.refresh.clone()),
         });
         agent.set_hooks(self.hooks.clone(), None);
-        agent.trust_instructions(config.trusted);
+        agent.trust_instructions(instructions::outside_imports_allowed(config));
         if options.checkpoints {
             agent.set_checkpoints(self.checkpoints(&agent));
         }
@@ -360,7 +360,7 @@ impl Runtime {
         });
         let mut agent = agent;
         agent.set_hooks(self.hooks.clone(), Some(child.kind.name.clone()));
-        agent.trust_instructions(self.config.trusted);
+        agent.trust_instructions(instructions::outside_imports_allowed(&self.config));
         Ok(Opened { agent, resumed: false, skipped_bytes: 0, skipped_lines: Vec::new() })
     }
 

@@ -121,7 +121,8 @@ impl Stamp {
         let bootstrap = ferroclaw_core::memory::workspace_dir(home);
         paths.extend(BOOTSTRAP_FILES.iter().map(|f| bootstrap.join(f)));
         let claude = instructions::claude_home();
-        paths.extend(instructions::candidate_paths(workspace, claude.as_deref(), config.trusted));
+        let outside = instructions::outside_imports_allowed(config);
+        paths.extend(instructions::candidate_paths(workspace, claude.as_deref(), outside));
         for dir in [home.join("rules"), workspace.join(".agent").join("rules")] {
             paths.extend(entries(&dir));
             paths.push(dir);

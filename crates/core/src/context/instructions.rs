@@ -82,6 +82,19 @@ impl Instructions {
     }
 }
 
+/// Whether a project file may import files from outside the project folder:
+/// only once you trusted the project with `ferroclaw trust` (and its files
+/// did not change since). A project with no config files counts as trusted
+/// for everything else, but its `CLAUDE.md` could otherwise put
+/// `@~/.ssh/id_rsa` into the request sent to the provider.
+pub fn outside_imports_allowed(config: &crate::config::Config) -> bool {
+    let here = canonical(&config.workspace);
+    config.trusted
+        && crate::trust::TrustStore::new(&config.home)
+            .list()
+            .is_ok_and(|all| all.iter().any(|(key, _)| Path::new(key) == here))
+}
+
 /// Where the user's Claude Code files are: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn claude_home() -> Option<PathBuf> {
     std::env::var_os("CLAUDE_CONFIG_DIR")
