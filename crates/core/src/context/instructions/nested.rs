@@ -61,15 +61,19 @@ pub fn reminders(
             }
         }
     }
-    if dirs.is_empty() {
+    // Most calls reach folders whose files came already (or that have none):
+    // nothing more is read for them.
+    let loaded = loaded(messages);
+    let new_file = dirs
+        .iter()
+        .flat_map(|d| super::FOLDER_FILES.map(|f| d.join(f)))
+        .any(|path| path.is_file() && !loaded.contains(&path));
+    if !new_file {
         return Vec::new();
     }
     let mut reader = Reader::new(workspace, trusted);
-    for path in super::read(workspace, super::claude_home().as_deref(), trusted)
-        .paths()
-        .iter()
-        .chain(&loaded(messages))
-    {
+    let in_prompt = super::read(workspace, super::claude_home().as_deref(), trusted).paths();
+    for path in in_prompt.iter().chain(&loaded) {
         reader.mark_seen(path);
     }
     for dir in &dirs {
