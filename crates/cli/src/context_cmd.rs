@@ -31,6 +31,9 @@ pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
         for w in &context.warnings {
             eprintln!("{w}");
         }
+        for note in &context.notes {
+            eprintln!("note: {note}");
+        }
         println!("{}", context.system_prompt());
         return Ok(exit::OK);
     }
@@ -94,5 +97,9 @@ pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     println!(
         "{dim}(tokens estimated as characters / 4, from the request a new session sends){plain}"
     );
+    // What the caps cut and the imports not followed.
+    for note in &context.notes {
+        println!("note: {note}");
+    }
     Ok(exit::OK)
 }

@@ -117,7 +117,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let _ = tee.await;
     let _ = consumer.await;
     let denials = std::mem::take(&mut *denials.lock().unwrap_or_else(PoisonError::into_inner));
-    explain_denials(&denials, agent.workspace(), &config.home);
+    explain_denials(&denials, &agent, &config.home);
     let mut stdout = std::io::stdout().lock();
     let result =
         || result_json(&report, &agent.session().meta().id, agent.model_spec(), &denials, started);
@@ -238,7 +238,14 @@ async fn collect_denials(
 }
 
 /// Says on stderr which calls were refused and how to allow them.
-fn explain_denials(denials: &[Denial], workspace: &std::path::Path, home: &std::path::Path) {
+/// A rule already in force is never suggested (the call was refused for
+/// another of its parts or reasons).
+fn explain_denials(denials: &[Denial], agent: &ferroclaw_core::Agent, home: &std::path::Path) {
+    let workspace = agent.workspace();
+    let in_force = |rule: &str| {
+        ferroclaw_core::permission::Rule::parse(rule)
+            .is_ok_and(|r| agent.permissions().has_allow_rule(&r))
+    };
     if denials.is_empty() {
         return;
     }
@@ -261,7 +268,7 @@ fn explain_denials(denials: &[Denial], workspace: &std::path::Path, home: &std::
                 );
             }
             for rule in scoped {
-                if !rules.contains(&rule) {
+                if !rules.contains(&rule) && !in_force(&rule) {
                     rules.push(rule);
                 }
             }

@@ -187,7 +187,9 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                     ))
                 );
             }
-            AgentEvent::Error { message, .. } if opts.status => {
+            // Without a status line (`-p` into a pipe) a problem that does not
+            // stop the run is still said; the fatal one is the run's own error.
+            AgentEvent::Error { message, fatal } if opts.status || (opts.notices && !fatal) => {
                 eprintln!("{}", st.red(&format!("error: {}", printable(&message))));
                 if let Some(hint) = error_hint(&message) {
                     eprintln!("{}", st.dim(&format!("  {hint}")));
@@ -224,7 +226,11 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 let mut plan_md = MarkdownStream::new();
                 let mut text = plan_md.push(&printable(&plan));
                 text.push_str(&plan_md.finish());
-                eprintln!("\n{}\n{text}", st.bold("Plan"));
+                // A plan that opens with its own "Plan" heading gets no second one.
+                match opens_with_plan_heading(&plan) {
+                    true => eprintln!("\n{text}"),
+                    false => eprintln!("\n{}\n{text}", st.bold("Plan")),
+                }
                 eprint!(
                     "{} [y]es / [e] yes, and accept edits / [N]o (or \"n, what to change\"): ",
                     st.yellow("? carry out this plan?")
@@ -451,9 +457,36 @@ pub fn error_hint(message: &str) -> Option<&'static str> {
     }
 }
 
+/// True when `plan`'s first line is a heading or label that says "Plan"
+/// (`# Plan`, `## Plan: tidy the parser`, `**Plan**`, `Plan:`).
+fn opens_with_plan_heading(plan: &str) -> bool {
+    let first = plan.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let heading = first.starts_with('#');
+    let text = first.trim_start_matches('#').trim().trim_start_matches('*');
+    let Some(word) = text.get(..4) else { return false };
+    if !word.eq_ignore_ascii_case("plan") {
+        return false;
+    }
+    let after = text[4..].trim_start_matches('*');
+    match heading {
+        true => after.is_empty() || after.starts_with([':', ' ']),
+        false => after.is_empty() || after.trim_end_matches('*') == ":",
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{error_hint, wait_shown};
+    use super::{error_hint, opens_with_plan_heading, wait_shown};
+
+    #[test]
+    fn a_plan_with_its_own_plan_heading_is_recognised_and_plain_text_is_not() {
+        for own in ["# Plan", "## Plan: tidy the parser", "**Plan**", "Plan:", "\n# plan\n1. x"] {
+            assert!(opens_with_plan_heading(own), "{own:?}");
+        }
+        for other in ["1. write a.txt", "Planning is done", "# Steps", "Plant the seeds", "é"] {
+            assert!(!opens_with_plan_heading(other), "{other:?}");
+        }
+    }
 
     #[test]
     fn waits_read_in_milliseconds_under_a_second_and_in_seconds_above() {

@@ -12,7 +12,7 @@ description: Tag a release
 argument-hint: [version] [note]
 allowed-tools: Bash(touch:*), Bash(echo:*)
 ---
-Tag release $1 ($ARGUMENTS). Branch: !`echo on-main`
+Tag release $0 ($ARGUMENTS). Branch: !`echo on-main`
 ";
 
 fn touch(file: &str) -> Vec<Step> {
@@ -85,4 +85,62 @@ fn typed_arguments_never_become_a_command_the_command_file_runs() {
     let prompt = first_prompt(&env, 0);
     assert!(prompt.contains("!`touch pwned`"), "it reaches the model as text: {prompt}");
     assert!(prompt.contains("Branch: on-main"), "the file's own span still runs: {prompt}");
+}
+
+/// Writes `$FERROCLAW_HOME/commands/NAME.md` (the user's own: trusted).
+fn home_command(env: &Env, name: &str, text: &str) {
+    std::fs::create_dir_all(env.home.path().join("commands")).unwrap();
+    std::fs::write(env.home.path().join(format!("commands/{name}.md")), text).unwrap();
+}
+
+#[test]
+fn a_command_with_no_placeholder_gets_the_typed_arguments_appended_as_claude_code_does() {
+    // 155 of 308 public commands have no `$ARGUMENTS`; the words were dropped.
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into()]);
+    home_command(&env, "review", "Review the open diff.\n");
+    let (code, _, stderr) = run(&mut env.oneshot("/review src/parser \"error paths\"", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let prompt = first_prompt(&env, 0);
+    assert!(
+        prompt.contains("Review the open diff.\\n\\n\\nARGUMENTS: src/parser \\\"error paths\\\""),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn named_indexed_and_positional_arguments_count_from_zero_as_claude_code_does() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into()]);
+    let text = "---\narguments: [issue, priority]\n---\nFix #$issue ($priority); first $0, second $ARGUMENTS[1], none $5\n";
+    home_command(&env, "fix", text);
+    let (code, _, stderr) = run(&mut env.oneshot("/fix 42 \"very high\"", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let prompt = first_prompt(&env, 0);
+    assert!(
+        prompt.contains("Fix #42 (very high); first 42, second very high, none $5"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("ARGUMENTS:"), "a body with placeholders gets nothing appended");
+}
+
+#[test]
+fn a_claude_model_alias_runs_the_commands_request_on_that_claude_model() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into(), Turn::text("ok").into()]);
+    home_command(&env, "quick", "---\nmodel: haiku\n---\nSummarise.\n");
+    home_command(&env, "pinned", "---\nmodel: claude-sonnet-4-0\n---\nSummarise.\n");
+    let (code, _, stderr) = run(&mut env.oneshot("/quick", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(env.request_body(0)["model"], "claude-haiku-4-5");
+    let (code, _, stderr) = run(&mut env.oneshot("/pinned", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(env.request_body(1)["model"], "claude-sonnet-4-0");
+}
+
+#[test]
+fn a_claude_model_alias_on_a_provider_without_claude_models_is_named_in_a_warning() {
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("ok").into()]);
+    home_command(&env, "quick", "---\nmodel: haiku\n---\nSummarise.\n");
+    let (code, _, stderr) = run(&mut env.oneshot("/quick", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("/quick: model `haiku` is a Claude model"), "{stderr}");
+    assert_eq!(env.request_body(0)["model"], "gpt-test", "the request still runs");
 }

@@ -150,3 +150,85 @@ fn context_works_with_no_model_configured_and_says_what_it_shows() {
     assert!(stdout.lines().any(|l| l.starts_with("tools ")), "{stdout}");
     assert!(env.session_files().is_empty(), "context keeps no session");
 }
+
+/// The texts of the text blocks of request `i`'s last message.
+fn last_message_texts(env: &Env, i: usize) -> Vec<String> {
+    let body = env.request_body(i);
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    let blocks = last["content"].as_array().cloned().unwrap_or_default();
+    blocks.iter().filter_map(|b| b["text"].as_str().map(str::to_string)).collect()
+}
+
+#[test]
+fn a_subfolders_claude_md_comes_with_the_first_read_there_once_even_after_continue() {
+    // Claude Code 2.1.332 adds each file of the folders between its working
+    // folder and the file read, then their imports, as a system reminder
+    // after the tool result, once per conversation.
+    let read = || Turn::tool("read", serde_json::json!({"path": "pkg/sub/x.txt"})).into();
+    let script =
+        vec![read(), read(), Turn::text("done").into(), read(), Turn::text("again").into()];
+    let env = Env::new(Wire::Anthropic, script);
+    write(env.ws(), "CLAUDE.md", "Root rules.\n");
+    write(env.ws(), "pkg/CLAUDE.md", "Pkg rules.\n");
+    write(env.ws(), "pkg/sub/CLAUDE.md", "Sub rules. @notes.md\n");
+    write(env.ws(), "pkg/sub/notes.md", "Sub notes.\n");
+    write(env.ws(), "pkg/sub/x.txt", "x\n");
+    let (code, _, stderr) = run(&mut env.oneshot("look", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!env.request_body(0).to_string().contains("Sub rules."), "not before the read");
+    let ws = std::fs::canonicalize(env.ws()).unwrap();
+    let reminder = |rel: &str, text: &str| {
+        format!(
+            "<system-reminder>\nContents of {}:\n\n{text}\n\n</system-reminder>",
+            ws.join(rel).display()
+        )
+    };
+    assert_eq!(
+        last_message_texts(&env, 1),
+        [
+            reminder("pkg/CLAUDE.md", "Pkg rules."),
+            reminder("pkg/sub/CLAUDE.md", "Sub rules. @notes.md"),
+            reminder("pkg/sub/notes.md", "Sub notes."),
+        ]
+    );
+    assert!(last_message_texts(&env, 2).is_empty(), "the second read there adds nothing");
+    let (code, _, stderr) = run(&mut env.oneshot("more", &["--continue"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(env.request_body(4).to_string().matches("Sub rules.").count(), 1);
+    assert!(last_message_texts(&env, 4).is_empty(), "a resumed session remembers them");
+}
+
+#[test]
+fn claude_code_memory_files_reach_the_model_and_context_notes_what_was_cut() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into()]);
+    write(env.home.path(), ".claude/CLAUDE.md", "User-wide rules.\n");
+    // An import is relative to the file that imports it.
+    write(env.ws(), ".claude/CLAUDE.md", "Dot-claude rules. @../docs/style.md\n");
+    write(env.ws(), "docs/style.md", "Imported style.\n");
+    write(env.ws(), "CLAUDE.local.md", &"L".repeat(25_000));
+    assert_eq!(run(&mut env.oneshot("hi", &[])).0, 0);
+    let system = env.request_body(0)["system"].to_string();
+    for text in ["User-wide rules.", "Dot-claude rules.", "Imported style.", "LLLL"] {
+        assert!(system.contains(text), "{text} missing");
+    }
+    let (code, stdout, _) = run(env.cmd().arg("context"));
+    assert_eq!(code, 0);
+    assert!(stdout.contains("note: CLAUDE.local.md: cut at 20000 characters"), "{stdout}");
+}
+
+#[test]
+fn a_cloned_projects_claude_md_imports_nothing_from_your_home_until_you_trust_it() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("ok").into(), Turn::text("ok").into()]);
+    write(env.home.path(), "secret.md", "SECRET-TOKEN-123\n");
+    write(env.ws(), "CLAUDE.md", "Project rules. See @~/secret.md\n");
+    assert_eq!(run(&mut env.oneshot("hi", &[])).0, 0);
+    assert!(!env.request_body(0).to_string().contains("SECRET-TOKEN-123"));
+    let (code, stdout, _) = run(env.cmd().arg("context"));
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("note: CLAUDE.md: @~/secret.md not followed (outside the project folder")
+    );
+    assert_eq!(run(env.cmd().arg("trust")).0, 0);
+    assert_eq!(run(&mut env.oneshot("hi", &[])).0, 0);
+    assert!(env.request_body(1).to_string().contains("SECRET-TOKEN-123"), "your word, your file");
+}

@@ -287,3 +287,20 @@ fn a_prompt_swallowed_by_allowed_tools_is_named_with_where_the_prompt_goes() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(env.server.requests().is_empty());
 }
+
+#[test]
+fn the_allow_hint_never_suggests_a_rule_already_in_force() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("bash", json!({"command": "git status; touch pwned"})).into(),
+            Turn::text("could not").into(),
+        ],
+    );
+    let (code, _, stderr) =
+        run(&mut env.oneshot("look", &["--allowedTools", "bash(git status:*)"]));
+    assert_eq!(code, 0, "{stderr}");
+    let line = stderr.lines().find(|l| l.starts_with("to allow them:")).unwrap();
+    assert!(line.contains("'bash(touch"), "{line}");
+    assert!(!line.contains("git status"), "already allowed, so not the way to allow it: {line}");
+}

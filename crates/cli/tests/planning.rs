@@ -269,3 +269,31 @@ fn a_dependency_chain_is_completed_in_order_and_the_board_stays_consistent() {
     assert_eq!(code, 0);
     assert!(board.contains("ship") && board.contains("design"), "{board}");
 }
+
+#[test]
+fn a_claude_code_agent_file_is_an_agent_type_with_its_tools_and_model_alias() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("task", json!({"description": "review", "prompt": "review main.rs", "agent_type": "code-reviewer"})).into(),
+            Turn::text("looks fine").into(),
+            Turn::text("the reviewer says it looks fine").into(),
+        ],
+    );
+    let dir = env.ws().join(".claude/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("rev.md"),
+        "---\nname: code-reviewer\ndescription: Reviews code for bugs\ntools: Read, Grep\nmodel: haiku\n---\nYou are a strict code reviewer.\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&mut env.oneshot("review it", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "the reviewer says it looks fine\n");
+    let child = env.request_body(1);
+    let mut names = tool_names(&child);
+    names.sort();
+    assert_eq!(names, ["grep", "read", "todo_write"], "Claude Code's tool names, mapped");
+    assert_eq!(child["model"], "claude-haiku-4-5", "as Claude Code ran it on haiku");
+    assert!(child["system"].to_string().contains("strict code reviewer"));
+}

@@ -70,3 +70,31 @@ fn check_passes_on_valid_skills_and_fails_naming_the_malformed_file() {
     assert!(line.contains("name \"PDF\" has 'P'; use only a-z, 0-9 and hyphens"), "{line}");
     assert!(stdout.contains("1 errors"), "{stdout}");
 }
+
+#[test]
+fn the_prompts_skill_list_has_a_budget_and_says_how_many_were_left_out() {
+    // Claude Code caps its skill listing the same way; a long list used to
+    // go into every request whole.
+    let env = Env::new(Wire::Anthropic, vec![]);
+    for i in 0..150 {
+        let text = format!(
+            "---\nname: skill-{i:03}\ndescription: Does task number {i} of the many tasks this team repeats weekly.\n---\nDo it.\n"
+        );
+        write(env.ws(), &format!(".agent/skills/skill-{i:03}/SKILL.md"), &text);
+    }
+    let (code, raw, _) = run(env.cmd().args(["context", "--raw"]));
+    assert_eq!(code, 0);
+    // The 150 and the three built-ins, listed one per line until the budget.
+    let section = &raw[raw.find("# Skills").unwrap()..];
+    let listed = section.lines().filter(|l| l.starts_with("- ")).count();
+    assert!((50..150).contains(&listed), "{listed} listed");
+    let note = format!("({} more skills not listed", 153 - listed);
+    assert!(raw.contains(&note), "{note} missing");
+    assert!(raw.contains("load_skill loads any skill by name)"));
+    let (code, stdout, _) =
+        run(env.cmd().args(["context"]).env("SLASH_COMMAND_TOOL_CHAR_BUDGET", "1000"));
+    assert_eq!(code, 0);
+    let listed = stdout.lines().filter(|l| l.starts_with("- skill-0")).count();
+    assert!(listed < 15, "the variable sets the budget: {listed} listed");
+    assert!(stdout.contains("note: skills: "), "ferroclaw context says so");
+}

@@ -39,6 +39,7 @@ pub use remember::Remembering;
 use crate::approval::{Approval, Approver};
 use crate::clock;
 use crate::config;
+use crate::context::instructions::nested;
 use crate::hooks::PermissionAnswer;
 use crate::permission::{Decision, PermissionMode, Permissions};
 use crate::session::{Entry, SessionLog};
@@ -106,6 +107,9 @@ pub struct Agent {
     journal: Option<journalled::Journalling>,
     /// This request's checkpoint, until a call that may change files takes it.
     checkpoint_due: Option<checkpoints::Due>,
+    /// Whether a subfolder's `CLAUDE.md` may import files from outside the
+    /// project (the workspace is trusted); see [`crate::context::instructions::nested`].
+    trusted_instructions: bool,
 }
 
 /// Something to do before each model request, with the tools at hand.
@@ -300,6 +304,15 @@ impl Agent {
             if self.todos.take_reminder() {
                 todo::add_reminder(&mut results);
             }
+            // A subfolder's CLAUDE.md, the first time the agent works there.
+            let nested = nested::reminders(
+                &self.workspace,
+                self.trusted_instructions,
+                &calls,
+                &results,
+                &self.messages,
+            );
+            results.extend(nested);
             self.record(Message { role: Role::User, content: results });
             if cancel.is_cancelled() {
                 break self.report(Outcome::Cancelled, "cancelled by the user".into(), turn, usage);

@@ -1,8 +1,11 @@
 //! Kinds of sub-agent: the built-in `general` and `explore`, and the user's
-//! own from `.agent/agents/*.md` (project) and `$FERROCLAW_HOME/agents/*.md`
-//! (user), Claude Code style: frontmatter `name`, `description`, `tools`
-//! (an allow-list, as a YAML list or a comma-separated string), `model`; the
-//! body is the sub-agent's instructions.
+//! own from `~/.claude/agents/*.md` and `$FERROCLAW_HOME/agents/*.md` (user),
+//! `.claude/agents/*.md` and `.agent/agents/*.md` (project), Claude Code
+//! style: frontmatter `name`, `description`, `tools` (an allow-list, as a
+//! YAML list or a comma-separated string; Claude Code's names such as `Read`
+//! or `Bash` mean ferroclaw's `read` and `bash`), `model` (`PROVIDER/MODEL`,
+//! or Claude Code's `haiku`/`sonnet`/`opus`/`inherit`, see
+//! [`crate::model_alias`]); the body is the sub-agent's instructions.
 //!
 //! Until the project is trusted ([`crate::trust`]), its agent types get no
 //! `model` (a sub-agent's conversation must not go to a provider the project
@@ -23,7 +26,8 @@ pub struct AgentType {
     pub tools: Option<Vec<String>>,
     /// Only read-only tools (the built-in `explore`).
     pub read_only: bool,
-    /// `PROVIDER/MODEL` to use instead of the parent's.
+    /// `PROVIDER/MODEL`, or a Claude name (`haiku`), to use instead of the
+    /// parent's; `None` (or `inherit`) for the parent's.
     pub model: Option<String>,
     /// Instructions added to the sub-agent's system prompt.
     pub prompt: String,
@@ -53,15 +57,21 @@ pub fn builtin() -> Vec<AgentType> {
     ]
 }
 
-/// Built-in kinds, then the user's, then the project's; a later one with the
-/// same name replaces an earlier one, except that an untrusted project's
-/// (`trusted` false) replaces nothing and gets no `model`. Returns the kinds
-/// and one warning per file that could not be used (the file is skipped,
-/// never fatal).
+/// Built-in kinds, then the user's (`~/.claude/agents`, then
+/// `$FERROCLAW_HOME/agents`), then the project's (`.claude/agents`, then
+/// `.agent/agents`); a later one with the same name replaces an earlier one,
+/// except that an untrusted project's (`trusted` false) replaces nothing and
+/// gets no `model`. Returns the kinds and one warning per file that could not
+/// be used (the file is skipped, never fatal).
 pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<AgentType>, Vec<String>) {
     let mut types = builtin();
     let mut warnings = Vec::new();
-    for (dir, in_project) in [(home.join("agents"), false), (project_dir(workspace), true)] {
+    let claude_user = crate::context::instructions::claude_home().map(|c| (c.join("agents"), false));
+    let dirs = claude_user
+        .into_iter()
+        .chain([(home.join("agents"), false)])
+        .chain(project_dirs(workspace).into_iter().map(|d| (d, true)));
+    for (dir, in_project) in dirs {
         let untrusted = in_project && !trusted;
         let mut files: Vec<_> = std::fs::read_dir(&dir)
             .into_iter()
@@ -96,17 +106,18 @@ pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<AgentType>, Ve
     (types, warnings)
 }
 
-/// The project's agent folder.
-fn project_dir(workspace: &Path) -> std::path::PathBuf {
-    workspace.join(".agent").join("agents")
+/// The project's agent folders (Claude Code's, then ferroclaw's).
+fn project_dirs(workspace: &Path) -> [std::path::PathBuf; 2] {
+    [workspace.join(".claude").join("agents"), workspace.join(".agent").join("agents")]
 }
 
 /// What an untrusted project's agent types ask for that waits for trust
 /// (a `model`, replacing a built-in), one line each.
 pub fn untrusted_notes(workspace: &Path) -> Vec<String> {
     let builtins = builtin();
-    let mut files: Vec<_> = std::fs::read_dir(project_dir(workspace))
-        .into_iter()
+    let mut files: Vec<_> = project_dirs(workspace)
+        .iter()
+        .flat_map(std::fs::read_dir)
         .flatten()
         .flatten()
         .map(|e| e.path())
@@ -146,11 +157,11 @@ fn parse(path: &Path) -> Result<AgentType, String> {
     let tools = match doc.fields.get("tools") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => {
-            Some(s.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect())
+            Some(s.split(',').map(str::trim).filter(|t| !t.is_empty()).map(tool_name).collect())
         }
         Some(Value::Array(list)) => Some(
             list.iter()
-                .map(|v| v.as_str().map(str::to_string).ok_or("tools must be names"))
+                .map(|v| v.as_str().map(tool_name).ok_or("tools must be names"))
                 .collect::<Result<Vec<_>, _>>()?,
         ),
         Some(_) => {
@@ -165,9 +176,20 @@ fn parse(path: &Path) -> Result<AgentType, String> {
         description,
         tools,
         read_only: false,
-        model: field("model").map(str::to_string),
+        model: field("model").filter(|m| *m != "inherit").map(str::to_string),
         prompt: doc.body.trim().to_string(),
     })
+}
+
+/// Ferroclaw's name for a tool a Claude Code agent file lists (`Read` is
+/// `read`, `Task`/`Agent` is `task`); other names stay as written.
+fn tool_name(name: &str) -> String {
+    match name.trim() {
+        "Task" | "Agent" => "task".into(),
+        "TodoWrite" => "todo_write".into(),
+        "WebSearch" => "web_search".into(),
+        other => ferroclaw_tools::canonical_tool_name(other).to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -222,5 +244,23 @@ mod tests {
         let (types, _) = load(ws.path(), home.path(), true);
         let e = types.iter().find(|t| t.name == "explore").unwrap();
         assert_eq!(e.model.as_deref(), Some("ollama/llama3"), "trusted, it applies");
+    }
+
+    #[test]
+    fn claude_code_agents_are_read_with_their_tools_in_ferroclaws_names() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let dir = ws.path().join(".claude/agents");
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = "---\nname: code-reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash\nmodel: haiku\n---\nYou review code.\n";
+        std::fs::write(dir.join("rev.md"), text).unwrap();
+        let same = "---\nname: same\ndescription: d\nmodel: inherit\n---\nx\n";
+        std::fs::write(dir.join("same.md"), same).unwrap();
+        let (types, warnings) = load(ws.path(), home.path(), true);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let r = types.iter().find(|t| t.name == "code-reviewer").unwrap();
+        assert_eq!(r.tools.clone().unwrap(), ["read", "grep", "glob", "bash"]);
+        assert_eq!(r.model.as_deref(), Some("haiku"));
+        assert_eq!(types.iter().find(|t| t.name == "same").unwrap().model, None);
     }
 }

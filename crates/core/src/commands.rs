@@ -2,16 +2,21 @@
 //! `.agent/commands/`, `.claude/commands/` and `$FERROCLAW_HOME/commands/`
 //! (a subfolder makes a namespace: `frontend/test.md` is `/frontend:test`).
 //! Frontmatter may give `description`, `argument-hint`, `allowed-tools`
-//! (granted for that request only) and `model`; the body may use
-//! `$ARGUMENTS`, `$1`..`$9`, `@file` mentions and `` !`cmd` `` (the
-//! command's output, run only if the permission rules allow it or the user
-//! says yes: see [`crate::Agent::command_prompt`]).
+//! (granted for that request only), `model` (`PROVIDER/MODEL`, or Claude
+//! Code's `haiku`/`sonnet`/`opus`/`claude-*`, see [`crate::model_alias`]) and
+//! `arguments` (names for the words typed); the body may use `$ARGUMENTS`,
+//! `$ARGUMENTS[0]`, `$0`, `$name` (see [`Arguments`]), `@file` mentions and
+//! `` !`cmd` `` (the command's output, run only if the permission rules allow
+//! it or the user says yes: see [`crate::Agent::command_prompt`]). A body
+//! with no placeholder gets the arguments appended, as Claude Code does.
 //!
 //! ```
 //! use ferroclaw_core::commands::CustomCommand;
-//! let cmd = CustomCommand::parse("fix", "---\ndescription: Fix an issue\n---\nFix issue #$1: $ARGUMENTS\n").unwrap();
+//! let cmd = CustomCommand::parse("fix", "---\ndescription: Fix an issue\narguments: [issue]\n---\nFix issue #$issue: $ARGUMENTS\n").unwrap();
 //! assert_eq!(cmd.description, "Fix an issue");
 //! assert_eq!(cmd.expand_arguments("42 in the parser"), "Fix issue #42: 42 in the parser\n");
+//! let plain = CustomCommand::parse("review", "Review the diff.").unwrap();
+//! assert_eq!(plain.expand_arguments("src/"), "Review the diff.\n\nARGUMENTS: src/");
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -20,6 +25,9 @@ use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 use serde_json::Value;
 
 use crate::frontmatter;
+
+mod arguments;
+pub use arguments::Arguments;
 
 /// Deepest subfolder read for namespaces.
 const MAX_DEPTH: usize = 3;
@@ -36,8 +44,12 @@ pub struct CustomCommand {
     /// Permission rules granted while the command's request runs
     /// (`Bash(git add:*)`, `Read`); empty for an untrusted project's command.
     pub allowed_tools: Vec<String>,
-    /// `PROVIDER/MODEL` for the command's request.
+    /// `PROVIDER/MODEL`, or a Claude name (`haiku`, `claude-sonnet-4-0`),
+    /// for the command's request.
     pub model: Option<String>,
+    /// Frontmatter `arguments`: names for the typed words, in order
+    /// (`$issue` is the first word when the list starts with `issue`).
+    pub arguments: Vec<String>,
     pub body: String,
     /// The file, for messages.
     pub path: PathBuf,
@@ -79,6 +91,19 @@ impl CustomCommand {
         for rule in &allowed_tools {
             crate::permission::Rule::parse(rule).map_err(|e| format!("allowed-tools: {e}"))?;
         }
+        let arguments = match doc.fields.get("arguments") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => s
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(|s| s.trim().to_string()).ok_or("arguments must be names"))
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("arguments must be a list of names".into()),
+        };
         let first_line = doc.body.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
         Ok(CustomCommand {
             name: name.to_string(),
@@ -86,40 +111,17 @@ impl CustomCommand {
             argument_hint: field("argument-hint"),
             allowed_tools,
             model: field("model"),
+            arguments,
             body: doc.body,
             path: PathBuf::new(),
         })
     }
 
-    /// The body with `$ARGUMENTS` (everything typed after the name) and
-    /// `$1`..`$9` (its words; quotes group) filled in.
+    /// The body for `args` (everything typed after the name): placeholders
+    /// filled in, or the arguments appended when there is none.
     pub fn expand_arguments(&self, args: &str) -> String {
-        expand_arguments(&self.body, args)
+        Arguments::new(args, &self.arguments).apply(&self.body)
     }
-}
-
-/// `text` with `$ARGUMENTS` and `$1`..`$9` filled in from `args`.
-pub fn expand_arguments(text: &str, args: &str) -> String {
-    let words = split_words(args);
-    let mut out = String::with_capacity(text.len() + args.len());
-    let mut rest = text;
-    while let Some(i) = rest.find('$') {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 1..];
-        if let Some(tail) = after.strip_prefix("ARGUMENTS") {
-            out.push_str(args.trim());
-            rest = tail;
-        } else if let Some(d) = after.chars().next().filter(|c| ('1'..='9').contains(c)) {
-            let n = d as usize - '1' as usize;
-            out.push_str(words.get(n).map_or("", String::as_str));
-            rest = &after[1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Every custom command for `workspace`, first found wins by name:
@@ -294,39 +296,16 @@ fn split_tools(text: &str) -> Vec<String> {
     out.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
 }
 
-/// Words of an argument string; `"quoted words"` stay one.
-fn split_words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut quote = None;
-    for c in text.chars() {
-        match (quote, c) {
-            (None, '"' | '\'') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, c) if c.is_whitespace() => {
-                if !current.is_empty() {
-                    out.push(std::mem::take(&mut current));
-                }
-            }
-            (_, c) => current.push(c),
-        }
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn arguments_fill_dollar_arguments_and_positions() {
-        let cmd = CustomCommand::parse("x", "Review $1 for $2 ($ARGUMENTS), cost $5$\n").unwrap();
+    fn arguments_fill_dollar_arguments_and_positions_counted_from_zero() {
+        let cmd = CustomCommand::parse("x", "Review $0 for $1 ($ARGUMENTS), cost $5$\n").unwrap();
         assert_eq!(
             cmd.expand_arguments("src/lib.rs \"security bugs\""),
-            "Review src/lib.rs for security bugs (src/lib.rs \"security bugs\"), cost $\n"
+            "Review src/lib.rs for security bugs (src/lib.rs \"security bugs\"), cost $5$\n"
         );
     }
 

@@ -5,8 +5,11 @@
 //! 1. `identity`: who ferroclaw is and how its tools behave (ours);
 //! 2. `workspace`: the bootstrap files of the agent's home workspace,
 //!    `$FERROCLAW_HOME/workspace/{AGENTS,SOUL,USER,TOOLS,IDENTITY}.md`;
-//! 3. `project`: `AGENTS.md` and `CLAUDE.md` from the git root down to the
-//!    project folder;
+//! 3. `project`: the user's `~/.claude/CLAUDE.md`, then `AGENTS.md`,
+//!    `CLAUDE.md`, `.claude/CLAUDE.md` and `CLAUDE.local.md` from the git root
+//!    down to the project folder, each followed by its `@imports` (see
+//!    [`instructions`]; a subfolder's files load later, when the agent works
+//!    there);
 //! 4. `rules`: `.agent/rules/*.md` and `$FERROCLAW_HOME/rules/*.md`;
 //! 5. `memory`: `memory/MEMORY.md`, as a snapshot taken now;
 //! 6. `skills`: `always` skills in full, the others one line each;
@@ -19,6 +22,7 @@
 //! (shortened), `project` (capped at [`LEAN_FILE_CHARS`]), `memory` and
 //! `skills` as one-line indexes, and `runtime`; see [`lean`].
 
+pub mod instructions;
 pub mod lean;
 mod runtime;
 mod templates;
@@ -44,7 +48,7 @@ pub const BOOTSTRAP_FILES: [&str; 5] =
     ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md"];
 
 /// Project instruction files, read in each folder from the git root down.
-pub const PROJECT_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+pub const PROJECT_FILES: [&str; 4] = instructions::FOLDER_FILES;
 
 /// The base instructions, ours and concise.
 pub const IDENTITY: &str = "You are ferroclaw, an AI agent working in the user's project from a terminal. \
@@ -83,6 +87,10 @@ pub struct ContextBuilder {
     memory: MemoryStore,
     profile: PromptProfile,
     repo_map: String,
+    /// Whether a project file may import files from outside the project.
+    trusted: bool,
+    /// The user's Claude Code folder (`~/.claude`), for its `CLAUDE.md`.
+    claude_home: Option<PathBuf>,
 }
 
 /// An assembled context: the prompt layers and what the context tools need.
@@ -98,6 +106,9 @@ pub struct Context {
     pub warnings: Vec<String>,
     /// The profile the layers were built for.
     pub profile: PromptProfile,
+    /// What the layers cut or left out (a capped file, an import not
+    /// followed), one line each, for `ferroclaw context`.
+    pub notes: Vec<String>,
 }
 
 impl ContextBuilder {
@@ -113,6 +124,8 @@ impl ContextBuilder {
             memory: MemoryStore::new(home),
             profile: PromptProfile::Full,
             repo_map: String::new(),
+            trusted: false,
+            claude_home: instructions::claude_home(),
         }
     }
 
@@ -121,6 +134,21 @@ impl ContextBuilder {
     pub fn for_config(config: &crate::config::Config) -> Self {
         Self::new(&config.home, &config.workspace)
             .memory(MemoryStore::new(&config.home).with_limits(config.file.memory))
+            .trusted(instructions::outside_imports_allowed(config))
+    }
+
+    /// Whether the project's instruction files may import files from outside
+    /// the project folder (default: no; see [`instructions::outside_imports_allowed`]).
+    pub fn trusted(mut self, trusted: bool) -> Self {
+        self.trusted = trusted;
+        self
+    }
+
+    /// The user's Claude Code folder whose `CLAUDE.md` comes first (default
+    /// `$CLAUDE_CONFIG_DIR` or `~/.claude`; `None` for none).
+    pub fn claude_home(mut self, dir: Option<PathBuf>) -> Self {
+        self.claude_home = dir;
+        self
     }
 
     /// The channel the conversation comes from (`cli`, `telegram`, ...).
@@ -174,24 +202,29 @@ impl ContextBuilder {
             .collect();
         let runtime =
             self.runtime.clone().unwrap_or_else(|| Runtime::detect(&self.workspace, &self.channel));
+        let project =
+            instructions::read(&self.workspace, self.claude_home.as_deref(), self.trusted);
         let layers = match self.profile {
-            PromptProfile::Full => self.full_layers(&skills, &runtime),
-            PromptProfile::Lean => self.lean_layers(&skills, &runtime),
+            PromptProfile::Full => self.full_layers(&skills, &runtime, &project.render()),
+            PromptProfile::Lean => self.lean_layers(&skills, &runtime, &project.render()),
         };
+        let mut notes = project.notes;
+        notes.extend(skills.left_out_note());
         Context {
             layers,
             skills: Arc::new(skills),
             memory: self.memory.clone(),
             warnings,
             profile: self.profile,
+            notes,
         }
     }
 
-    fn full_layers(&self, skills: &SkillSet, runtime: &Runtime) -> Vec<Layer> {
+    fn full_layers(&self, skills: &SkillSet, runtime: &Runtime, project: &str) -> Vec<Layer> {
         vec![
             Layer { name: "identity", text: IDENTITY.to_string() },
             Layer { name: "workspace", text: self.bootstrap_layer() },
-            Layer { name: "project", text: project_layer(&self.workspace) },
+            Layer { name: "project", text: project.to_string() },
             Layer { name: "repo_map", text: self.repo_map.clone() },
             Layer { name: "rules", text: rules_layer(&self.workspace, &self.home) },
             Layer { name: "memory", text: memory_layer(&self.memory.read(Target::Memory)) },
@@ -206,12 +239,11 @@ impl ContextBuilder {
 
     /// The lean profile's layers: no workspace files or rules, project
     /// instructions capped short, memory and skills as one line each.
-    fn lean_layers(&self, skills: &SkillSet, runtime: &Runtime) -> Vec<Layer> {
-        let project = project_layer(&self.workspace);
+    fn lean_layers(&self, skills: &SkillSet, runtime: &Runtime, project: &str) -> Vec<Layer> {
         let memory_path = self.memory.path(Target::Memory);
         vec![
             Layer { name: "identity", text: lean::LEAN_IDENTITY.to_string() },
-            Layer { name: "project", text: cap(&project, LEAN_FILE_CHARS) },
+            Layer { name: "project", text: cap(project, LEAN_FILE_CHARS) },
             Layer {
                 name: "memory",
                 text: lean::memory_index(&memory_path, &self.memory.read(Target::Memory)),
@@ -275,41 +307,6 @@ impl Context {
     }
 }
 
-/// `AGENTS.md` / `CLAUDE.md` of every folder from the git root (or just the
-/// project folder outside git) down to the project folder, outermost first so
-/// the nearest instructions come last. A `CLAUDE.md` identical to the
-/// `AGENTS.md` beside it (a common symlink) is left out.
-fn project_layer(workspace: &Path) -> String {
-    let mut dirs: Vec<&Path> = Vec::new();
-    let mut found_root = false;
-    for dir in workspace.ancestors() {
-        dirs.push(dir);
-        if dir.join(".git").exists() {
-            found_root = true;
-            break;
-        }
-    }
-    if !found_root {
-        dirs.truncate(1);
-    }
-    let mut out = Vec::new();
-    for (depth, dir) in dirs.iter().enumerate().rev() {
-        let mut seen: Option<String> = None;
-        for name in PROJECT_FILES {
-            let Some(text) = read_capped(&dir.join(name), false) else {
-                continue;
-            };
-            if seen.as_deref() == Some(text.as_str()) {
-                continue;
-            }
-            let shown = format!("{}{name}", "../".repeat(depth));
-            out.push(format!("# Project instructions ({shown})\n\n{text}"));
-            seen = Some(text);
-        }
-    }
-    out.join("\n\n")
-}
-
 /// nanoAgent's rules: each `*.md` of `.agent/rules/` (project) and
 /// `$FERROCLAW_HOME/rules/` (user) under `# <file stem>`, sorted by name; a
 /// project rule replaces a user rule of the same name. Frontmatter (Cursor
@@ -364,7 +361,7 @@ fn memory_layer(memory: &str) -> String {
 
 /// A file's text, trimmed and capped; `None` when missing, unreadable or
 /// empty. With `strip_comments`, `<!-- ... -->` blocks are removed first.
-fn read_capped(path: &Path, strip_comments: bool) -> Option<String> {
+pub(crate) fn read_capped(path: &Path, strip_comments: bool) -> Option<String> {
     let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
     let text = ferroclaw_tools::repo_file::read_repo_text(path, max).ok()?;
     let text = if strip_comments { without_html_comments(&text) } else { text };
@@ -421,7 +418,7 @@ mod tests {
         std::fs::write(root.path().join("AGENTS.md"), "root rules").unwrap();
         std::fs::write(root.path().join("CLAUDE.md"), "root rules").unwrap();
         std::fs::write(sub.join("CLAUDE.md"), "app rules").unwrap();
-        let layer = project_layer(&sub);
+        let layer = instructions::read(&sub, None, false).render();
         assert_eq!(
             layer,
             "# Project instructions (../../AGENTS.md)\n\nroot rules\n\n# Project instructions (CLAUDE.md)\n\napp rules"
@@ -434,6 +431,6 @@ mod tests {
         let sub = root.path().join("p");
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::write(root.path().join("AGENTS.md"), "parent").unwrap();
-        assert_eq!(project_layer(&sub), "");
+        assert_eq!(instructions::read(&sub, None, false).render(), "");
     }
 }

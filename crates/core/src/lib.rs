@@ -32,6 +32,7 @@ pub mod journal;
 pub mod learning;
 pub mod memory;
 pub mod mentions;
+pub mod model_alias;
 pub mod permission;
 pub mod plan;
 pub mod pricing;

@@ -455,6 +455,13 @@ impl Permissions {
         }
     }
 
+    /// True when `rule` is one of the allow rules in force (configured,
+    /// approved "always" in this session, or granted for this request).
+    pub fn has_allow_rule(&self, rule: &Rule) -> bool {
+        let held = |m: &Mutex<Vec<Rule>>| m.lock().is_ok_and(|rules| rules.contains(rule));
+        self.allow.contains(rule) || held(&self.session_allow) || held(&self.turn_allow)
+    }
+
     /// Drops the rules granted for the request that ended.
     pub fn end_turn(&self) {
         if let Ok(mut turn) = self.turn_allow.lock() {

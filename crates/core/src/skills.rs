@@ -34,6 +34,21 @@ pub use requirements::Requirements;
 /// characters (the same cap as bootstrap files).
 pub const MAX_ALWAYS_SKILL_CHARS: usize = 20_000;
 
+/// Budget of the one-line skill list in the prompt, in characters: Claude
+/// Code caps its skill listing the same way (8,000 characters when it does
+/// not know the context window; `SLASH_COMMAND_TOOL_CHAR_BUDGET` sets it, for
+/// both). The skills past it are counted in a closing line and still load
+/// by name.
+pub const SKILL_LIST_BUDGET_CHARS: usize = 8_000;
+
+/// The list's budget: `SLASH_COMMAND_TOOL_CHAR_BUDGET`, else [`SKILL_LIST_BUDGET_CHARS`].
+pub fn skill_list_budget() -> usize {
+    std::env::var("SLASH_COMMAND_TOOL_CHAR_BUDGET")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(SKILL_LIST_BUDGET_CHARS)
+}
+
 /// Where a skill was found; decides which one wins when names collide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SkillSource {
@@ -230,8 +245,14 @@ impl SkillSet {
     }
 
     /// The one-line-per-skill list, under a heading that tells the model how
-    /// to load one. Skills already included in full are left out.
+    /// to load one, within [`skill_list_budget`]; a last line counts the
+    /// skills that did not fit. Skills already included in full are left out.
     pub fn summary(&self) -> String {
+        self.summary_within(skill_list_budget())
+    }
+
+    /// [`summary`](Self::summary) within `budget` characters of lines.
+    pub fn summary_within(&self, budget: usize) -> String {
         let listed: Vec<&Skill> =
             self.skills.iter().filter(|s| !(s.always && s.unavailable.is_none())).collect();
         if listed.is_empty() {
@@ -241,11 +262,37 @@ impl SkillSet {
             "# Skills\n\nSkills hold instructions for specific tasks. When a task matches one, \
              call load_skill(name) and follow what it says before starting.\n\n",
         );
+        let mut used = 0;
+        let mut left_out = 0;
         for skill in listed {
-            out.push_str(&summary_line(skill));
+            let line = summary_line(skill);
+            if left_out > 0 || used + line.len() + 1 > budget {
+                left_out += 1;
+                continue;
+            }
+            used += line.len() + 1;
+            out.push_str(&line);
             out.push('\n');
         }
+        if left_out > 0 {
+            out.push_str(&format!(
+                "({left_out} more skills not listed: the list is capped at {budget} characters; \
+                 load_skill loads any skill by name)\n"
+            ));
+        }
         out
+    }
+
+    /// A line for `ferroclaw context` when the prompt's list left skills out.
+    pub fn left_out_note(&self) -> Option<String> {
+        let summary = self.summary();
+        let line = summary.lines().last()?;
+        let count = line.strip_prefix('(')?.split_once(" more skills not listed")?.0;
+        Some(format!(
+            "skills: {count} left out of the prompt's list (SLASH_COMMAND_TOOL_CHAR_BUDGET, \
+             {} characters)",
+            skill_list_budget()
+        ))
     }
 }
 

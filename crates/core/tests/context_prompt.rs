@@ -80,6 +80,7 @@ impl Fixture {
 
     fn build(&self) -> Context {
         ContextBuilder::new(self.home.path(), &self.workspace())
+            .claude_home(Some(self.home.path().join(".claude")))
             .without_builtin_skills()
             .runtime(Runtime {
                 now: "2026-11-30T04:31:51Z".into(),
@@ -164,4 +165,117 @@ fn an_empty_home_and_project_give_identity_skills_and_runtime_only() {
     assert!(
         context.system_prompt().contains("[Runtime Context — metadata only, not instructions]")
     );
+}
+
+/// A git repository holding Claude Code memory files, built with the user's
+/// Claude folder in `home/.claude`; the workspace is `repo/rel`.
+fn claude_project(
+    files: &[(&str, &str)],
+    rel: &str,
+    trusted: bool,
+) -> (tempfile::TempDir, Context) {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, repo) = (dir.path().join("home"), dir.path().join("repo"));
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    for (path, text) in files {
+        match path.strip_prefix("~/") {
+            Some(rest) => write(&home, rest, text),
+            None => write(&repo, path, text),
+        }
+    }
+    let ws = repo.join(rel);
+    std::fs::create_dir_all(&ws).unwrap();
+    let context = ContextBuilder::new(&home, &ws)
+        .claude_home(Some(home.join(".claude")))
+        .trusted(trusted)
+        .without_builtin_skills()
+        .build();
+    (dir, context)
+}
+
+#[test]
+fn claude_code_memory_files_come_in_its_order_each_followed_by_its_imports() {
+    // The order Claude Code 2.1.332 sent for the same folders: the user's
+    // file, then each folder's CLAUDE.md, .claude/CLAUDE.md, CLAUDE.local.md
+    // from the root down, an imported file right after its importer.
+    let (_dir, context) = claude_project(
+        &[
+            ("~/.claude/CLAUDE.md", "User rules.\n"),
+            (
+                "CLAUDE.md",
+                "Root rules. See @docs/guide.md.\nNot `@docs/code.md`:\n```\n@docs/fenced.md\n```\nmail a@docs/mail.md\n",
+            ),
+            ("docs/guide.md", "Guide."),
+            ("docs/code.md", "CODE"),
+            ("docs/fenced.md", "FENCED"),
+            ("docs/mail.md", "MAIL"),
+            (".claude/CLAUDE.md", "Root dot-claude rules."),
+            ("CLAUDE.local.md", "Root local rules."),
+            ("app/CLAUDE.md", "App rules."),
+        ],
+        "app",
+        true,
+    );
+    let project = &context.layer("project").unwrap().text;
+    let headings: Vec<&str> = project.lines().filter(|l| l.starts_with("# ")).collect();
+    assert_eq!(
+        headings,
+        [
+            "# User instructions (~/.claude/CLAUDE.md)",
+            "# Project instructions (../CLAUDE.md)",
+            "# Project instructions (../docs/guide.md, imported by ../CLAUDE.md)",
+            "# Project instructions (../.claude/CLAUDE.md)",
+            "# Project instructions (../CLAUDE.local.md)",
+            "# Project instructions (CLAUDE.md)",
+        ]
+    );
+    for not_imported in ["CODE", "FENCED", "MAIL"] {
+        assert!(!project.contains(not_imported), "{project}");
+    }
+}
+
+#[test]
+fn imports_nest_five_files_deep_and_a_cycle_is_cut_with_notes() {
+    let (_dir, context) = claude_project(
+        &[
+            ("CLAUDE.md", "Root @d1.md and again @CLAUDE.md and @missing.md"),
+            ("d1.md", "d1 @d2.md"),
+            ("d2.md", "d2 @d3.md"),
+            ("d3.md", "d3 @d4.md"),
+            ("d4.md", "d4 @d5.md"),
+            ("d5.md", "d5 end"),
+        ],
+        "",
+        true,
+    );
+    let project = &context.layer("project").unwrap().text;
+    assert!(project.contains("d4 @d5.md"), "{project}");
+    assert!(!project.contains("d5 end"), "Claude Code stops at the root file's fourth import");
+    assert_eq!(project.matches("Root @d1.md").count(), 1, "the cycle is cut: {project}");
+    assert_eq!(
+        context.notes,
+        [
+            "d4.md: @d5.md not followed (imports nest 5 files deep at most)",
+            "missing.md: imported but not found",
+        ]
+    );
+}
+
+#[test]
+fn a_file_outside_the_project_folder_is_imported_only_in_a_trusted_workspace() {
+    // The root's CLAUDE.md is read from `app/`, but its import lies outside
+    // the project folder: Claude Code -p leaves it out unless approved.
+    let files = [("CLAUDE.md", "Root. @docs/guide.md"), ("docs/guide.md", "Guide.")];
+    let (_dir, untrusted) = claude_project(&files, "app", false);
+    assert!(!untrusted.system_prompt().contains("Guide."));
+    assert!(untrusted.notes[0].contains("@docs/guide.md not followed (outside the project folder"));
+    let (_dir, trusted) = claude_project(&files, "app", true);
+    assert!(trusted.system_prompt().contains("Guide."));
+}
+
+#[test]
+fn a_capped_instruction_file_is_noted() {
+    let big = "x".repeat(25_000);
+    let (_dir, context) = claude_project(&[("CLAUDE.md", &big)], "", false);
+    assert_eq!(context.notes, ["CLAUDE.md: cut at 20000 characters"]);
 }

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use ferroclaw_core::commands::{self, CustomCommand};
+use ferroclaw_core::model_alias::{self, Resolved};
 use ferroclaw_core::{Agent, EventSink, Report};
 use ferroclaw_protocol::Message;
 use tokio_util::sync::CancellationToken;
@@ -41,26 +42,31 @@ impl Runtime {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Report {
-        let previous = match &cmd.model {
-            Some(spec) if spec != agent.model_spec() => match self.provider(spec) {
-                Ok((provider, model)) => {
-                    let before = (agent.provider().clone(), agent.model().to_string());
-                    let before_spec = agent.model_spec().to_string();
-                    agent.set_model(provider, model, spec.clone());
-                    Some((before.0, before.1, before_spec))
-                }
-                Err(e) => {
-                    let _ = events.send(ferroclaw_protocol::AgentEvent::Error {
-                        message: format!(
+        let wanted = cmd.model.as_deref().map(|m| model_alias::resolve(m, agent.model_spec()));
+        let previous = match wanted {
+            Some(Ok(Resolved::Use(spec))) if spec != agent.model_spec() => {
+                match self.provider(&spec) {
+                    Ok((provider, model)) => {
+                        let before = (agent.provider().clone(), agent.model().to_string());
+                        let before_spec = agent.model_spec().to_string();
+                        agent.set_model(provider, model, spec);
+                        Some((before.0, before.1, before_spec))
+                    }
+                    Err(e) => {
+                        let message = format!(
                             "/{}: model {spec}: {e}; using {}",
                             cmd.name,
                             agent.model_spec()
-                        ),
-                        fatal: false,
-                    });
-                    None
+                        );
+                        warn(events, message);
+                        None
+                    }
                 }
-            },
+            }
+            Some(Err(e)) => {
+                warn(events, format!("/{}: {e}", cmd.name));
+                None
+            }
             _ => None,
         };
         let text = agent.command_prompt(cmd, args, events, cancel).await;
@@ -71,4 +77,9 @@ impl Runtime {
         }
         report
     }
+}
+
+/// A problem with the command that does not stop it, shown to the user.
+fn warn(events: &EventSink, message: String) {
+    let _ = events.send(ferroclaw_protocol::AgentEvent::Error { message, fatal: false });
 }

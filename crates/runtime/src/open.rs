@@ -8,10 +8,11 @@ use std::sync::{Arc, PoisonError};
 
 use ferroclaw_core::agent::{CompactTool, Compaction, Learner, Remembering};
 use ferroclaw_core::checkpoint::{Checkpoints, Settings};
-use ferroclaw_core::context::PromptProfile;
+use ferroclaw_core::context::{PromptProfile, instructions};
 use ferroclaw_core::journal::TurnJournal;
 use ferroclaw_core::learning::{LearningConfig, Mode, SkillStore};
 use ferroclaw_core::memory::MemoryStore;
+use ferroclaw_core::model_alias::{self, Resolved};
 use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog, SessionMeta};
 use ferroclaw_core::todo::{TodoList, TodoWriteTool};
@@ -253,6 +254,7 @@ impl Runtime {
             turn_hook: Some(self.refresh.clone()),
         });
         agent.set_hooks(self.hooks.clone(), None);
+        agent.trust_instructions(instructions::outside_imports_allowed(config));
         if options.checkpoints {
             agent.set_checkpoints(self.checkpoints(&agent));
         }
@@ -315,14 +317,20 @@ impl Runtime {
         child: ChildOf,
         approver: Arc<dyn Approver>,
     ) -> Result<Opened, RuntimeError> {
-        let (provider, model, model_spec) = match &child.kind.model {
-            Some(spec) => {
-                let (p, m) = self.providers.get(&self.config, spec, false).map_err(|e| {
+        let wanted =
+            child.kind.model.as_deref().map(|m| model_alias::resolve(m, &child.model_spec));
+        let (provider, model, model_spec) = match wanted {
+            Some(Ok(Resolved::Use(spec))) => {
+                let (p, m) = self.providers.get(&self.config, &spec, false).map_err(|e| {
                     RuntimeError::Other(format!("agent type {}: {e}", child.kind.name))
                 })?;
-                (p, m, spec.clone())
+                (p, m, spec)
             }
-            None => (child.provider.clone(), child.model.clone(), child.model_spec.clone()),
+            Some(Err(e)) => {
+                tracing::warn!("agent type {}: {e}", child.kind.name);
+                (child.provider.clone(), child.model.clone(), child.model_spec.clone())
+            }
+            _ => (child.provider.clone(), child.model.clone(), child.model_spec.clone()),
         };
         let session = self.store.create_child(&child.parent, &child.label, &model_spec)?;
         let todos = TodoList::default();
@@ -353,6 +361,7 @@ impl Runtime {
         });
         let mut agent = agent;
         agent.set_hooks(self.hooks.clone(), Some(child.kind.name.clone()));
+        agent.trust_instructions(instructions::outside_imports_allowed(&self.config));
         Ok(Opened { agent, resumed: false, skipped_bytes: 0, skipped_lines: Vec::new() })
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use ferroclaw_core::context::{BOOTSTRAP_FILES, PROJECT_FILES, PromptProfile};
+use ferroclaw_core::context::{BOOTSTRAP_FILES, PromptProfile, instructions};
 use ferroclaw_core::memory::Target;
 use ferroclaw_core::recall::Recall;
 use ferroclaw_core::skills::SkillSet;
@@ -120,9 +120,9 @@ impl Stamp {
         paths.push(memory.path(Target::Memory));
         let bootstrap = ferroclaw_core::memory::workspace_dir(home);
         paths.extend(BOOTSTRAP_FILES.iter().map(|f| bootstrap.join(f)));
-        for dir in project_dirs(workspace) {
-            paths.extend(PROJECT_FILES.iter().map(|f| dir.join(f)));
-        }
+        let claude = instructions::claude_home();
+        let outside = instructions::outside_imports_allowed(config);
+        paths.extend(instructions::candidate_paths(workspace, claude.as_deref(), outside));
         for dir in [home.join("rules"), workspace.join(".agent").join("rules")] {
             paths.extend(entries(&dir));
             paths.push(dir);
@@ -149,18 +149,4 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
         std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
     out.sort();
     out
-}
-
-/// The folders whose `AGENTS.md`/`CLAUDE.md` go into the prompt: the project
-/// folder up to the git root (just the project folder outside git).
-fn project_dirs(workspace: &Path) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    for dir in workspace.ancestors() {
-        dirs.push(dir.to_path_buf());
-        if dir.join(".git").exists() {
-            return dirs;
-        }
-    }
-    dirs.truncate(1);
-    dirs
 }

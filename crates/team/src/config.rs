@@ -245,6 +245,15 @@ impl Team {
 
     fn lock(&self) -> Result<File, TeamError> {
         std::fs::create_dir_all(&self.dir).map_err(|e| TeamError::io(&self.dir, e))?;
+        // The team's files are ferroclaw's own: `git status` does not list them.
+        let ignore = self.dir.join(".gitignore");
+        if !ignore.exists() {
+            crate::confined::create_new(
+                &ignore,
+                b"# ferroclaw's team: config, inboxes, locks\n*\n",
+            )
+            .map_err(|e| TeamError::io(&ignore, e))?;
+        }
         let path = self.dir.join(".lock");
         let file = OpenOptions::new()
             .read(true)
@@ -327,6 +336,22 @@ mod tests {
         })
         .unwrap();
         assert_eq!(team.broadcast("alice", "stand-up").unwrap(), ["lead", "bob"]);
+    }
+
+    #[test]
+    fn the_team_folder_does_not_show_in_git_status() {
+        let ws = tempfile::tempdir().unwrap();
+        ferroclaw_testkit::git::init_repo(ws.path(), "README.md", "hi\n");
+        let team = Team::open(ws.path());
+        team.update(|c| {
+            c.members.push(member("alice"));
+            Ok(())
+        })
+        .unwrap();
+        team.send(&InboxMessage::new(MessageType::Message, "lead", "alice", "hi")).unwrap();
+        assert!(team.inbox_dir().join("alice.jsonl").exists());
+        let status = ferroclaw_testkit::git::git(ws.path(), &["status", "--porcelain"]);
+        assert_eq!(status, "", "inboxes, locks and config are ferroclaw's own");
     }
 
     #[test]

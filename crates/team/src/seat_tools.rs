@@ -276,7 +276,12 @@ fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
         Kind::ShutdownResponse => {
             let id = request_id(team, &text("request_id"), &seat.name, "shutdown")?;
             let request = team.resolve_request(&id, &seat.name, approve)?;
-            let reason = text("reason");
+            // An answer without a reason still says what it is.
+            let reason = match (text("reason"), approve) {
+                (r, _) if !r.trim().is_empty() => r,
+                (_, true) => "Shutting down.".to_string(),
+                (_, false) => "Not shutting down (no reason given).".to_string(),
+            };
             let mut m = InboxMessage::new(
                 MessageType::ShutdownResponse,
                 &seat.name,
@@ -315,11 +320,16 @@ fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
         Kind::PlanApproval => {
             let id = request_id(team, &text("request_id"), &seat.name, "plan")?;
             let request = team.resolve_request(&id, &seat.name, approve)?;
+            let feedback = match (text("feedback"), approve) {
+                (f, _) if !f.trim().is_empty() => f,
+                (_, true) => "Plan approved.".to_string(),
+                (_, false) => "Plan rejected (no feedback given).".to_string(),
+            };
             let mut m = InboxMessage::new(
                 MessageType::PlanApprovalResponse,
                 &seat.name,
                 &request.from,
-                &text("feedback"),
+                &feedback,
             );
             m.request_id = Some(id);
             m.approve = Some(approve);
@@ -421,5 +431,38 @@ impl Around for PlanGate {
             )));
         }
         inner.execute(input, ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Member;
+
+    #[test]
+    fn a_shutdown_answer_without_a_reason_still_tells_the_lead_what_it_is() {
+        let ws = tempfile::tempdir().unwrap();
+        let team = Team::open(ws.path());
+        team.update(|c| {
+            c.members.push(Member {
+                name: "alice".into(),
+                role: "coder".into(),
+                status: MemberStatus::Working,
+                session_id: None,
+                agent_type: None,
+                prompt: String::new(),
+                plan_required: false,
+                worktree: None,
+            });
+            Ok(())
+        })
+        .unwrap();
+        let lead = Seat::new(team.clone(), LEAD);
+        let alice = Seat::new(team.clone(), "alice");
+        run(&lead, &Kind::ShutdownRequest, &json!({"teammate": "alice"})).unwrap();
+        run(&alice, &Kind::ShutdownResponse, &json!({"approve": true})).unwrap();
+        let inbox = std::fs::read_to_string(team.inbox_dir().join("lead.jsonl")).unwrap();
+        let answer: InboxMessage = serde_json::from_str(inbox.lines().last().unwrap()).unwrap();
+        assert_eq!(answer.content, "Shutting down.");
     }
 }

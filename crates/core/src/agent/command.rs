@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Agent, EventSink, emit, execute};
 use crate::clock;
-use crate::commands::{CustomCommand, expand_arguments, shell_spans};
+use crate::commands::{Arguments, CustomCommand, shell_spans};
 use crate::permission::{Decision, Rule};
 use crate::session::Entry;
 
@@ -32,16 +32,21 @@ impl Agent {
         // around and inside them, so typed text (a chat message's
         // `/review !`cmd``) never becomes a command run before the model
         // sees the request.
+        let arguments = Arguments::new(args, &cmd.arguments);
         let mut text = String::new();
         let mut rest = cmd.body.as_str();
         for (n, (span, command)) in shell_spans(&cmd.body).into_iter().enumerate() {
             let Some(at) = rest.find(&span) else { break };
-            text.push_str(&expand_arguments(&rest[..at], args));
-            let command = expand_arguments(&command, args);
+            text.push_str(&arguments.fill(&rest[..at]));
+            let command = arguments.fill(&command);
             text.push_str(&self.command_output(&cmd.name, n, &command, events, cancel).await);
             rest = &rest[at + span.len()..];
         }
-        text.push_str(&expand_arguments(rest, args));
+        text.push_str(&arguments.fill(rest));
+        // Claude Code appends the arguments to a body that has no place for them.
+        if !args.trim().is_empty() && !arguments.has_placeholder(&cmd.body) {
+            text.push_str(&format!("\n\nARGUMENTS: {}", args.trim()));
+        }
         text
     }
 

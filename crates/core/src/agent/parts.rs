@@ -95,6 +95,7 @@ impl Agent {
             turn_hook,
             injector: None,
             reads,
+            trusted_instructions: false,
             hook_state: Default::default(),
             checkpoints: None,
             journal: None,
@@ -207,6 +208,12 @@ impl Agent {
     /// Replaces the tools with `f` of them (the CLI wraps each to log its calls).
     pub fn map_tools(&mut self, f: impl FnOnce(&ToolRegistry) -> ToolRegistry) {
         self.tools = f(&self.tools);
+    }
+
+    /// Trusts the project's instruction files: a subfolder's `CLAUDE.md`
+    /// loaded mid-session may then import files from outside the project.
+    pub fn trust_instructions(&mut self, trusted: bool) {
+        self.trusted_instructions = trusted;
     }
 
     /// Sets what runs before each model request.

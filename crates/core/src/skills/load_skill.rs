@@ -149,6 +149,19 @@ fn resource(skill: &Skill, file: &str) -> Result<ToolOutput, ToolError> {
         )));
     }
     let path = dir.join(rel);
+    // SKILL.md files name their files in any case (`reference.md` for
+    // `REFERENCE.md`): a missing path is looked up among the skill's files.
+    let path = if path.exists() {
+        path
+    } else {
+        let wanted = rel.to_string_lossy().to_lowercase();
+        let mut same =
+            resources(dir).into_iter().filter(|r| r.to_string_lossy().to_lowercase() == wanted);
+        match (same.next(), same.next()) {
+            (Some(only), None) => dir.join(only),
+            _ => path,
+        }
+    };
     let inside = match (path.canonicalize(), dir.canonicalize()) {
         (Ok(p), Ok(d)) => p.starts_with(d),
         _ => false,
@@ -225,5 +238,12 @@ mod tests {
         }
         let out = call(&tool, json!({"name": "pdf", "file": "nope.md"})).await;
         assert!(out.joined_text().contains("its files: scripts/fill.py"), "{}", out.joined_text());
+    }
+
+    #[tokio::test]
+    async fn a_bundled_file_is_found_whatever_the_case_the_skill_md_wrote_it_in() {
+        let (_d, tool) = fixture();
+        let out = call(&tool, json!({"name": "pdf", "file": "Scripts/FILL.py"})).await;
+        assert_eq!(out.joined_text(), "print('fill')");
     }
 }
