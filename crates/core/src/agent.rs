@@ -288,7 +288,7 @@ impl Agent {
             self.record(answer.message);
             emit(events, AgentEvent::TurnFinished { turn, stop_reason: answer.stop });
             if calls.is_empty() {
-                if let Some(reason) = self.hook_stop(stop_hook_active, events).await {
+                if let Some(reason) = self.hook_stop(stop_hook_active, &text, events).await {
                     stop_hook_active = true;
                     self.record(Message::user(reason));
                     continue;
@@ -509,6 +509,14 @@ impl Agent {
                 checked.push(self.check(call, bad_arguments, events, cancel).await);
             }
             self.checkpoint_before_change(&checked, events).await;
+            let befores: Vec<Option<Option<String>>> = batch
+                .iter()
+                .zip(&checked)
+                .map(|(call, checked)| {
+                    let input = checked.as_ref().ok()?;
+                    self.hook_file_before(self.tool_name(&call.name), &input.1)
+                })
+                .collect();
             let runs = batch.iter().zip(checked).map(|(call, checked)| {
                 let ctx = ToolContext { call_id: call.id.clone(), ..ctx.clone() };
                 async move {
@@ -523,10 +531,13 @@ impl Agent {
                     (call, output, ran, started.elapsed())
                 }
             });
-            for (call, mut output, ran, elapsed) in futures_util::future::join_all(runs).await {
+            let ran_calls = futures_util::future::join_all(runs).await;
+            for ((call, mut output, ran, elapsed), before) in ran_calls.into_iter().zip(befores) {
                 if let Some(input) = ran {
                     let name = self.tool_name(&call.name).to_string();
-                    self.hook_post_tool(call, &name, &input, &mut output, events).await;
+                    let duration_ms = elapsed.as_millis() as u64;
+                    let ran = hooked::Ran { call, name: &name, input: &input, before, duration_ms };
+                    self.hook_post_tool(ran, &mut output, events).await;
                 }
                 emit(
                     events,

@@ -397,25 +397,10 @@ pub fn refused_by_hook(reason: &str) -> bool {
 }
 
 /// Claude Code's name for one of our tools (`bash` -> `Bash`), so matchers
-/// and scripts written for Claude Code see the names they know.
+/// and scripts written for Claude Code see the names they know (the table
+/// is [`ferroclaw_tools::claude`]).
 pub fn claude_tool_name(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "bash" => "Bash",
-        "read" => "Read",
-        "write" => "Write",
-        "edit" => "Edit",
-        "multi_edit" => "MultiEdit",
-        "glob" => "Glob",
-        "grep" => "Grep",
-        "ls" => "LS",
-        "web_fetch" => "WebFetch",
-        "web_search" => "WebSearch",
-        "task" => "Task",
-        "todo_write" => "TodoWrite",
-        "notebook_edit" => "NotebookEdit",
-        "exit_plan_mode" => "ExitPlanMode",
-        _ => return None,
-    })
+    ferroclaw_tools::claude::claude_name(tool)
 }
 
 #[cfg(test)]
