@@ -288,3 +288,26 @@ fn hooks_get_claude_codes_tool_input_tool_response_and_last_message() {
     assert_eq!(stop["stop_hook_active"], false);
     assert_eq!(stop["permission_mode"], "bypassPermissions");
 }
+
+#[test]
+fn an_unknown_or_unrun_hook_event_is_a_warning_and_the_rest_of_the_file_still_guards() {
+    let env = env_with(rm_script());
+    let dir = env.home.path().join(".claude");
+    install_hook(&dir, "no-rm.sh", NO_RM);
+    let settings = dir.join("settings.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let stray = json!([{"hooks": [{"type": "command", "command": "true"}]}]);
+    value["hooks"]["Setup"] = stray.clone();
+    value["hooks"]["preToolUse"] = stray;
+    std::fs::write(&settings, value.to_string()).unwrap();
+
+    let (code, _, stderr) = run(&mut env.oneshot("clean up", &[]));
+    assert_eq!(code, 0, "one odd event does not stop the run: {stderr}");
+    assert!(
+        stderr.contains("\"Setup\" is a Claude Code event ferroclaw does not have")
+            && stderr.contains("\"preToolUse\" is not a hook event"),
+        "{stderr}"
+    );
+    assert!(env.ws().join("data").exists(), "the PreToolUse hook still guards");
+}

@@ -278,6 +278,7 @@ impl Agent {
                             "{partial}\n\n[the answer was cut off: {text}]"
                         )));
                     }
+                    self.hook_stop_failure(&text, &partial, events).await;
                     break self.fail(Outcome::Failed(text.clone()), text, turn, usage, events);
                 }
             };

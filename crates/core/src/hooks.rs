@@ -36,9 +36,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub mod command;
+pub mod http;
 pub mod settings;
 
-pub use settings::{Hook, HookTable, Matcher};
+pub use settings::{Hook, HookOptions, HookTable, Matcher};
 
 use command::Ended;
 
@@ -81,9 +82,27 @@ events!(
     Stop,
     SessionEnd,
     Notification,
+    StopFailure,
 );
 
 impl HookEvent {
+    /// Events Claude Code documents that have no moment in ferroclaw: their
+    /// hooks are skipped with a warning.
+    pub const NOT_RUN: &[&str] = &[
+        "Setup",
+        "TeammateIdle",
+        "TaskCreated",
+        "TaskCompleted",
+        "WorktreeCreate",
+        "WorktreeRemove",
+        "ConfigChange",
+        "InstructionsLoaded",
+        "CwdChanged",
+        "FileChanged",
+        "Elicitation",
+        "ElicitationResult",
+    ];
+
     /// The event of a name as written in settings.
     pub fn parse(name: &str) -> Option<HookEvent> {
         HookEvent::ALL.iter().copied().find(|e| e.name() == name)
@@ -145,6 +164,20 @@ pub struct HookRecord {
     pub duration_ms: u64,
 }
 
+impl HookRecord {
+    /// An `async` hook, started and not waited for.
+    fn started(event: HookEvent, hook: &Hook) -> HookRecord {
+        let command = hook.command.clone();
+        HookRecord {
+            event,
+            command,
+            exit_code: None,
+            result: "started (async)".into(),
+            duration_ms: 0,
+        }
+    }
+}
+
 /// The hooks in force for one workspace.
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
@@ -192,6 +225,26 @@ impl Hooks {
         &self.hooks
     }
 
+    /// Starts an `async` hook in the background: nothing waits for it and
+    /// its answer is not read (Claude Code's `async: true`).
+    fn start_async(&self, hook: &Hook, text: String) {
+        let (hook, workspace) = (hook.clone(), self.workspace.clone());
+        tokio::spawn(async move {
+            let run = match &hook.options.http {
+                Some(target) => http::post(target, &text, hook.timeout_secs).await,
+                None => command::run(&hook.command, &text, &workspace, hook.timeout_secs).await,
+            };
+            if !matches!(run.ended, Ended::Exited(Some(0))) {
+                tracing::warn!(
+                    "async hook `{}` ended: {:?} {}",
+                    hook.command,
+                    run.ended,
+                    run.stderr
+                );
+            }
+        });
+    }
+
     /// Runs the hooks of `event` whose matcher accepts one of `subject`
     /// (a tool's names, a SessionStart source, ...), one after another,
     /// with `fields` added to the common input.
@@ -212,7 +265,25 @@ impl Hooks {
                 input.insert("tool_input".into(), updated.clone());
             }
             let text = Value::Object(input.clone()).to_string();
-            let run = command::run(&hook.command, &text, &self.workspace, hook.timeout_secs).await;
+            if let Some(ran) = &hook.options.once
+                && ran.swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                continue;
+            }
+            if let Some(message) = &hook.options.status_message {
+                tracing::info!("{} hook: {message}", event.name());
+            }
+            if hook.options.run_async {
+                self.start_async(hook, text);
+                outcome.runs.push(HookRecord::started(event, hook));
+                continue;
+            }
+            let run = match &hook.options.http {
+                Some(target) => http::post(target, &text, hook.timeout_secs).await,
+                None => {
+                    command::run(&hook.command, &text, &self.workspace, hook.timeout_secs).await
+                }
+            };
             let result = read_answer(event, hook, &run, &mut outcome);
             let exit_code = match run.ended {
                 Ended::Exited(code) => code,

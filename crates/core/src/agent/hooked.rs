@@ -283,6 +283,23 @@ impl Agent {
         out.blocked.map(|reason| format!("[{} hook] {reason}", event.name()))
     }
 
+    /// StopFailure when the turn ends on a model API error: its hooks are
+    /// told (`error`, `error_details`), and cannot change anything.
+    pub(super) async fn hook_stop_failure(
+        &mut self,
+        error: &str,
+        partial: &str,
+        events: &EventSink,
+    ) {
+        if self.hook_state.subagent.is_some() {
+            return;
+        }
+        let kind = error_kind(error);
+        let fields =
+            json!({"error": kind, "error_details": error, "last_assistant_message": partial});
+        self.run_hooks(HookEvent::StopFailure, &[kind], fields, events).await;
+    }
+
     /// PreCompact / PostCompact around a compaction (`manual` when asked for).
     pub(super) async fn hook_compact(
         &mut self,
@@ -318,6 +335,24 @@ fn tool_names(name: &str) -> Vec<&str> {
     let mut names = vec![name];
     names.extend(claude::claude_name(name));
     names
+}
+
+/// Claude Code's StopFailure matcher value for a model API error's text.
+fn error_kind(error: &str) -> &'static str {
+    let has = |needles: &[&str]| needles.iter().any(|n| error.contains(n));
+    if has(&["429", "rate limit", "rate_limit"]) {
+        "rate_limit"
+    } else if has(&["401", "403", "authentication", "API key"]) {
+        "authentication_failed"
+    } else if has(&["402", "billing", "credit"]) {
+        "billing_error"
+    } else if has(&["400", "404", "invalid_request"]) {
+        "invalid_request"
+    } else if has(&["500", "502", "503", "529", "overloaded"]) {
+        "server_error"
+    } else {
+        "unknown"
+    }
 }
 
 /// Most bytes of a file read for a PostToolUse hook's `originalFile`/`content`.
