@@ -200,37 +200,99 @@ fn claude_stream_format_follows_claude_codes_schema() {
         Wire::Anthropic,
         vec![
             Turn::tool("glob", json!({"pattern": "*.txt"})).with_text("Looking.").into(),
+            Turn::tool("edit", json!({"path": "x.txt", "old_string": "x", "new_string": "y"}))
+                .into(),
             Turn::text("One file.").into(),
         ],
     );
-    std::fs::write(env.ws().join("x.txt"), "x").unwrap();
+    std::fs::write(env.ws().join("x.txt"), "x\n").unwrap();
     let args = ["--output-format", "stream-json", "--stream-format", "claude"];
-    let (code, stdout, _) = run(&mut env.oneshot("list", &args));
+    let (code, stdout, _) =
+        run(&mut env.oneshot("list", &args).arg("--dangerously-skip-permissions"));
     assert_eq!(code, 0);
     let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(events[0]["type"], "system");
-    assert_eq!(events[0]["subtype"], "init");
-    assert!(events[0]["tools"].as_array().unwrap().iter().any(|t| t == "read"));
-    let session = events[0]["session_id"].as_str().unwrap();
-    let blocks: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["type"] == "assistant")
-        .map(|e| &e["message"]["content"][0])
-        .collect();
-    assert_eq!(blocks[0]["type"], "text");
-    assert_eq!(blocks[0]["text"], "Looking.");
-    assert_eq!(blocks[1]["type"], "tool_use");
-    assert_eq!(blocks[1]["name"], "glob");
-    let result = events.iter().find(|e| e["type"] == "user").unwrap();
-    let tool_result = &result["message"]["content"][0];
+    let init = &events[0];
+    assert_eq!((init["type"].as_str(), init["subtype"].as_str()), (Some("system"), Some("init")));
+    let tools = init["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t == "Read") && tools.iter().any(|t| t == "Bash"), "{tools:?}");
+    assert_eq!(init["permissionMode"], "bypassPermissions");
+    assert_eq!(init["model"], "claude-test", "without the provider");
+    let session = init["session_id"].as_str().unwrap();
+    let assistant: Vec<&Value> = events.iter().filter(|e| e["type"] == "assistant").collect();
+    let blocks: Vec<&Value> = assistant.iter().map(|e| &e["message"]["content"][0]).collect();
+    assert_eq!(
+        (blocks[0]["type"].as_str(), blocks[0]["text"].as_str()),
+        (Some("text"), Some("Looking."))
+    );
+    assert_eq!(
+        (blocks[1]["type"].as_str(), blocks[1]["name"].as_str()),
+        (Some("tool_use"), Some("Glob"))
+    );
+    let file = env.ws().join("x.txt").to_string_lossy().into_owned();
+    assert_eq!(blocks[2]["name"], "Edit");
+    assert_eq!(
+        blocks[2]["input"],
+        json!({"file_path": file, "old_string": "x", "new_string": "y", "replace_all": false})
+    );
+    for message in &assistant {
+        assert!(message["uuid"].as_str().is_some_and(|u| u.len() == 36), "{message}");
+        assert!(message["message"]["stop_reason"].is_null(), "as Claude Code streams it");
+        assert_eq!(message["message"]["usage"]["input_tokens"], 10, "{message}");
+    }
+    let results: Vec<&Value> = events.iter().filter(|e| e["type"] == "user").collect();
+    let tool_result = &results[0]["message"]["content"][0];
     assert_eq!(tool_result["type"], "tool_result");
     assert_eq!(tool_result["tool_use_id"], blocks[1]["id"]);
     assert!(tool_result["content"].as_str().unwrap().contains("x.txt"));
+    assert_eq!(results[0]["tool_use_result"]["numFiles"], 1);
+    let edit = &results[1]["tool_use_result"];
+    assert_eq!(
+        (edit["filePath"].as_str(), edit["originalFile"].as_str()),
+        (Some(file.as_str()), Some("x\n"))
+    );
+    assert_eq!(edit["structuredPatch"][0]["lines"], json!(["-x", "+y"]));
     let last = events.last().unwrap();
-    assert_eq!(last["type"], "result");
-    assert_eq!(last["subtype"], "success");
+    assert_eq!(
+        (last["type"].as_str(), last["subtype"].as_str()),
+        (Some("result"), Some("success"))
+    );
     assert_eq!(last["result"], "One file.");
     assert_eq!(last["session_id"], session);
+    assert_eq!(last["stop_reason"], "end_turn");
+    assert_eq!(last["num_turns"], 3);
+    assert_eq!(last["usage"]["cache_read_input_tokens"], 0);
+    assert_eq!(last["usage"]["cache_creation_input_tokens"], 0);
+    assert_eq!(last["usage"]["input_tokens"], 30);
+    assert!(last["total_cost_usd"].is_number() && last["uuid"].is_string(), "{last}");
+}
+
+#[test]
+fn stream_json_input_runs_each_user_message_as_the_agent_sdk_sends_them() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Turn::text("first answer").into(), Turn::text("second answer").into()],
+    );
+    let stdin = concat!(
+        r#"{"type":"user","message":{"role":"user","content":"first question"},"parent_tool_use_id":null,"session_id":""}"#,
+        "\n",
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"second question"}]}}"#,
+        "\n",
+    );
+    let args = ["--input-format", "stream-json", "--output-format", "json"];
+    let mut cmd = env.cmd();
+    cmd.args(["-p"]).args(args).write_stdin(stdin);
+    let (code, stdout, stderr) = run(&mut cmd);
+    assert_eq!(code, 0, "{stderr}");
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        (result["result"].as_str(), result["num_turns"].as_u64()),
+        (Some("second answer"), Some(2))
+    );
+    let second = env.request_body(1).to_string();
+    assert!(
+        second.contains("first question") && second.contains("second question"),
+        "one conversation: {second}"
+    );
 }
 
 /// The test config waits 10 ms (less jitter) before a retry: a wait under a

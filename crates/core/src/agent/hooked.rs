@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 use super::{Agent, EventSink, emit};
 use crate::clock;
 use crate::hooks::{Common, HookEvent, HookOutcome, Hooks, PermissionAnswer};
-use crate::permission::PermissionMode;
 use crate::session::Entry;
 
 /// The hooks an agent runs, and where it is in its life.
@@ -47,12 +46,7 @@ impl Agent {
     }
 
     fn hook_common(&self) -> Common {
-        let mode = match self.permissions.mode() {
-            PermissionMode::Default => "default",
-            PermissionMode::AcceptEdits => "acceptEdits",
-            PermissionMode::Bypass => "bypassPermissions",
-            PermissionMode::Plan => "plan",
-        };
+        let mode = crate::plan::claude_mode_name(self.permissions.mode());
         Common {
             session_id: self.session.meta().id.clone(),
             transcript_path: self.session.path().to_path_buf(),
