@@ -30,10 +30,12 @@ fn refused_calls_are_named_on_stderr_and_listed_in_the_json_result() {
     assert!(result["duration_ms"].is_u64());
     let denials = result["permission_denials"].as_array().unwrap();
     assert_eq!(denials.len(), 2);
-    assert_eq!(denials[0]["tool_name"], "bash");
+    assert_eq!(denials[0]["tool_name"], "Bash", "Claude Code's names");
     assert_eq!(denials[0]["tool_input"]["command"], "git status --short");
     assert!(denials[0]["tool_use_id"].as_str().is_some_and(|id| !id.is_empty()));
-    assert_eq!(denials[1]["tool_name"], "write");
+    assert_eq!(denials[1]["tool_name"], "Write");
+    let file = env.ws().join("out.txt");
+    assert_eq!(denials[1]["tool_input"]["file_path"], file.to_string_lossy().as_ref());
 }
 
 #[test]
@@ -90,7 +92,7 @@ fn disallowed_tools_win_over_yes() {
     assert_eq!(code, 0);
     assert!(!env.ws().join("a.txt").exists());
     let result: Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(result["permission_denials"][0]["tool_name"], "write");
+    assert_eq!(result["permission_denials"][0]["tool_name"], "Write");
 }
 
 #[test]
