@@ -138,7 +138,11 @@ pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<T
                 let content = record.as_ref().map(|r| r.output.clone()).unwrap_or(preview);
                 let call = calls.iter().find(|(c, _, _)| *c == id);
                 let tool_use_result = match (call, is_error) {
-                    (_, true) => Value::String(format!("Error: {content}")),
+                    (Some((_, ours, _)), true) => Value::String(format!(
+                        "Error: {}",
+                        claude::response::tool_error(ours, &content)
+                    )),
+                    (None, true) => Value::String(format!("Error: {content}")),
                     (Some((_, ours, input)), false) => {
                         let change = FileChange {
                             before: record.as_ref().and_then(|r| r.before.clone()),

@@ -285,7 +285,8 @@ impl Agent {
             usage.add(&answer.usage);
             self.account(&answer, events);
             let text = answer.message.text();
-            let calls: Vec<ToolCall> = answer.message.tool_calls().cloned().collect();
+            let calls: Vec<ToolCall> =
+                answer.message.tool_calls().map(|c| self.in_our_terms(c)).collect();
             self.record(answer.message);
             emit(events, AgentEvent::TurnFinished { turn, stop_reason: answer.stop });
             if calls.is_empty() {
@@ -716,6 +717,24 @@ impl Agent {
 
     fn is_concurrent(&self, call: &ToolCall) -> bool {
         self.tools.get(self.tool_name(&call.name)).is_some_and(|t| t.concurrent())
+    }
+
+    /// A call made with Claude Code's tool name and input (`Write` with
+    /// `file_path`) as the same call of ours (`write` with `path`), through
+    /// [`ferroclaw_tools::claude`]; other calls unchanged.
+    fn in_our_terms(&self, call: &ToolCall) -> ToolCall {
+        let mut call = call.clone();
+        if self.tools.get(&call.name).is_none()
+            && ferroclaw_tools::claude::ours_name(&call.name).is_some()
+        {
+            let (ours, input) =
+                ferroclaw_tools::claude::from_claude(&call.name, &call.input, &self.workspace);
+            if self.tools.get(&ours).is_some() {
+                call.name = ours;
+                call.input = input;
+            }
+        }
+        call
     }
 
     /// The registered name for what the model called: itself, or the tool it

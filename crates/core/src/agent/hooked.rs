@@ -224,7 +224,7 @@ impl Agent {
         let Ran { call, name, input, before, duration_ms } = ran;
         let mut fields = self.tool_fields(call, name, input);
         let event = if output.is_error {
-            fields["error"] = output.joined_text().into();
+            fields["error"] = claude::response::tool_error(name, &output.joined_text()).into();
             fields["is_interrupt"] = false.into();
             HookEvent::PostToolUseFailure
         } else {

@@ -85,6 +85,23 @@ pub fn tool_response(
     }
 }
 
+/// Claude Code's `error` for a failed call (PostToolUseFailure, and
+/// `tool_use_result` after `Error: `): a command's failure reads
+/// `Exit code 3` then its output, as Claude Code words it; other tools'
+/// errors are their own text.
+pub fn tool_error(ours: &str, text: &str) -> String {
+    if !matches!(ours, "bash") {
+        return text.to_string();
+    }
+    let code = text.lines().rev().find_map(|l| l.strip_prefix("[exit code ")?.strip_suffix(']'));
+    let Some(code) = code else { return text.to_string() };
+    let stdout = bash(text)["stdout"].as_str().unwrap_or_default().to_string();
+    match stdout.is_empty() {
+        true => format!("Exit code {code}"),
+        false => format!("Exit code {code}\n{stdout}"),
+    }
+}
+
 /// Our bash output, `out\n[exit code 0]\n[note: ...]`, as Claude's fields.
 fn bash(text: &str) -> Value {
     let mut body: Vec<&str> = text.lines().collect();

@@ -194,3 +194,11 @@ fn a_rewrite_is_one_hunk_as_claude_code_reports_it() {
                 "lines": ["-howdy world", "-second line", "+replaced"]}])
     );
 }
+
+#[test]
+fn a_failed_command_reads_as_claude_codes_exit_code_line() {
+    use super::response::tool_error;
+    assert_eq!(tool_error("bash", "(no output)\n[exit code 3]"), "Exit code 3");
+    assert_eq!(tool_error("bash", "boom\n[exit code 1]"), "Exit code 1\nboom");
+    assert_eq!(tool_error("read", "no such file"), "no such file");
+}
