@@ -351,3 +351,18 @@ fn a_prompt_swallowed_by_allowed_tools_is_named_with_where_the_prompt_goes() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(env.server.requests().is_empty());
 }
+
+#[test]
+fn a_model_calling_claude_codes_tools_in_claudes_shape_gets_ours() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("Write", json!({"file_path": "notes.md", "content": "# Notes\n"})).into(),
+            Turn::text("written").into(),
+        ],
+    );
+    let (code, _, stderr) = run(&mut env.oneshot("take notes", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    let written = std::fs::read_to_string(env.ws().join("notes.md")).unwrap();
+    assert_eq!(written, "# Notes\n", "Write {{file_path}} ran as write {{path}}");
+}
