@@ -209,8 +209,7 @@ fn claude_stream_format_follows_claude_codes_schema() {
     );
     std::fs::write(env.ws().join("x.txt"), "x\n").unwrap();
     let args = ["--output-format", "stream-json", "--stream-format", "claude"];
-    let (code, stdout, _) =
-        run(&mut env.oneshot("list", &args).arg("--dangerously-skip-permissions"));
+    let (code, stdout, _) = run(env.oneshot("list", &args).arg("--dangerously-skip-permissions"));
     assert_eq!(code, 0);
     let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let init = &events[0];
