@@ -12,7 +12,9 @@
 //!
 //! Each hook gets the event as JSON on stdin (Claude Code's fields:
 //! `session_id`, `transcript_path`, `cwd`, `permission_mode`,
-//! `hook_event_name`, `tool_name`, `tool_input`, ...) and answers by exit
+//! `hook_event_name`, `tool_name`, `tool_input`, `tool_response`, ..., the
+//! tool fields in Claude Code's shapes through [`ferroclaw_tools::claude`]),
+//! or, for an `http` hook, as a POST ([`http`]); a command hook answers by exit
 //! code: 0 goes on (stdout may be JSON: `decision`, `reason`,
 //! `hookSpecificOutput.permissionDecision`, `updatedInput`,
 //! `additionalContext`, `continue`/`stopReason`, `systemMessage`); 2 blocks,
