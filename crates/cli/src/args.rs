@@ -23,6 +23,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
 
+    /// Input of -p: the prompt as text, or Claude Code's (and its Agent SDK's)
+    /// stream-json on stdin: one `{"type":"user","message":{...}}` per line.
+    #[arg(long, value_enum, default_value_t = InputFormat::Text)]
+    pub input_format: InputFormat,
+
     /// Event schema of `--output-format stream-json`: ferroclaw's own events,
     /// or Claude Code's (system/init, assistant, user, result) for tools built on it.
     #[arg(long, value_enum, default_value_t = StreamFormat::Ferroclaw)]
@@ -70,8 +75,9 @@ pub struct Cli {
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<PermissionMode>,
 
-    /// Run every tool call without asking (deny rules still apply).
-    #[arg(short = 'y', long)]
+    /// Run every tool call without asking (deny rules still apply); Claude
+    /// Code's `--dangerously-skip-permissions` is the same flag.
+    #[arg(short = 'y', long, alias = "dangerously-skip-permissions")]
     pub yes: bool,
 
     /// More logging on stderr (-v info, -vv debug); or set FERROCLAW_LOG.
@@ -87,6 +93,13 @@ pub struct Cli {
 pub enum OutputFormat {
     Text,
     Json,
+    StreamJson,
+}
+
+/// Formats of `-p` input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    Text,
     StreamJson,
 }
 

@@ -1,20 +1,27 @@
-//! `--output-format stream-json --stream-format claude`: the events of a
-//! run in Claude Code's stream-json schema, so tools built on `claude -p`
-//! read ferroclaw too. One JSON object per line:
+//! `--output-format stream-json --stream-format claude` and
+//! `--output-format json`: a run in Claude Code's schema, field by field as
+//! Claude Code 2.1.332 prints it, so programs built on `claude -p` read
+//! ferroclaw too. Tool names and inputs are Claude's, through the one table
+//! in [`ferroclaw_tools::claude`]. One JSON object per line:
 //!
-//! - `{"type":"system","subtype":"init","session_id",...,"tools":[...],"model"}`
-//! - `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text"}|{"type":"tool_use"}]}}`
-//! - `{"type":"user","message":{"role":"user","content":[{"type":"tool_result",...}]}}`
-//! - `{"type":"result","subtype":"success",...}` (written by the caller at the end)
+//! - `{"type":"system","subtype":"init","session_id","tools":["Read",...],"model","permissionMode":"bypassPermissions",...}`
+//! - `{"type":"assistant","message":{"id","model","content":[{"type":"text"}|{"type":"tool_use"}],"stop_reason":null,"usage"},"uuid",...}`
+//! - `{"type":"user","message":{"content":[{"type":"tool_result",...}]},"tool_use_result":{...},"uuid",...}`
+//! - `{"type":"result","subtype":"success","usage":{"cache_read_input_tokens",...},"total_cost_usd","uuid",...}`
+//!   ([`result`], written by the caller at the end)
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
-use ferroclaw_core::{Agent, Config};
-use ferroclaw_protocol::AgentEvent;
+use ferroclaw_core::{Agent, Config, Outcome, PermissionMode, Report};
+use ferroclaw_protocol::{AgentEvent, Usage};
+use ferroclaw_tools::claude::{self, response::FileChange};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::oneshot::Denial;
 use crate::tool_log::ToolLog;
 
 /// The `system`/`init` event's fields, taken before the run.
@@ -22,24 +29,59 @@ pub struct Init {
     event: Value,
     session_id: String,
     model: String,
+    workspace: PathBuf,
+}
+
+/// Claude Code's name of a permission mode (`bypassPermissions`, ...).
+pub fn mode_name(mode: PermissionMode) -> &'static str {
+    ferroclaw_core::plan::claude_mode_name(mode)
+}
+
+/// The model as Claude Code names it: without ferroclaw's `provider/`.
+pub fn model_name(spec: &str) -> &str {
+    spec.split_once('/').map_or(spec, |(_, model)| model)
+}
+
+/// A fresh random id in the UUID v4 form Claude Code gives its messages.
+pub fn uuid() -> String {
+    let (a, b) = (fastrand::u64(..), fastrand::u64(..));
+    let hex = format!("{a:016x}{b:016x}");
+    format!(
+        "{}-{}-4{}-{:x}{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[13..16],
+        8 + (b >> 60) % 4,
+        &hex[17..20],
+        &hex[20..32]
+    )
 }
 
 /// The init event for this agent.
 pub fn init(agent: &Agent, config: &Config) -> Init {
     let session_id = agent.session().meta().id.clone();
-    let mode = ferroclaw_core::plan::mode_name(agent.permissions().mode());
+    let mut tools: Vec<String> = Vec::new();
+    for name in agent.tools().names() {
+        let shown = claude::claude_name(name).unwrap_or(name).to_string();
+        if !tools.contains(&shown) {
+            tools.push(shown);
+        }
+    }
+    let model = model_name(agent.model_spec()).to_string();
     let event = json!({
         "type": "system",
         "subtype": "init",
         "cwd": agent.workspace(),
         "session_id": session_id,
-        "tools": agent.tools().names(),
+        "tools": tools,
         "mcp_servers": config.file.mcp_servers.keys().map(|name| json!({"name": name, "status": "configured"})).collect::<Vec<_>>(),
-        "model": agent.model_spec(),
-        "permissionMode": mode,
+        "model": model,
+        "permissionMode": mode_name(agent.permissions().mode()),
         "apiKeySource": "environment",
+        "output_style": "default",
+        "uuid": uuid(),
     });
-    Init { event, session_id, model: agent.model_spec().to_string() }
+    Init { event, session_id, model, workspace: agent.workspace().to_path_buf() }
 }
 
 /// Writes the run's events in Claude Code's schema until the channel closes.
@@ -52,7 +94,9 @@ pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<T
     line(init.event.clone());
     let mut text = String::new();
     let mut turn = 0u32;
-    let message = |turn: u32, content: Value| {
+    let mut usage = Usage::default();
+    let mut calls: Vec<(String, String, Value)> = Vec::new();
+    let message = |turn: u32, usage: &Usage, content: Value| {
         json!({
             "type": "assistant",
             "message": {
@@ -61,9 +105,13 @@ pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<T
                 "role": "assistant",
                 "model": init.model,
                 "content": [content],
+                "stop_reason": null,
+                "stop_sequence": null,
+                "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
             },
             "parent_tool_use_id": null,
             "session_id": init.session_id,
+            "uuid": uuid(),
         })
     };
     while let Some(event) = rx.recv().await {
@@ -73,17 +121,37 @@ pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<T
                 text.clear();
             }
             AgentEvent::TextDelta { text: delta } => text.push_str(&delta),
+            AgentEvent::Usage { usage: u } => usage = u,
             AgentEvent::TurnFinished { .. } if !text.is_empty() => {
-                line(message(turn, json!({"type": "text", "text": std::mem::take(&mut text)})));
+                let block = json!({"type": "text", "text": std::mem::take(&mut text)});
+                line(message(turn, &usage, block));
             }
             AgentEvent::ToolCallStarted { id, name, input } => {
-                line(message(
-                    turn,
-                    json!({"type": "tool_use", "id": id, "name": name, "input": input}),
-                ));
+                let ours = ferroclaw_tools::canonical_tool_name(&name).to_string();
+                let (shown, input) = claude::to_claude(&ours, &input, &init.workspace);
+                let block = json!({"type": "tool_use", "id": id, "name": shown, "input": input});
+                line(message(turn, &usage, block));
+                calls.push((id, ours, input));
             }
             AgentEvent::ToolCallFinished { id, is_error, preview, .. } => {
-                let content = log.get(&id).map(|r| r.output).unwrap_or(preview);
+                let record = log.get(&id);
+                let content = record.as_ref().map(|r| r.output.clone()).unwrap_or(preview);
+                let call = calls.iter().find(|(c, _, _)| *c == id);
+                let tool_use_result = match (call, is_error) {
+                    (Some((_, ours, _)), true) => Value::String(format!(
+                        "Error: {}",
+                        claude::response::tool_error(ours, &content)
+                    )),
+                    (None, true) => Value::String(format!("Error: {content}")),
+                    (Some((_, ours, input)), false) => {
+                        let change = FileChange {
+                            before: record.as_ref().and_then(|r| r.before.clone()),
+                            after: file_now(input),
+                        };
+                        claude::response::tool_response(ours, input, &content, Some(&change))
+                    }
+                    (None, false) => json!({"content": content}),
+                };
                 line(json!({
                     "type": "user",
                     "message": {
@@ -97,9 +165,102 @@ pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<T
                     },
                     "parent_tool_use_id": null,
                     "session_id": init.session_id,
+                    "uuid": uuid(),
+                    "tool_use_result": tool_use_result,
                 }));
             }
             _ => {}
         }
+    }
+}
+
+/// The file a Claude-shaped input's `file_path` names, as it is now.
+fn file_now(input: &Value) -> Option<String> {
+    let path = input.get("file_path")?.as_str()?;
+    let small = std::fs::metadata(path).ok()?.len() <= crate::tool_log::MAX_SNAPSHOT_BYTES;
+    small.then(|| std::fs::read_to_string(path).ok()).flatten()
+}
+
+/// The result object of `--output-format json` (and the last line of
+/// Claude-style stream-json), with Claude Code's fields.
+pub fn result(
+    report: &Report,
+    session_id: &str,
+    model: &str,
+    denials: &[Denial],
+    started: Instant,
+    workspace: &std::path::Path,
+) -> Value {
+    let subtype = match report.outcome {
+        Outcome::Answered => "success",
+        Outcome::MaxTurns => "error_max_turns",
+        Outcome::Cancelled | Outcome::Failed(_) => "error_during_execution",
+    };
+    let denials: Vec<Value> = denials
+        .iter()
+        .map(|d| {
+            let ours = ferroclaw_tools::canonical_tool_name(&d.tool_name);
+            let (name, input) = claude::to_claude(ours, &d.tool_input, workspace);
+            json!({"tool_name": name, "tool_use_id": d.tool_use_id, "tool_input": input, "reason": d.reason})
+        })
+        .collect();
+    let u = &report.usage;
+    let cost = ferroclaw_core::pricing::cost(model, u).unwrap_or(0.0);
+    let stop_reason = match report.outcome {
+        Outcome::Answered => json!("end_turn"),
+        _ => Value::Null,
+    };
+    json!({
+        "type": "result",
+        "subtype": subtype,
+        "is_error": report.is_error(),
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "num_turns": report.num_turns,
+        "result": report.text,
+        "stop_reason": stop_reason,
+        "session_id": session_id,
+        "total_cost_usd": cost,
+        "usage": usage(u),
+        "modelUsage": {
+            model_name(model): {
+                "inputTokens": u.input_tokens,
+                "outputTokens": u.output_tokens,
+                "cacheReadInputTokens": u.cache_read_tokens,
+                "cacheCreationInputTokens": u.cache_write_tokens,
+                "webSearchRequests": 0,
+                "costUSD": cost,
+            }
+        },
+        "permission_denials": denials,
+        "uuid": uuid(),
+    })
+}
+
+/// Token counts with Claude Code's names.
+pub fn usage(u: &Usage) -> Value {
+    json!({
+        "input_tokens": u.input_tokens,
+        "cache_creation_input_tokens": u.cache_write_tokens,
+        "cache_read_input_tokens": u.cache_read_tokens,
+        "output_tokens": u.output_tokens,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_claude_codes() {
+        assert_eq!(model_name("anthropic/claude-sonnet-4-5"), "claude-sonnet-4-5");
+        assert_eq!(model_name("claude-sonnet-4-5"), "claude-sonnet-4-5");
+        assert_eq!(mode_name(PermissionMode::Bypass), "bypassPermissions");
+        assert_eq!(mode_name(PermissionMode::AcceptEdits), "acceptEdits");
+        let id = uuid();
+        let parts: Vec<usize> = id.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12], "{id}");
+        assert!(id.chars().nth(14) == Some('4') && id != uuid());
     }
 }

@@ -36,6 +36,7 @@ mod setup;
 mod skills_cmd;
 mod skills_learn;
 mod status_cmd;
+mod stream_input;
 mod style;
 mod tasks_cmd;
 mod team;

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{Cli, OutputFormat, StreamFormat};
+use crate::args::{Cli, InputFormat, OutputFormat, StreamFormat};
 use crate::exit;
 use crate::render::{RenderOptions, render};
 use crate::setup::SetupError;
@@ -41,7 +41,12 @@ pub struct Denial {
 /// Runs one request; returns the process exit code.
 pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let started = Instant::now();
-    let prompt = prompt(cli)?;
+    let prompts = match cli.input_format {
+        InputFormat::Text => vec![prompt(cli)?],
+        InputFormat::StreamJson => {
+            crate::stream_input::prompts(std::io::stdin().lock()).map_err(SetupError::Other)?
+        }
+    };
     let runtime = Runtime::load(config.clone(), Default::default()).await?;
     let resume = crate::setup::resume_from_cli(cli);
     let opened = runtime.open(resume, Arc::new(NoOneToAsk), crate::setup::session_options(cli))?;
@@ -86,20 +91,39 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         team.set_events(Some(tx.clone()));
     }
     // `-p "/name ARGS"` runs a custom command, as typed in the REPL.
-    let custom = match prompt.trim_start().starts_with('/') {
-        true => runtime.custom_commands(),
-        false => Vec::new(),
-    };
-    let report = match ferroclaw_core::commands::find(&custom, &prompt) {
-        Some((cmd, args)) => {
-            let message = crate::attach::user_message;
-            runtime.run_command(&mut agent, cmd, args, message, &tx, &cancel).await
+    // Several prompts (stream-json input) run one after another, as turns.
+    let mut total: Option<Report> = None;
+    for prompt in &prompts {
+        let custom = match prompt.trim_start().starts_with('/') {
+            true => runtime.custom_commands(),
+            false => Vec::new(),
+        };
+        let report = match ferroclaw_core::commands::find(&custom, prompt) {
+            Some((cmd, args)) => {
+                let message = crate::attach::user_message;
+                runtime.run_command(&mut agent, cmd, args, message, &tx, &cancel).await
+            }
+            None => {
+                crate::attach::warn_missing_files(prompt, agent.workspace());
+                let message = crate::attach::user_message(prompt, agent.workspace());
+                agent.run(message, &tx, &cancel).await
+            }
+        };
+        let stop = report.is_error();
+        total = Some(match total {
+            None => report,
+            Some(before) => {
+                let mut usage = before.usage;
+                usage.add(&report.usage);
+                Report { num_turns: before.num_turns + report.num_turns, usage, ..report }
+            }
+        });
+        if stop {
+            break;
         }
-        None => {
-            crate::attach::warn_missing_files(&prompt, agent.workspace());
-            let message = crate::attach::user_message(&prompt, agent.workspace());
-            agent.run(message, &tx, &cancel).await
-        }
+    }
+    let Some(report) = total else {
+        return Err(SetupError::Other("no prompt: stdin had no user message".into()));
     };
     // A one-shot lead answers its teammates' plans and waits for those
     // still working; idle ones are shut down.
@@ -119,8 +143,11 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let denials = std::mem::take(&mut *denials.lock().unwrap_or_else(PoisonError::into_inner));
     explain_denials(&denials, &agent, &config.home);
     let mut stdout = std::io::stdout().lock();
-    let result =
-        || result_json(&report, &agent.session().meta().id, agent.model_spec(), &denials, started);
+    let session_id = agent.session().meta().id.clone();
+    let result = || {
+        let (model, ws) = (agent.model_spec(), agent.workspace());
+        crate::claude_stream::result(&report, &session_id, model, &denials, started, ws)
+    };
     match cli.output_format {
         OutputFormat::Text if report.is_error() => {
             if !status {
@@ -302,45 +329,6 @@ pub fn allow_rules(workspace: &std::path::Path, tool: &str, input: &Value) -> Ve
         .collect()
 }
 
-/// The result object of `--output-format json` (and the last line of
-/// Claude-style stream-json), with Claude Code's fields.
-fn result_json(
-    report: &Report,
-    session_id: &str,
-    model: &str,
-    denials: &[Denial],
-    started: Instant,
-) -> Value {
-    let subtype = match report.outcome {
-        Outcome::Answered => "success",
-        Outcome::MaxTurns => "error_max_turns",
-        Outcome::Cancelled | Outcome::Failed(_) => "error_during_execution",
-    };
-    let denials: Vec<Value> = denials
-        .iter()
-        .map(|d| {
-            json!({
-                "tool_name": d.tool_name,
-                "tool_use_id": d.tool_use_id,
-                "tool_input": d.tool_input,
-                "reason": d.reason,
-            })
-        })
-        .collect();
-    json!({
-        "type": "result",
-        "subtype": subtype,
-        "is_error": report.is_error(),
-        "duration_ms": started.elapsed().as_millis() as u64,
-        "num_turns": report.num_turns,
-        "result": report.text,
-        "session_id": session_id,
-        "total_cost_usd": ferroclaw_core::pricing::cost(model, &report.usage),
-        "usage": report.usage,
-        "permission_denials": denials,
-    })
-}
-
 /// A `-p` request that could not start (no model, a bad config, a missing
 /// key): with `--output-format json` or `stream-json` stdout still gets the
 /// object that ends a normal run (the result, or the `finished` event of
@@ -362,10 +350,12 @@ pub fn print_setup_error(cli: &Cli, message: &str) {
             "duration_ms": 0,
             "num_turns": 0,
             "result": message,
+            "stop_reason": null,
             "session_id": "",
             "total_cost_usd": 0.0,
-            "usage": ferroclaw_protocol::Usage::default(),
+            "usage": crate::claude_stream::usage(&Default::default()),
             "permission_denials": [],
+            "uuid": crate::claude_stream::uuid(),
         }),
     };
     let mut stdout = std::io::stdout().lock();

@@ -441,6 +441,12 @@ pub fn error_hint(message: &str) -> Option<&'static str> {
             "hint: the provider refused the API key: check the key variable (ANTHROPIC_API_KEY, \
              OPENAI_API_KEY, ...) or api_key_env in [providers.NAME]; `ferroclaw doctor` tries it",
         )
+    } else if message.contains("HTTP 404") {
+        Some(
+            "hint: the provider does not know that model (or the base URL is wrong): check the \
+             name after PROVIDER/ in --model or `model` in config.toml (`ferroclaw --help` lists \
+             the aliases)",
+        )
     } else if message.contains("HTTP 429") {
         Some(
             "hint: the provider is rate-limiting this key; wait a minute and try again, or allow \
@@ -508,6 +514,11 @@ mod tests {
             error_hint("anthropic: cannot reach http://127.0.0.1:1/v1/messages: refused")
                 .unwrap()
                 .contains("base URL")
+        );
+        assert!(
+            error_hint("anthropic: HTTP 404: not_found_error: model: claude-sonet-4")
+                .unwrap()
+                .contains("does not know that model")
         );
         assert_eq!(error_hint("anthropic: overloaded_error: try later"), None);
     }

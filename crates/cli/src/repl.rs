@@ -33,6 +33,7 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/expand", "the whole output of the last tool call"),
     ("/resume", "continue a conversation: /resume ID (latest without ID)"),
     ("/usage", "tokens and cost of this session"),
+    ("/cost", "same as /usage (Claude Code's name)"),
     ("/plan", "plan mode on/off: read-only tools until you approve a plan"),
     ("/todos", "the model's todo list"),
     ("/compact", "summarise the conversation to free context: /compact [what to keep]"),
@@ -573,7 +574,7 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
             let list = agent.todos().render();
             println!("{}", if list.is_empty() { "no todos" } else { &list });
         }
-        "/usage" => {
+        "/usage" | "/cost" => {
             let u = agent.total_usage();
             let cost = pricing::cost(agent.model_spec(), &u)
                 .map(|c| format!(", ${c:.4}"))

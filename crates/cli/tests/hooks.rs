@@ -147,3 +147,167 @@ fn a_projects_hooks_run_only_once_the_project_is_trusted() {
     assert_eq!(code, 0, "{stderr}");
     assert!(env.ws().join("data").exists(), "a trusted project's hook runs: {stderr}");
 }
+
+/// Claude Code's documented "protect files" hook: reads `tool_input.file_path`
+/// with jq and refuses writes to `.env`, lock files and `.git/`.
+const PROTECT_FILES: &str = r#"#!/bin/bash
+INPUT=$(cat)
+FILE_PATH=$(echo "$INPUT" | jq -r '.tool_input.file_path // empty')
+PROTECTED_PATTERNS=(".env" "package-lock.json" ".git/")
+for pattern in "${PROTECTED_PATTERNS[@]}"; do
+  if [[ "$FILE_PATH" == *"$pattern"* ]]; then
+    echo "Blocked: $FILE_PATH matches protected pattern '$pattern'" >&2
+    exit 2
+  fi
+done
+exit 0
+"#;
+
+/// A hook from a public repository that keeps secrets out of the model's reads.
+const GUARD_ENV_READS: &str = r#"#!/bin/bash
+file=$(jq -r '.tool_input.file_path // empty')
+case "$file" in
+  /*/.env|/*/.env.*) echo "reading $file is not allowed" >&2; exit 2 ;;
+esac
+exit 0
+"#;
+
+/// Writes `script` as an executable `name` in `dir` and a settings.json there
+/// running it for `event` calls of the tools `matcher` names.
+fn install_hooks(dir: &std::path::Path, hooks: &[(&str, &str, &str, &str)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut table = serde_json::Map::new();
+    for (event, matcher, name, script) in hooks {
+        let path = dir.join(name);
+        std::fs::write(&path, script).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let group = json!({"matcher": matcher, "hooks": [{"type": "command", "command": path.to_string_lossy()}]});
+        table
+            .entry(event.to_string())
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+            .unwrap()
+            .push(group);
+    }
+    std::fs::write(dir.join("settings.json"), json!({"hooks": table}).to_string()).unwrap();
+}
+
+#[test]
+fn claude_codes_protect_files_hook_stops_the_model_writing_dot_env() {
+    let env = env_with(vec![
+        Turn::tool("write", json!({"path": ".env", "content": "API_KEY=stolen\n"})).into(),
+        Turn::tool(
+            "edit",
+            json!({"path": "package-lock.json", "old_string": "1", "new_string": "2"}),
+        )
+        .into(),
+        Turn::text("done").into(),
+    ]);
+    std::fs::write(env.ws().join("package-lock.json"), "{\"v\": 1}\n").unwrap();
+    let home = env.home.path().join(".claude");
+    install_hooks(
+        &home,
+        &[("PreToolUse", "Edit|MultiEdit|Write", "protect-files.sh", PROTECT_FILES)],
+    );
+
+    let (code, _, stderr) = run(&mut env.oneshot("set it up", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!env.ws().join(".env").exists(), "the hook must stop the write");
+    let lock = std::fs::read_to_string(env.ws().join("package-lock.json")).unwrap();
+    assert_eq!(lock, "{\"v\": 1}\n", "and the edit");
+    let (result, is_error) = tool_results(&env.request_body(1))[0].clone();
+    let env_path = env.ws().join(".env");
+    assert!(
+        is_error && result.contains(&format!("Blocked: {}", env_path.display())),
+        "the hook saw the absolute file_path, and its reason reaches the model: {result}"
+    );
+}
+
+#[test]
+fn a_hook_guarding_reads_of_dot_env_keeps_the_secret_from_the_model() {
+    let env = env_with(vec![
+        Turn::tool("read", json!({"path": ".env"})).into(),
+        Turn::text("done").into(),
+    ]);
+    std::fs::write(env.ws().join(".env"), "API_KEY=sk-very-secret\n").unwrap();
+    install_hooks(
+        &env.home.path().join(".claude"),
+        &[("PreToolUse", "Read", "guard.sh", GUARD_ENV_READS)],
+    );
+
+    let (code, _, stderr) = run(&mut env.oneshot("what is in .env?", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let body = env.request_body(1).to_string();
+    assert!(!body.contains("sk-very-secret"), "the secret never reaches the model: {body}");
+    let (result, is_error) = tool_results(&env.request_body(1))[0].clone();
+    assert!(is_error && result.contains("is not allowed"), "{result}");
+}
+
+#[test]
+fn hooks_get_claude_codes_tool_input_tool_response_and_last_message() {
+    let env = env_with(vec![
+        Turn::tool("write", json!({"path": "notes.txt", "content": "hi\n"})).into(),
+        Turn::tool("bash", json!({"command": "echo out; echo err >&2"})).into(),
+        Turn::text("All done.").into(),
+    ]);
+    let dumped = env.home.path().join("hook-inputs.jsonl");
+    let dump = format!("#!/bin/sh\ncat >> '{0}'\necho >> '{0}'\n", dumped.display());
+    install_hooks(
+        &env.home.path().join(".claude"),
+        &[("PostToolUse", "", "dump.sh", &dump), ("Stop", "", "dump-stop.sh", &dump)],
+    );
+    let (code, _, stderr) = run(&mut env.oneshot("go", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let dumped = std::fs::read_to_string(dumped).unwrap();
+    let inputs: Vec<serde_json::Value> = dumped
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let file = env.ws().join("notes.txt").to_string_lossy().into_owned();
+    let write = &inputs[0];
+    assert_eq!(write["tool_name"], "Write");
+    assert_eq!(write["tool_input"], json!({"file_path": file, "content": "hi\n"}));
+    assert_eq!(
+        write["tool_response"],
+        json!({"type": "create", "filePath": file, "content": "hi\n", "structuredPatch": [],
+               "originalFile": null, "userModified": false})
+    );
+    let bash = &inputs[1];
+    assert_eq!(bash["tool_name"], "Bash");
+    assert_eq!(bash["tool_response"]["stdout"], "out\nerr");
+    assert_eq!(bash["tool_response"]["interrupted"], false);
+    assert!(bash["tool_use_id"].as_str().is_some_and(|id| !id.is_empty()), "{bash}");
+    let stop = &inputs[2];
+    assert_eq!(stop["hook_event_name"], "Stop");
+    assert_eq!(stop["last_assistant_message"], "All done.");
+    assert_eq!(stop["stop_hook_active"], false);
+    assert_eq!(stop["permission_mode"], "bypassPermissions");
+}
+
+#[test]
+fn an_unknown_or_unrun_hook_event_is_a_warning_and_the_rest_of_the_file_still_guards() {
+    let env = env_with(rm_script());
+    let dir = env.home.path().join(".claude");
+    install_hook(&dir, "no-rm.sh", NO_RM);
+    let settings = dir.join("settings.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let stray = json!([{"hooks": [{"type": "command", "command": "true"}]}]);
+    value["hooks"]["Setup"] = stray.clone();
+    value["hooks"]["preToolUse"] = stray;
+    std::fs::write(&settings, value.to_string()).unwrap();
+
+    let (code, _, stderr) = run(&mut env.oneshot("clean up", &[]));
+    assert_eq!(code, 0, "one odd event does not stop the run: {stderr}");
+    assert!(
+        stderr.contains("\"Setup\" is a Claude Code event ferroclaw does not have")
+            && stderr.contains("\"preToolUse\" is not a hook event"),
+        "{stderr}"
+    );
+    assert!(env.ws().join("data").exists(), "the PreToolUse hook still guards");
+}

@@ -152,7 +152,7 @@ fn a_second_process_restores_the_saved_prompt_state_and_a_bad_file_is_rebuilt() 
     let (_, stdout, stderr) = once();
     let saved = logged_count(&stderr, " prompt tokens to ").expect(&stderr);
     assert!(saved < LEAN_PREFIX_CAP, "lean system + tools is {saved} SmolLM2 tokens");
-    assert_eq!(usage(&stdout)["cache_read_tokens"], 0, "{stdout}");
+    assert_eq!(usage(&stdout)["cache_read_input_tokens"], 0, "{stdout}");
     let kv = env.home.path().join("cache/kv");
     let files: Vec<PathBuf> = std::fs::read_dir(&kv)
         .unwrap()
@@ -164,7 +164,7 @@ fn a_second_process_restores_the_saved_prompt_state_and_a_bad_file_is_rebuilt() 
 
     let (_, stdout, stderr) = once();
     assert_eq!(logged_count(&stderr, " prompt tokens from "), Some(saved), "{stderr}");
-    assert_eq!(usage(&stdout)["cache_read_tokens"], saved as u64, "{stdout}");
+    assert_eq!(usage(&stdout)["cache_read_input_tokens"], saved as u64, "{stdout}");
 
     // A truncated file is ignored, deleted and written again.
     let len = std::fs::metadata(&files[0]).unwrap().len();
@@ -173,7 +173,7 @@ fn a_second_process_restores_the_saved_prompt_state_and_a_bad_file_is_rebuilt() 
     let (_, stdout, stderr) = once();
     assert!(stderr.contains("ignored prompt state"), "{stderr}");
     assert_eq!(logged_count(&stderr, " prompt tokens to "), Some(saved), "{stderr}");
-    assert_eq!(usage(&stdout)["cache_read_tokens"], 0, "{stdout}");
+    assert_eq!(usage(&stdout)["cache_read_input_tokens"], 0, "{stdout}");
     assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), len, "rebuilt whole");
 
     // A whole, sealed file that holds another prompt (here: the prefix of
@@ -197,9 +197,9 @@ fn a_second_process_restores_the_saved_prompt_state_and_a_bad_file_is_rebuilt() 
     let (_, stdout, stderr) = once();
     assert!(stderr.contains("ignored prompt state"), "{stderr}");
     assert_eq!(logged_count(&stderr, " prompt tokens to "), Some(saved), "{stderr}");
-    assert_eq!(usage(&stdout)["cache_read_tokens"], 0, "{stdout}");
+    assert_eq!(usage(&stdout)["cache_read_input_tokens"], 0, "{stdout}");
     let (_, stdout, _) = once();
-    assert_eq!(usage(&stdout)["cache_read_tokens"], saved as u64, "the rebuilt file is used");
+    assert_eq!(usage(&stdout)["cache_read_input_tokens"], saved as u64, "the rebuilt file is used");
 }
 
 #[test]

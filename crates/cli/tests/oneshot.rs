@@ -337,3 +337,16 @@ fn an_endless_stdin_is_cut_and_the_run_goes_on() {
     assert_eq!(stdout, "answered\n");
     assert!(stderr.contains("[stdin cut: the first 256 KiB of more than"), "{stderr}");
 }
+
+#[test]
+fn a_model_name_the_provider_does_not_know_ends_with_a_hint() {
+    let body =
+        r#"{"type":"error","error":{"type":"not_found_error","message":"model: claude-sonet-4"}}"#;
+    let missing =
+        Step::Fault(Fault::Status { status: 404, body: Some(body.into()), retry_after: None });
+    let env = Env::new(Wire::Anthropic, vec![missing]);
+    let (code, _, stderr) = run(&mut env.oneshot("hello?", &[]));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("HTTP 404"), "{stderr}");
+    assert!(stderr.contains("hint: the provider does not know that model"), "{stderr}");
+}

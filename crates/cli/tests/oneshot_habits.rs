@@ -30,10 +30,12 @@ fn refused_calls_are_named_on_stderr_and_listed_in_the_json_result() {
     assert!(result["duration_ms"].is_u64());
     let denials = result["permission_denials"].as_array().unwrap();
     assert_eq!(denials.len(), 2);
-    assert_eq!(denials[0]["tool_name"], "bash");
+    assert_eq!(denials[0]["tool_name"], "Bash", "Claude Code's names");
     assert_eq!(denials[0]["tool_input"]["command"], "git status --short");
     assert!(denials[0]["tool_use_id"].as_str().is_some_and(|id| !id.is_empty()));
-    assert_eq!(denials[1]["tool_name"], "write");
+    assert_eq!(denials[1]["tool_name"], "Write");
+    let file = env.ws().join("out.txt");
+    assert_eq!(denials[1]["tool_input"]["file_path"], file.to_string_lossy().as_ref());
 }
 
 #[test]
@@ -90,7 +92,7 @@ fn disallowed_tools_win_over_yes() {
     assert_eq!(code, 0);
     assert!(!env.ws().join("a.txt").exists());
     let result: Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(result["permission_denials"][0]["tool_name"], "write");
+    assert_eq!(result["permission_denials"][0]["tool_name"], "Write");
 }
 
 #[test]
@@ -200,37 +202,98 @@ fn claude_stream_format_follows_claude_codes_schema() {
         Wire::Anthropic,
         vec![
             Turn::tool("glob", json!({"pattern": "*.txt"})).with_text("Looking.").into(),
+            Turn::tool("edit", json!({"path": "x.txt", "old_string": "x", "new_string": "y"}))
+                .into(),
             Turn::text("One file.").into(),
         ],
     );
-    std::fs::write(env.ws().join("x.txt"), "x").unwrap();
+    std::fs::write(env.ws().join("x.txt"), "x\n").unwrap();
     let args = ["--output-format", "stream-json", "--stream-format", "claude"];
-    let (code, stdout, _) = run(&mut env.oneshot("list", &args));
+    let (code, stdout, _) = run(env.oneshot("list", &args).arg("--dangerously-skip-permissions"));
     assert_eq!(code, 0);
     let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(events[0]["type"], "system");
-    assert_eq!(events[0]["subtype"], "init");
-    assert!(events[0]["tools"].as_array().unwrap().iter().any(|t| t == "read"));
-    let session = events[0]["session_id"].as_str().unwrap();
-    let blocks: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["type"] == "assistant")
-        .map(|e| &e["message"]["content"][0])
-        .collect();
-    assert_eq!(blocks[0]["type"], "text");
-    assert_eq!(blocks[0]["text"], "Looking.");
-    assert_eq!(blocks[1]["type"], "tool_use");
-    assert_eq!(blocks[1]["name"], "glob");
-    let result = events.iter().find(|e| e["type"] == "user").unwrap();
-    let tool_result = &result["message"]["content"][0];
+    let init = &events[0];
+    assert_eq!((init["type"].as_str(), init["subtype"].as_str()), (Some("system"), Some("init")));
+    let tools = init["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t == "Read") && tools.iter().any(|t| t == "Bash"), "{tools:?}");
+    assert_eq!(init["permissionMode"], "bypassPermissions");
+    assert_eq!(init["model"], "claude-test", "without the provider");
+    let session = init["session_id"].as_str().unwrap();
+    let assistant: Vec<&Value> = events.iter().filter(|e| e["type"] == "assistant").collect();
+    let blocks: Vec<&Value> = assistant.iter().map(|e| &e["message"]["content"][0]).collect();
+    assert_eq!(
+        (blocks[0]["type"].as_str(), blocks[0]["text"].as_str()),
+        (Some("text"), Some("Looking."))
+    );
+    assert_eq!(
+        (blocks[1]["type"].as_str(), blocks[1]["name"].as_str()),
+        (Some("tool_use"), Some("Glob"))
+    );
+    let file = env.ws().join("x.txt").to_string_lossy().into_owned();
+    assert_eq!(blocks[2]["name"], "Edit");
+    assert_eq!(
+        blocks[2]["input"],
+        json!({"file_path": file, "old_string": "x", "new_string": "y", "replace_all": false})
+    );
+    for message in &assistant {
+        assert!(message["uuid"].as_str().is_some_and(|u| u.len() == 36), "{message}");
+        assert!(message["message"]["stop_reason"].is_null(), "as Claude Code streams it");
+        assert_eq!(message["message"]["usage"]["input_tokens"], 10, "{message}");
+    }
+    let results: Vec<&Value> = events.iter().filter(|e| e["type"] == "user").collect();
+    let tool_result = &results[0]["message"]["content"][0];
     assert_eq!(tool_result["type"], "tool_result");
     assert_eq!(tool_result["tool_use_id"], blocks[1]["id"]);
     assert!(tool_result["content"].as_str().unwrap().contains("x.txt"));
+    assert_eq!(results[0]["tool_use_result"]["numFiles"], 1);
+    let edit = &results[1]["tool_use_result"];
+    assert_eq!(
+        (edit["filePath"].as_str(), edit["originalFile"].as_str()),
+        (Some(file.as_str()), Some("x\n"))
+    );
+    assert_eq!(edit["structuredPatch"][0]["lines"], json!(["-x", "+y"]));
     let last = events.last().unwrap();
-    assert_eq!(last["type"], "result");
-    assert_eq!(last["subtype"], "success");
+    assert_eq!(
+        (last["type"].as_str(), last["subtype"].as_str()),
+        (Some("result"), Some("success"))
+    );
     assert_eq!(last["result"], "One file.");
     assert_eq!(last["session_id"], session);
+    assert_eq!(last["stop_reason"], "end_turn");
+    assert_eq!(last["num_turns"], 3);
+    assert_eq!(last["usage"]["cache_read_input_tokens"], 0);
+    assert_eq!(last["usage"]["cache_creation_input_tokens"], 0);
+    assert_eq!(last["usage"]["input_tokens"], 30);
+    assert!(last["total_cost_usd"].is_number() && last["uuid"].is_string(), "{last}");
+}
+
+#[test]
+fn stream_json_input_runs_each_user_message_as_the_agent_sdk_sends_them() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![Turn::text("first answer").into(), Turn::text("second answer").into()],
+    );
+    let stdin = concat!(
+        r#"{"type":"user","message":{"role":"user","content":"first question"},"parent_tool_use_id":null,"session_id":""}"#,
+        "\n",
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"second question"}]}}"#,
+        "\n",
+    );
+    let args = ["--input-format", "stream-json", "--output-format", "json"];
+    let mut cmd = env.cmd();
+    cmd.args(["-p"]).args(args).write_stdin(stdin);
+    let (code, stdout, stderr) = run(&mut cmd);
+    assert_eq!(code, 0, "{stderr}");
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        (result["result"].as_str(), result["num_turns"].as_u64()),
+        (Some("second answer"), Some(2))
+    );
+    let second = env.request_body(1).to_string();
+    assert!(
+        second.contains("first question") && second.contains("second question"),
+        "one conversation: {second}"
+    );
 }
 
 /// The test config waits 10 ms (less jitter) before a retry: a wait under a
@@ -303,4 +366,19 @@ fn the_allow_hint_never_suggests_a_rule_already_in_force() {
     let line = stderr.lines().find(|l| l.starts_with("to allow them:")).unwrap();
     assert!(line.contains("'bash(touch"), "{line}");
     assert!(!line.contains("git status"), "already allowed, so not the way to allow it: {line}");
+}
+
+#[test]
+fn a_model_calling_claude_codes_tools_in_claudes_shape_gets_ours() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("Write", json!({"file_path": "notes.md", "content": "# Notes\n"})).into(),
+            Turn::text("written").into(),
+        ],
+    );
+    let (code, _, stderr) = run(&mut env.oneshot("take notes", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    let written = std::fs::read_to_string(env.ws().join("notes.md")).unwrap();
+    assert_eq!(written, "# Notes\n", "Write {{file_path}} ran as write {{path}}");
 }

@@ -307,3 +307,12 @@ fn resume_of_an_unknown_id_points_at_the_repls_own_sessions_command() {
     assert!(line.contains("/sessions lists this project's"), "{line}");
     assert!(!line.contains("ferroclaw sessions list"), "{line}");
 }
+
+#[test]
+fn slash_cost_is_claude_codes_name_for_usage() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("hi there").into()]);
+    let (code, stdout, stderr) = run(env.cmd().write_stdin("hello\n/cost\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("cache write tokens"), "/cost shows the usage: {stdout}");
+    assert_eq!(env.server.requests().len(), 1, "/cost did not go to the model");
+}

@@ -282,17 +282,19 @@ impl Agent {
                             "{partial}\n\n[the answer was cut off: {text}]"
                         )));
                     }
+                    self.hook_stop_failure(&text, &partial, events).await;
                     break self.fail(Outcome::Failed(text.clone()), text, turn, usage, events);
                 }
             };
             usage.add(&answer.usage);
             self.account(&answer, events);
             let text = answer.message.text();
-            let calls: Vec<ToolCall> = answer.message.tool_calls().cloned().collect();
+            let calls: Vec<ToolCall> =
+                answer.message.tool_calls().map(|c| self.in_our_terms(c)).collect();
             self.record(answer.message);
             emit(events, AgentEvent::TurnFinished { turn, stop_reason: answer.stop });
             if calls.is_empty() {
-                if let Some(reason) = self.hook_stop(stop_hook_active, events).await {
+                if let Some(reason) = self.hook_stop(stop_hook_active, &text, events).await {
                     stop_hook_active = true;
                     self.record(Message::user(reason));
                     continue;
@@ -521,7 +523,15 @@ impl Agent {
                 );
                 checked.push(self.check(call, bad_arguments, events, cancel).await);
             }
-            let before = self.checkpoint_before_change(&checked, events).await;
+            let snapshot = self.checkpoint_before_change(&checked, events).await;
+            let befores: Vec<Option<Option<String>>> = batch
+                .iter()
+                .zip(&checked)
+                .map(|(call, checked)| {
+                    let input = checked.as_ref().ok()?;
+                    self.hook_file_before(self.tool_name(&call.name), &input.1)
+                })
+                .collect();
             let runs = batch.iter().zip(checked).map(|(call, checked)| {
                 let ctx = ToolContext { call_id: call.id.clone(), ..ctx.clone() };
                 async move {
@@ -536,10 +546,13 @@ impl Agent {
                     (call, output, ran, started.elapsed())
                 }
             });
-            for (call, mut output, ran, elapsed) in futures_util::future::join_all(runs).await {
+            let ran_calls = futures_util::future::join_all(runs).await;
+            for ((call, mut output, ran, elapsed), before) in ran_calls.into_iter().zip(befores) {
                 if let Some(input) = ran {
                     let name = self.tool_name(&call.name).to_string();
-                    self.hook_post_tool(call, &name, &input, &mut output, events).await;
+                    let duration_ms = elapsed.as_millis() as u64;
+                    let ran = hooked::Ran { call, name: &name, input: &input, before, duration_ms };
+                    self.hook_post_tool(ran, &mut output, events).await;
                 }
                 emit(
                     events,
@@ -558,8 +571,8 @@ impl Agent {
                 });
                 self.journal_result(results.last()).await;
             }
-            if let Some(before) = before {
-                self.checkpoint_after_change(before).await;
+            if let Some(snapshot) = snapshot {
+                self.checkpoint_after_change(snapshot).await;
             }
             start = end;
         }
@@ -720,6 +733,24 @@ impl Agent {
 
     fn is_concurrent(&self, call: &ToolCall) -> bool {
         self.tools.get(self.tool_name(&call.name)).is_some_and(|t| t.concurrent())
+    }
+
+    /// A call made with Claude Code's tool name and input (`Write` with
+    /// `file_path`) as the same call of ours (`write` with `path`), through
+    /// [`ferroclaw_tools::claude`]; other calls unchanged.
+    fn in_our_terms(&self, call: &ToolCall) -> ToolCall {
+        let mut call = call.clone();
+        if self.tools.get(&call.name).is_none()
+            && ferroclaw_tools::claude::ours_name(&call.name).is_some()
+        {
+            let (ours, input) =
+                ferroclaw_tools::claude::from_claude(&call.name, &call.input, &self.workspace);
+            if self.tools.get(&ours).is_some() {
+                call.name = ours;
+                call.input = input;
+            }
+        }
+        call
     }
 
     /// The registered name for what the model called: itself, or the tool it

@@ -12,7 +12,9 @@
 //!
 //! Each hook gets the event as JSON on stdin (Claude Code's fields:
 //! `session_id`, `transcript_path`, `cwd`, `permission_mode`,
-//! `hook_event_name`, `tool_name`, `tool_input`, ...) and answers by exit
+//! `hook_event_name`, `tool_name`, `tool_input`, `tool_response`, ..., the
+//! tool fields in Claude Code's shapes through [`ferroclaw_tools::claude`]),
+//! or, for an `http` hook, as a POST ([`http`]); a command hook answers by exit
 //! code: 0 goes on (stdout may be JSON: `decision`, `reason`,
 //! `hookSpecificOutput.permissionDecision`, `updatedInput`,
 //! `additionalContext`, `continue`/`stopReason`, `systemMessage`); 2 blocks,
@@ -36,9 +38,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub mod command;
+pub mod http;
 pub mod settings;
 
-pub use settings::{Hook, HookTable, Matcher};
+pub use settings::{Hook, HookOptions, HookTable, Matcher};
 
 use command::Ended;
 
@@ -81,9 +84,27 @@ events!(
     Stop,
     SessionEnd,
     Notification,
+    StopFailure,
 );
 
 impl HookEvent {
+    /// Events Claude Code documents that have no moment in ferroclaw: their
+    /// hooks are skipped with a warning.
+    pub const NOT_RUN: &[&str] = &[
+        "Setup",
+        "TeammateIdle",
+        "TaskCreated",
+        "TaskCompleted",
+        "WorktreeCreate",
+        "WorktreeRemove",
+        "ConfigChange",
+        "InstructionsLoaded",
+        "CwdChanged",
+        "FileChanged",
+        "Elicitation",
+        "ElicitationResult",
+    ];
+
     /// The event of a name as written in settings.
     pub fn parse(name: &str) -> Option<HookEvent> {
         HookEvent::ALL.iter().copied().find(|e| e.name() == name)
@@ -145,6 +166,20 @@ pub struct HookRecord {
     pub duration_ms: u64,
 }
 
+impl HookRecord {
+    /// An `async` hook, started and not waited for.
+    fn started(event: HookEvent, hook: &Hook) -> HookRecord {
+        let command = hook.command.clone();
+        HookRecord {
+            event,
+            command,
+            exit_code: None,
+            result: "started (async)".into(),
+            duration_ms: 0,
+        }
+    }
+}
+
 /// The hooks in force for one workspace.
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
@@ -192,6 +227,26 @@ impl Hooks {
         &self.hooks
     }
 
+    /// Starts an `async` hook in the background: nothing waits for it and
+    /// its answer is not read (Claude Code's `async: true`).
+    fn start_async(&self, hook: &Hook, text: String) {
+        let (hook, workspace) = (hook.clone(), self.workspace.clone());
+        tokio::spawn(async move {
+            let run = match &hook.options.http {
+                Some(target) => http::post(target, &text, hook.timeout_secs).await,
+                None => command::run(&hook.command, &text, &workspace, hook.timeout_secs).await,
+            };
+            if !matches!(run.ended, Ended::Exited(Some(0))) {
+                tracing::warn!(
+                    "async hook `{}` ended: {:?} {}",
+                    hook.command,
+                    run.ended,
+                    run.stderr
+                );
+            }
+        });
+    }
+
     /// Runs the hooks of `event` whose matcher accepts one of `subject`
     /// (a tool's names, a SessionStart source, ...), one after another,
     /// with `fields` added to the common input.
@@ -212,7 +267,25 @@ impl Hooks {
                 input.insert("tool_input".into(), updated.clone());
             }
             let text = Value::Object(input.clone()).to_string();
-            let run = command::run(&hook.command, &text, &self.workspace, hook.timeout_secs).await;
+            if let Some(ran) = &hook.options.once
+                && ran.swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                continue;
+            }
+            if let Some(message) = &hook.options.status_message {
+                tracing::info!("{} hook: {message}", event.name());
+            }
+            if hook.options.run_async {
+                self.start_async(hook, text);
+                outcome.runs.push(HookRecord::started(event, hook));
+                continue;
+            }
+            let run = match &hook.options.http {
+                Some(target) => http::post(target, &text, hook.timeout_secs).await,
+                None => {
+                    command::run(&hook.command, &text, &self.workspace, hook.timeout_secs).await
+                }
+            };
             let result = read_answer(event, hook, &run, &mut outcome);
             let exit_code = match run.ended {
                 Ended::Exited(code) => code,
@@ -397,25 +470,10 @@ pub fn refused_by_hook(reason: &str) -> bool {
 }
 
 /// Claude Code's name for one of our tools (`bash` -> `Bash`), so matchers
-/// and scripts written for Claude Code see the names they know.
+/// and scripts written for Claude Code see the names they know (the table
+/// is [`ferroclaw_tools::claude`]).
 pub fn claude_tool_name(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "bash" => "Bash",
-        "read" => "Read",
-        "write" => "Write",
-        "edit" => "Edit",
-        "multi_edit" => "MultiEdit",
-        "glob" => "Glob",
-        "grep" => "Grep",
-        "ls" => "LS",
-        "web_fetch" => "WebFetch",
-        "web_search" => "WebSearch",
-        "task" => "Task",
-        "todo_write" => "TodoWrite",
-        "notebook_edit" => "NotebookEdit",
-        "exit_plan_mode" => "ExitPlanMode",
-        _ => return None,
-    })
+    ferroclaw_tools::claude::claude_name(tool)
 }
 
 #[cfg(test)]

@@ -71,6 +71,17 @@ impl Tool for ExitPlanModeTool {
     }
 }
 
+/// Claude Code's name of a permission mode (`bypassPermissions`), as hooks
+/// and `--stream-format claude` show it.
+pub fn claude_mode_name(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::Default => "default",
+        PermissionMode::AcceptEdits => "acceptEdits",
+        PermissionMode::Bypass => "bypassPermissions",
+        PermissionMode::Plan => "plan",
+    }
+}
+
 /// The mode as written in config.
 pub fn mode_name(mode: PermissionMode) -> &'static str {
     match mode {

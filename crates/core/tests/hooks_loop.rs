@@ -43,6 +43,7 @@ fn hook(event: HookEvent, command: &str) -> Hook {
         timeout_secs: 30.0,
         fail_closed: false,
         source: "test".into(),
+        options: Default::default(),
     }
 }
 

@@ -27,19 +27,18 @@ pub fn register_builtins(tools: &mut ToolRegistry) {
 }
 
 /// Ferroclaw's name for a tool name used by other agents (Claude Code's
-/// `Read`, nanobot's `read_file`, OpenClaw's `exec`, ...); other names are
-/// returned unchanged.
+/// `Read`, through [`crate::claude`]'s table; nanobot's `read_file`,
+/// OpenClaw's `exec`, ...); other names are returned unchanged.
 pub fn canonical_tool_name(name: &str) -> &str {
+    if let Some(ours) = crate::claude::ours_name(name) {
+        return ours;
+    }
     match name {
-        "Read" | "read_file" => "read",
-        "Write" | "write_file" => "write",
-        "Edit" | "edit_file" => "edit",
-        "MultiEdit" => "multi_edit",
-        "Glob" => "glob",
-        "Grep" => "grep",
-        "LS" | "ls" | "list_files" => "list_dir",
-        "Bash" | "exec" => "bash",
-        "WebFetch" => "web_fetch",
+        "read_file" => "read",
+        "write_file" => "write",
+        "edit_file" => "edit",
+        "ls" | "list_files" => "list_dir",
+        "exec" => "bash",
         other => other,
     }
 }

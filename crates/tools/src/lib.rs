@@ -62,6 +62,7 @@ mod bash_output;
 mod beneath;
 mod builtin;
 pub mod child_env;
+pub mod claude;
 mod closest;
 mod deny;
 mod edit;

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use ferroclaw_protocol::{AgentEvent, ContentBlock, Message, ResultPart, ToolCall};
 use ferroclaw_tools::ToolOutput;
+use ferroclaw_tools::claude::{self, response::FileChange};
 use serde_json::{Value, json};
 
 use super::{Agent, EventSink, emit};
 use crate::clock;
-use crate::hooks::{Common, HookEvent, HookOutcome, Hooks, PermissionAnswer, claude_tool_name};
-use crate::permission::PermissionMode;
+use crate::hooks::{Common, HookEvent, HookOutcome, Hooks, PermissionAnswer};
 use crate::session::Entry;
 
 /// The hooks an agent runs, and where it is in its life.
@@ -46,12 +46,7 @@ impl Agent {
     }
 
     fn hook_common(&self) -> Common {
-        let mode = match self.permissions.mode() {
-            PermissionMode::Default => "default",
-            PermissionMode::AcceptEdits => "acceptEdits",
-            PermissionMode::Bypass => "bypassPermissions",
-            PermissionMode::Plan => "plan",
-        };
+        let mode = crate::plan::claude_mode_name(self.permissions.mode());
         Common {
             session_id: self.session.meta().id.clone(),
             transcript_path: self.session.path().to_path_buf(),
@@ -141,7 +136,7 @@ impl Agent {
         events: &EventSink,
     ) -> PreTool {
         let subject = tool_names(name);
-        let fields = tool_fields(call, name, &call.input);
+        let fields = self.tool_fields(call, name, &call.input);
         let Some(out) = self.run_hooks(HookEvent::PreToolUse, &subject, fields, events).await
         else {
             return PreTool::Go { input: call.input.clone(), permission: None };
@@ -152,10 +147,11 @@ impl Agent {
         if let Some(PermissionAnswer::Deny(reason)) = &out.permission {
             return PreTool::Blocked(format!("denied by a PreToolUse hook: {reason}"));
         }
-        PreTool::Go {
-            input: out.updated_input.unwrap_or_else(|| call.input.clone()),
-            permission: out.permission,
-        }
+        let input = match out.updated_input {
+            Some(updated) => claude::updated_input(name, &updated, &call.input, &self.workspace),
+            None => call.input.clone(),
+        };
+        PreTool::Go { input, permission: out.permission }
     }
 
     /// PermissionRequest (and a Notification) when a call would ask the user:
@@ -168,7 +164,7 @@ impl Agent {
         events: &EventSink,
     ) -> Option<Result<Option<Value>, String>> {
         let subject = tool_names(name);
-        let fields = tool_fields(call, name, input);
+        let fields = self.tool_fields(call, name, input);
         let answer =
             match self.run_hooks(HookEvent::PermissionRequest, &subject, fields, events).await {
                 Some(out) if out.blocked.is_some() => Some(Err(format!(
@@ -176,7 +172,9 @@ impl Agent {
                     out.blocked.unwrap_or_default()
                 ))),
                 Some(out) => match out.permission {
-                    Some(PermissionAnswer::Allow) => Some(Ok(out.updated_input)),
+                    Some(PermissionAnswer::Allow) => Some(Ok(out
+                        .updated_input
+                        .map(|u| claude::updated_input(name, &u, input, &self.workspace)))),
                     Some(PermissionAnswer::Deny(reason)) => {
                         Some(Err(format!("denied by a PermissionRequest hook: {reason}")))
                     }
@@ -185,7 +183,7 @@ impl Agent {
                 None => None,
             };
         if answer.is_none() {
-            let shown = claude_tool_name(name).unwrap_or(name);
+            let shown = claude::claude_name(name).unwrap_or(name);
             let fields = json!({
                 "message": format!("ferroclaw needs your permission to use {shown}"),
                 "notification_type": "permission_prompt",
@@ -195,25 +193,57 @@ impl Agent {
         answer
     }
 
+    /// The file a write, edit or read is about to touch, as it is now, for
+    /// the PostToolUse hooks' `tool_response` (`originalFile`); `None` when
+    /// no PostToolUse hook listens or the tool touches no file.
+    pub(super) fn hook_file_before(&self, name: &str, input: &Value) -> Option<Option<String>> {
+        if !self.hook_state.hooks.has(HookEvent::PostToolUse)
+            || !matches!(name, "write" | "edit" | "multi_edit")
+        {
+            return None;
+        }
+        Some(self.file_now(input))
+    }
+
+    /// The text of the file a call's `path` names (`None`: missing, too big, not text).
+    fn file_now(&self, input: &Value) -> Option<String> {
+        let path = claude::absolute_path(input.get("path")?.as_str()?, &self.workspace);
+        let too_big = std::fs::metadata(&path).ok()?.len() > MAX_RESPONSE_FILE_BYTES;
+        if too_big { None } else { std::fs::read_to_string(path).ok() }
+    }
+
     /// PostToolUse (or PostToolUseFailure) after a call ran: what the hooks
     /// say back (a block's reason, added context) is added to the result the
-    /// model reads.
+    /// model reads. `before` is [`Agent::hook_file_before`]'s.
     pub(super) async fn hook_post_tool(
         &mut self,
-        call: &ToolCall,
-        name: &str,
-        input: &Value,
+        ran: Ran<'_>,
         output: &mut ToolOutput,
         events: &EventSink,
     ) {
-        let mut fields = tool_fields(call, name, input);
+        let Ran { call, name, input, before, duration_ms } = ran;
+        let mut fields = self.tool_fields(call, name, input);
         let event = if output.is_error {
-            fields["error"] = output.joined_text().into();
+            fields["error"] = claude::response::tool_error(name, &output.joined_text()).into();
+            fields["is_interrupt"] = false.into();
             HookEvent::PostToolUseFailure
         } else {
-            fields["tool_response"] = json!({"content": output.joined_text()});
+            if !self.hook_state.hooks.has(HookEvent::PostToolUse) {
+                return;
+            }
+            let change = FileChange {
+                before: before.flatten(),
+                after: matches!(name, "write" | "edit" | "multi_edit" | "read")
+                    .then(|| self.file_now(input))
+                    .flatten(),
+            };
+            let text = output.joined_text();
+            let response =
+                claude::response::tool_response(name, &fields["tool_input"], &text, Some(&change));
+            fields["tool_response"] = response;
             HookEvent::PostToolUse
         };
+        fields["duration_ms"] = duration_ms.into();
         let subject = tool_names(name);
         let Some(out) = self.run_hooks(event, &subject, fields, events).await else { return };
         let label = event.name();
@@ -227,18 +257,41 @@ impl Agent {
 
     /// Stop (or SubagentStop) when the model answered: `Some(reason)` when a
     /// hook wants the model to go on, with that reason as its next input.
-    pub(super) async fn hook_stop(&mut self, active: bool, events: &EventSink) -> Option<String> {
+    pub(super) async fn hook_stop(
+        &mut self,
+        active: bool,
+        answer: &str,
+        events: &EventSink,
+    ) -> Option<String> {
         let (event, mut fields) = match &self.hook_state.subagent {
             Some(kind) => (HookEvent::SubagentStop, json!({"agent_type": kind})),
             None => (HookEvent::Stop, json!({})),
         };
         fields["stop_hook_active"] = active.into();
+        fields["last_assistant_message"] = answer.into();
         let kind = self.hook_state.subagent.clone().unwrap_or_default();
         let out = self.run_hooks(event, &[kind.as_str()], fields, events).await?;
         if out.stop.is_some() {
             return None;
         }
         out.blocked.map(|reason| format!("[{} hook] {reason}", event.name()))
+    }
+
+    /// StopFailure when the turn ends on a model API error: its hooks are
+    /// told (`error`, `error_details`), and cannot change anything.
+    pub(super) async fn hook_stop_failure(
+        &mut self,
+        error: &str,
+        partial: &str,
+        events: &EventSink,
+    ) {
+        if self.hook_state.subagent.is_some() {
+            return;
+        }
+        let kind = error_kind(error);
+        let fields =
+            json!({"error": kind, "error_details": error, "last_assistant_message": partial});
+        self.run_hooks(HookEvent::StopFailure, &[kind], fields, events).await;
     }
 
     /// PreCompact / PostCompact around a compaction (`manual` when asked for).
@@ -274,18 +327,55 @@ impl Agent {
 /// A tool's names for matchers: ours and Claude Code's (`bash`, `Bash`).
 fn tool_names(name: &str) -> Vec<&str> {
     let mut names = vec![name];
-    names.extend(claude_tool_name(name));
+    names.extend(claude::claude_name(name));
     names
 }
 
-/// The tool fields of a hook input; `tool_name` is Claude Code's name where
-/// there is one, so scripts written for it work.
-fn tool_fields(call: &ToolCall, name: &str, input: &Value) -> Value {
-    json!({
-        "tool_name": claude_tool_name(name).unwrap_or(name),
-        "tool_input": input,
-        "tool_use_id": call.id,
-    })
+/// Claude Code's StopFailure matcher value for a model API error's text.
+fn error_kind(error: &str) -> &'static str {
+    let has = |needles: &[&str]| needles.iter().any(|n| error.contains(n));
+    if has(&["429", "rate limit", "rate_limit"]) {
+        "rate_limit"
+    } else if has(&["401", "403", "authentication", "API key"]) {
+        "authentication_failed"
+    } else if has(&["402", "billing", "credit"]) {
+        "billing_error"
+    } else if has(&["400", "404", "invalid_request"]) {
+        "invalid_request"
+    } else if has(&["500", "502", "503", "529", "overloaded"]) {
+        "server_error"
+    } else {
+        "unknown"
+    }
+}
+
+/// Most bytes of a file read for a PostToolUse hook's `originalFile`/`content`.
+const MAX_RESPONSE_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A call that ran, as PostToolUse hooks hear of it.
+pub(super) struct Ran<'a> {
+    pub call: &'a ToolCall,
+    /// Our tool's name (the call may have used another agent's).
+    pub name: &'a str,
+    /// The input it ran with.
+    pub input: &'a Value,
+    /// [`Agent::hook_file_before`]'s.
+    pub before: Option<Option<String>>,
+    pub duration_ms: u64,
+}
+
+impl Agent {
+    /// The tool fields of a hook input, in Claude Code's terms
+    /// ([`ferroclaw_tools::claude`]): its tool name and input shape (absolute
+    /// `file_path`, ...) where the tool has a counterpart, ours otherwise.
+    fn tool_fields(&self, call: &ToolCall, name: &str, input: &Value) -> Value {
+        let (tool_name, tool_input) = claude::to_claude(name, input, &self.workspace);
+        json!({
+            "tool_name": tool_name,
+            "tool_input": tool_input,
+            "tool_use_id": call.id,
+        })
+    }
 }
 
 /// Adds hook context to a user message, marked as coming from hooks.

@@ -44,11 +44,30 @@ pub struct MatcherGroup {
 /// One hook as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct HookSpec {
-    /// Only `command` runs; other types are reported and skipped.
+    /// `command` or `http`; other types (`prompt`, `agent`) are skipped
+    /// with a warning.
     #[serde(rename = "type", default)]
     pub kind: String,
     #[serde(default)]
     pub command: Option<String>,
+    /// An `http` hook's URL: the event's JSON is POSTed there.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// An `http` hook's headers; `$VAR` or `${VAR}` in a value is read from
+    /// the environment for the names in `allowedEnvVars` only.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default, rename = "allowedEnvVars")]
+    pub allowed_env_vars: Vec<String>,
+    /// Run in the background: nothing waits for it, and what it says is not read.
+    #[serde(rename = "async", default)]
+    pub run_async: bool,
+    /// Run once a session, then no more.
+    #[serde(default)]
+    pub once: bool,
+    /// Shown to the user while the hook runs.
+    #[serde(default, rename = "statusMessage")]
+    pub status_message: Option<String>,
     /// Seconds (default [`DEFAULT_TIMEOUT_SECS`]).
     #[serde(default)]
     pub timeout: Option<f64>,
@@ -63,11 +82,32 @@ pub struct HookSpec {
 pub struct Hook {
     pub event: HookEvent,
     pub matcher: Matcher,
+    /// The shell command (for an `http` hook, its URL, as shown).
     pub command: String,
     pub timeout_secs: f64,
     pub fail_closed: bool,
     /// The file it came from, for messages and the session file.
     pub source: PathBuf,
+    /// `async`, `once`, `statusMessage`, and the `http` type's fields.
+    pub options: HookOptions,
+}
+
+/// How a hook runs, beyond its command.
+#[derive(Debug, Clone, Default)]
+pub struct HookOptions {
+    /// POST the event's JSON here instead of running `command`.
+    pub http: Option<HttpHook>,
+    pub run_async: bool,
+    /// Set once a `once` hook has run.
+    pub once: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub status_message: Option<String>,
+}
+
+/// An `http` hook's target.
+#[derive(Debug, Clone)]
+pub struct HttpHook {
+    pub url: String,
+    pub headers: BTreeMap<String, String>,
 }
 
 /// What a matcher accepts.
@@ -161,34 +201,72 @@ pub fn read_claude_file(path: &Path) -> Result<Option<HookTable>, HookError> {
     }
 }
 
-/// The hooks of one table, checked, in written order.
+/// The hooks of one table, checked, in written order. An event or hook
+/// type ferroclaw does not run is skipped with a one-line warning (as
+/// Claude Code does), so the rest of the file stays in force.
 pub fn compile(table: &HookTable, source: &Path) -> Result<Vec<Hook>, HookError> {
     let bad = |message: String| HookError::Bad { path: source.to_path_buf(), message };
     let mut out = Vec::new();
     for (name, groups) in table {
-        let event = HookEvent::parse(name).ok_or_else(|| {
-            bad(format!("unknown hook event {name:?}; known: {}", HookEvent::names().join(", ")))
-        })?;
+        let Some(event) = HookEvent::parse(name) else {
+            let count: usize = groups.iter().map(|g| g.hooks.len()).sum();
+            let why = match HookEvent::NOT_RUN.contains(&name.as_str()) {
+                true => "is a Claude Code event ferroclaw does not have".to_string(),
+                false => format!("is not a hook event (known: {})", HookEvent::names().join(", ")),
+            };
+            tracing::warn!(
+                "{}: hooks: {name:?} {why}; its {count} hook(s) are skipped",
+                source.display()
+            );
+            continue;
+        };
         for group in groups {
             let source = group.source.as_deref().unwrap_or(source);
             let bad = |message: String| HookError::Bad { path: source.to_path_buf(), message };
             let matcher = Matcher::parse(group.matcher.as_deref()).map_err(bad)?;
             for spec in &group.hooks {
-                if spec.kind != "command" {
-                    return Err(bad(format!(
-                        "{name}: hook type {:?} is not supported; use \"command\"",
-                        spec.kind
-                    )));
-                }
-                let command = spec
-                    .command
-                    .clone()
-                    .filter(|c| !c.trim().is_empty())
-                    .ok_or_else(|| bad(format!("{name}: a command hook needs \"command\"")))?;
+                let (command, http) = match spec.kind.as_str() {
+                    "command" => {
+                        let command =
+                            spec.command.clone().filter(|c| !c.trim().is_empty()).ok_or_else(
+                                || bad(format!("{name}: a command hook needs \"command\"")),
+                            )?;
+                        (command, None)
+                    }
+                    "http" => {
+                        let url = spec
+                            .url
+                            .clone()
+                            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+                            .ok_or_else(|| {
+                                bad(format!("{name}: an http hook needs an http(s) \"url\""))
+                            })?;
+                        let headers = spec
+                            .headers
+                            .iter()
+                            .map(|(k, v)| (k.clone(), expand_env(v, &spec.allowed_env_vars)))
+                            .collect();
+                        let http = HttpHook { url: url.clone(), headers };
+                        (url, Some(http))
+                    }
+                    other => {
+                        tracing::warn!(
+                            "{}: hooks: {name}: hook type {other:?} is not run by ferroclaw (use \"command\" or \"http\"); skipped",
+                            source.display()
+                        );
+                        continue;
+                    }
+                };
                 let timeout_secs = spec.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
                 if !timeout_secs.is_finite() || timeout_secs <= 0.0 {
                     return Err(bad(format!("{name}: timeout must be a positive number")));
                 }
+                let options = HookOptions {
+                    http,
+                    run_async: spec.run_async,
+                    once: spec.once.then(Default::default),
+                    status_message: spec.status_message.clone(),
+                };
                 out.push(Hook {
                     event,
                     matcher: matcher.clone(),
@@ -196,11 +274,24 @@ pub fn compile(table: &HookTable, source: &Path) -> Result<Vec<Hook>, HookError>
                     timeout_secs,
                     fail_closed: spec.fail_closed,
                     source: source.to_path_buf(),
+                    options,
                 });
             }
         }
     }
+    let _ = bad;
     Ok(out)
+}
+
+/// `$NAME` and `${NAME}` in `value` replaced by the variable's value, for
+/// the names in `allowed` (others are left as written).
+fn expand_env(value: &str, allowed: &[String]) -> String {
+    let mut out = value.to_string();
+    for name in allowed {
+        let var = std::env::var(name).unwrap_or_default();
+        out = out.replace(&format!("${{{name}}}"), &var).replace(&format!("${name}"), &var);
+    }
+    out
 }
 
 /// Notes which file each group of `table` came from.
@@ -257,18 +348,42 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_event_or_missing_command_is_one_clear_error() {
+    fn an_unknown_event_or_type_is_skipped_and_the_rest_stays_in_force() {
         let table: HookTable = serde_json::from_str(
-            r#"{"PreToolUze": [{"hooks": [{"type": "command", "command": "x"}]}]}"#,
+            r#"{"PreToolUze": [{"hooks": [{"type": "command", "command": "x"}]}],
+                "Setup": [{"hooks": [{"type": "command", "command": "y"}]}],
+                "preToolUse": [{"hooks": [{"type": "command", "command": "z"}]}],
+                "Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"},
+                                    {"type": "command", "command": "ok", "async": true, "once": true,
+                                     "statusMessage": "checking"}]}]}"#,
         )
         .unwrap();
-        let e = compile(&table, Path::new("s.json")).unwrap_err().to_string();
-        assert!(
-            e.contains("s.json") && e.contains("PreToolUze") && e.contains("PreToolUse"),
-            "{e}"
-        );
+        let hooks = compile(&table, Path::new("s.json")).unwrap();
+        assert_eq!(hooks.len(), 1, "{hooks:?}");
+        let stop = &hooks[0];
+        assert_eq!((stop.event, stop.command.as_str()), (HookEvent::Stop, "ok"));
+        assert!(stop.options.run_async && stop.options.once.is_some());
+        assert_eq!(stop.options.status_message.as_deref(), Some("checking"));
+    }
+
+    #[test]
+    fn a_missing_command_or_url_is_one_clear_error() {
         let table: HookTable =
             serde_json::from_str(r#"{"Stop": [{"hooks": [{"type": "command"}]}]}"#).unwrap();
+        let e = compile(&table, Path::new("s.json")).unwrap_err().to_string();
+        assert!(e.contains("s.json") && e.contains("command"), "{e}");
+        let table: HookTable =
+            serde_json::from_str(r#"{"Stop": [{"hooks": [{"type": "http", "url": "ftp://x"}]}]}"#)
+                .unwrap();
         assert!(compile(&table, Path::new("s.json")).is_err());
+        let table: HookTable = serde_json::from_str(
+            r#"{"Stop": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:9/h"}]}]}"#,
+        )
+        .unwrap();
+        let hooks = compile(&table, Path::new("s.json")).unwrap();
+        assert_eq!(
+            hooks[0].options.http.as_ref().map(|h| h.url.as_str()),
+            Some("http://127.0.0.1:9/h")
+        );
     }
 }

@@ -9,6 +9,7 @@ fn hook(event: HookEvent, matcher: &str, command: &str, fail_closed: bool) -> Ho
         timeout_secs: 10.0,
         fail_closed,
         source: PathBuf::from("test"),
+        options: Default::default(),
     }
 }
 
@@ -189,4 +190,79 @@ fn hooks_load_in_the_documented_order_and_a_projects_only_once_trusted() {
     let (commands, ignored) = load();
     assert_eq!(commands, ["home-toml", "project-toml", "project-json", "local-json"]);
     assert!(ignored.is_empty(), "{ignored:?}");
+}
+
+/// Serves one HTTP request on a local port: answers `reply` and hands back the body it got.
+async fn one_http_answer(reply: &'static str) -> (String, tokio::task::JoinHandle<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let served = tokio::spawn(async move {
+        let (mut tcp, _) = listener.accept().await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = tcp.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got).to_string();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if body.len() >= len {
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                        reply.len()
+                    );
+                    tcp.write_all(answer.as_bytes()).await.unwrap();
+                    return body.to_string();
+                }
+            }
+        }
+    });
+    (url, served)
+}
+
+#[tokio::test]
+async fn an_http_hook_gets_the_event_as_json_and_its_answer_counts() {
+    let ws = tempfile::tempdir().unwrap();
+    let (url, served) =
+        one_http_answer(r#"{"decision": "block", "reason": "the server says no"}"#).await;
+    let table: settings::HookTable = serde_json::from_value(json!({
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "http", "url": url}]}]
+    }))
+    .unwrap();
+    let hooks = settings::compile(&table, Path::new("settings.json")).unwrap();
+    let out = pre_tool(hooks, ws.path(), json!({"command": "rm -rf x"})).await;
+    assert_eq!(out.blocked.as_deref(), Some("the server says no"));
+    let sent: Value = serde_json::from_str(&served.await.unwrap()).unwrap();
+    assert_eq!(
+        (sent["hook_event_name"].as_str(), sent["tool_input"]["command"].as_str()),
+        (Some("PreToolUse"), Some("rm -rf x"))
+    );
+}
+
+#[tokio::test]
+async fn a_once_hook_runs_once_and_an_async_hook_blocks_nothing() {
+    let ws = tempfile::tempdir().unwrap();
+    let table: settings::HookTable = serde_json::from_value(json!({
+        "PreToolUse": [{"hooks": [
+            {"type": "command", "command": "echo run >> once.log", "once": true},
+            {"type": "command", "command": "exit 2", "async": true}
+        ]}]
+    }))
+    .unwrap();
+    let hooks = settings::compile(&table, Path::new("settings.json")).unwrap();
+    let hooks = Hooks::from_hooks(hooks, ws.path());
+    for _ in 0..2 {
+        let out = hooks.run(HookEvent::PreToolUse, &["bash"], &common(ws.path()), json!({})).await;
+        assert_eq!(out.blocked, None, "an async hook's exit 2 is not waited for");
+    }
+    let log = std::fs::read_to_string(ws.path().join("once.log")).unwrap();
+    assert_eq!(log, "run\n");
 }
