@@ -150,6 +150,8 @@ pub struct HookRecord {
 pub struct Hooks {
     hooks: Vec<Hook>,
     workspace: PathBuf,
+    /// The environment hook commands see (`[sandbox] hook_env`).
+    env: command::HookEnvironment,
 }
 
 impl Hooks {
@@ -174,12 +176,19 @@ impl Hooks {
                 hooks.extend(settings::compile(&table, &file)?);
             }
         }
-        Ok(Hooks { hooks, workspace: config.workspace.clone() })
+        let env = command::HookEnvironment::from_config(config.file.sandbox.as_ref());
+        Ok(Hooks { hooks, workspace: config.workspace.clone(), env })
     }
 
     /// The hooks given, run in `workspace` (for tests and embedders).
     pub fn from_hooks(hooks: Vec<Hook>, workspace: &Path) -> Hooks {
-        Hooks { hooks, workspace: workspace.to_path_buf() }
+        Hooks { hooks, workspace: workspace.to_path_buf(), env: Default::default() }
+    }
+
+    /// The same hooks, run with the environment `env`.
+    pub fn with_env(mut self, env: command::HookEnvironment) -> Hooks {
+        self.env = env;
+        self
     }
 
     /// True when some hook listens to `event` (so callers skip building its input).
@@ -212,7 +221,9 @@ impl Hooks {
                 input.insert("tool_input".into(), updated.clone());
             }
             let text = Value::Object(input.clone()).to_string();
-            let run = command::run(&hook.command, &text, &self.workspace, hook.timeout_secs).await;
+            let run =
+                command::run(&hook.command, &text, &self.workspace, hook.timeout_secs, &self.env)
+                    .await;
             let result = read_answer(event, hook, &run, &mut outcome);
             let exit_code = match run.ended {
                 Ended::Exited(code) => code,
