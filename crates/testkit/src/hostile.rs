@@ -88,15 +88,19 @@ impl Canary {
 
     /// Everything the canary did: ran (its own marker), wrote the workspace
     /// (a [`WORKSPACE_MARK`] anywhere beneath `workspace`), or sent anything
-    /// to the listener. Empty when it never ran.
+    /// to the listener. Empty when it never ran. What it reports is
+    /// cleared, so the next call reports only what happened since.
     pub fn hits(&self, workspace: &Path) -> Vec<String> {
         let mut hits = Vec::new();
-        if let Ok(ran) = std::fs::read_to_string(self.dir.path().join("ran")) {
-            hits.push(format!("ran: {}", ran.trim()));
+        let ran = self.dir.path().join("ran");
+        if let Ok(text) = std::fs::read_to_string(&ran) {
+            hits.push(format!("ran: {}", first_lines(&text)));
+            let _ = std::fs::remove_file(&ran);
         }
         for mark in find_named(workspace, WORKSPACE_MARK) {
             let text = std::fs::read_to_string(&mark).unwrap_or_default();
-            hits.push(format!("wrote {}: {}", mark.display(), text.trim()));
+            hits.push(format!("wrote {}: {}", mark.display(), first_lines(&text)));
+            let _ = std::fs::remove_file(&mark);
         }
         while let Ok((mut stream, _)) = self.listener.accept() {
             let _ = stream.set_nonblocking(false);
@@ -113,6 +117,13 @@ impl Default for Canary {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The distinct lines of `text`, joined.
+fn first_lines(text: &str) -> String {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.dedup();
+    lines.join(", ")
 }
 
 fn find_named(dir: &Path, name: &str) -> Vec<PathBuf> {
@@ -136,6 +147,15 @@ fn find_named(dir: &Path, name: &str) -> Vec<PathBuf> {
 /// `fixture` (one of [`FIXTURES`]) naming `canary`.
 pub fn hostile_repo(dir: &Path, fixture: &str, canary: &Canary) {
     crate::git::init_repo(dir, "a.txt", "one\n");
+    // A real linked worktree `evil` (what `worktree_create` makes), so the
+    // worktree tools run git where the hostile config applies.
+    let linked = !matches!(fixture, "planted-worktree-index" | "bare-under-agent");
+    if linked {
+        let path = dir.join(".agent/worktrees/evil");
+        let text = path.display().to_string();
+        git(dir, &["worktree", "add", "-q", "-b", "wt/evil", &text]);
+        plant_index(dir);
+    }
     let cmd = |label: &str| canary.command(&format!("{fixture}:{label}"));
     let config = |key: &str, value: &str| {
         git(dir, &["config", key, value]);
@@ -147,6 +167,7 @@ pub fn hostile_repo(dir: &Path, fixture: &str, canary: &Canary) {
         "filter-clean" => {
             config("filter.evil.clean", &cmd("clean"));
             std::fs::write(dir.join(".gitattributes"), "* filter=evil\n").expect("attrs");
+            attributes("* filter=evil\n");
         }
         "filter-process" => {
             config("filter.evil.process", &cmd("process"));
@@ -258,7 +279,8 @@ pub fn hostile_repo(dir: &Path, fixture: &str, canary: &Canary) {
             git(&evil, &["config", "core.fsmonitor", &cmd("indexed-fsmonitor")]);
             git(&evil, &["config", "filter.evil.clean", &cmd("indexed-clean")]);
             std::fs::write(evil.join(".gitattributes"), "* filter=evil\n").expect("attrs");
-            std::fs::write(evil.join("b.txt"), "changed\n").expect("change");
+            // The same size: git must read the file (through its filter) to see the change.
+            std::fs::write(evil.join("b.txt"), "six\n").expect("change");
             plant_index(dir);
         }
         "links-and-fifos" => {
@@ -271,14 +293,20 @@ pub fn hostile_repo(dir: &Path, fixture: &str, canary: &Canary) {
         }
         other => panic!("unknown fixture {other}"),
     }
+    // The same size: git must read the files (through filters) to see the change.
     std::fs::write(dir.join("a.txt"), "two\n").expect("a change");
+    if linked {
+        std::fs::write(dir.join(".agent/worktrees/evil/a.txt"), "six\n").expect("a change");
+    }
 }
 
-/// `.agent/worktrees/index.json` naming an active worktree `evil`.
+/// `.agent/worktrees/index.json` naming an active worktree `evil` (and the
+/// folder's `.gitignore`, as ferroclaw writes it).
 fn plant_index(dir: &Path) {
     let index = serde_json::json!({"worktrees": [{
         "name": "evil", "path": dir.join(".agent/worktrees/evil"), "branch": "wt/evil",
         "base_ref": "HEAD", "status": "active"
     }]});
     std::fs::write(dir.join(".agent/worktrees/index.json"), index.to_string()).expect("index");
+    std::fs::write(dir.join(".agent/worktrees/.gitignore"), "*\n").expect("gitignore");
 }
