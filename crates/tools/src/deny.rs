@@ -360,12 +360,9 @@ const GIT_WORK_FILES: &[&str] = &[
 /// does not exist yet (`commondir`, `config.worktree`, `modules/x/config`)
 /// is refused by name.
 fn git_internal(inside: &[&str]) -> Option<&'static str> {
-    let Some(first) = inside.first() else {
-        return None;
-    };
+    let first = inside.first()?;
     let name = first.strip_suffix(".lock").unwrap_or(first);
-    if GIT_WORK_FILES.contains(&name) || (*first == "info" && inside.get(1) == Some(&"exclude"))
-    {
+    if GIT_WORK_FILES.contains(&name) || (*first == "info" && inside.get(1) == Some(&"exclude")) {
         return None;
     }
     Some(match name {

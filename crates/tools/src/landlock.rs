@@ -9,6 +9,12 @@
 //! ports. Where the kernel lacks Landlock, commands run unconfined and only
 //! the deny list applies (`ferroclaw doctor` says which).
 //!
+//! For ferroclaw's own git ([`crate::own_git`]) the same ruleset also limits
+//! reads ([`WriteConfinement::prepare_limited`]: the repository, the temp
+//! folders and the system folders, so `~/.ssh` cannot be opened) and the
+//! command gets a network namespace of its own
+//! ([`WriteConfinement::without_network`]).
+//!
 //! Inside the writable folders, the protected project files (`.git/config`,
 //! `.git/hooks`, `.mcp.json`, ...) are made read-only by bind mounts in a
 //! namespace of the command's own ([`crate::protected_mounts`]).

@@ -189,12 +189,8 @@ pub fn git(repo: &GitRepo, cwd: &Path, access: &GitAccess, args: &[&str]) -> Lau
 
 /// The git command before its driver overrides and arguments.
 fn base(repo: &GitRepo, cwd: &Path, access: &GitAccess) -> Launch {
-    let confinement = confine(
-        &repo.folders(),
-        &repo.folders(),
-        &repo.projects(),
-        &access.writes_protected,
-    );
+    let confinement =
+        confine(&repo.folders(), &repo.folders(), &repo.projects(), &access.writes_protected);
     let mut env = neutral_env();
     env.push(("GIT_DIR".into(), repo.git_dir.clone().into()));
     env.push(("GIT_WORK_TREE".into(), repo.top.clone().into()));
@@ -257,9 +253,7 @@ pub fn confine(
     reads.extend(readable.iter().cloned());
     let no_tcp = TcpPolicy { connect: Some(Vec::new()), bind: Some(Vec::new()) };
     match WriteConfinement::prepare_limited(&roots, Some(&reads), &no_tcp) {
-        Ok(Some(c)) => {
-            Some(Arc::new(c.without_network().protect_files_except(projects, except)))
-        }
+        Ok(Some(c)) => Some(Arc::new(c.without_network().protect_files_except(projects, except))),
         Ok(None) => None,
         Err(e) => {
             tracing::warn!("cannot confine ferroclaw's own git: {e}");

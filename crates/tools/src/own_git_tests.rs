@@ -9,8 +9,7 @@ fn status(dir: &Path) -> Result<String, GitRefused> {
         .stdin(std::process::Stdio::null())
         .output()
         .expect("git runs");
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr))
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
 }
 
 #[test]

@@ -165,8 +165,19 @@ impl Launch {
 /// reads: where programs, libraries, locales and certificates live. Home
 /// folders are not among them (`~/.ssh`, `~/.aws`, ...).
 pub const SYSTEM_READ_DIRS: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc",
-    "/nix", "/opt", "/run/current-system",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/dev",
+    "/proc",
+    "/nix",
+    "/opt",
+    "/run/current-system",
 ];
 
 /// [`SYSTEM_READ_DIRS`], the fixed temp folders and the folder a program

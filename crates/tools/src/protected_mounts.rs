@@ -10,7 +10,11 @@
 //!
 //! What this does not cover: a protected file that does not exist when the
 //! command starts can be created by it (project trust notices a new
-//! `.mcp.json` or `.agent/config.toml`: its hash changes). Where unprivileged
+//! `.mcp.json` or `.agent/config.toml`: its hash changes; a new
+//! `.git/commondir` is refused by the permission gate by name and by
+//! ferroclaw's own git, but not by the user's git). The whole of `.git`
+//! cannot be made read-only: git creates lock files beside `index` and
+//! `HEAD` for every commit. Where unprivileged
 //! user namespaces are off, nothing is mounted and the permission gate is
 //! the only guard (`ferroclaw doctor` says which).
 //!
@@ -83,13 +87,10 @@ impl ProtectedMounts {
         let paths: Vec<(PathBuf, bool)> = existing_protected(roots)
             .into_iter()
             .filter(|(path, _)| {
-                !roots.iter().any(|root| {
-                    except.iter().any(|e| path.starts_with(root.join(e)))
-                })
+                !roots.iter().any(|root| except.iter().any(|e| path.starts_with(root.join(e))))
             })
             .collect();
-        if (paths.iter().all(|(_, read_only)| !read_only) && !no_network) || available().is_err()
-        {
+        if (paths.iter().all(|(_, read_only)| !read_only) && !no_network) || available().is_err() {
             return None;
         }
         let binds = paths
@@ -245,7 +246,9 @@ fn existing_protected(roots: &[PathBuf]) -> Vec<(PathBuf, bool)> {
         let Some(root) = roots.iter().find(|r| file.starts_with(r)) else { continue };
         let mut dir = file.parent();
         while let Some(d) = dir.filter(|d| d.starts_with(root) && *d != root.as_path()) {
-            if std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) && !folders.contains(&d.to_path_buf()) {
+            if std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
+                && !folders.contains(&d.to_path_buf())
+            {
                 folders.push(d.to_path_buf());
             }
             dir = d.parent();

@@ -139,4 +139,43 @@ mod tests {
         assert!(protected(Path::new("/w/src/config.toml")).is_none());
         assert!(protected(Path::new("/w/.github/workflows/ci.yml")).is_none());
     }
+
+    #[test]
+    fn all_of_dot_git_is_protected_but_what_git_writes_for_normal_work() {
+        // Files git follows to another config, or runs: refused by name,
+        // whether they exist or not.
+        for p in [
+            "/w/.git/commondir",
+            "/w/.git/config.worktree",
+            "/w/.git/info/attributes",
+            "/w/.git/modules/sub/config",
+            "/w/.git/modules/sub/hooks/post-checkout",
+            "/w/.git/modules/sub/commondir",
+            "/w/.git/worktrees/x/commondir",
+            "/w/.git/worktrees/x/gitdir",
+            "/w/.git/worktrees/x/HEAD",
+            "/w/.git/packed-refs-but-not-really",
+            "/w/.agent/worktrees/index.json",
+        ] {
+            assert!(protected(Path::new(p)).is_some(), "{p}");
+        }
+        for p in [
+            "/w/.git/objects/ab/cdef",
+            "/w/.git/refs/heads/main",
+            "/w/.git/logs/HEAD",
+            "/w/.git/packed-refs",
+            "/w/.git/index",
+            "/w/.git/index.lock",
+            "/w/.git/HEAD",
+            "/w/.git/ORIG_HEAD",
+            "/w/.git/FETCH_HEAD",
+            "/w/.git/MERGE_MSG",
+            "/w/.git/COMMIT_EDITMSG",
+            "/w/.git/info/exclude",
+            "/w/.git/rebase-merge/done",
+            "/w/.agent/worktrees/plan-a/src/main.rs",
+        ] {
+            assert!(protected(Path::new(p)).is_none(), "{p}");
+        }
+    }
 }
