@@ -15,9 +15,12 @@
 //! secret beside it (outside the workspace) must never reach the model.
 //!
 //! Against an older build: `FERROCLAW_BIN=/path/ferroclaw cargo test -p
-//! ferroclaw-cli --test escape_oracle` (main before this test: the canary
-//! ran from `worktree_status` with `filter-clean`, `filter-process`,
-//! `include-*`, `submodule-config` and `planted-*` fixtures).
+//! ferroclaw-cli --test escape_oracle`. Main before the launcher (3b516ba):
+//! 6 of 16 fixtures (`filter-clean`, `filter-process`, `include-path`,
+//! `include-if`, `links-and-fifos`, `planted-worktree-index`) ran the canary
+//! through the worktree tools' unhardened git, and the one-shot run sent
+//! the secret to the listener. `ORACLE_FIXTURE=NAME` runs one fixture,
+//! `ORACLE_VERBOSE=1` prints what every entry point said.
 
 mod common;
 
@@ -62,7 +65,7 @@ fn probe(fixture: &str) -> Vec<String> {
         vec![
             Turn::tools(read_only_calls()).into(),
             Turn::text("looked").into(),
-            Turn::tool("write", json!({"file_path": "new.txt", "content": "x\n"})).into(),
+            Turn::tool("write", json!({"path": "new.txt", "content": "x\n"})).into(),
             Turn::text("wrote").into(),
         ],
     );
