@@ -62,3 +62,22 @@ pub(crate) fn changes(dir: &Path, tracked_only: bool) -> Result<Vec<String>, Wor
     let out = ok(dir, &["status", "--porcelain", "--ignore-submodules=all", untracked])?;
     Ok(out.lines().filter(|l| l.len() > 3).map(|l| l[3..].to_string()).collect())
 }
+
+/// Refuses to run git in `path` unless it is a linked worktree of the
+/// repository holding `project`: the index is a project file a cloned
+/// repository can carry, and `.agent/worktrees/NAME` can hold a whole
+/// repository of its own (with its own config) rather than a worktree.
+pub(crate) fn require_linked(project: &Path, path: &Path) -> Result<(), WorktreeError> {
+    let refused = |why: String| WorktreeError::Refused(why);
+    let main = GitRepo::find(project).map_err(|e| refused(e.to_string()))?;
+    let linked = GitRepo::find(path).map_err(|e| refused(e.to_string()))?;
+    if linked.common_dir == main.common_dir && linked.git_dir != main.git_dir {
+        Ok(())
+    } else {
+        Err(refused(format!(
+            "{} is not a git worktree of this project (its repository is {}); ferroclaw will not run git there",
+            path.display(),
+            linked.common_dir.display()
+        )))
+    }
+}
