@@ -99,14 +99,32 @@ const GIT_HOOKS: &[&str] = &[
     "post-index-change",
 ];
 
+/// Inside `.git`, the names git follows to other config or runs. After a
+/// `cd` named at run time (which may or may not land in `.git`), only these
+/// are refused there, so `cd "$d" && echo x > notes.txt` still runs while
+/// `cd "$d" && echo x > commondir` does not.
+const GIT_FOLLOWED: &[&str] =
+    &["config", "config.worktree", "commondir", "hooks", "info", "modules", "worktrees"];
+
 /// Why `target`, written from any of `bases`, is a protected file.
 pub(super) fn protected_from(bases: &[PathBuf], target: &str) -> Option<&'static str> {
+    let cd_at_run_time = bases.iter().any(|b| b.as_os_str() == GIT_HOOKS_MARK);
     bases.iter().find_map(|base| {
         if base.as_os_str() == GIT_HOOKS_MARK {
             let name = ferroclaw_tools::shell::basename(target);
             return GIT_HOOKS.contains(&name).then_some("git runs the hooks in .git/hooks");
         }
-        protected(&resolve(base, target).abs)
+        let abs = resolve(base, target).abs;
+        if cd_at_run_time
+            && base.file_name().is_some_and(|n| n == ".git")
+            && let Ok(rel) = abs.strip_prefix(base)
+        {
+            let first = rel.components().next().map(|c| c.as_os_str().to_string_lossy());
+            if !first.is_some_and(|f| GIT_FOLLOWED.contains(&f.as_ref())) {
+                return None;
+            }
+        }
+        protected(&abs)
     })
 }
 
