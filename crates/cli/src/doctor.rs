@@ -233,6 +233,35 @@ fn sandbox_kernel(checks: &mut Checks) {
             ),
         ),
     }
+    own_git(checks);
+}
+
+/// How ferroclaw's own git (worktrees, status, checkpoints) is confined.
+fn own_git(checks: &mut Checks) {
+    let abi = landlock::abi_version();
+    let netns = ferroclaw_tools::protected_mounts::available().is_ok();
+    let network = match (netns, abi.is_some_and(|a| a >= 4)) {
+        (true, true) => "a network namespace of its own and Landlock TCP deny",
+        (true, false) => "a network namespace of its own",
+        (false, true) => "Landlock TCP deny (UDP and Unix sockets stay open)",
+        (false, false) => "",
+    };
+    match (abi, network) {
+        (Some(_), "") => checks.info(
+            "own git",
+            "program-running config off; writes and reads confined to the repository (Landlock), but the network is open (no user namespaces, Landlock ABI < 4)",
+        ),
+        (Some(_), network) => checks.ok(
+            "own git",
+            format!(
+                "program-running config off; writes and reads confined to the repository and system folders (Landlock); no network ({network})"
+            ),
+        ),
+        (None, _) => checks.info(
+            "own git",
+            "program-running config off, but git runs unconfined (no Landlock)",
+        ),
+    }
 }
 
 /// The gateway's settings parse and its port is free (or held by a running gateway).

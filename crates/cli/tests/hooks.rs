@@ -310,4 +310,26 @@ fn an_unknown_or_unrun_hook_event_is_a_warning_and_the_rest_of_the_file_still_gu
         "{stderr}"
     );
     assert!(env.ws().join("data").exists(), "the PreToolUse hook still guards");
+
+/// A hook that writes the names of the variables it sees to `seen.txt`.
+const ENV_DUMP: &str = "#!/bin/sh\nenv | cut -d= -f1 > \"$CLAUDE_PROJECT_DIR/seen.txt\"\nexit 0\n";
+
+fn names_a_hook_sees(config: &str) -> String {
+    let env = env_with(echo_script());
+    env.write_home_config(&format!("permission_mode = \"bypass\"\n{config}"));
+    install_hook(&env.home.path().join(".claude"), "dump.sh", ENV_DUMP);
+    let (code, _, stderr) = run(&mut env.oneshot("write it", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    std::fs::read_to_string(env.ws().join("seen.txt")).unwrap()
+}
+
+#[test]
+fn hooks_see_the_whole_environment_by_default_and_only_the_allow_list_with_hook_env_sandbox() {
+    let all = names_a_hook_sees("");
+    assert!(all.lines().any(|n| n == "ANTHROPIC_API_KEY"), "Claude Code's default: {all}");
+
+    let sandboxed = names_a_hook_sees("[sandbox]\nhook_env = \"sandbox\"\n");
+    assert!(!sandboxed.lines().any(|n| n == "ANTHROPIC_API_KEY"), "{sandboxed}");
+    assert!(sandboxed.lines().any(|n| n == "PATH"), "{sandboxed}");
+    assert!(sandboxed.lines().any(|n| n == "CLAUDE_PROJECT_DIR"), "{sandboxed}");
 }

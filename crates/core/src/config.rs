@@ -150,6 +150,21 @@ pub struct SandboxSection {
     pub tcp_connect: Option<Vec<u16>>,
     /// TCP ports commands may bind (Landlock ABI 4+); absent = any.
     pub tcp_bind: Option<Vec<u16>>,
+    /// What environment hooks see: `"all"` (ferroclaw's whole environment,
+    /// as in Claude Code; the default) or `"sandbox"` (the allow-list plus
+    /// `env` above, like `bash`).
+    pub hook_env: Option<HookEnv>,
+}
+
+/// `[sandbox] hook_env`: which environment hook commands get.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HookEnv {
+    /// ferroclaw's whole environment, secrets included (Claude Code's way).
+    #[default]
+    All,
+    /// The allow-list of `bash` plus `[sandbox] env`.
+    Sandbox,
 }
 
 /// `[team]`: agent teams (the lead's teammates).

@@ -185,6 +185,8 @@ impl HookRecord {
 pub struct Hooks {
     hooks: Vec<Hook>,
     workspace: PathBuf,
+    /// The environment hook commands see (`[sandbox] hook_env`).
+    env: command::HookEnvironment,
 }
 
 impl Hooks {
@@ -209,12 +211,19 @@ impl Hooks {
                 hooks.extend(settings::compile(&table, &file)?);
             }
         }
-        Ok(Hooks { hooks, workspace: config.workspace.clone() })
+        let env = command::HookEnvironment::from_config(config.file.sandbox.as_ref());
+        Ok(Hooks { hooks, workspace: config.workspace.clone(), env })
     }
 
     /// The hooks given, run in `workspace` (for tests and embedders).
     pub fn from_hooks(hooks: Vec<Hook>, workspace: &Path) -> Hooks {
-        Hooks { hooks, workspace: workspace.to_path_buf() }
+        Hooks { hooks, workspace: workspace.to_path_buf(), env: Default::default() }
+    }
+
+    /// The same hooks, run with the environment `env`.
+    pub fn with_env(mut self, env: command::HookEnvironment) -> Hooks {
+        self.env = env;
+        self
     }
 
     /// True when some hook listens to `event` (so callers skip building its input).
@@ -230,11 +239,11 @@ impl Hooks {
     /// Starts an `async` hook in the background: nothing waits for it and
     /// its answer is not read (Claude Code's `async: true`).
     fn start_async(&self, hook: &Hook, text: String) {
-        let (hook, workspace) = (hook.clone(), self.workspace.clone());
+        let (hook, workspace, env) = (hook.clone(), self.workspace.clone(), self.env.clone());
         tokio::spawn(async move {
             let run = match &hook.options.http {
                 Some(target) => http::post(target, &text, hook.timeout_secs).await,
-                None => command::run(&hook.command, &text, &workspace, hook.timeout_secs).await,
+                None => command::run(&hook.command, &text, &workspace, hook.timeout_secs, &env).await,
             };
             if !matches!(run.ended, Ended::Exited(Some(0))) {
                 tracing::warn!(
@@ -283,7 +292,8 @@ impl Hooks {
             let run = match &hook.options.http {
                 Some(target) => http::post(target, &text, hook.timeout_secs).await,
                 None => {
-                    command::run(&hook.command, &text, &self.workspace, hook.timeout_secs).await
+                    command::run(&hook.command, &text, &self.workspace, hook.timeout_secs, &self.env)
+                        .await
                 }
             };
             let result = read_answer(event, hook, &run, &mut outcome);

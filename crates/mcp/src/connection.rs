@@ -339,19 +339,18 @@ impl Connection {
                     .sandbox
                     .confinement(&self.workspace, &[])
                     .map_err(|e| start_error(format!("cannot set up the sandbox: {e}")))?;
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args)
-                    .env_clear()
-                    .envs(self.sandbox.child_env())
-                    .envs(env)
-                    .current_dir(cwd.as_deref().unwrap_or(&self.workspace))
-                    .kill_on_drop(true);
-                if let Some(confinement) = confinement {
-                    // SAFETY: apply_in_child makes only async-signal-safe syscalls.
-                    unsafe {
-                        cmd.pre_exec(move || confinement.apply_in_child());
-                    }
+                let mut launch = ferroclaw_tools::process::Launch::new(
+                    command,
+                    cwd.as_deref().unwrap_or(&self.workspace),
+                )
+                .args(args)
+                .env_policy(ferroclaw_tools::process::EnvPolicy::Exact(self.sandbox.child_env()))
+                .confined(confinement);
+                for (name, value) in env {
+                    launch = launch.env(name, value);
                 }
+                let mut cmd = launch.tokio_command();
+                cmd.kill_on_drop(true);
                 let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
                 let (transport, stderr) = TokioChildProcess::builder(wrapped)

@@ -427,11 +427,17 @@ fn redirect_error(callback: &str) -> String {
     }
 }
 
-/// Tries to open `url` in the user's browser; the printed address is the fallback.
+/// Tries to open `url` in the user's browser; the printed address is the
+/// fallback. The browser is the user's own program, started for the user
+/// (not the model) with the whole environment (`DISPLAY`, ...), unconfined.
 fn open_browser(url: &str) {
+    use ferroclaw_tools::process::{EnvPolicy, Launch};
     let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-    let _ = std::process::Command::new(opener)
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/"));
+    let _ = Launch::new(opener, cwd)
         .arg(url)
+        .env_policy(EnvPolicy::Inherit)
+        .command()
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -283,6 +283,9 @@ impl WorktreeManager {
     pub fn status(&self, name: &str) -> Result<WorktreeState, WorktreeError> {
         let worktree = self.get(name)?;
         let present = worktree.path.is_dir();
+        if present {
+            git::require_linked(&self.project, &worktree.path)?;
+        }
         let (changes, commits) = if present {
             let base = match worktree.base_commit.as_str() {
                 "" => worktree.base_ref.as_str(),
@@ -360,6 +363,7 @@ impl WorktreeManager {
     ) -> Result<Worktree, WorktreeError> {
         let path = index.live(name)?.path.clone();
         if path.is_dir() {
+            git::require_linked(&self.project, &path)?;
             if !force {
                 let dirty = git::changes(&path, false)?;
                 if !dirty.is_empty() {

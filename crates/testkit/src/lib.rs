@@ -54,6 +54,7 @@
 
 mod anthropic;
 pub mod git;
+pub mod hostile;
 mod openai;
 pub mod postgres;
 mod recording;

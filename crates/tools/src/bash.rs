@@ -259,26 +259,17 @@ pub(crate) fn spawn_in_group(
     let output_err = output
         .try_clone()
         .map_err(|e| ToolError::io("cannot duplicate the output descriptor", e))?;
-    let mut command = tokio::process::Command::new("bash");
-    command
+    let mut command = crate::process::Launch::new("bash", cwd)
         .arg("-c")
         .arg(script)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(output)
-        .stderr(output_err)
-        .env_clear()
-        .envs(env.iter().cloned())
+        .env_policy(crate::process::EnvPolicy::Exact(env.to_vec()))
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0")
-        .process_group(0);
-    if let Some(confinement) = confinement {
-        // SAFETY: apply_in_child makes only async-signal-safe syscalls.
-        unsafe {
-            command.pre_exec(move || confinement.apply_in_child());
-        }
-    }
+        .in_own_group()
+        .confined(confinement)
+        .tokio_command();
+    command.stdin(Stdio::null()).stdout(output).stderr(output_err);
     let child = command.spawn().map_err(|e| ToolError::io("cannot start bash", e))?;
     drop(command); // closes our copies of the output's write end
     let group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));

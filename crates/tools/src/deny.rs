@@ -306,16 +306,75 @@ pub fn protected_file(path: &Path) -> Option<&'static str> {
     if last == ".git" {
         return Some("it tells git where the repository (and its config) is");
     }
+    if parent == "worktrees" && n >= 3 && parts[n - 3] == ".agent" && last == "index.json" {
+        return Some("ferroclaw runs git in the folders it names");
+    }
     if let Some(at) = parts.iter().position(|p| p == ".git") {
-        match parts.get(at + 1).map(String::as_str) {
-            Some("config") if at + 2 == n => {
-                return Some("git runs commands named in it (core.fsmonitor, core.pager, ...)");
-            }
-            Some("hooks") => return Some("git runs the hooks in it"),
-            _ => {}
-        }
+        let inside: Vec<&str> = parts[at + 1..].iter().map(String::as_str).collect();
+        return git_internal(&inside);
     }
     None
+}
+
+/// What git writes in its own folder for normal work (`git commit`, `fetch`,
+/// `merge`, `rebase`): the agent's git may write these through the shell;
+/// anything else inside `.git/` is protected.
+const GIT_WORK_FILES: &[&str] = &[
+    "objects",
+    "refs",
+    "logs",
+    "packed-refs",
+    "index",
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_RR",
+    "AUTO_MERGE",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "REBASE_HEAD",
+    "BISECT_LOG",
+    "BISECT_START",
+    "BISECT_TERMS",
+    "BISECT_EXPECTED_REV",
+    "BISECT_ANCESTORS_OK",
+    "BISECT_NAMES",
+    "COMMIT_EDITMSG",
+    "TAG_EDITMSG",
+    "SQUASH_MSG",
+    "description",
+    "shallow",
+    "gc.log",
+    "rebase-merge",
+    "rebase-apply",
+    "sequencer",
+    "rr-cache",
+    "lfs",
+];
+
+/// Why a path inside `.git/` (given as its parts after `.git`) is protected:
+/// everything but [`GIT_WORK_FILES`] (and their lock files), so a file that
+/// does not exist yet (`commondir`, `config.worktree`, `modules/x/config`)
+/// is refused by name.
+fn git_internal(inside: &[&str]) -> Option<&'static str> {
+    let first = inside.first()?;
+    let name = first.strip_suffix(".lock").unwrap_or(first);
+    if GIT_WORK_FILES.contains(&name) || (*first == "info" && inside.get(1) == Some(&"exclude")) {
+        return None;
+    }
+    Some(match name {
+        "config" | "config.worktree" => {
+            "git runs commands named in it (core.fsmonitor, core.pager, filters, ...)"
+        }
+        "hooks" => "git runs the hooks in it",
+        "commondir" => "it moves git's config (and hooks) to another folder",
+        "modules" | "worktrees" => "it holds the config, hooks and pointers of other git folders",
+        "info" => "git reads attributes there that choose filter programs",
+        _ => "it is git's own state, which only git writes",
+    })
 }
 
 /// The text up to the parenthesis that closes a call opened just before `rest`.

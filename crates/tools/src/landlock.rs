@@ -9,6 +9,12 @@
 //! ports. Where the kernel lacks Landlock, commands run unconfined and only
 //! the deny list applies (`ferroclaw doctor` says which).
 //!
+//! For ferroclaw's own git ([`crate::own_git`]) the same ruleset also limits
+//! reads ([`WriteConfinement::prepare_limited`]: the repository, the temp
+//! folders and the system folders, so `~/.ssh` cannot be opened) and the
+//! command gets a network namespace of its own
+//! ([`WriteConfinement::without_network`]).
+//!
 //! Inside the writable folders, the protected project files (`.git/config`,
 //! `.git/hooks`, `.mcp.json`, ...) are made read-only by bind mounts in a
 //! namespace of the command's own ([`crate::protected_mounts`]).
@@ -24,6 +30,11 @@ use std::path::{Path, PathBuf};
 use crate::protected_mounts::ProtectedMounts;
 
 // Access rights (linux/landlock.h).
+const ACCESS_FS_EXECUTE: u64 = 1 << 0;
+const ACCESS_FS_READ_FILE: u64 = 1 << 2;
+const ACCESS_FS_READ_DIR: u64 = 1 << 3;
+/// The rights a read-only root grants where reads are limited.
+const READ_RIGHTS: u64 = ACCESS_FS_EXECUTE | ACCESS_FS_READ_FILE | ACCESS_FS_READ_DIR;
 const ACCESS_FS_WRITE_FILE: u64 = 1 << 1;
 const ACCESS_FS_REMOVE_DIR: u64 = 1 << 4;
 const ACCESS_FS_REMOVE_FILE: u64 = 1 << 5;
@@ -37,7 +48,8 @@ const ACCESS_FS_MAKE_SYM: u64 = 1 << 12;
 const ACCESS_FS_REFER: u64 = 1 << 13;
 const ACCESS_FS_TRUNCATE: u64 = 1 << 14;
 /// The rights that apply to a file (not a folder) in a rule.
-const FILE_RIGHTS: u64 = ACCESS_FS_WRITE_FILE | ACCESS_FS_TRUNCATE;
+const FILE_RIGHTS: u64 =
+    ACCESS_FS_WRITE_FILE | ACCESS_FS_TRUNCATE | ACCESS_FS_READ_FILE | ACCESS_FS_EXECUTE;
 const ACCESS_NET_BIND_TCP: u64 = 1 << 0;
 const ACCESS_NET_CONNECT_TCP: u64 = 1 << 1;
 const CREATE_RULESET_VERSION: u32 = 1;
@@ -150,6 +162,11 @@ pub struct WriteConfinement {
     /// Read-only bind mounts over the protected project files, when the
     /// system allows them (see [`crate::protected_mounts`]).
     mounts: Option<ProtectedMounts>,
+    /// Whether the command gets a network namespace of its own (no
+    /// interface but an unconfigured loopback: nothing can be reached).
+    no_network: bool,
+    /// Whether reads are limited to the roots given to [`Self::prepare_limited`].
+    reads_limited: bool,
 }
 
 impl WriteConfinement {
@@ -162,10 +179,22 @@ impl WriteConfinement {
     /// A ruleset allowing writes beneath `roots` (missing ones are skipped)
     /// and TCP as `tcp` says; `Ok(None)` when the kernel has no Landlock.
     pub fn prepare(roots: &[PathBuf], tcp: &TcpPolicy) -> std::io::Result<Option<Self>> {
+        Self::prepare_limited(roots, None, tcp)
+    }
+
+    /// As [`Self::prepare`]; with `reads`, the command may also read (and
+    /// execute) only beneath `reads` and the write roots (missing ones are
+    /// skipped): a file elsewhere (`~/.ssh/id_rsa`) cannot be opened.
+    pub fn prepare_limited(
+        roots: &[PathBuf],
+        reads: Option<&[PathBuf]>,
+        tcp: &TcpPolicy,
+    ) -> std::io::Result<Option<Self>> {
         let Some(abi) = abi_version() else {
             return Ok(None);
         };
-        let access = write_access(abi);
+        let write = write_access(abi);
+        let access = if reads.is_some() { write | READ_RIGHTS } else { write };
         let handled_net = if abi >= 4 { tcp.handled() } else { 0 };
         if handled_net == 0 && tcp.handled() != 0 {
             tracing::warn!(
@@ -206,6 +235,18 @@ impl WriteConfinement {
                 })?;
             added.push(root.clone());
         }
+        for root in reads.unwrap_or_default() {
+            let Some((fd, is_dir)) = open_path(root) else {
+                continue;
+            };
+            let allowed =
+                if is_dir { READ_RIGHTS } else { ACCESS_FS_READ_FILE | ACCESS_FS_EXECUTE };
+            let rule = PathBeneathAttr { allowed_access: allowed, parent_fd: fd.as_raw_fd() };
+            add_rule(&ruleset, RULE_PATH_BENEATH, &rule as *const PathBeneathAttr as *const u8)
+                .map_err(|e| {
+                    std::io::Error::other(format!("landlock rule for {}: {e}", root.display()))
+                })?;
+        }
         let ports = [(ACCESS_NET_CONNECT_TCP, &tcp.connect), (ACCESS_NET_BIND_TCP, &tcp.bind)];
         for (right, list) in ports {
             let Some(list) = list.as_ref().filter(|_| handled_net & right != 0) else {
@@ -219,7 +260,14 @@ impl WriteConfinement {
                     })?;
             }
         }
-        Ok(Some(Self { ruleset, roots: added, tcp_enforced: handled_net != 0, mounts: None }))
+        Ok(Some(Self {
+            ruleset,
+            roots: added,
+            tcp_enforced: handled_net != 0,
+            mounts: None,
+            no_network: false,
+            reads_limited: reads.is_some(),
+        }))
     }
 
     /// The folders (and devices) writes are allowed beneath.
@@ -235,9 +283,38 @@ impl WriteConfinement {
     /// Also makes the protected files beneath `project_roots` (`.git/config`,
     /// `.git/hooks`, `.mcp.json`, ...) read-only for the command, where user
     /// namespaces allow it.
-    pub fn protect_files(mut self, project_roots: &[PathBuf]) -> Self {
-        self.mounts = ProtectedMounts::prepare(project_roots);
+    pub fn protect_files(self, project_roots: &[PathBuf]) -> Self {
+        self.protect_files_except(project_roots, &[])
+    }
+
+    /// As [`Self::protect_files`], leaving writable the protected paths in
+    /// `except` (relative to a project root): ferroclaw's own `git worktree
+    /// add` must write `.git/worktrees/`.
+    pub fn protect_files_except(mut self, project_roots: &[PathBuf], except: &[&str]) -> Self {
+        self.mounts = ProtectedMounts::prepare_except(project_roots, except, self.no_network)
+            .or_else(|| self.mounts.take());
         self
+    }
+
+    /// Also gives the command a network namespace of its own, where user
+    /// namespaces allow it: it can reach no host, not even this one's
+    /// loopback services. Call before [`Self::protect_files`].
+    pub fn without_network(mut self) -> Self {
+        self.no_network = true;
+        if self.mounts.is_none() {
+            self.mounts = ProtectedMounts::namespace_only(true);
+        }
+        self
+    }
+
+    /// Whether the command is cut off the network (a namespace of its own).
+    pub fn network_isolated(&self) -> bool {
+        self.mounts.as_ref().is_some_and(ProtectedMounts::isolates_network)
+    }
+
+    /// Whether reads are limited to named folders.
+    pub fn reads_limited(&self) -> bool {
+        self.reads_limited
     }
 
     /// The protected files commands see read-only (empty when none exists

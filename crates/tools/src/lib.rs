@@ -74,6 +74,8 @@ pub mod landlock;
 mod lines;
 mod list_dir;
 mod multi_edit;
+pub mod own_git;
+pub mod process;
 pub mod protected_mounts;
 mod read;
 mod read_ledger;

@@ -10,7 +10,11 @@
 //!
 //! What this does not cover: a protected file that does not exist when the
 //! command starts can be created by it (project trust notices a new
-//! `.mcp.json` or `.agent/config.toml`: its hash changes). Where unprivileged
+//! `.mcp.json` or `.agent/config.toml`: its hash changes; a new
+//! `.git/commondir` is refused by the permission gate by name and by
+//! ferroclaw's own git, but not by the user's git). The whole of `.git`
+//! cannot be made read-only: git creates lock files beside `index` and
+//! `HEAD` for every commit. Where unprivileged
 //! user namespaces are off, nothing is mounted and the permission gate is
 //! the only guard (`ferroclaw doctor` says which).
 //!
@@ -23,13 +27,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::PROTECTED_FOLDERS;
-
 /// Files (or folders) beneath a project root that commands may not change,
 /// each judged protected by [`crate::protected_file`].
 pub const PROTECTED_PATHS: &[&str] = &[
     ".git/config",
     ".git/hooks",
+    ".git/commondir",
+    ".git/config.worktree",
+    ".git/info/attributes",
+    ".agent/worktrees/index.json",
     ".mcp.json",
     ".agent/config.toml",
     ".agent/mcp.json",
@@ -38,6 +44,13 @@ pub const PROTECTED_PATHS: &[&str] = &[
     ".ferroclaw/config.toml",
     ".ferroclaw/trust.json",
 ];
+
+/// Inside each `.git/worktrees/NAME/` and `.git/modules/NAME/` (submodules,
+/// nested ones included), the files that say where git's config is or that
+/// git runs: read-only like [`PROTECTED_PATHS`]. The rest (`HEAD`, `index`,
+/// `logs`, `objects`) stays writable for a `git commit` there.
+pub const PROTECTED_IN_GIT_DIRS: &[&str] =
+    &["config", "config.worktree", "commondir", "gitdir", "hooks", "info/attributes"];
 
 /// One bind mount the child makes.
 #[derive(Debug)]
@@ -54,6 +67,8 @@ pub struct ProtectedMounts {
     binds: Vec<Bind>,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
+    /// Also enter a network namespace of its own (`CLONE_NEWNET`).
+    no_network: bool,
 }
 
 impl ProtectedMounts {
@@ -61,8 +76,21 @@ impl ProtectedMounts {
     /// `None` when none exists or this system has no unprivileged user
     /// namespaces (see [`available`]).
     pub fn prepare(roots: &[PathBuf]) -> Option<Self> {
-        let paths = existing_protected(roots);
-        if paths.iter().all(|(_, read_only)| !read_only) || available().is_err() {
+        Self::prepare_except(roots, &[], false)
+    }
+
+    /// As [`Self::prepare`], leaving the paths in `except` (relative to a
+    /// root; a folder covers what is beneath it) writable, and with
+    /// `no_network` in a network namespace of its own; `None` only when
+    /// there is nothing to do or namespaces are unavailable.
+    pub fn prepare_except(roots: &[PathBuf], except: &[&str], no_network: bool) -> Option<Self> {
+        let paths: Vec<(PathBuf, bool)> = existing_protected(roots)
+            .into_iter()
+            .filter(|(path, _)| {
+                !roots.iter().any(|root| except.iter().any(|e| path.starts_with(root.join(e))))
+            })
+            .collect();
+        if (paths.iter().all(|(_, read_only)| !read_only) && !no_network) || available().is_err() {
             return None;
         }
         let binds = paths
@@ -81,7 +109,19 @@ impl ProtectedMounts {
             binds,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+            no_network,
         })
+    }
+
+    /// No mounts, only namespaces: a user namespace and, with `no_network`,
+    /// a network namespace of its own. `None` where namespaces are unavailable.
+    pub fn namespace_only(no_network: bool) -> Option<Self> {
+        Self::prepare_except(&[], &[], no_network)
+    }
+
+    /// Whether the command gets a network namespace of its own.
+    pub fn isolates_network(&self) -> bool {
+        self.no_network
     }
 
     /// The paths made read-only (for `doctor` and tests).
@@ -99,7 +139,8 @@ impl ProtectedMounts {
     pub fn apply_in_child(&self) {
         // SAFETY: plain syscalls on prepared, NUL-terminated buffers.
         unsafe {
-            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+            let net = if self.no_network { libc::CLONE_NEWNET } else { 0 };
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | net) != 0 {
                 return;
             }
             enter_maps(&self.uid_map, &self.gid_map);
@@ -165,11 +206,10 @@ unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
 }
 
 /// The protected paths that exist under `roots`, folders first: `(path,
-/// read_only)`. The folders holding them ([`PROTECTED_FOLDERS`]) are bound
-/// onto themselves still writable (`read_only = false`), so that renaming or
-/// deleting them fails (`EBUSY`).
+/// read_only)`. Every folder between a root and a protected path is bound
+/// onto itself still writable (`read_only = false`), parents before
+/// children, so that renaming or deleting it to rebuild it fails (`EBUSY`).
 fn existing_protected(roots: &[PathBuf]) -> Vec<(PathBuf, bool)> {
-    let mut folders = Vec::new();
     let mut files = Vec::new();
     for root in roots {
         let mut names: Vec<String> = PROTECTED_PATHS.iter().map(|p| p.to_string()).collect();
@@ -182,6 +222,12 @@ fn existing_protected(roots: &[PathBuf]) -> Vec<(PathBuf, bool)> {
                 }
             }
         }
+        for dir in linked_git_dirs(&root.join(".git")) {
+            let Ok(rel) = dir.strip_prefix(root) else { continue };
+            for name in PROTECTED_IN_GIT_DIRS {
+                names.push(format!("{}/{name}", rel.display()));
+            }
+        }
         names.sort();
         names.dedup();
         // A `.git` file (a worktree's pointer to its repository) is protected itself.
@@ -190,20 +236,52 @@ fn existing_protected(roots: &[PathBuf]) -> Vec<(PathBuf, bool)> {
         }
         for name in names {
             let path = root.join(&name);
-            if std::fs::metadata(&path).is_ok() {
+            if std::fs::symlink_metadata(&path).is_ok() {
                 files.push((path, true));
             }
         }
-        for folder in PROTECTED_FOLDERS {
-            let path = root.join(folder);
-            let holds = files.iter().any(|(f, _)| f.starts_with(&path) && *f != path);
-            if holds && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-                folders.push((path, false));
+    }
+    let mut folders: Vec<PathBuf> = Vec::new();
+    for (file, _) in &files {
+        let Some(root) = roots.iter().find(|r| file.starts_with(r)) else { continue };
+        let mut dir = file.parent();
+        while let Some(d) = dir.filter(|d| d.starts_with(root) && *d != root.as_path()) {
+            if std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
+                && !folders.contains(&d.to_path_buf())
+            {
+                folders.push(d.to_path_buf());
+            }
+            dir = d.parent();
+        }
+    }
+    folders.sort_by_key(|f| f.components().count());
+    let mut all: Vec<(PathBuf, bool)> = folders.into_iter().map(|f| (f, false)).collect();
+    all.extend(files);
+    all
+}
+
+/// The git folders inside `git_dir` that git reads config from:
+/// `worktrees/NAME` and `modules/NAME` (nested `modules` too, a few levels).
+fn linked_git_dirs(git_dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![(git_dir.to_path_buf(), 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        if depth > 4 {
+            continue;
+        }
+        for kind in ["worktrees", "modules"] {
+            let Ok(entries) = std::fs::read_dir(dir.join(kind)) else { continue };
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    found.push(entry.path());
+                    if kind == "modules" {
+                        stack.push((entry.path(), depth + 1));
+                    }
+                }
             }
         }
     }
-    folders.extend(files);
-    folders
+    found
 }
 
 /// The flags a read-only remount of `path` must keep: a mount inherited
@@ -300,8 +378,8 @@ mod tests {
         assert_eq!(
             rel,
             [
-                (".git".into(), false),
                 (".claude".into(), false),
+                (".git".into(), false),
                 (".claude/settings.team.json".into(), true),
                 (".git/config".into(), true),
                 (".git/hooks".into(), true),

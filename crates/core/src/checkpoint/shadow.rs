@@ -142,29 +142,38 @@ impl ShadowRepo {
 
     /// `git` confined to the shadow store: nothing inherited from the
     /// environment or the user's config, nothing from the workspace's
-    /// repository, no hooks, no fsmonitor, no automatic gc.
+    /// repository, no hooks, no fsmonitor, no automatic gc; started through
+    /// the one launcher ([`ferroclaw_tools::process::Launch`]), writing only
+    /// the store and the workspace (a restore writes files back), reading
+    /// nothing else, without network.
     fn git(&self) -> Command {
-        let mut cmd = Command::new("git");
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.git_dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_DIR", &self.git_dir)
-            .env("GIT_WORK_TREE", &self.work_tree)
-            .env("GIT_INDEX_FILE", &self.index)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_NO_REPLACE_OBJECTS", "1")
-            .env("GIT_AUTHOR_NAME", AUTHOR)
-            .env("GIT_AUTHOR_EMAIL", "checkpoints@ferroclaw")
-            .env("GIT_COMMITTER_NAME", AUTHOR)
-            .env("GIT_COMMITTER_EMAIL", "checkpoints@ferroclaw")
-            .env("LC_ALL", "C")
+        use ferroclaw_tools::own_git;
+        use ferroclaw_tools::process::{EnvPolicy, Launch};
+        let mut env = own_git::neutral_env();
+        env.retain(|(k, _)| k != "HOME");
+        for (name, value) in [
+            ("HOME", self.git_dir.as_os_str()),
+            ("GIT_DIR", self.git_dir.as_os_str()),
+            ("GIT_WORK_TREE", self.work_tree.as_os_str()),
+            ("GIT_INDEX_FILE", self.index.as_os_str()),
+            ("GIT_AUTHOR_NAME", AUTHOR.as_ref()),
+            ("GIT_AUTHOR_EMAIL", "checkpoints@ferroclaw".as_ref()),
+            ("GIT_COMMITTER_NAME", AUTHOR.as_ref()),
+            ("GIT_COMMITTER_EMAIL", "checkpoints@ferroclaw".as_ref()),
+        ] {
+            env.push((name.into(), value.to_os_string()));
+        }
+        // Ferroclaw's own checkpoints are the only writer of the store; the
+        // workspace is written back by a restore.
+        env.retain(|(k, _)| k != "GIT_OPTIONAL_LOCKS");
+        let folders = [self.git_dir.clone(), self.work_tree.clone()];
+        let confinement =
+            own_git::confine(&folders, &folders, std::slice::from_ref(&self.work_tree), &[]);
+        let cwd = if self.work_tree.is_dir() { &self.work_tree } else { &self.git_dir };
+        let mut cmd = Launch::new("git", cwd)
+            .env_policy(EnvPolicy::Exact(env))
+            .args(own_git::neutral_args())
             .args([
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "core.fsmonitor=false",
                 "-c",
                 "core.autocrlf=false",
                 "-c",
@@ -172,16 +181,13 @@ impl ShadowRepo {
                 "-c",
                 "core.symlinks=true",
                 "-c",
-                "gc.auto=0",
-                "-c",
                 "advice.addEmbeddedRepo=false",
                 "-c",
                 "core.quotePath=false",
             ])
-            .current_dir(if self.work_tree.is_dir() { &self.work_tree } else { &self.git_dir })
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .confined(confinement)
+            .command();
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
     }
 

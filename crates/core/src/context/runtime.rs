@@ -2,7 +2,6 @@
 //! moment and the machine, tagged so that the model treats them as metadata.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::clock;
 
@@ -73,58 +72,32 @@ impl Runtime {
 ///
 /// This runs when a session opens, before the project is trusted, in a
 /// repository that may have come from anywhere (an unpacked archive keeps
-/// its `.git/config`). Git runs commands named there: `core.fsmonitor` on
-/// every status, a filter driver's `clean`/`process` on files whose stat
-/// changed, hooks when the index is written. So status runs with all of
-/// them turned off ([`untrusted_git`]) and without writing the index.
+/// its `.git/config`). Git runs commands named there (`core.fsmonitor`,
+/// filter drivers, hooks, ...), so status runs through ferroclaw's own git
+/// ([`ferroclaw_tools::own_git`]): every such setting off, confined to the
+/// repository, without writing the index. A repository ferroclaw refuses
+/// (a planted `.git/commondir`) shows no git line.
 fn git_state(workspace: &Path) -> Option<GitState> {
+    use ferroclaw_tools::own_git::{GitAccess, GitRepo, git};
     // Outside a repository, do not pay for starting git at all.
-    if !workspace.ancestors().any(|dir| dir.join(".git").exists()) {
-        return None;
-    }
-    let output = untrusted_git(workspace)
-        .args([
-            "status",
-            "--porcelain=v1",
-            "--branch",
-            "--untracked-files=normal",
-            "--ignore-submodules=all",
-        ])
+    let repo = GitRepo::find(workspace).ok()?;
+    let args = [
+        "status",
+        "--porcelain=v1",
+        "--branch",
+        "--untracked-files=normal",
+        "--ignore-submodules=all",
+    ];
+    let output = git(&repo, workspace, &GitAccess::default(), &args)
+        .command()
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
     if !output.status.success() {
         return None;
     }
     Some(parse_status(&String::from_utf8_lossy(&output.stdout)))
-}
-
-/// `git -C workspace` with every command the repository's own config could
-/// make it run switched off: no fsmonitor, no hooks, every filter driver
-/// the config names (`filter.NAME.clean`/`smudge`/`process`) emptied (git
-/// runs no filter whose command is empty), no index writes, no prompts.
-fn untrusted_git(workspace: &Path) -> Command {
-    let base = || {
-        let mut cmd = Command::new("git");
-        cmd.arg("-C")
-            .arg(workspace)
-            .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"])
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        cmd
-    };
-    // Reading the config runs nothing; it names the drivers to empty.
-    let drivers = base()
-        .args(["config", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    let mut cmd = base();
-    for key in drivers.lines().filter(|k| !k.is_empty()) {
-        cmd.arg("-c").arg(format!("{key}="));
-    }
-    cmd
 }
 
 /// Reads porcelain v1 output with its `## branch...upstream [ahead N]` line.
@@ -160,6 +133,7 @@ pub(crate) fn parse_status(text: &str) -> GitState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     #[test]
     fn porcelain_status_is_summarised() {

@@ -1,10 +1,14 @@
 //! Running one hook command: `sh -c COMMAND` in the workspace, the event's
-//! JSON on stdin, stdout and stderr captured, killed at its timeout.
+//! JSON on stdin, stdout and stderr captured, killed at its timeout. Started
+//! through the one launcher ([`ferroclaw_tools::process::Launch`]); hooks
+//! are the user's own programs and run unconfined, with the environment
+//! `[sandbox] hook_env` names ([`HookEnvironment`]).
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use ferroclaw_tools::process::{EnvPolicy, Launch};
 use tokio::io::AsyncWriteExt;
 
 /// Output of a hook beyond this many bytes (per stream) is cut.
@@ -30,10 +34,46 @@ pub struct CommandRun {
     pub duration_ms: u64,
 }
 
+/// Which environment hook commands see.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum HookEnvironment {
+    /// ferroclaw's whole environment, secrets included (Claude Code's way;
+    /// the default).
+    #[default]
+    All,
+    /// The allow-list `bash` gets, plus these names (`[sandbox] env`).
+    Sandbox(Vec<String>),
+}
+
+impl HookEnvironment {
+    /// From `[sandbox] hook_env` (and `env`, the names it passes).
+    pub fn from_config(sandbox: Option<&crate::config::SandboxSection>) -> Self {
+        match sandbox {
+            Some(s) if s.hook_env == Some(crate::config::HookEnv::Sandbox) => {
+                HookEnvironment::Sandbox(s.env.clone())
+            }
+            _ => HookEnvironment::All,
+        }
+    }
+
+    fn policy(&self) -> EnvPolicy {
+        match self {
+            HookEnvironment::All => EnvPolicy::Inherit,
+            HookEnvironment::Sandbox(names) => EnvPolicy::Sandbox(names.clone()),
+        }
+    }
+}
+
 /// Runs `command` with `input` on stdin, in `workspace`, for at most
 /// `timeout_secs`. `CLAUDE_PROJECT_DIR` (and `FERROCLAW_PROJECT_DIR`) name the
 /// workspace, as Claude Code's hooks expect.
-pub async fn run(command: &str, input: &str, workspace: &Path, timeout_secs: f64) -> CommandRun {
+pub async fn run(
+    command: &str,
+    input: &str,
+    workspace: &Path,
+    timeout_secs: f64,
+    env: &HookEnvironment,
+) -> CommandRun {
     let started = Instant::now();
     let done = |ended, stdout: &[u8], stderr: &[u8]| CommandRun {
         ended,
@@ -41,12 +81,13 @@ pub async fn run(command: &str, input: &str, workspace: &Path, timeout_secs: f64
         stderr: text(stderr),
         duration_ms: started.elapsed().as_millis() as u64,
     };
-    let child = tokio::process::Command::new("sh")
+    let child = Launch::new("sh", workspace)
         .arg("-c")
         .arg(command)
-        .current_dir(workspace)
+        .env_policy(env.policy())
         .env("CLAUDE_PROJECT_DIR", workspace)
         .env("FERROCLAW_PROJECT_DIR", workspace)
+        .tokio_command()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

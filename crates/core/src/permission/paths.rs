@@ -99,14 +99,32 @@ const GIT_HOOKS: &[&str] = &[
     "post-index-change",
 ];
 
+/// Inside `.git`, the names git follows to other config or runs. After a
+/// `cd` named at run time (which may or may not land in `.git`), only these
+/// are refused there, so `cd "$d" && echo x > notes.txt` still runs while
+/// `cd "$d" && echo x > commondir` does not.
+const GIT_FOLLOWED: &[&str] =
+    &["config", "config.worktree", "commondir", "hooks", "info", "modules", "worktrees"];
+
 /// Why `target`, written from any of `bases`, is a protected file.
 pub(super) fn protected_from(bases: &[PathBuf], target: &str) -> Option<&'static str> {
+    let cd_at_run_time = bases.iter().any(|b| b.as_os_str() == GIT_HOOKS_MARK);
     bases.iter().find_map(|base| {
         if base.as_os_str() == GIT_HOOKS_MARK {
             let name = ferroclaw_tools::shell::basename(target);
             return GIT_HOOKS.contains(&name).then_some("git runs the hooks in .git/hooks");
         }
-        protected(&resolve(base, target).abs)
+        let abs = resolve(base, target).abs;
+        if cd_at_run_time
+            && base.file_name().is_some_and(|n| n == ".git")
+            && let Ok(rel) = abs.strip_prefix(base)
+        {
+            let first = rel.components().next().map(|c| c.as_os_str().to_string_lossy());
+            if !first.is_some_and(|f| GIT_FOLLOWED.contains(&f.as_ref())) {
+                return None;
+            }
+        }
+        protected(&abs)
     })
 }
 
@@ -138,5 +156,44 @@ mod tests {
         }
         assert!(protected(Path::new("/w/src/config.toml")).is_none());
         assert!(protected(Path::new("/w/.github/workflows/ci.yml")).is_none());
+    }
+
+    #[test]
+    fn all_of_dot_git_is_protected_but_what_git_writes_for_normal_work() {
+        // Files git follows to another config, or runs: refused by name,
+        // whether they exist or not.
+        for p in [
+            "/w/.git/commondir",
+            "/w/.git/config.worktree",
+            "/w/.git/info/attributes",
+            "/w/.git/modules/sub/config",
+            "/w/.git/modules/sub/hooks/post-checkout",
+            "/w/.git/modules/sub/commondir",
+            "/w/.git/worktrees/x/commondir",
+            "/w/.git/worktrees/x/gitdir",
+            "/w/.git/worktrees/x/HEAD",
+            "/w/.git/packed-refs-but-not-really",
+            "/w/.agent/worktrees/index.json",
+        ] {
+            assert!(protected(Path::new(p)).is_some(), "{p}");
+        }
+        for p in [
+            "/w/.git/objects/ab/cdef",
+            "/w/.git/refs/heads/main",
+            "/w/.git/logs/HEAD",
+            "/w/.git/packed-refs",
+            "/w/.git/index",
+            "/w/.git/index.lock",
+            "/w/.git/HEAD",
+            "/w/.git/ORIG_HEAD",
+            "/w/.git/FETCH_HEAD",
+            "/w/.git/MERGE_MSG",
+            "/w/.git/COMMIT_EDITMSG",
+            "/w/.git/info/exclude",
+            "/w/.git/rebase-merge/done",
+            "/w/.agent/worktrees/plan-a/src/main.rs",
+        ] {
+            assert!(protected(Path::new(p)).is_none(), "{p}");
+        }
     }
 }

@@ -45,6 +45,9 @@ pub enum WorktreeError {
     /// A git command failed; its own words follow.
     #[error("`git {args}` failed: {stderr}")]
     Git { args: String, stderr: String },
+    /// ferroclaw will not run git in this repository (a planted `commondir`, ...).
+    #[error("{0}")]
+    Refused(String),
     /// The task board refused (unknown task, blocked task).
     #[error(transparent)]
     Board(#[from] BoardError),

@@ -1,7 +1,11 @@
-//! The few git commands worktrees need, run synchronously in a folder.
+//! The few git commands worktrees need, run synchronously in a folder
+//! through ferroclaw's own git ([`ferroclaw_tools::own_git`]): no program a
+//! repository names runs (filters, fsmonitor, hooks, pagers, ...), and git
+//! itself is confined to the repository, without network or home secrets.
 
 use std::path::Path;
-use std::process::Command;
+
+use ferroclaw_tools::own_git::{self, GitAccess, GitRepo};
 
 use super::error::WorktreeError;
 
@@ -12,28 +16,24 @@ pub(crate) struct Output {
     pub(crate) stderr: String,
 }
 
-/// Settings that keep a repository's own files from running a program
-/// through these commands: no bare repository found by walking up (a cloned
-/// project can carry one as plain files, with a config naming programs), no
-/// fsmonitor, no signature check (`log.showSignature` runs `gpg.program`).
-const HARDENED: [&str; 6] = [
-    "-c",
-    "safe.bareRepository=explicit",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "log.showSignature=false",
-];
-
-/// Runs `git -C dir ARGS`; only a git that cannot be started is an error.
+/// Runs `git ARGS` in `dir`; only a git that cannot be started, or a
+/// repository ferroclaw refuses to run git in, is an error.
 pub(crate) fn run(dir: &Path, args: &[&str]) -> Result<Output, WorktreeError> {
-    let out = Command::new("git")
-        .args(HARDENED)
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        // Never wait for a credential or editor prompt.
-        .env("GIT_TERMINAL_PROMPT", "0")
+    let repo = match GitRepo::find(dir) {
+        Ok(repo) => repo,
+        Err(own_git::GitRefused::NotARepository(_)) => {
+            return Ok(Output {
+                ok: false,
+                stdout: String::new(),
+                stderr: "fatal: not a git repository".into(),
+            });
+        }
+        Err(refused) => return Err(WorktreeError::Refused(refused.to_string())),
+    };
+    // `worktree add`/`remove`/`prune` write `.git/worktrees/NAME`.
+    let access = GitAccess { writes_protected: vec![".git/worktrees"] };
+    let out = own_git::git(&repo, dir, &access, args)
+        .command()
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| WorktreeError::io("cannot run git (is it installed?)", e))?;
@@ -44,7 +44,7 @@ pub(crate) fn run(dir: &Path, args: &[&str]) -> Result<Output, WorktreeError> {
     })
 }
 
-/// Runs `git -C dir ARGS` and returns its stdout; a failure is an error
+/// Runs `git ARGS` in `dir` and returns its stdout; a failure is an error
 /// carrying git's own message.
 pub(crate) fn ok(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
     let out = run(dir, args)?;
@@ -59,6 +59,25 @@ pub(crate) fn ok(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
 /// unless `tracked_only`).
 pub(crate) fn changes(dir: &Path, tracked_only: bool) -> Result<Vec<String>, WorktreeError> {
     let untracked = if tracked_only { "--untracked-files=no" } else { "--untracked-files=all" };
-    let out = ok(dir, &["status", "--porcelain", untracked])?;
+    let out = ok(dir, &["status", "--porcelain", "--ignore-submodules=all", untracked])?;
     Ok(out.lines().filter(|l| l.len() > 3).map(|l| l[3..].to_string()).collect())
+}
+
+/// Refuses to run git in `path` unless it is a linked worktree of the
+/// repository holding `project`: the index is a project file a cloned
+/// repository can carry, and `.agent/worktrees/NAME` can hold a whole
+/// repository of its own (with its own config) rather than a worktree.
+pub(crate) fn require_linked(project: &Path, path: &Path) -> Result<(), WorktreeError> {
+    let refused = |why: String| WorktreeError::Refused(why);
+    let main = GitRepo::find(project).map_err(|e| refused(e.to_string()))?;
+    let linked = GitRepo::find(path).map_err(|e| refused(e.to_string()))?;
+    if linked.common_dir == main.common_dir && linked.git_dir != main.git_dir {
+        Ok(())
+    } else {
+        Err(refused(format!(
+            "{} is not a git worktree of this project (its repository is {}); ferroclaw will not run git there",
+            path.display(),
+            linked.common_dir.display()
+        )))
+    }
 }

@@ -199,3 +199,18 @@ fn status_shows_uncommitted_files_and_the_commits_since_the_base() {
     assert_eq!(state.commits.len(), 1, "{:?}", state.commits);
     assert!(state.commits[0].contains("change notes"));
 }
+
+#[test]
+fn a_repository_planted_where_a_worktree_would_be_is_refused_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let canary = ferroclaw_testkit::hostile::Canary::new();
+    ferroclaw_testkit::hostile::hostile_repo(&root, "planted-worktree-index", &canary);
+    let m = WorktreeManager::open(&root);
+    let err = m.status("evil").unwrap_err();
+    assert!(err.to_string().contains("is not a git worktree of this project"), "{err}");
+    let err = m.remove("evil", true, false).unwrap_err();
+    assert!(err.to_string().contains("is not a git worktree of this project"), "{err}");
+    assert!(root.join(".agent/worktrees/evil/b.txt").is_file(), "nothing was removed");
+    assert_eq!(canary.hits(&root), Vec::<String>::new());
+}
