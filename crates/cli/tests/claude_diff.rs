@@ -14,7 +14,8 @@
 //! the harness says loudly that it skipped, except under `CI=true`, where a
 //! missing install fails. Variables: `FERROCLAW_CLAUDE_DIFF_ONLY=SUBSTRING`
 //! runs the matching scenarios; `FERROCLAW_CLAUDE_DIFF_WRITE=1` rewrites the
-//! known-differences file from what this run found (reasons kept);
+//! known-differences file from what this run found (reasons kept; with
+//! `_ONLY`, only the matching scenarios' entries);
 //! `FERROCLAW_CLAUDE_DIFF_SHOW=1` prints every difference with both values.
 
 #[path = "claude_diff/known.rs"]
@@ -33,6 +34,8 @@ use scenario::{Scenario, Side};
 
 /// The Claude Code version the harness is pinned to (and `.ci/run` installs).
 const PINNED: &str = "2.1.332";
+/// Scenarios the harness must hold (issue 29 asks for at least 40).
+const MIN_SCENARIOS: usize = 40;
 /// Scenarios run at once (each runs its two sides one after the other).
 const WORKERS: usize = 2;
 
@@ -72,6 +75,11 @@ fn ferroclaw_does_what_the_pinned_claude_code_does_or_the_difference_is_explaine
         .into_iter()
         .filter(|s| s.name.contains(&only))
         .collect();
+    assert!(
+        !only.is_empty() || scenarios.len() >= MIN_SCENARIOS,
+        "the harness promises at least {MIN_SCENARIOS} scenarios, found {}",
+        scenarios.len()
+    );
     let started = Instant::now();
     let found = run_all(&scenarios, &claude);
     let elapsed = started.elapsed().as_secs_f64();
@@ -79,8 +87,7 @@ fn ferroclaw_does_what_the_pinned_claude_code_does_or_the_difference_is_explaine
     let known_path = here().join("known_differences.toml");
     let known = known::load(&known_path);
     if std::env::var("FERROCLAW_CLAUDE_DIFF_WRITE").is_ok_and(|v| v == "1") {
-        assert!(only.is_empty(), "write the file from a run of every scenario");
-        known::write(&known_path, &known, &found, &names);
+        known::write(&known_path, &known, &found, &names, !only.is_empty());
         eprintln!("wrote {} from {} differences", known_path.display(), found.len());
         return;
     }
@@ -91,7 +98,7 @@ fn ferroclaw_does_what_the_pinned_claude_code_does_or_the_difference_is_explaine
         eprintln!("{}", describe(d));
     }
     for k in &known {
-        let in_run = k.scenario == "*" || names.contains(&k.scenario);
+        let in_run = (k.scenario == "*" && only.is_empty()) || names.contains(&k.scenario);
         if in_run && !found.iter().any(|d| k.matches(d)) {
             eprintln!("stale, remove: {} {} ({})", k.scenario, k.key, k.reason);
         }

@@ -86,8 +86,18 @@ const EVERYWHERE: usize = 4;
 
 /// The file rewritten from `found`: entries that still match keep their
 /// class and reason; new ones get a first classification by aspect.
-pub fn write(path: &Path, old: &[Known], found: &[Difference], scenarios: &[String]) {
-    let mut kept: Vec<Known> = Vec::new();
+/// With `partial` (a run of some scenarios), the entries of the others and
+/// those for every scenario are kept as they are.
+pub fn write(
+    path: &Path,
+    old: &[Known],
+    found: &[Difference],
+    scenarios: &[String],
+    partial: bool,
+) {
+    let untouched = |k: &&Known| k.scenario == "*" || !scenarios.contains(&k.scenario);
+    let mut kept: Vec<Known> =
+        if partial { old.iter().filter(untouched).cloned().collect() } else { Vec::new() };
     let mut new: Vec<&Difference> = Vec::new();
     for d in found {
         match old.iter().find(|k| k.matches(d)) {
@@ -99,21 +109,21 @@ pub fn write(path: &Path, old: &[Known], found: &[Difference], scenarios: &[Stri
         }
     }
     let mut by_key: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for d in &new {
+    for d in new.iter().filter(|d| !NO_CLAUDE_TOOL.contains(&d.scenario.as_str())) {
         let seen = by_key.entry(generic(&d.key)).or_default();
         if !seen.contains(&d.scenario.as_str()) {
             seen.push(&d.scenario);
         }
     }
     for d in new {
-        let wide = may_be_wide(&d.key)
-            && by_key[&generic(&d.key)].len() >= EVERYWHERE.min(scenarios.len());
+        let spread = by_key.get(&generic(&d.key)).map_or(0, Vec::len);
+        let wide = !partial && may_be_wide(&d.key) && spread >= EVERYWHERE;
         let scenario = if wide { "*".to_string() } else { d.scenario.clone() };
         let key = generic(&d.key);
         if kept.iter().any(|e| e.scenario == scenario && e.key == key) {
             continue;
         }
-        let (class, reason) = classify(&d.scenario, &d.key);
+        let (class, reason) = classify(&scenario, &d.key);
         kept.push(Known { scenario, key, class: class.into(), reason: reason.into() });
     }
     kept.sort_by(|a, b| (&a.class, &a.scenario, &a.key).cmp(&(&b.class, &b.scenario, &b.key)));
@@ -179,35 +189,102 @@ fn may_be_wide(key: &str) -> bool {
 const NO_CLAUDE_TOOL: &[&str] =
     &["glob_files", "grep_files", "multi_edit", "web_fetch_unreachable"];
 
-/// A first classification of a new difference, by aspect; edit the file to
-/// say more (reasons are kept when it is rewritten).
+/// A first classification of a new difference, by scenario and aspect;
+/// edit the file to say more (reasons are kept when it is rewritten).
 fn classify(scenario: &str, key: &str) -> (&'static str, &'static str) {
     let undocumented = ["prompt_id", "background_tasks", "session_crons", "duration_ms"];
-    if NO_CLAUDE_TOOL.contains(&scenario) {
+    let outcome = key.starts_with("disk/") || key.ends_with(".is_error");
+    let rules: &[(bool, &str, &str)] = &[
         (
+            NO_CLAUDE_TOOL.contains(&scenario),
             "deliberate",
             "ferroclaw keeps this tool; Claude Code 2.1.332 has no such tool (or defers it)",
-        )
-    } else if key.starts_with("hooks.") && undocumented.iter().any(|f| key.contains(f)) {
-        ("deliberate", "a field Claude Code 2.1.332 sends beyond its documented hook input")
-    } else if key.starts_with("hooks.") && key.contains(".tool_response.") {
-        ("fix", "tool_response in Claude's shape (issue 29: Claude-compatible view)")
-    } else if key.starts_with("hooks.") && key.contains(".tool_input.") {
+        ),
         (
+            key.starts_with("hooks.") && undocumented.iter().any(|f| key.contains(f)),
+            "deliberate",
+            "a field Claude Code 2.1.332 sends beyond its documented hook input",
+        ),
+        (
+            key.starts_with("model[") && key.ends_with(".text"),
+            "deliberate",
+            "ferroclaw words its tool results its own way",
+        ),
+        (
+            scenario.starts_with("write_") || scenario.starts_with("edit_file_never"),
+            "fix",
+            "a write over a file never read or changed since read must be refused (issue 29: no lost work)",
+        ),
+        (
+            scenario.starts_with("deny_") || scenario.contains("_mode"),
+            "fix",
+            "settings permissions and modes as Claude Code applies them (issue 29: settings)",
+        ),
+        (
+            scenario == "protect_files_hook_from_the_docs",
+            "fix",
+            "the hook reads tool_input.file_path, which ferroclaw does not send, so it guards nothing",
+        ),
+        (
+            scenario == "unknown_events_in_settings" || scenario == "newer_events_recorded",
+            "fix",
+            "an unknown hook event stops ferroclaw's run; Claude Code warns and goes on (issue 29: hooks)",
+        ),
+        (
+            scenario.contains("agent"),
+            "fix",
+            "no Agent tool by Claude's name, .claude/agents not read (issue 29: agents)",
+        ),
+        (
+            key.ends_with(".context") && scenario.starts_with("command"),
+            "fix",
+            "command arguments as Claude Code expands them (issue 29: commands)",
+        ),
+        (
+            key.ends_with(".context"),
+            "fix",
+            "memory files Claude Code reads that ferroclaw does not (issue 29: memory files)",
+        ),
+        (
+            key.contains("last_assistant_message"),
+            "fix",
+            "Stop/SubagentStop carry last_assistant_message (issue 29: hooks)",
+        ),
+        (
+            key.starts_with("hooks.") && key.contains(".tool_response."),
+            "fix",
+            "tool_response in Claude's shape (issue 29: Claude-compatible view)",
+        ),
+        (
+            key.starts_with("hooks.") && key.contains(".tool_input."),
             "fix",
             "tool_input in Claude's shape, file_path absolute (issue 29: Claude-compatible view)",
-        )
-    } else if key.starts_with("hooks.") {
-        ("fix", "hook event or field missing or different (issue 29: hooks)")
-    } else if key.starts_with("model[") && key.ends_with(".text") {
-        ("deliberate", "ferroclaw words its tool results its own way")
-    } else if key.ends_with(".context") {
-        ("fix", "memory files / commands / hook context reach the model differently (issue 29)")
-    } else if key.starts_with("disk/") || key.ends_with(".is_error") || key == "exit_code" {
-        ("fix", "the outcome differs (issue 29)")
-    } else if key.starts_with("stream.") || key.starts_with("schema.") {
-        ("fix", "-p stream-json differs from Claude Code's (issue 29: -p like Claude Code)")
-    } else {
-        ("fix", "the outcome differs (issue 29)")
-    }
+        ),
+        (key.starts_with("hooks."), "fix", "hook event or field differs (issue 29: hooks)"),
+        (
+            key.contains("permissionMode"),
+            "fix",
+            "permissionMode spelled ferroclaw's way (bypass, accept-edits), not Claude's",
+        ),
+        (
+            key.starts_with("stream.init") && key.ends_with(".model"),
+            "fix",
+            "init's model carries ferroclaw's provider prefix",
+        ),
+        (
+            key.starts_with("stream.system."),
+            "fix",
+            "Claude Code emits this system message (hook_started/hook_response, permission_denied, task_*)",
+        ),
+        (
+            key.starts_with("schema."),
+            "fix",
+            "-p message fields: Claude's have more (uuid, stop_reason, usage, cache_read_input_tokens, ...)",
+        ),
+        (outcome, "fix", "the outcome differs (issue 29)"),
+    ];
+    rules.iter().find(|(applies, _, _)| *applies).map_or(
+        ("fix", "-p output differs from Claude Code's (issue 29: -p like Claude Code)"),
+        |r| (r.1, r.2),
+    )
 }

@@ -61,10 +61,18 @@ pub fn observe(scenario: &Scenario, side: Side, claude: &Path) -> (Facts, String
     facts.insert("exit_code".into(), out.status.code().unwrap_or(-1).to_string());
     let hooks = std::fs::read_to_string(layout.hook_log()).unwrap_or_default();
     // Numbered per event, so that an extra or missing event of one kind does
-    // not shift every later one.
+    // not shift every later one; hooks of parallel calls run at once, so the
+    // runs of one event are ordered by their call's id.
+    let mut runs: Vec<Value> = hooks
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| json!({"hook": line})))
+        .collect();
+    runs.sort_by(|a, b| {
+        let call = |v: &Value| v["stdin"]["tool_use_id"].as_str().unwrap_or_default().to_string();
+        (a["hook"].to_string(), call(a)).cmp(&(b["hook"].to_string(), call(b)))
+    });
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for line in hooks.lines() {
-        let value: Value = serde_json::from_str(line).unwrap_or_else(|_| json!({"hook": line}));
+    for value in runs {
         let event = value["hook"].as_str().unwrap_or("?").to_string();
         let n = seen.entry(event.clone()).or_default();
         flatten(&format!("hooks.{event}[{n}]"), &clean(value["stdin"].clone()), &mut facts);
