@@ -48,11 +48,11 @@ fn claude_binary() -> Option<PathBuf> {
     let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let Some(dir) = std::env::var_os("FERROCLAW_CLAUDE_CODE_DIR") else {
         assert!(!in_ci, "CI=true but FERROCLAW_CLAUDE_CODE_DIR is unset: run .ci/run");
-        eprintln!(
+        loud(&format!(
             "\n*** SKIPPED the Claude Code differential harness: FERROCLAW_CLAUDE_CODE_DIR is \
              unset.\n*** Install it with: npm install --prefix DIR \
              @anthropic-ai/claude-code@{PINNED}\n"
-        );
+        ));
         return None;
     };
     let dir = PathBuf::from(dir);
@@ -100,19 +100,19 @@ fn ferroclaw_does_what_the_pinned_claude_code_does_or_the_difference_is_explaine
     for k in &known {
         let in_run = (k.scenario == "*" && only.is_empty()) || names.contains(&k.scenario);
         if in_run && !found.iter().any(|d| k.matches(d)) {
-            eprintln!("stale, remove: {} {} ({})", k.scenario, k.key, k.reason);
+            loud(&format!("stale, remove: {} {} ({})", k.scenario, k.key, k.reason));
         }
     }
     let (fix, deliberate) = known
         .iter()
         .fold((0, 0), |(f, d), k| if k.class == "fix" { (f + 1, d) } else { (f, d + 1) });
-    eprintln!(
+    loud(&format!(
         "claude_diff: {} scenarios in {elapsed:.0}s; {} differences, {} unexplained; \
          known entries: {fix} fix, {deliberate} deliberate",
         scenarios.len(),
         found.len(),
         unexplained.len()
-    );
+    ));
     let report: Vec<String> = unexplained.iter().map(|d| describe(d)).collect();
     assert!(
         unexplained.is_empty(),
@@ -153,6 +153,13 @@ fn run_all(scenarios: &[Scenario], claude: &Path) -> Vec<Difference> {
     found
 }
 
+/// Written to stderr past the test harness's capture, so that a skip or the
+/// summary shows in CI's log even when the test passes.
+fn loud(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
 fn describe(d: &Difference) -> String {
     let cut = |v: &Option<String>| match v {
         None => "<absent>".to_string(),
@@ -168,4 +175,27 @@ fn describe(d: &Difference) -> String {
         cut(&d.claude),
         cut(&d.ferroclaw)
     )
+}
+
+#[test]
+fn a_listed_difference_covers_its_key_at_any_index_and_only_in_its_scenario() {
+    let entry = |scenario: &str, key: &str| known::Known {
+        scenario: scenario.into(),
+        key: key.into(),
+        class: "fix".into(),
+        reason: "r".into(),
+    };
+    let seen = |scenario: &str, key: &str| Difference {
+        scenario: scenario.into(),
+        key: key.into(),
+        claude: Some("a".into()),
+        ferroclaw: None,
+    };
+    let listed = entry("deny_read_env", "hooks.PreToolUse[*].tool_input.file_path");
+    assert!(listed.matches(&seen("deny_read_env", "hooks.PreToolUse[3].tool_input.file_path")));
+    assert!(!listed.matches(&seen("read_file", "hooks.PreToolUse[0].tool_input.file_path")));
+    assert!(!listed.matches(&seen("deny_read_env", "hooks.PreToolUse[0].tool_input.path")));
+    let everywhere = entry("*", "disk/*");
+    assert!(everywhere.matches(&seen("read_file", "disk/notes.txt")));
+    assert!(!everywhere.matches(&seen("read_file", "exit_code")));
 }
