@@ -16,7 +16,9 @@
 //! runs the matching scenarios; `FERROCLAW_CLAUDE_DIFF_WRITE=1` rewrites the
 //! known-differences file from what this run found (reasons kept; with
 //! `_ONLY`, only the matching scenarios' entries);
-//! `FERROCLAW_CLAUDE_DIFF_SHOW=1` prints every difference with both values.
+//! `FERROCLAW_CLAUDE_DIFF_SHOW=1` prints every difference with both values;
+//! `FERROCLAW_CLAUDE_DIFF_RAW_INPUTS=1` sends every scenario's tool inputs to
+//! ferroclaw exactly as Claude Code gets them (no `file_path` → `path`).
 
 #[path = "claude_diff/known.rs"]
 mod known;

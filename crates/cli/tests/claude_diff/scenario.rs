@@ -211,7 +211,8 @@ fn add_dump_hooks(layout: &Layout, scenario: &Scenario) {
 
 /// The model script for one side, with deterministic tool-use ids.
 pub fn steps(scenario: &Scenario, layout: &Layout, side: Side) -> Vec<Step> {
-    let translate = side == Side::Ferroclaw && !scenario.raw_inputs;
+    let everywhere_raw = std::env::var("FERROCLAW_CLAUDE_DIFF_RAW_INPUTS").is_ok_and(|v| v == "1");
+    let translate = side == Side::Ferroclaw && !scenario.raw_inputs && !everywhere_raw;
     let turns = scenario.script.iter().enumerate().map(|(n, turn)| {
         let calls = turn.tools.iter().enumerate().map(|(i, call)| {
             let input: Value = serde_json::from_str(&layout.fill(&call.input.to_string())).unwrap();
