@@ -12,8 +12,8 @@
 //! Claude Code comes from `FERROCLAW_CLAUDE_CODE_DIR` (installed by `.ci/run`:
 //! `npm install --prefix DIR @anthropic-ai/claude-code@2.1.332`). Without it
 //! the harness says loudly that it skipped, except under `CI=true`, where a
-//! missing install fails. Variables: `FERROCLAW_CLAUDE_DIFF_ONLY=SUBSTRING`
-//! runs the matching scenarios; `FERROCLAW_CLAUDE_DIFF_WRITE=1` rewrites the
+//! missing install fails. Variables: `FERROCLAW_CLAUDE_DIFF_ONLY=A,B` runs
+//! the scenarios whose names contain A or B; `FERROCLAW_CLAUDE_DIFF_WRITE=1` rewrites the
 //! known-differences file from what this run found (reasons kept; with
 //! `_ONLY`, only the matching scenarios' entries);
 //! `FERROCLAW_CLAUDE_DIFF_SHOW=1` prints every difference with both values;
@@ -75,7 +75,7 @@ fn ferroclaw_does_what_the_pinned_claude_code_does_or_the_difference_is_explaine
     let only = std::env::var("FERROCLAW_CLAUDE_DIFF_ONLY").unwrap_or_default();
     let scenarios: Vec<Scenario> = scenario::load_all(&here().join("scenarios"))
         .into_iter()
-        .filter(|s| s.name.contains(&only))
+        .filter(|s| only.split(',').any(|part| s.name.contains(part)))
         .collect();
     assert!(
         !only.is_empty() || scenarios.len() >= MIN_SCENARIOS,

@@ -216,7 +216,9 @@ fn classify(scenario: &str, key: &str) -> (&'static str, &'static str) {
             "a write over a file never read or changed since read must be refused (issue 29: no lost work)",
         ),
         (
-            scenario.starts_with("deny_") || scenario.contains("_mode"),
+            scenario.starts_with("deny_")
+                || scenario.contains("_mode_")
+                || scenario.ends_with("_mode"),
             "fix",
             "settings permissions and modes as Claude Code applies them (issue 29: settings)",
         ),

@@ -191,6 +191,8 @@ fn disk(root: &Path, dir: &Path, side_dir: &str, facts: &mut Facts) {
 fn model_facts(scenario: &Scenario, requests: &[Value], facts: &mut Facts) {
     facts.insert("model.requests".into(), requests.len().to_string());
     for (i, body) in requests.iter().enumerate() {
+        let model = body["model"].as_str().unwrap_or_default().to_string();
+        facts.insert(format!("model[{i}].model"), model);
         let results = body["messages"]
             .as_array()
             .into_iter()
