@@ -310,6 +310,7 @@ fn an_unknown_or_unrun_hook_event_is_a_warning_and_the_rest_of_the_file_still_gu
         "{stderr}"
     );
     assert!(env.ws().join("data").exists(), "the PreToolUse hook still guards");
+}
 
 /// A hook that writes the names of the variables it sees to `seen.txt`.
 const ENV_DUMP: &str = "#!/bin/sh\nenv | cut -d= -f1 > \"$CLAUDE_PROJECT_DIR/seen.txt\"\nexit 0\n";
