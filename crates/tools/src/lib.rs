@@ -62,6 +62,7 @@ mod builtin;
 pub mod child_env;
 mod closest;
 mod deny;
+pub mod effects;
 mod edit;
 mod glob;
 mod grep;
