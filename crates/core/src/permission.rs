@@ -503,6 +503,15 @@ fn hides_commands(script: &ferroclaw_tools::shell::Script) -> bool {
     !script.understood()
         || script.commands.iter().any(|cmd| {
             let words = cmd.unwrapped();
+            // `sudo -s`, `sudo -i`, `doas -s`: a shell reading stdin.
+            let sudo_shell = words.first().is_some_and(|w| {
+                matches!(ferroclaw_tools::shell::basename(&w.text), "sudo" | "doas")
+            }) && words
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "-s" | "-i" | "--shell" | "--login"));
+            if sudo_shell {
+                return true;
+            }
             let Some(program) = cmd.program() else {
                 // `sudo -s`, `sudo -i`, `doas -s`: a shell reading stdin.
                 let sudo = cmd.words.first().is_some_and(|w| {

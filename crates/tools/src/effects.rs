@@ -63,6 +63,9 @@ pub struct Effects {
     pub interpreter: bool,
     /// Programs it runs itself as part of its work (`tar -z` runs gzip).
     pub helpers: Vec<String>,
+    /// Folders where it keeps its own state (git's `.git`): not the user's
+    /// files, so not checked by the gate; reported for the exec oracle.
+    pub state: Vec<String>,
     /// A wrapper feeds the program more words from stdin (`xargs`): any of
     /// its options may come from there.
     pub fed: bool,
@@ -158,6 +161,7 @@ pub fn of(words: &[Word]) -> Effects {
         fx.opaque.extend(here.opaque);
         fx.unknown.extend(here.unknown);
         fx.helpers.extend(here.helpers);
+        fx.state.extend(here.state);
         fx.interpreter |= here.interpreter;
         if innermost {
             fx.program = name.to_string();
@@ -180,6 +184,7 @@ fn scan(entry: &Entry, args: &[Word], fx: &mut Effects) -> Option<usize> {
 fn scan_with(entry: &Entry, args: &[Word], fx: &mut Effects, in_sub: bool) -> Option<usize> {
     fx.interpreter |= entry.kind == Kind::Interpreter;
     fx.helpers.extend(entry.helpers.iter().cloned());
+    fx.state.extend(entry.state.iter().cloned());
     let mut operands: Vec<&Word> = Vec::new();
     let mut script_words: Vec<&Word> = Vec::new();
     let mut seen_flags: Vec<String> = Vec::new();
@@ -210,6 +215,10 @@ fn scan_with(entry: &Entry, args: &[Word], fx: &mut Effects, in_sub: bool) -> Op
                 }
                 if leading > 0 {
                     leading -= 1;
+                    if entry.operands == Operands::Write {
+                        let by = "operand".to_string();
+                        fx.operand_writes.push(Write { path: t.to_string(), dynamic: word.dynamic, by });
+                    }
                     continue;
                 }
                 return Some(i - 1);

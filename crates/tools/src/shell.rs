@@ -335,6 +335,17 @@ impl Walker {
                 self.script.heredocs.push(text(node, src).to_string());
                 self.children(node, src, depth);
             }
+            "heredoc_end" => {
+                // bash ends a here-document only at a line that is exactly
+                // its delimiter; where the grammar ends it elsewhere
+                // (`EOF | cat`), bash reads on, and runs what it reads.
+                let start = src[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+                let end = src[node.end_byte()..].find('\n').map_or(src.len(), |i| node.end_byte() + i);
+                let line = src.get(start..end).unwrap_or("").trim_start_matches('\t');
+                if line != text(node, src) {
+                    self.script.unknown.push(format!("a here-document ends inside the line {line:?}"));
+                }
+            }
             "function_definition" => self.function(node, src, depth),
             "comment" => {}
             "command_substitution" | "process_substitution" | "subshell" => {
@@ -856,6 +867,16 @@ mod tests {
         assert!(parse("xargs -n1 sh -c 'echo \"$0\"'").understood());
         assert_eq!(parse("xargs -i rm -rf {}").commands[0].program(), Some("rm"));
         assert!(parse("find . -exec grep -l x {} +").understood());
+    }
+
+    #[test]
+    fn a_here_document_that_the_grammar_ends_early_is_not_understood() {
+        // Found by the exec oracle: bash reads on past `EOF | cat ...` and
+        // runs the `$(...)` of the next lines.
+        let command = "cat <<EOF\nx\nEOF | cat <<'EOF'\n$(touch y)\nEOF\necho";
+        assert!(!parse(command).understood());
+        assert!(parse("cat <<EOF\nline $(date)\nEOF\necho done").understood());
+        assert!(parse("cat <<-EOF\n\tx\n\tEOF").understood());
     }
 
     #[test]

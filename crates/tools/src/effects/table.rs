@@ -102,6 +102,8 @@ struct RawEntry {
     #[serde(default)]
     helpers: Vec<String>,
     #[serde(default)]
+    state: Vec<String>,
+    #[serde(default)]
     leading: usize,
     #[serde(default)]
     optional_leading: usize,
@@ -129,6 +131,8 @@ pub struct Entry {
     pub single_dash: bool,
     pub script: Option<String>,
     pub helpers: Vec<String>,
+    /// Folders where it keeps its own state (git's `.git`).
+    pub state: Vec<String>,
     pub leading: usize,
     /// Words that may come before the command (`coproc NAME`).
     pub optional_leading: usize,
@@ -202,6 +206,7 @@ impl Entry {
             single_dash: raw.single_dash,
             script: raw.script,
             helpers: raw.helpers,
+            state: raw.state,
             leading: raw.leading,
             optional_leading: raw.optional_leading,
             assignments: raw.assignments,
@@ -250,9 +255,11 @@ impl Entry {
             || seen.iter().any(|f| self.class_of(f) == Some(Class::Opaque))
     }
 
-    /// True when some option writes a file or runs a command.
+    /// True when some option or operand writes a file, or some option runs
+    /// a command: words fed from stdin (`xargs`) could then do it.
     pub fn writes_or_runs_anything(&self) -> bool {
         self.script.is_some()
+            || !matches!(self.operands, Operands::Read | Operands::Text)
             || self.options.values().any(|c| {
                 matches!(
                     c,
