@@ -341,7 +341,9 @@ impl Permissions {
                         true,
                     )
             }) {
-                return Err(format!("denied by the rule {rule} in config (the command writes {text})"));
+                return Err(format!(
+                    "denied by the rule {rule} in config (the command writes {text})"
+                ));
             }
             if !needs_permission {
                 continue;

@@ -76,8 +76,8 @@ impl Effects {
     /// write by option, no opaque or unknown option, and (when stdin feeds
     /// it words) no option that writes or runs at all.
     pub fn plain(&self) -> bool {
-        let risky_when_fed = self.fed
-            && table().get(&self.program).is_some_and(|e| e.writes_or_runs_anything());
+        let risky_when_fed =
+            self.fed && table().get(&self.program).is_some_and(|e| e.writes_or_runs_anything());
         self.writes.is_empty()
             && self.opaque.is_empty()
             && self.unknown.is_empty()
@@ -207,7 +207,16 @@ fn scan_with(entry: &Entry, args: &[Word], fx: &mut Effects, in_sub: bool) -> Op
     while let Some(word) = args.get(i) {
         let t = word.text.as_str();
         i += 1;
-        let is_option = !end_of_options && t.starts_with('-') && t != "-" && !word.dynamic;
+        let is_option = !end_of_options && t.starts_with('-') && t != "-";
+        // A word computed at run time (`$X`, `$(...)`) may be any option.
+        let maybe_option = !end_of_options && word.dynamic && !is_option;
+        if maybe_option
+            && entry.kind == Kind::Plain
+            && entry.operands != Operands::Text
+            && entry.writes_or_runs_anything()
+        {
+            fx.unknown.push(t.to_string());
+        }
         if !is_option {
             if entry.kind == Kind::Wrapper {
                 if entry.assignments && is_assignment(t) {
@@ -217,7 +226,11 @@ fn scan_with(entry: &Entry, args: &[Word], fx: &mut Effects, in_sub: bool) -> Op
                     leading -= 1;
                     if entry.operands == Operands::Write {
                         let by = "operand".to_string();
-                        fx.operand_writes.push(Write { path: t.to_string(), dynamic: word.dynamic, by });
+                        fx.operand_writes.push(Write {
+                            path: t.to_string(),
+                            dynamic: word.dynamic,
+                            by,
+                        });
                     }
                     continue;
                 }
@@ -235,7 +248,9 @@ fn scan_with(entry: &Entry, args: &[Word], fx: &mut Effects, in_sub: bool) -> Op
                 };
                 return None;
             }
-            if entry.script.is_some() && script_words.is_empty() && !entry.has_script_option(&seen_flags)
+            if entry.script.is_some()
+                && script_words.is_empty()
+                && !entry.has_script_option(&seen_flags)
             {
                 script_words.push(word);
                 seen_flags.push("(script)".into());
@@ -264,7 +279,9 @@ fn scan_with(entry: &Entry, args: &[Word], fx: &mut Effects, in_sub: bool) -> Op
             _ => (t, None),
         };
         let whole = entry.class_of(name).or_else(|| {
-            (t.starts_with("--") || entry.single_dash).then(|| entry.class_of_prefix(name)).flatten()
+            (t.starts_with("--") || entry.single_dash)
+                .then(|| entry.class_of_prefix(name))
+                .flatten()
         });
         if let Some(class) = whole {
             let value = match class {

@@ -195,7 +195,6 @@ pub fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
-
 /// A shell function defined by the command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Function {
@@ -340,10 +339,13 @@ impl Walker {
                 // its delimiter; where the grammar ends it elsewhere
                 // (`EOF | cat`), bash reads on, and runs what it reads.
                 let start = src[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
-                let end = src[node.end_byte()..].find('\n').map_or(src.len(), |i| node.end_byte() + i);
+                let end =
+                    src[node.end_byte()..].find('\n').map_or(src.len(), |i| node.end_byte() + i);
                 let line = src.get(start..end).unwrap_or("").trim_start_matches('\t');
                 if line != text(node, src) {
-                    self.script.unknown.push(format!("a here-document ends inside the line {line:?}"));
+                    self.script
+                        .unknown
+                        .push(format!("a here-document ends inside the line {line:?}"));
                 }
             }
             "function_definition" => self.function(node, src, depth),
@@ -433,7 +435,9 @@ impl Walker {
         self.script.commands.push(cmd);
         for run in effects.runs {
             if run.dynamic {
-                self.script.unknown.push(format!("a command line computed at run time ({})", run.text));
+                self.script
+                    .unknown
+                    .push(format!("a command line computed at run time ({})", run.text));
             } else {
                 self.parse_into(&run.text, depth + 1);
             }

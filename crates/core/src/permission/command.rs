@@ -51,16 +51,18 @@ pub(super) fn command_allowed(cmd: &SimpleCommand, allow: &[&Rule]) -> bool {
     for (n, &start) in layers.starts.iter().enumerate() {
         // Every wrapper before this layer must only change how the rest runs.
         let outer_ok = layers.starts[..n].iter().all(|&s| {
-            cmd.words.get(s).and_then(|w| table.get(basename(&w.text))).is_some_and(|e| e.transparent)
+            cmd.words
+                .get(s)
+                .and_then(|w| table.get(basename(&w.text)))
+                .is_some_and(|e| e.transparent)
         });
         if !outer_ok {
             break;
         }
         let text = if start == 0 { cmd.text() } else { joined(&cmd.words[start..]) };
         let reaches = |r: &Rule| start == innermost || literal_words(r).len() > innermost - start;
-        if let Some(rule) = allow
-            .iter()
-            .find(|r| r.covers_tool("bash") && r.matches_command(&text) && reaches(r))
+        if let Some(rule) =
+            allow.iter().find(|r| r.covers_tool("bash") && r.matches_command(&text) && reaches(r))
         {
             chosen = Some(rule);
             break;
@@ -100,7 +102,10 @@ pub(super) fn always_rule(cmd: &SimpleCommand) -> Option<Rule> {
     let transparent = layers.certain
         && cmd.assignments.is_empty()
         && layers.starts[..layers.starts.len().saturating_sub(1)].iter().all(|&s| {
-            cmd.words.get(s).and_then(|w| table.get(basename(&w.text))).is_some_and(|e| e.transparent)
+            cmd.words
+                .get(s)
+                .and_then(|w| table.get(basename(&w.text)))
+                .is_some_and(|e| e.transparent)
         });
     let whole = cmd.text();
     let inner: Vec<String> = cmd.words[innermost..].iter().map(|w| w.text.clone()).collect();

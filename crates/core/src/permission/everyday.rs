@@ -29,6 +29,9 @@ fn everyday_commands_run_unasked_at_least_as_often_as_with_prefix_rules() {
         .filter(|c| p.decide("bash", false, &json!({ "command": c })) != Decision::Allow)
         .collect();
     let unasked = corpus.commands.len() - asked.len();
-    eprintln!("{unasked} of {} everyday commands run unasked; asked: {asked:#?}", corpus.commands.len());
+    eprintln!(
+        "{unasked} of {} everyday commands run unasked; asked: {asked:#?}",
+        corpus.commands.len()
+    );
     assert!(unasked >= RUN_UNASKED_ON_MAIN, "{unasked} < {RUN_UNASKED_ON_MAIN} on main");
 }

@@ -184,8 +184,7 @@ pub struct Miss {
 impl Miss {
     /// The miss as a red-team case that fails until the gate asks for it.
     pub fn as_case(&self) -> String {
-        let rules: Vec<String> =
-            self.programs.iter().map(|p| format!("\"bash({p}:*)\"")).collect();
+        let rules: Vec<String> = self.programs.iter().map(|p| format!("\"bash({p}:*)\"")).collect();
         format!(
             "# exec oracle miss: {}\n[[case]]\nname = {:?}\ncategory = \"exec oracle\"\nkind = \"permission\"\n\
              allow = [{}]\ntool = \"bash\"\ninput = {{ command = {:?} }}\nexpect = \"ask\"\n",

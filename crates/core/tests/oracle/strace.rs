@@ -15,7 +15,7 @@ unlinkat,mkdir,mkdirat,symlink,symlinkat,link,linkat,truncate";
 pub fn observe(ws: &Workspace, command: &str) -> Seen {
     let log = ws.dir.path().join("strace.log");
     let status = Command::new("timeout")
-        .args(["-k", "2", "10", "strace", "-f", "-qq", "-y", "-e", TRACED, "-o"])
+        .args(["-k", "2", "10", "strace", "-f", "-qq", "-y", "--seccomp-bpf", "-e", TRACED, "-o"])
         .arg(&log)
         .args(["bash", "-c", command])
         .current_dir(ws.root())
@@ -97,7 +97,9 @@ fn read_log(text: &str, cwd: &Path) -> Seen {
             }
             "openat" | "open" | "creat" => {
                 let writes = call == "creat"
-                    || ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC"].iter().any(|f| args.contains(f));
+                    || ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC"]
+                        .iter()
+                        .any(|f| args.contains(f));
                 if writes {
                     // The result names the file opened: `= 3</ws/out.txt>`.
                     let resolved = result

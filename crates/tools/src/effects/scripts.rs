@@ -227,7 +227,8 @@ mod tests {
 
     #[test]
     fn sed_scripts_that_only_print_do_nothing_else() {
-        for script in ["1,20p", "10p", "/fn main/,/^}/p", "$p", "s/a/b/g", "s|a/b|c|2p", "y/ab/cd/"] {
+        for script in ["1,20p", "10p", "/fn main/,/^}/p", "$p", "s/a/b/g", "s|a/b|c|2p", "y/ab/cd/"]
+        {
             assert_eq!(sed(script), Found::default(), "{script}");
         }
     }

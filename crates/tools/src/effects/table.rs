@@ -179,7 +179,9 @@ impl Entry {
         if raw.kind != Kind::Wrapper
             && (raw.leading > 0
                 || raw.optional_leading > 0
-                || raw.assignments || raw.transparent || raw.fed)
+                || raw.assignments
+                || raw.transparent
+                || raw.fed)
         {
             return Err(format!("{name}: leading/assignments/transparent/fed are for wrappers"));
         }
@@ -314,7 +316,7 @@ impl Table {
 
 /// The table, read once. Its text is part of the binary and checked by a
 /// test, so a parse error is a build mistake: it is logged and the table is
-/// empty, which makes every allow rule that names an option ask.
+/// empty (rules then match text, as before the table).
 pub fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {

@@ -26,7 +26,10 @@ fn the_table_parses_and_covers_the_common_programs() {
 #[test]
 fn malformed_entries_are_refused() {
     assert!(Table::parse("[x]\nflags = \"o\"").is_err(), "an option without a dash");
-    assert!(Table::parse("[x]\nwrites = \"-o\"\nruns = \"-o\"").is_err(), "one option, two meanings");
+    assert!(
+        Table::parse("[x]\nwrites = \"-o\"\nruns = \"-o\"").is_err(),
+        "one option, two meanings"
+    );
     assert!(Table::parse("[x]\nleading = 1").is_err(), "leading words on a non-wrapper");
     assert!(Table::parse("[x]\nflagz = \"-o\"").is_err(), "an unknown field");
     assert!(Table::parse("[x]\naliases = [\"y\"]\n[y]").is_err(), "two entries for one name");
@@ -53,7 +56,8 @@ fn options_that_write_are_writes_in_every_spelling() {
         let fx = fx(command);
         assert!(fx.writes.iter().any(|w| w.path == "out.txt"), "{command}: {fx:?}");
     }
-    for command in ["sort -n in", "git log --oneline -5", "sed -n 1,20p f", "find . -name x -print"] {
+    for command in ["sort -n in", "git log --oneline -5", "sed -n 1,20p f", "find . -name x -print"]
+    {
         assert!(fx(command).plain(), "{command}: {:?}", fx(command));
     }
 }
@@ -77,6 +81,10 @@ fn options_that_run_programs_are_seen() {
         assert!(!fx(opaque).opaque.is_empty(), "{opaque}");
     }
     assert!(!fx("sort --frobnicate x").unknown.is_empty());
+    // A computed word may be any option; `-o$F` is `-o` whatever F is.
+    assert!(!fx("sort $(printf -- -oout) x").unknown.is_empty());
+    assert!(fx("sort -o\"$F\" x").writes[0].dynamic);
+    assert!(fx("cat \"$F\"").unknown.is_empty(), "cat has no option that writes or runs");
     assert!(!fx("git frobnicate --all").unknown.is_empty());
 }
 
@@ -103,7 +111,8 @@ fn wrappers_with_separate_option_values_are_seen_through() {
     for command in ["stdbuf --weird 0 rm -rf x", "coproc rm -rf x", "coproc X { rm -rf x; }"] {
         let cmd = &parse(command).commands[0];
         assert!(!layers(&cmd.words).certain, "{command}");
-        let starts: Vec<&str> = cmd.possible_commands().iter().map(|w| w[0].text.as_str()).collect();
+        let starts: Vec<&str> =
+            cmd.possible_commands().iter().map(|w| w[0].text.as_str()).collect();
         assert!(starts.contains(&"rm"), "{command}: {starts:?}");
     }
 }
