@@ -319,8 +319,8 @@ fn scan_with(entry: &Entry, args: &[Word], fx: &mut Effects, in_sub: bool) -> Op
         if entry.numeric && cluster.chars().all(|c| c.is_ascii_digit()) {
             continue;
         }
-        let mut chars = cluster.char_indices();
-        while let Some((at, c)) = chars.next() {
+        let chars = cluster.char_indices();
+        for (at, c) in chars {
             let short = format!("-{c}");
             let rest = &cluster[at + c.len_utf8()..];
             let Some(class) = entry.class_of(&short) else {
