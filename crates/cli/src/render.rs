@@ -163,6 +163,11 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                         }
                     }
                 }
+                // What "always" would save, said before the answer.
+                let covers = ferroclaw_core::permission::describe_rules(
+                    &ferroclaw_core::permission::always_rules(&opts.workspace, &name, &input),
+                );
+                eprintln!("  {}", st.dim(&format!("always allows: {}", printable(&covers))));
                 eprint!(
                     "{} [y/N] {} ",
                     st.yellow(&format!(

@@ -113,6 +113,28 @@ fn an_approval_shows_the_diff_and_a_finished_call_shows_its_output() {
 }
 
 #[test]
+fn the_question_says_what_always_saves_and_always_on_a_wrapper_saves_the_wrapped_program() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("bash", json!({"command": "timeout 5 ls"})).into(),
+            Turn::tool("bash", json!({"command": "timeout 5 rm victim"})).into(),
+            Turn::text("done").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("victim"), "x").unwrap();
+    let (code, _, stderr) = run(env.cmd().write_stdin("list the files\na\n\n/exit\n"));
+    assert_eq!(code, 0, "{stderr}");
+    let question = stderr.find("? allow bash(timeout 5 ls)?").expect(&stderr);
+    assert!(stderr[..question].contains("always allows: bash(ls:*)"), "said before: {stderr}");
+    assert!(
+        stderr.contains("? allow bash(timeout 5 rm victim)?"),
+        "always on `timeout 5 ls` does not allow what else timeout runs: {stderr}"
+    );
+    assert!(env.ws().join("victim").exists());
+}
+
+#[test]
 fn enter_alone_refuses_and_the_question_says_so() {
     let env = Env::new(
         Wire::OpenAi,

@@ -14,8 +14,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod ask;
+mod command;
+#[cfg(test)]
+mod everyday;
 mod paths;
 mod rule;
+
+use command::command_allowed;
 
 use paths::{GIT_HOOKS_MARK, protected_from};
 pub use paths::{Resolved, protected, resolve};
@@ -261,12 +266,19 @@ impl Permissions {
             return Err(format!("denied by the rule {rule} in config"));
         }
         for cmd in &script.commands {
-            let unwrapped: Vec<&str> = cmd.unwrapped().iter().map(|w| w.text.as_str()).collect();
-            let mut bare = unwrapped.clone();
-            if let Some(first) = bare.first_mut() {
-                *first = ferroclaw_tools::shell::basename(first);
+            // The whole, what each wrapper runs, and every split point after a
+            // wrapper whose options the table does not know.
+            let mut texts = vec![cmd.text()];
+            for words in cmd.possible_commands() {
+                let words: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+                let mut bare = words.clone();
+                if let Some(first) = bare.first_mut() {
+                    *first = ferroclaw_tools::shell::basename(first);
+                }
+                texts.push(words.join(" "));
+                texts.push(bare.join(" "));
             }
-            for text in [cmd.text(), unwrapped.join(" "), bare.join(" ")] {
+            for text in texts {
                 if let Some(rule) = denied(&text) {
                     return Err(format!(
                         "denied by the rule {rule} in config (it covers `{}`)",
@@ -303,14 +315,28 @@ impl Permissions {
         for cmd in &script.commands {
             self.check_writing_program(cmd, &bases)?;
         }
+        // What is written: redirections and the options that write (`sort -o
+        // F`, `git log --output=F`, `sed -i`), each needing what a write
+        // needs; and the files a program writes as its purpose (`touch F`),
+        // which its rule covers but protection and deny rules still refuse.
+        let mut writes: Vec<(ferroclaw_tools::shell::Word, bool)> =
+            script.file_writes().iter().map(|r| (r.target.clone(), true)).collect();
+        for cmd in &script.commands {
+            let fx = ferroclaw_tools::effects::of(&cmd.words);
+            let word = |w: &ferroclaw_tools::effects::Write| ferroclaw_tools::shell::Word {
+                text: w.path.clone(),
+                dynamic: w.dynamic,
+            };
+            writes.extend(fx.writes.iter().map(|w| (word(w), true)));
+            writes.extend(fx.operand_writes.iter().map(|w| (word(w), false)));
+        }
         let mut writes_allowed = true;
-        for write in script.file_writes() {
-            let target = resolve(&self.workspace, &write.target.text);
-            let why = protected_from(&bases, &write.target.text);
-            if let Some(why) = why {
+        for (target_word, needs_permission) in &writes {
+            let text = target_word.text.as_str();
+            let target = resolve(&self.workspace, text);
+            if let Some(why) = protected_from(&bases, text) {
                 return Err(format!(
-                    "{} may not be written by the agent: {why}; the user edits it",
-                    write.target.text
+                    "{text} may not be written by the agent: {why}; the user edits it"
                 ));
             }
             if let Some(rule) = self.deny.iter().find(|r| {
@@ -323,27 +349,28 @@ impl Permissions {
                     )
             }) {
                 return Err(format!(
-                    "denied by the rule {rule} in config (the command writes {})",
-                    write.target.text
+                    "denied by the rule {rule} in config (the command writes {text})"
                 ));
             }
-            writes_allowed &= !write.target.dynamic
-                && allow.iter().any(|r| {
-                    r.covers_tool("edit")
-                        && r.pattern.is_some()
-                        && r.matches_path(
-                            target.rel.as_deref(),
-                            &target.abs_text(),
-                            home().as_deref(),
-                            false,
-                        )
-                });
+            if !needs_permission {
+                continue;
+            }
+            let by_mode = self.mode() == PermissionMode::AcceptEdits && target.rel.is_some();
+            writes_allowed &= !target_word.dynamic
+                && (by_mode
+                    || allow.iter().any(|r| {
+                        r.covers_tool("edit")
+                            && r.pattern.is_some()
+                            && r.matches_path(
+                                target.rel.as_deref(),
+                                &target.abs_text(),
+                                home().as_deref(),
+                                false,
+                            )
+                    }));
         }
         let every_command = !script.commands.is_empty()
-            && script.commands.iter().all(|cmd| {
-                !cmd.dynamic_program()
-                    && allow.iter().any(|r| r.covers_tool("bash") && r.matches_command(&cmd.text()))
-            });
+            && script.commands.iter().all(|cmd| command_allowed(cmd, allow));
         Ok(script.understood() && every_command && writes_allowed)
     }
 
@@ -492,6 +519,15 @@ fn hides_commands(script: &ferroclaw_tools::shell::Script) -> bool {
     !script.understood()
         || script.commands.iter().any(|cmd| {
             let words = cmd.unwrapped();
+            // `sudo -s`, `sudo -i`, `doas -s`: a shell reading stdin.
+            let sudo_shell = words.first().is_some_and(|w| {
+                matches!(ferroclaw_tools::shell::basename(&w.text), "sudo" | "doas")
+            }) && words
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "-s" | "-i" | "--shell" | "--login"));
+            if sudo_shell {
+                return true;
+            }
             let Some(program) = cmd.program() else {
                 // `sudo -s`, `sudo -i`, `doas -s`: a shell reading stdin.
                 let sudo = cmd.words.first().is_some_and(|w| {
@@ -534,25 +570,26 @@ pub fn always_rules(workspace: &Path, tool: &str, input: &Value) -> Vec<Rule> {
             }
             let mut rules: Vec<Rule> = Vec::new();
             for cmd in &script.commands {
-                let words: Vec<String> = cmd.words.iter().map(|w| w.text.clone()).collect();
-                let prefix = if cmd.assignments.is_empty() {
-                    command_prefix(&words, false)
-                } else {
-                    cmd.text()
-                };
-                // `git status:*` is a literal prefix, but a `*` in an exact
-                // command (`rm -rf build/*`, `rm x:*`) would be a wildcard.
-                let exact = !cmd.assignments.is_empty() || prefix == words.join(" ");
-                if exact && prefix.contains('*') {
-                    return Vec::new();
-                }
-                let rule = Rule::new("bash", Some(prefix));
+                let Some(rule) = command::always_rule(cmd) else { return Vec::new() };
                 if !rules.contains(&rule) {
                     rules.push(rule);
                 }
             }
-            for w in script.file_writes() {
-                let target = resolve(workspace, &w.target.text);
+            // The files it writes, by redirection or by option (`sort -o F`).
+            let mut written: Vec<ferroclaw_tools::shell::Word> =
+                script.file_writes().iter().map(|r| r.target.clone()).collect();
+            for cmd in &script.commands {
+                let fx = ferroclaw_tools::effects::of(&cmd.words);
+                written.extend(fx.writes.iter().map(|w| ferroclaw_tools::shell::Word {
+                    text: w.path.clone(),
+                    dynamic: w.dynamic,
+                }));
+            }
+            for w in &written {
+                if w.dynamic {
+                    return Vec::new();
+                }
+                let target = resolve(workspace, &w.text);
                 if let Some(rel) = target.rel {
                     if rel.contains('*') {
                         return Vec::new();

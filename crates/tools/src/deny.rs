@@ -69,8 +69,12 @@ pub fn dangerous_command(command: &str, workspace: &Path, cwd: &Path) -> Option<
     let mut previous: Option<&SimpleCommand> = None;
     for cmd in &script.commands {
         let here = Here { workspace, cwd: &cwd, home: home.as_deref() };
-        if let Some(reason) = check_simple(cmd, &here, previous, &script.heredocs) {
-            return Some(reason);
+        // Through every wrapper, and from every word after one whose
+        // options the table does not know (`stdbuf --weird 0 rm -rf ~`).
+        for words in cmd.possible_commands() {
+            if let Some(reason) = check_simple(cmd, words, &here, previous, &script.heredocs) {
+                return Some(reason);
+            }
         }
         if cmd.program() == Some("cd") {
             match cmd.unwrapped().get(1) {
@@ -97,12 +101,12 @@ fn texts(words: &[Word]) -> Vec<String> {
 
 fn check_simple(
     cmd: &SimpleCommand,
+    words: &[Word],
     here: &Here,
     previous: Option<&SimpleCommand>,
     heredocs: &[String],
 ) -> Option<String> {
-    let words = cmd.unwrapped();
-    if cmd.dynamic_program() {
+    if words.first().is_some_and(|w| w.dynamic) {
         // `$(echo rm) -rf ~`: the name is unknown, so judge the arguments as rm's.
         let reason = check_rm(&texts(&words[1..]), here)?;
         return Some(format!(

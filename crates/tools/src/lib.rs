@@ -66,6 +66,7 @@ pub mod claude;
 mod closest;
 mod deny;
 mod edit;
+pub mod effects;
 mod glob;
 mod grep;
 mod grep_sink;

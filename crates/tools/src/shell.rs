@@ -21,61 +21,8 @@ use tree_sitter::{Node, Parser};
 /// before the command counts as not understood.
 const MAX_DEPTH: usize = 48;
 
-/// Programs that run the rest of their words as a command, with the options
-/// of each that take a value.
-const WRAPPERS: &[(&str, &[&str])] = &[
-    ("sudo", &["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U"]),
-    ("doas", &["-u", "-C"]),
-    ("env", &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"]),
-    ("nohup", &[]),
-    ("time", &["-f", "-o"]),
-    ("command", &[]),
-    ("builtin", &[]),
-    ("exec", &["-a"]),
-    ("nice", &["-n", "--adjustment"]),
-    ("ionice", &["-c", "-n", "-p"]),
-    ("timeout", &["-s", "--signal", "-k", "--kill-after"]),
-    // `-i`, `-l` and `-e` take their value attached (`-i{}`), if any.
-    ("xargs", &["-I", "-n", "-P", "-L", "-d", "-a", "-E", "-s", "--delimiter"]),
-    ("stdbuf", &["-i", "-o", "-e"]),
-    ("setsid", &[]),
-    ("unbuffer", &[]),
-    ("chronic", &[]),
-    ("chroot", &["--userspec", "--groups"]),
-    ("flock", &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"]),
-    ("strace", &["-e", "-o", "-p", "-s", "-u", "-E", "-P", "-a"]),
-    ("ltrace", &["-e", "-o", "-p", "-s", "-u", "-n"]),
-    ("watch", &["-n", "--interval", "-d", "-q", "--equexit"]),
-    ("busybox", &[]),
-    ("taskset", &[]),
-    ("chrt", &[]),
-    ("faketime", &["-m", "-f"]),
-    ("numactl", &["-N", "-m", "-C", "-p", "-i", "-P"]),
-    ("prlimit", &["-p", "--pid"]),
-    ("setpriv", &[]),
-    ("unshare", &[]),
-    ("nsenter", &["-t", "--target", "-S", "-G"]),
-    ("fakeroot", &["-l", "-s", "-i", "--lib", "--faked"]),
-    ("firejail", &[]),
-    ("proxychains", &["-f"]),
-    ("proxychains4", &["-f"]),
-    ("torsocks", &["-u", "-p", "-a", "-P"]),
-    ("catchsegv", &[]),
-    ("valgrind", &[]),
-    ("dbus-run-session", &["--config-file", "--dbus-daemon"]),
-    ("xvfb-run", &["-n", "-s", "-f", "-e", "-p", "--server-num", "--server-args"]),
-    ("sshpass", &["-p", "-f", "-d", "-P"]),
-    ("systemd-run", &["-u", "--unit", "-p", "--property", "-E", "--setenv", "-M", "-H"]),
-];
-
-/// Wrappers whose first plain word is not the command: `timeout 5 CMD`,
-/// `chroot DIR CMD`, `flock FILE CMD`, `taskset 0x1 CMD`, `chrt 10 CMD`,
-/// `faketime '2020-01-01' CMD`.
-const WRAPPERS_WITH_OPERAND: &[&str] =
-    &["timeout", "chroot", "flock", "taskset", "chrt", "faketime"];
-
-/// Programs that run a string given after `-c` (or `--command`) as a shell
-/// command: `su -c 'CMD'`, `runuser -c 'CMD'`, `script -c 'CMD'`.
+/// Programs that run the words after `--` as a command (`runuser -u me --
+/// CMD`); their `-c` strings are in the table of program semantics.
 const COMMAND_STRING_TAKERS: &[&str] = &["su", "runuser", "script"];
 
 /// What a shell started with `args` (the words after its name) runs.
@@ -176,33 +123,27 @@ impl SimpleCommand {
 
     /// The words after wrappers (`sudo`, `env`, `timeout 5`, `xargs -n1`,
     /// `nice -n 5`, ...) and their options, with leading assignments gone.
+    /// Wrappers are the table's programs whose effect is "runs the rest"
+    /// ([`crate::effects`]).
     pub fn unwrapped(&self) -> &[Word] {
-        let mut rest = self.words.as_slice();
-        loop {
-            let Some((first, tail)) = rest.split_first() else { return rest };
-            let name = basename(&first.text);
-            let Some((_, valued)) = WRAPPERS.iter().find(|(w, _)| *w == name) else {
-                return rest;
-            };
-            rest = tail;
-            while let Some(word) = rest.first() {
-                let t = word.text.as_str();
-                let assignment = name == "env" && is_assignment(t);
-                if t == "--" {
-                    rest = &rest[1..];
-                    break;
-                } else if valued.contains(&t) {
-                    rest = rest.get(2..).unwrap_or(&[]);
-                } else if t.starts_with('-') || assignment {
-                    rest = &rest[1..];
-                } else {
-                    break;
-                }
-            }
-            if WRAPPERS_WITH_OPERAND.contains(&name) && !rest.is_empty() {
-                rest = &rest[1..]; // the duration, new root or lock file
-            }
+        let layers = crate::effects::layers(&self.words);
+        let last = layers.starts.last().copied().unwrap_or(0);
+        self.words.get(last..).unwrap_or(&[])
+    }
+
+    /// Every command these words may run, outermost first: the whole, then
+    /// what each wrapper runs. Where a wrapper's option is not in the table
+    /// (its value may be the next word), every later word is tried as the
+    /// start, so a check that must not miss sees through it.
+    pub fn possible_commands(&self) -> Vec<&[Word]> {
+        let layers = crate::effects::layers(&self.words);
+        let mut starts = layers.starts.clone();
+        if let Some(from) = layers.uncertain_from {
+            starts.extend(from + 1..self.words.len());
         }
+        starts.sort_unstable();
+        starts.dedup();
+        starts.into_iter().filter_map(|i| self.words.get(i..)).filter(|w| !w.is_empty()).collect()
     }
 
     /// The program after wrappers, without its folder (`/usr/bin/rm` -> `rm`);
@@ -224,28 +165,6 @@ fn words_before_program(words: &[Word]) -> Vec<Word> {
     let cmd = SimpleCommand { words: words.to_vec(), ..Default::default() };
     let kept = cmd.unwrapped().len();
     words[..words.len() - kept].to_vec()
-}
-
-/// The command `env -S STRING` (`--split-string`, `-SSTRING`,
-/// `--split-string=STRING`) runs, when one of the wrappers is such an env:
-/// `Some(Some(text))`, or `Some(None)` when the string is computed.
-fn env_split_string(wrappers: &[Word]) -> Option<Option<String>> {
-    let start = wrappers.iter().position(|w| basename(&w.text) == "env")?;
-    let mut rest = wrappers[start + 1..].iter();
-    while let Some(w) = rest.next() {
-        let t = w.text.as_str();
-        let value = if t == "-S" || t == "--split-string" {
-            rest.next().map(|v| (v.text.clone(), v.dynamic))
-        } else {
-            t.strip_prefix("--split-string=")
-                .or_else(|| t.strip_prefix("-S"))
-                .map(|v| (v.to_string(), w.dynamic))
-        };
-        if let Some((text, dynamic)) = value {
-            return Some((!dynamic).then_some(text));
-        }
-    }
-    None
 }
 
 /// The text `xargs` (among the wrappers) replaces with what it reads
@@ -274,12 +193,6 @@ fn xargs_placeholder(wrappers: &[Word]) -> Option<String> {
 /// `/usr/bin/rm` -> `rm`.
 pub fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
-}
-
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    })
 }
 
 /// A shell function defined by the command.
@@ -421,6 +334,20 @@ impl Walker {
                 self.script.heredocs.push(text(node, src).to_string());
                 self.children(node, src, depth);
             }
+            "heredoc_end" => {
+                // bash ends a here-document only at a line that is exactly
+                // its delimiter; where the grammar ends it elsewhere
+                // (`EOF | cat`), bash reads on, and runs what it reads.
+                let start = src[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+                let end =
+                    src[node.end_byte()..].find('\n').map_or(src.len(), |i| node.end_byte() + i);
+                let line = src.get(start..end).unwrap_or("").trim_start_matches('\t');
+                if line != text(node, src) {
+                    self.script
+                        .unknown
+                        .push(format!("a here-document ends inside the line {line:?}"));
+                }
+            }
             "function_definition" => self.function(node, src, depth),
             "comment" => {}
             "command_substitution" | "process_substitution" | "subshell" => {
@@ -502,11 +429,17 @@ impl Walker {
         let cmd_words = cmd.words.clone();
         let program = cmd.program().map(str::to_string);
         self.arithmetic |= program.as_deref().is_some_and(|p| ARITHMETIC_PROGRAMS.contains(&p));
+        // Command lines its options run (`flock F -c CMD`, `env -S CMD`,
+        // `sort --compress-program=P`, `tar -I P`, `sed 'e CMD'`).
+        let effects = crate::effects::of(&cmd.words);
         self.script.commands.push(cmd);
-        if let Some(split) = env_split_string(&words_before_program(&cmd_words)) {
-            match split {
-                Some(text) => self.parse_into(&text, depth + 1),
-                None => self.script.unknown.push("env -S with a computed string".into()),
+        for run in effects.runs {
+            if run.dynamic {
+                self.script
+                    .unknown
+                    .push(format!("a command line computed at run time ({})", run.text));
+            } else {
+                self.parse_into(&run.text, depth + 1);
             }
         }
         match program.as_deref() {
@@ -531,34 +464,18 @@ impl Walker {
                 }
             }
             Some(taker) if COMMAND_STRING_TAKERS.contains(&taker) => {
+                // `runuser -u me -- CMD ARGS`; `-c` strings are effects.
                 let mut args = words.iter().skip(1);
-                while let Some(arg) = args.next() {
-                    let t = arg.text.as_str();
-                    if t == "--" {
-                        // `runuser -u me -- CMD ARGS`
-                        let words: Vec<Word> = args.cloned().collect();
-                        let cmd = SimpleCommand {
-                            words,
-                            in_function: self.function.clone(),
-                            ..Default::default()
-                        };
-                        if !cmd.words.is_empty() {
-                            self.finish_command(cmd, _src, depth + 1);
-                        }
-                        break;
-                    }
-                    let string = match t {
-                        "-c" | "--command" | "--session-command" => args.next(),
-                        _ => None,
+                if args.by_ref().any(|w| w.text == "--") {
+                    let words: Vec<Word> = args.cloned().collect();
+                    let cmd = SimpleCommand {
+                        words,
+                        in_function: self.function.clone(),
+                        ..Default::default()
                     };
-                    match string {
-                        Some(w) if !w.dynamic => self.parse_into(&w.text.clone(), depth + 1),
-                        Some(_) => {
-                            self.script.unknown.push(format!("{taker} -c with a computed command"))
-                        }
-                        None => continue,
+                    if !cmd.words.is_empty() {
+                        self.finish_command(cmd, _src, depth + 1);
                     }
-                    break;
                 }
             }
             Some("trap") => {
@@ -954,6 +871,16 @@ mod tests {
         assert!(parse("xargs -n1 sh -c 'echo \"$0\"'").understood());
         assert_eq!(parse("xargs -i rm -rf {}").commands[0].program(), Some("rm"));
         assert!(parse("find . -exec grep -l x {} +").understood());
+    }
+
+    #[test]
+    fn a_here_document_that_the_grammar_ends_early_is_not_understood() {
+        // Found by the exec oracle: bash reads on past `EOF | cat ...` and
+        // runs the `$(...)` of the next lines.
+        let command = "cat <<EOF\nx\nEOF | cat <<'EOF'\n$(touch y)\nEOF\necho";
+        assert!(!parse(command).understood());
+        assert!(parse("cat <<EOF\nline $(date)\nEOF\necho done").understood());
+        assert!(parse("cat <<-EOF\n\tx\n\tEOF").understood());
     }
 
     #[test]
