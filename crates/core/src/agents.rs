@@ -66,7 +66,8 @@ pub fn builtin() -> Vec<AgentType> {
 pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<AgentType>, Vec<String>) {
     let mut types = builtin();
     let mut warnings = Vec::new();
-    let claude_user = crate::context::instructions::claude_home().map(|c| (c.join("agents"), false));
+    let claude_user =
+        crate::context::instructions::claude_home().map(|c| (c.join("agents"), false));
     let dirs = claude_user
         .into_iter()
         .chain([(home.join("agents"), false)])

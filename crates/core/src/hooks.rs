@@ -243,7 +243,9 @@ impl Hooks {
         tokio::spawn(async move {
             let run = match &hook.options.http {
                 Some(target) => http::post(target, &text, hook.timeout_secs).await,
-                None => command::run(&hook.command, &text, &workspace, hook.timeout_secs, &env).await,
+                None => {
+                    command::run(&hook.command, &text, &workspace, hook.timeout_secs, &env).await
+                }
             };
             if !matches!(run.ended, Ended::Exited(Some(0))) {
                 tracing::warn!(
@@ -292,8 +294,14 @@ impl Hooks {
             let run = match &hook.options.http {
                 Some(target) => http::post(target, &text, hook.timeout_secs).await,
                 None => {
-                    command::run(&hook.command, &text, &self.workspace, hook.timeout_secs, &self.env)
-                        .await
+                    command::run(
+                        &hook.command,
+                        &text,
+                        &self.workspace,
+                        hook.timeout_secs,
+                        &self.env,
+                    )
+                    .await
                 }
             };
             let result = read_answer(event, hook, &run, &mut outcome);
