@@ -261,3 +261,21 @@ fn a_full_disk_fails_the_request_in_one_line_and_leaves_no_empty_session_behind(
     assert_eq!(sessions(), 1, "the failed request left no empty session file");
     assert_eq!(env.server.requests().len(), 1);
 }
+
+#[test]
+fn a_full_disk_under_the_sessions_fails_the_request_instead_of_reporting_success() {
+    let answer = "a long answer that does not fit on the disk ".repeat(1000);
+    let env = Env::new(Wire::Anthropic, vec![Turn::text(&answer).into()]);
+    let sessions = env.home.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let Some(_disk) = TinyDisk::mount(&sessions, "256k") else { return };
+    // Leave two pages: the metadata and the request fit, the answer does not.
+    std::fs::write(sessions.join("filler"), vec![b'x'; 248 * 1024]).unwrap();
+    let (code, stdout, stderr) = run(&mut env.oneshot("hi", &["--output-format", "json"]));
+    assert_eq!(code, 1, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["is_error"], true);
+    let result = v["result"].as_str().unwrap();
+    assert!(result.contains("could not be saved"), "{result}");
+    assert!(result.contains("No space left on device"), "{result}");
+}

@@ -282,6 +282,27 @@ fn malformed_and_cut_streams_are_errors_not_hangs() {
 }
 
 #[test]
+fn an_answer_without_end_is_cut_stored_as_cut_and_fails_the_request() {
+    for wire in WIRES {
+        let text = "all work and no play makes a dull model ";
+        let env = Env::new(wire, vec![Fault::Endless { text: text.into() }.into()]);
+        env.write_home_config("max_tokens = 200\n");
+        let (code, stdout, stderr) = run(&mut env.oneshot("hi", &["--output-format", "json"]));
+        assert_eq!(code, 1, "{wire:?}: {stderr}");
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(v["is_error"], true, "{wire:?}");
+        let result = v["result"].as_str().unwrap();
+        assert!(result.contains("more than max_tokens = 200 allows"), "{wire:?}: {result}");
+        // The session keeps what came, marked as cut, and stays small.
+        let session = &env.session_files()[0];
+        let stored = std::fs::read_to_string(session).unwrap();
+        assert!(stored.contains("all work and no play"), "{wire:?}");
+        assert!(stored.contains("[the answer was cut off:"), "{wire:?}");
+        assert!(stored.len() < 256 * 1024, "{wire:?}: {} bytes stored", stored.len());
+    }
+}
+
+#[test]
 fn max_turns_stops_a_model_that_never_finishes() {
     let steps: Vec<Step> =
         (0..5).map(|_| Turn::tool("glob", json!({"pattern": "*"})).into()).collect();

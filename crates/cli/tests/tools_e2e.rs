@@ -254,3 +254,59 @@ fn a_continued_session_still_knows_the_files_it_read_unless_they_changed_while_a
     assert_eq!(std::fs::read_to_string(env.ws().join("kept.txt")).unwrap(), "agent\n");
     assert_eq!(std::fs::read_to_string(env.ws().join("changed.txt")).unwrap(), "the user's edit\n");
 }
+
+#[test]
+fn file_tools_refuse_a_file_over_max_file_bytes_without_reading_it_and_binary_files_for_edit() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tools(vec![
+                ScriptedToolCall::new(
+                    "edit",
+                    json!({"path": "huge.log", "old_string": "x", "new_string": "y"}),
+                ),
+                ScriptedToolCall::new("read", json!({"path": "huge.log"})),
+                ScriptedToolCall::new(
+                    "edit",
+                    json!({"path": "zeros.bin", "old_string": "\u{0}", "new_string": "a"}),
+                ),
+                ScriptedToolCall::new(
+                    "multi_edit",
+                    json!({"path": "small.txt", "edits": [
+                        {"old_string": "a", "new_string": "bb", "replace_all": true}
+                    ]}),
+                ),
+            ])
+            .into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    // A 1 GB sparse file: reading it would take a GB of memory at least.
+    let huge = std::fs::File::create(env.ws().join("huge.log")).unwrap();
+    huge.set_len(1 << 30).unwrap();
+    std::fs::write(env.ws().join("zeros.bin"), vec![0u8; 800]).unwrap();
+    // 600 bytes that an edit would grow past the configured limit.
+    std::fs::write(env.ws().join("small.txt"), "a".repeat(600)).unwrap();
+    env.write_home_config("max_file_bytes = 1000\n");
+    let (code, _, err) = run(&mut env.oneshot("fix the log", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    let results = tool_results(&env.request_body(1));
+    for (text, is_error) in &results[..2] {
+        assert!(*is_error, "{results:?}");
+        assert!(text.contains("huge.log is 1 GB (1073741824 bytes)"), "{text}");
+        assert!(text.contains("`max_file_bytes`"), "{text}");
+    }
+    assert!(
+        results[2].1 && results[2].0.contains("zeros.bin looks like a binary file"),
+        "{results:?}"
+    );
+    assert!(
+        results[3].1
+            && results[3].0.contains("small.txt 1.2 KB (1200 bytes), over the 1000 bytes limit"),
+        "{results:?}"
+    );
+    let meta = std::fs::metadata(env.ws().join("huge.log")).unwrap();
+    assert_eq!(meta.len(), 1 << 30, "the huge file is left as it was");
+    assert_eq!(std::fs::read(env.ws().join("zeros.bin")).unwrap(), vec![0u8; 800]);
+    assert_eq!(std::fs::read_to_string(env.ws().join("small.txt")).unwrap(), "a".repeat(600));
+}

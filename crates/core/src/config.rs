@@ -43,6 +43,9 @@ pub struct ConfigFile {
     pub permission_mode: Option<PermissionMode>,
     /// Folders besides the workspace that file tools may touch.
     pub allowed_dirs: Option<Vec<PathBuf>>,
+    /// Bytes a file may have for the file tools to open it (default 64 MiB).
+    #[serde(default, deserialize_with = "bounds::max_file_bytes")]
+    pub max_file_bytes: Option<u64>,
     #[serde(default)]
     pub permissions: PermissionsSection,
     /// Providers: overrides of presets, or custom ones.
@@ -641,6 +644,7 @@ impl ConfigFile {
             prompt_profile,
             permission_mode,
             allowed_dirs,
+            max_file_bytes,
             retry,
             timeouts,
             context_window,
@@ -700,6 +704,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "max_tokens",
     "permission_mode",
     "allowed_dirs",
+    "max_file_bytes",
     "context_window",
     "compaction_threshold",
 ];

@@ -300,7 +300,14 @@ impl SessionStore {
             .open(&path)
             .map_err(io(&path))?;
         lock(&file, &path, &meta.id)?;
-        let mut log = SessionLog { path, file: Arc::new(file), meta, written_before_resume: None };
+        let mut log = SessionLog {
+            path,
+            file: Arc::new(file),
+            meta,
+            written_before_resume: None,
+            failed: None,
+            cut_back_to: None,
+        };
         // Not synced here: the first turn's commit makes it durable with the
         // rest, and a file a crash left empty is taken up again (see `resume`).
         if let Err(e) = log.append(&Entry::Meta(log.meta.clone())) {
@@ -508,6 +515,13 @@ pub struct SessionLog {
     /// it (`None` for a new session): files the conversation knew and that
     /// have not changed since are still known (see `ReadLedger::recall`).
     written_before_resume: Option<std::time::SystemTime>,
+    /// The first append that failed since the last commit (ENOSPC, EIO):
+    /// the next [`SessionLog::commit`] fails with it, so a request whose
+    /// lines were not all stored is not reported done.
+    failed: Option<(std::io::ErrorKind, String)>,
+    /// Where the file ended before a failed append: the next append cuts
+    /// back to it first, so a torn fragment never sits mid-file.
+    cut_back_to: Option<u64>,
 }
 
 /// What resuming a session recovered.
@@ -567,20 +581,51 @@ impl SessionLog {
             line = serde_json::to_vec(&value).map_err(encode)?;
         }
         line.push(b'\n');
-        (&*self.file).write_all(&line).map_err(io(&self.path))
+        if let Some(len) = self.cut_back_to {
+            self.file.set_len(len).map_err(io(&self.path))?;
+            self.cut_back_to = None;
+        }
+        let before = self.file.metadata().map(|m| m.len());
+        (&*self.file).write_all(&line).map_err(|e| {
+            self.failed.get_or_insert_with(|| (e.kind(), e.to_string()));
+            self.cut_back_to = before.as_ref().ok().copied();
+            io(&self.path)(e)
+        })
     }
 
     /// Flushes the file to disk now, on this thread (see [`SessionLog::commit`]
     /// for turn boundaries).
     pub fn sync(&mut self) -> Result<(), SessionError> {
+        self.take_failure()?;
         self.file.sync_data().map_err(io(&self.path))
+    }
+
+    /// Makes the next commit fail with `why`: a write that belongs to this
+    /// session failed elsewhere (a step of its turn journal).
+    pub fn fail_next_commit(&mut self, why: String) {
+        self.failed.get_or_insert((std::io::ErrorKind::Other, why));
+    }
+
+    /// The append failure since the last commit or sync, once.
+    fn take_failure(&mut self) -> Result<(), SessionError> {
+        match self.failed.take() {
+            None => Ok(()),
+            Some((kind, message)) => {
+                let message = format!("a line could not be written: {message}");
+                let source = std::io::Error::new(kind, message);
+                Err(SessionError::Io { path: self.path.clone(), source })
+            }
+        }
     }
 
     /// Makes everything appended so far durable through the process's group
     /// committer (see [`commit`]): called at turn boundaries. The async
     /// thread is free meanwhile, and many sessions ending turns at once
     /// share the syncer's batches.
+    /// An append that failed since the last commit fails it, whatever the
+    /// sync says.
     pub async fn commit(&mut self) -> Result<(), SessionError> {
+        self.take_failure()?;
         commit::GroupCommit::global().commit(self.file.clone()).await.map_err(io(&self.path))
     }
 
@@ -597,6 +642,7 @@ impl SessionLog {
     /// Cuts the file back to `len` bytes, a line boundary it had (a turn
     /// resumed from its journal is written again from where it began).
     pub fn truncate(&mut self, len: u64) -> Result<(), SessionError> {
+        self.cut_back_to = None;
         self.file.set_len(len).map_err(io(&self.path))
     }
 
@@ -704,6 +750,8 @@ impl SessionLog {
             file: Arc::new(file),
             meta,
             written_before_resume,
+            failed: None,
+            cut_back_to: None,
         };
         if end == 0 {
             log.append(&Entry::Meta(log.meta.clone()))?;
@@ -786,6 +834,36 @@ mod tests {
         let mut merged = Message::user("one");
         merged.content.extend(Message::user("two").content);
         assert_eq!(again.messages, vec![merged]);
+        assert_eq!(again.bad_lines, 0);
+    }
+
+    #[tokio::test]
+    async fn a_failed_append_fails_the_commit_and_the_next_append_cuts_its_fragment() {
+        let (_d, store) = store();
+        let mut log = store.create(Path::new("/p"), "m/m").unwrap();
+        log.append_message(&Message::user("one")).unwrap();
+        let writable = log.file.clone();
+        // The disk refuses the next line (an injected writer error), and a
+        // fragment of it is left behind, as ENOSPC leaves a short write.
+        log.file = Arc::new(File::open(log.path()).unwrap());
+        assert!(log.append_message(&Message::assistant("lost")).is_err());
+        OpenOptions::new()
+            .append(true)
+            .open(log.path())
+            .unwrap()
+            .write_all(br#"{"type":"message","ts":1,"mess"#)
+            .unwrap();
+        log.file = writable;
+        log.append_message(&Message::assistant("two")).unwrap();
+        let err = log.commit().await.unwrap_err().to_string();
+        assert!(err.contains("a line could not be written"), "{err}");
+        log.commit().await.unwrap();
+        let text = std::fs::read_to_string(log.path()).unwrap();
+        assert!(!text.contains("\"mess\"") && !text.contains("lost"), "{text}");
+        let path = log.path().to_path_buf();
+        drop(log);
+        let again = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
+        assert_eq!(again.messages, vec![Message::user("one"), Message::assistant("two")]);
         assert_eq!(again.bad_lines, 0);
     }
 

@@ -12,6 +12,7 @@ use ferroclaw_protocol::ProviderEvent;
 use futures_util::{Stream, StreamExt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 
+use crate::answer_limit::AnswerLimit;
 use crate::decode::{DecodeError, SseDecoder, parse_response};
 use crate::retry::{delay_before_retry, is_transient_response, parse_error_body, server_delay};
 use crate::{
@@ -99,6 +100,9 @@ impl Provider for HttpProvider {
             ),
         };
         let exchange = Exchange {
+            limit: AnswerLimit::for_max_tokens(request.max_tokens),
+            body_read: 0,
+            text_read: 0,
             shared: Arc::clone(&self.shared),
             body: Bytes::from(body),
             attempt: 0,
@@ -145,6 +149,12 @@ struct Exchange {
     /// Whether content has been handed out; from then on nothing is retried.
     committed: bool,
     rng: fastrand::Rng,
+    /// How much this answer may hold.
+    limit: AnswerLimit,
+    /// Bytes of the current attempt's body read so far.
+    body_read: u64,
+    /// Bytes of answer text handed out so far.
+    text_read: u64,
 }
 
 /// What reading one chunk of an SSE body found.
@@ -283,12 +293,17 @@ impl Exchange {
             _ => config.stream,
         };
         let body: Body = Box::pin(response.bytes_stream());
+        self.body_read = 0;
         if is_sse {
             self.phase = Phase::Streaming { body, decoder: Box::new(SseDecoder::new(config.wire)) };
             return Ok(());
         }
         // One JSON answer.
-        let bytes = self.read_all(body, usize::MAX).await?;
+        let cap = usize::try_from(self.limit.body_bytes).unwrap_or(usize::MAX);
+        let bytes = self.read_all(body, cap.saturating_add(1)).await?;
+        if bytes.len() > cap {
+            return Err(Failure::permanent(self.too_large("body", self.limit.body_bytes)));
+        }
         let events = parse_response(config.wire, &bytes).map_err(|e| self.decode_failure(e))?;
         self.accept(events);
         Ok(())
@@ -312,6 +327,13 @@ impl Exchange {
         };
         let events = events.map_err(|e| self.decode_failure(e))?;
         self.accept(events);
+        self.body_read += chunk.as_ref().map_or(0, |c| c.len() as u64);
+        if self.text_read > self.limit.text_bytes {
+            return Err(Failure::permanent(self.too_large("text", self.limit.text_bytes)));
+        }
+        if self.body_read > self.limit.body_bytes && !decoder.is_done() {
+            return Err(Failure::permanent(self.too_large("stream", self.limit.body_bytes)));
+        }
         Ok(match (chunk.is_some(), decoder.is_done()) {
             (false, _) => Read::Ended,
             (true, true) => Read::Complete,
@@ -392,6 +414,17 @@ impl Exchange {
         Failure { error: error.into_llm(&self.config().name), transient, server_delay: None }
     }
 
+    /// The answer passed its bound (`limit` bytes of `what`).
+    fn too_large(&self, what: &'static str, limit: u64) -> LlmError {
+        tracing::warn!(provider = %self.config().name, what, limit, "answer cut at its bound");
+        LlmError::TooLarge {
+            provider: self.config().name.clone(),
+            what,
+            limit,
+            max_tokens: self.limit.max_tokens,
+        }
+    }
+
     fn idle_error(&self) -> LlmError {
         LlmError::Stream {
             provider: self.config().name.clone(),
@@ -414,6 +447,11 @@ impl Exchange {
     /// failed attempt never leaves partial usage behind.)
     fn accept(&mut self, events: Vec<ProviderEvent>) {
         self.committed |= !events.is_empty();
+        for event in &events {
+            if let ProviderEvent::TextDelta(text) = event {
+                self.text_read += text.len() as u64;
+            }
+        }
         self.ready.extend(events.into_iter().map(Ok));
     }
 
@@ -453,6 +491,7 @@ fn note_attempts(error: &mut LlmError, attempts: u32) {
         | LlmError::Connect { message, .. }
         | LlmError::Stream { message, .. }
         | LlmError::Api { message, .. } => message,
+        LlmError::TooLarge { .. } => return, // never retried
     };
     message.push_str(&format!(" (gave up after {attempts} attempts)"));
 }

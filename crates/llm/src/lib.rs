@@ -44,6 +44,7 @@
 //! # }
 //! ```
 
+mod answer_limit;
 mod anthropic;
 mod decode;
 #[cfg(test)]
@@ -204,6 +205,13 @@ pub enum LlmError {
     /// The provider sent an error in the stream (e.g. Anthropic `overloaded_error`).
     #[error("{provider}: {kind}: {message}")]
     Api { provider: String, kind: String, message: String },
+    /// The answer passed the bound derived from `max_tokens` (see
+    /// `answer_limit`): the provider ignored it; what came before is kept.
+    #[error(
+        "{provider}: the answer passed {limit} bytes of {what}, more than max_tokens = \
+         {max_tokens} allows; it was cut there (the provider does not respect max_tokens)"
+    )]
+    TooLarge { provider: String, what: &'static str, limit: u64, max_tokens: u32 },
 }
 
 /// Builds a provider for a config: one HTTP client, nothing connected yet.

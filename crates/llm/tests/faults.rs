@@ -232,3 +232,28 @@ async fn an_html_page_with_status_200_is_reported_as_what_came_back_and_not_retr
         assert_eq!(server.requests().len(), 1, "{mode}: a page is not retried");
     }
 }
+
+#[tokio::test]
+async fn an_answer_without_end_is_cut_at_a_bound_from_max_tokens_on_both_wires() {
+    for (wire, stream) in MODES {
+        let mode = format!("{wire:?} stream={stream}");
+        let text = "all work and no play makes a dull model ";
+        let server = ScriptedServer::start(vec![Fault::Endless { text: text.into() }.into()]);
+        let mut request = ask("hi");
+        request.max_tokens = 100;
+        let outcome = run(config(&server, wire, stream), request).await;
+        let Some(LlmError::TooLarge { limit, max_tokens, .. }) = &outcome.error else {
+            panic!("{mode}: expected the answer to be cut, got {:?}", outcome.error);
+        };
+        assert_eq!(*max_tokens, 100, "{mode}");
+        let message = outcome.error_text();
+        assert!(message.contains("max_tokens = 100") && message.contains("cut"), "{message}");
+        // What streamed before the cut is handed out, and no more than the bound.
+        let shown = outcome.text().len() as u64;
+        assert!(shown <= *limit + 64 * 1024, "{mode}: {shown} bytes of text past {limit}");
+        if stream {
+            assert!(outcome.text().starts_with("all work"), "{mode}");
+        }
+        assert_eq!(server.requests().len(), 1, "{mode}: a cut answer is not retried");
+    }
+}

@@ -100,5 +100,9 @@ pub fn sandbox_policy(config: &Config) -> SandboxPolicy {
             connect: section.tcp_connect.clone(),
             bind: section.tcp_bind.clone(),
         },
+        max_file_bytes: config
+            .file
+            .max_file_bytes
+            .unwrap_or(ferroclaw_tools::file_limit::DEFAULT_MAX_FILE_BYTES),
     }
 }

@@ -86,6 +86,24 @@ impl Wire {
         Reply::sse(frames, ending)
     }
 
+    /// An answer of `text` repeated without end: its delta frame again and
+    /// again, or a JSON body whose text never closes.
+    fn endless(self, text: &str, ex: &Exchange) -> Reply {
+        if !ex.stream {
+            let body = self.answer(&Turn::text("\u{0}"), ex).frames.concat();
+            let cut = body.windows(6).position(|w| w == b"\\u0000").unwrap_or(body.len());
+            let ending = Ending::Repeat(Bytes::from(text.replace(['"', '\\'], " ")));
+            return Reply::raw_json(StatusCode::OK, body[..cut].to_vec(), ending);
+        }
+        let mut frames = match self {
+            Wire::Anthropic => anthropic::opening(text, DEFAULT_INPUT_TOKENS, ex),
+            Wire::OpenAi => openai::opening(text, ex),
+        };
+        let repeated = frames.pop().unwrap_or_default();
+        frames.push(repeated.clone());
+        Reply::sse(frames, Ending::Repeat(repeated))
+    }
+
     /// Plays one step.
     pub fn render(self, step: &Step, ex: &Exchange) -> Reply {
         let fault = match step {
@@ -108,6 +126,7 @@ impl Wire {
             },
             Fault::CutMidStream => self.unfinished(CUT_TEXT, ex, Ending::Cut),
             Fault::Stall { after_text } => self.unfinished(after_text, ex, Ending::Hang),
+            Fault::Endless { text } => self.endless(text, ex),
             Fault::MalformedSse if !ex.stream => {
                 Reply::raw_json(StatusCode::OK, "{\"type\": nope", Ending::Complete)
             }

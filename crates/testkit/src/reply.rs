@@ -16,7 +16,7 @@ use crate::recording::Completion;
 const FLUSH_BEFORE_CUT: Duration = Duration::from_millis(20);
 
 /// How a response body ends after its frames.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Ending {
     /// Normally: the body is complete.
     Complete,
@@ -24,6 +24,8 @@ pub(crate) enum Ending {
     Cut,
     /// The connection stays open and silent forever.
     Hang,
+    /// This frame is sent again and again, without end.
+    Repeat(Bytes),
 }
 
 /// Everything needed to write one response.
@@ -85,6 +87,12 @@ impl Reply {
                     return Some((Err(cut), None));
                 }
                 Ending::Hang => std::future::pending::<()>().await,
+                Ending::Repeat(frame) => {
+                    return Some((
+                        Ok(frame.clone()),
+                        Some((frames, Ending::Repeat(frame), completion)),
+                    ));
+                }
             }
             None
         });

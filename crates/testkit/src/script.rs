@@ -86,6 +86,12 @@ pub enum Fault {
         /// Text streamed before going silent.
         after_text: String,
     },
+    /// A provider that ignores `max_tokens`: text deltas of `text` without
+    /// end (a JSON answer whose text never closes when not streaming).
+    Endless {
+        /// The text of each delta.
+        text: String,
+    },
 }
 
 impl Default for Turn {

@@ -14,9 +14,17 @@ const MIN_SIMILARITY: f64 = 0.5;
 /// Bounds on the work done for a suggestion (huge files get no bigram pass).
 const MAX_FILE_LINES: usize = 50_000;
 const MAX_NEEDLE_LINES: usize = 20;
+/// Lines longer than this (bytes) are not scored: a bigram list costs
+/// 8 bytes per character, and a minified or generated line is no typo.
+const MAX_SCORED_LINE_BYTES: usize = 4096;
 
 /// A hint naming the lines of `content` closest to `needle`, with line numbers.
+/// Huge files (over [`MAX_FILE_LINES`] lines) get no hint: the search
+/// would hold a slice per line.
 pub(crate) fn closest_lines(content: &str, needle: &str) -> String {
+    if content.lines().count() > MAX_FILE_LINES {
+        return "Read the file to see its current content.".to_string();
+    }
     if let Some(hint) = whitespace_only_difference(content, needle) {
         return hint;
     }
@@ -26,13 +34,13 @@ pub(crate) fn closest_lines(content: &str, needle: &str) -> String {
         .take(MAX_NEEDLE_LINES)
         .map(bigrams)
         .collect();
-    if needles.is_empty() || content.lines().count() > MAX_FILE_LINES {
+    if needles.is_empty() {
         return "Read the file to see its current content.".to_string();
     }
     let mut scored: Vec<(f64, usize)> = content
         .lines()
         .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
+        .filter(|(_, l)| !l.trim().is_empty() && l.len() <= MAX_SCORED_LINE_BYTES)
         .map(|(i, line)| {
             let grams = bigrams(line);
             let best = needles.iter().map(|n| dice(n, &grams)).fold(0.0, f64::max);

@@ -9,6 +9,9 @@ use serde_json::{Value, json};
 use crate::CHANGED_SINCE_READ;
 use crate::args::{flag, required_str};
 use crate::closest::closest_lines;
+use crate::file_limit::{
+    DEFAULT_MAX_FILE_BYTES, binary_refusal, human_size, looks_binary, read_bounded,
+};
 use crate::lines::{line_of, numbered_excerpt};
 use crate::stale_write::APPLIED_TO_CHANGED;
 use crate::write::atomic_write;
@@ -54,10 +57,11 @@ impl Tool for EditTool {
         let edit = Replacement::from_json(&input)?;
         let (sandbox, path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
         let reads = ctx.reads.clone();
+        let max = ctx.sandbox.max_file_bytes;
         tokio::task::spawn_blocking(move || {
-            let original = read_text(&sandbox, &path, &shown)?;
+            let original = read_text(&sandbox, &path, &shown, "edit", max)?;
             let stale = reads.changed_since_read(&path, original.as_bytes());
-            let (content, message) = edit_once(&original, &edit, &shown, stale)?;
+            let (content, message) = edit_once(&original, &edit, &shown, stale, max)?;
             atomic_write(&sandbox, &path, content.as_bytes())?;
             reads.wrote(&path, content.as_bytes());
             Ok(ToolOutput::text(message))
@@ -70,14 +74,16 @@ impl Tool for EditTool {
 /// `edit` in memory: the new content of file `shown` (now `original`) and
 /// the result for the model. `stale`: the file changed since the
 /// conversation read it, so a replacement that does not apply is refused
-/// as stale, and one that does says so.
+/// as stale, and one that does says so. The new content may have `max`
+/// bytes at most.
 pub(crate) fn edit_once(
     original: &str,
     edit: &Replacement,
     shown: &str,
     stale: bool,
+    max: u64,
 ) -> Result<(String, String), ToolError> {
-    let applied = apply(original, edit).map_err(|f| match f {
+    let applied = apply(original, edit, max).map_err(|f| match f {
         EditFailure::NotFound | EditFailure::Ambiguous { .. } if stale => {
             ToolError::Failed(CHANGED_SINCE_READ.to_string())
         }
@@ -95,7 +101,8 @@ pub(crate) fn edit_once(
 
 /// What `edit` or `multi_edit` (`tool`) called with `input` makes of file
 /// `shown`, whose text is `original`: the new text and the result for the
-/// model. For front ends that hold the file elsewhere (an editor's buffer).
+/// model. For front ends that hold the file elsewhere (an editor's buffer);
+/// the new text may have [`DEFAULT_MAX_FILE_BYTES`] at most.
 pub fn edit_text(
     tool: &str,
     input: &Value,
@@ -104,8 +111,20 @@ pub fn edit_text(
     stale: bool,
 ) -> Result<(String, String), ToolError> {
     match tool {
-        "multi_edit" => crate::multi_edit::edit_all(original, &edits_of(input)?, shown, stale),
-        _ => edit_once(original, &Replacement::from_json(input)?, shown, stale),
+        "multi_edit" => crate::multi_edit::edit_all(
+            original,
+            &edits_of(input)?,
+            shown,
+            stale,
+            DEFAULT_MAX_FILE_BYTES,
+        ),
+        _ => edit_once(
+            original,
+            &Replacement::from_json(input)?,
+            shown,
+            stale,
+            DEFAULT_MAX_FILE_BYTES,
+        ),
     }
 }
 
@@ -161,7 +180,15 @@ pub(crate) enum EditFailure {
     EmptyOld,
     Unchanged,
     NotFound,
-    Ambiguous { count: usize, lines: Vec<usize> },
+    Ambiguous {
+        count: usize,
+        lines: Vec<usize>,
+    },
+    /// The new content would have `len` bytes, over the file tools' `max`.
+    TooLarge {
+        len: u64,
+        max: u64,
+    },
 }
 
 impl EditFailure {
@@ -187,6 +214,12 @@ impl EditFailure {
                     if *count > lines.len() { ", ..." } else { "" }
                 )
             }
+            Self::TooLarge { len, max } => format!(
+                "the edit would make {shown} {} ({len} bytes), over the {} limit of the file \
+                 tools (config `max_file_bytes`)",
+                human_size(*len),
+                human_size(*max)
+            ),
         }
     }
 }
@@ -213,44 +246,64 @@ impl Applied {
     }
 }
 
-/// Applies one replacement to `content`. When nothing matches and the file
-/// uses CRLF line ends, the strings are retried with CRLF.
-pub(crate) fn apply(content: &str, edit: &Replacement) -> Result<Applied, EditFailure> {
+/// Applies one replacement to `content`, whose result may have `max` bytes
+/// at most. When nothing matches and the file uses CRLF line ends, the
+/// strings are retried with CRLF.
+pub(crate) fn apply(content: &str, edit: &Replacement, max: u64) -> Result<Applied, EditFailure> {
     if edit.old.is_empty() {
         return Err(EditFailure::EmptyOld);
     }
     if edit.old == edit.new {
         return Err(EditFailure::Unchanged);
     }
-    match apply_exact(content, &edit.old, &edit.new, edit.replace_all) {
+    match apply_exact(content, &edit.old, &edit.new, edit.replace_all, max) {
         Err(EditFailure::NotFound) if content.contains("\r\n") && !edit.old.contains("\r\n") => {
             let old = edit.old.replace('\n', "\r\n");
             let new = edit.new.replace('\n', "\r\n");
-            apply_exact(content, &old, &new, edit.replace_all)
+            apply_exact(content, &old, &new, edit.replace_all, max)
         }
         other => other,
     }
 }
 
+/// One pass of matching: counts the matches keeping only the first few
+/// positions, and builds the new content once, sized from that count, so
+/// memory is the file and its new version whatever the number of matches.
 fn apply_exact(
     content: &str,
     old: &str,
     new: &str,
     replace_all: bool,
+    max: u64,
 ) -> Result<Applied, EditFailure> {
-    let starts: Vec<usize> = content.match_indices(old).map(|(i, _)| i).collect();
-    match starts.len() {
-        0 => Err(EditFailure::NotFound),
-        n if n > 1 && !replace_all => Err(EditFailure::Ambiguous {
-            count: n,
-            lines: starts.iter().take(MAX_LISTED_MATCHES).map(|&i| line_of(content, i)).collect(),
-        }),
-        n => Ok(Applied {
-            content: content.replace(old, new),
-            count: n,
-            first: starts[0]..starts[0] + new.len(),
-        }),
+    let mut count = 0usize;
+    let mut starts = Vec::new();
+    for (i, _) in content.match_indices(old) {
+        count += 1;
+        if starts.len() < MAX_LISTED_MATCHES {
+            starts.push(i);
+        }
     }
+    let Some(&first) = starts.first() else { return Err(EditFailure::NotFound) };
+    if count > 1 && !replace_all {
+        return Err(EditFailure::Ambiguous {
+            count,
+            lines: starts.iter().map(|&i| line_of(content, i)).collect(),
+        });
+    }
+    let len = (content.len() - count * old.len()) as u64 + (count as u64) * new.len() as u64;
+    if len > max {
+        return Err(EditFailure::TooLarge { len, max });
+    }
+    let mut out = String::with_capacity(len as usize);
+    let mut from = 0;
+    for (i, _) in content.match_indices(old) {
+        out.push_str(&content[from..i]);
+        out.push_str(new);
+        from = i + old.len();
+    }
+    out.push_str(&content[from..]);
+    Ok(Applied { content: out, count, first: first..first + new.len() })
 }
 
 /// Resolves a path that must be an existing file: its sandbox, the path and
@@ -273,13 +326,22 @@ pub(crate) fn resolve_existing(
     Ok((sandbox, path, shown))
 }
 
-/// The file as UTF-8 text, or a refusal naming why not; opened beneath its
-/// sandbox root without following links.
-pub(crate) fn read_text(sandbox: &Sandbox, path: &Path, shown: &str) -> Result<String, ToolError> {
+/// The file as UTF-8 text for `tool`, or a refusal naming why not: over
+/// `max` bytes (checked before reading), binary (as `read` decides), or not
+/// UTF-8. Opened beneath its sandbox root without following links or
+/// blocking (a FIFO or device is refused).
+pub(crate) fn read_text(
+    sandbox: &Sandbox,
+    path: &Path,
+    shown: &str,
+    tool: &str,
+    max: u64,
+) -> Result<String, ToolError> {
     let (root, rel) = sandbox.beneath(path)?;
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut root.open_read(&rel)?, &mut bytes)
-        .map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
+    let bytes = read_bounded(&mut root.open_read(&rel)?, shown, max)?;
+    if looks_binary(&bytes) {
+        return Err(binary_refusal(shown, tool));
+    }
     String::from_utf8(bytes).map_err(|_| {
         ToolError::Failed(format!(
             "{shown} is not valid UTF-8 text; edit only changes text files (use write to replace it)"

@@ -67,6 +67,7 @@ mod closest;
 mod deny;
 mod edit;
 pub mod effects;
+pub mod file_limit;
 mod glob;
 mod grep;
 mod grep_sink;
@@ -216,7 +217,8 @@ pub struct ToolContext {
     pub reads: ReadLedger,
 }
 
-/// How the commands tools run are confined.
+/// How tools are confined: what the commands they run may write and
+/// reach, and how large a file the file tools take in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
     /// Confine writes with Landlock where the kernel has it (default true).
@@ -229,6 +231,9 @@ pub struct SandboxPolicy {
     pub env: Vec<String>,
     /// TCP ports commands may connect to and bind (Landlock ABI 4+).
     pub tcp: landlock::TcpPolicy,
+    /// Bytes a file may have for `read`, `edit`, `multi_edit` and `write`'s
+    /// stale check to open it (config `max_file_bytes`; see [`file_limit`]).
+    pub max_file_bytes: u64,
 }
 
 impl Default for SandboxPolicy {
@@ -238,6 +243,7 @@ impl Default for SandboxPolicy {
             writable: Vec::new(),
             env: Vec::new(),
             tcp: landlock::TcpPolicy::default(),
+            max_file_bytes: file_limit::DEFAULT_MAX_FILE_BYTES,
         }
     }
 }

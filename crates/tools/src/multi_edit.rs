@@ -1,5 +1,7 @@
 //! `multi_edit`: several replacements in one file, all or nothing.
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -55,10 +57,11 @@ impl Tool for MultiEditTool {
         let edits = edits_of(&input)?;
         let (sandbox, path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
         let reads = ctx.reads.clone();
+        let max = ctx.sandbox.max_file_bytes;
         tokio::task::spawn_blocking(move || {
-            let original = read_text(&sandbox, &path, &shown)?;
+            let original = read_text(&sandbox, &path, &shown, "multi_edit", max)?;
             let stale = reads.changed_since_read(&path, original.as_bytes());
-            let (content, message) = edit_all(&original, &edits, &shown, stale)?;
+            let (content, message) = edit_all(&original, &edits, &shown, stale, max)?;
             atomic_write(&sandbox, &path, content.as_bytes())?;
             reads.wrote(&path, content.as_bytes());
             Ok(ToolOutput::text(message))
@@ -69,18 +72,20 @@ impl Tool for MultiEditTool {
 }
 
 /// `multi_edit` in memory: the new content of file `shown` (now
-/// `original`) and the result for the model (see `edit::edit_once`).
+/// `original`) and the result for the model (see `edit::edit_once`); each
+/// step's content may have `max` bytes at most.
 pub(crate) fn edit_all(
     original: &str,
     edits: &[Replacement],
     shown: &str,
     stale: bool,
+    max: u64,
 ) -> Result<(String, String), ToolError> {
-    let mut content = original.to_string();
+    let mut content = Cow::Borrowed(original);
     let mut total = 0;
     let mut last_excerpt = String::new();
     for (i, edit) in edits.iter().enumerate() {
-        let applied = apply(&content, edit).map_err(|failure| match failure {
+        let applied = apply(&content, edit, max).map_err(|failure| match failure {
             EditFailure::NotFound | EditFailure::Ambiguous { .. } if stale => {
                 ToolError::Failed(CHANGED_SINCE_READ.to_string())
             }
@@ -93,12 +98,12 @@ pub(crate) fn edit_all(
         })?;
         total += applied.count;
         last_excerpt = applied.excerpt();
-        content = applied.content;
+        content = Cow::Owned(applied.content);
     }
     let message = format!(
         "Edited {shown}: {} edits, {total} replacements.{} Last change:\n{last_excerpt}",
         edits.len(),
         stale_note(stale)
     );
-    Ok((content, message))
+    Ok((content.into_owned(), message))
 }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::args::{optional_positive, required_str};
+use crate::file_limit::{BINARY_SNIFF_BYTES, check_size, looks_binary};
 use crate::lines::push_numbered;
 use crate::read_ledger::{FileRead, Shown};
 use crate::{Beneath, Sandbox, Tool, ToolContext, ToolError, ToolOutput};
@@ -25,8 +26,6 @@ pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// so that 2000 long lines cannot fill the context (Claude Code's Read
 /// stops at 25k tokens). The result says where to continue.
 pub const MAX_READ_CHARS: usize = 90_000;
-/// How much of a file is checked for NUL bytes to call it binary (as git does).
-const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
 /// Reads a file: numbered lines for text, an image part for images.
 #[derive(Debug, Default)]
@@ -78,8 +77,9 @@ impl Tool for ReadTool {
         let shown = sandbox.display(&path);
         let (root, rel) = sandbox.beneath(&path)?;
         let name = shown.clone();
+        let max = ctx.sandbox.max_file_bytes;
         let file =
-            tokio::task::spawn_blocking(move || read_file(&root, &rel, &name, offset, limit))
+            tokio::task::spawn_blocking(move || read_file(&root, &rel, &name, offset, limit, max))
                 .await
                 .map_err(|e| ToolError::Failed(format!("read task failed: {e}")))??;
         Ok(ctx.reads.answer(&path, &shown, file, &ctx.call_id))
@@ -87,13 +87,14 @@ impl Tool for ReadTool {
 }
 
 /// The blocking body of `read`: `path` is opened beneath `root` (never
-/// through a link).
+/// through a link), and refused when over `max` bytes.
 fn read_file(
     root: &Beneath,
     path: &Path,
     shown: &str,
     offset: usize,
     limit: usize,
+    max: u64,
 ) -> Result<FileRead, ToolError> {
     let mut file = root.open_read(path)?;
     let meta = file.metadata().map_err(|e| ToolError::io(format!("cannot read {shown}"), e))?;
@@ -102,6 +103,7 @@ fn read_file(
             "{shown} is a folder, not a file; use list_dir to see what it holds"
         )));
     }
+    check_size(shown, meta.len(), max)?;
     let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
         .take(BINARY_SNIFF_BYTES as u64)
@@ -111,14 +113,14 @@ fn read_file(
     if let Some(media_type) = image_type(path, &head)? {
         return read_image(file, head, shown, media_type, meta.len());
     }
-    if head.contains(&0) {
+    if looks_binary(&head) {
         return Err(ToolError::Failed(format!(
             "{shown} looks like a binary file (it has a NUL byte in its first 8 KB); \
              read shows text files and images only"
         )));
     }
     let mut reader = BufReader::new(Hashing {
-        inner: std::io::Cursor::new(head).chain(file),
+        inner: std::io::Cursor::new(head).chain(file.take(max)),
         sha256: Sha256::new(),
     });
     let (output, lines) = numbered_lines(&mut reader, shown, offset, limit)?;

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::args::required_str;
+use crate::file_limit::read_bounded;
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Writes a whole file, creating parent folders.
@@ -44,8 +45,9 @@ impl Tool for WriteTool {
         let path = sandbox.resolve(raw)?;
         let shown = sandbox.display(&path);
         let reads = ctx.reads.clone();
+        let max = ctx.sandbox.max_file_bytes;
         let created = tokio::task::spawn_blocking(move || {
-            reads.check_unchanged(&path, current_bytes(&sandbox, &path)?.as_deref())?;
+            reads.check_unchanged(&path, current_bytes(&sandbox, &path, max)?.as_deref())?;
             let created = atomic_write(&sandbox, &path, content.as_bytes())?;
             reads.wrote(&path, content.as_bytes());
             Ok::<_, ToolError>(created)
@@ -59,15 +61,18 @@ impl Tool for WriteTool {
 }
 
 /// The bytes of the file at the resolved `path`, `None` when there is none
-/// (opened beneath its sandbox root without following links).
-pub(crate) fn current_bytes(sandbox: &Sandbox, path: &Path) -> Result<Option<Vec<u8>>, ToolError> {
+/// (opened beneath its sandbox root without following links or blocking;
+/// refused when over `max` bytes, before reading).
+pub(crate) fn current_bytes(
+    sandbox: &Sandbox,
+    path: &Path,
+    max: u64,
+) -> Result<Option<Vec<u8>>, ToolError> {
     if !path.is_file() {
         return Ok(None);
     }
     let (root, rel) = sandbox.beneath(path)?;
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut root.open_read(&rel)?, &mut bytes)
-        .map_err(|e| ToolError::io(format!("cannot read {}", sandbox.display(path)), e))?;
+    let bytes = read_bounded(&mut root.open_read(&rel)?, &sandbox.display(path), max)?;
     Ok(Some(bytes))
 }
 

@@ -207,6 +207,8 @@ impl Agent {
         current.next_step += 1;
         if let Err(e) = journalling.journal.record(&session, &current.turn, number, &step).await {
             tracing::error!(%session, turn = %current.turn, "journal step not recorded: {e}");
+            // A request whose steps were not all recorded is not reported done.
+            self.session.fail_next_commit(format!("a step of the turn journal: {e}"));
         }
     }
 

@@ -30,6 +30,11 @@ pub fn max_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Err
     at_least_one(d, "max_tokens", "it caps the tokens of one answer")
 }
 
+/// `max_file_bytes`: 0 would refuse every file that is not empty.
+pub fn max_file_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    at_least_one(d, "max_file_bytes", "the bytes a file may have for the file tools to open it")
+}
+
 /// `context_window`: the model's window in tokens.
 pub fn context_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     at_least_one(d, "context_window", "the model's context window in tokens")
