@@ -24,7 +24,7 @@ fn a_chat_turn_runs_the_users_hooks_and_custom_commands() {
     let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}});
     std::fs::write(claude.join("settings.json"), settings.to_string()).unwrap();
     std::fs::create_dir_all(env.home.path().join("commands")).unwrap();
-    std::fs::write(env.home.path().join("commands/release.md"), "Tag release $1 now.\n").unwrap();
+    std::fs::write(env.home.path().join("commands/release.md"), "Tag release $0 now.\n").unwrap();
     let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
 
     let (status, answer) = chat(gw.port, "u1", "tidy up");

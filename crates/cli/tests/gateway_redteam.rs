@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{Env, Wire};
 use ferroclaw_testkit::Turn;
 use gateway_support::fake_telegram::FakeTelegram;
-use gateway_support::{Gateway, TOKEN, request, send_head, wait_for};
+use gateway_support::{Gateway, TOKEN, free_port, request, send_head, wait_for};
 
 #[test]
 fn redteam_gateway_unauthenticated_bodies_are_refused_before_they_are_read() {
@@ -105,7 +105,12 @@ fn redteam_gateway_a_chat_page_that_stops_reading_is_disconnected() {
     // for one page, plus what the kernel's socket buffers hold.
     let answer = format!("{} ", "x".repeat(64 * 1024 - 1)).repeat(192);
     let env = Env::new(Wire::OpenAi, vec![Turn::text(answer).into()]);
-    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    // A max_tokens that lets a 12 MB answer through the answer's bound.
+    let port = free_port();
+    env.write_home_config(&format!(
+        "max_tokens = 1000000\n\n[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\n"
+    ));
+    let gw = Gateway::spawn(&env, port);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         use futures_util::{SinkExt, StreamExt};

@@ -188,6 +188,8 @@ fn a_custom_agent_type_gets_its_instructions_and_only_its_tools() {
         "---\nname: reviewer\ndescription: reviews code for bugs\ntools: [read, grep]\n---\nYou are a strict code reviewer.\n",
     )
     .unwrap();
+    // A project's agent type picks its model only once the project is trusted.
+    assert_eq!(run(env.cmd().arg("trust")).0, 0);
     let (code, stdout, stderr) = run(&mut env.oneshot("review it", &[]));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "the reviewer says it looks fine\n");
@@ -287,6 +289,8 @@ fn a_claude_code_agent_file_is_an_agent_type_with_its_tools_and_model_alias() {
         "---\nname: code-reviewer\ndescription: Reviews code for bugs\ntools: Read, Grep\nmodel: haiku\n---\nYou are a strict code reviewer.\n",
     )
     .unwrap();
+    // A project's agent type picks its model only once the project is trusted.
+    assert_eq!(run(env.cmd().arg("trust")).0, 0);
     let (code, stdout, stderr) = run(&mut env.oneshot("review it", &[]));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "the reviewer says it looks fine\n");

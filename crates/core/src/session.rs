@@ -600,12 +600,6 @@ impl SessionLog {
         self.file.sync_data().map_err(io(&self.path))
     }
 
-    /// Makes the next commit fail with `why`: a write that belongs to this
-    /// session failed elsewhere (a step of its turn journal).
-    pub fn fail_next_commit(&mut self, why: String) {
-        self.failed.get_or_insert((std::io::ErrorKind::Other, why));
-    }
-
     /// The append failure since the last commit or sync, once.
     fn take_failure(&mut self) -> Result<(), SessionError> {
         match self.failed.take() {

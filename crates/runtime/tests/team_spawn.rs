@@ -52,28 +52,59 @@ fn wait_for_text(path: &Path, text: &str) -> String {
     }
 }
 
-/// On a single-threaded runtime, git's post-checkout hook (run by
-/// `git worktree add`) waits for a file that another task on the same
-/// thread writes: it appears only if the spawn does not hold the thread.
+/// The folder the child test below works in; set only for that child.
+const SLOW_GIT_DIR: &str = "FERROCLAW_TEST_SLOW_GIT_DIR";
+
+/// On a single-threaded runtime, `git worktree add` (through a `git` first
+/// on `PATH` that waits for a file another task on the same thread writes;
+/// ferroclaw's own git runs no repository hook, so a hook cannot do it)
+/// finishes only if the spawn does not hold the thread. `PATH` is the
+/// process's own, so the check runs in a child test process.
+#[test]
+fn an_isolated_teammates_git_worktree_add_leaves_the_async_thread_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let (mark, seen) = (dir.path().join("other-task-ran"), dir.path().join("git-saw"));
+    let wrapper = format!(
+        "#!/bin/sh\ncase \" $* \" in *\" worktree add \"*)\n  i=0\n  while [ $i -lt 300 ]; do\n    if [ -e '{mark}' ]; then echo seen > '{seen}'; exec '{real}' \"$@\"; fi\n    sleep 0.1; i=$((i+1))\n  done\n  echo 'never saw it' > '{seen}';;\nesac\nexec '{real}' \"$@\"\n",
+        mark = mark.display(),
+        seen = seen.display(),
+        real = real.display()
+    );
+    std::fs::write(bin.join("git"), wrapper).unwrap();
+    std::fs::set_permissions(bin.join("git"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    let mut path = vec![bin];
+    path.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "git_worktree_add_with_a_slow_git_on_path", "--ignored", "--nocapture"])
+        .env("PATH", std::env::join_paths(path).unwrap())
+        .env(SLOW_GIT_DIR, dir.path())
+        .output()
+        .unwrap();
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && said.contains("1 passed"), "{said}");
+    assert_eq!(std::fs::read_to_string(&seen).unwrap().trim(), "seen");
+}
+
+/// The child of the test above (skipped unless it sets the folder).
 #[tokio::test(flavor = "current_thread")]
-async fn an_isolated_teammates_git_worktree_add_leaves_the_async_thread_free() {
+#[ignore = "run by an_isolated_teammates_git_worktree_add_leaves_the_async_thread_free"]
+async fn git_worktree_add_with_a_slow_git_on_path() {
+    let Some(dir) = std::env::var_os(SLOW_GIT_DIR).map(std::path::PathBuf::from) else {
+        return;
+    };
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
     let project = project.path().canonicalize().unwrap();
     init_repo(&project, "notes.txt", "main\n");
-    let mark = home.path().join("other-task-ran");
-    let seen = home.path().join("hook-saw");
-    let hook = project.join(".git/hooks/post-checkout");
-    std::fs::write(
-        &hook,
-        format!(
-            "#!/bin/sh\ni=0\nwhile [ $i -lt 300 ]; do\n  if [ -e '{mark}' ]; then echo seen > '{seen}'; exit 0; fi\n  sleep 0.1; i=$((i+1))\ndone\necho 'never saw it' > '{seen}'\n",
-            mark = mark.display(),
-            seen = seen.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mark = dir.join("other-task-ran");
     let server = ScriptedServer::start(vec![Step::from(Turn::text("on it"))]);
     let (team, _lead) = lead(home.path(), &project, &server);
 
@@ -89,7 +120,6 @@ async fn an_isolated_teammates_git_worktree_add_leaves_the_async_thread_free() {
         std::fs::write(&mark, "").unwrap();
     });
     spawned.unwrap();
-    assert_eq!(std::fs::read_to_string(&seen).unwrap().trim(), "seen");
     assert!(project.join(".agent/worktrees/alice/notes.txt").exists());
     team.stop_all().await;
 }

@@ -88,8 +88,11 @@ impl Instructions {
 /// for everything else, but its `CLAUDE.md` could otherwise put
 /// `@~/.ssh/id_rsa` into the request sent to the provider.
 pub fn outside_imports_allowed(config: &crate::config::Config) -> bool {
+    use crate::trust::TrustState;
     let here = canonical(&config.workspace);
-    config.trusted
+    // `ferroclaw trust` said yes, and nothing it covers changed since (a
+    // project with only memory files has nothing else to trust).
+    matches!(config.trust, TrustState::Trusted | TrustState::NothingToTrust)
         && crate::trust::TrustStore::new(&config.home)
             .list()
             .is_ok_and(|all| all.iter().any(|(key, _)| Path::new(key) == here))
