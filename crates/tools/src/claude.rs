@@ -89,7 +89,12 @@ pub const TABLE: &[Counterpart] = &[
         ..pair("web_search", "WebSearch")
     },
     Counterpart { renamed: &[("items", "todos")], ..pair("todo_write", "TodoWrite") },
-    Counterpart { renamed: &[("agent_type", "subagent_type")], ..pair("task", "Task") },
+    Counterpart {
+        renamed: &[("agent_type", "subagent_type")],
+        // A sub-agent here always runs in the foreground: its answer is the result.
+        dropped: &["run_in_background"],
+        ..pair("task", "Task")
+    },
     pair("exit_plan_mode", "ExitPlanMode"),
     Counterpart {
         renamed: &[("name", "skill")],
