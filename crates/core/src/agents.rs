@@ -74,15 +74,7 @@ pub fn load(workspace: &Path, home: &Path, trusted: bool) -> (Vec<AgentType>, Ve
         .chain(project_dirs(workspace).into_iter().map(|d| (d, true)));
     for (dir, in_project) in dirs {
         let untrusted = in_project && !trusted;
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "md"))
-            .collect();
-        files.sort();
-        for path in files {
+        for path in markdown_files(std::slice::from_ref(&dir)) {
             match parse(&path) {
                 Ok(t) if untrusted && types.iter().any(|x| x.name == t.name) => {
                     warnings.push(format!(
@@ -112,11 +104,9 @@ fn project_dirs(workspace: &Path) -> [std::path::PathBuf; 2] {
     [workspace.join(".claude").join("agents"), workspace.join(".agent").join("agents")]
 }
 
-/// What an untrusted project's agent types ask for that waits for trust
-/// (a `model`, replacing a built-in), one line each.
-pub fn untrusted_notes(workspace: &Path) -> Vec<String> {
-    let builtins = builtin();
-    let mut files: Vec<_> = project_dirs(workspace)
+/// The `*.md` files in `dirs`, sorted (a folder that cannot be read has none).
+fn markdown_files(dirs: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = dirs
         .iter()
         .flat_map(std::fs::read_dir)
         .flatten()
@@ -125,8 +115,15 @@ pub fn untrusted_notes(workspace: &Path) -> Vec<String> {
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
         .collect();
     files.sort();
+    files
+}
+
+/// What an untrusted project's agent types ask for that waits for trust
+/// (a `model`, replacing a built-in), one line each.
+pub fn untrusted_notes(workspace: &Path) -> Vec<String> {
+    let builtins = builtin();
     let mut notes = Vec::new();
-    for path in files {
+    for path in markdown_files(&project_dirs(workspace)) {
         let Ok(t) = parse(&path) else { continue };
         let mut what = Vec::new();
         if let Some(model) = &t.model {
