@@ -50,10 +50,16 @@ impl Canary {
     /// A canary in a fresh folder outside `/tmp` (which confined commands
     /// may read and write) and outside any workspace.
     pub fn new() -> Self {
+        // Beside the test binary, unless that is under a temp folder (a
+        // checkout in /tmp): then in the home folder.
+        let in_temp = |p: &Path| ["/tmp", "/var/tmp"].iter().any(|t| p.starts_with(t));
         let base = std::env::current_exe()
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))
-            .unwrap_or_else(std::env::temp_dir);
+            .into_iter()
+            .chain(std::env::var_os("HOME").map(std::path::PathBuf::from))
+            .find(|p| !in_temp(p))
+            .unwrap_or_else(|| panic!("no folder outside /tmp for the canary (set HOME)"));
         let dir = tempfile::Builder::new()
             .prefix("canary-")
             .tempdir_in(base)
