@@ -220,12 +220,6 @@ impl Hooks {
         Hooks { hooks, workspace: workspace.to_path_buf(), env: Default::default() }
     }
 
-    /// The same hooks, run with the environment `env`.
-    pub fn with_env(mut self, env: command::HookEnvironment) -> Hooks {
-        self.env = env;
-        self
-    }
-
     /// True when some hook listens to `event` (so callers skip building its input).
     pub fn has(&self, event: HookEvent) -> bool {
         self.hooks.iter().any(|h| h.event == event)

@@ -307,11 +307,6 @@ impl WriteConfinement {
         self
     }
 
-    /// Whether the command is cut off the network (a namespace of its own).
-    pub fn network_isolated(&self) -> bool {
-        self.mounts.as_ref().is_some_and(ProtectedMounts::isolates_network)
-    }
-
     /// Whether reads are limited to named folders.
     pub fn reads_limited(&self) -> bool {
         self.reads_limited

@@ -119,11 +119,6 @@ impl ProtectedMounts {
         Self::prepare_except(&[], &[], no_network)
     }
 
-    /// Whether the command gets a network namespace of its own.
-    pub fn isolates_network(&self) -> bool {
-        self.no_network
-    }
-
     /// The paths made read-only (for `doctor` and tests).
     pub fn read_only_paths(&self) -> Vec<PathBuf> {
         self.binds
