@@ -6,7 +6,7 @@
 //! frame the agent sends against the protocol's JSON schema (generated
 //! from the official schema crate's types).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};

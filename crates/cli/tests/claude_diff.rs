@@ -20,11 +20,8 @@
 //! `FERROCLAW_CLAUDE_DIFF_RAW_INPUTS=1` sends every scenario's tool inputs to
 //! ferroclaw exactly as Claude Code gets them (no `file_path` → `path`).
 
-#[path = "claude_diff/known.rs"]
 mod known;
-#[path = "claude_diff/observe.rs"]
 mod observe;
-#[path = "claude_diff/scenario.rs"]
 mod scenario;
 
 use std::path::{Path, PathBuf};

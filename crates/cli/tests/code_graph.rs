@@ -1,6 +1,6 @@
 //! End-to-end: `ferroclaw index` and `ferroclaw code ...` on a small project.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::Turn;

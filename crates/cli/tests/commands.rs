@@ -1,7 +1,7 @@
 //! End-to-end: custom slash commands from Markdown files, in one-shot runs
 //! and the REPL: arguments, `allowed-tools` for that request only, `!`cmd``.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::{Step, Turn};

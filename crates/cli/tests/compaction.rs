@@ -2,7 +2,7 @@
 //! summary, the history is replaced by it, the next request is small, the
 //! transcript on disk stays complete, and resuming restores the compacted view.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::{ScriptedToolCall, Turn};

@@ -1,6 +1,6 @@
 //! End-to-end: bad configuration and usage give one clear line and exit 2.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::Turn;

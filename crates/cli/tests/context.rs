@@ -2,7 +2,7 @@
 //! and what a request carries: the layered prompt, the context tools, and
 //! images mentioned with `@path`.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::Turn;

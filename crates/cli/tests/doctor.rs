@@ -1,7 +1,7 @@
 //! End-to-end: `ferroclaw doctor` checks everything it can, goes on after a
 //! failure, and exits non-zero when something is broken.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::{Fault, Turn};

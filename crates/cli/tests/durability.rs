@@ -4,7 +4,7 @@
 //! The scripted server is strict here: a tool call without its result is
 //! answered 400, as the real APIs do.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Stdio};

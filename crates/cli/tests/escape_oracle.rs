@@ -15,14 +15,14 @@
 //! secret beside it (outside the workspace) must never reach the model.
 //!
 //! Against an older build: `FERROCLAW_BIN=/path/ferroclaw cargo test -p
-//! ferroclaw-cli --test escape_oracle`. Main before the launcher (3b516ba):
+//! ferroclaw-cli --test e2e -- escape_oracle::`. Main before the launcher (3b516ba):
 //! 6 of 16 fixtures (`filter-clean`, `filter-process`, `include-path`,
 //! `include-if`, `links-and-fifos`, `planted-worktree-index`) ran the canary
 //! through the worktree tools' unhardened git, and the one-shot run sent
 //! the secret to the listener. `ORACLE_FIXTURE=NAME` runs one fixture,
 //! `ORACLE_VERBOSE=1` prints what every entry point said.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::hostile::{Canary, FIXTURES, hostile_repo};

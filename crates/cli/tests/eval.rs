@@ -2,7 +2,7 @@
 //! the plumbing (fixtures, the agent run, the predicates, the report), not a
 //! model: the script plays a model that solves two tasks and fails one.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::Turn;

@@ -4,8 +4,8 @@
 //! a gateway with no channel are refused with the reason; `gateway install`
 //! says where keys go; hundreds of chats share one recall connection.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use std::time::Duration;
 

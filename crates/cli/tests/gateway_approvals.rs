@@ -3,8 +3,8 @@
 //! buttons; a stranger's press changes nothing, the owner's runs the call, a
 //! denial's reason and an unanswered request's timeout reach the model.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use common::{Env, Wire};
 use ferroclaw_testkit::Turn;

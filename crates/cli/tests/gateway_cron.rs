@@ -1,8 +1,8 @@
 //! Cron end to end: a job due in 2 s runs once and delivers its answer; a bad
 //! expression is refused with the reason; a restart never re-runs a slot.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::Turn;

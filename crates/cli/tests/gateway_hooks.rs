@@ -1,7 +1,7 @@
 //! The gateway's chats run the same hooks and custom commands as the REPL.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use common::{Env, Wire, tool_results};
 use ferroclaw_testkit::Turn;

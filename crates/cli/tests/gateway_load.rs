@@ -2,8 +2,8 @@
 //! the gateway with its channels on, RSS with 1,000 idle chat sessions, and
 //! messages per second through the API with the scripted model answering at once.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use std::time::Instant;
 

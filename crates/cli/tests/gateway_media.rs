@@ -2,8 +2,8 @@
 //! API: a photo reaches the model as an image; the `message` tool sends a
 //! workspace file as a document and refuses a path outside the workspace.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use common::{Env, Wire};
 use ferroclaw_testkit::{ScriptedToolCall, Turn};

@@ -6,8 +6,8 @@
 //! one shared gateway can answer (headers, bodies, caps, origins, rate limits)
 //! are data in `tests/redteam/gateway.toml`.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;

@@ -4,8 +4,8 @@
 //! does not run again, and the person gets the answer exactly once, even
 //! though the platform delivers their message a second time.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use common::{Env, Wire, tool_results};
 use ferroclaw_testkit::Turn;

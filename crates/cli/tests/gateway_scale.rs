@@ -7,8 +7,8 @@
 //! database too, and `ferroclaw gateway import|export` moves a box's files
 //! into it and back.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -5,8 +5,8 @@
 //! Every message is answered exactly once, and the model is never asked
 //! again for a step a dead worker had finished.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use std::collections::HashMap;
 

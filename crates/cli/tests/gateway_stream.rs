@@ -3,8 +3,8 @@
 //! at once, each joining to exactly the final answer (regression: the final
 //! answer used to overtake the last deltas and be sent again as a delta).
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use common::{Env, Wire};
 use ferroclaw_testkit::{ServerOptions, Turn};

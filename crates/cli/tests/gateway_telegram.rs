@@ -2,8 +2,8 @@
 //! sender is refused and given a code; the owner approves it; then the
 //! sender is answered), long answers split, and heartbeat delivery.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::Turn;

@@ -2,8 +2,8 @@
 //! (with the official Python client), the web chat in headless Chromium,
 //! chat commands, and a SIGTERM in the middle of a turn.
 
-mod common;
-mod gateway_support;
+use crate::common;
+use crate::gateway_support;
 
 use std::time::Duration;
 

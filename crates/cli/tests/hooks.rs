@@ -1,7 +1,7 @@
 //! End-to-end: Claude Code hook scripts, unchanged, in the REPL and in
 //! one-shot runs; a project's hooks only once the project is trusted.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::{Step, Turn};

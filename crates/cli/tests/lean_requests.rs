@@ -4,7 +4,7 @@
 //! instead of the content again; anything that changed the file or took the
 //! earlier result out of the context brings the full content back.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::{Step, Turn};

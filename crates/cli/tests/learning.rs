@@ -3,7 +3,7 @@
 //! after the answer), the proposal lands as a draft, a person approves it
 //! with `ferroclaw skills review`, and the next session sees the skill.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::{Step, Turn};

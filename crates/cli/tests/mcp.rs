@@ -2,7 +2,7 @@
 //! `/mcp` commands, `ferroclaw mcp add/list/get/remove`, and `ferroclaw mcp
 //! serve` driven by the rmcp client (through `ferroclaw-mcp`'s hub).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! grants the scopes, and the REPL asks for them in the browser, saying
 //! which and why, and the call goes through.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

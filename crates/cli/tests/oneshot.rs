@@ -1,7 +1,7 @@
 //! End-to-end: `ferroclaw -p` against the scripted LLM server, both wire
 //! formats, streaming and not.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_protocol::AgentEvent;

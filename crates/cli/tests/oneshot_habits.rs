@@ -2,7 +2,7 @@
 //! loud and in the result, piped input, prompts that look like subcommands,
 //! Claude Code's flags, and its stream-json schema.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::{Fault, Step, Turn};

@@ -1,7 +1,7 @@
 //! End-to-end: todo list, plan mode, sub-agents — the scripted model drives
 //! the real binary.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::{Fault, ScriptedToolCall, Turn};

@@ -2,7 +2,7 @@
 //! lean gets a short system prompt, only the core tools with terse schemas,
 //! and a short answer cap; `ferroclaw context` says which profile is in use.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::Turn;

@@ -1,6 +1,6 @@
 //! End-to-end: the REPL driven through stdin, and Ctrl-C.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -1,7 +1,7 @@
 //! End-to-end on a pseudo-terminal: Esc interrupts the request in flight
 //! and does not leak into the next command.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};

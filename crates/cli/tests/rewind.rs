@@ -4,7 +4,7 @@
 //! user's own repository is never touched, and a request that only talks or
 //! reads takes no checkpoint.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::Turn;

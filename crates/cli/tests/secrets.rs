@@ -2,7 +2,7 @@
 //! environment, known secret values are redacted from session files, the
 //! home is private, and `TMPDIR` does not widen where commands may write.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

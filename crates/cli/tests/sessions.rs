@@ -1,6 +1,6 @@
 //! End-to-end: conversations persist, continue, resume and list.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 use ferroclaw_testkit::{Fault, Turn};

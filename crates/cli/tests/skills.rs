@@ -1,6 +1,6 @@
 //! End-to-end: `ferroclaw skills list|show|check`.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run};
 

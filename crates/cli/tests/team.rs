@@ -4,7 +4,7 @@
 //! Waiting is done by the lead's own bash calls on the team's files, never by
 //! timed assertions.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! End-to-end: the scripted model creates, edits and searches files and runs
 //! commands in a temporary git repository through the real binary.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::{ScriptedToolCall, Turn};

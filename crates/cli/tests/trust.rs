@@ -1,7 +1,7 @@
 //! `ferroclaw trust`: a project's own settings apply only once trusted, and
 //! again only after a changed file is trusted anew.
 
-mod common;
+use crate::common;
 
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_testkit::Turn;

@@ -3,7 +3,7 @@
 //! leave their events on disk, uncommitted work is not removed, isolation
 //! that cannot be set up says why, and the REPL shows events live.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! The agent loop against the scripted LLM server and the real providers:
 //! parallel read-only calls, panicking tools, permission branches, events.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

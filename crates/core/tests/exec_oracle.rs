@@ -14,7 +14,7 @@
 //!
 //! Deterministic (fixed seed); `EXEC_ORACLE_SPELLINGS` changes the count.
 
-mod oracle;
+use crate::oracle;
 
 use oracle::{Fixture, Miss, generate, observe, reported};
 

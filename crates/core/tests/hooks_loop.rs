@@ -2,7 +2,7 @@
 //! the model back, a UserPromptSubmit hook refuses a prompt, PostToolUse
 //! hooks talk to the model, SubagentStop replaces Stop for a sub-agent.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;

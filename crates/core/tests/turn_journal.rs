@@ -3,7 +3,7 @@
 //! replayed from the journal, so the model is asked only for what was
 //! left and no recorded tool call runs again.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -131,7 +131,7 @@ pub fn write(
                   differential harness\n# (crates/cli/tests/claude_diff.rs) accepts. class = \
                   \"fix\": a gap being closed (issue 29);\n# \"deliberate\": kept on purpose, \
                   for the reason given. Regenerate with\n# FERROCLAW_CLAUDE_DIFF_WRITE=1 cargo \
-                  test -p ferroclaw-cli --test claude_diff (reasons are kept).\n\n";
+                  test -p ferroclaw-cli --test e2e -- claude_diff:: (reasons are kept).\n\n";
     let body = toml::to_string(&KnownFile { difference: kept }).unwrap();
     std::fs::write(path, format!("{header}{body}")).unwrap();
 }

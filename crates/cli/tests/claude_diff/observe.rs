@@ -10,7 +10,7 @@ use std::time::Duration;
 use ferroclaw_testkit::ScriptedServer;
 use serde_json::{Value, json};
 
-use crate::scenario::{Layout, Scenario, Side, lay_out, steps};
+use super::scenario::{Layout, Scenario, Side, lay_out, steps};
 
 /// The model name both sides ask for.
 const MODEL: &str = "claude-sonnet-4-5";
