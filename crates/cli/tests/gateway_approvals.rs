@@ -210,3 +210,73 @@ async fn background_jobs_are_pushed_to_the_web_chat_when_they_start_and_finish()
     assert_eq!(jobs.last().unwrap()[0]["status"], "completed", "{jobs:?}");
     assert_eq!(jobs.last().unwrap()[0]["exit_code"], 0, "{jobs:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_that_reconnects_gets_the_waiting_request_again_and_answering_it_finishes_the_turn()
+{
+    let env = env("Done after the reload.");
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    let mut page = open(gw.port, "reloaded").await;
+    say(&mut page, json!({"type": "message", "content": "make the file"})).await;
+    let card = frame_of(&mut page, "approval").await;
+    let id = card["id"].as_str().unwrap().to_string();
+    // The page goes away (a reload, a chat switch) and comes back.
+    drop(page);
+    let url =
+        format!("ws://127.0.0.1:{}/ws?token={}&chat=reloaded", gw.port, gateway_support::TOKEN);
+    let (mut page, _) = tokio_tungstenite::connect_async(&url).await.expect("socket");
+    let ready = frame(&mut page).await;
+    assert_eq!(
+        (ready["type"].as_str(), ready["running"].as_bool()),
+        (Some("ready"), Some(true)),
+        "{ready}"
+    );
+    let again = frame_of(&mut page, "approval").await;
+    assert_eq!(again, card, "the same request, with its buttons' id");
+    // A second tab on the chat is shown it too.
+    let (mut tab, _) = tokio_tungstenite::connect_async(&url).await.expect("socket");
+    assert_eq!(frame(&mut tab).await["type"], "ready");
+    assert_eq!(frame_of(&mut tab, "approval").await["id"], id);
+
+    say(&mut page, json!({"type": "approve", "id": id, "choice": "once"})).await;
+    assert_eq!(frame_of(&mut page, "approval_resolved").await["outcome"], "approved once");
+    // The turn goes on in the new page: the call's result, then the answer.
+    let mut finished = false;
+    let reply = loop {
+        let f = frame(&mut page).await;
+        if f["event"]["type"] == "tool_call_finished" {
+            finished = true;
+        }
+        if f["type"] == "reply" {
+            break f;
+        }
+    };
+    assert!(finished, "the page saw the call finish");
+    assert_eq!(reply["content"], "Done after the reload.");
+    assert!(env.home.path().join("workspace/made-by-bash.txt").exists());
+    // Nothing waits any more: a page opening now is not told of a turn.
+    let (mut later, _) = tokio_tungstenite::connect_async(&url).await.expect("socket");
+    assert_eq!(frame(&mut later).await["running"], false);
+}
+
+#[test]
+fn approve_without_an_id_answers_the_only_request_waiting_in_the_chat() {
+    let fake = FakeTelegram::start();
+    let env = env("Done without an id.");
+    let _gw = Gateway::start(&env, &config(&fake, ""));
+    fake.user_says(42, "Ann", "/approve");
+    wait_for(30, "the reply", || !fake.sent_to(42).is_empty());
+    assert!(
+        fake.sent_to(42)[0].contains("No approval request is waiting in this chat"),
+        "{:?}",
+        fake.sent_to(42)
+    );
+    fake.user_says(42, "Ann", "make the file");
+    button(&fake, "Approve once");
+    fake.user_says(42, "Ann", "/approve");
+    wait_for(30, "the answer", || {
+        fake.sent_to(42).iter().any(|t| t.contains("Done without an id"))
+    });
+    assert!(env.home.path().join("workspace/made-by-bash.txt").exists());
+    assert!(fake.sent_to(42).iter().any(|t| t == "bash: approved once."), "{:?}", fake.sent_to(42));
+}

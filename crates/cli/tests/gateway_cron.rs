@@ -8,7 +8,7 @@ use common::{Env, Wire, run};
 use ferroclaw_testkit::Turn;
 use gateway_support::fake_telegram::FakeTelegram;
 use gateway_support::{Gateway, wait_for};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn jobs(env: &Env) -> Value {
     let text = std::fs::read_to_string(env.home.path().join("cron/jobs.json")).unwrap_or_default();
@@ -136,4 +136,134 @@ fn cron_add_refuses_a_channel_that_does_not_exist_and_lists_target_and_message()
             && listed.contains("water the plants"),
         "{listed}"
     );
+}
+
+/// The conversation `/api/sessions/{id}` shows, as (kind, text) pairs.
+fn history(port: u16, session: &str) -> Vec<(String, String)> {
+    let path = format!("/api/sessions/{session}");
+    let (status, body) =
+        gateway_support::request(port, "GET", &path, Some(gateway_support::TOKEN), None).unwrap();
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["kind"].as_str().unwrap().into(), i["text"].as_str().unwrap_or("").into()))
+        .collect()
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The next JSON frame of a chat socket.
+async fn next(page: &mut Socket) -> Value {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    loop {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(30), page.next()).await;
+        match frame.expect("no frame in 30 s") {
+            Some(Ok(Message::Text(t))) => return serde_json::from_str(&t).unwrap(),
+            Some(Ok(_)) => continue,
+            other => panic!("socket ended: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_for_a_web_chat_with_no_page_open_lands_in_its_history_and_its_model_knows_it() {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![Turn::text("Stand up and stretch!").into(), Turn::text("You're welcome.").into()],
+    );
+    let (rc, out, err) = run(env.cmd().args([
+        "cron",
+        "add",
+        "-m",
+        "remind me to stretch",
+        "--at",
+        "+2s",
+        "--to",
+        "web:page-away",
+    ]));
+    assert_eq!(rc, 0, "{out}{err}");
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    // No page is open on the chat: the answer waits in its conversation.
+    wait_for(30, "the answer in the chat's history", || {
+        gateway_support::request(
+            gw.port,
+            "GET",
+            "/api/sessions/gw-web-page-away",
+            Some(gateway_support::TOKEN),
+            None,
+        )
+        .is_some_and(|(_, body)| body.contains("Stand up and stretch!"))
+    });
+    assert_eq!(
+        history(gw.port, "gw-web-page-away"),
+        [("assistant".to_string(), "Stand up and stretch!".to_string())]
+    );
+    // The page that opens continues that conversation, and the model knows
+    // what was said in it.
+    let url =
+        format!("ws://127.0.0.1:{}/ws?token={}&chat=page-away", gw.port, gateway_support::TOKEN);
+    let (mut page, _) = tokio_tungstenite::connect_async(&url).await.expect("socket");
+    let ready = next(&mut page).await;
+    assert_eq!(ready["session"], "gw-web-page-away", "{ready}");
+    let thanks = json!({"type": "message", "content": "thanks"}).to_string();
+    page.send(Message::Text(thanks.into())).await.unwrap();
+    while next(&mut page).await["type"] != "reply" {}
+    let asked = env.request_body(1).to_string();
+    assert!(asked.contains("Stand up and stretch!") && asked.contains("thanks"), "{asked}");
+}
+
+#[test]
+fn a_heartbeat_finding_for_a_web_chat_lands_in_its_history() {
+    let env = Env::new(Wire::OpenAi, vec![Turn::text("The plants need water.").into()]);
+    let workspace = env.home.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("HEARTBEAT.md"), "- [ ] check the plants\n").unwrap();
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0.02\nheartbeat_to = \"web:kitchen\"\n");
+    wait_for(30, "the finding in the chat's history", || {
+        gateway_support::request(
+            gw.port,
+            "GET",
+            "/api/sessions/gw-web-kitchen",
+            Some(gateway_support::TOKEN),
+            None,
+        )
+        .is_some_and(|(_, body)| body.contains("The plants need water."))
+    });
+    assert_eq!(history(gw.port, "gw-web-kitchen")[0].1, "The plants need water.");
+}
+
+#[test]
+fn a_job_without_a_destination_is_refused_with_the_reason() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    let post = |body: Value| {
+        gateway_support::request(
+            gw.port,
+            "POST",
+            "/api/cron",
+            Some(gateway_support::TOKEN),
+            Some(&body),
+        )
+        .unwrap()
+    };
+    let job = |to: Value| json!({"name": "x", "message": "hi", "schedule": {"kind": "every", "value": "1h"}, "deliver_to": to});
+    for nowhere in [Value::Null, json!(""), json!("  ")] {
+        let (status, body) = post(job(nowhere.clone()));
+        assert_eq!(status, 400, "{nowhere}: {body}");
+        assert!(body.contains("needs a chat to send its answer to"), "{body}");
+    }
+    let (status, body) = post(job(json!("telegram:5")));
+    assert_eq!(status, 400, "telegram is not running: {body}");
+    assert!(body.contains("no channel \\\"telegram\\\""), "{body}");
+    assert_eq!(jobs(&env)["jobs"].as_array().map_or(0, Vec::len), 0, "nothing was saved");
+    let (status, body) = post(job(json!("web:kitchen")));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(jobs(&env)["jobs"][0]["payload"]["to"], "kitchen");
 }

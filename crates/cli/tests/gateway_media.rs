@@ -193,3 +193,49 @@ async fn a_pasted_image_in_the_web_chat_reaches_the_model_and_a_non_image_is_ref
     assert!(asked.contains(&format!("data:image/png;base64,{}", base64_of(PNG))), "{asked}");
     assert_eq!(env.server.requests().len(), 1, "the refused frame reached no model");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_web_chats_history_keeps_the_users_picture_and_the_files_the_agent_sent() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let send =
+        Turn::tool("message", json!({"content": "Here is the chart.", "media": ["chart.png"]}));
+    let env = Env::new(Wire::OpenAi, vec![send.into(), Turn::text("Sent it.").into()]);
+    let workspace = env.home.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("chart.png"), PNG).unwrap();
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\npermission_mode = \"bypass\"\n");
+    let url = format!("ws://127.0.0.1:{}/ws?token={}&chat=pics", gw.port, gateway_support::TOKEN);
+    let (mut page, _) = tokio_tungstenite::connect_async(&url).await.expect("socket");
+    let image = json!({"media_type": "image/png", "data": base64_of(PNG)});
+    let frame = json!({"type": "message", "content": "what is this?", "images": [image]});
+    page.send(Message::Text(frame.to_string().into())).await.unwrap();
+    loop {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(30), page.next()).await;
+        let Ok(Some(Ok(Message::Text(t)))) = next else { panic!("no frame: {next:?}") };
+        if serde_json::from_str::<serde_json::Value>(&t).unwrap()["type"] == "reply" {
+            break;
+        }
+    }
+    // What a page that opens (a reload) loads: the picture and the file stay.
+    let get = |path: &str| {
+        gateway_support::request(gw.port, "GET", path, Some(gateway_support::TOKEN), None).unwrap()
+    };
+    let (status, body) = get("/api/sessions/gw-web-pics");
+    assert_eq!(status, 200, "{body}");
+    let items = serde_json::from_str::<serde_json::Value>(&body).unwrap()["items"].clone();
+    let asked = &items[0];
+    assert_eq!(
+        (asked["kind"].as_str(), asked["text"].as_str()),
+        (Some("user"), Some("what is this?"))
+    );
+    let src = asked["images"][0]["src"].as_str().expect("the picture is referenced").to_string();
+    let (status, bytes) = get(&src);
+    assert_eq!((status, bytes.ends_with("PNG\r\n\x1a\n\0\0\0\rIHDRpicture")), (200, true), "{src}");
+    let sent = items.as_array().unwrap().iter().find(|i| i["kind"] == "media").expect("{items}");
+    assert_eq!(sent["text"], "Here is the chart.");
+    assert_eq!(sent["paths"], json!(["chart.png"]));
+    let (status, _) = get("/api/files?path=chart.png");
+    assert_eq!(status, 200);
+    assert!(!body.contains("[image]"), "{body}");
+}

@@ -473,3 +473,105 @@ fn stop_from_the_web_page_cancels_a_turn_that_would_never_end() {
         })
     });
 }
+
+/// A 1×1 PNG, for pictures the browser must decode.
+const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+#[test]
+fn a_reload_during_an_approval_shows_the_card_again_and_history_keeps_pictures_on_a_phone() {
+    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        return skip_or_fail("chromium is not installed (apt-get install -y chromium)");
+    };
+    // A long command: its JSON must wrap inside the card on a phone.
+    let command = format!("echo approved > made-by-bash.txt && echo {}", "0123456789".repeat(20));
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            Turn::tool("bash", serde_json::json!({"command": command})).into(),
+            Turn::text("Done after the reload.").into(),
+            Turn::tool(
+                "message",
+                serde_json::json!({"content": "Here is the chart.", "media": ["chart.png"]}),
+            )
+            .into(),
+            Turn::text("That is a picture.").into(),
+        ],
+    );
+    let workspace = env.home.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let png = gateway_support::browser::decode_base64(TINY_PNG);
+    std::fs::write(workspace.join("chart.png"), &png).unwrap();
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    let shots = screenshots_dir();
+    let mut b = gateway_support::browser::Browser::launch(chromium);
+    b.viewport(390, 844, true);
+    b.navigate(&format!("{}/#token={TOKEN}", gw.url()));
+    b.wait_for("the socket", "document.getElementById('state').textContent === 'connected'");
+    b.fill("#input", "make the file");
+    b.click("#send");
+    b.wait_for("the approval card", "document.querySelector('.approval .choice-once')");
+
+    // Reloaded while the call waits: the card comes back with its buttons,
+    // and the page knows the turn still runs (its Stop button).
+    b.eval("window.oldPage = true; location.reload()");
+    b.wait_for(
+        "the card again",
+        "!window.oldPage && window.ferroclaw && window.ferroclaw.historyLoaded > 0 && document.querySelector('.approval .choice-once')",
+    );
+    assert_eq!(b.eval("document.querySelectorAll('.approval').length"), 1);
+    assert_eq!(b.eval("document.getElementById('stop').hidden"), false, "the turn runs");
+    // On a phone the card and its JSON stay within the screen.
+    let fits = b.eval(
+        "(() => { const card = document.querySelector('.approval').getBoundingClientRect(); \
+         const pre = document.querySelector('.approval pre'); \
+         return [document.documentElement.scrollWidth <= innerWidth, card.right <= innerWidth, \
+         pre.scrollWidth <= pre.clientWidth]; })()",
+    );
+    assert_eq!(fits, serde_json::json!([true, true, true]), "the card overflows");
+    b.screenshot(&shots.join("approval-phone.png"));
+    b.click(".approval .choice-once");
+    b.wait_for(
+        "the answer",
+        "[...document.querySelectorAll('.msg.assistant.done')].some(m => m.textContent.includes('Done after the reload.'))",
+    );
+    b.wait_for("the call's card finished", "document.querySelector('.tool.ok .tool-name')");
+    assert!(env.home.path().join("workspace/made-by-bash.txt").exists());
+
+    // A picture sent, a file received: both still there after a reload.
+    // (A picture drawn in the page, attached as a person would pick a file.)
+    b.eval(
+        "new Promise(done => { const c = document.createElement('canvas'); c.width = 160; c.height = 100; \
+         const g = c.getContext('2d'); g.fillStyle = '#3b7dd8'; g.fillRect(0, 0, 160, 100); \
+         g.fillStyle = '#f5c400'; g.fillRect(40, 25, 80, 50); \
+         c.toBlob(blob => { const files = new DataTransfer(); \
+         files.items.add(new File([blob], 'drawing.png', {type: 'image/png'})); \
+         const input = document.getElementById('attach'); input.files = files.files; \
+         input.dispatchEvent(new Event('change')); done(true); }, 'image/png'); })",
+    );
+    b.wait_for("the picture attached", "document.querySelector('#attachments img')");
+    b.fill("#input", "what is this?");
+    b.click("#send");
+    // (Sending a workspace file may ask for approval: it is given.)
+    b.wait_for(
+        "the answer",
+        "(() => { const once = document.querySelector('.approval:not(.resolved) .choice-once'); if (once) once.click(); \
+         return [...document.querySelectorAll('.msg.assistant.done')].some(m => m.textContent.includes('That is a picture.')); })()",
+    );
+    b.eval("window.oldPage = true; location.reload()");
+    b.wait_for(
+        "the pictures in the history",
+        "!window.oldPage && window.ferroclaw.historyLoaded > 0 && window.ferroclaw.historyImages >= 1 && document.querySelector('.msg.media img.sent')",
+    );
+    assert_eq!(
+        b.eval("[...document.querySelectorAll('#log .msg')].some(m => m.textContent.includes('[image]'))"),
+        false
+    );
+    b.wait_for(
+        "the user's picture decoded",
+        "[...document.querySelectorAll('.msg.user img.thumb')].some(i => i.naturalWidth === 160)",
+    );
+    b.screenshot(&shots.join("history-pictures-phone.png"));
+}

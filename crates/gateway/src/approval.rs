@@ -158,12 +158,18 @@ pub enum Decided {
     Unknown,
     /// The request waits, but this sender may not answer it.
     NotAllowed,
+    /// No id was given and several requests wait in this chat: their ids
+    /// and summaries.
+    Which(Vec<(String, String)>),
 }
 
 struct Pending {
     key: SessionKey,
     owner: String,
     tool: String,
+    /// What the chat was shown, to show it again (a page that reconnects).
+    prompt: ApprovalPrompt,
+    asked_at: std::time::Instant,
     answer: oneshot::Sender<Choice>,
 }
 
@@ -237,16 +243,22 @@ impl ApprovalBroker {
             Err(e) => return Approval::No(format!("cannot ask for approval: {e}")),
         };
         let (tx, rx) = oneshot::channel();
-        let pending =
-            Pending { key: key.clone(), owner: owner.to_string(), tool: tool.clone(), answer: tx };
-        self.lock().insert(id.clone(), pending);
-        let _forget = Forget { broker: self, id: &id };
         let prompt = ApprovalPrompt {
             id: id.clone(),
             tool: tool.clone(),
             input: call.input.clone(),
             summary: summary(&tool, &call.input),
         };
+        let pending = Pending {
+            key: key.clone(),
+            owner: owner.to_string(),
+            tool: tool.clone(),
+            prompt: prompt.clone(),
+            asked_at: std::time::Instant::now(),
+            answer: tx,
+        };
+        self.lock().insert(id.clone(), pending);
+        let _forget = Forget { broker: self, id: &id };
         tracing::info!(chat = %key.address(), %tool, "asking for approval");
         // Several gateways: recorded, so that any process can show and answer it.
         let shared = match &self.db {
@@ -388,10 +400,57 @@ impl ApprovalBroker {
         Decided::Done { tool: request.tool, outcome }
     }
 
+    /// The requests waiting in chat `(channel, chat_id)`, oldest first: those
+    /// asked here and, with a shared database, those other gateway processes
+    /// asked (shown again to a page that connects, and what `/approve`
+    /// without an id picks from).
+    pub async fn waiting_in(&self, channel: &str, chat_id: &str) -> Vec<ApprovalPrompt> {
+        let mut found: Vec<(std::time::Instant, ApprovalPrompt)> = self
+            .lock()
+            .values()
+            .filter(|p| p.key.channel == channel && p.key.chat_id == chat_id)
+            .map(|p| (p.asked_at, p.prompt.clone()))
+            .collect();
+        found.sort_by_key(|(at, _)| *at);
+        let mut found: Vec<ApprovalPrompt> = found.into_iter().map(|(_, p)| p).collect();
+        if let Some((db, _)) = &self.db {
+            match db.approvals_to_show(channel, &[]).await {
+                Ok(elsewhere) => found.extend(
+                    elsewhere
+                        .into_iter()
+                        .filter(|r| r.chat_id == chat_id)
+                        .map(|r| prompt_of(&r))
+                        .filter(|p| !found.iter().any(|f| f.id == p.id))
+                        .collect::<Vec<_>>(),
+                ),
+                Err(e) => tracing::warn!("approvals asked by other gateways not read: {e}"),
+            }
+        }
+        found
+    }
+
     /// Takes `message` (an `/approve`, `/deny` or a button press: its sender,
-    /// in its chat) as the answer to request `id`, and tells the sender what
-    /// came of it on the message's channel.
+    /// in its chat) as the answer to request `id` (empty: the only request
+    /// waiting in the chat), and tells the sender what came of it on the
+    /// message's channel.
     pub async fn answer(&self, message: &InboundMessage, id: &str, choice: Choice) -> Decided {
+        let id = if id.is_empty() {
+            let mut waiting = self.waiting_in(&message.channel, &message.chat_id).await;
+            match waiting.len() {
+                1 => waiting.remove(0).id,
+                0 => String::new(),
+                _ => {
+                    let which = waiting.into_iter().map(|p| (p.id, p.summary)).collect();
+                    return self.tell(message, "", Decided::Which(which)).await;
+                }
+            }
+        } else {
+            id.to_string()
+        };
+        let id = id.as_str();
+        if id.is_empty() {
+            return self.tell(message, id, Decided::Unknown).await;
+        }
         let mut decided =
             self.decide(id, &message.channel, &message.chat_id, &message.sender, choice.clone());
         // Not asked here: maybe by another gateway process sharing the database.
@@ -400,14 +459,31 @@ impl ApprovalBroker {
         {
             decided = self.decide_shared(db, message, id, choice).await;
         }
+        self.tell(message, id, decided).await
+    }
+
+    /// Tells the sender of `message` what came of their answer to `id`.
+    async fn tell(&self, message: &InboundMessage, id: &str, decided: Decided) -> Decided {
         let text = match &decided {
             Decided::Done { tool, outcome } => format!("{tool}: {outcome}."),
+            Decided::Unknown if id.is_empty() => {
+                "No approval request is waiting in this chat.".to_string()
+            }
             Decided::Unknown => "No approval request with that id is waiting in this chat \
                  (answered already, timed out, or never asked here)."
                 .to_string(),
             Decided::NotAllowed => "Only the person whose message started this (or an approver) \
                  can answer this request; nothing changed."
                 .to_string(),
+            Decided::Which(waiting) => {
+                let list: Vec<String> =
+                    waiting.iter().map(|(id, summary)| format!("{id} ({summary})")).collect();
+                format!(
+                    "{} requests wait in this chat; say which: /approve ID or /deny ID, with ID one of: {}.",
+                    waiting.len(),
+                    list.join(", ")
+                )
+            }
         };
         let Some(channel) = self.outbox.channel(&message.channel).cloned() else { return decided };
         if let Decided::Done { outcome, .. } = &decided
@@ -484,16 +560,12 @@ impl ApprovalBroker {
             let round = async {
                 for request in db.approvals_to_show("web", &seen).await? {
                     seen.push(request.id.clone());
-                    let prompt = ApprovalPrompt {
-                        id: request.id.clone(),
-                        tool: request.tool.clone(),
-                        input: request.prompt["input"].clone(),
-                        summary: request.prompt["summary"].as_str().unwrap_or_default().to_string(),
-                    };
-                    if web.ask_approval(&request.chat_id, &prompt).await.is_ok() {
+                    if web.ask_approval(&request.chat_id, &prompt_of(&request)).await.is_ok() {
                         db.mark_approval_shown(&request.id).await?;
-                        shown.insert(request.id, request.chat_id);
                     }
+                    // A page that opens later is shown it on connecting: it
+                    // is told how it ended too.
+                    shown.insert(request.id, request.chat_id);
                 }
                 if !seen.is_empty() {
                     for (id, outcome) in db.approval_outcomes(&seen).await? {
@@ -521,6 +593,16 @@ impl ApprovalBroker {
                 _ = changes.wait(wait) => {}
             }
         }
+    }
+}
+
+/// A request another process recorded, as a chat shows it.
+fn prompt_of(request: &ApprovalRequest) -> ApprovalPrompt {
+    ApprovalPrompt {
+        id: request.id.clone(),
+        tool: request.tool.clone(),
+        input: request.prompt["input"].clone(),
+        summary: request.prompt["summary"].as_str().unwrap_or_default().to_string(),
     }
 }
 
@@ -765,6 +847,29 @@ mod tests {
         let (task, id) = asking(&b, &rec, "c", CancellationToken::new()).await;
         b.decide(&id, "rec", "c", "ann", Choice::Project);
         assert_eq!(task.await.unwrap(), Approval::AlwaysForProject);
+    }
+
+    #[tokio::test]
+    async fn without_an_id_the_only_request_is_answered_and_several_are_listed() {
+        let (b, rec) = broker(DEFAULT_APPROVAL_TIMEOUT);
+        let from = |chat: &str| InboundMessage::new("rec", "ann", chat, "/approve");
+        assert_eq!(b.answer(&from("c"), "", Choice::Once).await, Decided::Unknown);
+        let (first, a) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        let (_other_chat, _) = asking(&b, &rec, "d", CancellationToken::new()).await;
+        let (second, z) = asking(&b, &rec, "c", CancellationToken::new()).await;
+        let shown: Vec<String> = b.waiting_in("rec", "c").await.into_iter().map(|p| p.id).collect();
+        assert_eq!(shown, [a.clone(), z.clone()], "the chat's requests, oldest first");
+        let Decided::Which(which) = b.answer(&from("c"), "", Choice::Once).await else {
+            panic!("not listed")
+        };
+        let ids: Vec<&str> = which.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, [a.as_str(), z.as_str()]);
+        assert_eq!(b.waiting(), 3, "nothing was answered");
+        b.decide(&a, "rec", "c", "ann", Choice::Once);
+        assert_eq!(first.await.unwrap(), Approval::Yes);
+        let done = b.answer(&from("c"), "", Choice::Deny("no".into())).await;
+        assert!(matches!(done, Decided::Done { .. }), "{done:?}");
+        assert_eq!(second.await.unwrap(), Approval::No("the user denied this call: no".into()));
     }
 
     #[tokio::test]

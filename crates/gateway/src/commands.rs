@@ -15,9 +15,16 @@ pub enum ChatCommand {
     Usage,
     /// What the commands are.
     Help,
-    /// Answer an approval request: `/approve ID [once|chat|project]`,
-    /// `/deny ID [reason]` (handled at once, even while a turn waits).
+    /// Answer an approval request: `/approve [ID] [once|chat|project]`,
+    /// `/deny [ID] [reason]` (handled at once, even while a turn waits). An
+    /// empty id: the only request waiting in the chat.
     Decide { id: String, choice: crate::approval::Choice },
+}
+
+/// True for a word that is a request id rather than the start of a reason:
+/// hex digits, at least 8 (ids are 24).
+fn looks_like_id(word: &str) -> bool {
+    word.len() >= 8 && word.chars().all(|c| c.is_ascii_hexdigit())
 }
 
 /// The reply to `/help`.
@@ -26,8 +33,8 @@ pub const HELP: &str = "Commands:\n\
 /status — session, model and how full the context is\n\
 /compact [focus] — summarise the conversation so far to free context\n\
 /usage — tokens used since the assistant last started on this chat\n\
-/approve ID [chat|project] — let a waiting tool call run (once, or always here)\n\
-/deny ID [reason] — refuse a waiting tool call\n\
+/approve [ID] [chat|project] — let a waiting tool call run (once, or always here)\n\
+/deny [ID] [reason] — refuse a waiting tool call (ID: needed only when several wait)\n\
 /help — this list\n\
 Anything else goes to the assistant.";
 
@@ -47,12 +54,20 @@ impl ChatCommand {
             "compact" => ChatCommand::Compact((!arg.is_empty()).then(|| arg.to_string())),
             "usage" => ChatCommand::Usage,
             "help" | "start" => ChatCommand::Help,
+            // The id may be left out: the only request waiting in the chat.
             "approve" | "deny" => {
-                let (id, rest) = arg.split_once(char::is_whitespace).unwrap_or((arg, ""));
-                let choice = if word == "deny" {
-                    crate::approval::Choice::Deny(rest.trim().to_string())
+                let (first, rest) = arg.split_once(char::is_whitespace).unwrap_or((arg, ""));
+                let (id, choice) = if word == "deny" {
+                    match looks_like_id(first) {
+                        true => (first, crate::approval::Choice::Deny(rest.trim().to_string())),
+                        false => ("", crate::approval::Choice::Deny(arg.to_string())),
+                    }
+                } else if rest.is_empty()
+                    && let Some(choice) = crate::approval::Choice::parse(first, "")
+                {
+                    ("", choice)
                 } else {
-                    crate::approval::Choice::parse(rest, "")?
+                    (first, crate::approval::Choice::parse(rest, "")?)
                 };
                 ChatCommand::Decide { id: id.to_string(), choice }
             }
@@ -81,9 +96,23 @@ mod tests {
         assert_eq!(ChatCommand::parse("/approve ab12"), decide("ab12", Choice::Once));
         assert_eq!(ChatCommand::parse("/approve ab12 project"), decide("ab12", Choice::Project));
         assert_eq!(
-            ChatCommand::parse("/deny ab12 too risky"),
-            decide("ab12", Choice::Deny("too risky".into()))
+            ChatCommand::parse("/deny 0a1b2c3d4e5f too risky"),
+            decide("0a1b2c3d4e5f", Choice::Deny("too risky".into()))
         );
         assert_eq!(ChatCommand::parse("/approve ab12 whenever"), None);
+    }
+
+    #[test]
+    fn approve_and_deny_without_an_id_answer_the_only_request_waiting() {
+        use crate::approval::Choice;
+        let only = |choice| Some(ChatCommand::Decide { id: String::new(), choice });
+        assert_eq!(ChatCommand::parse("/approve"), only(Choice::Once));
+        assert_eq!(ChatCommand::parse("/approve chat"), only(Choice::Chat));
+        assert_eq!(ChatCommand::parse("/approve project"), only(Choice::Project));
+        assert_eq!(ChatCommand::parse("/deny"), only(Choice::Deny(String::new())));
+        assert_eq!(
+            ChatCommand::parse("/deny not on a Friday"),
+            only(Choice::Deny("not on a Friday".into()))
+        );
     }
 }

@@ -120,7 +120,10 @@ async fn handle(
     mut work: Work,
     shared: &Arc<Shared>,
 ) {
+    let delivered = is_delivery(&work.message);
     let result = match ChatCommand::parse(&work.message.content) {
+        // What another session (a cron job, the heartbeat) said to this chat.
+        _ if delivered => record_delivery(key, agent, slot, &work, shared).await,
         Some(command) if work.message.channel != SYSTEM_CHANNEL => {
             command_reply(key, agent, slot, command, &work, shared).await
         }
@@ -149,6 +152,12 @@ async fn handle(
             Delivery::Reply => {
                 Some(OutboundMessage { failure, ..OutboundMessage::reply(&work.message, text) })
             }
+            // Another chat: it keeps the answer in its history, and its
+            // worker sends it on (after the chat's own turn, if one runs).
+            Delivery::To(to) if to != key && !delivered => {
+                hand_over(shared, to, text, &work.message.channel);
+                None
+            }
             Delivery::To(to) => Some(OutboundMessage {
                 channel: to.channel.clone(),
                 chat_id: to.chat_id.clone(),
@@ -162,7 +171,13 @@ async fn handle(
         if let Some(message) = message
             && let Err(e) = shared.outbox.send(message).await
         {
-            tracing::warn!(session = %key.address(), "answer not delivered: {e}");
+            match e {
+                // In the chat's history: its page shows it when it opens.
+                crate::channel::ChannelError::UnknownChat { .. } if delivered => {
+                    tracing::info!(chat = %key.address(), "no page open; the answer waits in the chat's history")
+                }
+                e => tracing::warn!(session = %key.address(), "answer not delivered: {e}"),
+            }
         }
     }
     // Several gateways: the chat's next message may run in another process
@@ -177,6 +192,58 @@ async fn handle(
     if let Some(done) = work.done {
         let _ = done.send(result);
     }
+}
+
+/// The metadata key marking a message as something said to the chat by
+/// another session (a cron job, the heartbeat), to be recorded, not answered.
+const DELIVERED: &str = "delivered_from";
+
+/// True for a message [`hand_over`] made.
+pub(crate) fn is_delivery(message: &InboundMessage) -> bool {
+    message.metadata.contains_key(DELIVERED)
+}
+
+/// Gives `text`, which `from` (`cron`, `heartbeat`) has for chat `to`, to
+/// that chat's worker: it records it in the chat's conversation (so the
+/// chat's history shows it and its model knows it was said) and sends it.
+/// Several gateways: through the shared queue, like a message, so the
+/// process that holds the chat records it and the database keeps it.
+fn hand_over(shared: &Arc<Shared>, to: &SessionKey, text: String, from: &str) {
+    let mut message = InboundMessage::new(to.channel.clone(), from, to.chat_id.clone(), text);
+    message.metadata.insert(DELIVERED.into(), serde_json::json!(from));
+    let queued = match &shared.store {
+        Some(link) => link.accept(message),
+        None => {
+            let delivery = Delivery::To(to.clone());
+            shared.enqueue(to.clone(), Work { message, delivery, quiet_if_ok: false, done: None })
+        }
+    };
+    if let Err(e) = queued {
+        tracing::warn!(chat = %to.address(), "answer from {from} not delivered: {e}");
+    }
+}
+
+/// Records what [`hand_over`] brought into the chat's conversation; the
+/// text is then sent like an answer.
+async fn record_delivery(
+    key: &SessionKey,
+    agent: &mut Option<Agent>,
+    slot: &TurnSlot,
+    work: &Work,
+    shared: &Arc<Shared>,
+) -> WorkResult {
+    let text = work.message.content.clone();
+    let agent = match open(key, agent, slot, &work.delivery, &work.message, shared).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(chat = %key.address(), "not kept in the chat's history: {e}");
+            return WorkResult::Answered(text);
+        }
+    };
+    if let Err(e) = agent.add_message(Message::assistant(text.clone())).await {
+        tracing::warn!(chat = %key.address(), "not kept in the chat's history: {e}");
+    }
+    WorkResult::Answered(text)
 }
 
 /// Runs the model on one message.

@@ -185,7 +185,7 @@ impl Drop for Browser {
 }
 
 /// Standard base64, as DevTools sends screenshots.
-fn decode_base64(text: &str) -> Vec<u8> {
+pub fn decode_base64(text: &str) -> Vec<u8> {
     let value = |c: u8| -> u32 {
         match c {
             b'A'..=b'Z' => (c - b'A') as u32,

@@ -252,4 +252,16 @@ impl Agent {
             learner.restart_at(0);
         }
     }
+
+    /// Adds `message` to the conversation between requests (what a
+    /// scheduled job told this chat): in what the model sees next, and in
+    /// the session file, durable once this returns.
+    pub async fn add_message(
+        &mut self,
+        message: Message,
+    ) -> Result<(), crate::session::SessionError> {
+        self.session.append_message(&message)?;
+        Arc::make_mut(&mut self.messages).push(message);
+        self.session.commit().await
+    }
 }

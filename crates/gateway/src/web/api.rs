@@ -175,7 +175,9 @@ pub(super) async fn read_session(State(app): State<App>, Path(id): Path<String>)
     if !path.is_file() {
         return Err(ApiError(StatusCode::NOT_FOUND, format!("no conversation {id}")));
     }
-    let items = tokio::task::spawn_blocking(move || transcript(&path)).await.map_err(failed)??;
+    let of = id.clone();
+    let items =
+        tokio::task::spawn_blocking(move || transcript(&path, &of)).await.map_err(failed)??;
     let summary = conversations(&gw).into_iter().find(|s| s.id == id);
     let mut out = summary.map(|s| listed(&gw, &s)).unwrap_or_else(|| json!({"id": id}));
     out["items"] = Value::Array(items);
@@ -183,25 +185,48 @@ pub(super) async fn read_session(State(app): State<App>, Path(id): Path<String>)
 }
 
 /// A session file as display items, oldest first, the latest
-/// [`MAX_TRANSCRIPT_ITEMS`] of them.
-fn transcript(path: &std::path::Path) -> Result<Vec<Value>, ApiError> {
+/// [`MAX_TRANSCRIPT_ITEMS`] of them. Pictures come as references the page
+/// fetches: a user's as `images` of their message (`/api/sessions/ID/images/N`,
+/// the Nth picture of session `id`), the files the agent sent to the chat
+/// with the `message` tool as a `media` item after its card (`paths`, read
+/// through `/api/files`).
+fn transcript(path: &std::path::Path, id: &str) -> Result<Vec<Value>, ApiError> {
     let mut items: Vec<Value> = Vec::new();
     // Where each tool call's card is, to put its result in.
     let mut cards: HashMap<String, usize> = HashMap::new();
+    let mut pictures = 0;
     for_each_entry(path, |entry| {
         let Entry::Message { message, .. } = entry else { return };
+        // The item of this message's text, which its pictures join.
+        let mut said: Option<usize> = None;
         for block in message.content {
             match block {
                 ContentBlock::Text { text } if !text.trim().is_empty() => {
                     let role = if message.role == Role::User { "user" } else { "assistant" };
+                    said = Some(items.len());
                     items.push(json!({"kind": role, "text": text}));
                 }
                 ContentBlock::Image { media_type, .. } => {
-                    items.push(json!({"kind": "image", "media_type": media_type}));
+                    let src = format!("/api/sessions/{id}/images/{pictures}");
+                    pictures += 1;
+                    let image = json!({"src": src, "media_type": media_type});
+                    let i = *said.get_or_insert_with(|| {
+                        let role = if message.role == Role::User { "user" } else { "assistant" };
+                        items.push(json!({"kind": role, "text": ""}));
+                        items.len() - 1
+                    });
+                    match items[i]["images"].as_array_mut() {
+                        Some(list) => list.push(image),
+                        None => items[i]["images"] = json!([image]),
+                    }
                 }
                 ContentBlock::ToolCall(call) => {
                     cards.insert(call.id.clone(), items.len());
+                    let sent = sent_here(&call.name, &call.input);
                     items.push(json!({"kind": "tool", "id": call.id, "name": call.name, "input": call.input}));
+                    if let Some(media) = sent {
+                        items.push(media);
+                    }
                 }
                 ContentBlock::ToolResult { tool_call_id, content, is_error } => {
                     let text: String = content
@@ -216,6 +241,10 @@ fn transcript(path: &std::path::Path) -> Result<Vec<Value>, ApiError> {
                         items[i]["preview"] =
                             json!(text.chars().take(MAX_PREVIEW_CHARS).collect::<String>());
                         items[i]["is_error"] = json!(is_error);
+                        // A message that was not sent shows only as its card.
+                        if is_error && items.get(i + 1).is_some_and(|m| m["kind"] == "media") {
+                            items[i + 1]["kind"] = json!("unsent");
+                        }
                     }
                 }
                 _ => {}
@@ -223,8 +252,70 @@ fn transcript(path: &std::path::Path) -> Result<Vec<Value>, ApiError> {
         }
     })
     .map_err(failed)?;
+    items.retain(|i| i["kind"] != "unsent");
     let skip = items.len().saturating_sub(MAX_TRANSCRIPT_ITEMS);
     Ok(items.split_off(skip))
+}
+
+/// What a `message` call sent to the conversation's own chat (no other
+/// channel or chat named), as the page shows it: its text and files.
+fn sent_here(tool: &str, input: &Value) -> Option<Value> {
+    let elsewhere =
+        ["channel", "chat_id"].iter().any(|k| input[*k].as_str().is_some_and(|v| !v.is_empty()));
+    if tool != "message" || elsewhere {
+        return None;
+    }
+    let paths: Vec<&str> =
+        input["media"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let text = input["content"].as_str().unwrap_or_default();
+    Some(json!({"kind": "media", "text": text, "paths": paths}))
+}
+
+/// `GET /api/sessions/{id}/images/{n}`: the Nth picture of a conversation
+/// (one a user sent), as itself; only pictures, typed by their bytes.
+pub(super) async fn read_image(
+    State(app): State<App>,
+    Path((id, n)): Path<(String, usize)>,
+) -> Result<Response, ApiError> {
+    let gw = app.gateway()?;
+    if !plain_id(&id) || !id.starts_with("gw-") {
+        return Err(bad("not a conversation id"));
+    }
+    let path = gw.runtime.sessions().path_of(&workspace(&gw), &id);
+    if !path.is_file() {
+        return Err(ApiError(StatusCode::NOT_FOUND, format!("no conversation {id}")));
+    }
+    let found = tokio::task::spawn_blocking(move || {
+        let mut seen = 0;
+        let mut found = None;
+        for_each_entry(&path, |entry| {
+            let Entry::Message { message, .. } = entry else { return };
+            for block in message.content {
+                if let ContentBlock::Image { data, .. } = block {
+                    if seen == n {
+                        found = Some(data);
+                    }
+                    seen += 1;
+                }
+            }
+        })
+        .map(|_skipped| found)
+    })
+    .await
+    .map_err(failed)?
+    .map_err(failed)?;
+    use base64::Engine;
+    let bytes = found
+        .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
+        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no picture {n} in {id}")))?;
+    let media_type = ferroclaw_tools::image_media_type(&bytes[..bytes.len().min(16)])
+        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no picture {n} in {id}")))?;
+    let headers = [
+        (header::CONTENT_TYPE, media_type.to_string()),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        (header::CONTENT_SECURITY_POLICY, "sandbox".to_string()),
+    ];
+    Ok((headers, bytes).into_response())
 }
 
 #[derive(Deserialize)]
@@ -308,7 +399,7 @@ mod tests {
         ];
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         std::fs::write(&path, text).unwrap();
-        let items = transcript(&path).unwrap_or_else(|e| panic!("{}", e.1));
+        let items = transcript(&path, "s").unwrap_or_else(|e| panic!("{}", e.1));
         let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
         assert_eq!(kinds, ["user", "tool", "assistant"]);
         assert_eq!(items[1]["preview"], "a.txt");

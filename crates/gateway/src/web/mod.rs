@@ -117,6 +117,8 @@ struct WebState {
     /// The background jobs last shown to each chat (ids and states), so a
     /// page is told only of changes.
     shown_jobs: Mutex<HashMap<String, String>>,
+    /// Each web chat's turns asked from its pages, by chat id.
+    chats: Mutex<HashMap<String, socket::ChatTurns>>,
 }
 
 /// What the handlers share.
@@ -140,6 +142,7 @@ impl WebChannel {
                 per_address,
                 gateway: OnceLock::new(),
                 shown_jobs: Mutex::new(HashMap::new()),
+                chats: Mutex::default(),
             }),
         }
     }
@@ -212,6 +215,7 @@ impl WebState {
             .route("/api/sessions", get(api::list_sessions))
             .route("/api/sessions/{id}", get(api::read_session))
             .route("/api/sessions/{id}/title", put(api::rename_session))
+            .route("/api/sessions/{id}/images/{n}", get(api::read_image))
             .route("/api/chats/{chat}", get(api::chat_state))
             .route("/api/files", get(api::read_file))
             .route("/api/status", get(operate::status))
@@ -243,6 +247,17 @@ impl WebState {
         }
         router.with_state(app)
     }
+}
+
+/// The frame that shows an approval request on a chat page.
+fn approval_frame(prompt: &ApprovalPrompt) -> Value {
+    json!({
+        "type": "approval",
+        "id": prompt.id,
+        "tool": prompt.tool,
+        "input": prompt.input,
+        "summary": prompt.summary,
+    })
 }
 
 /// Refuses API requests without the bearer token, before their body is read.
@@ -347,14 +362,7 @@ impl Channel for WebChannel {
         chat_id: &str,
         prompt: &ApprovalPrompt,
     ) -> Result<(), ChannelError> {
-        let frame = json!({
-            "type": "approval",
-            "id": prompt.id,
-            "tool": prompt.tool,
-            "input": prompt.input,
-            "summary": prompt.summary,
-        });
-        if socket::send_to_chat(&self.state, chat_id, &frame) {
+        if socket::send_to_chat(&self.state, chat_id, &approval_frame(prompt)) {
             Ok(())
         } else {
             Err(ChannelError::UnknownChat { channel: "web".into(), chat_id: chat_id.into() })
@@ -400,6 +408,7 @@ impl Channel for WebChannel {
     async fn send(&self, message: OutboundMessage) -> Result<(), ChannelError> {
         let web = &self.state;
         if let Some(id) = &message.reply_to {
+            socket::turns(web, &message.chat_id, |t| t.unanswered.remove(id));
             let waiting = web.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
             if let Some(tx) = waiting {
                 let _ = tx.send(message);

@@ -148,7 +148,8 @@ pub(super) struct NewJob {
     name: String,
     schedule: ScheduleForm,
     message: String,
-    /// `CHANNEL:CHAT_ID` to send the answer to; none keeps it in the job's session.
+    /// `CHANNEL:CHAT_ID` to send the answer to (required: an answer nobody
+    /// is sent is never read).
     deliver_to: Option<String>,
 }
 
@@ -166,13 +167,22 @@ pub(super) async fn cron_add(State(app): State<App>, Json(form): Json<NewJob>) -
     }
     let schedule = form.schedule.schedule().map_err(cron_error)?;
     let mut payload = Payload { message: form.message.trim().to_string(), ..Default::default() };
-    if let Some(to) = form.deliver_to.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-        let key = crate::sessions::SessionKey::parse_address(to)
-            .ok_or_else(|| bad("deliver to CHANNEL:CHAT_ID, e.g. telegram:12345"))?;
-        payload.deliver = true;
-        payload.channel = Some(key.channel);
-        payload.to = Some(key.chat_id);
+    let to = form.deliver_to.as_deref().map(str::trim).unwrap_or_default();
+    if to.is_empty() {
+        return Err(bad("a job needs a chat to send its answer to (CHANNEL:CHAT_ID, e.g. \
+             telegram:12345 or this page's web:CHAT); without one nobody would read it"));
     }
+    let key = crate::sessions::SessionKey::parse_address(to)
+        .ok_or_else(|| bad("deliver to CHANNEL:CHAT_ID, e.g. telegram:12345"))?;
+    if gw.outbox.channel(&key.channel).is_none() {
+        return Err(bad(format!(
+            "deliver to {to}: the gateway runs no channel {:?}, so the answer could never arrive",
+            key.channel
+        )));
+    }
+    payload.deliver = true;
+    payload.channel = Some(key.channel);
+    payload.to = Some(key.chat_id);
     let job = CronJob::new(form.name.trim(), schedule, payload).map_err(cron_error)?;
     let job = gw.cron.add(job).await.map_err(cron_error)?;
     Ok(Json(job_json(&job)))

@@ -2,14 +2,18 @@
 //!
 //! Client to server: `{"type": "message", "content": "...", "images":
 //! [{"media_type": "image/png", "data": BASE64}]}` (images optional);
-//! `{"type": "stop"}` cancels the turns this page asked for (the one running
-//! and any waiting); `{"type": "approve", "id", "choice":
+//! `{"type": "stop"}` cancels the turns the chat's pages asked for (the one
+//! running and any waiting, from this page or one open before it); `{"type": "approve", "id", "choice":
 //! "once"|"chat"|"project"|"deny", "reason"}` answers an approval request.
-//! Server to client: `{"type": "ready", "chat": ID, "session": ID}` (the
-//! conversation the page continues; its history is at `/api/sessions/ID`);
+//! Server to client: `{"type": "ready", "chat": ID, "session": ID,
+//! "running": BOOL}` (the conversation the page continues, its history at
+//! `/api/sessions/ID`; whether a message sent from a page of this chat is
+//! still being answered), then an `approval` frame for every request
+//! waiting in the chat (a reload or a second tab shows them again);
 //! `{"type": "event",
 //! "event": AgentEvent}` while the answer is written (text deltas, tool
-//! calls); `{"type": "reply", "content", "reply_to"}` with the final answer;
+//! calls; to every page open on the chat, so a page opened meanwhile sees
+//! the turn go on); `{"type": "reply", "content", "reply_to"}` with the final answer;
 //! `{"type": "message", "content"}` for messages the agent sends on its own;
 //! `{"type": "error", "message"}` when a message was not taken;
 //! `{"type": "approval", "id", "tool", "input", "summary"}` when a tool call
@@ -120,10 +124,16 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             }
         }
     });
-    let session = app.web.gateway.get().map(|gw| gw.names.current(&SessionKey::new("web", &chat)));
-    send(&out, json!({"type": "ready", "chat": chat, "session": session}));
-    // Cancels every turn this page asked for; replaced after each stop.
-    let mut stop = CancellationToken::new();
+    let gateway = app.web.gateway.get().cloned();
+    let session = gateway.as_ref().map(|gw| gw.names.current(&SessionKey::new("web", &chat)));
+    let running = turns(&app.web, &chat, |t| !t.unanswered.is_empty());
+    send(&out, json!({"type": "ready", "chat": chat, "session": session, "running": running}));
+    // What waits for an answer here is shown again (a reload, another tab).
+    if let Some(gw) = &gateway {
+        for prompt in gw.approvals.waiting_in("web", &chat).await {
+            send(&out, super::approval_frame(&prompt));
+        }
+    }
     loop {
         // A page that says nothing for WS_IDLE_TIMEOUT is dropped (it
         // reconnects when used), and so is one that stopped reading.
@@ -154,8 +164,10 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             }
             // Stop: cancel the turns this page asked for (running or waiting).
             Ok(v) if v["type"] == "stop" => {
-                stop.cancel();
-                stop = CancellationToken::new();
+                turns(&app.web, &chat, |t| {
+                    t.stop.cancel();
+                    t.stop = CancellationToken::new();
+                });
                 continue;
             }
             // An answer travels as the command it stands for, so it is
@@ -189,19 +201,33 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             send(&out, json!({"type": "error", "message": message}));
             continue;
         }
-        // Events go into the socket's one queue, the answer after them (the
-        // worker calls the tap for every event before it delivers the answer).
-        let events_to = out.clone();
-        let tap = EventTap::new(move |event| {
-            send(&events_to, json!({"type": "event", "event": event}));
+        // Events go to the queues of the chat's pages, the answer after
+        // them (the worker calls the tap for every event before it
+        // delivers the answer); a page opened meanwhile gets the rest.
+        let decision = is_decision(&content);
+        let mut message = InboundMessage::new("web", OWNER, chat.clone(), content);
+        let id = message.id.clone();
+        // Answers to approval requests get no reply of their own.
+        let stop = turns(&app.web, &chat, |t| {
+            if !decision {
+                t.unanswered.insert(id.clone());
+            }
+            t.stop.child_token()
         });
-        let mut message = InboundMessage::new("web", OWNER, chat.clone(), content)
-            .with_tap(tap)
-            .with_cancel(stop.child_token());
+        let (web, to) = (app.web.clone(), chat.clone());
+        let tap = EventTap::new(move |event| {
+            if matches!(event, ferroclaw_protocol::AgentEvent::Finished { .. }) {
+                turns(&web, &to, |t| t.unanswered.remove(&id));
+            }
+            send_to_chat(&web, &to, &json!({"type": "event", "event": event}));
+        });
+        message = message.with_tap(tap).with_cancel(stop);
         for image in &images {
             crate::media::attach(&mut message, image);
         }
+        let id = message.id.clone();
         if let Err(e) = app.bus.publish(message) {
+            turns(&app.web, &chat, |t| t.unanswered.remove(&id));
             send(&out, json!({"type": "error", "message": e.to_string()}));
         }
     }
@@ -213,6 +239,37 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             sockets.remove(&chat);
         }
     }
+}
+
+/// True for a message that answers an approval request (`/approve`, `/deny`).
+fn is_decision(content: &str) -> bool {
+    matches!(
+        crate::commands::ChatCommand::parse(content),
+        Some(crate::commands::ChatCommand::Decide { .. })
+    )
+}
+
+/// Runs `f` on the turns of web chat `chat` (created when it has none).
+pub(super) fn turns<T>(web: &WebState, chat: &str, f: impl FnOnce(&mut ChatTurns) -> T) -> T {
+    let mut all = web.chats.lock().unwrap_or_else(PoisonError::into_inner);
+    let entry = all.entry(chat.to_string()).or_default();
+    let out = f(entry);
+    // A chat with nothing going on keeps nothing.
+    if entry.unanswered.is_empty() {
+        all.remove(chat);
+    }
+    out
+}
+
+/// The messages a web chat's pages sent that are not answered yet, and how
+/// to stop them (any page of the chat may: the one that sent them may have
+/// been reloaded).
+#[derive(Default)]
+pub(super) struct ChatTurns {
+    /// Cancels the chat's turns asked from its pages; replaced after each stop.
+    pub stop: CancellationToken,
+    /// Ids of messages sent from a page and not yet answered.
+    pub unanswered: std::collections::HashSet<String>,
 }
 
 /// The images of a message frame (`[{"media_type", "data": base64}]`):

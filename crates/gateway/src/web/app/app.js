@@ -180,6 +180,10 @@ function setBusy(on) {
 
 /** The approval card: Once / Always for this chat / Always for this project / Deny (+ reason). */
 function approvalCard(frame) {
+  // Shown again when the socket reconnects: one card per request.
+  const shown = $("approval-" + frame.id);
+  if (shown && !shown.classList.contains("resolved")) return;
+  if (shown) shown.remove();
   const card = el("div", "approval");
   card.id = "approval-" + frame.id;
   card.append(el("div", "label", "Approval needed: " + frame.tool), el("div", "summary", frame.summary || ""));
@@ -232,6 +236,8 @@ function onFrame(frame) {
       state.textContent = "connected";
       window.ferroclaw.session = frame.session;
       if (!busy && !readOnly) { loadHistory(frame.session); checkChat(); }
+      // A turn asked from this chat (before a reload, or in another tab) still runs.
+      if (frame.running && !readOnly) setBusy(true);
       queue.splice(0).forEach(t => socket.send(t));
       break;
     case "event": onEvent(frame.event); break;
@@ -267,6 +273,16 @@ function showMedia(paths) {
   }
 }
 
+/** A picture of a message in the history, put into its bubble (fetched with the token). */
+function historyImage(bubble, image) {
+  const img = el("img", "thumb"); img.alt = "attached image";
+  bubble.appendChild(img);
+  fetch(image.src, { headers: { "Authorization": "Bearer " + token } })
+    .then(res => { if (!res.ok) throw new Error(res.statusText); return res.blob(); })
+    .then(blob => { img.src = URL.createObjectURL(blob); window.ferroclaw.historyImages = (window.ferroclaw.historyImages || 0) + 1; })
+    .catch(e => { img.replaceWith(el("span", "hint", "[image: " + e.message + "]")); });
+}
+
 /** Shows a conversation's history from its session file. */
 let historyGen = 0;
 async function loadHistory(session, banner) {
@@ -281,9 +297,9 @@ async function loadHistory(session, banner) {
   log.replaceChildren(); cards.clear();
   if (!since.includes(current)) current = null;
   for (const it of items) {
-    if (it.kind === "user") userBubble(it.text);
-    else if (it.kind === "assistant") assistantBubble(it.text, true);
-    else if (it.kind === "image") add(el("div", "msg user", "[image]"));
+    if (it.kind === "user") { const b = userBubble(it.text); (it.images || []).forEach(im => historyImage(b, im)); }
+    else if (it.kind === "assistant") { const b = assistantBubble(it.text, true); (it.images || []).forEach(im => historyImage(b, im)); }
+    else if (it.kind === "media") { if (it.text) assistantBubble(it.text, true); showMedia(it.paths); }
     else if (it.kind === "tool") {
       toolCard(it.id, it.name, it.input);
       if (it.preview !== undefined) finishCard(it.id, it.name, it.is_error, undefined, it.preview);
@@ -481,6 +497,8 @@ async function loadChannels() {
 }
 
 async function loadCron() {
+  // By default a job's answer comes to the chat open on this page.
+  if (!$("cron-deliver").value) $("cron-deliver").value = "web:" + chat;
   const { jobs } = await api("cron");
   const box = $("cron-jobs");
   box.replaceChildren();
@@ -523,7 +541,7 @@ $("cron-form").addEventListener("submit", async ev => {
   ev.preventDefault();
   try {
     await api("cron", "POST", { name: $("cron-name").value, schedule: scheduleForm(), message: $("cron-message").value, deliver_to: $("cron-deliver").value || null });
-    ["cron-name", "cron-value", "cron-message", "cron-deliver"].forEach(id => { $(id).value = ""; });
+    ["cron-name", "cron-value", "cron-message"].forEach(id => { $(id).value = ""; });
     explain(); toast("Job added"); loadCron();
   } catch (e) { toast(e.message); }
 });
