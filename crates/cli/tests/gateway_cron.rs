@@ -267,3 +267,62 @@ fn a_job_without_a_destination_is_refused_with_the_reason() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(jobs(&env)["jobs"][0]["payload"]["to"], "kitchen");
 }
+
+#[test]
+fn a_file_a_job_sends_to_a_web_chat_with_no_page_open_waits_in_its_history() {
+    let send = Turn::tool("message", json!({"content": "Your chart.", "media": ["chart.png"]}));
+    let env = Env::new(Wire::OpenAi, vec![send.into(), Turn::text("Sent the chart.").into()]);
+    let workspace = env.home.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("chart.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDRchart").unwrap();
+    let (rc, out, err) = run(env.cmd().args([
+        "cron",
+        "add",
+        "-m",
+        "draw my chart",
+        "--at",
+        "+2s",
+        "--to",
+        "web:page-files",
+    ]));
+    assert_eq!(rc, 0, "{out}{err}");
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\npermission_mode = \"bypass\"\n");
+    wait_for(30, "the job's answer in the chat's history", || {
+        gateway_support::request(
+            gw.port,
+            "GET",
+            "/api/sessions/gw-web-page-files",
+            Some(gateway_support::TOKEN),
+            None,
+        )
+        .is_some_and(|(_, body)| body.contains("Sent the chart."))
+    });
+    let (_, body) = gateway_support::request(
+        gw.port,
+        "GET",
+        "/api/sessions/gw-web-page-files",
+        Some(gateway_support::TOKEN),
+        None,
+    )
+    .unwrap();
+    let items = serde_json::from_str::<Value>(&body).unwrap()["items"].clone();
+    let kinds: Vec<&str> =
+        items.as_array().unwrap().iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["tool", "media", "assistant"], "{items}");
+    assert_eq!(items[1]["text"], "Your chart.");
+    let path = items[1]["paths"][0].as_str().unwrap();
+    assert!(path.ends_with("chart.png"), "{path}");
+    let query: String = path.bytes().map(|b| format!("%{b:02X}")).collect();
+    let (status, _) = gateway_support::request(
+        gw.port,
+        "GET",
+        &format!("/api/files?path={query}"),
+        Some(gateway_support::TOKEN),
+        None,
+    )
+    .unwrap();
+    assert_eq!(status, 200, "the page can show the file");
+    // The job's model was told the message waits for the page.
+    let told = env.request_body(1).to_string();
+    assert!(told.contains("waits in that chat's history"), "{told}");
+}

@@ -41,6 +41,7 @@ pub mod format;
 #[cfg(test)]
 mod fuzz;
 pub mod gateway;
+pub mod handover;
 pub mod heartbeat;
 pub mod media;
 pub mod multipart;

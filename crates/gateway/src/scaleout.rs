@@ -483,7 +483,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
     let reply = match outcome {
         Ok(WorkResult::Answered(text)) if text.trim().is_empty() => None,
         // What a cron job or the heartbeat said goes out as a message of its own.
-        Ok(WorkResult::Answered(text)) if crate::worker::is_delivery(&message) => {
+        Ok(WorkResult::Answered(text)) if crate::handover::handed(&message).is_some() => {
             Some(OutboundMessage { reply_to: None, ..OutboundMessage::reply(&message, text) })
         }
         Ok(WorkResult::Answered(text)) => Some(OutboundMessage::reply(&message, text)),

@@ -1,13 +1,22 @@
 //! Tools the gateway gives its agents: `message` (send to any chat) and
 //! `cron` (schedule jobs).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::bus::OutboundMessage;
+use crate::channel::ChannelError;
 use crate::cron::{CronJob, CronStore, Payload, Schedule, parse_at, rfc3339_ms};
+use crate::handover::Handed;
 use crate::outbox::Outbox;
+use crate::sessions::SessionKey;
+
+/// Keeps a message one session sent in another chat's history (see
+/// [`crate::handover`]).
+pub type KeepInHistory = Arc<dyn Fn(&SessionKey, Handed) + Send + Sync>;
 
 /// `message(content, channel?, chat_id?, media?)`: sends a message now,
 /// by default to the chat the agent is talking to.
@@ -16,6 +25,11 @@ pub struct MessageTool {
     /// The chat of the session: the default target.
     pub channel: String,
     pub chat_id: String,
+    /// The chat whose session this is (a cron job's differs from where it
+    /// sends): a message to any other chat is kept in that chat's history
+    /// through `keep`, and a web chat with no page open gets it there.
+    pub home: SessionKey,
+    pub keep: Option<KeepInHistory>,
 }
 
 #[async_trait]
@@ -59,15 +73,32 @@ impl Tool for MessageTool {
                 Err(e) => return Ok(ToolOutput::error(format!("message not sent: {e}"))),
             }
         }
+        let content = text("content").unwrap_or_default();
         let message = OutboundMessage {
             channel: channel.clone(),
             chat_id: chat_id.clone(),
-            content: text("content").unwrap_or_default(),
-            media,
+            content: content.clone(),
+            media: media.clone(),
             reply_to: None,
             failure: None,
         };
-        Ok(match self.outbox.send(message).await {
+        let sent = self.outbox.send(message).await;
+        let to = SessionKey::new(channel.clone(), chat_id.clone());
+        // A web chat with no page open reads it when one opens.
+        let waits = channel == "web" && matches!(sent, Err(ChannelError::UnknownChat { .. }));
+        if let Some(keep) =
+            self.keep.as_ref().filter(|_| to != self.home && (sent.is_ok() || waits))
+        {
+            let from = self.home.address();
+            keep(&to, Handed { from, text: content, media, send: false });
+            if waits {
+                return Ok(ToolOutput::text(format!(
+                    "No page is open on {channel}:{chat_id} now; the message waits in that chat's \
+                     history and shows when its page opens"
+                )));
+            }
+        }
+        Ok(match sent {
             Ok(()) => ToolOutput::text(format!("Message sent to {channel}:{chat_id}")),
             Err(e) => ToolOutput::error(format!("message not sent: {e}")),
         })

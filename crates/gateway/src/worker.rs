@@ -16,6 +16,7 @@ use crate::approval::{ChatApprover, TurnSlot};
 use crate::bus::{Failure, InboundMessage, OutboundMessage, SYSTEM_CHANNEL};
 use crate::commands::{ChatCommand, HELP};
 use crate::gateway::Shared;
+use crate::handover;
 use crate::heartbeat;
 use crate::media;
 use crate::resume::{self, Claim, JournalledTurn};
@@ -120,10 +121,13 @@ async fn handle(
     mut work: Work,
     shared: &Arc<Shared>,
 ) {
-    let delivered = is_delivery(&work.message);
+    let handed = handover::handed(&work.message);
+    let delivered = handed.is_some();
     let result = match ChatCommand::parse(&work.message.content) {
         // What another session (a cron job, the heartbeat) said to this chat.
-        _ if delivered => record_delivery(key, agent, slot, &work, shared).await,
+        _ if let Some(handed) = &handed => {
+            record_handed(key, agent, slot, &work, handed, shared).await
+        }
         Some(command) if work.message.channel != SYSTEM_CHANNEL => {
             command_reply(key, agent, slot, command, &work, shared).await
         }
@@ -155,7 +159,9 @@ async fn handle(
             // Another chat: it keeps the answer in its history, and its
             // worker sends it on (after the chat's own turn, if one runs).
             Delivery::To(to) if to != key && !delivered => {
-                hand_over(shared, to, text, &work.message.channel);
+                let from = work.message.channel.clone();
+                let handed = handover::Handed { from, text, media: Vec::new(), send: true };
+                handover::hand_over(shared, to, handed);
                 None
             }
             Delivery::To(to) => Some(OutboundMessage {
@@ -194,45 +200,17 @@ async fn handle(
     }
 }
 
-/// The metadata key marking a message as something said to the chat by
-/// another session (a cron job, the heartbeat), to be recorded, not answered.
-const DELIVERED: &str = "delivered_from";
-
-/// True for a message [`hand_over`] made.
-pub(crate) fn is_delivery(message: &InboundMessage) -> bool {
-    message.metadata.contains_key(DELIVERED)
-}
-
-/// Gives `text`, which `from` (`cron`, `heartbeat`) has for chat `to`, to
-/// that chat's worker: it records it in the chat's conversation (so the
-/// chat's history shows it and its model knows it was said) and sends it.
-/// Several gateways: through the shared queue, like a message, so the
-/// process that holds the chat records it and the database keeps it.
-fn hand_over(shared: &Arc<Shared>, to: &SessionKey, text: String, from: &str) {
-    let mut message = InboundMessage::new(to.channel.clone(), from, to.chat_id.clone(), text);
-    message.metadata.insert(DELIVERED.into(), serde_json::json!(from));
-    let queued = match &shared.store {
-        Some(link) => link.accept(message),
-        None => {
-            let delivery = Delivery::To(to.clone());
-            shared.enqueue(to.clone(), Work { message, delivery, quiet_if_ok: false, done: None })
-        }
-    };
-    if let Err(e) = queued {
-        tracing::warn!(chat = %to.address(), "answer from {from} not delivered: {e}");
-    }
-}
-
-/// Records what [`hand_over`] brought into the chat's conversation; the
-/// text is then sent like an answer.
-async fn record_delivery(
+/// Records what another session handed over in the chat's conversation
+/// (see [`handover`]); an answer is then sent like one.
+async fn record_handed(
     key: &SessionKey,
     agent: &mut Option<Agent>,
     slot: &TurnSlot,
     work: &Work,
+    handed: &handover::Handed,
     shared: &Arc<Shared>,
 ) -> WorkResult {
-    let text = work.message.content.clone();
+    let text = if handed.send { handed.text.clone() } else { String::new() };
     let agent = match open(key, agent, slot, &work.delivery, &work.message, shared).await {
         Ok(a) => a,
         Err(e) => {
@@ -240,8 +218,10 @@ async fn record_delivery(
             return WorkResult::Answered(text);
         }
     };
-    if let Err(e) = agent.add_message(Message::assistant(text.clone())).await {
-        tracing::warn!(chat = %key.address(), "not kept in the chat's history: {e}");
+    for message in handover::conversation(handed, &work.message.id) {
+        if let Err(e) = agent.add_message(message).await {
+            tracing::warn!(chat = %key.address(), "not kept in the chat's history: {e}");
+        }
     }
     WorkResult::Answered(text)
 }
@@ -395,6 +375,8 @@ async fn open<'a>(
                     outbox: shared.outbox.clone(),
                     channel: target.channel.clone(),
                     chat_id: target.chat_id.clone(),
+                    home: key.clone(),
+                    keep: Some(keep_in_history(shared)),
                 }),
                 Arc::new(CronTool {
                     store: shared.cron.clone(),
@@ -420,6 +402,17 @@ async fn open<'a>(
         *agent = Some(opened);
     }
     agent.as_mut().ok_or_else(|| "no agent".to_string())
+}
+
+/// What the `message` tool of a chat's agent calls for a message it sent
+/// to another chat: that chat keeps it in its history.
+fn keep_in_history(shared: &Arc<Shared>) -> crate::tools::KeepInHistory {
+    let shared = Arc::downgrade(shared);
+    Arc::new(move |to: &SessionKey, handed: handover::Handed| {
+        if let Some(shared) = shared.upgrade() {
+            handover::hand_over(&shared, to, handed);
+        }
+    })
 }
 
 /// `/help`: the chat commands, then the custom ones (`.agent/commands/`, ...).
