@@ -3,8 +3,9 @@
 //! Client to server: `{"type": "message", "content": "...", "images":
 //! [{"media_type": "image/png", "data": BASE64}]}` (images optional);
 //! `{"type": "stop"}` cancels the turns the chat's pages asked for (the one
-//! running and any waiting, from this page or one open before it); `{"type": "approve", "id", "choice":
-//! "once"|"chat"|"project"|"deny", "reason"}` answers an approval request.
+//! running and any waiting, from this page or one open before it);
+//! `{"type": "approve", "id", "choice": "once"|"chat"|"project"|"deny",
+//! "reason"}` answers an approval request.
 //! Server to client: `{"type": "ready", "chat": ID, "session": ID,
 //! "running": BOOL}` (the conversation the page continues, its history at
 //! `/api/sessions/ID`; whether a message sent from a page of this chat is
@@ -13,7 +14,8 @@
 //! `{"type": "event",
 //! "event": AgentEvent}` while the answer is written (text deltas, tool
 //! calls; to every page open on the chat, so a page opened meanwhile sees
-//! the turn go on); `{"type": "reply", "content", "reply_to"}` with the final answer;
+//! the turn go on); `{"type": "reply", "content", "reply_to"}` with the
+//! final answer;
 //! `{"type": "message", "content"}` for messages the agent sends on its own;
 //! `{"type": "error", "message"}` when a message was not taken;
 //! `{"type": "approval", "id", "tool", "input", "summary"}` when a tool call
@@ -162,7 +164,7 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
                 }
                 v["content"].as_str().unwrap_or_default().to_string()
             }
-            // Stop: cancel the turns this page asked for (running or waiting).
+            // Stop: cancel the turns the chat's pages asked for (running or waiting).
             Ok(v) if v["type"] == "stop" => {
                 turns(&app.web, &chat, |t| {
                     t.stop.cancel();
