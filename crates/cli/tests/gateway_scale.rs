@@ -472,3 +472,23 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 fn files_now<T>(call: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(call)
 }
+
+#[test]
+fn a_cron_answer_for_a_web_chat_lands_in_its_history_through_the_database() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("cron_to_web_history");
+    let env = echo_env();
+    env.write_home_config(&store_config(&url));
+    let out = env
+        .std_cmd()
+        .args(["cron", "add", "--at", "+2s", "-m", "water the plants", "--to", "web:page-pg"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let gw = start(&env, free_port());
+    // No page is open on the chat: the answer is kept in its conversation.
+    gateway_support::wait_for(60, "the answer in the chat's history", || {
+        gateway_support::request(gw.port, "GET", "/api/sessions/gw-web-page-pg", Some(TOKEN), None)
+            .is_some_and(|(status, body)| status == 200 && body.contains("water the plants"))
+    });
+}
