@@ -311,7 +311,7 @@ fn a_file_a_job_sends_to_a_web_chat_with_no_page_open_waits_in_its_history() {
     assert_eq!(kinds, ["tool", "media", "assistant"], "{items}");
     assert_eq!(items[1]["text"], "Your chart.");
     let path = items[1]["paths"][0].as_str().unwrap();
-    assert!(path.ends_with("chart.png"), "{path}");
+    assert_eq!(path, "chart.png", "named by its place in the workspace");
     let query: String = path.bytes().map(|b| format!("%{b:02X}")).collect();
     let (status, _) = gateway_support::request(
         gw.port,

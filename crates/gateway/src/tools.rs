@@ -90,6 +90,15 @@ impl Tool for MessageTool {
             self.keep.as_ref().filter(|_| to != self.home && (sent.is_ok() || waits))
         {
             let from = self.home.address();
+            // Kept by their place in the workspace, as the history names files.
+            let root = ctx.workspace.canonicalize().unwrap_or_else(|_| ctx.workspace.clone());
+            let media = media
+                .iter()
+                .map(|m| match std::path::Path::new(m).strip_prefix(&root) {
+                    Ok(inside) => inside.display().to_string(),
+                    Err(_) => m.clone(),
+                })
+                .collect();
             keep(&to, Handed { from, text: content, media, send: false });
             if waits {
                 return Ok(ToolOutput::text(format!(

@@ -299,6 +299,7 @@ async function loadHistory(session, banner) {
   for (const it of items) {
     if (it.kind === "user") { const b = userBubble(it.text); (it.images || []).forEach(im => historyImage(b, im)); }
     else if (it.kind === "assistant") { const b = assistantBubble(it.text, true); (it.images || []).forEach(im => historyImage(b, im)); }
+    else if (it.kind === "image" && it.src) historyImage(add(el("div", "msg user")), it);
     else if (it.kind === "media") { if (it.text) assistantBubble(it.text, true); showMedia(it.paths); }
     else if (it.kind === "tool") {
       toolCard(it.id, it.name, it.input);
