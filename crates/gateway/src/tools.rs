@@ -16,6 +16,9 @@ pub struct MessageTool {
     /// The chat of the session: the default target.
     pub channel: String,
     pub chat_id: String,
+    /// The database gateways share, where the files sent are kept for
+    /// every gateway to serve ([`crate::shared_media`]); `None`: files mode.
+    pub store: Option<ferroclaw_store::PgStore>,
 }
 
 #[async_trait]
@@ -57,6 +60,13 @@ impl Tool for MessageTool {
             match crate::media::resolve(&ctx.workspace, m) {
                 Ok(path) => media.push(path.display().to_string()),
                 Err(e) => return Ok(ToolOutput::error(format!("message not sent: {e}"))),
+            }
+        }
+        if let Some(store) = &self.store {
+            for path in media.iter().filter(|m| !crate::media::is_url(m)) {
+                if let Err(e) = crate::shared_media::keep(store, &ctx.workspace, path).await {
+                    tracing::warn!("{path}: not kept for the other gateways to show: {e}");
+                }
             }
         }
         let message = OutboundMessage {

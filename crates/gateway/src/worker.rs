@@ -328,6 +328,7 @@ async fn open<'a>(
                     outbox: shared.outbox.clone(),
                     channel: target.channel.clone(),
                     chat_id: target.chat_id.clone(),
+                    store: shared.store.as_ref().map(|link| link.store.clone()),
                 }),
                 Arc::new(CronTool {
                     store: shared.cron.clone(),

@@ -120,7 +120,15 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             }
         }
     });
-    let session = app.web.gateway.get().map(|gw| gw.names.current(&SessionKey::new("web", &chat)));
+    // The session as the store every gateway writes has it.
+    let session = match app.web.gateway.get() {
+        Some(gw) => crate::history::History::of(gw)
+            .current_session(&SessionKey::new("web", &chat))
+            .await
+            .inspect_err(|e| tracing::warn!(%chat, "web: {e}"))
+            .ok(),
+        None => None,
+    };
     send(&out, json!({"type": "ready", "chat": chat, "session": session}));
     // Cancels every turn this page asked for; replaced after each stop.
     let mut stop = CancellationToken::new();
