@@ -60,7 +60,10 @@ fn other(e: impl std::fmt::Display) -> SetupError {
 /// The database's conversations, when a shared database is configured and
 /// this is the gateway's workspace (where its conversations are listed).
 async fn gateway_history(config: &Config) -> Result<Option<History>, SetupError> {
-    let settings = GatewaySettings::parse(config.file.gateway.as_ref()).map_err(other)?;
+    // A gateway section that does not parse is the gateway's to report.
+    let Ok(settings) = GatewaySettings::parse(config.file.gateway.as_ref()) else {
+        return Ok(None);
+    };
     let workspace = settings.workspace(&config.home);
     let same = |a: &std::path::Path, b: &std::path::Path| match (a.canonicalize(), b.canonicalize())
     {

@@ -1,8 +1,9 @@
 //! What people read on gateways that share one PostgreSQL database and no
 //! folder: every gateway lists the same conversations and shows each one
 //! whole, whichever gateway ran its turns, at once after a gateway is
-//! killed and restarted; a picture sent through one is served by the
-//! other; `ferroclaw sessions` on either box reads the same.
+//! killed and restarted; a picture a person sent through one, and a file
+//! the agent sent through one, are served by the other; `ferroclaw
+//! sessions` on either box reads the same.
 
 use crate::common;
 use crate::gateway_support;
@@ -11,8 +12,8 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use common::Env;
-use ferroclaw_testkit::PgCluster;
+use common::{Env, Wire};
+use ferroclaw_testkit::{PgCluster, ScriptedToolCall, Turn};
 use gateway_support::{Gateway, TOKEN, chat, echo_env, free_port, request};
 use serde_json::{Value, json};
 
@@ -236,4 +237,30 @@ fn a_picture_sent_through_one_gateway_is_shown_by_the_other() {
     }
     let (status, _, _) = fetch_bytes(b.port, "/api/sessions/gw-web-pics/pictures/7");
     assert_eq!(status, 404);
+}
+
+#[test]
+fn a_file_the_agent_sent_through_one_gateway_is_served_by_the_other() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("one_truth_sent_files");
+    let send = Turn::tools(vec![ScriptedToolCall::new(
+        "message",
+        json!({"content": "Here is the chart.", "media": ["charts/q3.png"]}),
+    )]);
+    let env = Env::new(Wire::OpenAi, vec![send.into(), Turn::text("Sent it.").into()]);
+    let config = store_config(&url) + "permission_mode = \"bypass\"\n";
+    env.write_home_config(&config);
+    let other_home = tempfile::tempdir().unwrap();
+    std::fs::write(other_home.path().join("config.toml"), &config).unwrap();
+    // The chart is in the first machine's workspace only.
+    let charts = env.home.path().join("workspace").join("charts");
+    std::fs::create_dir_all(&charts).unwrap();
+    std::fs::write(charts.join("q3.png"), PNG_BYTES).unwrap();
+    let a = Gateway::spawn(&env, free_port());
+    assert_eq!(chat(a.port, "ada", "send me the chart"), (200, "Sent it.".to_string()));
+    let b = Gateway::spawn_in(&env, other_home.path(), free_port());
+    let (status, kind, bytes) = fetch_bytes(b.port, "/api/files?path=charts/q3.png");
+    assert_eq!((status, kind.as_str()), (200, "image/png"), "{}", String::from_utf8_lossy(&bytes));
+    assert_eq!(bytes, PNG_BYTES);
+    assert!(!other_home.path().join("workspace").join("charts").exists());
 }
