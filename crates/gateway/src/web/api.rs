@@ -180,10 +180,11 @@ pub(super) async fn read_session(State(app): State<App>, Path(id): Path<String>)
     Ok(Json(out))
 }
 
-/// `GET /api/sessions/{id}/pictures/{n}`: picture `n` (from 0) of a
-/// conversation, as the history's image items link it: any gateway serves
-/// it, from where the conversation is kept.
-pub(super) async fn read_picture(
+/// `GET /api/sessions/{id}/images/{n}`: picture `n` (from 0) of a
+/// conversation (one a person sent), as the history links it: any gateway
+/// serves it, from where the conversation is kept. Only pictures, typed by
+/// their bytes.
+pub(super) async fn read_image(
     State(app): State<App>,
     Path((id, n)): Path<(String, usize)>,
 ) -> Result<Response, ApiError> {
@@ -191,21 +192,14 @@ pub(super) async fn read_picture(
     if !plain_id(&id) || !id.starts_with("gw-") {
         return Err(bad("not a conversation id"));
     }
-    let Some((media_type, bytes)) = History::of(&gw).picture(&id, n).await.map_err(unread)? else {
-        return Err(ApiError(StatusCode::NOT_FOUND, format!("no picture {n} in {id}")));
-    };
-    // Only picture types are served inline (they were checked as such when
-    // they came in); anything else downloads.
-    let media_type = if media_type.starts_with("image/") {
-        media_type
-    } else {
-        "application/octet-stream".into()
-    };
+    let missing = || ApiError(StatusCode::NOT_FOUND, format!("no picture {n} in {id}"));
+    let (_, bytes) = History::of(&gw).picture(&id, n).await.map_err(unread)?.ok_or_else(missing)?;
+    let media_type =
+        ferroclaw_tools::image_media_type(&bytes[..bytes.len().min(16)]).ok_or_else(missing)?;
     let headers = [
-        (header::CONTENT_TYPE, media_type),
+        (header::CONTENT_TYPE, media_type.to_string()),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
         (header::CONTENT_SECURITY_POLICY, "sandbox".to_string()),
-        (header::CACHE_CONTROL, "private, max-age=86400, immutable".to_string()),
     ];
     Ok((headers, bytes).into_response())
 }
@@ -227,9 +221,9 @@ fn transcript(id: &str, entries: Vec<Entry>) -> Vec<Value> {
                     items.push(json!({"kind": role, "text": text}));
                 }
                 ContentBlock::Image { media_type, .. } => {
-                    let url = format!("/api/sessions/{id}/pictures/{pictures}");
+                    let src = format!("/api/sessions/{id}/images/{pictures}");
                     pictures += 1;
-                    items.push(json!({"kind": "image", "media_type": media_type, "url": url}));
+                    items.push(json!({"kind": "image", "media_type": media_type, "src": src}));
                 }
                 ContentBlock::ToolCall(call) => {
                     cards.insert(call.id.clone(), items.len());

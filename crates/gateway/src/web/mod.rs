@@ -212,7 +212,7 @@ impl WebState {
             .route("/api/sessions", get(api::list_sessions))
             .route("/api/sessions/{id}", get(api::read_session))
             .route("/api/sessions/{id}/title", put(api::rename_session))
-            .route("/api/sessions/{id}/pictures/{n}", get(api::read_picture))
+            .route("/api/sessions/{id}/images/{n}", get(api::read_image))
             .route("/api/chats/{chat}", get(api::chat_state))
             .route("/api/files", get(api::read_file))
             .route("/api/status", get(operate::status))
