@@ -9,6 +9,26 @@
 
 use crate::{PgStore, StoreError};
 
+/// The tables this reads beyond the sessions' own: `session_titles`, names
+/// people gave conversations in the web app; `media`, files the agent sent,
+/// by their path in the workspace, so any process serves them; and an index
+/// to list conversations newest first.
+pub(crate) const CONVERSATIONS_MIGRATION: &str = r#"
+CREATE TABLE session_titles (
+    session    text PRIMARY KEY,
+    title      text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE media (
+    id         text PRIMARY KEY,
+    media_type text NOT NULL,
+    name       text NOT NULL,
+    bytes      bytea NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX session_files_recent ON session_files (updated_at DESC, session DESC);
+"#;
+
 /// The largest file kept in `media`: what a person may send a gateway
 /// (20 MB, Telegram's download limit too), so anything that came in can go
 /// out again.

@@ -177,25 +177,8 @@ ALTER TABLE cron_runs ADD COLUMN lease_until timestamptz,
 CREATE INDEX cron_runs_leased ON cron_runs (lease_until)
     WHERE finished_at IS NULL AND lease_until IS NOT NULL;
 "#,
-    // onetruth: what every gateway shows the same. `session_titles`: names
-    // people gave conversations in the web app; `media`: files the agent
-    // sent, by their path in the workspace, so any process serves them;
-    // `session_files_recent`: the sidebar lists conversations newest first.
-    r#"
-CREATE TABLE session_titles (
-    session    text PRIMARY KEY,
-    title      text NOT NULL,
-    updated_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE TABLE media (
-    id         text PRIMARY KEY,
-    media_type text NOT NULL,
-    name       text NOT NULL,
-    bytes      bytea NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX session_files_recent ON session_files (updated_at DESC, session DESC);
-"#,
+    // onetruth: what every gateway shows the same (see `conversations`).
+    crate::conversations::CONVERSATIONS_MIGRATION,
 ];
 
 /// The version the database is at (0 when it has no ferroclaw schema).
