@@ -111,6 +111,14 @@ fn gateways_that_share_no_folder_show_the_same_list_and_whole_histories_even_aft
     );
     assert_eq!(renamed.map(|(s, _)| s), Some(200));
     assert_eq!(listed(a.port)[1], (ada.to_string(), "Trip plan".to_string()));
+    // A search finds the same on either, whichever ran the turns.
+    for port in [a.port, b.port] {
+        let (_, found) = api(port, "/api/sessions?q=FROM%20BOB");
+        let found = found["sessions"].as_array().unwrap().clone();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0]["id"], "gw-web-api-bob");
+        assert!(found[0]["snippet"].as_str().unwrap().contains("hello from bob"), "{found:?}");
+    }
 
     // kill -9 one of them and start it again on its own home: it shows the
     // same at once, and so does the survivor after more messages.

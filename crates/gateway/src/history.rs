@@ -133,6 +133,31 @@ impl History {
         }
     }
 
+    /// Conversations whose messages say `words` (any case), at most
+    /// `limit`, each with a snippet around the first place; `None` when
+    /// this reads files (the recall index searches them).
+    pub async fn search(
+        &self,
+        words: &str,
+        limit: usize,
+    ) -> Result<Option<Vec<(String, String)>>, HistoryError> {
+        let Source::Store(store) = &self.source else { return Ok(None) };
+        let lines = store.lines_holding(CONVERSATION_PREFIX, words, SEARCH_LINES).await?;
+        let mut found: Vec<(String, String)> = Vec::new();
+        for (session, line) in lines {
+            if found.len() >= limit || found.iter().any(|(s, _)| *s == session) {
+                continue;
+            }
+            let Ok(Entry::Message { message, .. }) = serde_json::from_str::<Entry>(&line) else {
+                continue;
+            };
+            if let Some(snippet) = snippet(&message.text(), words) {
+                found.push((session, snippet));
+            }
+        }
+        Ok(Some(found))
+    }
+
     /// The conversation `id` as listed, if there is one.
     pub async fn conversation(&self, id: &str) -> Result<Option<Conversation>, HistoryError> {
         match &self.source {
@@ -228,6 +253,32 @@ impl History {
             }
         }
     }
+}
+
+/// Lines a search looks at, at most (the matching lines of the newest
+/// conversations first).
+const SEARCH_LINES: i64 = 2_000;
+/// Characters of a snippet on each side of what was found.
+const SNIPPET_CHARS: usize = 40;
+
+/// `text` around the first place it says `words` (any case), on one line.
+fn snippet(text: &str, words: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    let at = lower.find(&words.to_lowercase())?;
+    // Lower-casing can change byte lengths: count in characters.
+    let start = lower[..at].chars().count();
+    let chars: Vec<char> = text.chars().collect();
+    let from = start.saturating_sub(SNIPPET_CHARS);
+    let to = (start + words.chars().count() + SNIPPET_CHARS).min(chars.len());
+    let mut out: String = chars[from.min(chars.len())..to].iter().collect();
+    out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    if from > 0 {
+        out.insert(0, '…');
+    }
+    if to < chars.len() {
+        out.push('…');
+    }
+    Some(out)
 }
 
 /// The pictures of `entries`' messages in order: (media type, base64 data).
@@ -382,6 +433,16 @@ mod tests {
         assert_eq!(history.rename("gw-web-a", "").await.unwrap(), None);
         assert_eq!(history.entries("gw-web-a").await.unwrap().map(|e| e.len()), Some(2));
         assert!(history.entries("gw-web-x").await.unwrap().is_none());
+    }
+
+    #[test]
+    fn a_snippet_is_the_text_around_what_was_found() {
+        let text = format!("{}Lisbon\nin May{}", "a ".repeat(30), " b".repeat(30));
+        let found = snippet(&text, "lisbon").unwrap();
+        assert!(found.starts_with('…') && found.ends_with('…'), "{found}");
+        assert!(found.contains("a Lisbon in May b"), "{found}");
+        assert_eq!(snippet("short", "SHORT").as_deref(), Some("short"));
+        assert_eq!(snippet("short", "long"), None);
     }
 
     #[test]

@@ -131,6 +131,32 @@ impl PgStore {
             .collect())
     }
 
+    /// Message lines of conversations whose ids start with `prefix` that
+    /// hold `words` (any case; in the line's text, so the caller checks
+    /// the message's own text), newest conversations first, at most
+    /// `limit`: (session, line).
+    pub async fn lines_holding(
+        &self,
+        prefix: &str,
+        words: &str,
+        limit: i64,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                "SELECT l.session, l.line FROM session_lines l
+                 JOIN session_files f ON f.session = l.session
+                 WHERE starts_with(l.session, $1)
+                   AND l.line LIKE '{\"type\":\"message\",%'
+                   AND strpos(lower(l.line), lower($2)) > 0
+                 ORDER BY f.updated_at DESC, l.session DESC, l.seq
+                 LIMIT $3",
+                &[&prefix, &words, &limit],
+            )
+            .await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
     /// The title given to `session`, if any.
     pub async fn session_title(&self, session: &str) -> Result<Option<String>, StoreError> {
         let client = self.pool.get().await?;

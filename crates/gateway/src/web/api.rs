@@ -129,6 +129,11 @@ pub(super) async fn list_sessions(
         return Ok(Json(json!({"sessions": list})));
     }
     let all = history.conversations(usize::MAX).await.map_err(unread)?;
+    // Several gateways: the database every gateway writes is searched, not
+    // this machine's index of the turns it ran.
+    if let Some(hits) = history.search(q.trim(), SEARCH_HITS).await.map_err(unread)? {
+        return Ok(Json(json!({"sessions": found_or_titled(&all, hits, &q)})));
+    }
     let home = gw.home.clone();
     let hits = tokio::task::spawn_blocking(move || {
         let recall = ferroclaw_core::recall::Recall::shared(&home).map_err(failed)?;
@@ -137,29 +142,36 @@ pub(super) async fn list_sessions(
     .await
     .map_err(failed)?;
     let (q, hits) = hits?;
+    let hits = hits.into_iter().map(|h| (h.session_id, h.snippet)).collect();
+    Ok(Json(json!({"sessions": found_or_titled(&all, hits, &q)})))
+}
+
+/// The conversations of `hits` (session, snippet), best first, then those
+/// whose given title holds `q`.
+fn found_or_titled(all: &[Conversation], hits: Vec<(String, String)>, q: &str) -> Vec<Value> {
     let by_id: HashMap<&str, &Conversation> =
         all.iter().map(|c| (c.summary.id.as_str(), c)).collect();
     let mut seen = Vec::new();
     let mut list = Vec::new();
-    for hit in hits {
-        let Some(c) = by_id.get(hit.session_id.as_str()) else { continue };
-        if seen.contains(&hit.session_id) {
+    for (session, snippet) in hits {
+        let Some(c) = by_id.get(session.as_str()) else { continue };
+        if seen.contains(&session) {
             continue;
         }
-        seen.push(hit.session_id.clone());
+        seen.push(session.clone());
         let mut item = listed(c);
-        item["snippet"] = json!(hit.snippet);
+        item["snippet"] = json!(snippet);
         list.push(item);
     }
     // Titles given in the web app are searched too.
     let needle = q.to_lowercase();
-    for c in &all {
+    for c in all {
         let titled = c.title.as_ref().is_some_and(|t| t.to_lowercase().contains(&needle));
         if titled && !seen.contains(&c.summary.id) {
             list.push(listed(c));
         }
     }
-    Ok(Json(json!({"sessions": list})))
+    list
 }
 
 /// `GET /api/sessions/{id}`: the conversation to read: user and assistant
