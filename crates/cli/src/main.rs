@@ -123,7 +123,7 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         Some(Command::Code { action }) => code_cmd::code(cli, action),
         Some(Command::Sessions { action }) => {
             let config = setup::load_config(cli)?;
-            sessions::run(action, &config)?;
+            sessions::run(action, &config).await?;
             Ok(exit::OK)
         }
         Some(Command::Rewind(args)) => rewind_cmd::run(cli, args).await,

@@ -1,7 +1,14 @@
 //! `ferroclaw sessions list|show`.
+//!
+//! In the gateway's workspace with a shared database configured (`[gateway]
+//! store` or `FERROCLAW_DATABASE_URL`), the gateway's conversations are read
+//! from the database every gateway writes, never from this box's copies of
+//! them, which can lag behind.
 
 use ferroclaw_core::session::{Entry, SessionSummary, for_each_entry};
 use ferroclaw_core::{Config, SessionStore};
+use ferroclaw_gateway::GatewaySettings;
+use ferroclaw_gateway::history::{CONVERSATION_PREFIX, History};
 use ferroclaw_protocol::{ContentBlock, ResultPart, Role};
 
 use crate::args::SessionsAction;
@@ -10,11 +17,21 @@ use crate::render::shorten;
 use crate::setup::SetupError;
 
 /// Runs a `sessions` subcommand.
-pub fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
+pub async fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
     let store = SessionStore::new(&config.home);
+    let shared = gateway_history(config).await?;
     match action {
         SessionsAction::List => {
-            let list = store.list(&config.workspace);
+            let mut list = store.list(&config.workspace);
+            if let Some(history) = &shared {
+                list.retain(|s| !s.id.starts_with(CONVERSATION_PREFIX));
+                let stored = history.conversations(usize::MAX).await.map_err(other)?;
+                list.extend(stored.into_iter().map(|c| SessionSummary {
+                    title: c.title.unwrap_or(c.summary.title.clone()),
+                    ..c.summary
+                }));
+                list.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.id.cmp(&a.id)));
+            }
             if list.is_empty() {
                 println!("no sessions in {}", config.workspace.display());
             } else {
@@ -23,11 +40,62 @@ pub fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
             print_list(&list);
         }
         SessionsAction::Show { id } => {
+            if let Some(history) = &shared
+                && let Some(entries) = stored_entries(history, id).await?
+            {
+                entries.into_iter().for_each(print_entry);
+                return Ok(());
+            }
             let path = store.find(&config.workspace, id)?;
             for_each_entry(&path, print_entry)?;
         }
     }
     Ok(())
+}
+
+fn other(e: impl std::fmt::Display) -> SetupError {
+    SetupError::Other(e.to_string())
+}
+
+/// The database's conversations, when a shared database is configured and
+/// this is the gateway's workspace (where its conversations are listed).
+async fn gateway_history(config: &Config) -> Result<Option<History>, SetupError> {
+    // A gateway section that does not parse is the gateway's to report.
+    let Ok(settings) = GatewaySettings::parse(config.file.gateway.as_ref()) else {
+        return Ok(None);
+    };
+    let workspace = settings.workspace(&config.home);
+    let same = |a: &std::path::Path, b: &std::path::Path| match (a.canonicalize(), b.canonicalize())
+    {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if !same(&config.workspace, &workspace) {
+        return Ok(None);
+    }
+    Ok(crate::database::store_of(&settings).await?.map(History::shared))
+}
+
+/// The entries of the stored conversation `id` names (its id or a unique
+/// start of it); `None` when none is stored.
+async fn stored_entries(history: &History, id: &str) -> Result<Option<Vec<Entry>>, SetupError> {
+    if let Some(entries) = history.entries(id).await.map_err(other)? {
+        return Ok(Some(entries));
+    }
+    if !id.starts_with(CONVERSATION_PREFIX) {
+        return Ok(None);
+    }
+    let all = history.conversations(usize::MAX).await.map_err(other)?;
+    let matches: Vec<&str> =
+        all.iter().map(|c| c.summary.id.as_str()).filter(|s| s.starts_with(id)).collect();
+    match matches[..] {
+        [] => Ok(None),
+        [one] => history.entries(one).await.map_err(other),
+        _ => Err(SetupError::Other(format!(
+            "session id {id:?} is ambiguous: {}; give more of the id",
+            matches.join(", ")
+        ))),
+    }
 }
 
 /// Width of the id column: `20261130-043112-1a2b`.

@@ -27,6 +27,7 @@ mod gateway_redteam;
 mod gateway_resume;
 mod gateway_scale;
 mod gateway_scale_faults;
+mod gateway_scale_history;
 mod gateway_stream;
 mod gateway_telegram;
 mod gateway_web;

@@ -285,3 +285,27 @@ fn a_cron_run_cut_by_kill_9_runs_again_in_another_gateway_once_its_lease_runs_ou
     assert!(gateways.iter().any(|g| g.child.id() == pid_of(&holder[0])), "{holder:?}");
     assert!(log.contains("running it again here"), "{log}");
 }
+
+#[test]
+fn a_database_outage_is_one_line_when_it_starts_and_one_when_it_ends() {
+    // Its own server: this test stops it.
+    let Some(pg) = PgCluster::start() else { return };
+    let url = pg.database("outage_lines");
+    let env = echo_env();
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nstore = \"{url}\"\n"
+    ));
+    let gw = start(&env, free_port());
+    pg.stop();
+    wait_for(60, "the outage to be noticed", || {
+        stderr(&gw).contains("database notifications lost")
+    });
+    // Away long enough for a line a second to show, were one written.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    pg.start_again();
+    wait_for(60, "the recovery", || stderr(&gw).contains("database notifications are back"));
+    assert_eq!(chat(gw.port, "ada", "still there?"), (200, "echo: still there?".into()));
+    let err = stderr(&gw);
+    assert_eq!(err.matches("database notifications lost").count(), 1, "{err}");
+    assert_eq!(err.matches("database notifications are back").count(), 1, "{err}");
+}

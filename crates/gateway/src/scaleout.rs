@@ -19,7 +19,9 @@
 //! - A chat's session is kept in the database too ([`crate::shared_sessions`]):
 //!   the local file is brought up to the database's copy before the message
 //!   runs, and the turn's new lines are stored with its answer, so gateways
-//!   need not share `$FERROCLAW_HOME`.
+//!   need not share `$FERROCLAW_HOME`. What people read (conversation
+//!   lists, histories, their pictures, the files the agent sent) is read
+//!   from the database too ([`crate::history`], [`crate::shared_media`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -120,14 +120,20 @@ impl SessionNames {
     /// `/new` has moved on; its old sessions are read-only).
     pub fn chat_of(&self, id: &str) -> Option<SessionKey> {
         let map = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((address, _)) = map.iter().find(|(_, current)| *current == id) {
-            return SessionKey::parse_address(address);
-        }
-        // A chat still on its base session: `gw-CHANNEL-CHAT` (channel names have no `-`).
-        let (channel, chat) = id.strip_prefix("gw-")?.split_once('-')?;
-        let key = SessionKey::new(channel, chat);
-        (key.base_session_id() == id && !map.contains_key(&key.address())).then_some(key)
+        chat_of_in(&map, id)
     }
+}
+
+/// The chat whose current session is `id`, by `current` (address → session
+/// of every chat that moved on from its base session, or every chat).
+pub fn chat_of_in(current: &BTreeMap<String, String>, id: &str) -> Option<SessionKey> {
+    if let Some((address, _)) = current.iter().find(|(_, session)| *session == id) {
+        return SessionKey::parse_address(address);
+    }
+    // A chat still on its base session: `gw-CHANNEL-CHAT` (channel names have no `-`).
+    let (channel, chat) = id.strip_prefix("gw-")?.split_once('-')?;
+    let key = SessionKey::new(channel, chat);
+    (key.base_session_id() == id && !current.contains_key(&key.address())).then_some(key)
 }
 
 /// Names people gave their conversations in the web app, by session id, in

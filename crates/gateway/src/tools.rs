@@ -30,6 +30,9 @@ pub struct MessageTool {
     /// through `keep`, and a web chat with no page open gets it there.
     pub home: SessionKey,
     pub keep: Option<KeepInHistory>,
+    /// The database gateways share, where the files sent are kept for
+    /// every gateway to serve ([`crate::shared_media`]); `None`: files mode.
+    pub store: Option<ferroclaw_store::PgStore>,
 }
 
 #[async_trait]
@@ -71,6 +74,13 @@ impl Tool for MessageTool {
             match crate::media::resolve(&ctx.workspace, m) {
                 Ok(path) => media.push(path.display().to_string()),
                 Err(e) => return Ok(ToolOutput::error(format!("message not sent: {e}"))),
+            }
+        }
+        if let Some(store) = &self.store {
+            for path in media.iter().filter(|m| !crate::media::is_url(m)) {
+                if let Err(e) = crate::shared_media::keep(store, &ctx.workspace, path).await {
+                    tracing::warn!("{path}: not kept for the other gateways to show: {e}");
+                }
             }
         }
         let content = text("content").unwrap_or_default();

@@ -377,6 +377,7 @@ async fn open<'a>(
                     chat_id: target.chat_id.clone(),
                     home: key.clone(),
                     keep: Some(keep_in_history(shared)),
+                    store: shared.store.as_ref().map(|link| link.store.clone()),
                 }),
                 Arc::new(CronTool {
                     store: shared.cron.clone(),

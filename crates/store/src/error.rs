@@ -24,6 +24,9 @@ pub enum StoreError {
     /// A query failed.
     #[error("database: {0}")]
     Query(String),
+    /// A file too big to keep for every gateway to serve.
+    #[error("the file is {bytes} bytes; the database keeps files of at most {limit} bytes")]
+    MediaTooBig { bytes: usize, limit: usize },
     /// A stored body did not parse.
     #[error("stored {what} does not parse: {reason}")]
     Body { what: &'static str, reason: String },

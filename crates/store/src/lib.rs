@@ -19,7 +19,9 @@
 //! - pairing allow-lists and codes, cron job definitions, approval requests
 //!   answered from any process, and the turn journal's steps;
 //! - chat sessions, line for line as their JSONL files (so gateways on
-//!   machines that share no folder continue the same conversations);
+//!   machines that share no folder continue the same conversations), and
+//!   what people read of them: lists, titles and the files the agent sent
+//!   ([`StoredConversation`], [`StoredMedia`]);
 //! - housekeeping: finished rows pruned after a while ([`PgStore::prune`]).
 //!
 //! `LISTEN/NOTIFY` only wakes workers and watchers ([`Wakeups`], [`Changes`]):
@@ -41,6 +43,7 @@
 //! ```
 
 mod approvals;
+mod conversations;
 mod cron;
 mod error;
 mod journal;
@@ -55,6 +58,7 @@ mod tls;
 mod transfer;
 
 pub use approvals::{Answered, ApprovalRequest};
+pub use conversations::{MAX_MEDIA_BYTES, StoredConversation, StoredMedia};
 pub use cron::{CRON_RUN_ATTEMPTS, CronClaim, TakenOver};
 pub use error::StoreError;
 pub use journal::TurnStep;

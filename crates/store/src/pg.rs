@@ -150,9 +150,15 @@ impl PgStore {
         let heard = signals.clone();
         let url = self.url.clone();
         let task = tokio::spawn(async move {
+            // One line when notifications are lost, one when they are back:
+            // an outage is not a line a second.
+            let mut lost = false;
             loop {
-                if let Err(e) = listen_once(&config, &tls, &heard).await {
-                    tracing::warn!(url = %url, "database notifications lost: {e}; listening again");
+                let result = listen_once(&config, &tls, &heard, &mut lost, &url).await;
+                if let Err(e) = result
+                    && !std::mem::replace(&mut lost, true)
+                {
+                    tracing::warn!(url = %url, "database notifications lost: {e}; listening again until it is back");
                 }
                 // Whatever was missed meanwhile is found by looking again.
                 heard.all();
@@ -182,10 +188,13 @@ impl Signals {
 }
 
 /// Runs one `LISTEN` connection until it is lost.
+/// `lost`: notifications were lost before; said back (once) when listening again.
 async fn listen_once(
     config: &tokio_postgres::Config,
     tls: &StoreTls,
     signals: &Signals,
+    lost: &mut bool,
+    url: &str,
 ) -> Result<(), StoreError> {
     let (client, mut connection) = config.connect(tls.clone()).await?;
     let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -201,6 +210,9 @@ async fn listen_once(
             done = &mut listen, if !listening => {
                 done?;
                 listening = true;
+                if std::mem::take(lost) {
+                    tracing::info!(url = %url, "database notifications are back");
+                }
                 // A change made before the LISTEN took effect was not heard.
                 signals.all();
             }

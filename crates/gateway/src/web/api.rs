@@ -9,20 +9,20 @@
 //! and changes nothing.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ferroclaw_core::session::{Entry, SessionSummary, for_each_entry};
+use ferroclaw_core::session::Entry;
 use ferroclaw_protocol::{ContentBlock, ResultPart, Role};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::App;
 use crate::gateway::Shared;
+use crate::history::{Conversation, History, HistoryError};
 use crate::sessions::{MAX_TITLE_CHARS, SessionKey};
 
 /// The largest file the page fetches (`/api/files`).
@@ -75,41 +75,35 @@ pub(super) fn plain_id(id: &str) -> bool {
         && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
-/// Where the gateway's sessions are (the project folder of its workspace).
-fn workspace(gw: &Shared) -> PathBuf {
-    gw.runtime.config().workspace.clone()
-}
-
-/// The gateway's conversations, newest first (sub-agent transcripts left out).
-fn conversations(gw: &Shared) -> Vec<SessionSummary> {
-    let mut all = gw.runtime.sessions().list(&workspace(gw));
-    all.retain(|s| s.id.starts_with("gw-"));
-    all
-}
-
 /// A conversation as the sidebar shows it.
-fn listed(gw: &Shared, s: &SessionSummary) -> Value {
-    let chat = gw.names.chat_of(&s.id);
-    let mut channel = chat.as_ref().map(|k| k.channel.clone()).or_else(|| {
+fn listed(c: &Conversation) -> Value {
+    let s = &c.summary;
+    let chat = c.chat.as_ref();
+    let mut channel = chat.map(|k| k.channel.clone()).or_else(|| {
         s.id.strip_prefix("gw-").and_then(|r| r.split_once('-')).map(|(c, _)| c.to_string())
     });
     // The OpenAI API's chats are web chats named `api-USER`.
-    let api = chat.as_ref().is_some_and(|k| k.channel == "web" && k.chat_id.starts_with("api-"))
+    let api = chat.is_some_and(|k| k.channel == "web" && k.chat_id.starts_with("api-"))
         || s.id.starts_with("gw-web-api-");
     if api {
         channel = Some("api".into());
     }
     json!({
         "id": s.id,
-        "title": gw.titles.get(&s.id).unwrap_or_else(|| s.title.clone()),
+        "title": c.title.clone().unwrap_or_else(|| s.title.clone()),
         "channel": channel,
         // The web chat a page may continue this conversation in; others
         // (other channels, API clients' chats, older sessions) are read-only.
-        "chat": chat.filter(|k| k.channel == "web" && !api).map(|k| k.chat_id),
+        "chat": chat.filter(|k| k.channel == "web" && !api).map(|k| k.chat_id.clone()),
         "modified": s.modified,
         "created": s.created,
         "model": s.model,
     })
+}
+
+/// A read of the history that failed: `500` with the reason.
+fn unread(e: HistoryError) -> ApiError {
+    failed(e)
 }
 
 #[derive(Deserialize)]
@@ -128,40 +122,56 @@ pub(super) async fn list_sessions(
     if q.chars().count() > 200 {
         return Err(bad("a search is at most 200 characters"));
     }
-    tokio::task::spawn_blocking(move || {
-        let all = conversations(&gw);
-        if q.trim().is_empty() {
-            let list: Vec<Value> = all.iter().take(MAX_LISTED).map(|s| listed(&gw, s)).collect();
-            return Ok(Json(json!({"sessions": list})));
-        }
-        let recall = ferroclaw_core::recall::Recall::shared(&gw.home).map_err(failed)?;
-        let hits = recall.search(&q, SEARCH_HITS).map_err(failed)?;
-        let by_id: HashMap<&str, &SessionSummary> =
-            all.iter().map(|s| (s.id.as_str(), s)).collect();
-        let mut seen = Vec::new();
-        let mut list = Vec::new();
-        for hit in hits {
-            let Some(s) = by_id.get(hit.session_id.as_str()) else { continue };
-            if seen.contains(&hit.session_id) {
-                continue;
-            }
-            seen.push(hit.session_id.clone());
-            let mut item = listed(&gw, s);
-            item["snippet"] = json!(hit.snippet);
-            list.push(item);
-        }
-        // Titles given in the web app are searched too.
-        let needle = q.to_lowercase();
-        for s in &all {
-            let titled = gw.titles.get(&s.id).is_some_and(|t| t.to_lowercase().contains(&needle));
-            if titled && !seen.contains(&s.id) {
-                list.push(listed(&gw, s));
-            }
-        }
-        Ok(Json(json!({"sessions": list})))
+    let history = History::of(&gw);
+    if q.trim().is_empty() {
+        let all = history.conversations(MAX_LISTED).await.map_err(unread)?;
+        let list: Vec<Value> = all.iter().map(listed).collect();
+        return Ok(Json(json!({"sessions": list})));
+    }
+    let all = history.conversations(usize::MAX).await.map_err(unread)?;
+    // Several gateways: the database every gateway writes is searched, not
+    // this machine's index of the turns it ran.
+    if let Some(hits) = history.search(q.trim(), SEARCH_HITS).await.map_err(unread)? {
+        return Ok(Json(json!({"sessions": found_or_titled(&all, hits, &q)})));
+    }
+    let home = gw.home.clone();
+    let hits = tokio::task::spawn_blocking(move || {
+        let recall = ferroclaw_core::recall::Recall::shared(&home).map_err(failed)?;
+        recall.search(&q, SEARCH_HITS).map_err(failed).map(|hits| (q, hits))
     })
     .await
-    .map_err(failed)?
+    .map_err(failed)?;
+    let (q, hits) = hits?;
+    let hits = hits.into_iter().map(|h| (h.session_id, h.snippet)).collect();
+    Ok(Json(json!({"sessions": found_or_titled(&all, hits, &q)})))
+}
+
+/// The conversations of `hits` (session, snippet), best first, then those
+/// whose given title holds `q`.
+fn found_or_titled(all: &[Conversation], hits: Vec<(String, String)>, q: &str) -> Vec<Value> {
+    let by_id: HashMap<&str, &Conversation> =
+        all.iter().map(|c| (c.summary.id.as_str(), c)).collect();
+    let mut seen = Vec::new();
+    let mut list = Vec::new();
+    for (session, snippet) in hits {
+        let Some(c) = by_id.get(session.as_str()) else { continue };
+        if seen.contains(&session) {
+            continue;
+        }
+        seen.push(session.clone());
+        let mut item = listed(c);
+        item["snippet"] = json!(snippet);
+        list.push(item);
+    }
+    // Titles given in the web app are searched too.
+    let needle = q.to_lowercase();
+    for c in all {
+        let titled = c.title.as_ref().is_some_and(|t| t.to_lowercase().contains(&needle));
+        if titled && !seen.contains(&c.summary.id) {
+            list.push(listed(c));
+        }
+    }
+    list
 }
 
 /// `GET /api/sessions/{id}`: the conversation to read: user and assistant
@@ -171,32 +181,55 @@ pub(super) async fn read_session(State(app): State<App>, Path(id): Path<String>)
     if !plain_id(&id) || !id.starts_with("gw-") {
         return Err(bad("not a conversation id"));
     }
-    let path = gw.runtime.sessions().path_of(&workspace(&gw), &id);
-    if !path.is_file() {
+    let history = History::of(&gw);
+    let Some(entries) = history.entries(&id).await.map_err(unread)? else {
         return Err(ApiError(StatusCode::NOT_FOUND, format!("no conversation {id}")));
-    }
-    let of = id.clone();
-    let items =
-        tokio::task::spawn_blocking(move || transcript(&path, &of)).await.map_err(failed)??;
-    let summary = conversations(&gw).into_iter().find(|s| s.id == id);
-    let mut out = summary.map(|s| listed(&gw, &s)).unwrap_or_else(|| json!({"id": id}));
+    };
+    let items = transcript(&id, entries);
+    let summary = history.conversation(&id).await.map_err(unread)?;
+    let mut out = summary.as_ref().map(listed).unwrap_or_else(|| json!({"id": id}));
     out["items"] = Value::Array(items);
     Ok(Json(out))
 }
 
-/// A session file as display items, oldest first, the latest
+/// `GET /api/sessions/{id}/images/{n}`: picture `n` (from 0) of a
+/// conversation (one a person sent), as the history links it: any gateway
+/// serves it, from where the conversation is kept. Only pictures, typed by
+/// their bytes.
+pub(super) async fn read_image(
+    State(app): State<App>,
+    Path((id, n)): Path<(String, usize)>,
+) -> Result<Response, ApiError> {
+    let gw = app.gateway()?;
+    if !plain_id(&id) || !id.starts_with("gw-") {
+        return Err(bad("not a conversation id"));
+    }
+    let missing = || ApiError(StatusCode::NOT_FOUND, format!("no picture {n} in {id}"));
+    let (_, bytes) = History::of(&gw).picture(&id, n).await.map_err(unread)?.ok_or_else(missing)?;
+    let media_type =
+        ferroclaw_tools::image_media_type(&bytes[..bytes.len().min(16)]).ok_or_else(missing)?;
+    let headers = [
+        (header::CONTENT_TYPE, media_type.to_string()),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        (header::CONTENT_SECURITY_POLICY, "sandbox".to_string()),
+    ];
+    Ok((headers, bytes).into_response())
+}
+
+/// Conversation `id`'s entries as display items, oldest first, the latest
 /// [`MAX_TRANSCRIPT_ITEMS`] of them. Pictures come as references the page
 /// fetches: a user's as `images` of their message (`/api/sessions/ID/images/N`,
 /// the Nth picture of session `id`), the files the agent sent to the chat
 /// with the `message` tool as a `media` item after its card (`paths`, read
 /// through `/api/files`).
-fn transcript(path: &std::path::Path, id: &str) -> Result<Vec<Value>, ApiError> {
+fn transcript(id: &str, entries: Vec<Entry>) -> Vec<Value> {
     let mut items: Vec<Value> = Vec::new();
     // Where each tool call's card is, to put its result in.
     let mut cards: HashMap<String, usize> = HashMap::new();
+    // Pictures are numbered as [`History::picture`] finds them.
     let mut pictures = 0;
-    for_each_entry(path, |entry| {
-        let Entry::Message { message, .. } = entry else { return };
+    for entry in entries {
+        let Entry::Message { message, .. } = entry else { continue };
         // The item of this message's text, which its pictures join.
         let mut said: Option<usize> = None;
         for block in message.content {
@@ -250,11 +283,10 @@ fn transcript(path: &std::path::Path, id: &str) -> Result<Vec<Value>, ApiError> 
                 _ => {}
             }
         }
-    })
-    .map_err(failed)?;
+    }
     items.retain(|i| i["kind"] != "unsent");
     let skip = items.len().saturating_sub(MAX_TRANSCRIPT_ITEMS);
-    Ok(items.split_off(skip))
+    items.split_off(skip)
 }
 
 /// What a `message` call sent to the conversation's own chat (no other
@@ -269,53 +301,6 @@ fn sent_here(tool: &str, input: &Value) -> Option<Value> {
         input["media"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let text = input["content"].as_str().unwrap_or_default();
     Some(json!({"kind": "media", "text": text, "paths": paths}))
-}
-
-/// `GET /api/sessions/{id}/images/{n}`: the Nth picture of a conversation
-/// (one a user sent), as itself; only pictures, typed by their bytes.
-pub(super) async fn read_image(
-    State(app): State<App>,
-    Path((id, n)): Path<(String, usize)>,
-) -> Result<Response, ApiError> {
-    let gw = app.gateway()?;
-    if !plain_id(&id) || !id.starts_with("gw-") {
-        return Err(bad("not a conversation id"));
-    }
-    let path = gw.runtime.sessions().path_of(&workspace(&gw), &id);
-    if !path.is_file() {
-        return Err(ApiError(StatusCode::NOT_FOUND, format!("no conversation {id}")));
-    }
-    let found = tokio::task::spawn_blocking(move || {
-        let mut seen = 0;
-        let mut found = None;
-        for_each_entry(&path, |entry| {
-            let Entry::Message { message, .. } = entry else { return };
-            for block in message.content {
-                if let ContentBlock::Image { data, .. } = block {
-                    if seen == n {
-                        found = Some(data);
-                    }
-                    seen += 1;
-                }
-            }
-        })
-        .map(|_skipped| found)
-    })
-    .await
-    .map_err(failed)?
-    .map_err(failed)?;
-    use base64::Engine;
-    let bytes = found
-        .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no picture {n} in {id}")))?;
-    let media_type = ferroclaw_tools::image_media_type(&bytes[..bytes.len().min(16)])
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no picture {n} in {id}")))?;
-    let headers = [
-        (header::CONTENT_TYPE, media_type.to_string()),
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
-        (header::CONTENT_SECURITY_POLICY, "sandbox".to_string()),
-    ];
-    Ok((headers, bytes).into_response())
 }
 
 #[derive(Deserialize)]
@@ -340,11 +325,12 @@ pub(super) async fn rename_session(
     if body.title.chars().any(char::is_control) {
         return Err(bad("a title is one line of text"));
     }
-    if !gw.runtime.sessions().path_of(&workspace(&gw), &id).is_file() {
+    let history = History::of(&gw);
+    if !history.exists(&id).await.map_err(unread)? {
         return Err(ApiError(StatusCode::NOT_FOUND, format!("no conversation {id}")));
     }
-    gw.titles.set(&id, &body.title).map_err(failed)?;
-    Ok(Json(json!({"id": id, "title": gw.titles.get(&id)})))
+    let title = history.rename(&id, &body.title).await.map_err(unread)?;
+    Ok(Json(json!({"id": id, "title": title})))
 }
 
 /// One background job as the web app shows it.
@@ -368,7 +354,8 @@ pub(super) async fn chat_state(State(app): State<App>, Path(chat): Path<String>)
     }
     let key = SessionKey::new("web", chat);
     let jobs: Vec<Value> = gw.jobs_of(&key).iter().map(job_json).collect();
-    Ok(Json(json!({"chat": key.chat_id, "session": gw.names.current(&key), "jobs": jobs})))
+    let session = History::of(&gw).current_session(&key).await.map_err(unread)?;
+    Ok(Json(json!({"chat": key.chat_id, "session": session, "jobs": jobs})))
 }
 
 #[cfg(test)]
@@ -387,8 +374,6 @@ mod tests {
     #[test]
     fn a_transcript_pairs_each_tool_call_with_its_result() {
         use ferroclaw_protocol::{Message, ToolCall};
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
         let call =
             ToolCall { id: "c1".into(), name: "bash".into(), input: json!({"command": "ls"}) };
         let lines = [
@@ -397,9 +382,8 @@ mod tests {
             json!({"type": "message", "ts": 3, "message": Message { role: Role::User, content: vec![ContentBlock::ToolResult { tool_call_id: "c1".into(), content: vec![ResultPart::Text { text: "a.txt".into() }], is_error: false }] }}),
             json!({"type": "message", "ts": 4, "message": Message::assistant("One file: `a.txt`.")}),
         ];
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        std::fs::write(&path, text).unwrap();
-        let items = transcript(&path, "s").unwrap_or_else(|e| panic!("{}", e.1));
+        let entries = lines.iter().map(|l| serde_json::from_value(l.clone()).unwrap()).collect();
+        let items = transcript("gw-web-a", entries);
         let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
         assert_eq!(kinds, ["user", "tool", "assistant"]);
         assert_eq!(items[1]["preview"], "a.txt");
@@ -423,14 +407,28 @@ pub(super) async fn read_file(
     Query(q): Query<FileQuery>,
 ) -> Result<Response, ApiError> {
     let gw = app.gateway()?;
+    // Several gateways: the file as the one whose agent sent it kept it.
+    if let Some(link) = &gw.store
+        && let Some(kept) =
+            crate::shared_media::find(&link.store, &gw.workspace, &q.path).await.map_err(failed)?
+    {
+        let photo =
+            ferroclaw_tools::image_media_type(&kept.bytes[..kept.bytes.len().min(16)]).is_some();
+        return Ok(file_response(kept.media_type, kept.name, photo, kept.bytes));
+    }
     let real = crate::media::resolve(&gw.workspace, &q.path).map_err(|e| bad(e.to_string()))?;
     let real = real.display().to_string();
     let file = crate::media::Outgoing::load(&real, "the web app", MAX_FILE_BYTES, MAX_FILE_BYTES)
         .map_err(|e| bad(e.to_string()))?;
-    let (media_type, disposition) = match file.photo {
-        true => (file.media_type, "inline".to_string()),
+    Ok(file_response(file.media_type, file.file_name, file.photo, file.bytes))
+}
+
+/// A file the agent sent: a picture as itself, anything else as a download.
+fn file_response(media_type: String, name: String, photo: bool, bytes: Vec<u8>) -> Response {
+    let (media_type, disposition) = match photo {
+        true => (media_type, "inline".to_string()),
         false => {
-            let name = file.file_name.replace(['"', '\\'], "_");
+            let name = name.replace(['"', '\\'], "_");
             ("application/octet-stream".to_string(), format!("attachment; filename=\"{name}\""))
         }
     };
@@ -440,5 +438,5 @@ pub(super) async fn read_file(
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
         (header::CONTENT_SECURITY_POLICY, "sandbox".to_string()),
     ];
-    Ok((headers, file.bytes).into_response())
+    (headers, bytes).into_response()
 }

@@ -420,11 +420,20 @@ impl Channel for WebChannel {
             (Some(_), None) => "reply",
             (None, _) => "message",
         };
+        // Files by their path in the workspace: what any gateway serves.
+        let media: Vec<String> = match web.gateway.get() {
+            Some(gw) => message
+                .media
+                .iter()
+                .map(|m| crate::shared_media::key(&gw.workspace, m).unwrap_or_else(|| m.clone()))
+                .collect(),
+            None => message.media.clone(),
+        };
         let frame = json!({
             "type": kind,
             "message": message.content,
             "content": message.content,
-            "media": message.media,
+            "media": media,
             "reply_to": message.reply_to,
         });
         let mut sockets = web.sockets.lock().unwrap_or_else(PoisonError::into_inner);

@@ -127,7 +127,15 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         }
     });
     let gateway = app.web.gateway.get().cloned();
-    let session = gateway.as_ref().map(|gw| gw.names.current(&SessionKey::new("web", &chat)));
+    // The session as the store every gateway writes has it.
+    let session = match &gateway {
+        Some(gw) => crate::history::History::of(gw)
+            .current_session(&SessionKey::new("web", &chat))
+            .await
+            .inspect_err(|e| tracing::warn!(%chat, "web: {e}"))
+            .ok(),
+        None => None,
+    };
     let running = turns(&app.web, &chat, |t| !t.unanswered.is_empty());
     send(&out, json!({"type": "ready", "chat": chat, "session": session, "running": running}));
     // What waits for an answer here is shown again (a reload, another tab).
