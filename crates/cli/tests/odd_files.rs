@@ -67,7 +67,7 @@ fn a_fifo_session_file_is_refused_by_resume_and_skipped_by_list_and_continue() {
     let said = format!("{} is a FIFO (named pipe), not a regular file", fifo.display());
     assert!(stderr.contains(&said), "{stderr}");
 
-    let (code, stdout, stderr) = run(&mut guarded(env.cmd()).args(["sessions", "list"]));
+    let (code, stdout, stderr) = run(guarded(env.cmd()).args(["sessions", "list"]));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout.lines().count(), 2, "a header and the real session: {stdout}");
     assert!(stdout.contains("remember 42"), "{stdout}");

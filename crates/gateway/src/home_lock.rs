@@ -12,12 +12,12 @@
 //! a gateway on files holds. The kernel drops the lock with the process,
 //! however it ends: a `kill -9` leaves nothing stale behind.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::files::{create_private_dir, open_private};
+use crate::files::{FILE_MODE, create_private_dir};
 
 /// How a gateway uses its home.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,8 +78,9 @@ impl HomeLock {
         let io = |source| HomeLockError::Io { path: path.clone(), source };
         create_private_dir(&dir).map_err(io)?;
         // Opened without truncating: the holder's pid and port stay readable.
-        let file = open_private(&path, true).map_err(io)?;
-        let reader = ferroclaw_tools::own_file::open(&path).map_err(io)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false).mode(FILE_MODE);
+        let file = ferroclaw_tools::own_file::open_with(&path, options).map_err(io)?;
         let exclusive = how == HomeUse::Files;
         let fd = file.as_raw_fd();
         // SAFETY: flock only reads the descriptor, which `file` keeps open.
@@ -92,14 +93,14 @@ impl HomeLock {
             // Held shared: by gateways sharing a database (let go at once).
             let shared = exclusive && flock(libc::LOCK_SH) && flock(libc::LOCK_UN);
             let home = home.to_path_buf();
-            let holder = holder(reader).unwrap_or_else(|| "pid unknown".into());
+            let holder = holder(&file).unwrap_or_else(|| "pid unknown".into());
             return Err(match how {
                 HomeUse::Files if shared => HomeLockError::HeldByDatabaseGateways { home },
                 HomeUse::Files => HomeLockError::Held { home, holder },
                 HomeUse::SharedDatabase => HomeLockError::HeldByFilesGateway { home, holder },
             });
         }
-        let mut lock = HomeLock { file, path: path.clone(), exclusive };
+        let lock = HomeLock { file, path: path.clone(), exclusive };
         match exclusive {
             true => lock.set_port(port).map_err(io)?,
             // Names no one: a gateway on files that held it before is gone.
@@ -109,14 +110,14 @@ impl HomeLock {
     }
 
     /// Records the web port (once bound, when it was chosen by the system).
-    pub fn set_port(&mut self, port: Option<u16>) -> std::io::Result<()> {
+    pub fn set_port(&self, port: Option<u16>) -> std::io::Result<()> {
         if !self.exclusive {
             return Ok(());
         }
         let port = port.map_or_else(|| "-".to_string(), |p| p.to_string());
         self.file.set_len(0)?;
-        self.file.seek(SeekFrom::Start(0))?;
-        writeln!(self.file, "pid {} port {port}", std::process::id())
+        let text = format!("pid {} port {port}\n", std::process::id());
+        self.file.write_all_at(text.as_bytes(), 0)
     }
 
     /// The lock file.
@@ -126,9 +127,10 @@ impl HomeLock {
 }
 
 /// The holder a lock file names, in words (`pid 123, port 18790`).
-fn holder(mut file: File) -> Option<String> {
-    let mut text = String::new();
-    file.read_to_string(&mut text).ok()?;
+fn holder(file: &File) -> Option<String> {
+    let mut bytes = [0u8; 128];
+    let n = file.read_at(&mut bytes, 0).ok()?;
+    let text = String::from_utf8_lossy(&bytes[..n]);
     let mut words = text.split_whitespace();
     let (Some("pid"), Some(pid), Some("port"), Some(port)) =
         (words.next(), words.next(), words.next(), words.next())
@@ -167,5 +169,15 @@ mod tests {
         assert!(matches!(err, HomeLockError::HeldByDatabaseGateways { .. }), "{err}");
         drop((a, b));
         HomeLock::acquire(home.path(), HomeUse::Files, Some(3)).unwrap();
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_fifo_is_refused_not_waited_on() {
+        let home = tempfile::tempdir().unwrap();
+        let lock = home.path().join("gateway/lock");
+        std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(&lock).status().unwrap().success());
+        let err = HomeLock::acquire(home.path(), HomeUse::Files, None).unwrap_err();
+        assert!(err.to_string().contains("is a FIFO (named pipe), not a regular file"), "{err}");
     }
 }
