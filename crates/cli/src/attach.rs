@@ -32,18 +32,18 @@ pub fn text_files(text: &str, workspace: &Path) -> Vec<String> {
         if seen.contains(&path) || out.len() == MAX_FILES {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let Some((bytes, total)) = read_head(&path) else { continue };
         if bytes.iter().take(8192).any(|b| *b == 0) || is_image(&bytes) {
             continue;
         }
         seen.push(path);
-        let cut = bytes.len() > MAX_FILE_BYTES;
-        let body = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FILE_BYTES)]).into_owned();
+        let cut = total > MAX_FILE_BYTES as u64;
+        let body = String::from_utf8_lossy(&bytes).into_owned();
         let note = if cut {
             format!(
                 "\n[cut at {} KiB of {} KiB; read the rest with the read tool]",
                 MAX_FILE_BYTES / 1024,
-                bytes.len() / 1024
+                total / 1024
             )
         } else {
             String::new()
@@ -51,6 +51,17 @@ pub fn text_files(text: &str, workspace: &Path) -> Vec<String> {
         out.push(format!("<file path=\"{shown}\">\n{}{note}\n</file>", body.trim_end()));
     }
     out
+}
+
+/// The first [`MAX_FILE_BYTES`] of the regular file at `path` and its size
+/// (opened without blocking: a FIFO is skipped, never waited on).
+fn read_head(path: &Path) -> Option<(Vec<u8>, u64)> {
+    use std::io::Read;
+    let file = ferroclaw_tools::own_file::open(path).ok()?;
+    let total = file.metadata().ok()?.len();
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES as u64).read_to_end(&mut bytes).ok()?;
+    Some((bytes, total))
 }
 
 /// The `@` mentions that look like a file (a `.` or `/` in them) but name

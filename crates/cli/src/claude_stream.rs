@@ -177,8 +177,7 @@ pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<T
 /// The file a Claude-shaped input's `file_path` names, as it is now.
 fn file_now(input: &Value) -> Option<String> {
     let path = input.get("file_path")?.as_str()?;
-    let small = std::fs::metadata(path).ok()?.len() <= crate::tool_log::MAX_SNAPSHOT_BYTES;
-    small.then(|| std::fs::read_to_string(path).ok()).flatten()
+    crate::tool_log::read_text(std::path::Path::new(path))
 }
 
 /// The result object of `--output-format json` (and the last line of

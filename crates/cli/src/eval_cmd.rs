@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::exit;
 use crate::setup::SetupError;
 use ferroclaw_runtime::{Resume, Runtime, SessionOptions};
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
 /// Model round-trips allowed per task: a call, its result, an answer, with
 /// room for one wrong step.
@@ -64,7 +65,7 @@ pub struct Task {
 }
 
 fn read(ws: &Path, rel: &str) -> String {
-    std::fs::read_to_string(ws.join(rel)).unwrap_or_default()
+    read_repo_text(&ws.join(rel), MAX_REPO_FILE_BYTES).unwrap_or_default()
 }
 
 fn has_all(answer: &str, words: &[&str]) -> bool {

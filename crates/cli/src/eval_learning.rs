@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::exit;
 use crate::setup::SetupError;
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
 const LABELS: [&str; 3] = ["skip", "create", "patch"];
 
@@ -126,7 +127,7 @@ fn read_cases(dataset: &Path) -> Result<Vec<(String, Case)>, SetupError> {
     paths.sort();
     let mut out = Vec::new();
     for path in paths {
-        let text = std::fs::read_to_string(&path)
+        let text = read_repo_text(&path, MAX_REPO_FILE_BYTES)
             .map_err(|e| SetupError::Other(format!("{}: {e}", path.display())))?;
         let case: Case = serde_json::from_str(&text)
             .map_err(|e| SetupError::Other(format!("{}: {e}", path.display())))?;

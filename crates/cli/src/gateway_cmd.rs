@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use clap::Subcommand;
 use ferroclaw_core::{Config, Overrides};
 use ferroclaw_gateway::config::{ChannelSettings, GatewaySettings};
+use ferroclaw_gateway::home_lock::{HomeLock, HomeUse};
 use ferroclaw_gateway::telegram::{self, TelegramChannel};
 use ferroclaw_gateway::web::{OWNER, WebChannel, WebOptions};
 use ferroclaw_gateway::{Channel, Gateway};
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::args::Cli;
 use crate::exit;
 use crate::setup::SetupError;
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
 /// Bytes of random token generated when none is configured.
 const TOKEN_BYTES: usize = 24;
@@ -92,7 +94,8 @@ pub fn gateway_config(cli: &Cli) -> Result<(Config, GatewaySettings), SetupError
     let plain = Config::load(home.clone(), home.join("workspace"), &Overrides::default())?;
     // Unknown keys in [gateway] and [channels.*] name their line, as the top level's do.
     for path in &plain.sources {
-        if let Ok(text) = std::fs::read_to_string(path) {
+        let max = MAX_REPO_FILE_BYTES;
+        if let Ok(text) = read_repo_text(path, max) {
             ferroclaw_gateway::config::check_file(path, &text).map_err(other)?;
         }
     }
@@ -144,6 +147,9 @@ fn other(e: impl std::fmt::Display) -> SetupError {
 }
 
 async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
+    // From here on SIGTERM, SIGHUP and Ctrl-C drain (at once if the gateway is not up yet).
+    let shutdown = CancellationToken::new();
+    crate::interrupt::drain_on_signals(shutdown.clone());
     let (config, mut settings) = gateway_config(cli)?;
     settings.port = flags.port.unwrap_or(settings.port);
     settings.bind = flags.bind.unwrap_or(settings.bind);
@@ -167,10 +173,16 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
             off.join(", ")
         )));
     }
+    // One gateway per home on files (several may share one with a database):
+    // taken before anything reads or resumes the home's chats.
+    let database = database_url(&settings)?;
+    let web = channels.iter().any(|c| c.enabled && c.name == "web").then_some(settings.port);
+    let how = if database.is_some() { HomeUse::SharedDatabase } else { HomeUse::Files };
+    let _home_lock = HomeLock::acquire(&config.home, how, web).map_err(other)?;
     // One runtime for every chat: one MCP hub, one connection per model.
     // Several gateways share a database: connect (and migrate) before
     // anything starts, so a bad URL or a newer schema stops us with the reason.
-    let store = match database_url(&settings)? {
+    let store = match database {
         Some(url) => {
             let options = ferroclaw_store::PgOptions {
                 migrate: settings.store_migrate,
@@ -269,30 +281,9 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
         model = %config.model_spec().unwrap_or_default(),
         "gateway starting"
     );
-    let shutdown = CancellationToken::new();
-    watch_signals(shutdown.clone());
     gateway.run(shutdown).await;
     runtime.shutdown().await;
     Ok(exit::OK)
-}
-
-/// SIGTERM and Ctrl-C stop taking messages and let turns in flight finish.
-fn watch_signals(shutdown: CancellationToken) {
-    tokio::spawn(async move {
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(_) => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = term => tracing::info!("SIGTERM"),
-            _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
-        }
-        shutdown.cancel();
-    });
 }
 
 /// The web token and where it is, said in words: configured, else the one
@@ -313,7 +304,8 @@ fn web_token(home: &Path, settings: &GatewaySettings) -> Result<(String, String)
     let source = format!("in {} (readable only by you)", path.display());
     let write_err =
         |e: std::io::Error| SetupError::Other(format!("cannot write {}: {e}", path.display()));
-    if let Ok(token) = std::fs::read_to_string(&path)
+    let max = MAX_REPO_FILE_BYTES;
+    if let Ok(token) = read_repo_text(&path, max)
         && !token.trim().is_empty()
     {
         // Narrow a token file written earlier with a wider mode.

@@ -5,6 +5,7 @@
 //! OpenRouter.
 
 use ferroclaw_core::Config;
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
 /// An alias: the name typed, the model family's provider, the model there,
 /// and the model's id on OpenRouter.
@@ -68,7 +69,8 @@ fn configured_provider(config: &Config) -> Option<String> {
         .or_else(|| {
             let mut plain = config.clone();
             plain.file.model = None;
-            let layers = config.sources.iter().filter_map(|p| std::fs::read_to_string(p).ok());
+            let max = MAX_REPO_FILE_BYTES;
+            let layers = config.sources.iter().filter_map(|p| read_repo_text(p, max).ok());
             layers
                 .filter_map(|text| toml_model(&text))
                 .next_back()

@@ -72,11 +72,7 @@ pub fn observe(tools: &ToolRegistry, log: &Arc<ToolLog>) -> ToolRegistry {
 
 /// A file's text if it exists, is small enough and is UTF-8.
 pub fn read_text(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_SNAPSHOT_BYTES {
-        return None;
-    }
-    String::from_utf8(std::fs::read(path).ok()?).ok()
+    ferroclaw_tools::own_file::read_text(path, MAX_SNAPSHOT_BYTES).ok()
 }
 
 /// The absolute path a file tool's input names.

@@ -187,12 +187,9 @@ impl FileJournal {
         if created {
             crate::private_files::create_dir_all(dir).map_err(io(dir))?;
         }
-        let mut file = crate::private_files::options()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let mut options = crate::private_files::options();
+        options.create(true).read(true).append(true);
+        let mut file = ferroclaw_tools::own_file::open_with(&path, options).map_err(io(&path))?;
         cut_torn_line(&mut file).map_err(io(&path))?;
         file.write_all(&bytes).map_err(io(&path))?;
         if created {
@@ -204,7 +201,7 @@ impl FileJournal {
 
     fn read(&self, session: &str, turn: &str) -> Result<TurnRecord, JournalError> {
         let path = self.path_of(session, turn);
-        match File::open(&path) {
+        match ferroclaw_tools::own_file::open(&path) {
             Ok(file) => Ok(read_lines(file, &path).0),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TurnRecord::default()),
             Err(e) => Err(io(&path)(e)),
@@ -223,7 +220,13 @@ impl FileJournal {
             let Some(session) = name.strip_suffix(".turns") else { continue };
             for file in std::fs::read_dir(entry.path()).into_iter().flatten().flatten() {
                 let path = file.path();
-                let Ok(opened) = File::open(&path) else { continue };
+                let opened = match ferroclaw_tools::own_file::open(&path) {
+                    Ok(file) => file,
+                    Err(e) => {
+                        tracing::warn!("turn journal skipped: {e}");
+                        continue;
+                    }
+                };
                 let (record, turn) = read_lines(opened, &path);
                 if let (false, Some(Step::Begin { origin, .. }), Some(turn)) =
                     (record.finished, record.steps.first(), turn)

@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use ferroclaw_tools::own_file::{self, MAX_STATE_FILE_BYTES};
 pub use review::{Proposal, ReviewInput, Verdict};
 pub use signals::{SegmentEnd, Signals};
 pub use store::{Draft, DraftAction, Scope, SkillStore};
@@ -178,7 +179,7 @@ pub(crate) fn append_jsonl(path: &Path, value: &serde_json::Value) -> Result<(),
 
 /// The JSON lines of `path` that parse; a missing file is empty.
 pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
-    std::fs::read_to_string(path)
+    own_file::read_text(path, MAX_STATE_FILE_BYTES)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

@@ -26,6 +26,7 @@ pub use consolidate::{
     CONSOLIDATE_AFTER_MESSAGES, Consolidated, Consolidation, apply_consolidation, consolidate,
     consolidation_request, consolidation_split, parse_consolidation,
 };
+use ferroclaw_tools::own_file::{self, MAX_STATE_FILE_BYTES};
 pub use screen::screen;
 pub use tool::MemoryTool;
 
@@ -142,7 +143,8 @@ impl MemoryStore {
 
     /// A target's text; empty when the file does not exist or cannot be read.
     pub fn read(&self, target: Target) -> String {
-        std::fs::read_to_string(self.path(target)).unwrap_or_default()
+        let max = MAX_STATE_FILE_BYTES;
+        own_file::read_text(&self.path(target), max).unwrap_or_default()
     }
 
     fn label(target: Target) -> &'static str {

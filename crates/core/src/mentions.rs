@@ -29,7 +29,8 @@ pub fn expand_mentions(text: &str, workspace: &Path) -> Vec<ContentBlock> {
         if seen.contains(&path) {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&path) else {
+        // Checked for size and kind when resolved; read without blocking all the same.
+        let Ok(bytes) = ferroclaw_tools::own_file::read(&path, MAX_IMAGE_BYTES) else {
             continue;
         };
         seen.push(path);
@@ -137,7 +138,7 @@ fn resolve_image(raw: &str, workspace: &Path) -> Option<(PathBuf, &'static str)>
 fn media_type(path: &Path) -> Option<&'static str> {
     use std::io::Read;
     let mut head = [0u8; 12];
-    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let n = ferroclaw_tools::own_file::open(path).ok()?.read(&mut head).ok()?;
     ferroclaw_tools::image_media_type(&head[..n])
 }
 

@@ -381,7 +381,15 @@ impl SessionStore {
             .flatten()
             .flatten()
             .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-            .filter_map(|e| summarise(&e.path()).ok())
+            .filter_map(|e| match summarise(&e.path()) {
+                Ok(summary) => Some(summary),
+                // A FIFO or a device where a session should be: said, and skipped.
+                Err(e @ SessionError::Io { .. }) => {
+                    tracing::warn!("session skipped: {e}");
+                    None
+                }
+                Err(_) => None,
+            })
             .filter(|s| s.parent.is_none())
             .collect();
         out.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.id.cmp(&a.id)));
@@ -392,7 +400,7 @@ impl SessionStore {
 /// Reads the metadata and the first user request of a session file. A
 /// damaged metadata line is rebuilt from the entries after it.
 fn summarise(path: &Path) -> Result<SessionSummary, SessionError> {
-    let file = File::open(path).map_err(io(path))?;
+    let file = ferroclaw_tools::own_file::open(path).map_err(io(path))?;
     let md = file.metadata().map_err(io(path))?;
     let mut reader = BufReader::new(file);
     let mut lines = std::iter::from_fn(|| {
@@ -647,7 +655,7 @@ impl SessionLog {
         let mut byte = [0u8];
         // Read through a handle of its own: a new session's is append-only.
         len == 0
-            || File::open(&self.path)
+            || ferroclaw_tools::own_file::open(&self.path)
                 .and_then(|f| f.read_at(&mut byte, len - 1))
                 .is_ok_and(|n| n == 1 && byte[0] == b'\n')
     }
@@ -663,7 +671,7 @@ impl SessionLog {
     /// and repaired as [`resume`](Self::resume) would.
     pub fn conversation(&self, tail_bytes: u64) -> Result<Vec<Message>, SessionError> {
         let path = &self.path;
-        let mut file = File::open(path).map_err(io(path))?;
+        let mut file = ferroclaw_tools::own_file::open(path).map_err(io(path))?;
         let len = file.metadata().map_err(io(path))?.len();
         let mut first = Vec::new();
         BufReader::new(&mut file).take(1 << 20).read_until(b'\n', &mut first).map_err(io(path))?;
@@ -681,7 +689,9 @@ impl SessionLog {
     /// (see [`repair`]), and cuts off a torn last line so that the next append
     /// starts on a fresh line.
     pub fn resume(path: &Path, tail_bytes: u64) -> Result<Resumed, SessionError> {
-        let mut file = OpenOptions::new().read(true).append(true).open(path).map_err(io(path))?;
+        let mut options = OpenOptions::new();
+        options.read(true).append(true);
+        let mut file = ferroclaw_tools::own_file::open_with(path, options).map_err(io(path))?;
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         lock(&file, path, &stem)?;
         let metadata = file.metadata().map_err(io(path))?;

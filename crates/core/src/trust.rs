@@ -33,6 +33,7 @@ mod covered;
 pub use covered::{
     MAX_COVERED_FILES, PROJECT_FILES, PROJECT_FOLDERS, SKILL_FOLDERS, covered_files,
 };
+use ferroclaw_tools::own_file::{self, MAX_STATE_FILE_BYTES};
 
 /// Most bytes of covered files read for one hash (a hostile checkout can
 /// link a command folder to a large tree); past it files count by name and
@@ -151,7 +152,8 @@ impl TrustStore {
     }
 
     fn read(&self) -> Result<TrustFile, TrustError> {
-        let text = match std::fs::read_to_string(&self.path) {
+        let max = MAX_STATE_FILE_BYTES;
+        let text = match own_file::read_text(&self.path, max) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TrustFile::default()),
             Err(source) => return Err(TrustError::Read { path: self.path.clone(), source }),

@@ -7,6 +7,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
+use ferroclaw_tools::own_file::{self, MAX_STATE_FILE_BYTES};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -17,7 +18,7 @@ pub const DIR_MODE: u32 = 0o700;
 
 /// Reads a JSON file; a missing file is the default value.
 pub fn read_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T, String> {
-    match std::fs::read(path) {
+    match own_file::read(path, MAX_STATE_FILE_BYTES) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("not valid JSON: {e}")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
         Err(e) => Err(e.to_string()),

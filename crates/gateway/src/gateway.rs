@@ -110,6 +110,9 @@ pub struct Shared {
     pub store: Option<Arc<StoreLink>>,
     /// Messages whose admission the shared database decides, in arrival order.
     admissions: mpsc::Sender<InboundMessage>,
+    /// Cancelled once a stopping gateway's turns are over: until then the
+    /// web channel keeps listening and answers new requests 503.
+    pub drained: CancellationToken,
 }
 
 impl Shared {
@@ -447,6 +450,7 @@ impl Gateway {
             store: link.clone(),
             home: self.home.clone(),
             settings: self.settings,
+            drained: CancellationToken::new(),
         });
         let admissions_stop = CancellationToken::new();
         tokio::spawn(admit_in_order(shared.clone(), admissions_rx, admissions_stop.clone()));
@@ -583,6 +587,8 @@ impl Gateway {
         deliveries_stop.cancel();
         store_tasks.close();
         let _ = tokio::time::timeout(CHANNEL_STOP_GRACE, store_tasks.wait()).await;
+        // The web channel stops answering 503 and closes its listener.
+        shared.drained.cancel();
         timers.close();
         channel_tasks.close();
         let _ = tokio::time::timeout(CHANNEL_STOP_GRACE, async {

@@ -44,6 +44,7 @@ pub mod gateway;
 pub mod handover;
 pub mod heartbeat;
 pub mod history;
+pub mod home_lock;
 pub mod media;
 pub mod multipart;
 pub mod outbox;

@@ -23,6 +23,7 @@ use crate::heartbeat::{self, HEARTBEAT_FILE};
 use crate::scaleout::StoreLink;
 use crate::sessions::SessionKey;
 use crate::worker::{Delivery, Work, WorkResult};
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
 /// How often the cron loop reads the jobs file: the finest schedule is one
 /// second. (With a shared database it does not poll: it sleeps until the
@@ -344,7 +345,7 @@ pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: Cancel
         {
             continue;
         }
-        let Ok(content) = std::fs::read_to_string(&path) else { continue };
+        let Ok(content) = read_repo_text(&path, MAX_REPO_FILE_BYTES) else { continue };
         // Several gateways: one beat per interval, by whoever claims it.
         if let Some(link) = &shared.store {
             let slot = (now_ms() / interval.as_millis().max(1) as u64) as i64;

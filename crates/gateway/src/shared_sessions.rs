@@ -208,7 +208,7 @@ fn has_line_ending_at(path: &Path, line: &str, at: u64) -> std::io::Result<bool>
         return Ok(false);
     }
     let start = at - want;
-    let mut file = std::fs::File::open(path)?;
+    let mut file = ferroclaw_tools::own_file::open(path)?;
     let (from, extra) = if start > 0 { (start - 1, 1) } else { (0, 0) };
     file.seek(SeekFrom::Start(from))?;
     let mut bytes = vec![0; (want + extra) as usize];
@@ -230,7 +230,7 @@ enum Tail {
 }
 
 fn lines_from(path: &Path, from: u64) -> Result<Tail, SyncError> {
-    let mut file = match std::fs::File::open(path) {
+    let mut file = match ferroclaw_tools::own_file::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Tail::Missing),
         Err(e) => return Err(io(path)(e)),
@@ -268,7 +268,9 @@ fn complete_lines(bytes: &[u8]) -> (Vec<String>, bool) {
 
 /// A session file's complete lines, and whether a torn last line was left out.
 pub fn read_lines(path: &Path) -> std::io::Result<(Vec<String>, bool)> {
-    Ok(complete_lines(&std::fs::read(path)?))
+    let mut bytes = Vec::new();
+    ferroclaw_tools::own_file::open(path)?.read_to_end(&mut bytes)?;
+    Ok(complete_lines(&bytes))
 }
 
 /// The file `lines` make, each with its newline.

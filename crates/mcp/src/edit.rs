@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 use serde_json::{Map, Value, json};
 
 /// A server to add.
@@ -211,7 +212,7 @@ fn pretty(value: &Value) -> String {
 }
 
 fn read_or_empty(path: &Path) -> Result<String, EditError> {
-    match std::fs::read_to_string(path) {
+    match read_repo_text(path, MAX_REPO_FILE_BYTES) {
         Ok(t) => Ok(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
         Err(source) => Err(EditError::Read { path: path.to_path_buf(), source }),

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, CredentialStore,
     OAuthState, StoredCredentials,
@@ -138,10 +139,10 @@ pub(crate) struct FileCredentials {
 }
 
 fn read_file(path: &Path) -> Result<Option<TokenFile>, String> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_repo_text(path, MAX_REPO_FILE_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(e.to_string()),
     };
     serde_json::from_str(&text)
         .map(Some)

@@ -14,6 +14,7 @@ use ferroclaw_tools::{ToolContext, ToolRegistry};
 use serde_json::{Value, json};
 
 use crate::RuntimeError;
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
 /// The tool server for this workspace under `mode` (deny rules still apply).
 pub fn tool_server(config: &Config, mode: PermissionMode) -> Result<ToolServer, RuntimeError> {
@@ -99,7 +100,7 @@ pub fn catalog(config: &Config) -> Catalog {
 /// one argument its frontmatter's `argument-hint` describes (or a named
 /// argument per entry of an `arguments` list).
 fn prompt(skill: &Skill) -> PromptDef {
-    let fields = std::fs::read_to_string(&skill.path)
+    let fields = read_repo_text(&skill.path, MAX_REPO_FILE_BYTES)
         .ok()
         .and_then(|text| ferroclaw_core::frontmatter::parse(&text).ok())
         .map(|doc| doc.fields)

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::clock;
 use crate::error::BoardError;
 use crate::task::{Task, TaskStatus, TaskUpdate};
+use ferroclaw_tools::own_file::{self, MAX_STATE_FILE_BYTES};
 
 /// The board's folder, relative to the workspace.
 pub const BOARD_DIR: &str = ".agent/tasks";
@@ -284,7 +285,7 @@ impl TaskBoard {
     /// Task `id` from its file; `None` when there is no such file.
     fn read(&self, id: u64) -> Result<Option<Task>, BoardError> {
         let path = self.path_of(id);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match own_file::read_text(&path, MAX_STATE_FILE_BYTES) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {

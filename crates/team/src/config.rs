@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::TeamError;
 use crate::inbox::{self, InboxMessage, MessageType};
+use ferroclaw_tools::own_file::{self, MAX_STATE_FILE_BYTES};
 
 /// The team's folder, relative to the workspace.
 pub const TEAM_DIR: &str = ".agent/team";
@@ -117,7 +118,7 @@ impl Team {
     /// The team as on disk; `None` when there is none.
     pub fn load(&self) -> Result<Option<TeamConfig>, TeamError> {
         let path = self.dir.join("config.json");
-        match std::fs::read(&path) {
+        match own_file::read(&path, MAX_STATE_FILE_BYTES) {
             Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
                 TeamError::Invalid(format!("{} is not a valid team: {e}", path.display()))
             }),
@@ -202,7 +203,7 @@ impl Team {
     /// The protocol requests, oldest first.
     pub fn requests(&self) -> Result<Vec<Request>, TeamError> {
         let path = self.dir.join("requests.json");
-        match std::fs::read(&path) {
+        match own_file::read(&path, MAX_STATE_FILE_BYTES) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| TeamError::Invalid(format!("{} is not valid: {e}", path.display()))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),

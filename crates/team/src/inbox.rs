@@ -46,6 +46,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::error::TeamError;
+use ferroclaw_tools::own_file::{self, MAX_STATE_FILE_BYTES};
 
 /// Consumed bytes past which an inbox is rewritten without them (1 MiB:
 /// where Claude Code's inboxes were reported to stall).
@@ -241,7 +242,7 @@ impl InboxReader {
     /// The reader of `name`'s inbox in `dir`, from its saved cursor.
     pub fn open(dir: &Path, name: &str) -> Self {
         let paths = Paths::new(dir, name);
-        let committed = std::fs::read(&paths.cursor)
+        let committed = own_file::read(&paths.cursor, MAX_STATE_FILE_BYTES)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<CursorFile>(&bytes).ok())
             .map_or(0, |c| c.offset);
@@ -335,7 +336,7 @@ impl InboxReader {
             return Ok(nothing);
         }
         let _lock = self.paths.lock(false)?;
-        let mut file = match File::open(&self.paths.inbox) {
+        let mut file = match own_file::open(&self.paths.inbox) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(nothing),
             Err(e) => return Err(TeamError::io(&self.paths.inbox, e)),
@@ -398,8 +399,10 @@ impl InboxReader {
             return Ok(());
         }
         let _lock = self.paths.lock(true)?;
-        let bytes =
-            std::fs::read(&self.paths.inbox).map_err(|e| TeamError::io(&self.paths.inbox, e))?;
+        let mut bytes = Vec::new();
+        own_file::open(&self.paths.inbox)
+            .and_then(|mut file| file.read_to_end(&mut bytes))
+            .map_err(|e| TeamError::io(&self.paths.inbox, e))?;
         if consumed_in_file(&bytes) < self.compact_at {
             return Ok(());
         }

@@ -29,6 +29,7 @@ use crate::clock;
 use crate::task::{Task, TaskStatus, TaskUpdate};
 pub use error::WorktreeError;
 pub use events::{WorktreeEvent, subscribe};
+use ferroclaw_tools::own_file::{self, MAX_STATE_FILE_BYTES};
 
 /// The worktrees' folder, relative to the project.
 pub const WORKTREES_DIR: &str = ".agent/worktrees";
@@ -484,7 +485,7 @@ impl WorktreeManager {
 
     fn load(&self) -> Result<Index, WorktreeError> {
         let path = self.dir.join(INDEX_FILE);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match own_file::read_text(&path, MAX_STATE_FILE_BYTES) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Index::default()),
             Err(e) => return Err(WorktreeError::io(format!("cannot read {}", path.display()), e)),

@@ -292,7 +292,7 @@ impl Run {
 
 /// A log file's content through [`Capture`] (bounded memory, any size).
 fn capture_file(path: &Path) -> std::io::Result<Capture> {
-    let mut file = std::fs::File::open(path)?;
+    let mut file = crate::own_file::open(path)?;
     let mut capture = Capture::default();
     let mut buf = vec![0u8; 64 * 1024];
     loop {

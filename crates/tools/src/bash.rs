@@ -172,7 +172,9 @@ impl BashTool {
     /// (`.git`, `.agent`, ...): the permission gate judges a command's paths
     /// from the workspace, and from there `config` is not `.git/config`.
     fn remember_cwd(&self, cwd_file: &Path, sandbox: &Sandbox, notes: &mut Vec<String>) {
-        let Ok(written) = std::fs::read_to_string(cwd_file) else {
+        let Ok(written) =
+            crate::own_file::read_text(cwd_file, crate::repo_file::MAX_REPO_FILE_BYTES)
+        else {
             return;
         };
         let dir = PathBuf::from(written.trim_end_matches('\n'));

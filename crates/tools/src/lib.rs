@@ -76,6 +76,7 @@ pub mod landlock;
 mod lines;
 mod list_dir;
 mod multi_edit;
+pub mod own_file;
 pub mod own_git;
 pub mod process;
 pub mod protected_mounts;

@@ -145,7 +145,8 @@ impl GitRepo {
 /// The git folder a `.git` file (`gitdir: PATH`) points at.
 fn pointed_git_dir(dot_git: &Path) -> Result<PathBuf, GitRefused> {
     let unexpected = |why: &str| GitRefused::Unexpected { path: dot_git.into(), why: why.into() };
-    let text = std::fs::read_to_string(dot_git).map_err(|_| unexpected("cannot be read"))?;
+    let text = crate::repo_file::read_repo_text(dot_git, crate::repo_file::MAX_REPO_FILE_BYTES)
+        .map_err(|_| unexpected("cannot be read"))?;
     let target = text
         .lines()
         .next()
@@ -160,7 +161,9 @@ fn pointed_git_dir(dot_git: &Path) -> Result<PathBuf, GitRefused> {
 /// which must be above it (`<common>/worktrees/NAME` → `<common>`).
 fn common_dir_of(git_dir: &Path) -> Result<PathBuf, GitRefused> {
     let pointer = git_dir.join("commondir");
-    let Ok(text) = std::fs::read_to_string(&pointer) else {
+    let Ok(text) =
+        crate::repo_file::read_repo_text(&pointer, crate::repo_file::MAX_REPO_FILE_BYTES)
+    else {
         return Ok(git_dir.to_path_buf());
     };
     let common = std::fs::canonicalize(git_dir.join(text.trim())).ok();

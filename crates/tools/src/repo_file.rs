@@ -7,9 +7,9 @@
 //! point at `/dev/zero` (read forever: memory grows until the process is
 //! killed) or at a FIFO (opening blocks forever). These files are read
 //! before the project is trusted, so [`read_repo_file`] opens without
-//! blocking, takes only regular files and stops at a size cap.
+//! blocking, takes only regular files (see [`crate::own_file`]) and stops
+//! at a size cap.
 
-use std::io::Read;
 use std::path::Path;
 
 /// The most bytes read from one such file: far above any real config,
@@ -20,52 +20,12 @@ pub const MAX_REPO_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// `NotFound` when missing, `InvalidInput` when it is not a regular file
 /// (a device, FIFO, socket or folder) or is over `max` bytes.
 pub fn read_repo_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let file = open_nonblocking(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    let too_big = || {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{} is over {} KiB", path.display(), max / 1024),
-        )
-    };
-    if meta.len() > max {
-        return Err(too_big());
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(too_big());
-    }
-    Ok(bytes)
+    crate::own_file::read(path, max)
 }
 
 /// [`read_repo_file`] as UTF-8 text (`InvalidData` when it is not).
 pub fn read_repo_text(path: &Path, max: u64) -> std::io::Result<String> {
-    String::from_utf8(read_repo_file(path, max)?).map_err(|_| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{} is not UTF-8 text", path.display()),
-        )
-    })
-}
-
-#[cfg(unix)]
-fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // O_NONBLOCK: opening a FIFO with no writer returns at once; reads of a
-    // regular file ignore the flag.
-    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
-}
-
-#[cfg(not(unix))]
-fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::File::open(path)
+    crate::own_file::read_text(path, max)
 }
 
 #[cfg(test)]

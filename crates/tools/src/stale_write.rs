@@ -103,7 +103,9 @@ impl ReadLedger {
             if modified > since {
                 // Known, as no content: refused as changed since read.
                 self.lock().versions.insert(path, CHANGED_WHILE_AWAY);
-            } else if let Ok(bytes) = std::fs::read(&path) {
+            } else if let Ok(bytes) =
+                crate::own_file::read(&path, crate::file_limit::DEFAULT_MAX_FILE_BYTES)
+            {
                 self.wrote(&path, &bytes);
             }
         }

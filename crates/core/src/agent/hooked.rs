@@ -208,8 +208,7 @@ impl Agent {
     /// The text of the file a call's `path` names (`None`: missing, too big, not text).
     fn file_now(&self, input: &Value) -> Option<String> {
         let path = claude::absolute_path(input.get("path")?.as_str()?, &self.workspace);
-        let too_big = std::fs::metadata(&path).ok()?.len() > MAX_RESPONSE_FILE_BYTES;
-        if too_big { None } else { std::fs::read_to_string(path).ok() }
+        ferroclaw_tools::own_file::read_text(&path, MAX_RESPONSE_FILE_BYTES).ok()
     }
 
     /// PostToolUse (or PostToolUseFailure) after a call ran: what the hooks

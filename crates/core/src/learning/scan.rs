@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::memory::screen::{INJECTION_PATTERNS, INVISIBLE, SECRET_PATTERNS};
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
 /// What a finding is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +138,7 @@ pub fn scan_folder(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Finding)> 
     files.extend(crate::skills::load_skill_resources(dir).into_iter().map(|p| dir.join(p)));
     let mut out = Vec::new();
     for file in files {
-        if let Ok(text) = std::fs::read_to_string(&file) {
+        if let Ok(text) = read_repo_text(&file, MAX_REPO_FILE_BYTES) {
             out.extend(scan(&text).into_iter().map(|f| (file.clone(), f)));
         }
     }

@@ -20,6 +20,7 @@ use serde_json::json;
 use super::{LearningError, append_jsonl, read_jsonl, scan};
 use crate::clock;
 use crate::skills::{BUILTIN_SKILLS, SkillSource, check_name, parse_skill_md};
+use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
 /// Where a skill's knowledge applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,7 +154,7 @@ impl SkillStore {
         places.into_iter().find_map(|(scope, archived)| {
             let root = self.root(scope);
             let dir = if archived { root.join(".archive").join(name) } else { root.join(name) };
-            let text = std::fs::read_to_string(dir.join("SKILL.md")).ok()?;
+            let text = read_repo_text(&dir.join("SKILL.md"), MAX_REPO_FILE_BYTES).ok()?;
             Some(Located { scope, dir, archived, text })
         })
     }
@@ -205,7 +206,7 @@ impl SkillStore {
             for entry in std::fs::read_dir(self.drafts_dir(scope)).into_iter().flatten().flatten() {
                 let path = entry.path();
                 if path.extension().is_some_and(|e| e == "json")
-                    && let Ok(text) = std::fs::read_to_string(&path)
+                    && let Ok(text) = read_repo_text(&path, MAX_REPO_FILE_BYTES)
                 {
                     match serde_json::from_str::<Draft>(&text) {
                         Ok(d) => out.push(d),
@@ -320,7 +321,7 @@ impl SkillStore {
         // A hand-written skill changed for the first time keeps its text as
         // version 1.
         if self.history_in(scope, name).is_empty()
-            && let Ok(old) = std::fs::read_to_string(&live)
+            && let Ok(old) = read_repo_text(&live, MAX_REPO_FILE_BYTES)
         {
             self.record_version(scope, name, &old, "baseline", "")?;
         }
@@ -371,7 +372,7 @@ impl SkillStore {
         version: u32,
     ) -> Result<String, LearningError> {
         let path = self.history_dir(scope, name).join(format!("{version:03}.md"));
-        std::fs::read_to_string(&path).map_err(|e| LearningError::io(&path, e))
+        read_repo_text(&path, MAX_REPO_FILE_BYTES).map_err(|e| LearningError::io(&path, e))
     }
 
     /// Restores `version` (default: the one before the newest) as a new

@@ -42,7 +42,7 @@ pub(crate) fn complete_end(file: &mut File, len: u64) -> std::io::Result<u64> {
 /// The 1-based line number of the line starting at byte `at` (read again
 /// from the start: only done to report a damaged line).
 pub(super) fn line_number(path: &Path, at: u64) -> Option<usize> {
-    let file = File::open(path).ok()?;
+    let file = ferroclaw_tools::own_file::open(path).ok()?;
     let mut reader = BufReader::new(file.take(at));
     let mut count = 0;
     loop {
@@ -173,7 +173,7 @@ pub(super) fn read_messages(
 /// Streams a session's entries in order, for `sessions show`; unreadable
 /// lines are skipped with a warning naming them, and their numbers returned.
 pub fn for_each_entry(path: &Path, mut f: impl FnMut(Entry)) -> Result<Vec<usize>, SessionError> {
-    let file = File::open(path).map_err(io(path))?;
+    let file = ferroclaw_tools::own_file::open(path).map_err(io(path))?;
     let mut reader = BufReader::new(file);
     let mut skipped = Vec::new();
     let mut line = Vec::new();

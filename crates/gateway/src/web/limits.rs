@@ -22,6 +22,9 @@ pub const MAX_WS_FRAME_BYTES: usize = 256 * 1024;
 pub const WS_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// Seconds a client is told to wait when a chat's queue is full.
 pub const BUSY_RETRY_AFTER_SECS: u64 = 2;
+/// Seconds a client is told to wait while the gateway drains: about what a
+/// restart takes (systemd's `RestartSec=5` plus the start).
+pub const DRAIN_RETRY_AFTER_SECS: u64 = 10;
 /// Addresses remembered by a rate limiter before idle ones are forgotten.
 const MAX_TRACKED_KEYS: usize = 10_000;
 

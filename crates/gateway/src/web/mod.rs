@@ -42,7 +42,7 @@ use crate::config::{
     DEFAULT_REQUESTS_PER_MINUTE,
 };
 use crate::gateway::Shared;
-use limits::BUSY_RETRY_AFTER_SECS;
+use limits::{BUSY_RETRY_AFTER_SECS, DRAIN_RETRY_AFTER_SECS};
 pub use limits::{MAX_BODY_BYTES, Rate, RateLimiter};
 pub use queue::MAX_QUEUED_BYTES;
 use queue::OutQueue;
@@ -308,6 +308,26 @@ fn rate_limited(retry_after_secs: u64) -> Response {
     response
 }
 
+/// The answer to every new request while the gateway drains: 503 with
+/// `Retry-After`, as an OpenAI error on `/v1/`, JSON on `/api/` and
+/// `/health`, and a line of text for the app's pages.
+fn draining(path: &str) -> Response {
+    let message =
+        format!("the gateway is stopping (restarting?); try again in {DRAIN_RETRY_AFTER_SECS} s");
+    let status = StatusCode::SERVICE_UNAVAILABLE;
+    let mut response = if path.starts_with("/v1/") {
+        api_error(status, &message)
+    } else if path.starts_with("/api/") {
+        (status, axum::Json(json!({"error": message}))).into_response()
+    } else if path == "/health" {
+        (status, axum::Json(json!({"status": "stopping"}))).into_response()
+    } else {
+        (status, message).into_response()
+    };
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(DRAIN_RETRY_AFTER_SECS));
+    response
+}
+
 /// The response for a message that got no real answer.
 fn failure_response(failure: Failure, message: &str) -> Response {
     match failure {
@@ -353,7 +373,12 @@ impl Channel for WebChannel {
             header_timeout: self.state.options.header_timeout,
             per_address: self.state.per_address.clone(),
         };
-        server::serve(listener, router, limits, shutdown).await;
+        // Stopping starts the drain; the listener stays until it is over.
+        let drained = match self.state.gateway.get() {
+            Some(gateway) => gateway.drained.clone(),
+            None => shutdown.clone(),
+        };
+        server::serve(listener, router, limits, shutdown, drained).await;
         Ok(())
     }
 

@@ -425,7 +425,7 @@ pub(super) async fn log_tail(State(app): State<App>) -> ApiResult {
     let gw = app.gateway()?;
     let path = gw.home.join("logs").join("gateway.log");
     let text = tokio::task::spawn_blocking(move || -> std::io::Result<String> {
-        let mut file = match std::fs::File::open(&path) {
+        let mut file = match ferroclaw_tools::own_file::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
             Err(e) => return Err(e),

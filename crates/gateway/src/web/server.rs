@@ -1,7 +1,9 @@
 //! The web channel's HTTP/1.1 server: hyper with a header-read timeout (so
 //! half-open and idle connections are dropped), a cap on open connections,
 //! and the per-address rate limit applied to every request before routing.
-//! (`axum::serve` sets none of these.)
+//! (`axum::serve` sets none of these.) While the gateway drains it keeps
+//! listening and answers every new request 503 with `Retry-After` (rather
+//! than resetting connections), until the drain is over.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -35,20 +37,22 @@ pub(super) struct ServerLimits {
     pub per_address: Arc<RateLimiter>,
 }
 
-/// Serves `router` on `listener` until `shutdown`; then lets the requests in
-/// flight finish (an API call waiting for its answer) and returns.
+/// Serves `router` on `listener`; from `draining` on, new requests get 503
+/// (see [`super::draining`]); at `stop` it lets the requests in flight finish
+/// (an API call waiting for its answer) and returns.
 pub(super) async fn serve(
     listener: TcpListener,
     router: Router,
     limits: ServerLimits,
-    shutdown: CancellationToken,
+    draining: CancellationToken,
+    stop: CancellationToken,
 ) {
     let ServerLimits { max_connections, header_timeout, per_address } = limits;
     let permits = Arc::new(Semaphore::new(max_connections.max(1)));
     let connections = TaskTracker::new();
     loop {
         let (stream, peer) = tokio::select! {
-            () = shutdown.cancelled() => break,
+            () = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
@@ -64,7 +68,8 @@ pub(super) async fn serve(
             drop(stream);
             continue;
         };
-        let (router, limiter, stop) = (router.clone(), per_address.clone(), shutdown.clone());
+        let (router, limiter) = (router.clone(), per_address.clone());
+        let (draining, stop) = (draining.clone(), stop.clone());
         connections.spawn(async move {
             let _permit = permit;
             let address = peer.ip().to_string();
@@ -72,7 +77,11 @@ pub(super) async fn serve(
                 request.extensions_mut().insert(ConnectInfo(peer));
                 let mut router = router.clone();
                 let rate = limiter.check(&address);
+                let draining = draining.is_cancelled();
                 async move {
+                    if draining {
+                        return Ok::<_, Infallible>(super::draining(request.uri().path()));
+                    }
                     if let Rate::Limited { retry_after_secs, .. } = rate {
                         return Ok::<_, Infallible>(super::rate_limited(retry_after_secs));
                     }

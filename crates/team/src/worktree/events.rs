@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 use super::error::WorktreeError;
+use ferroclaw_tools::own_file::{self, MAX_STATE_FILE_BYTES};
 
 /// Events a slow subscriber may fall behind by before it misses some (it is
 /// told how many it missed; the file has them all).
@@ -83,7 +84,7 @@ pub(crate) fn record(file: &Path, event: WorktreeEvent) -> Result<(), WorktreeEr
 /// The last `limit` events of `file`, oldest first; a torn or foreign line
 /// is skipped.
 pub(crate) fn recent(file: &Path, limit: usize) -> Result<Vec<WorktreeEvent>, WorktreeError> {
-    let text = match std::fs::read_to_string(file) {
+    let text = match own_file::read_text(file, MAX_STATE_FILE_BYTES) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(WorktreeError::io(format!("cannot read {}", file.display()), e)),
