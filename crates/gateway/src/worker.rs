@@ -99,7 +99,10 @@ pub async fn run(
                 Box::pin(handle(&key, &mut agent, &slot, work, &shared)).await;
             }
             () = tokio::time::sleep(shared.settings.session_idle()) => {
-                let busy = agent.as_ref().and_then(|a| a.jobs()).is_some_and(|j| !j.running().is_empty());
+                // Running jobs, or processes its commands left (`server &`),
+                // keep the agent: retiring it would kill them.
+                let busy = agent.as_ref().and_then(|a| a.jobs()).is_some_and(|j| !j.running().is_empty())
+                    || agent.as_ref().is_some_and(|a| a.children().any_alive());
                 if !busy && shared.retire(&key, number, &rx) {
                     break;
                 }

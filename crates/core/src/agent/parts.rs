@@ -173,6 +173,12 @@ impl Agent {
         self.jobs.as_ref()
     }
 
+    /// The session's record of the process groups its commands start
+    /// (shared with its background jobs; nothing recorded without them).
+    pub fn children(&self) -> ferroclaw_tools::child_groups::ChildGroups {
+        self.jobs.as_ref().map(|j| j.children().clone()).unwrap_or_default()
+    }
+
     /// The model's context window, in tokens.
     pub fn context_window(&self) -> u64 {
         self.compaction.context_window

@@ -81,18 +81,16 @@ pub async fn run(
         stderr: text(stderr),
         duration_ms: started.elapsed().as_millis() as u64,
     };
-    let child = Launch::new("sh", workspace)
+    let mut launch = Launch::new("sh", workspace)
         .arg("-c")
         .arg(command)
         .env_policy(env.policy())
         .env("CLAUDE_PROJECT_DIR", workspace)
         .env("FERROCLAW_PROJECT_DIR", workspace)
-        .tokio_command()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn();
+        .tokio_command();
+    launch.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    // On the launcher thread: it dies with ferroclaw, not with a worker thread.
+    let child = ferroclaw_tools::process::spawn(move || launch.spawn());
     let mut child = match child {
         Ok(c) => c,
         Err(e) => return done(Ended::NotStarted(e.to_string()), b"", b""),
