@@ -257,3 +257,46 @@ fn a_broken_agent_type_skill_or_mcp_server_is_reported_once_and_the_rest_loads()
         assert!(body.contains("says hello nicely"), "the good skill loaded: {body}");
     }
 }
+
+/// The gateway's open file descriptors now.
+fn open_fds(gw: &Gateway) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", gw.child.id())).unwrap().count()
+}
+
+#[test]
+fn idle_chats_hold_no_open_files_and_carry_on_where_they_were() {
+    // 1,000 live chats held 1,016 files open (one session file each), so a
+    // gateway under the default `ulimit -n` of 1,024 ran out at about 1,000.
+    let env = gateway_support::echo_env();
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\nrequests_per_minute = 0\n");
+    let (status, _) = chat(gw.port, "warm-up", "hello");
+    assert_eq!(status, 200);
+    let before = open_fds(&gw);
+    for i in 0..60 {
+        let (status, answer) = chat(gw.port, &format!("user{i}"), &format!("first {i}"));
+        assert_eq!((status, answer), (200, format!("echo: first {i}")));
+    }
+    let after = open_fds(&gw);
+    assert!(
+        after < before + 10,
+        "60 idle chats hold {} more files ({before} -> {after})",
+        after - before
+    );
+    // An idle chat's session file opens again for its next turn.
+    for i in [0, 59] {
+        let (status, answer) = chat(gw.port, &format!("user{i}"), "second");
+        assert_eq!((status, answer.as_str()), (200, "echo: second"));
+    }
+    let lines = |i: usize| {
+        env.session_files()
+            .iter()
+            .filter(|p| p.to_string_lossy().contains(&format!("user{i}.jsonl")))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect::<String>()
+    };
+    let text = lines(59);
+    assert!(
+        text.contains("first 59") && text.contains("second"),
+        "one session, both turns: {text}"
+    );
+}

@@ -84,6 +84,7 @@ pub async fn run(
                 // idle chat's worker should not keep room for it.
                 Some(work) => {
                     Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await;
+                    idle(&mut agent);
                 }
                 None => break,
             },
@@ -97,6 +98,7 @@ pub async fn run(
                 };
                 let work = Work { message, delivery, quiet_if_ok: false, done: None };
                 Box::pin(handle(&key, &mut agent, &slot, work, &shared)).await;
+                idle(&mut agent);
             }
             () = tokio::time::sleep(shared.settings.session_idle()) => {
                 // Running jobs, or processes its commands left (`server &`),
@@ -112,6 +114,17 @@ pub async fn run(
     shared.forget_jobs(&key);
     if let Some(mut agent) = agent {
         Box::pin(agent.finish()).await;
+    }
+}
+
+/// Between two pieces of work the chat holds no open file: its session file
+/// is closed until the next turn writes. An agent whose file another process
+/// wrote meanwhile is dropped, to be opened again from the file.
+fn idle(agent: &mut Option<Agent>) {
+    match agent {
+        Some(a) if !a.session().is_current() => *agent = None,
+        Some(a) => a.release_session_file(),
+        None => {}
     }
 }
 

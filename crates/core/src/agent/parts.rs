@@ -138,6 +138,12 @@ impl Agent {
         &self.session
     }
 
+    /// Closes the session file until the next write (see
+    /// [`SessionLog::release`]): an idle gateway chat holds no descriptor.
+    pub fn release_session_file(&mut self) {
+        self.session.release();
+    }
+
     /// The conversation sent to the model.
     pub fn messages(&self) -> &[Message] {
         &self.messages
