@@ -196,18 +196,20 @@ fn three_hundred_chats_share_one_recall_connection_and_the_soft_fd_limit_is_rais
 #[test]
 fn out_of_file_descriptors_a_chat_fails_loudly_with_a_server_error() {
     let options = ServerOptions { repeat: true, ..Default::default() };
-    let env = Env::with_options(Wire::OpenAi, vec![Turn::text("ok").into()], options);
+    let slow = Fault::SlowFirstByte { delay_ms: 1500, then: Turn::text("ok") };
+    let env = Env::with_options(Wire::OpenAi, vec![slow.into()], options);
     let port = gateway_support::free_port();
     env.write_home_config(&format!(
-        "[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\n"
+        "[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\nmax_concurrent_turns = 64\n"
     ));
-    // A hard limit of 48 descriptors: a few dozen chats use them up.
+    // A hard limit of 48 descriptors: idle chats hold none, but 60 turns at
+    // once (each with its session file and connections) use them up.
     let gw = gateway_under_ulimit(&env, port, "-n 48");
-    let failed = (0..60).find_map(|i| {
-        let (status, body) = chat(port, &format!("fd{i}"), "hi");
-        (status != 200).then_some((status, body))
-    });
-    let (status, body) = failed.expect("48 descriptors held 60 chats?");
+    let chats: Vec<_> =
+        (0..60).map(|i| std::thread::spawn(move || chat(port, &format!("fd{i}"), "hi"))).collect();
+    let answers: Vec<(u16, String)> = chats.into_iter().map(|c| c.join().unwrap()).collect();
+    let failed = answers.into_iter().find(|(status, _)| *status != 200);
+    let (status, body) = failed.expect("48 descriptors held 60 turns at once?");
     assert_eq!(status, 500, "{body}");
     assert!(error_of(&body)["message"].as_str().unwrap().contains("open files"), "{body}");
     let log = std::fs::read_to_string(env.home.path().join("logs/gateway.log")).unwrap();
