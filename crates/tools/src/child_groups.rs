@@ -192,7 +192,21 @@ fn write_atomically(path: &Path, ledger: &Ledger) -> std::io::Result<()> {
     let dir = path.parent().ok_or_else(|| std::io::Error::other("no folder"))?;
     std::fs::create_dir_all(dir)?;
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(ledger).map_err(std::io::Error::other)?)?;
+    // Private, like the session files: command lines may name secrets.
+    let mut file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?
+    };
+    std::io::Write::write_all(
+        &mut file,
+        &serde_json::to_vec(ledger).map_err(std::io::Error::other)?,
+    )?;
+    drop(file);
     std::fs::rename(&tmp, path)
 }
 
