@@ -27,6 +27,7 @@ mod model_alias;
 mod model_cmd;
 mod oneshot;
 mod pairing_cmd;
+mod piped;
 mod printable;
 mod render;
 mod repl;

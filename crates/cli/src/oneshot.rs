@@ -4,7 +4,7 @@
 //! Tool calls refused because nobody can approve them are listed on stderr
 //! with the flag that would allow them, and in the JSON result.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -17,17 +17,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::{Cli, InputFormat, OutputFormat, StreamFormat};
 use crate::exit;
+use crate::piped::Prompt;
 use crate::render::{RenderOptions, render};
 use crate::setup::SetupError;
 use crate::tool_log::{self, ToolLog};
 use ferroclaw_runtime::Runtime;
-
-/// Most bytes of piped stdin added to the prompt; the rest is cut with a note.
-pub const MAX_STDIN_BYTES: usize = 256 * 1024;
-/// Most bytes of piped stdin read past [`MAX_STDIN_BYTES`] to say how much was
-/// cut; a stream longer than that (`yes | ferroclaw -p ...`, `tail -f`) is
-/// left unread instead of waited for forever.
-const MAX_STDIN_COUNTED: u64 = 64 * 1024 * 1024;
 
 /// A tool call refused in this run, as Claude Code's `permission_denials`.
 #[derive(Debug, Clone)]
@@ -43,9 +37,11 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let started = Instant::now();
     let prompts = match cli.input_format {
         InputFormat::Text => vec![prompt(cli)?],
-        InputFormat::StreamJson => {
-            crate::stream_input::prompts(std::io::stdin().lock()).map_err(SetupError::Other)?
-        }
+        InputFormat::StreamJson => crate::stream_input::prompts(std::io::stdin().lock())
+            .map_err(SetupError::Other)?
+            .into_iter()
+            .map(Prompt::typed)
+            .collect(),
     };
     let runtime = Runtime::load(config.clone(), Default::default()).await?;
     let resume = crate::setup::resume_from_cli(cli);
@@ -94,18 +90,18 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     // Several prompts (stream-json input) run one after another, as turns.
     let mut total: Option<Report> = None;
     for prompt in &prompts {
-        let custom = match prompt.trim_start().starts_with('/') {
+        let custom = match prompt.text.trim_start().starts_with('/') {
             true => runtime.custom_commands(),
             false => Vec::new(),
         };
-        let report = match ferroclaw_core::commands::find(&custom, prompt) {
+        let report = match ferroclaw_core::commands::find(&custom, &prompt.text) {
             Some((cmd, args)) => {
                 let message = crate::attach::user_message;
                 runtime.run_command(&mut agent, cmd, args, message, &tx, &cancel).await
             }
             None => {
-                crate::attach::warn_missing_files(prompt, agent.workspace());
-                let message = crate::attach::user_message(prompt, agent.workspace());
+                crate::attach::warn_missing_files(&prompt.typed, agent.workspace());
+                let message = prompt.message(agent.workspace());
                 agent.run(message, &tx, &cancel).await
             }
         };
@@ -178,26 +174,22 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
 
 /// The prompt: the argument, with piped stdin appended; or stdin alone when
 /// there is no argument (or it is `-`). A terminal on stdin is never read.
-fn prompt(cli: &Cli) -> Result<String, SetupError> {
+fn prompt(cli: &Cli) -> Result<Prompt, SetupError> {
     let arg = cli.prompt.as_deref().filter(|p| *p != "-");
     let piped = match std::io::stdin().is_terminal() {
         true => None,
-        false => Some(read_stdin()?),
+        false => Some(
+            crate::piped::read(std::io::stdin().lock())
+                .map_err(|e| SetupError::Other(format!("cannot read stdin: {e}")))?,
+        ),
     };
-    let prompt = match (arg, piped) {
-        (Some(p), Some(input)) if !input.trim().is_empty() => {
-            format!("{p}\n\n<stdin>\n{}\n</stdin>", input.trim_end())
-        }
-        (Some(p), _) => p.to_string(),
-        (None, Some(input)) => input,
-        (None, None) => {
-            return Err(SetupError::Other(format!(
-                "no prompt: pass it as an argument (ferroclaw -p \"...\") or on stdin{}",
-                swallowed_prompt_hint(cli)
-            )));
-        }
+    let Some(prompt) = crate::piped::prompt(arg, piped) else {
+        return Err(SetupError::Other(format!(
+            "no prompt: pass it as an argument (ferroclaw -p \"...\") or on stdin{}",
+            swallowed_prompt_hint(cli)
+        )));
     };
-    if prompt.trim().is_empty() {
+    if prompt.text.trim().is_empty() && prompt.image.is_none() {
         return Err(SetupError::Other(format!(
             "the prompt is empty{}",
             swallowed_prompt_hint(cli)
@@ -219,30 +211,6 @@ fn swallowed_prompt_hint(cli: &Cli) -> String {
         "; {flag} takes every word after it (here {values:?} too), so put the prompt \
          before it: ferroclaw -p \"...\" {flag} RULES"
     )
-}
-
-/// Stdin up to [`MAX_STDIN_BYTES`], with a note (here and on stderr) when cut.
-fn read_stdin() -> Result<String, SetupError> {
-    let mut kept = Vec::new();
-    let mut stdin = std::io::stdin().lock();
-    let err = |e: std::io::Error| SetupError::Other(format!("cannot read stdin: {e}"));
-    (&mut stdin).take(MAX_STDIN_BYTES as u64).read_to_end(&mut kept).map_err(err)?;
-    let rest = std::io::copy(&mut (&mut stdin).take(MAX_STDIN_COUNTED), &mut std::io::sink())
-        .map_err(err)?;
-    let mut text = String::from_utf8_lossy(&kept).into_owned();
-    if rest > 0 {
-        let total = (MAX_STDIN_BYTES as u64 + rest) / 1024;
-        let of = if rest == MAX_STDIN_COUNTED {
-            format!("more than {total}")
-        } else {
-            total.to_string()
-        };
-        let note =
-            format!("[stdin cut: the first {} KiB of {of} KiB are shown]", MAX_STDIN_BYTES / 1024,);
-        eprintln!("ferroclaw: {note}");
-        text.push_str(&format!("\n{note}\n"));
-    }
-    Ok(text)
 }
 
 /// Passes every event on, keeping the refusals.

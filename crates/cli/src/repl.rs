@@ -385,6 +385,7 @@ async fn shell_command(agent: &mut Agent, repl: &mut Repl, command: &str) {
         events: None,
         sandbox: agent.sandbox().clone(),
         reads: Default::default(),
+        children: agent.children(),
     };
     let started = std::time::Instant::now();
     let output = bash.execute(input, &ctx).await;

@@ -285,3 +285,17 @@ fn a_setup_error_under_output_format_json_still_prints_one_json_result_on_stdout
     let (code, stdout, _) = run(cmd.args(["-p", "hi"]));
     assert_eq!((code, stdout.as_str()), (2, ""));
 }
+
+#[test]
+fn a_config_file_over_the_cap_is_an_error_naming_its_size_and_the_cap() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("never").into()]);
+    let padding = format!("# {}\n", "x".repeat(5 * 1024 * 1024));
+    env.write_home_config(&padding);
+    let (code, _, stderr) = run(&mut env.oneshot("hi", &[]));
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("config.toml is 5.0 MB (") && stderr.contains("over the 4 MB cap"),
+        "{stderr}"
+    );
+    assert!(env.server.requests().is_empty());
+}

@@ -7,6 +7,7 @@ mod common;
 mod gateway_support;
 
 mod acp;
+mod children;
 mod claude_diff;
 mod code_graph;
 mod commands;

@@ -196,18 +196,20 @@ fn three_hundred_chats_share_one_recall_connection_and_the_soft_fd_limit_is_rais
 #[test]
 fn out_of_file_descriptors_a_chat_fails_loudly_with_a_server_error() {
     let options = ServerOptions { repeat: true, ..Default::default() };
-    let env = Env::with_options(Wire::OpenAi, vec![Turn::text("ok").into()], options);
+    let slow = Fault::SlowFirstByte { delay_ms: 1500, then: Turn::text("ok") };
+    let env = Env::with_options(Wire::OpenAi, vec![slow.into()], options);
     let port = gateway_support::free_port();
     env.write_home_config(&format!(
-        "[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\n"
+        "[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\nmax_concurrent_turns = 64\n"
     ));
-    // A hard limit of 48 descriptors: a few dozen chats use them up.
+    // A hard limit of 48 descriptors: idle chats hold none, but 60 turns at
+    // once (each with its session file and connections) use them up.
     let gw = gateway_under_ulimit(&env, port, "-n 48");
-    let failed = (0..60).find_map(|i| {
-        let (status, body) = chat(port, &format!("fd{i}"), "hi");
-        (status != 200).then_some((status, body))
-    });
-    let (status, body) = failed.expect("48 descriptors held 60 chats?");
+    let chats: Vec<_> =
+        (0..60).map(|i| std::thread::spawn(move || chat(port, &format!("fd{i}"), "hi"))).collect();
+    let answers: Vec<(u16, String)> = chats.into_iter().map(|c| c.join().unwrap()).collect();
+    let failed = answers.into_iter().find(|(status, _)| *status != 200);
+    let (status, body) = failed.expect("48 descriptors held 60 turns at once?");
     assert_eq!(status, 500, "{body}");
     assert!(error_of(&body)["message"].as_str().unwrap().contains("open files"), "{body}");
     let log = std::fs::read_to_string(env.home.path().join("logs/gateway.log")).unwrap();
@@ -256,4 +258,47 @@ fn a_broken_agent_type_skill_or_mcp_server_is_reported_once_and_the_rest_loads()
         assert!(body.contains("reviewer: reviews diffs"), "the good agent type loaded: {body}");
         assert!(body.contains("says hello nicely"), "the good skill loaded: {body}");
     }
+}
+
+/// The gateway's open file descriptors now.
+fn open_fds(gw: &Gateway) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", gw.child.id())).unwrap().count()
+}
+
+#[test]
+fn idle_chats_hold_no_open_files_and_carry_on_where_they_were() {
+    // 1,000 live chats held 1,016 files open (one session file each), so a
+    // gateway under the default `ulimit -n` of 1,024 ran out at about 1,000.
+    let env = gateway_support::echo_env();
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\nrequests_per_minute = 0\n");
+    let (status, _) = chat(gw.port, "warm-up", "hello");
+    assert_eq!(status, 200);
+    let before = open_fds(&gw);
+    for i in 0..60 {
+        let (status, answer) = chat(gw.port, &format!("user{i}"), &format!("first {i}"));
+        assert_eq!((status, answer), (200, format!("echo: first {i}")));
+    }
+    let after = open_fds(&gw);
+    assert!(
+        after < before + 10,
+        "60 idle chats hold {} more files ({before} -> {after})",
+        after - before
+    );
+    // An idle chat's session file opens again for its next turn.
+    for i in [0, 59] {
+        let (status, answer) = chat(gw.port, &format!("user{i}"), "second");
+        assert_eq!((status, answer.as_str()), (200, "echo: second"));
+    }
+    let lines = |i: usize| {
+        env.session_files()
+            .iter()
+            .filter(|p| p.to_string_lossy().contains(&format!("user{i}.jsonl")))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect::<String>()
+    };
+    let text = lines(59);
+    assert!(
+        text.contains("first 59") && text.contains("second"),
+        "one session, both turns: {text}"
+    );
 }

@@ -334,3 +334,17 @@ fn hooks_see_the_whole_environment_by_default_and_only_the_allow_list_with_hook_
     assert!(sandboxed.lines().any(|n| n == "PATH"), "{sandboxed}");
     assert!(sandboxed.lines().any(|n| n == "CLAUDE_PROJECT_DIR"), "{sandboxed}");
 }
+
+#[test]
+fn a_hook_printing_past_the_output_cap_is_cut_and_says_so() {
+    let env = env_with(echo_script());
+    let flood = "#!/bin/sh\nhead -c 200000 /dev/zero | tr '\\0' x\n";
+    install_hook(&env.home.path().join(".claude"), "flood.sh", flood);
+    let (code, _, stderr) = run(&mut env.oneshot("write it", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let said = "printed 200000 bytes on stdout, over the 64 KiB cap on hook output";
+    assert!(stderr.contains(said), "the user is told: {stderr}");
+    let sessions: String =
+        env.session_files().iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+    assert!(sessions.contains(said), "the session file says so too: {sessions}");
+}

@@ -486,3 +486,19 @@ async fn mcp_serve_offers_skills_as_prompts_and_memory_and_sessions_as_resources
     assert!(resources.contains("ferroclaw://sessions/"), "the transcript is offered: {resources}");
     hub.shutdown().await;
 }
+
+#[test]
+fn an_mcp_json_over_the_cap_is_refused_naming_its_size_and_the_cap() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("done").into()]);
+    let padding = "x".repeat(5 * 1024 * 1024);
+    let config = json!({"mcpServers": {"big": {"command": "true"}}, "padding": padding});
+    std::fs::write(env.ws().join(".mcp.json"), config.to_string()).unwrap();
+    trust(&env);
+    let (code, stdout, stderr) = run(&mut env.oneshot("hi", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "done\n");
+    assert!(
+        stderr.contains(".mcp.json is 5.0 MB (") && stderr.contains("over the 4 MB cap"),
+        "a 5 MB .mcp.json is not ignored without a word: {stderr}"
+    );
+}

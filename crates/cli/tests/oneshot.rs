@@ -327,6 +327,38 @@ fn prompt_can_come_from_stdin() {
 }
 
 #[test]
+fn a_piped_image_is_attached_with_no_bogus_file_warnings() {
+    // `cat shot.png | ferroclaw -p "..."`: the bytes hold `@` words that look
+    // like files; none is a mention, and the picture reaches the model.
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    png.extend_from_slice(b" @x9.k2 @Q/r.z \xff\xfe @a.b\n\0\0 tail");
+    for wire in WIRES {
+        let env = Env::new(wire, vec![Turn::text("a tiny picture").into()]);
+        let (code, stdout, stderr) =
+            run(env.oneshot("what is this?", &[]).write_stdin(png.clone()));
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(stdout, "a tiny picture\n");
+        assert!(!stderr.contains("no such file"), "bogus @file warnings: {stderr}");
+        let sent = env.request_body(0).to_string();
+        assert!(sent.contains("image/png"), "{wire:?}: the image is attached: {sent}");
+        assert!(!sent.contains("IHDR"), "its bytes are not sent as text: {sent}");
+    }
+}
+
+#[test]
+fn other_binary_stdin_is_named_not_decoded() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("noted").into()]);
+    let bytes = b"\0\x01\x02 @bin/x.so @y.o \0".to_vec();
+    let (code, _, stderr) = run(env.oneshot("look", &[]).write_stdin(bytes));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("no such file"), "{stderr}");
+    let text =
+        env.request_body(0)["messages"][0]["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(text.contains("[stdin: 20 bytes of binary data, not included]"), "{text}");
+    assert!(!text.contains("@y.o"), "{text}");
+}
+
+#[test]
 fn an_endless_stdin_is_cut_and_the_run_goes_on() {
     // `yes | ferroclaw -p ...` (or `tail -f log | ...`) never ends: the
     // prompt takes its head and ferroclaw stops reading instead of waiting.

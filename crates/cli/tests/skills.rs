@@ -98,3 +98,13 @@ fn the_prompts_skill_list_has_a_budget_and_says_how_many_were_left_out() {
     assert!(listed < 15, "the variable sets the budget: {listed} listed");
     assert!(stdout.contains("note: skills: "), "ferroclaw context says so");
 }
+
+#[test]
+fn a_skill_over_the_cap_is_named_with_its_size_and_the_cap() {
+    let env = Env::new(Wire::Anthropic, vec![]);
+    let body = format!("---\nname: big\ndescription: a big one\n---\n{}", "y".repeat(5 << 20));
+    write(env.ws(), ".claude/skills/big/SKILL.md", &body);
+    let (_, stdout, stderr) = run(env.cmd().args(["skills", "list"]));
+    let said = format!("{stdout}{stderr}");
+    assert!(said.contains("SKILL.md is 5.0 MB (") && said.contains("over the 4 MB cap"), "{said}");
+}

@@ -499,6 +499,7 @@ impl Agent {
             events: Some(events.clone()),
             sandbox: self.sandbox.clone(),
             reads: self.reads.clone(),
+            children: self.children(),
         };
         let cap = ferroclaw_tools::result_cap_chars(self.compaction.context_window);
         let mut results = Vec::with_capacity(calls.len());

@@ -790,7 +790,8 @@ pub fn add_project_allow_rule(workspace: &Path, rule: &str) -> Result<PathBuf, C
             std::io::Read::read_to_end(&mut std::io::Read::take(file, max + 1), &mut bytes)
                 .map_err(read_err)?;
             if bytes.len() as u64 > max {
-                return Err(read_err(std::io::Error::other(format!("larger than {max} bytes"))));
+                let len = bytes.len() as u64;
+                return Err(read_err(ferroclaw_tools::repo_file::over_cap(&path, len, max)));
             }
             String::from_utf8(bytes)
                 .map_err(|_| read_err(std::io::Error::other("not UTF-8 text")))?

@@ -369,6 +369,12 @@ fn read_answer(
             format!("error: {why}")
         }
     };
+    if let Some(note) = run.cap_note() {
+        if run.over_cap.is_some_and(|(stream, _)| stream == "stdout") {
+            return failed(note, outcome);
+        }
+        outcome.notices.push(format!("{} hook `{}` {note}", event.name(), hook.command));
+    }
     match &run.ended {
         Ended::NotStarted(e) => failed(format!("could not start: {e}"), outcome),
         Ended::TimedOut => failed(format!("timed out after {}s", hook.timeout_secs), outcome),

@@ -34,13 +34,18 @@ pub fn expand_mentions(text: &str, workspace: &Path) -> Vec<ContentBlock> {
             continue;
         };
         seen.push(path);
-        blocks.push(ContentBlock::Image {
-            media_type: media_type.to_string(),
-            data: base64::engine::general_purpose::STANDARD.encode(bytes),
-        });
+        blocks.push(image_block(media_type, &bytes));
     }
     blocks.push(ContentBlock::text(text));
     blocks
+}
+
+/// An image content block of `bytes` (base64) of type `media_type`.
+pub fn image_block(media_type: &str, bytes: &[u8]) -> ContentBlock {
+    ContentBlock::Image {
+        media_type: media_type.to_string(),
+        data: base64::engine::general_purpose::STANDARD.encode(bytes),
+    }
 }
 
 /// A user message for `text` with its mentioned images attached.

@@ -21,6 +21,7 @@ use crate::clock;
 
 pub mod commit;
 mod lines;
+mod release;
 pub mod repair;
 
 pub(crate) use lines::complete_end;
@@ -180,6 +181,11 @@ pub enum SessionError {
          or start a new session (without --continue/--resume)"
     )]
     Busy { id: String, path: PathBuf },
+    #[error(
+        "session {id} was written by another ferroclaw process while this one was idle \
+         ({path}); it is opened again from its file for the next message"
+    )]
+    Changed { id: String, path: PathBuf },
 }
 
 /// Ids named when a prefix matches several sessions (newest first); the
@@ -302,7 +308,9 @@ impl SessionStore {
         lock(&file, &path, &meta.id)?;
         let mut log = SessionLog {
             path,
-            file: Arc::new(file),
+            file: Some(Arc::new(file)),
+            released_len: 0,
+            stale: false,
             meta,
             written_before_resume: None,
             failed: None,
@@ -516,8 +524,16 @@ fn lock(file: &File, path: &Path, id: &str) -> Result<(), SessionError> {
 #[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
-    /// Shared with the group committer while a sync is pending.
-    file: Arc<File>,
+    /// Shared with the group committer while a sync is pending; `None`
+    /// while released (an idle gateway chat holds no descriptor; see
+    /// [`SessionLog::release`]).
+    file: Option<Arc<File>>,
+    /// The file's length when it was released: a reopen that finds another
+    /// length finds another process's writes.
+    released_len: u64,
+    /// Set when a reopen found the file changed by another process: this
+    /// log's conversation is out of date and must be opened again.
+    stale: bool,
     meta: SessionMeta,
     /// When the file was last written before [`SessionLog::resume`] opened
     /// it (`None` for a new session): files the conversation knew and that
@@ -589,12 +605,13 @@ impl SessionLog {
             line = serde_json::to_vec(&value).map_err(encode)?;
         }
         line.push(b'\n');
+        let file = self.handle()?.clone();
         if let Some(len) = self.cut_back_to {
-            self.file.set_len(len).map_err(io(&self.path))?;
+            file.set_len(len).map_err(io(&self.path))?;
             self.cut_back_to = None;
         }
-        let before = self.file.metadata().map(|m| m.len());
-        (&*self.file).write_all(&line).map_err(|e| {
+        let before = file.metadata().map(|m| m.len());
+        (&*file).write_all(&line).map_err(|e| {
             self.failed.get_or_insert_with(|| (e.kind(), e.to_string()));
             self.cut_back_to = before.as_ref().ok().copied();
             io(&self.path)(e)
@@ -605,7 +622,8 @@ impl SessionLog {
     /// for turn boundaries).
     pub fn sync(&mut self) -> Result<(), SessionError> {
         self.take_failure()?;
-        self.file.sync_data().map_err(io(&self.path))
+        let Some(file) = &self.file else { return Ok(()) }; // released: synced before
+        file.sync_data().map_err(io(&self.path))
     }
 
     /// The append failure since the last commit or sync, once.
@@ -628,12 +646,16 @@ impl SessionLog {
     /// sync says.
     pub async fn commit(&mut self) -> Result<(), SessionError> {
         self.take_failure()?;
-        commit::GroupCommit::global().commit(self.file.clone()).await.map_err(io(&self.path))
+        let Some(file) = self.file.clone() else { return Ok(()) }; // released: committed before
+        commit::GroupCommit::global().commit(file).await.map_err(io(&self.path))
     }
 
     /// The file's length in bytes now (0 when it cannot be read).
     pub fn len(&self) -> u64 {
-        self.file.metadata().map_or(0, |m| m.len())
+        match &self.file {
+            Some(file) => file.metadata().map_or(0, |m| m.len()),
+            None => self.released_len,
+        }
     }
 
     /// True when nothing was written yet.
@@ -645,7 +667,7 @@ impl SessionLog {
     /// resumed from its journal is written again from where it began).
     pub fn truncate(&mut self, len: u64) -> Result<(), SessionError> {
         self.cut_back_to = None;
-        self.file.set_len(len).map_err(io(&self.path))
+        self.handle()?.set_len(len).map_err(io(&self.path))
     }
 
     /// True when the file has a line ending at byte `len` (0 counts): where
@@ -751,7 +773,9 @@ impl SessionLog {
         }
         let mut log = SessionLog {
             path: path.to_path_buf(),
-            file: Arc::new(file),
+            file: Some(Arc::new(file)),
+            released_len: 0,
+            stale: false,
             meta,
             written_before_resume,
             failed: None,
@@ -849,7 +873,7 @@ mod tests {
         let writable = log.file.clone();
         // The disk refuses the next line (an injected writer error), and a
         // fragment of it is left behind, as ENOSPC leaves a short write.
-        log.file = Arc::new(File::open(log.path()).unwrap());
+        log.file = Some(Arc::new(File::open(log.path()).unwrap()));
         assert!(log.append_message(&Message::assistant("lost")).is_err());
         OpenOptions::new()
             .append(true)

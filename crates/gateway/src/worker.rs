@@ -85,6 +85,7 @@ pub async fn run(
                 // idle chat's worker should not keep room for it.
                 Some(work) => {
                     Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await;
+                    idle(&mut agent);
                 }
                 None => break,
             },
@@ -98,9 +99,13 @@ pub async fn run(
                 };
                 let work = Work { message, delivery, quiet_if_ok: false, done: None };
                 Box::pin(handle(&key, &mut agent, &slot, work, &shared)).await;
+                idle(&mut agent);
             }
             () = tokio::time::sleep(shared.settings.session_idle()) => {
-                let busy = agent.as_ref().and_then(|a| a.jobs()).is_some_and(|j| !j.running().is_empty());
+                // Running jobs, or processes its commands left (`server &`),
+                // keep the agent: retiring it would kill them.
+                let busy = agent.as_ref().and_then(|a| a.jobs()).is_some_and(|j| !j.running().is_empty())
+                    || agent.as_ref().is_some_and(|a| a.children().any_alive());
                 if !busy && shared.retire(&key, number, &rx) {
                     break;
                 }
@@ -110,6 +115,17 @@ pub async fn run(
     shared.forget_jobs(&key);
     if let Some(mut agent) = agent {
         Box::pin(agent.finish()).await;
+    }
+}
+
+/// Between two pieces of work the chat holds no open file: its session file
+/// is closed until the next turn writes. An agent whose file another process
+/// wrote meanwhile is dropped, to be opened again from the file.
+fn idle(agent: &mut Option<Agent>) {
+    match agent {
+        Some(a) if !a.session().is_current() => *agent = None,
+        Some(a) => a.release_session_file(),
+        None => {}
     }
 }
 

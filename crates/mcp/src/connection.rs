@@ -353,10 +353,12 @@ impl Connection {
                 cmd.kill_on_drop(true);
                 let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, stderr) = TokioChildProcess::builder(wrapped)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| start_error(format!("cannot run {command:?}: {e}")))?;
+                // On the launcher thread: the server dies with ferroclaw,
+                // not with the worker thread that happened to start it.
+                let (transport, stderr) = ferroclaw_tools::process::spawn(move || {
+                    TokioChildProcess::builder(wrapped).stderr(Stdio::piped()).spawn()
+                })
+                .map_err(|e| start_error(format!("cannot run {command:?}: {e}")))?;
                 let pgid = transport.id();
                 if let Some(stderr) = stderr {
                     self.log_stderr(stderr);

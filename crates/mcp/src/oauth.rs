@@ -435,14 +435,12 @@ fn open_browser(url: &str) {
     use ferroclaw_tools::process::{EnvPolicy, Launch};
     let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/"));
-    let _ = Launch::new(opener, cwd)
-        .arg(url)
-        .env_policy(EnvPolicy::Inherit)
-        .command()
+    let mut command = Launch::new(opener, cwd).arg(url).env_policy(EnvPolicy::Inherit).command();
+    command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
+        .stderr(std::process::Stdio::null());
+    let _ = ferroclaw_tools::process::spawn(move || command.spawn());
 }
 
 #[cfg(test)]

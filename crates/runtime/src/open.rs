@@ -173,7 +173,14 @@ impl Runtime {
         }
         // The session's own tools, after the shared ones.
         let mut tools = prompt.tools.clone();
-        let jobs = JobManager::new();
+        // What an earlier process of this workspace left running is killed
+        // now; the jobs this session lost are told to the model.
+        let project = store.project_dir(&workspace);
+        let lost = ferroclaw_tools::child_groups::reap(&project, &session.meta().id);
+        let ledger = ferroclaw_tools::child_groups::ledger_path(&project, &session.meta().id);
+        let jobs =
+            JobManager::recording(ferroclaw_tools::child_groups::ChildGroups::recording(ledger));
+        jobs.report_lost(lost);
         for tool in background_tools(&jobs) {
             tools.register_arc(tool);
         }

@@ -12,7 +12,9 @@
 //! [`JobManager::shutdown`]) unless started detached: a detached job ignores
 //! SIGHUP, writes to `.agent/jobs/<id>.log` in the workspace instead of a pipe,
 //! and keeps running after ferroclaw exits (its timeout is only enforced while
-//! ferroclaw runs, and its result is then never collected).
+//! ferroclaw runs, and its result is then never collected). Other jobs' groups
+//! are recorded ([`crate::child_groups`]): after a kill -9 they are killed
+//! when the session opens again, and reported to the model as lost.
 
 use std::fmt;
 use std::hash::BuildHasher;
@@ -25,6 +27,7 @@ use serde::Serialize;
 
 use crate::ToolError;
 use crate::background_job::{Job, Queue, human_elapsed, lock};
+use crate::child_groups::ChildGroups;
 use crate::deny::dangerous_command;
 
 /// Timeout of a job started without one (learn-claude-code uses 300 s for
@@ -43,6 +46,10 @@ pub const RESULT_KEEP_CHARS: usize = 1_000;
 const KEPT_FINISHED_JOBS: usize = 50;
 /// How long `kill` waits for the supervisor to record the end.
 const KILL_WAIT: Duration = Duration::from_secs(3);
+/// What the model is told of a job lost with an earlier process.
+const LOST_NOTE: &str = "[lost: ferroclaw stopped (killed or crashed) while this job ran; its \
+result was never collected, and whatever it still ran was killed when the session was opened \
+again. Run it again if it is still needed.]";
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -58,6 +65,9 @@ pub enum JobStatus {
     Error,
     /// Killed on request (`kill_background`, or the session ended).
     Killed,
+    /// Still running when ferroclaw was killed or crashed: killed, with
+    /// what it started, when the session was opened again.
+    Lost,
 }
 
 impl fmt::Display for JobStatus {
@@ -68,6 +78,7 @@ impl fmt::Display for JobStatus {
             JobStatus::Timeout => "timeout",
             JobStatus::Error => "error",
             JobStatus::Killed => "killed",
+            JobStatus::Lost => "lost",
         })
     }
 }
@@ -133,6 +144,7 @@ struct Inner {
     jobs: Mutex<Vec<Arc<Job>>>,
     queue: Arc<Queue>,
     max_timeout: Duration,
+    children: ChildGroups,
 }
 
 impl Default for JobManager {
@@ -155,13 +167,51 @@ impl JobManager {
 
     /// A manager whose jobs may ask for timeouts up to `max_timeout`.
     pub fn with_max_timeout(max_timeout: Duration) -> Self {
+        Self::build(max_timeout, ChildGroups::default())
+    }
+
+    /// A manager recording its jobs' process groups in `children` (the
+    /// session's record; see [`crate::child_groups`]).
+    pub fn recording(children: ChildGroups) -> Self {
+        Self::build(MAX_JOB_TIMEOUT, children)
+    }
+
+    fn build(max_timeout: Duration, children: ChildGroups) -> Self {
         Self {
             inner: Arc::new(Inner {
                 jobs: Mutex::new(Vec::new()),
                 queue: Arc::new(Queue::default()),
                 max_timeout,
+                children,
             }),
         }
+    }
+
+    /// The session's record of process groups, shared with the `bash` calls.
+    pub fn children(&self) -> &ChildGroups {
+        &self.inner.children
+    }
+
+    /// Queues, for the model, the jobs an earlier process of this session
+    /// lost (see [`crate::child_groups::reap`]): each reported once as
+    /// [`JobStatus::Lost`].
+    pub fn report_lost(&self, lost: Vec<crate::child_groups::Group>) {
+        if lost.is_empty() {
+            return;
+        }
+        let mut results = lock(&self.inner.queue.results);
+        for group in lost {
+            results.push_back(JobResult {
+                task_id: group.job.unwrap_or_default(),
+                status: JobStatus::Lost,
+                exit_code: None,
+                command: group.command,
+                result: LOST_NOTE.to_string(),
+                elapsed: Duration::ZERO,
+            });
+        }
+        drop(results);
+        self.inner.queue.notify.notify_waiters();
     }
 
     /// The longest timeout a job may have.
@@ -207,6 +257,7 @@ impl JobManager {
             options.detached,
             options.confinement.clone(),
             &env,
+            &self.inner.children,
         )?;
         forget_old_jobs(&mut jobs);
         jobs.push(job.clone());
@@ -286,11 +337,14 @@ impl JobManager {
         Ok(job.summary())
     }
 
-    /// Kills every running job that is not detached. The manager stays usable.
+    /// Kills every running job that is not detached, and what the session's
+    /// commands left running (see [`crate::child_groups`]). The manager
+    /// stays usable.
     pub fn shutdown(&self) {
         for job in lock(&self.inner.jobs).iter() {
             job.kill_now_unless_detached();
         }
+        self.inner.children.kill_all();
     }
 
     fn find(&self, id: &str) -> Result<Arc<Job>, ToolError> {
@@ -379,11 +433,14 @@ pub fn format_results(results: &[JobResult]) -> String {
     let mut out = String::from("<background-results>\n");
     for r in results {
         let code = r.exit_code.map(|c| format!(" (exit code {c})")).unwrap_or_default();
+        let after = match r.status {
+            JobStatus::Lost => String::new(),
+            _ => format!(" after {}", human_elapsed(r.elapsed)),
+        };
         out.push_str(&format!(
-            "[bg:{}] {}{code} after {}: {}\n{}\n",
+            "[bg:{}] {}{code}{after}: {}\n{}\n",
             r.task_id,
             r.status,
-            human_elapsed(r.elapsed),
             r.command,
             r.result.trim_end()
         ));

@@ -18,6 +18,7 @@ use crate::ToolError;
 use crate::background::{JobResult, JobStatus, JobSummary, RESULT_KEEP_CHARS};
 use crate::bash::{GroupKill, kill_group, spawn_in_group};
 use crate::bash_output::Capture;
+use crate::child_groups::ChildGroups;
 
 /// After the shell exits, how long to keep reading output its own background
 /// children still write to the pipe (as `bash` does).
@@ -77,6 +78,7 @@ pub(crate) struct Run {
     child: tokio::process::Child,
     group: GroupKill,
     pipe: Option<Receiver>,
+    children: ChildGroups,
 }
 
 impl Job {
@@ -89,6 +91,7 @@ impl Job {
         detached: bool,
         confinement: Option<Arc<crate::landlock::WriteConfinement>>,
         env: &[(std::ffi::OsString, std::ffi::OsString)],
+        children: &ChildGroups,
     ) -> Result<(Arc<Job>, Run), ToolError> {
         let (output, fd, reader, script) = if detached {
             let dir = workspace.join(".agent").join("jobs");
@@ -105,7 +108,8 @@ impl Job {
             let output = Output::Pipe(Mutex::new(Capture::default()));
             (output, OwnedFd::from(writer), Some(reader), command.to_string())
         };
-        let (child, mut group) = spawn_in_group(&script, workspace, fd, confinement, env)?;
+        let (child, mut group) =
+            spawn_in_group(&script, workspace, fd, confinement, env, detached)?;
         let pipe = reader
             .map(|r| Receiver::from_owned_fd(OwnedFd::from(r)))
             .transpose()
@@ -113,6 +117,8 @@ impl Job {
         let pgid = group.pgid();
         if detached {
             group.disarm(); // must outlive us; kills go through `pgid`
+        } else if let Some(pgid) = pgid {
+            children.record(pgid, Some(id), command);
         }
         let job = Arc::new(Job {
             id: id.to_string(),
@@ -129,7 +135,7 @@ impl Job {
             stop: CancellationToken::new(),
             done: CancellationToken::new(),
         });
-        Ok((job, Run { child, group, pipe }))
+        Ok((job, Run { child, group, pipe, children: children.clone() }))
     }
 
     /// True until the supervisor records the end.
@@ -193,7 +199,8 @@ impl Run {
     /// Waits for the job to end (exit, timeout or kill), records how, and queues
     /// its result.
     pub(crate) async fn supervise(self, job: Arc<Job>, timeout: Duration, queue: Arc<Queue>) {
-        let Run { mut child, mut group, mut pipe } = self;
+        let Run { mut child, mut group, mut pipe, children } = self;
+        let pgid = lock(&job.state).pgid;
         let deadline = job.started + timeout;
         let mut buf = vec![0u8; 64 * 1024];
         let mut exited: Option<std::process::ExitStatus> = None;
@@ -244,8 +251,12 @@ impl Run {
                 .await;
             }
         }
-        // Children a finished shell left behind keep running, as with `bash`.
+        // Children a finished shell left behind keep running, as with `bash`
+        // (recorded, until the session ends).
         group.disarm();
+        if let (Some(pgid), false) = (pgid, job.detached) {
+            children.ended(pgid);
+        }
         let (status, exit_code, signal) = match end {
             // Our own SIGKILL (shutdown) may be seen as an exit before the stop.
             End::Exited(status) if status.code().is_none() && job.stop.is_cancelled() => {

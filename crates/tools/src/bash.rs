@@ -105,7 +105,8 @@ impl Tool for BashTool {
             "trap 'pwd -P > {} 2>/dev/null' EXIT\n{command}",
             shell_quote(&cwd_file.path().to_string_lossy())
         );
-        let (end, output) = run(&script, &cwd, Duration::from_millis(timeout_ms), ctx).await?;
+        let (end, output) =
+            run(command, &script, &cwd, Duration::from_millis(timeout_ms), ctx).await?;
 
         if let End::Exited(_) = end {
             self.remember_cwd(cwd_file.path(), &sandbox, &mut notes);
@@ -249,19 +250,21 @@ impl Drop for GroupKill {
 /// Spawns `bash -c script` in `cwd` in a new process group, stdin closed,
 /// stdout and stderr both written to `output` (a pipe or a file), writes
 /// confined by `confinement` when given, with exactly the environment `env`
-/// (see [`crate::SandboxPolicy::child_env`]) plus pager settings. The guard kills the whole group when
-/// dropped while armed.
+/// (see [`crate::SandboxPolicy::child_env`]) plus pager settings. The shell
+/// dies with ferroclaw unless it `outlives` it (a detached job). The guard
+/// kills the whole group when dropped while armed.
 pub(crate) fn spawn_in_group(
     script: &str,
     cwd: &Path,
     output: OwnedFd,
     confinement: Option<Arc<WriteConfinement>>,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
+    outlives: bool,
 ) -> Result<(tokio::process::Child, GroupKill), ToolError> {
     let output_err = output
         .try_clone()
         .map_err(|e| ToolError::io("cannot duplicate the output descriptor", e))?;
-    let mut command = crate::process::Launch::new("bash", cwd)
+    let mut launch = crate::process::Launch::new("bash", cwd)
         .arg("-c")
         .arg(script)
         .env_policy(crate::process::EnvPolicy::Exact(env.to_vec()))
@@ -269,11 +272,16 @@ pub(crate) fn spawn_in_group(
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0")
         .in_own_group()
-        .confined(confinement)
-        .tokio_command();
+        .confined(confinement);
+    if outlives {
+        launch = launch.outlives_ferroclaw();
+    }
+    let mut command = launch.tokio_command();
     command.stdin(Stdio::null()).stdout(output).stderr(output_err);
-    let child = command.spawn().map_err(|e| ToolError::io("cannot start bash", e))?;
-    drop(command); // closes our copies of the output's write end
+    // Spawned where it stays tied to a thread that lives as long as we do;
+    // the command (our copies of the output's write end) is dropped there.
+    let child = crate::process::spawn(move || command.spawn())
+        .map_err(|e| ToolError::io("cannot start bash", e))?;
     let group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
     Ok((child, group))
 }
@@ -281,6 +289,7 @@ pub(crate) fn spawn_in_group(
 /// Spawns `bash -c script` in its own process group with stdout and stderr
 /// on one pipe, and reads it until exit, timeout or cancel.
 async fn run(
+    command: &str,
     script: &str,
     cwd: &Path,
     timeout: Duration,
@@ -289,7 +298,10 @@ async fn run(
     let (reader, writer) = std::io::pipe().map_err(|e| ToolError::io("cannot create a pipe", e))?;
     let env = ctx.sandbox.child_env();
     let (mut child, mut group) =
-        spawn_in_group(script, cwd, OwnedFd::from(writer), ctx.write_confinement()?, &env)?;
+        spawn_in_group(script, cwd, OwnedFd::from(writer), ctx.write_confinement()?, &env, false)?;
+    if let Some(pgid) = group.pgid() {
+        ctx.children.record(pgid, None, command);
+    }
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| ToolError::io("cannot read the command's output", e))?;
 
@@ -321,8 +333,10 @@ async fn run(
             break End::Exited(status);
         }
     };
+    let pgid = group.pgid();
     match end {
-        // Background children of a finished shell keep running on purpose (`server &`).
+        // Background children of a finished shell keep running on purpose
+        // (`server &`), recorded, until the session ends.
         End::Exited(_) => group.disarm(),
         End::TimedOut | End::Cancelled => {
             group.kill();
@@ -338,6 +352,9 @@ async fn run(
             })
             .await;
         }
+    }
+    if let Some(pgid) = pgid {
+        ctx.children.ended(pgid);
     }
     Ok((end, capture))
 }

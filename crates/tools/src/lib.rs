@@ -62,6 +62,7 @@ mod bash_output;
 mod beneath;
 mod builtin;
 pub mod child_env;
+pub mod child_groups;
 pub mod claude;
 mod closest;
 mod deny;
@@ -216,6 +217,9 @@ pub struct ToolContext {
     /// What this conversation has read (`read` answers a re-read of an
     /// unchanged file with a note); owned by the agent.
     pub reads: ReadLedger,
+    /// Where the session records the process groups its commands start
+    /// (see [`child_groups`]); the default records nothing.
+    pub children: child_groups::ChildGroups,
 }
 
 /// How tools are confined: what the commands they run may write and
@@ -286,6 +290,7 @@ impl ToolContext {
             events: None,
             sandbox: SandboxPolicy::default(),
             reads: ReadLedger::default(),
+            children: child_groups::ChildGroups::default(),
         }
     }
 

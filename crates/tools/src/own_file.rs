@@ -63,23 +63,13 @@ pub fn open_with(path: &Path, mut options: OpenOptions) -> std::io::Result<File>
 pub fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     let file = open(path)?;
     let len = file.metadata()?.len();
-    let too_big = || {
-        Error::new(
-            ErrorKind::InvalidInput,
-            format!(
-                "{} is over {} KiB, more than ferroclaw reads there",
-                path.display(),
-                max / 1024
-            ),
-        )
-    };
     if len > max {
-        return Err(too_big());
+        return Err(crate::repo_file::over_cap(path, len, max));
     }
     let mut bytes = Vec::with_capacity(len as usize);
     file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
-        return Err(too_big());
+        return Err(crate::repo_file::over_cap(path, bytes.len() as u64, max));
     }
     Ok(bytes)
 }

@@ -9,7 +9,19 @@
 //! - the confinement ([`crate::landlock::WriteConfinement`]): Landlock
 //!   writes (and, for git, reads), the read-only protected files and, for
 //!   git, a network namespace of its own;
-//! - the working folder and, when asked, a process group of its own.
+//! - the working folder and, when asked, a process group of its own;
+//! - death with ferroclaw: the child gets `PR_SET_PDEATHSIG` (SIGKILL), so
+//!   a kill -9 of ferroclaw takes its direct children with it, unless the
+//!   launch [outlives ferroclaw](Launch::outlives_ferroclaw) (a detached job).
+//!
+//! Linux sends the parent-death signal when the *thread* that forked the
+//! child ends, not the process: a child forked on a tokio worker that later
+//! retires (after `block_in_place`, a blocking-pool thread ending after its
+//! idle time) would be killed mid-run. So every child that is not waited for
+//! on the thread that started it is started on the launcher thread, which
+//! lives as long as the process: [`spawn`] runs the spawning code there (in
+//! the caller's tokio runtime). A command waited for where it starts
+//! (`output()`, `status()`) may start on any thread.
 //!
 //! ```
 //! use ferroclaw_tools::process::{EnvPolicy, Launch};
@@ -50,6 +62,8 @@ pub struct Launch {
     extra_env: Vec<(OsString, OsString)>,
     confinement: Option<Arc<WriteConfinement>>,
     own_group: bool,
+    /// Keeps running when ferroclaw ends (no parent-death signal).
+    outlives: bool,
 }
 
 impl Launch {
@@ -63,6 +77,7 @@ impl Launch {
             extra_env: Vec::new(),
             confinement: None,
             own_group: false,
+            outlives: false,
         }
     }
 
@@ -100,6 +115,13 @@ impl Launch {
     /// kill everything it started).
     pub fn in_own_group(mut self) -> Self {
         self.own_group = true;
+        self
+    }
+
+    /// Lets the process outlive ferroclaw (a detached background job): no
+    /// parent-death signal is set.
+    pub fn outlives_ferroclaw(mut self) -> Self {
+        self.outlives = true;
         self
     }
 
@@ -152,6 +174,14 @@ impl Launch {
                 command.pre_exec(move || confinement.apply_in_child());
             }
         }
+        if !self.outlives {
+            // After the confinement: nothing after this changes credentials,
+            // which would clear the signal.
+            // SAFETY: dies_with makes only async-signal-safe syscalls.
+            unsafe {
+                command.pre_exec(dies_with(std::process::id()));
+            }
+        }
         command
     }
 
@@ -159,6 +189,79 @@ impl Launch {
     pub fn tokio_command(&self) -> tokio::process::Command {
         tokio::process::Command::from(self.command())
     }
+}
+
+/// The `pre_exec` step that makes the child die with ferroclaw: SIGKILL on
+/// the parent's death (see the module docs for the thread it is tied to),
+/// then a check that the parent (`parent`, ferroclaw's pid) did not die
+/// before the signal was set, in which case the child stops before running.
+fn dies_with(parent: u32) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+    move || {
+        // SAFETY: prctl and getppid are async-signal-safe syscalls.
+        let set = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+        if set != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if u32::try_from(unsafe { libc::getppid() }).ok() != Some(parent) {
+            return Err(std::io::Error::other("ferroclaw ended before the command started"));
+        }
+        Ok(())
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The launcher thread's queue, started on first use.
+fn launcher() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> {
+    static LAUNCHER: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>> =
+        std::sync::OnceLock::new();
+    LAUNCHER
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<Job>();
+            let started = std::thread::Builder::new().name("ferroclaw-launcher".to_string()).spawn(
+                move || {
+                    // Lives as long as the process: the sender is never dropped.
+                    while let Ok(job) = rx.recv() {
+                        // A panicking job must not end the thread children are tied to.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    }
+                },
+            );
+            match started {
+                Ok(_) => Some(std::sync::Mutex::new(tx)),
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot start the launcher thread ({e}); children start where asked"
+                    );
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// Runs `start` (code that spawns a child: `command.spawn()`, a wrapper's
+/// spawn) on the launcher thread, inside the caller's tokio runtime when
+/// there is one, and returns what it returned. The child's parent-death
+/// signal is then tied to a thread that ends only with the process. Blocks
+/// the caller for the time of the fork and exec.
+pub fn spawn<T: Send + 'static>(
+    start: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    let Some(launcher) = launcher() else {
+        return start();
+    };
+    let runtime = tokio::runtime::Handle::try_current().ok();
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let job: Job = Box::new(move || {
+        let _entered = runtime.as_ref().map(|r| r.enter());
+        let _ = tx.send(start());
+    });
+    let sent = launcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner).send(job);
+    if sent.is_err() {
+        return Err(std::io::Error::other("the launcher thread is gone"));
+    }
+    rx.recv().unwrap_or_else(|_| Err(std::io::Error::other("the launcher thread failed")))
 }
 
 /// The folders a confined process that may read only what it needs still
@@ -215,6 +318,40 @@ mod tests {
         assert!(env.iter().any(|(k, v)| k == "TMPDIR" && v == "/tmp"));
         assert!(env.iter().any(|(k, v)| k == "EXTRA" && v == "1"));
         assert!(!env.iter().any(|(k, _)| k.to_string_lossy().contains("KEY")));
+    }
+
+    #[test]
+    fn a_child_dies_with_the_thread_that_forked_it_so_spawns_go_to_the_launcher() {
+        use std::os::unix::process::ExitStatusExt;
+        // The pitfall: forked on a thread that then ends, the child is killed.
+        let mut direct =
+            std::thread::spawn(|| Launch::new("sleep", "/").arg("30").command().spawn().unwrap())
+                .join()
+                .unwrap();
+        assert_eq!(direct.wait().unwrap().signal(), Some(libc::SIGKILL));
+        // Through the launcher it lives until it is told to stop.
+        let mut launched = std::thread::spawn(|| {
+            let mut command = Launch::new("sleep", "/").arg("30").command();
+            spawn(move || command.spawn()).unwrap()
+        })
+        .join()
+        .unwrap();
+        // SAFETY: signals the child this test started.
+        unsafe { libc::kill(launched.id() as i32, libc::SIGTERM) };
+        assert_eq!(launched.wait().unwrap().signal(), Some(libc::SIGTERM));
+    }
+
+    #[test]
+    fn a_launch_that_outlives_ferroclaw_has_no_parent_death_signal() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = std::thread::spawn(|| {
+            Launch::new("sleep", "/").arg("30").outlives_ferroclaw().command().spawn().unwrap()
+        })
+        .join()
+        .unwrap();
+        // SAFETY: signals the child this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
     }
 
     #[test]

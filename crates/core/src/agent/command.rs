@@ -101,6 +101,7 @@ impl Agent {
             events: None,
             sandbox: self.sandbox.clone(),
             reads: self.reads.clone(),
+            children: self.children(),
         };
         execute(tool, &call, input, &ctx).await.joined_text().trim_end().to_string()
     }

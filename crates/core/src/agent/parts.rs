@@ -138,6 +138,12 @@ impl Agent {
         &self.session
     }
 
+    /// Closes the session file until the next write (see
+    /// [`SessionLog::release`]): an idle gateway chat holds no descriptor.
+    pub fn release_session_file(&mut self) {
+        self.session.release();
+    }
+
     /// The conversation sent to the model.
     pub fn messages(&self) -> &[Message] {
         &self.messages
@@ -171,6 +177,12 @@ impl Agent {
     /// Background jobs, where background tools are offered.
     pub fn jobs(&self) -> Option<&JobManager> {
         self.jobs.as_ref()
+    }
+
+    /// The session's record of the process groups its commands start
+    /// (shared with its background jobs; nothing recorded without them).
+    pub fn children(&self) -> ferroclaw_tools::child_groups::ChildGroups {
+        self.jobs.as_ref().map(|j| j.children().clone()).unwrap_or_default()
     }
 
     /// The model's context window, in tokens.

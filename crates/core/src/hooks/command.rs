@@ -11,8 +11,11 @@ use std::time::{Duration, Instant};
 use ferroclaw_tools::process::{EnvPolicy, Launch};
 use tokio::io::AsyncWriteExt;
 
-/// Output of a hook beyond this many bytes (per stream) is cut.
-const MAX_OUTPUT_BYTES: usize = 64 * 1024;
+/// The cap on what a hook may print, per stream (and on an http hook's
+/// answer): far above any decision or context a hook gives. Beyond it the
+/// rest is read and dropped (memory stays bounded), and the run says so
+/// ([`CommandRun::over_cap`]): an answer on stdout that was cut is not read.
+pub const MAX_OUTPUT_BYTES: usize = 64 * 1024;
 
 /// How a hook command ended.
 #[derive(Debug, Clone)]
@@ -32,6 +35,43 @@ pub struct CommandRun {
     pub stdout: String,
     pub stderr: String,
     pub duration_ms: u64,
+    /// The stream that went over [`MAX_OUTPUT_BYTES`] (`stdout` first)
+    /// and how many bytes it had.
+    pub over_cap: Option<(&'static str, u64)>,
+}
+
+impl CommandRun {
+    /// What the hook printed over the cap, said for the user; `None` when
+    /// nothing was.
+    pub fn cap_note(&self) -> Option<String> {
+        let (stream, len) = self.over_cap?;
+        Some(format!(
+            "printed {len} bytes on {stream}, over the {} KiB cap on hook output; the rest was \
+             dropped{}",
+            MAX_OUTPUT_BYTES / 1024,
+            if stream == "stdout" { " and its answer was not read" } else { "" }
+        ))
+    }
+}
+
+/// Reads `stream` to its end, keeping its first [`MAX_OUTPUT_BYTES`];
+/// returns them and how many bytes there were.
+pub(crate) async fn read_capped(
+    mut stream: impl tokio::io::AsyncRead + Unpin,
+) -> std::io::Result<(Vec<u8>, u64)> {
+    use tokio::io::AsyncReadExt;
+    let mut kept = Vec::new();
+    let mut total = 0u64;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok((kept, total));
+        }
+        total += n as u64;
+        let room = MAX_OUTPUT_BYTES.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
 }
 
 /// Which environment hook commands see.
@@ -80,19 +120,18 @@ pub async fn run(
         stdout: text(stdout),
         stderr: text(stderr),
         duration_ms: started.elapsed().as_millis() as u64,
+        over_cap: None,
     };
-    let child = Launch::new("sh", workspace)
+    let mut launch = Launch::new("sh", workspace)
         .arg("-c")
         .arg(command)
         .env_policy(env.policy())
         .env("CLAUDE_PROJECT_DIR", workspace)
         .env("FERROCLAW_PROJECT_DIR", workspace)
-        .tokio_command()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn();
+        .tokio_command();
+    launch.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    // On the launcher thread: it dies with ferroclaw, not with a worker thread.
+    let child = ferroclaw_tools::process::spawn(move || launch.spawn());
     let mut child = match child {
         Ok(c) => c,
         Err(e) => return done(Ended::NotStarted(e.to_string()), b"", b""),
@@ -103,8 +142,20 @@ pub async fn run(
         drop(stdin);
     }
     let limit = Duration::from_secs_f64(timeout_secs);
-    match tokio::time::timeout(limit, child.wait_with_output()).await {
-        Ok(Ok(out)) => done(Ended::Exited(out.status.code()), &out.stdout, &out.stderr),
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return done(Ended::NotStarted("no output pipes".into()), b"", b"");
+    };
+    let finished = async {
+        let (out, err) = tokio::try_join!(read_capped(stdout), read_capped(stderr))?;
+        Ok::<_, std::io::Error>((child.wait().await?, out, err))
+    };
+    match tokio::time::timeout(limit, finished).await {
+        Ok(Ok((status, (out, out_len), (err, err_len)))) => {
+            let over_cap = [("stdout", out_len), ("stderr", err_len)]
+                .into_iter()
+                .find(|(_, len)| *len > MAX_OUTPUT_BYTES as u64);
+            CommandRun { over_cap, ..done(Ended::Exited(status.code()), &out, &err) }
+        }
         Ok(Err(e)) => done(Ended::NotStarted(e.to_string()), b"", b""),
         // Dropping the future kills the child (kill_on_drop).
         Err(_) => done(Ended::TimedOut, b"", b""),

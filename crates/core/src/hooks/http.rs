@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::command::{CommandRun, Ended};
+use super::command::{CommandRun, Ended, MAX_OUTPUT_BYTES};
 use super::settings::HttpHook;
 
 /// POSTs `input` to the hook's URL, waiting at most `timeout_secs`.
@@ -15,6 +15,7 @@ pub async fn post(hook: &HttpHook, input: &str, timeout_secs: f64) -> CommandRun
         stdout: stdout.trim().to_string(),
         stderr,
         duration_ms: started.elapsed().as_millis() as u64,
+        over_cap: None,
     };
     // Ignore the error: another crate or an earlier call installed one.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -33,7 +34,11 @@ pub async fn post(hook: &HttpHook, input: &str, timeout_secs: f64) -> CommandRun
         Err(e) => done(Ended::NotStarted(e.to_string()), String::new(), String::new()),
         Ok(response) => {
             let status = response.status();
-            let body = response.text().await.unwrap_or_default();
+            let (body, len) = read_body(response).await;
+            if len > MAX_OUTPUT_BYTES as u64 {
+                let run = done(Ended::Exited(Some(0)), String::new(), String::new());
+                return CommandRun { over_cap: Some(("stdout", len)), ..run };
+            }
             match status.is_success() {
                 true => done(Ended::Exited(Some(0)), body, String::new()),
                 false => {
@@ -42,4 +47,16 @@ pub async fn post(hook: &HttpHook, input: &str, timeout_secs: f64) -> CommandRun
             }
         }
     }
+}
+
+/// The answer's body, its first [`MAX_OUTPUT_BYTES`] kept, and its length.
+async fn read_body(mut response: reqwest::Response) -> (String, u64) {
+    let mut kept = Vec::new();
+    let mut total = 0u64;
+    while let Ok(Some(chunk)) = response.chunk().await {
+        total += chunk.len() as u64;
+        let room = MAX_OUTPUT_BYTES.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    (String::from_utf8_lossy(&kept).into_owned(), total)
 }
