@@ -50,6 +50,7 @@ mod pairing;
 mod pg;
 mod prune;
 mod queue;
+mod registry;
 mod sessions;
 mod tls;
 mod transfer;
@@ -63,6 +64,7 @@ pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
 pub use pg::{Changes, PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
 pub use queue::{Claim, Enqueued, Incoming, LookAgain, Outbound};
+pub use registry::{GatewayRow, KEEPALIVE_SECS, Liveness, Registration, ServedModel};
 pub use sessions::{SessionHead, SessionWrite, storable_line};
 pub use transfer::AllowListEntry;
 

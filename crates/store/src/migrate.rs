@@ -177,6 +177,8 @@ ALTER TABLE cron_runs ADD COLUMN lease_until timestamptz,
 CREATE INDEX cron_runs_leased ON cron_runs (lease_until)
     WHERE finished_at IS NULL AND lease_until IS NOT NULL;
 "#,
+    // liveness: the gateway registry and liveness locks (see `registry`).
+    crate::registry::REGISTRY_MIGRATION,
 ];
 
 /// The version the database is at (0 when it has no ferroclaw schema).
