@@ -42,6 +42,7 @@ pub mod format;
 mod fuzz;
 pub mod gateway;
 pub mod heartbeat;
+pub mod liveness;
 pub mod media;
 pub mod multipart;
 pub mod outbox;

@@ -63,7 +63,7 @@ pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
 pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
 pub use pg::{Changes, PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
-pub use queue::{Claim, Enqueued, Incoming, LookAgain, Outbound};
+pub use queue::{Claim, Enqueued, Incoming, LIVENESS_CHECK, LookAgain, Outbound};
 pub use registry::{GatewayRow, KEEPALIVE_SECS, Liveness, Registration, ServedModel};
 pub use sessions::{SessionHead, SessionWrite, storable_line};
 pub use transfer::AllowListEntry;
