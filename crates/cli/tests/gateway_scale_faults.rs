@@ -318,8 +318,10 @@ fn a_killed_gateways_chat_is_answered_by_the_survivor_long_before_its_lease_runs
     wait_for(60, "the first model call", || !env.server.requests().is_empty());
     let holders = query(&url, "SELECT holder FROM chat_leases");
     assert_eq!(holders.len(), 1, "{holders:?}");
-    let running =
-        gateways.iter().position(|g| g.child.id() == pid_of(&holders[0])).expect("a gateway's turn");
+    let running = gateways
+        .iter()
+        .position(|g| g.child.id() == pid_of(&holders[0]))
+        .expect("a gateway's turn");
     let mut dead = gateways.remove(running);
     dead.child.kill().unwrap();
     dead.child.wait().unwrap();

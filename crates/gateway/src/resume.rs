@@ -101,6 +101,7 @@ pub async fn claim(key: &SessionKey, message: &mut InboundMessage, shared: &Shar
     // Several gateways: a message claimed for the first time has nothing
     // in the journal (one round trip fewer).
     if message.metadata.remove(FIRST_CLAIM_KEY).is_some() {
+        journal.never_started(&session, &turn);
         return Claim::Turn(JournalledTurn { journal, session, turn });
     }
     match journal.load(&session, &turn).await {

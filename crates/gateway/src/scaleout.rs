@@ -405,6 +405,15 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
                 continue;
             }
         }
+        // A gateway that does not serve the database's model config only
+        // looks now and then (another gateway may adopt its config).
+        if !registered.takes_turns {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(safety_poll()) => {}
+            }
+            continue;
+        }
         // A message behind a dead worker's lease can be taken once the lease
         // runs out, and nothing notifies that: look again then.
         let wait = match link.store.look_again().await {
@@ -697,12 +706,14 @@ pub struct PgJournal {
     store: PgStore,
     /// Begun turns' first steps, by (session, turn), not yet written.
     begun: Mutex<HashMap<(String, String), serde_json::Value>>,
+    /// Turns whose message is handed out for the first time: nothing to load.
+    fresh: Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl PgJournal {
     /// The journal in `store`'s database.
     pub fn new(store: PgStore) -> PgJournal {
-        PgJournal { store, begun: Mutex::new(HashMap::new()) }
+        PgJournal { store, begun: Mutex::new(HashMap::new()), fresh: Mutex::default() }
     }
 
     fn begun(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), serde_json::Value>> {
@@ -723,6 +734,10 @@ impl ferroclaw_core::journal::TurnJournal for PgJournal {
         // finish was stored and its answer was not: the database went away
         // in between). Its turn replays from the journal, model answers
         // included, and its answer is stored this time.
+        let key = (session.to_string(), turn.to_string());
+        if self.fresh.lock().unwrap_or_else(PoisonError::into_inner).remove(&key) {
+            return Ok(ferroclaw_core::journal::TurnRecord::default());
+        }
         let (rows, _finished) = self.store.load_steps(session, turn).await.map_err(backend)?;
         let mut steps = Vec::with_capacity(rows.len());
         for (expected, row) in rows.into_iter().enumerate() {
@@ -769,7 +784,9 @@ impl ferroclaw_core::journal::TurnJournal for PgJournal {
         session: &str,
         turn: &str,
     ) -> Result<(), ferroclaw_core::journal::JournalError> {
-        self.begun().remove(&(session.to_string(), turn.to_string()));
+        let key = (session.to_string(), turn.to_string());
+        self.fresh.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+        self.begun().remove(&key);
         Ok(())
     }
 
@@ -778,6 +795,11 @@ impl ferroclaw_core::journal::TurnJournal for PgJournal {
     ) -> Result<Vec<ferroclaw_core::journal::Unfinished>, ferroclaw_core::journal::JournalError>
     {
         Ok(Vec::new())
+    }
+
+    fn never_started(&self, session: &str, turn: &str) {
+        let key = (session.to_string(), turn.to_string());
+        self.fresh.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
     }
 }
 

@@ -20,6 +20,10 @@
 //!   answered from any process, and the turn journal's steps;
 //! - chat sessions, line for line as their JSONL files (so gateways on
 //!   machines that share no folder continue the same conversations);
+//! - a registry of the live gateway processes, each holding an advisory
+//!   lock the server drops when its connection ends, so a dead process's
+//!   chats are taken over at once; and the one model config the database
+//!   serves ([`PgStore::register`]);
 //! - housekeeping: finished rows pruned after a while ([`PgStore::prune`]).
 //!
 //! `LISTEN/NOTIFY` only wakes workers and watchers ([`Wakeups`], [`Changes`]):

@@ -109,10 +109,7 @@ impl PgStore {
     /// Returns the registration to hold for the process's life, and the
     /// model config the database serves (this one's when it was the first,
     /// or told to adopt).
-    pub async fn register(
-        &self,
-        me: &Registration,
-    ) -> Result<(Liveness, ServedModel), StoreError> {
+    pub async fn register(&self, me: &Registration) -> Result<(Liveness, ServedModel), StoreError> {
         let client = self.pool.get().await?;
         let statement = client
             .prepare_cached(
@@ -145,9 +142,10 @@ impl PgStore {
                 &[&self.holder()],
             )
             .await?;
-        let served = self.served_model().await?.ok_or_else(|| {
-            StoreError::Query("no served model config after registering".into())
-        })?;
+        let served = self
+            .served_model()
+            .await?
+            .ok_or_else(|| StoreError::Query("no served model config after registering".into()))?;
         let (tx, alive) = watch::channel(false);
         let (config, tls, holder) = (self.config.clone(), self.tls.clone(), self.holder.clone());
         let task = tokio::spawn(hold_liveness(config, tls, holder, tx));
@@ -159,9 +157,8 @@ impl PgStore {
     /// The model config the database serves (`None` before any gateway registered).
     pub async fn served_model(&self) -> Result<Option<ServedModel>, StoreError> {
         let client = self.pool.get().await?;
-        let row = client
-            .query_opt("SELECT model, model_digest, set_by FROM served_model", &[])
-            .await?;
+        let row =
+            client.query_opt("SELECT model, model_digest, set_by FROM served_model", &[]).await?;
         Ok(row.map(|r| ServedModel { model: r.get(0), model_digest: r.get(1), set_by: r.get(2) }))
     }
 
@@ -318,7 +315,8 @@ mod tests {
         // A process that never registered (an older binary) holds the other chat.
         assert_eq!(old.claim(LONG).await.unwrap().map(|c| c.chat).as_deref(), Some("web:two"));
         assert_eq!(b.claim(LONG).await.unwrap(), None, "both holders are alive");
-        let live: Vec<String> = b.live_gateways().await.unwrap().into_iter().map(|g| g.holder).collect();
+        let live: Vec<String> =
+            b.live_gateways().await.unwrap().into_iter().map(|g| g.holder).collect();
         assert_eq!(live, ["gw-a", "gw-b"]);
 
         // gw-a dies: its liveness connection ends, and its chat is free at
@@ -331,7 +329,8 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         assert_eq!((taken.chat.as_str(), taken.attempts), ("web:one", 1));
-        let live: Vec<String> = b.live_gateways().await.unwrap().into_iter().map(|g| g.holder).collect();
+        let live: Vec<String> =
+            b.live_gateways().await.unwrap().into_iter().map(|g| g.holder).collect();
         assert_eq!(live, ["gw-b"]);
         // The unregistered holder's chat waits for its lease as before.
         assert_eq!(b.claim(LONG).await.unwrap(), None);
@@ -349,7 +348,8 @@ mod tests {
         message(&prod, "1", "telegram:42").await;
         assert!(staging.claim_serving(LONG, 8, Some("staging")).await.unwrap().is_empty());
         let status = staging.live_gateways().await.unwrap();
-        let serves: Vec<(&str, bool)> = status.iter().map(|g| (g.holder.as_str(), g.serves)).collect();
+        let serves: Vec<(&str, bool)> =
+            status.iter().map(|g| (g.holder.as_str(), g.serves)).collect();
         assert_eq!(serves, [("gw-prod", true), ("gw-staging", false)]);
 
         // Restarted and told to adopt its own config, the database serves it from now on.
