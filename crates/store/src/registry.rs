@@ -203,39 +203,36 @@ async fn hold_liveness(
 ) {
     let mut wait = Duration::from_millis(50);
     loop {
-        match config.connect(tls.clone()).await {
-            Ok((client, connection)) => {
-                let driver = tokio::spawn(connection);
-                let locked = client
-                    .query_one(
-                        &format!(
-                            "SELECT set_config('tcp_keepalives_idle', '{KEEPALIVE_SECS}', false),
-                                    set_config('tcp_keepalives_interval', '{KEEPALIVE_SECS}', false),
-                                    set_config('tcp_keepalives_count', '3', false),
-                                    pg_try_advisory_lock($1, hashtext($2))"
-                        ),
-                        &[&LIVENESS_LOCK_SPACE, &holder],
-                    )
-                    .await
-                    .map(|row| row.get::<_, bool>(3));
-                match locked {
-                    Ok(true) => {
-                        wait = Duration::from_millis(50);
-                        alive.send_replace(true);
-                        // Held until the connection ends.
-                        let _ = driver.await;
-                        alive.send_replace(false);
-                        tracing::warn!(holder = %holder, "lost the liveness connection; taking it again");
-                    }
-                    // Another connection of ours (not yet ended by the server) holds it.
-                    Ok(false) => {
-                        drop(client);
-                        driver.abort();
-                    }
-                    Err(_) => driver.abort(),
+        if let Ok((client, connection)) = config.connect(tls.clone()).await {
+            let driver = tokio::spawn(connection);
+            let locked = client
+                .query_one(
+                    &format!(
+                        "SELECT set_config('tcp_keepalives_idle', '{KEEPALIVE_SECS}', false),
+                                set_config('tcp_keepalives_interval', '{KEEPALIVE_SECS}', false),
+                                set_config('tcp_keepalives_count', '3', false),
+                                pg_try_advisory_lock($1, hashtext($2))"
+                    ),
+                    &[&LIVENESS_LOCK_SPACE, &holder],
+                )
+                .await
+                .map(|row| row.get::<_, bool>(3));
+            match locked {
+                Ok(true) => {
+                    wait = Duration::from_millis(50);
+                    alive.send_replace(true);
+                    // Held until the connection ends.
+                    let _ = driver.await;
+                    alive.send_replace(false);
+                    tracing::warn!(holder = %holder, "lost the liveness connection; taking it again");
                 }
+                // Another connection of ours (not yet ended by the server) holds it.
+                Ok(false) => {
+                    drop(client);
+                    driver.abort();
+                }
+                Err(_) => driver.abort(),
             }
-            Err(_) => {}
         }
         tokio::time::sleep(wait).await;
         wait = (wait * 2).min(RELOCK_MAX);
@@ -359,6 +356,11 @@ mod tests {
         assert!(prod.claim_serving(LONG, 8, Some("prod")).await.unwrap().is_empty());
         let claims = staging.claim_serving(LONG, 8, Some("staging")).await.unwrap();
         assert_eq!(claims.len(), 1);
+    }
+
+    #[test]
+    fn the_sql_checks_the_lock_the_gateways_hold() {
+        assert!(REGISTRY_MIGRATION.contains(&format!("({LIVENESS_LOCK_SPACE}, hashtext(who))")));
     }
 
     #[tokio::test]
