@@ -170,13 +170,16 @@ mod tests {
         let prod = model_config(&load("model = \"anthropic/claude-sonnet-4-5\"\n"));
         let same = model_config(&load("model = \"anthropic/claude-sonnet-4-5\"\nmax_turns = 7\n"));
         let other = model_config(&load("model = \"openai/gpt-5\"\n"));
-        let endpoint = model_config(&load(
-            "model = \"anthropic/claude-sonnet-4-5\"\n[providers.anthropic]\nbase_url = \"http://staging:8080\"\n",
-        ));
+        let at = |url: &str| {
+            model_config(&load(&format!(
+                "model = \"own/m\"\n[providers.own]\nwire = \"openai\"\nbase_url = \"{url}\"\n"
+            )))
+        };
+        let (staging, production) = (at("http://staging:8080/v1"), at("http://prod:8080/v1"));
         assert_eq!(prod, same, "max_turns is not part of the model config");
         assert_ne!(prod.1, other.1);
-        assert_ne!(prod.1, endpoint.1);
-        assert_eq!(endpoint.0, "anthropic/claude-sonnet-4-5 via http://staging:8080");
+        assert_ne!(staging.1, production.1, "the same model at another endpoint");
+        assert_eq!(staging.0, "own/m via http://staging:8080/v1");
         assert_eq!(prod.1.len(), DIGEST_CHARS);
     }
 }
