@@ -50,6 +50,9 @@ pub enum GatewayAction {
     /// FERROCLAW_DATABASE_URL); the gateway also does this at start unless
     /// `store_migrate = false`.
     Migrate,
+    /// List the gateway processes alive on the shared database (its
+    /// registry), what each runs and holds, and the model config it serves.
+    Status,
     /// Move this box's chat sessions, pairing allow-lists and cron jobs into
     /// the shared database (what is there already is left alone).
     Import,
@@ -78,6 +81,7 @@ pub async fn run(
     match action {
         Some(GatewayAction::Install { force }) => install(*force),
         Some(GatewayAction::Migrate) => migrate(cli).await,
+        Some(GatewayAction::Status) => crate::gateway_status::run(cli).await,
         Some(GatewayAction::Import) => {
             crate::gateway_transfer::run(cli, crate::gateway_transfer::Direction::Import).await
         }

@@ -16,6 +16,7 @@ mod eval_cmd;
 mod eval_learning;
 mod exit;
 mod gateway_cmd;
+mod gateway_status;
 mod gateway_transfer;
 mod highlight;
 mod interrupt;

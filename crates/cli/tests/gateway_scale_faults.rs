@@ -309,3 +309,97 @@ fn a_database_outage_is_one_line_when_it_starts_and_one_when_it_ends() {
     assert_eq!(err.matches("database notifications lost").count(), 1, "{err}");
     assert_eq!(err.matches("database notifications are back").count(), 1, "{err}");
 }
+
+/// A chat lease far longer than any test waits: a takeover seen here came
+/// from the dead process's liveness, not from its lease running out.
+const LEASE_NO_TEST_WAITS_FOR: &str = "chat_lease_secs = 600";
+
+#[test]
+fn a_killed_gateways_chat_is_answered_by_the_survivor_long_before_its_lease_runs_out() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("kill_liveness");
+    let fake = FakeTelegram::start();
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![
+            // The first model call hangs: the turn is mid-flight when its gateway dies.
+            Step::Fault(Fault::Stall { after_text: String::new() }),
+            Turn::text("Hello Ann.").into(),
+            Turn::text("pong").into(),
+        ],
+    );
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\n{LEASE_NO_TEST_WAITS_FOR}\n\
+         store = \"{url}\"\n[channels.telegram]\nenabled = true\ntoken = \"TEST:TOKEN\"\n\
+         api_base = \"{}\"\npoll_timeout_secs = 1\nallow_from = [\"42\"]\n",
+        fake.base
+    ));
+    // No polling and no short test lease: only liveness can hand the chat over.
+    let vars = [("FERROCLAW_TEST_SAFETY_POLL_MS", NO_POLL_MS)];
+    let mut gateways: Vec<Gateway> =
+        (0..2).map(|_| Gateway::spawn_with(&env, env.home.path(), free_port(), &vars)).collect();
+    fake.user_says(42, "Ann", "hello");
+    wait_for(60, "the first model call", || !env.server.requests().is_empty());
+    let holders = query(&url, "SELECT holder FROM chat_leases");
+    assert_eq!(holders.len(), 1, "{holders:?}");
+    let running = gateways
+        .iter()
+        .position(|g| g.child.id() == pid_of(&holders[0]))
+        .expect("a gateway's turn");
+    let mut dead = gateways.remove(running);
+    dead.child.kill().unwrap();
+    dead.child.wait().unwrap();
+
+    // The lease has ten minutes to run; the survivor answers long before.
+    let survivor = &gateways[0];
+    wait_for(60, "the survivor's answer", || !fake.sent_to(42).is_empty());
+    fake.user_says(42, "Ann", "ping");
+    wait_for(60, "the next answer", || fake.sent_to(42).len() >= 2);
+    assert_eq!(fake.sent_to(42), ["Hello Ann.", "pong"], "{}", stderr(survivor));
+    let lease_left = query(
+        &url,
+        "SELECT coalesce(max(extract(epoch FROM expires_at - now()))::int, 0)::text FROM chat_leases",
+    );
+    assert_eq!(lease_left, ["0"], "the chat is free again, its answers given");
+}
+
+#[test]
+fn a_gateway_with_another_model_config_takes_no_turns_and_gateway_status_lists_both() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("model_config_gate");
+    let env = echo_env();
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\n\
+         messages_per_minute = 0\nstore = \"{url}\"\n"
+    ));
+    // Production registers first; then a staging box pointed here by mistake.
+    let production = Gateway::spawn(&env, free_port());
+    let staging_model = [("FERROCLAW_MODEL", "openai/gpt-staging")];
+    let staging = Gateway::spawn_with(&env, env.home.path(), free_port(), &staging_model);
+    wait_for(60, "the staging box's refusal", || stderr(&staging).contains("takes no turns"));
+
+    // Messages that reach the staging box are answered, by production's model.
+    for n in 0..4 {
+        let text = format!("message {n}");
+        assert_eq!(chat(staging.port, "u1", &text), (200, format!("echo: {text}")));
+    }
+    let models: Vec<String> = env
+        .server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(models, ["gpt-test"; 4], "{}", stderr(&staging));
+
+    let out = env.cmd().args(["gateway", "status"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("model config served: openai/gpt-test"), "{text}");
+    assert!(text.contains("live gateways: 2"), "{text}");
+    let line_of = |pid: u32| {
+        text.lines().find(|l| l.contains(&format!("-{pid}-"))).unwrap_or_default().to_string()
+    };
+    assert!(!line_of(production.child.id()).contains("takes no turns"), "{text}");
+    assert!(line_of(staging.child.id()).contains("openai/gpt-staging"), "{text}");
+    assert!(line_of(staging.child.id()).contains("takes no turns"), "{text}");
+}

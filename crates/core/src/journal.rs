@@ -137,6 +137,10 @@ pub trait TurnJournal: Send + Sync {
     /// backend whose queue hands unacknowledged messages to another worker
     /// anyway (a database) returns none, so a turn is not taken up twice.
     async fn unfinished(&self) -> Result<Vec<Unfinished>, JournalError>;
+    /// Says that `turn` in `session` never started before (its message is
+    /// handed out for the first time), so its next `load` has nothing to
+    /// find: a backend may answer that one from memory. The default does nothing.
+    fn never_started(&self, _session: &str, _turn: &str) {}
 }
 
 /// One line of a journal file.

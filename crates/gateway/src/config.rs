@@ -40,7 +40,7 @@ pub const DEFAULT_MAX_WEBSOCKETS: usize = 64;
 pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
 
 /// The keys of `[gateway]` (the fields of [`GatewaySettings`]).
-pub const GATEWAY_KEYS: [&str; 26] = [
+pub const GATEWAY_KEYS: [&str; 27] = [
     "bind",
     "port",
     "token",
@@ -67,6 +67,7 @@ pub const GATEWAY_KEYS: [&str; 26] = [
     "channel_lease_secs",
     "channel_lease_renew_secs",
     "store_keep_days",
+    "model_config_check",
 ];
 
 /// The channels the gateway ships, with the keys of each beyond [`COMMON_KEYS`].
@@ -154,6 +155,10 @@ pub struct GatewaySettings {
     /// Days finished messages, delivered answers, cron runs, finished turns'
     /// journals and old approval requests stay in the database (default 7).
     pub store_keep_days: f64,
+    /// Database store: what a gateway does when the database serves another
+    /// model config than its own (`match`, the default: it takes no turns;
+    /// `adopt`: its config becomes the database's; `off`: it takes turns anyway).
+    pub model_config_check: crate::liveness::ModelConfigCheck,
 }
 
 impl Default for GatewaySettings {
@@ -185,6 +190,7 @@ impl Default for GatewaySettings {
             channel_lease_secs: crate::scaleout::CHANNEL_LEASE.as_secs_f64(),
             channel_lease_renew_secs: crate::scaleout::CHANNEL_LEASE.as_secs_f64() / 3.0,
             store_keep_days: DEFAULT_STORE_KEEP_DAYS,
+            model_config_check: Default::default(),
         }
     }
 }

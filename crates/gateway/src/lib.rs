@@ -45,6 +45,7 @@ pub mod handover;
 pub mod heartbeat;
 pub mod history;
 pub mod home_lock;
+pub mod liveness;
 pub mod media;
 pub mod multipart;
 pub mod outbox;

@@ -163,6 +163,8 @@ pub struct StoreLink {
     pub claims: TaskTracker,
     /// Lease lengths.
     pub leases: Leases,
+    /// This process's registration (set once, when the claim loop starts).
+    pub registered: std::sync::OnceLock<crate::liveness::Registered>,
 }
 
 impl StoreLink {
@@ -183,6 +185,7 @@ impl StoreLink {
             incoming,
             claims: TaskTracker::new(),
             leases,
+            registered: std::sync::OnceLock::new(),
         };
         (Arc::new(link), rx)
     }
@@ -201,6 +204,12 @@ impl StoreLink {
                 mpsc::error::TrySendError::Closed(_) => BusError::Closed,
             }
         })
+    }
+
+    /// Whether this process takes turns (registered, and serving the
+    /// database's model config): cron runs and heartbeats ask this.
+    pub fn takes_turns(&self) -> bool {
+        self.registered.get().is_some_and(|r| r.takes_turns)
     }
 
     /// Changes to cron jobs, in any process, from now on.
@@ -329,9 +338,24 @@ pub async fn store_loop(
 /// An unreachable database is asked again with a growing wait; the work
 /// resumes by itself when it is back.
 pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
+    let check = shared.settings.model_config_check;
+    let config = shared.runtime.config();
+    let Some(registered) = crate::liveness::register(&link, config, check, &stop).await else {
+        return;
+    };
+    let registered = link.registered.get_or_init(|| registered);
+    let gate = registered.gate.as_deref();
     let permits = Arc::new(Semaphore::new(shared.settings.max_concurrent_turns));
     let mut backoff = Backoff::new();
     loop {
+        // Claims are taken only while this process is seen alive (its
+        // liveness lock is held): else others would take them over at once.
+        if !registered.liveness.is_alive() {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = registered.liveness.wait_alive() => {}
+            }
+        }
         let first = tokio::select! {
             () = stop.cancelled() => return,
             permit = permits.clone().acquire_owned() => match permit {
@@ -344,7 +368,7 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
             free.push(p);
         }
         let wanted = free.len() as i64;
-        match link.store.claim_many(link.leases.chat, wanted).await {
+        match link.store.claim_serving(link.leases.chat, wanted, gate).await {
             Ok(claims) => {
                 if !backoff.fresh() {
                     tracing::info!(url = %link.store.url(), "the database is back; taking messages again");
@@ -363,6 +387,16 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
                 if got == wanted {
                     continue;
                 }
+                // Some taken: their ends notify, and a dead process's chats
+                // are looked for again within the liveness check.
+                if got > 0 {
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = link.wakeups.inbound() => {}
+                        () = tokio::time::sleep(ferroclaw_store::LIVENESS_CHECK) => {}
+                    }
+                    continue;
+                }
             }
             Err(e) => {
                 drop(free);
@@ -372,6 +406,15 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
                 backoff.wait(&stop).await;
                 continue;
             }
+        }
+        // A gateway that does not serve the database's model config only
+        // looks now and then (another gateway may adopt its config).
+        if !registered.takes_turns {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(safety_poll()) => {}
+            }
+            continue;
         }
         // A message behind a dead worker's lease can be taken once the lease
         // runs out, and nothing notifies that: look again then.
@@ -412,6 +455,7 @@ async fn finish_claim(
             }
             Err(e) if tokio::time::Instant::now() >= give_up => {
                 tracing::error!(chat = %claim.chat, "answer not stored ({e}); the message will run again");
+                crate::liveness::give_back(link, claim).await;
                 return;
             }
             Err(e) => {
@@ -435,6 +479,9 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
             return;
         }
     };
+    if claim.attempts == 0 {
+        message.metadata.insert(crate::resume::FIRST_CLAIM_KEY.into(), true.into());
+    }
     let mine = claim.origin.as_deref() == Some(link.store.holder());
     if mine && let Some((tap, cancel)) = link.live().get(&message.id).cloned() {
         message.tap = tap;
@@ -454,6 +501,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(chat = %claim.chat, "session not brought up to date ({e}); the message will run again");
+            crate::liveness::give_back(link, &claim).await;
             return;
         }
     };
@@ -518,6 +566,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         Ok(added) => added,
         Err(e) => {
             tracing::error!(chat = %claim.chat, "session not read ({e}); the message will run again");
+            crate::liveness::give_back(link, &claim).await;
             return;
         }
     };
@@ -654,7 +703,29 @@ pub async fn hold_channel(
 /// instead of asking the model again. `unfinished` is empty: the inbound
 /// queue hands an unacknowledged message to another worker anyway, and a
 /// starting gateway must not take up turns live gateways are running.
-pub struct PgJournal(pub PgStore);
+///
+/// Fewer round trips per message: a turn's first step (what began it) is
+/// kept back and written with the next one (a turn cut before its first
+/// model answer has nothing to replay), and a finished turn writes nothing
+/// (the queue's `complete` says a message was answered).
+pub struct PgJournal {
+    store: PgStore,
+    /// Begun turns' first steps, by (session, turn), not yet written.
+    begun: Mutex<HashMap<(String, String), serde_json::Value>>,
+    /// Turns whose message is handed out for the first time: nothing to load.
+    fresh: Mutex<std::collections::HashSet<(String, String)>>,
+}
+
+impl PgJournal {
+    /// The journal in `store`'s database.
+    pub fn new(store: PgStore) -> PgJournal {
+        PgJournal { store, begun: Mutex::new(HashMap::new()), fresh: Mutex::default() }
+    }
+
+    fn begun(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), serde_json::Value>> {
+        self.begun.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 #[async_trait::async_trait]
 impl ferroclaw_core::journal::TurnJournal for PgJournal {
@@ -669,7 +740,11 @@ impl ferroclaw_core::journal::TurnJournal for PgJournal {
         // finish was stored and its answer was not: the database went away
         // in between). Its turn replays from the journal, model answers
         // included, and its answer is stored this time.
-        let (rows, _finished) = self.0.load_steps(session, turn).await.map_err(backend)?;
+        let key = (session.to_string(), turn.to_string());
+        if self.fresh.lock().unwrap_or_else(PoisonError::into_inner).remove(&key) {
+            return Ok(ferroclaw_core::journal::TurnRecord::default());
+        }
+        let (rows, _finished) = self.store.load_steps(session, turn).await.map_err(backend)?;
         let mut steps = Vec::with_capacity(rows.len());
         for (expected, row) in rows.into_iter().enumerate() {
             // A gap means a step was lost: what follows it cannot be replayed.
@@ -696,7 +771,17 @@ impl ferroclaw_core::journal::TurnJournal for PgJournal {
     ) -> Result<(), ferroclaw_core::journal::JournalError> {
         let step = i32::try_from(step).map_err(|e| backend_text(e.to_string()))?;
         let body = serde_json::to_value(body).map_err(|e| backend_text(e.to_string()))?;
-        self.0.record_step(session, turn, step, &body).await.map_err(backend)?;
+        let key = (session.to_string(), turn.to_string());
+        if step == 0 {
+            self.begun().insert(key, body);
+            return Ok(());
+        }
+        let mut steps = Vec::with_capacity(2);
+        if let Some(begin) = self.begun().remove(&key) {
+            steps.push(ferroclaw_store::TurnStep { step: 0, body: begin });
+        }
+        steps.push(ferroclaw_store::TurnStep { step, body });
+        self.store.record_steps(session, turn, &steps).await.map_err(backend)?;
         Ok(())
     }
 
@@ -705,7 +790,10 @@ impl ferroclaw_core::journal::TurnJournal for PgJournal {
         session: &str,
         turn: &str,
     ) -> Result<(), ferroclaw_core::journal::JournalError> {
-        self.0.finish_turn(session, turn).await.map_err(backend)
+        let key = (session.to_string(), turn.to_string());
+        self.fresh.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+        self.begun().remove(&key);
+        Ok(())
     }
 
     async fn unfinished(
@@ -713,6 +801,11 @@ impl ferroclaw_core::journal::TurnJournal for PgJournal {
     ) -> Result<Vec<ferroclaw_core::journal::Unfinished>, ferroclaw_core::journal::JournalError>
     {
         Ok(Vec::new())
+    }
+
+    fn never_started(&self, session: &str, turn: &str) {
+        let key = (session.to_string(), turn.to_string());
+        self.fresh.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
     }
 }
 
@@ -795,16 +888,17 @@ mod tests {
         assert_ne!(platform_id(&message, "gw-1"), key(&first, "gw-1"));
     }
 
-    /// The database went away after the turn's finish was stored and before
-    /// its answer was: the message is handed out again, and its turn must
-    /// replay (model answers from the journal) rather than be dropped as
-    /// already answered.
+    /// A turn's first step waits for its second (a turn cut before the
+    /// model answered has nothing to replay), then both are on record and
+    /// replay; finishing a turn writes nothing, and what was recorded still
+    /// replays should its message come back (the queue, not the journal,
+    /// says what was answered).
     #[tokio::test]
-    async fn a_finished_turn_whose_message_comes_back_replays_instead_of_being_dropped() {
+    async fn a_turns_first_step_is_written_with_its_second_and_replays_after_finish() {
         let Some(pg) = PgCluster::shared() else { return };
         let url = pg.database("journal_finish");
         let store = PgStore::connect(&url, PgOptions::default()).await.unwrap();
-        let journal = PgJournal(store);
+        let journal = PgJournal::new(store);
         let begin = Step::Begin {
             input: Message::user("hi"),
             origin: serde_json::Value::Null,
@@ -817,10 +911,15 @@ mod tests {
             bad_arguments: Vec::new(),
         };
         journal.record("s", "t", 0, &begin).await.unwrap();
+        assert!(journal.load("s", "t").await.unwrap().steps.is_empty(), "kept back");
         journal.record("s", "t", 1, &answer).await.unwrap();
         journal.finish("s", "t").await.unwrap();
         let record = journal.load("s", "t").await.unwrap();
-        assert_eq!(record.steps, [begin, answer]);
+        assert_eq!(record.steps, [begin.clone(), answer]);
         assert!(!record.finished, "the queue, not the journal, says what was answered");
+        // A turn that ends before its model answers leaves nothing behind.
+        journal.record("s", "t2", 0, &begin).await.unwrap();
+        journal.finish("s", "t2").await.unwrap();
+        assert!(journal.begun().is_empty());
     }
 }

@@ -83,6 +83,12 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
                 () = running.ended.notified() => {}
             },
         }
+        // Several gateways: one that does not serve the database's model
+        // config (or has not registered yet) runs no jobs.
+        if shared.store.as_ref().is_some_and(|link| !link.takes_turns()) {
+            sleep = Duration::from_secs(1);
+            continue;
+        }
         let (due, next_due) = match claim_due_jobs(&shared, &running).await {
             Ok(found) => {
                 if last_problem.take().is_some() {
@@ -348,6 +354,9 @@ pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: Cancel
         let Ok(content) = read_repo_text(&path, MAX_REPO_FILE_BYTES) else { continue };
         // Several gateways: one beat per interval, by whoever claims it.
         if let Some(link) = &shared.store {
+            if !link.takes_turns() {
+                continue;
+            }
             let slot = (now_ms() / interval.as_millis().max(1) as u64) as i64;
             if !matches!(link.store.claim_cron_slot("heartbeat", slot).await, Ok(Some(_))) {
                 continue;

@@ -72,7 +72,13 @@ pub async fn before_turn(
     first_attempt: bool,
 ) -> Result<Synced, SyncError> {
     let here = shared.names.current(key);
-    let (recorded, seen) = store.chat_session_head(&key.address(), &here).await?;
+    // The local copy's length goes with the question, so that the check
+    // that it agrees with the database's comes back in the same round trip.
+    let here_len = local_len(&session_path(shared, &here)).await?;
+    let asked = i64::try_from(here_len.unwrap_or(0)).unwrap_or(i64::MAX);
+    let (recorded, seen, here_line) =
+        store.chat_session_start(&key.address(), &here, asked).await?;
+    let talks_here = recorded.as_ref().is_none_or(|r| *r == here);
     let (session, record_current) = match recorded {
         Some(id) => (id, false),
         None => {
@@ -83,14 +89,13 @@ pub async fn before_turn(
     // The worker opens the session these names say.
     shared.names.set(key, &session);
     let path = session_path(shared, &session);
-    let local = match tokio::fs::metadata(&path).await {
-        Ok(m) => Some(m.len()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io(&path)(e)),
+    let (local, line) = match (talks_here, here_line) {
+        (true, Some(line)) => (here_len, Some(line)),
+        _ => (local_len(&path).await?, None),
     };
     let keep = match (seen, local) {
         (Some(head), local) => {
-            bring_up(store, &session, &path, head, local.unwrap_or(0)).await?;
+            bring_up(store, &session, &path, head, local.unwrap_or(0), line).await?;
             head
         }
         (None, Some(_)) if first_attempt => {
@@ -106,6 +111,15 @@ pub async fn before_turn(
         (None, None) => SessionHead::default(),
     };
     Ok(Synced { session, path, seen, keep, record_current })
+}
+
+/// The length of the file at `path`; `None` when there is none.
+async fn local_len(path: &Path) -> Result<Option<u64>, SyncError> {
+    match tokio::fs::metadata(path).await {
+        Ok(m) => Ok(Some(m.len())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(path)(e)),
+    }
 }
 
 /// Runs `work` on the file at `path` on the blocking pool.
@@ -159,17 +173,21 @@ pub fn session_path(shared: &Shared, id: &str) -> PathBuf {
 }
 
 /// Brings the file at `path` (`len` bytes) up to the database's `head`.
+/// `known`: the stored line ending at `min(len, head.bytes)`, when it was
+/// fetched already.
 async fn bring_up(
     store: &PgStore,
     session: &str,
     path: &Path,
     head: SessionHead,
     len: u64,
+    known: Option<Option<String>>,
 ) -> Result<(), SyncError> {
     let stored = u64::try_from(head.bytes).unwrap_or(0);
     let at = len.min(stored);
-    let line = match at {
-        0 => None,
+    let line = match (at, known) {
+        (0, _) => None,
+        (_, Some(line)) => line,
         _ => store.session_line_ending_at(session, at as i64).await?,
     };
     let common = match line {
@@ -361,11 +379,11 @@ mod tests {
             (whole, "the same"),
         ] {
             std::fs::write(&path, local).unwrap();
-            bring_up(&store, "s", &path, head, local.len() as u64).await.unwrap();
+            bring_up(&store, "s", &path, head, local.len() as u64, None).await.unwrap();
             assert_eq!(std::fs::read_to_string(&path).unwrap(), whole, "{why}");
         }
         std::fs::remove_file(&path).unwrap();
-        bring_up(&store, "s", &path, head, 0).await.unwrap();
+        bring_up(&store, "s", &path, head, 0, None).await.unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), whole, "no file");
     }
 }

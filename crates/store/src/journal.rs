@@ -49,6 +49,28 @@ impl PgStore {
         Ok(n == 1)
     }
 
+    /// Records several steps of `turn` in `session` in one statement (a
+    /// turn's steps kept back until one must be on record); each one
+    /// recorded before is left as it was. How many were new.
+    pub async fn record_steps(
+        &self,
+        session: &str,
+        turn: &str,
+        steps: &[TurnStep],
+    ) -> Result<u64, StoreError> {
+        let numbers: Vec<i32> = steps.iter().map(|s| s.step).collect();
+        let bodies: Vec<&Value> = steps.iter().map(|s| &s.body).collect();
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "INSERT INTO turn_steps (session, turn, step, body)
+                 SELECT $1, $2, step, body FROM unnest($3::int[], $4::jsonb[]) AS s(step, body)
+                 ON CONFLICT (session, turn, step) DO NOTHING",
+            )
+            .await?;
+        Ok(client.execute(&statement, &[&session, &turn, &numbers, &bodies]).await?)
+    }
+
     /// The recorded steps of `turn` in `session`, in order, and whether it finished.
     pub async fn load_steps(
         &self,

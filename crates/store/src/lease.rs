@@ -1,8 +1,9 @@
 //! Single-holder channel leases: a channel that must run in one process at a
 //! time (a Telegram long poll, a Discord gateway socket, a Slack socket) is
 //! run by the process holding its lease. The holder renews it well within
-//! its length; when the holder dies, the lease runs out and another process
-//! takes it on its next try.
+//! its length; when the holder dies, another process takes it on its next
+//! try: at once when the holder registered (its liveness lock is free, see
+//! `registry`), else when the lease runs out.
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ impl PgStore {
                     SET holder = excluded.holder, expires_at = excluded.expires_at
                     WHERE channel_leases.holder = excluded.holder
                        OR channel_leases.expires_at <= now()
+                       OR ferroclaw_holder_gone(channel_leases.holder)
                  RETURNING 1",
             )
             .await?;

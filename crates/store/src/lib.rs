@@ -22,6 +22,10 @@
 //!   machines that share no folder continue the same conversations), and
 //!   what people read of them: lists, titles and the files the agent sent
 //!   ([`StoredConversation`], [`StoredMedia`]);
+//! - a registry of the live gateway processes, each holding an advisory
+//!   lock the server drops when its connection ends, so a dead process's
+//!   chats are taken over at once; and the one model config the database
+//!   serves ([`PgStore::register`]);
 //! - housekeeping: finished rows pruned after a while ([`PgStore::prune`]).
 //!
 //! `LISTEN/NOTIFY` only wakes workers and watchers ([`Wakeups`], [`Changes`]):
@@ -53,6 +57,7 @@ mod pairing;
 mod pg;
 mod prune;
 mod queue;
+mod registry;
 mod sessions;
 mod tls;
 mod transfer;
@@ -66,7 +71,8 @@ pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
 pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
 pub use pg::{Changes, PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
-pub use queue::{Claim, Enqueued, Incoming, LookAgain, Outbound};
+pub use queue::{Claim, Enqueued, Incoming, LIVENESS_CHECK, LookAgain, Outbound};
+pub use registry::{GatewayRow, KEEPALIVE_SECS, Liveness, Registration, ServedModel};
 pub use sessions::{SessionHead, SessionWrite, storable_line};
 pub use transfer::AllowListEntry;
 

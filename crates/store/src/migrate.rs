@@ -179,6 +179,8 @@ CREATE INDEX cron_runs_leased ON cron_runs (lease_until)
 "#,
     // onetruth: what every gateway shows the same (see `conversations`).
     crate::conversations::CONVERSATIONS_MIGRATION,
+    // liveness: the gateway registry and liveness locks (see `registry`).
+    crate::registry::REGISTRY_MIGRATION,
 ];
 
 /// The version the database is at (0 when it has no ferroclaw schema).

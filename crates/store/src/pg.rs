@@ -51,10 +51,10 @@ impl Default for PgOptions {
 #[derive(Clone)]
 pub struct PgStore {
     pub(crate) pool: Pool,
-    config: tokio_postgres::Config,
-    tls: StoreTls,
+    pub(crate) config: tokio_postgres::Config,
+    pub(crate) tls: StoreTls,
     url: String,
-    holder: String,
+    pub(crate) holder: String,
 }
 
 impl std::fmt::Debug for PgStore {

@@ -16,6 +16,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::pg::{INBOUND_CHANNEL, OUTBOUND_CHANNEL};
+
+/// How often a worker with nothing to claim looks whether a process
+/// holding chats died (its chats are free at once, and nothing notifies
+/// that): the most a dead process's chat waits beyond its death.
+pub const LIVENESS_CHECK: Duration = Duration::from_secs(1);
 use crate::{PgStore, StoreError};
 
 /// What [`PgStore::enqueue`] did.
@@ -164,35 +169,54 @@ impl PgStore {
     /// messages are picked with `FOR UPDATE SKIP LOCKED` and only those
     /// whose chat lease this worker took (free or expired) are returned.
     pub async fn claim_many(&self, lease: Duration, limit: i64) -> Result<Vec<Claim>, StoreError> {
+        self.claim_serving(lease, limit, None).await
+    }
+
+    /// [`claim_many`](Self::claim_many) for a gateway whose model config
+    /// has the digest `model_digest`: nothing is claimed unless the database
+    /// serves that config (`None`: whatever it serves). A chat whose lease
+    /// holder is registered and gone (its liveness lock free: the process
+    /// died) is taken over at once, without waiting for the lease to run out.
+    pub async fn claim_serving(
+        &self,
+        lease: Duration,
+        limit: i64,
+        model_digest: Option<&str>,
+    ) -> Result<Vec<Claim>, StoreError> {
         let client = self.pool.get().await?;
         let statement = client
             .prepare_cached(
                 "WITH waiting AS (
                      SELECT i.id, i.chat FROM inbound i
                      WHERE i.done_at IS NULL
+                       AND ($4::text IS NULL
+                            OR EXISTS (SELECT 1 FROM served_model WHERE model_digest = $4))
                        AND NOT EXISTS (SELECT 1 FROM chat_leases l
-                                       WHERE l.chat = i.chat AND l.expires_at > now())
+                                       WHERE l.chat = i.chat AND l.expires_at > now()
+                                         AND NOT ferroclaw_holder_gone(l.holder))
                        AND NOT EXISTS (SELECT 1 FROM inbound o
                                        WHERE o.chat = i.chat AND o.done_at IS NULL AND o.id < i.id)
                      ORDER BY i.id
                      LIMIT $1
                      FOR UPDATE OF i SKIP LOCKED),
                  leased AS (
-                     -- The lease row decides: taken only when free or expired.
+                     -- The lease row decides: taken only when free, expired, or its holder is gone.
                      INSERT INTO chat_leases (chat, holder, inbound_id, expires_at)
                      SELECT chat, $2, id, now() + make_interval(secs => $3) FROM waiting
                      ON CONFLICT (chat) DO UPDATE
                         SET holder = excluded.holder, inbound_id = excluded.inbound_id,
                             expires_at = excluded.expires_at
                         WHERE chat_leases.expires_at <= now()
+                           OR ferroclaw_holder_gone(chat_leases.holder)
                      RETURNING inbound_id)
                  UPDATE inbound i SET attempts = i.attempts + 1
                  FROM leased WHERE i.id = leased.inbound_id
                  RETURNING i.id, i.channel, i.chat, i.origin, i.body, i.attempts - 1",
             )
             .await?;
-        let rows =
-            client.query(&statement, &[&limit, &self.holder(), &lease.as_secs_f64()]).await?;
+        let rows = client
+            .query(&statement, &[&limit, &self.holder(), &lease.as_secs_f64(), &model_digest])
+            .await?;
         let mut claims: Vec<Claim> = rows
             .into_iter()
             .map(|row| Claim {
@@ -218,16 +242,44 @@ impl PgStore {
             .prepare_cached(
                 "SELECT (SELECT extract(epoch FROM min(expires_at) - now())::float8
                          FROM chat_leases WHERE expires_at > now()),
-                        EXISTS (SELECT 1 FROM inbound WHERE done_at IS NULL)",
+                        EXISTS (SELECT 1 FROM inbound WHERE done_at IS NULL),
+                        EXISTS (SELECT 1 FROM chat_leases l JOIN gateways g ON g.holder = l.holder
+                                WHERE l.holder <> $1 AND l.expires_at > now())",
             )
             .await?;
-        let row = client.query_one(&statement, &[]).await?;
+        let row = client.query_one(&statement, &[&self.holder()]).await?;
         let lease_end = row.get::<_, Option<f64>>(0).map(|s| Duration::from_secs_f64(s.max(0.0)));
+        // A registered process's chats are free the moment it dies, and
+        // nothing notifies that: look again soon while another holds any.
+        let lease_end = match row.get::<_, bool>(2) {
+            true => lease_end.map(|end| end.min(LIVENESS_CHECK)),
+            false => lease_end,
+        };
         Ok(match (lease_end, row.get::<_, bool>(1)) {
             (Some(end), _) => LookAgain::LeaseEnds(end),
             (None, true) => LookAgain::Soon,
             (None, false) => LookAgain::OnNotification,
         })
+    }
+
+    /// Gives `claim`'s chat back without finishing its message (the worker
+    /// could not run it: it runs again, here or elsewhere, at once rather
+    /// than when the lease would have run out); false when the lease was no
+    /// longer this worker's.
+    pub async fn release(&self, claim: &Claim) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "WITH released AS (
+                     DELETE FROM chat_leases WHERE chat = $1 AND holder = $2 AND inbound_id = $3
+                     RETURNING 1)
+                 SELECT pg_notify($4, '') FROM released",
+            )
+            .await?;
+        let rows = client
+            .query(&statement, &[&claim.chat, &self.holder(), &claim.id, &INBOUND_CHANNEL])
+            .await?;
+        Ok(rows.len() == 1)
     }
 
     /// Extends the lease on `claim`'s chat; false when it is no longer this

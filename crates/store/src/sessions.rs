@@ -87,6 +87,40 @@ impl PgStore {
         Ok((row.get(0), head))
     }
 
+    /// [`chat_session_head`](Self::chat_session_head) and, in the same
+    /// round trip, the stored line of `unrecorded` that ends at byte
+    /// `min(local_len, stored bytes)` (how a worker whose copy of that
+    /// session is `local_len` bytes long checks that the two agree): `Some`
+    /// when the chat talks in `unrecorded` (the line itself `None` when
+    /// none ends there, or at byte 0), `None` when it talks in another one.
+    pub async fn chat_session_start(
+        &self,
+        chat: &str,
+        unrecorded: &str,
+        local_len: i64,
+    ) -> Result<(Option<String>, Option<SessionHead>, Option<Option<String>>), StoreError> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "SELECT c.session, f.lines, f.bytes,
+                        coalesce(c.session, $2::text) = $2::text,
+                        (SELECT l.line FROM session_lines l
+                         WHERE l.session = $2::text AND l.end_at = least($3::int8, f.bytes)
+                           AND least($3::int8, f.bytes) > 0)
+                 FROM (SELECT $1::text AS chat) AS asked
+                 LEFT JOIN chat_sessions c ON c.chat = asked.chat
+                 LEFT JOIN session_files f ON f.session = coalesce(c.session, $2::text)",
+            )
+            .await?;
+        let row = client.query_one(&statement, &[&chat, &unrecorded, &local_len]).await?;
+        let head = match (row.get::<_, Option<i32>>(1), row.get::<_, Option<i64>>(2)) {
+            (Some(lines), Some(bytes)) => Some(SessionHead { lines, bytes }),
+            _ => None,
+        };
+        let line = row.get::<_, bool>(3).then(|| row.get::<_, Option<String>>(4));
+        Ok((row.get(0), head, line))
+    }
+
     /// Records that `chat` talks in `session` now.
     pub async fn set_chat_session(&self, chat: &str, session: &str) -> Result<(), StoreError> {
         let client = self.pool.get().await?;
