@@ -28,6 +28,7 @@
 //! assert!(Schedule::cron("every morning", None).is_err());
 //! ```
 
+pub mod api_turn;
 pub mod approval;
 pub mod bus;
 pub mod channel;
@@ -42,6 +43,7 @@ pub mod format;
 mod fuzz;
 pub mod gateway;
 pub mod heartbeat;
+pub mod idempotency;
 pub mod media;
 pub mod multipart;
 pub mod outbox;
