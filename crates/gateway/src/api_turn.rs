@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bus::InboundMessage;
 use crate::media::{self, ImageLimits};
+use crate::sessions::SessionKey;
 
 /// The metadata key of an API request's [`ApiTurn`].
 pub const METADATA_KEY: &str = "openai";
@@ -23,6 +24,11 @@ pub const METADATA_KEY: &str = "openai";
 /// The chat id prefix of stateless requests (`api-~ID`, one chat each); a
 /// request with `user` talks in chat `api-USER`.
 pub const STATELESS_PREFIX: &str = "api-~";
+
+/// True for the one-off chat of a stateless API request.
+pub fn is_stateless_chat(key: &SessionKey) -> bool {
+    key.channel == "web" && key.chat_id.starts_with(STATELESS_PREFIX)
+}
 
 /// The heading the client's `system` message goes under, at the end of the
 /// system prompt: the model tells the client's instructions from its own,

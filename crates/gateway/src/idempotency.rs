@@ -125,14 +125,14 @@ static FILES_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// The records, where this gateway keeps them.
 pub enum Requests {
     Files(PathBuf),
-    Database(PgStore),
+    Database(Box<PgStore>),
 }
 
 impl Requests {
     /// The records of `shared`'s gateway: its database's, else its home's.
     pub fn of(shared: &Shared) -> Requests {
         match &shared.store {
-            Some(link) => Requests::Database(link.store.clone()),
+            Some(link) => Requests::Database(Box::new(link.store.clone())),
             None => Requests::Files(shared.home.join("gateway").join("api-requests")),
         }
     }

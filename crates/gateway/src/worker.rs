@@ -12,7 +12,7 @@ use ferroclaw_runtime::{Resume, SessionOptions};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::api_turn::{ApiTurn, STATELESS_PREFIX};
+use crate::api_turn::{ApiTurn, is_stateless_chat};
 use crate::approval::{ChatApprover, TurnSlot};
 use crate::bus::{Failure, InboundMessage, OutboundMessage, SYSTEM_CHANNEL};
 use crate::commands::{ChatCommand, HELP};
@@ -86,7 +86,7 @@ pub async fn run(
                 Some(work) => {
                     Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await;
                     // A stateless API request's chat has nothing more to say.
-                    if key.chat_id.starts_with(STATELESS_PREFIX) && shared.retire(&key, number, &rx) {
+                    if is_stateless_chat(&key) && shared.retire(&key, number, &rx) {
                         break;
                     }
                 }
