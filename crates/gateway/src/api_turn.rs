@@ -6,8 +6,8 @@
 //! request: its own chat, its messages the whole conversation), the model
 //! an alias named, and the request's `Idempotency-Key`.
 //!
-//! The chat's worker applies it when it opens the agent ([`ApiTurn::options`],
-//! [`ApiTurn::fits`]) and before each turn ([`ApiTurn::use_model`]).
+//! The chat's worker applies it when it opens the agent ([`ApiTurn::options`])
+//! and before each turn ([`ApiTurn::relayer`], [`ApiTurn::use_model`]).
 
 use ferroclaw_core::Agent;
 use ferroclaw_protocol::{ContentBlock, Message};
@@ -79,11 +79,18 @@ impl ApiTurn {
         Some(format!("{LAYER_HEADING}\n\n{system}"))
     }
 
-    /// True when `agent` was opened with this request's layer (none for none):
-    /// else the worker opens the chat's agent again with it.
-    pub fn fits(&self, agent: &Agent) -> bool {
-        let open = agent.system().split_once(LAYER_HEADING).map(|(_, rest)| rest.trim());
-        open == self.system.as_deref().map(str::trim).filter(|s| !s.is_empty())
+    /// Gives an open `agent` this request's layer in place of the one it
+    /// has (a client that changed its `system` message); none for none.
+    pub fn relayer(&self, agent: &mut Agent) {
+        let system = agent.system();
+        let base = system.split_once(LAYER_HEADING).map_or(system, |(base, _)| base.trim_end());
+        let wanted = match self.layer() {
+            Some(layer) => format!("{base}\n\n{layer}"),
+            None => base.to_string(),
+        };
+        if wanted != system {
+            agent.set_system_prompt(&wanted);
+        }
     }
 
     /// The session options this request adds: the layer; for a stateless

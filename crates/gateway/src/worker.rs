@@ -317,15 +317,6 @@ async fn open<'a>(
     shared: &Arc<Shared>,
 ) -> Result<&'a mut Agent, String> {
     let api = ApiTurn::of(message);
-    // An API client that changed its `system` message: the agent opens
-    // again with the new layer.
-    if let (Some(open), Some(api)) = (agent.as_ref(), &api)
-        && !api.fits(open)
-        && let Some(mut old) = agent.take()
-    {
-        shared.forget_jobs(key);
-        Box::pin(old.finish()).await;
-    }
     if agent.is_none() {
         // Several gateways: another process may have started a new session
         // for this chat (`/new`); the claim set the database's choice here
@@ -384,6 +375,8 @@ async fn open<'a>(
     }
     let opened = agent.as_mut().ok_or_else(|| "no agent".to_string())?;
     if let Some(api) = &api {
+        // The client's latest `system` message, and the model it asked for.
+        api.relayer(opened);
         api.use_model(opened, &shared.runtime)?;
     }
     Ok(opened)
