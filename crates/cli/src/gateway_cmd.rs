@@ -214,7 +214,7 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
         channel_settings.check_allow_from().map_err(other)?;
         let channel: Arc<dyn Channel> = match channel_settings.name.as_str() {
             "web" => {
-                channel_settings.check_options(&["openai_api"]).map_err(other)?;
+                channel_settings.check_options(&["openai_api", "models"]).map_err(other)?;
                 let (token, source) = web_token(&config.home, &settings)?;
                 ferroclaw_core::redact::register("FERROCLAW_GATEWAY_TOKEN", &token);
                 let addr = std::net::SocketAddr::new(settings.bind, settings.port);
@@ -231,6 +231,14 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
                 let mut options = WebOptions::new(addr, token, API_MODEL_NAME.to_string());
                 options.openai_api =
                     channel_settings.option("openai_api").map_err(other)?.unwrap_or(true);
+                options.models =
+                    channel_settings.option("models").map_err(other)?.unwrap_or_default();
+                // An alias whose model cannot be used is refused now, not at its first request.
+                for (alias, spec) in &options.models {
+                    runtime.provider(spec).map_err(|e| {
+                        SetupError::Other(format!("[channels.web] models: {alias} = {spec:?}: {e}"))
+                    })?;
+                }
                 options.max_connections = settings.max_connections;
                 options.max_websockets = settings.max_websockets;
                 options.requests_per_minute = settings.requests_per_minute;

@@ -302,3 +302,219 @@ fn idle_chats_hold_no_open_files_and_carry_on_where_they_were() {
         "one session, both turns: {text}"
     );
 }
+
+/// A POST to the gateway with the token and `headers`; (status, JSON body).
+fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let body = body.to_string();
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    write!(
+        tcp,
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\nauthorization: Bearer {TOKEN}\r\n{extra}content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = String::new();
+    let _ = tcp.read_to_string(&mut raw);
+    let status = raw.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = raw.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+/// The text of the last user message of an OpenAI-wire model request.
+fn last_user_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let Some(last) = messages.iter().rev().find(|m| m["role"] == "user") else {
+        return String::new();
+    };
+    match &last["content"] {
+        Value::String(s) => s.clone(),
+        other => other
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// The model requests whose last user message is `text`.
+fn model_requests_for(env: &Env, text: &str) -> Vec<Value> {
+    let requests = env.server.requests();
+    requests.into_iter().map(|r| r.body).filter(|b| last_user_text(b) == text).collect()
+}
+
+/// The one model request whose last user message is `text`.
+fn model_request_for(env: &Env, text: &str) -> Value {
+    let found = model_requests_for(env, text);
+    assert_eq!(found.len(), 1, "model requests for {text:?}: {found:?}");
+    found[0].clone()
+}
+
+/// The system prompt of an OpenAI-wire model request.
+fn system_of(body: &Value) -> String {
+    body["messages"][0]["content"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_chat_front_end_through_the_official_client_gets_private_conversations_its_system_layer_and_one_turn_per_key()
+ {
+    if !gateway_support::python_openai_available() {
+        return gateway_support::skip_or_fail(
+            "python3 with the openai package is not installed (pip install openai)",
+        );
+    }
+    let env = gateway_support::echo_env();
+    let gw = Gateway::start(
+        &env,
+        "heartbeat_minutes = 0\n\n[channels.web]\nenabled = true\nmodels = { fast = \"openai/gpt-fast\" }\n",
+    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../gateway/tests/openai_frontend.py");
+    let out =
+        std::process::Command::new("python3").args([script, &gw.url(), TOKEN]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    // The client's system message is a layer of the system prompt.
+    let secret = model_request_for(&env, "my secret is 4242");
+    assert!(system_of(&secret).contains("Answer like a pirate."), "{secret}");
+    // A request without `user` gets nothing of another's.
+    let other = model_request_for(&env, "what is my secret?").to_string();
+    assert!(!other.contains("4242") && !other.contains("pirate"), "{other}");
+    // A front-end's edited conversation is the conversation the model sees.
+    let edited = model_request_for(&env, "second question");
+    let texts: Vec<String> =
+        edited["messages"].as_array().unwrap().iter().map(|m| m["content"].to_string()).collect();
+    assert!(texts.iter().any(|t| t.contains("first question")), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("an edited answer")), "{texts:?}");
+    assert!(!edited.to_string().contains("echo: first question"), "{edited}");
+    // With `user`, the session continues under the client's latest system message.
+    let judged = model_request_for(&env, "which colour?");
+    assert!(judged.to_string().contains("remember blue"), "{judged}");
+    let system = system_of(&judged);
+    assert!(system.contains("Answer like a judge.") && !system.contains("poet"), "{system}");
+    // The retried request made no second turn.
+    model_request_for(&env, "charge the card once");
+    // The picture reached the model as a picture.
+    let picture = model_request_for(&env, "what is this picture?").to_string();
+    assert!(picture.contains("image_url") && picture.contains("data:image/png"), "{picture}");
+    assert!(model_requests_for(&env, "and this?").is_empty(), "a refused part runs no turn");
+    // The alias chose the model.
+    assert_eq!(model_request_for(&env, "quickly")["model"], "gpt-fast");
+    assert!(model_requests_for(&env, "hi").is_empty(), "refused requests reach no model");
+}
+
+#[test]
+fn every_v1_path_answers_in_openais_error_shape_with_the_field_at_fault() {
+    let env = Env::new(Wire::OpenAi, vec![]);
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    let (status, body) = request(gw.port, "GET", "/v1/embeddings", Some(TOKEN), None).unwrap();
+    assert_eq!(status, 404);
+    assert!(error_of(&body)["message"].as_str().unwrap().contains("Unknown request URL"));
+    let (status, body) = request(gw.port, "DELETE", "/v1/models", Some(TOKEN), None).unwrap();
+    assert_eq!(status, 405);
+    error_of(&body);
+    let user = serde_json::json!([{"role": "user", "content": "hi"}]);
+    let (status, body) = post(
+        gw.port,
+        "/v1/chat/completions",
+        &[],
+        &serde_json::json!({"model": "gpt-4o", "messages": user}),
+    );
+    assert_eq!(
+        (status, &body["error"]["code"], &body["error"]["param"]),
+        (404, &"model_not_found".into(), &"model".into()),
+        "{body}"
+    );
+    let (status, body) =
+        post(gw.port, "/v1/chat/completions", &[], &serde_json::json!({"n": 2, "messages": user}));
+    assert_eq!((status, &body["error"]["param"]), (400, &"n".into()), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("not supported"), "{body}");
+    assert!(env.server.requests().is_empty(), "nothing reached the model");
+}
+
+/// Serves `bytes` as `image/png` on a loopback port, as often as asked.
+fn serve_picture(bytes: &'static [u8]) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: image/png\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                bytes.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(bytes);
+        }
+    });
+    port
+}
+
+/// A 1×1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x64, 0x60, 0xf8, 0x5f,
+    0x0f, 0x00, 0x02, 0x87, 0x01, 0x80, 0xeb, 0x47, 0xba, 0x92, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+#[test]
+fn a_picture_linked_by_url_is_fetched_under_web_fetchs_rules_and_a_private_address_is_refused() {
+    let env = gateway_support::echo_env();
+    let gw = Gateway::start(
+        &env,
+        "heartbeat_minutes = 0\n\n[web_fetch]\nallow_private = [\"127.0.0.1\"]\n",
+    );
+    let picture = serve_picture(PNG);
+    let ask = |url: &str| {
+        let content = serde_json::json!([
+            {"type": "text", "text": format!("look at {url}")},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]);
+        let body = serde_json::json!({"messages": [{"role": "user", "content": content}]});
+        post(gw.port, "/v1/chat/completions", &[], &body)
+    };
+    let allowed = format!("http://127.0.0.1:{picture}/cat.png");
+    let (status, body) = ask(&allowed);
+    assert_eq!(status, 200, "{body}");
+    let sent = model_request_for(&env, &format!("look at {allowed}")).to_string();
+    assert!(sent.contains("data:image/png;base64,"), "{sent}");
+    // The cloud metadata service is never fetched, whatever the client links.
+    let (status, body) = ask("http://169.254.169.254/latest/meta-data/x.png");
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "messages[0].content[1].image_url", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("metadata"), "{body}");
+    let (status, body) = ask("file:///etc/passwd");
+    assert_eq!((status, &body["error"]["code"]), (400, &"invalid_image_url".into()), "{body}");
+}
+
+#[test]
+fn an_idempotency_key_holds_across_gateways_on_one_database() {
+    let Some(pg) = ferroclaw_testkit::PgCluster::shared() else { return };
+    let url = pg.database("api_idempotency");
+    let env = gateway_support::echo_env();
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\nstore = \"{url}\"\n"
+    ));
+    let other_home = tempfile::tempdir().unwrap();
+    std::fs::copy(env.home.path().join("config.toml"), other_home.path().join("config.toml"))
+        .unwrap();
+    let a = Gateway::spawn(&env, gateway_support::free_port());
+    let b = Gateway::spawn_in(&env, other_home.path(), gateway_support::free_port());
+    let body = serde_json::json!({"messages": [{"role": "user", "content": "book the flight"}]});
+    let key = [("Idempotency-Key", "flight-1")];
+    let (status, first) = post(a.port, "/v1/chat/completions", &key, &body);
+    assert_eq!(status, 200, "{first}");
+    // The client lost the answer and retries on the other gateway.
+    let (status, again) = post(b.port, "/v1/chat/completions", &key, &body);
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(again["choices"][0]["message"]["content"], "echo: book the flight");
+    assert_eq!(model_requests_for(&env, "book the flight").len(), 1, "one turn for one key");
+}

@@ -72,7 +72,7 @@ pub const GATEWAY_KEYS: [&str; 27] = [
 
 /// The channels the gateway ships, with the keys of each beyond [`COMMON_KEYS`].
 pub const CHANNEL_KEYS: [(&str, &[&str]); 4] = [
-    ("web", &["openai_api"]),
+    ("web", &["openai_api", "models"]),
     ("telegram", &["poll_timeout_secs"]),
     ("discord", &crate::discord::OPTION_KEYS),
     ("slack", &crate::slack::OPTION_KEYS),

@@ -279,7 +279,10 @@ impl Shared {
         // Named once, here: whoever answers it (after a restart too) uses this id.
         crate::resume::turn_id(&mut message);
         let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
-        *self.last_chat.lock().unwrap_or_else(PoisonError::into_inner) = Some(key.clone());
+        // A stateless API request's one-off chat is no place for heartbeat findings.
+        if !crate::api_turn::is_stateless_chat(&key) {
+            *self.last_chat.lock().unwrap_or_else(PoisonError::into_inner) = Some(key.clone());
+        }
         let copy = (message.channel.clone(), message.chat_id.clone(), message.id.clone());
         // Several gateways: into the shared queue, for whichever process is free.
         let queued = match &self.store {

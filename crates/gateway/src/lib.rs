@@ -28,6 +28,7 @@
 //! assert!(Schedule::cron("every morning", None).is_err());
 //! ```
 
+pub mod api_turn;
 pub mod approval;
 pub mod bus;
 pub mod channel;
@@ -46,6 +47,7 @@ pub mod heartbeat;
 pub mod history;
 pub mod home_lock;
 pub mod liveness;
+pub mod idempotency;
 pub mod media;
 pub mod multipart;
 pub mod outbox;

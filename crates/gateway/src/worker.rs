@@ -12,6 +12,7 @@ use ferroclaw_runtime::{Resume, SessionOptions};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::api_turn::{ApiTurn, is_stateless_chat};
 use crate::approval::{ChatApprover, TurnSlot};
 use crate::bus::{Failure, InboundMessage, OutboundMessage, SYSTEM_CHANNEL};
 use crate::commands::{ChatCommand, HELP};
@@ -85,6 +86,10 @@ pub async fn run(
                 // idle chat's worker should not keep room for it.
                 Some(work) => {
                     Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await;
+                    // A stateless API request's chat has nothing more to say.
+                    if is_stateless_chat(&key) && shared.retire(&key, number, &rx) {
+                        break;
+                    }
                     idle(&mut agent);
                 }
                 None => break,
@@ -139,25 +144,33 @@ async fn handle(
 ) {
     let handed = handover::handed(&work.message);
     let delivered = handed.is_some();
-    let result = match ChatCommand::parse(&work.message.content) {
+    let (result, journalled) = match ChatCommand::parse(&work.message.content) {
         // What another session (a cron job, the heartbeat) said to this chat.
         _ if let Some(handed) = &handed => {
-            record_handed(key, agent, slot, &work, handed, shared).await
+            (record_handed(key, agent, slot, &work, handed, shared).await, None)
         }
         Some(command) if work.message.channel != SYSTEM_CHANNEL => {
-            command_reply(key, agent, slot, command, &work, shared).await
+            (command_reply(key, agent, slot, command, &work, shared).await, None)
         }
         _ => match resume::claim(key, &mut work.message, shared).await {
             Claim::Duplicate => return,
-            Claim::Off => turn(key, agent, slot, &work, None, shared).await,
+            Claim::Off => (turn(key, agent, slot, &work, None, shared).await, None),
             Claim::Turn(journalled) => {
-                let result = turn(key, agent, slot, &work, Some(&journalled), shared).await;
-                // Before the answer goes out: it goes out at most once.
-                journalled.finish().await;
-                result
+                (turn(key, agent, slot, &work, Some(&journalled), shared).await, Some(journalled))
             }
         },
     };
+    // An API request's answer is kept under its Idempotency-Key before the
+    // turn counts as finished: a retry finds one or the other.
+    let answered = match &result {
+        WorkResult::Answered(text) => Ok(text.as_str()),
+        WorkResult::Failed(_) => Err(Failure::Failed),
+    };
+    crate::idempotency::after_turn(shared, &work.message, answered).await;
+    if let Some(journalled) = journalled {
+        // Before the answer goes out: it goes out at most once.
+        journalled.finish().await;
+    }
     let text = match &result {
         WorkResult::Answered(t) => t.clone(),
         WorkResult::Failed(e) => {
@@ -366,6 +379,7 @@ async fn open<'a>(
     message: &InboundMessage,
     shared: &Arc<Shared>,
 ) -> Result<&'a mut Agent, String> {
+    let api = ApiTurn::of(message);
     if agent.is_none() {
         // Several gateways: another process may have started a new session
         // for this chat (`/new`); the claim set the database's choice here
@@ -404,6 +418,13 @@ async fn open<'a>(
             journal: shared.journal.clone(),
             ..Default::default()
         };
+        let mut options = options;
+        if let Some(api) = &api {
+            let spec = api.model.clone().or_else(|| shared.runtime.config().model_spec().ok());
+            let limits = media::ImageLimits::for_model(&spec.unwrap_or_default());
+            (options.append_system_prompt, options.conversation, options.private) =
+                api.options(limits);
+        }
         // Opening reads files: let other tasks move to other threads meanwhile.
         let resume = Resume::Named(id.clone());
         let opened = tokio::task::block_in_place(|| shared.runtime.open(resume, approver, options))
@@ -418,7 +439,13 @@ async fn open<'a>(
         }
         *agent = Some(opened);
     }
-    agent.as_mut().ok_or_else(|| "no agent".to_string())
+    let opened = agent.as_mut().ok_or_else(|| "no agent".to_string())?;
+    if let Some(api) = &api {
+        // The client's latest `system` message, and the model it asked for.
+        api.relayer(opened);
+        api.use_model(opened, &shared.runtime)?;
+    }
+    Ok(opened)
 }
 
 /// What the `message` tool of a chat's agent calls for a message it sent

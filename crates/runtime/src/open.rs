@@ -17,6 +17,7 @@ use ferroclaw_core::plan::ExitPlanModeTool;
 use ferroclaw_core::session::{RESUME_TAIL_BYTES, SessionLog, SessionMeta};
 use ferroclaw_core::todo::{TodoList, TodoWriteTool};
 use ferroclaw_core::{Agent, AgentParts, Approver, Permissions};
+use ferroclaw_protocol::Message;
 use ferroclaw_tools::{JobManager, Tool, ToolRegistry, background_tools};
 
 use crate::subagent::{ChildOf, DEFAULT_MAX_PARALLEL, DEFAULT_MAX_TURNS, SubAgents, TaskTool};
@@ -72,6 +73,15 @@ pub struct SessionOptions {
     /// A turn is journalled once named with `Agent::journal_turn`. Default
     /// `None`: off (the REPL).
     pub journal: Option<Arc<dyn TurnJournal>>,
+    /// The conversation a NEW session starts with, written to it before
+    /// the first request (an API client that sends its whole conversation);
+    /// ignored when the session exists already. Default: none.
+    pub conversation: Vec<Message>,
+    /// Keeps the session to itself: its requests are not indexed for recall
+    /// (`session_search`), consolidated into memory, or learnt from, so
+    /// nothing of it reaches other sessions (the gateway's stateless API
+    /// requests). Default false.
+    pub private: bool,
 }
 
 /// What was opened, for the renderer.
@@ -136,12 +146,16 @@ impl Runtime {
         let (session, messages, skipped_bytes, skipped_lines, was_resumed) = match resumed {
             Some(r) => (r.log, r.messages, r.skipped_bytes, r.skipped_lines, true),
             None => {
-                let log = match &resume {
+                let mut log = match &resume {
                     Resume::Named(id) => store.create_named(&workspace, id, &spec)?,
                     Resume::Beside { parent, label } => store.create_child(parent, label, &spec)?,
                     _ => store.create(&workspace, &spec)?,
                 };
-                (log, Vec::new(), 0, Vec::new(), false)
+                let conversation = options.conversation;
+                for message in &conversation {
+                    log.append_message(message)?;
+                }
+                (log, conversation, 0, Vec::new(), false)
             }
         };
         let permissions = Arc::new(permissions);
@@ -226,9 +240,12 @@ impl Runtime {
         }
         self.share_specs(&mut tools);
         let memory = MemoryStore::new(&config.home).with_limits(config.file.memory);
-        let mut remembering = Remembering::new(self.recall.clone(), Some(memory));
+        let mut remembering = match options.private {
+            true => Remembering::default(),
+            false => Remembering::new(self.recall.clone(), Some(memory)),
+        };
         let learning = LearningConfig::from_section(config.file.learning.as_ref());
-        if learning.mode != Mode::Off {
+        if learning.mode != Mode::Off && !options.private {
             let store = SkillStore::new(&config.home, &config.workspace);
             // A resumed conversation's last requests count: "remember how to do
             // this" may follow work done before the restart.

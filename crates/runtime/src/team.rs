@@ -281,6 +281,7 @@ impl TeamRunner {
             workspace_root: self.worktree_of(&member, resume.is_none())?,
             checkpoints: false,
             journal: None,
+            ..Default::default()
         };
         let approver: Arc<dyn Approver> = Arc::new(TeammateApprover {
             name: member.name.clone(),

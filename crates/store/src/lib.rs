@@ -18,6 +18,7 @@
 //!   each run leased like a chat's turn (taken over when its process dies);
 //! - pairing allow-lists and codes, cron job definitions, approval requests
 //!   answered from any process, and the turn journal's steps;
+//! - OpenAI API requests by their `Idempotency-Key`, with their answers;
 //! - chat sessions, line for line as their JSONL files (so gateways on
 //!   machines that share no folder continue the same conversations), and
 //!   what people read of them: lists, titles and the files the agent sent
@@ -50,6 +51,7 @@ mod approvals;
 mod conversations;
 mod cron;
 mod error;
+mod idempotency;
 mod journal;
 mod lease;
 mod migrate;
@@ -66,6 +68,7 @@ pub use approvals::{Answered, ApprovalRequest};
 pub use conversations::{MAX_MEDIA_BYTES, StoredConversation, StoredMedia};
 pub use cron::{CRON_RUN_ATTEMPTS, CronClaim, TakenOver};
 pub use error::StoreError;
+pub use idempotency::RecordedRequest;
 pub use journal::TurnStep;
 pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
 pub use pairing::{AllowedSender, CodeRequest, PairingRequest};

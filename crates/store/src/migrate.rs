@@ -181,6 +181,20 @@ CREATE INDEX cron_runs_leased ON cron_runs (lease_until)
     crate::conversations::CONVERSATIONS_MIGRATION,
     // liveness: the gateway registry and liveness locks (see `registry`).
     crate::registry::REGISTRY_MIGRATION,
+    // apiidem: OpenAI API requests sent with an Idempotency-Key, and their
+    // answers, so a retried request is answered again without a second turn
+    // whichever gateway it reaches.
+    r#"
+CREATE TABLE api_requests (
+    key         text PRIMARY KEY,
+    fingerprint text NOT NULL,
+    body        jsonb NOT NULL,
+    answer      jsonb,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    answered_at timestamptz
+);
+CREATE INDEX api_requests_created ON api_requests (created_at);
+"#,
 ];
 
 /// The version the database is at (0 when it has no ferroclaw schema).

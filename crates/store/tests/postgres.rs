@@ -718,3 +718,29 @@ async fn a_local_server_is_reached_over_its_unix_socket() {
     let url = url.replace("&sslmode=disable", "");
     PgStore::connect(&url, PgOptions::default()).await.unwrap();
 }
+
+#[tokio::test]
+async fn an_api_request_key_is_taken_once_and_keeps_its_answer_for_any_process() {
+    let pg = cluster_or_skip!();
+    let url = pg.database("api_requests");
+    let connect = |holder: &str| {
+        let options = PgOptions { holder: Some(holder.into()), ..Default::default() };
+        PgStore::connect(&url, options)
+    };
+    let (a, b) = (connect("gw-a").await.unwrap(), connect("gw-b").await.unwrap());
+    let first = json!({"completion_id": "chatcmpl-1"});
+    assert_eq!(a.begin_api_request("k", "f", &first).await.unwrap(), None, "the first takes it");
+    let seen = b.begin_api_request("k", "f", &json!({})).await.unwrap().unwrap();
+    assert_eq!((seen.body, seen.answer), (first.clone(), None), "running elsewhere");
+    b.forget_api_request("other").await.unwrap();
+    a.answer_api_request("k", &json!({"content": "done"})).await.unwrap();
+    a.answer_api_request("k", &json!({"content": "again"})).await.unwrap();
+    b.forget_api_request("k").await.unwrap();
+    let seen = b.begin_api_request("k", "f", &json!({})).await.unwrap().unwrap();
+    assert_eq!(seen.answer, Some(json!({"content": "done"})), "the first answer, kept");
+    a.begin_api_request("failed", "f", &first).await.unwrap();
+    a.forget_api_request("failed").await.unwrap();
+    assert_eq!(b.begin_api_request("failed", "f", &first).await.unwrap(), None, "free again");
+    assert_eq!(a.prune_api_requests(Duration::from_secs(3600)).await.unwrap(), 0);
+    assert_eq!(a.prune_api_requests(Duration::ZERO).await.unwrap(), 2);
+}

@@ -233,6 +233,47 @@ impl WebFetchTool {
 }
 
 impl WebFetchTool {
+    /// Downloads `url` whole, under the same rules as the tool (http and
+    /// https only, every address and redirect checked against the private
+    /// network), refusing a body over `max_bytes`: the bytes and the
+    /// declared content type. For callers that need a file rather than a
+    /// page (the gateway's API fetching a picture a client linked).
+    pub async fn fetch_bytes(
+        &self,
+        url: &str,
+        max_bytes: usize,
+    ) -> Result<(Vec<u8>, Option<String>), ToolError> {
+        let url = reqwest::Url::parse(url.trim())
+            .map_err(|e| ToolError::InvalidArguments(format!("{url:?} is not a valid URL: {e}")))?;
+        let shown = url.to_string();
+        let mut response = self.get(url).await?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(ToolError::Failed(format!("fetching {shown} failed: HTTP {status}")));
+        }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or(v).trim().to_ascii_lowercase());
+        let too_big = || {
+            ToolError::Failed(format!("fetching {shown} refused: larger than {max_bytes} bytes"))
+        };
+        if response.content_length().is_some_and(|n| n > max_bytes as u64) {
+            return Err(too_big());
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| request_error(&shown, &e))? {
+            if bytes.len() + chunk.len() > max_bytes {
+                return Err(too_big());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok((bytes, content_type))
+    }
+}
+
+impl WebFetchTool {
     /// Fetches `url` and renders it.
     async fn fetch(
         &self,

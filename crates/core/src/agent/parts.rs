@@ -207,6 +207,12 @@ impl Agent {
         self.system = format!("{}\n\n{extra}", self.system).into();
     }
 
+    /// Replaces the system prompt for the next requests (the gateway's API
+    /// clients change their own layer of it between requests).
+    pub fn set_system_prompt(&mut self, system: &str) {
+        self.system = system.into();
+    }
+
     /// Offers one more tool (one of the same name is replaced).
     pub fn add_tool(&mut self, tool: impl Tool + 'static) {
         self.tools.register(tool);

@@ -13,6 +13,8 @@ mod api;
 mod assets;
 mod limits;
 mod openai;
+mod openai_media;
+mod openai_request;
 mod operate;
 mod queue;
 mod server;
@@ -29,7 +31,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post, put};
+use axum::routing::{any, delete, get, post, put};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -59,6 +61,9 @@ pub struct WebOptions {
     pub openai_api: bool,
     /// The model name `/v1/models` lists.
     pub model_name: String,
+    /// `[channels.web] models`: model names API clients may ask for, each
+    /// the `PROVIDER/MODEL` it stands for.
+    pub models: std::collections::BTreeMap<String, String>,
     /// Connections open at once; more are closed at once.
     pub max_connections: usize,
     /// Chat pages open at once; more are refused (503).
@@ -83,6 +88,7 @@ impl WebOptions {
             token,
             openai_api: true,
             model_name,
+            models: Default::default(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_websockets: DEFAULT_MAX_WEBSOCKETS,
             requests_per_minute: DEFAULT_REQUESTS_PER_MINUTE,
@@ -119,6 +125,8 @@ struct WebState {
     shown_jobs: Mutex<HashMap<String, String>>,
     /// Each web chat's turns asked from its pages, by chat id.
     chats: Mutex<HashMap<String, socket::ChatTurns>>,
+    /// Fetches the pictures API requests link, under `web_fetch`'s rules.
+    images: OnceLock<ferroclaw_tools::WebFetchTool>,
 }
 
 /// What the handlers share.
@@ -143,6 +151,7 @@ impl WebChannel {
                 gateway: OnceLock::new(),
                 shown_jobs: Mutex::new(HashMap::new()),
                 chats: Mutex::default(),
+                images: OnceLock::new(),
             }),
         }
     }
@@ -204,6 +213,22 @@ impl WebState {
         rx
     }
 
+    /// What fetches the pictures API requests link: `web_fetch`'s rules
+    /// with its `[web_fetch] allow_private`.
+    fn image_fetcher(&self, gateway: &Shared) -> &ferroclaw_tools::WebFetchTool {
+        self.images.get_or_init(|| {
+            let config = gateway.runtime.config();
+            let allowed = config.file.web_fetch.as_ref().map(|f| f.allow_private.clone());
+            ferroclaw_tools::WebFetchTool::allowing_private(&allowed.unwrap_or_default())
+                .unwrap_or_else(|e| {
+                    tracing::warn!(
+                        "[web_fetch] allow_private: {e}; pictures stay on public addresses"
+                    );
+                    ferroclaw_tools::WebFetchTool::new()
+                })
+        })
+    }
+
     fn forget_reply(&self, id: &str) {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
     }
@@ -240,10 +265,17 @@ impl WebState {
             // The token is checked before the body is read: a stranger's
             // upload is refused without being taken into memory.
             let api = Router::new()
-                .route("/v1/chat/completions", post(openai::completions))
-                .route("/v1/models", get(openai::models))
+                .route(
+                    "/v1/chat/completions",
+                    post(openai::completions).fallback(openai::wrong_method),
+                )
+                .route("/v1/models", get(openai::models).fallback(openai::wrong_method))
+                .route("/v1/models/{id}", get(openai::model).fallback(openai::wrong_method))
+                .route("/v1/{*path}", any(openai::unknown_path))
                 .route_layer(middleware::from_fn_with_state(app.clone(), require_token));
             router = router.merge(api);
+        } else {
+            router = router.route("/v1/{*path}", any(openai::api_off));
         }
         router.with_state(app)
     }
@@ -281,23 +313,9 @@ async fn health() -> Response {
     axum::Json(json!({"status": "ok"})).into_response()
 }
 
-/// An OpenAI-style error body: `{"error": {"message", "type", "code"}}`.
-fn error_body(status: StatusCode, message: &str) -> Value {
-    let (kind, code) = match status {
-        StatusCode::UNAUTHORIZED => ("invalid_request_error", "invalid_api_key"),
-        StatusCode::TOO_MANY_REQUESTS => ("rate_limit_error", "rate_limit_exceeded"),
-        StatusCode::PAYLOAD_TOO_LARGE => ("invalid_request_error", "request_too_large"),
-        StatusCode::REQUEST_TIMEOUT => ("invalid_request_error", "request_timeout"),
-        StatusCode::SERVICE_UNAVAILABLE => ("server_error", "unavailable"),
-        s if s.is_server_error() => ("server_error", "turn_failed"),
-        _ => ("invalid_request_error", "invalid_request"),
-    };
-    json!({"error": {"message": message, "type": kind, "code": code}})
-}
-
-/// An OpenAI-style error response.
+/// An OpenAI-style error response (see [`openai_request::ApiError`]).
 fn api_error(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(error_body(status, message))).into_response()
+    openai_request::ApiError::status(status, message).into_response()
 }
 
 /// 429 with `retry-after`.
