@@ -334,3 +334,34 @@ fn hooks_see_the_whole_environment_by_default_and_only_the_allow_list_with_hook_
     assert!(sandboxed.lines().any(|n| n == "PATH"), "{sandboxed}");
     assert!(sandboxed.lines().any(|n| n == "CLAUDE_PROJECT_DIR"), "{sandboxed}");
 }
+
+#[test]
+fn a_prompt_hook_asks_the_sessions_model_and_its_no_sends_the_model_back() {
+    let env = env_with(vec![
+        Turn::text("done").into(),
+        Turn::text(r#"{"ok": false, "reason": "run the tests first"}"#).into(),
+        Turn::text("tests pass, done").into(),
+        Turn::text(
+            r#"```json
+{"ok": true}
+```"#,
+        )
+        .into(),
+    ]);
+    let dir = env.home.path().join(".claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({"hooks": {"Stop": [{"hooks": [
+        {"type": "prompt", "prompt": "Did the agent run the tests? $ARGUMENTS"}
+    ]}]}});
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    let (code, stdout, stderr) = run(&mut env.oneshot("fix it", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim(), "tests pass, done");
+    let asked = env.request_body(1).to_string();
+    assert!(
+        asked.contains("Did the agent run the tests?") && asked.contains("last_assistant_message"),
+        "the hook's question carries the event: {asked}"
+    );
+    let sent_back = env.request_body(2).to_string();
+    assert!(sent_back.contains("run the tests first"), "the hook's reason: {sent_back}");
+}

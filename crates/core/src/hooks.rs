@@ -36,11 +36,14 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use ferroclaw_llm::Provider;
 use serde_json::{Map, Value};
 
 pub mod command;
 pub mod http;
+pub mod prompt;
 pub mod settings;
 
 pub use settings::{Hook, HookOptions, HookTable, Matcher};
@@ -194,6 +197,8 @@ pub struct Hooks {
     env: command::HookEnvironment,
     /// Claude Code settings' `env`, set on top ([`crate::Config::claude_env`]).
     set_env: Vec<(String, String)>,
+    /// The model `prompt` and `agent` hooks ask ([`Hooks::with_model`]).
+    model: Option<prompt::HookModel>,
 }
 
 impl Hooks {
@@ -220,12 +225,22 @@ impl Hooks {
         }
         let env = command::HookEnvironment::from_config(config.file.sandbox.as_ref());
         let set_env = config.claude_env.clone();
-        Ok(Hooks { hooks, workspace: config.workspace.clone(), env, set_env })
+        Ok(Hooks { hooks, workspace: config.workspace.clone(), env, set_env, model: None })
     }
 
     /// The hooks given, run in `workspace` (for tests and embedders).
     pub fn from_hooks(hooks: Vec<Hook>, workspace: &Path) -> Hooks {
         Hooks { hooks, workspace: workspace.to_path_buf(), ..Hooks::default() }
+    }
+
+    /// These hooks with `provider`'s `model` to ask for `prompt` and `agent`
+    /// hooks (an agent's own model); `None` when no hook needs one.
+    pub fn with_model(&self, provider: Arc<dyn Provider>, model: &str) -> Option<Hooks> {
+        if !self.hooks.iter().any(|h| h.options.prompt.is_some()) {
+            return None;
+        }
+        let model = prompt::HookModel { provider, model: model.to_string() };
+        Some(Hooks { model: Some(model), ..self.clone() })
     }
 
     /// True when some hook listens to `event` (so callers skip building its input).
@@ -242,11 +257,14 @@ impl Hooks {
     /// its answer is not read (Claude Code's `async: true`).
     fn start_async(&self, hook: &Hook, text: String) {
         let (hook, workspace, env) = (hook.clone(), self.workspace.clone(), self.env.clone());
-        let set_env = self.set_env.clone();
+        let (set_env, model) = (self.set_env.clone(), self.model.clone());
         tokio::spawn(async move {
-            let run = match &hook.options.http {
-                Some(target) => http::post(target, &text, hook.timeout_secs).await,
-                None => {
+            let run = match (&hook.options.http, &hook.options.prompt) {
+                (Some(target), _) => http::post(target, &text, hook.timeout_secs).await,
+                (None, Some(question)) => {
+                    prompt::ask(model.as_ref(), question, &text, hook.timeout_secs).await
+                }
+                (None, None) => {
                     let timeout = hook.timeout_secs;
                     command::run(&hook.command, &text, &workspace, timeout, &env, &set_env).await
                 }
@@ -295,9 +313,12 @@ impl Hooks {
                 outcome.runs.push(HookRecord::started(event, hook));
                 continue;
             }
-            let run = match &hook.options.http {
-                Some(target) => http::post(target, &text, hook.timeout_secs).await,
-                None => {
+            let run = match (&hook.options.http, &hook.options.prompt) {
+                (Some(target), _) => http::post(target, &text, hook.timeout_secs).await,
+                (None, Some(question)) => {
+                    prompt::ask(self.model.as_ref(), question, &text, hook.timeout_secs).await
+                }
+                (None, None) => {
                     command::run(
                         &hook.command,
                         &text,
