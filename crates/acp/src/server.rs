@@ -471,6 +471,7 @@ impl Server {
                     Outcome::Answered => "end_turn",
                     Outcome::Cancelled => "cancelled",
                     Outcome::MaxTurns => "max_turn_requests",
+                    Outcome::Blocked => "refusal",
                     Outcome::Failed(e) => {
                         drop(tx);
                         let _ = forward.await;

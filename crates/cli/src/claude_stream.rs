@@ -7,6 +7,11 @@
 //! - `{"type":"system","subtype":"init","session_id","tools":["Read",...],"model","permissionMode":"bypassPermissions",...}`
 //! - `{"type":"assistant","message":{"id","model","content":[{"type":"text"}|{"type":"tool_use"}],"stop_reason":null,"usage"},"uuid",...}`
 //! - `{"type":"user","message":{"content":[{"type":"tool_result",...}]},"tool_use_result":{...},"uuid",...}`
+//! - `{"type":"system","subtype":"permission_denied","tool_name","tool_use_id","message"}`
+//!   when a rule or the mode refused a call
+//! - `{"type":"system","subtype":"task_started"|"task_updated"|"task_notification",...}`
+//!   around a sub-agent (an `Agent` call), with its prompt as a `user`
+//!   message whose `parent_tool_use_id` is the call's ([`SubAgentTask`])
 //! - `{"type":"result","subtype":"success","usage":{"cache_read_input_tokens",...},"total_cost_usd","uuid",...}`
 //!   ([`result`], written by the caller at the end)
 
@@ -96,6 +101,8 @@ pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<T
     let mut turn = 0u32;
     let mut usage = Usage::default();
     let mut calls: Vec<(String, String, Value)> = Vec::new();
+    let mut tasks: Vec<SubAgentTask> = Vec::new();
+    let session = init.session_id.clone();
     let message = |turn: u32, usage: &Usage, content: Value| {
         json!({
             "type": "assistant",
@@ -131,9 +138,39 @@ pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<T
                 let (shown, input) = claude::to_claude(&ours, &input, &init.workspace);
                 let block = json!({"type": "tool_use", "id": id, "name": shown, "input": input});
                 line(message(turn, &usage, block));
+                if ours == "task" {
+                    let mut task = SubAgentTask::new(&id);
+                    task.started(&input, &session).into_iter().for_each(&mut line);
+                    tasks.push(task);
+                }
                 calls.push((id, ours, input));
             }
+            // Claude Code tells of a call its rules or mode refused (not one
+            // a hook refused: the hook said so itself).
+            AgentEvent::PermissionDenied { id, name, reason, .. }
+                if !ferroclaw_core::hooks::refused_by_hook(&reason) =>
+            {
+                let ours = ferroclaw_tools::canonical_tool_name(&name);
+                line(json!({
+                    "type": "system",
+                    "subtype": "permission_denied",
+                    "tool_name": claude::claude_name(ours).unwrap_or(ours),
+                    "tool_use_id": id,
+                    "message": reason,
+                    "uuid": uuid(),
+                    "session_id": session,
+                }));
+            }
+            AgentEvent::SubAgent { call_id, event, .. } => {
+                if let Some(task) = tasks.iter_mut().find(|t| t.call_id == call_id) {
+                    let said = task.heard(*event, &init.model, &init.workspace, &session);
+                    said.into_iter().for_each(&mut line);
+                }
+            }
             AgentEvent::ToolCallFinished { id, is_error, preview, .. } => {
+                if let Some(at) = tasks.iter().position(|t| t.call_id == id) {
+                    tasks.remove(at).finished(is_error, &session).into_iter().for_each(&mut line);
+                }
                 let record = log.get(&id);
                 let content = record.as_ref().map(|r| r.output.clone()).unwrap_or(preview);
                 let call = calls.iter().find(|(c, _, _)| *c == id);
@@ -174,6 +211,160 @@ pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<T
     }
 }
 
+/// A sub-agent started by an `Agent` call, told in Claude Code's `task_*`
+/// system messages: `task_started` when the call starts (then the
+/// sub-agent's prompt as a `user` message under the call), `task_progress`
+/// and the sub-agent's own tool calls and results (their
+/// `parent_tool_use_id` the call's) as it works, `task_updated` and
+/// `task_notification` (its final answer as `summary`) when it ends.
+struct SubAgentTask {
+    call_id: String,
+    task_id: String,
+    subagent_type: Value,
+    started: Instant,
+    summary: String,
+    tokens: u64,
+    tool_uses: u64,
+}
+
+impl SubAgentTask {
+    fn new(call_id: &str) -> Self {
+        let task_id = format!("a{:016x}", fastrand::u64(..));
+        let (summary, tokens, tool_uses) = (String::new(), 0, 0);
+        let (call_id, started, subagent_type) = (call_id.into(), Instant::now(), Value::Null);
+        Self { call_id, task_id, subagent_type, started, summary, tokens, tool_uses }
+    }
+
+    /// `task_started` and the prompt, for the call's Claude-shaped `input`.
+    fn started(&mut self, input: &Value, session: &str) -> [Value; 2] {
+        self.subagent_type = input["subagent_type"].clone();
+        let started = json!({
+            "type": "system",
+            "subtype": "task_started",
+            "task_id": self.task_id,
+            "tool_use_id": self.call_id,
+            "description": input["description"],
+            "subagent_type": input["subagent_type"],
+            "is_backgrounded": false,
+            "spawn_depth": 1,
+            "task_type": "local_agent",
+            "prompt": input["prompt"],
+            "uuid": uuid(),
+            "session_id": session,
+        });
+        let prompt = json!({
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "text", "text": input["prompt"]}]},
+            "parent_tool_use_id": self.call_id,
+            "session_id": session,
+            "uuid": uuid(),
+        });
+        [started, prompt]
+    }
+
+    /// One of the sub-agent's own events, and the lines it makes.
+    fn heard(
+        &mut self,
+        event: AgentEvent,
+        model: &str,
+        workspace: &std::path::Path,
+        session: &str,
+    ) -> Vec<Value> {
+        let under_call = |mut message: Value| {
+            message["parent_tool_use_id"] = self.call_id.clone().into();
+            message["agent_id"] = self.task_id.clone().into();
+            message["session_id"] = session.into();
+            message["uuid"] = uuid().into();
+            message
+        };
+        match event {
+            AgentEvent::ToolCallStarted { id, name, input } => {
+                self.tool_uses += 1;
+                let ours = ferroclaw_tools::canonical_tool_name(&name);
+                let (shown, input) = claude::to_claude(ours, &input, workspace);
+                let progress = json!({
+                    "type": "system",
+                    "subtype": "task_progress",
+                    "task_id": self.task_id,
+                    "tool_use_id": self.call_id,
+                    "description": format!("Using {shown}"),
+                    "subagent_type": self.subagent_type,
+                    "usage": {
+                        "total_tokens": self.tokens,
+                        "tool_uses": self.tool_uses,
+                        "duration_ms": self.started.elapsed().as_millis() as u64,
+                    },
+                    "last_tool_name": shown,
+                    "uuid": uuid(),
+                    "session_id": session,
+                });
+                let call = under_call(json!({
+                    "type": "assistant",
+                    "message": {
+                        "id": format!("msg_{}_{id}", self.task_id),
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [{"type": "tool_use", "id": id, "name": shown, "input": input}],
+                        "stop_reason": null,
+                        "stop_sequence": null,
+                    },
+                }));
+                vec![progress, call]
+            }
+            AgentEvent::ToolCallFinished { id, is_error, preview, .. } => {
+                let result = json!({
+                    "type": "tool_result", "tool_use_id": id, "content": preview, "is_error": is_error,
+                });
+                let message = json!({"role": "user", "content": [result]});
+                vec![under_call(json!({"type": "user", "message": message}))]
+            }
+            AgentEvent::Usage { usage } => {
+                self.tokens = usage.total();
+                Vec::new()
+            }
+            AgentEvent::Finished { result, usage, .. } => {
+                self.summary = result;
+                self.tokens = usage.total();
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// `task_updated` and `task_notification` when the call has ended.
+    fn finished(self, is_error: bool, session: &str) -> [Value; 2] {
+        let status = if is_error { "failed" } else { "completed" };
+        let end_time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let updated = json!({
+            "type": "system",
+            "subtype": "task_updated",
+            "task_id": self.task_id,
+            "patch": {"status": status, "end_time": end_time},
+            "uuid": uuid(),
+            "session_id": session,
+        });
+        let notification = json!({
+            "type": "system",
+            "subtype": "task_notification",
+            "task_id": self.task_id,
+            "tool_use_id": self.call_id,
+            "status": status,
+            "summary": self.summary,
+            "usage": {
+                "total_tokens": self.tokens,
+                "tool_uses": self.tool_uses,
+                "duration_ms": self.started.elapsed().as_millis() as u64,
+            },
+            "uuid": uuid(),
+            "session_id": session,
+        });
+        [updated, notification]
+    }
+}
+
 /// The file a Claude-shaped input's `file_path` names, as it is now.
 fn file_now(input: &Value) -> Option<String> {
     let path = input.get("file_path")?.as_str()?;
@@ -181,17 +372,22 @@ fn file_now(input: &Value) -> Option<String> {
 }
 
 /// The result object of `--output-format json` (and the last line of
-/// Claude-style stream-json), with Claude Code's fields.
+/// Claude-style stream-json), with Claude Code's fields; `num_turns` is
+/// counted as Claude Code counts it.
 pub fn result(
     report: &Report,
+    num_turns: u32,
     session_id: &str,
     model: &str,
     denials: &[Denial],
     started: Instant,
     workspace: &std::path::Path,
 ) -> Value {
+    // A prompt a hook blocked is, as in Claude Code, a successful run whose
+    // result is the hook's reason.
+    let blocked = report.outcome == Outcome::Blocked;
     let subtype = match report.outcome {
-        Outcome::Answered => "success",
+        Outcome::Answered | Outcome::Blocked => "success",
         Outcome::MaxTurns => "error_max_turns",
         Outcome::Cancelled | Outcome::Failed(_) => "error_during_execution",
     };
@@ -212,9 +408,9 @@ pub fn result(
     json!({
         "type": "result",
         "subtype": subtype,
-        "is_error": report.is_error(),
+        "is_error": report.is_error() && !blocked,
         "duration_ms": started.elapsed().as_millis() as u64,
-        "num_turns": report.num_turns,
+        "num_turns": num_turns,
         "result": report.text,
         "stop_reason": stop_reason,
         "session_id": session_id,
@@ -232,6 +428,25 @@ pub fn result(
         },
         "permission_denials": denials,
         "uuid": uuid(),
+    })
+}
+
+/// The `system`/`informational` message Claude Code prints before the
+/// result when a UserPromptSubmit hook blocked the prompt (`text` is the
+/// report's: the reason and the original prompt).
+pub fn prompt_blocked(text: &str, session_id: &str) -> Value {
+    let reason = text
+        .split_once('\n')
+        .map_or(text, |(_, rest)| rest.split("\n\nOriginal prompt: ").next().unwrap_or(rest));
+    json!({
+        "type": "system",
+        "subtype": "informational",
+        "content": text,
+        "level": "warning",
+        "prevent_continuation": true,
+        "prompt_submit_outcome": {"kind": "blocked_by_hook", "prompt_kept": false, "reason": reason},
+        "uuid": uuid(),
+        "session_id": session_id,
     })
 }
 

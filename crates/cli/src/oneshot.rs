@@ -134,7 +134,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     runtime.shutdown().await;
     agent.finish().await;
     drop(tx);
-    let _ = tee.await;
+    let extra_calls = tee.await.unwrap_or(0);
     let _ = consumer.await;
     let denials = std::mem::take(&mut *denials.lock().unwrap_or_else(PoisonError::into_inner));
     explain_denials(&denials, &agent, &config.home);
@@ -142,10 +142,13 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let session_id = agent.session().meta().id.clone();
     let result = || {
         let (model, ws) = (agent.model_spec(), agent.workspace());
-        crate::claude_stream::result(&report, &session_id, model, &denials, started, ws)
+        // Claude Code counts each of several tool calls of one answer as a turn.
+        let turns = report.num_turns + extra_calls;
+        crate::claude_stream::result(&report, turns, &session_id, model, &denials, started, ws)
     };
+    let blocked = report.outcome == Outcome::Blocked;
     match cli.output_format {
-        OutputFormat::Text if report.is_error() => {
+        OutputFormat::Text if report.is_error() && !blocked => {
             if !status {
                 eprintln!("error: {}", report.text);
                 if let Some(hint) = crate::render::error_hint(&report.text) {
@@ -160,13 +163,18 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             let _ = writeln!(stdout, "{}", result());
         }
         OutputFormat::StreamJson if cli.stream_format == StreamFormat::Claude => {
+            if blocked {
+                let note = crate::claude_stream::prompt_blocked(&report.text, &session_id);
+                let _ = writeln!(stdout, "{note}");
+            }
             let _ = writeln!(stdout, "{}", result());
         }
         OutputFormat::StreamJson => {}
     }
     let _ = stdout.flush();
     Ok(match report.outcome {
-        Outcome::Answered => exit::OK,
+        // Claude Code's `-p` ends a prompt a hook blocked with success.
+        Outcome::Answered | Outcome::Blocked => exit::OK,
         Outcome::Cancelled => exit::INTERRUPTED,
         Outcome::MaxTurns | Outcome::Failed(_) => exit::FAILED,
     })
@@ -214,13 +222,20 @@ fn swallowed_prompt_hint(cli: &Cli) -> String {
 }
 
 /// Passes every event on, keeping the refusals.
+/// Returns how many tool calls came beyond the first of their answer.
 async fn collect_denials(
     mut rx: UnboundedReceiver<AgentEvent>,
     forward: UnboundedSender<AgentEvent>,
     denials: Arc<Mutex<Vec<Denial>>>,
-) {
+) -> u32 {
+    let (mut in_turn, mut extra) = (0u32, 0u32);
     while let Some(event) = rx.recv().await {
-        if let AgentEvent::PermissionDenied { id, name, input, reason } = &event {
+        // A sub-agent's refusals are the run's too (Claude Code lists them).
+        let own = match &event {
+            AgentEvent::SubAgent { event, .. } => event.as_ref(),
+            other => other,
+        };
+        if let AgentEvent::PermissionDenied { id, name, input, reason } = own {
             denials.lock().unwrap_or_else(PoisonError::into_inner).push(Denial {
                 tool_name: name.clone(),
                 tool_use_id: id.clone(),
@@ -228,8 +243,17 @@ async fn collect_denials(
                 reason: reason.clone(),
             });
         }
+        match &event {
+            AgentEvent::TurnStarted { .. } => in_turn = 0,
+            AgentEvent::ToolCallStarted { .. } => {
+                extra += u32::from(in_turn > 0);
+                in_turn += 1;
+            }
+            _ => {}
+        }
         let _ = forward.send(event);
     }
+    extra
 }
 
 /// Says on stderr which calls were refused and how to allow them.

@@ -16,7 +16,8 @@
 //! the scenarios whose names contain A or B; `FERROCLAW_CLAUDE_DIFF_WRITE=1` rewrites the
 //! known-differences file from what this run found (reasons kept; with
 //! `_ONLY`, only the matching scenarios' entries);
-//! `FERROCLAW_CLAUDE_DIFF_SHOW=1` prints every difference with both values;
+//! `FERROCLAW_CLAUDE_DIFF_SHOW=1` prints every difference with both values
+//! (`=2`: and each side's whole `-p` output);
 //! `FERROCLAW_CLAUDE_DIFF_RAW_INPUTS=1` sends every scenario's tool inputs to
 //! ferroclaw exactly as Claude Code gets them (no `file_path` → `path`).
 
@@ -90,7 +91,7 @@ fn ferroclaw_does_what_the_pinned_claude_code_does_or_the_difference_is_explaine
         eprintln!("wrote {} from {} differences", known_path.display(), found.len());
         return;
     }
-    let show = std::env::var("FERROCLAW_CLAUDE_DIFF_SHOW").is_ok_and(|v| v == "1");
+    let show = std::env::var("FERROCLAW_CLAUDE_DIFF_SHOW").is_ok_and(|v| v == "1" || v == "2");
     let unexplained: Vec<&Difference> =
         found.iter().filter(|d| !known.iter().any(|k| k.matches(d))).collect();
     for d in found.iter().filter(|_| show) {
@@ -138,7 +139,9 @@ fn run_all(scenarios: &[Scenario], claude: &Path) -> Vec<Difference> {
                     let (claude_facts, claude_err) = observe::observe(s, Side::Claude, claude);
                     let (ferro_facts, ferro_err) = observe::observe(s, Side::Ferroclaw, claude);
                     let diffs = known::differences(&s.name, &claude_facts, &ferro_facts);
-                    if std::env::var("FERROCLAW_CLAUDE_DIFF_SHOW").is_ok_and(|v| v == "1") {
+                    if std::env::var("FERROCLAW_CLAUDE_DIFF_SHOW")
+                        .is_ok_and(|v| v == "1" || v == "2")
+                    {
                         eprintln!("--- {}: claude stderr:\n{claude_err}", s.name);
                         eprintln!("--- {}: ferroclaw stderr:\n{ferro_err}", s.name);
                     }

@@ -348,3 +348,34 @@ fn a_hook_printing_past_the_output_cap_is_cut_and_says_so() {
         env.session_files().iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
     assert!(sessions.contains(said), "the session file says so too: {sessions}");
 }
+
+#[test]
+fn a_prompt_hook_asks_the_sessions_model_and_its_no_sends_the_model_back() {
+    let env = env_with(vec![
+        Turn::text("done").into(),
+        Turn::text(r#"{"ok": false, "reason": "run the tests first"}"#).into(),
+        Turn::text("tests pass, done").into(),
+        Turn::text(
+            r#"```json
+{"ok": true}
+```"#,
+        )
+        .into(),
+    ]);
+    let dir = env.home.path().join(".claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({"hooks": {"Stop": [{"hooks": [
+        {"type": "prompt", "prompt": "Did the agent run the tests? $ARGUMENTS"}
+    ]}]}});
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    let (code, stdout, stderr) = run(&mut env.oneshot("fix it", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim(), "tests pass, done");
+    let asked = env.request_body(1).to_string();
+    assert!(
+        asked.contains("Did the agent run the tests?") && asked.contains("last_assistant_message"),
+        "the hook's question carries the event: {asked}"
+    );
+    let sent_back = env.request_body(2).to_string();
+    assert!(sent_back.contains("run the tests first"), "the hook's reason: {sent_back}");
+}

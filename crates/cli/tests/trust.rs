@@ -314,3 +314,35 @@ fn claude_settings_allow_and_ask_rules_apply_from_the_user_file_and_a_project_on
         "ask rules ask even in the trusted project's bypassPermissions mode"
     );
 }
+
+#[test]
+fn claude_settings_env_reaches_commands_and_hooks_only_once_the_project_is_trusted() {
+    let steps = || {
+        vec![
+            Turn::tool("bash", json!({"command": "echo \"v=$FROM_SETTINGS\" > out.txt"})).into(),
+            Turn::text("ok").into(),
+        ]
+    };
+    let env = Env::new(Wire::Anthropic, [steps(), steps()].concat());
+    std::fs::create_dir_all(env.ws().join(".claude")).unwrap();
+    std::fs::write(
+        env.ws().join(".claude/settings.json"),
+        r#"{"env": {"FROM_SETTINGS": "yes"}, "hooks": {"PostToolUse": [{"matcher": "Bash",
+            "hooks": [{"type": "command", "command": "echo \"hook=$FROM_SETTINGS\" > hook.txt"}]}]}}"#,
+    )
+    .unwrap();
+    let read = |name: &str| std::fs::read_to_string(env.ws().join(name)).unwrap_or_default();
+
+    let (code, _, stderr) = run(&mut env.oneshot("go", &["--permission-mode", "bypass"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(read("out.txt"), "v=\n", "an untrusted project's env is not applied");
+    assert_eq!(read("hook.txt"), "", "nor are its hooks run");
+
+    let (code, stdout, stderr) = run(env.cmd().arg("trust"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("env FROM_SETTINGS"), "trust names the env it applies: {stdout}");
+    let (code, _, stderr) = run(&mut env.oneshot("go", &["--permission-mode", "bypass"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(read("out.txt"), "v=yes\n", "commands get the trusted project's env");
+    assert_eq!(read("hook.txt"), "hook=yes\n", "and so do hooks");
+}

@@ -150,6 +150,9 @@ pub enum Outcome {
     Cancelled,
     /// The provider failed (after its retries).
     Failed(String),
+    /// A UserPromptSubmit hook blocked the prompt before it reached the
+    /// model; the report's text says why (Claude Code's words).
+    Blocked,
 }
 
 /// The result of one user request.
@@ -368,8 +371,7 @@ impl Agent {
 
     /// Ends a request a hook refused before it reached the model.
     fn refuse(&mut self, reason: String, events: &EventSink) -> Report {
-        let report =
-            self.fail(Outcome::Failed(reason.clone()), reason, 0, Usage::default(), events);
+        let report = self.fail(Outcome::Blocked, reason, 0, Usage::default(), events);
         emit(
             events,
             AgentEvent::Finished {

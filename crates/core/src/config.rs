@@ -250,6 +250,10 @@ pub struct Config {
     /// Claude Code's settings files that were read, lowest precedence first
     /// (what they set is in `file`, or in `ignored` while untrusted).
     pub claude_settings: Vec<claude_settings::ClaudeSettings>,
+    /// Claude Code's `env` in force: the user's file, then a trusted
+    /// project's (a later file's value wins), set for every command
+    /// ferroclaw starts (`bash`, background jobs, MCP servers, hooks).
+    pub claude_env: Vec<(String, String)>,
 }
 
 /// Values given on the command line; they override every file.
@@ -324,7 +328,9 @@ impl Config {
         }
         // Claude Code's user file, then ours; then the project's Claude
         // files (what restricts at once, the rest once trusted); then ours.
+        let mut claude_env = BTreeMap::new();
         for (settings, _) in claude.iter().filter(|(_, in_project)| !in_project) {
+            claude_env.extend(settings.env.clone());
             settings.apply(&mut file, &workspace);
             sources.push(settings.path.clone());
         }
@@ -334,6 +340,7 @@ impl Config {
         }
         for (settings, _) in claude.iter().filter(|(_, in_project)| *in_project) {
             if trusted {
+                claude_env.extend(settings.env.clone());
                 settings.apply(&mut file, &workspace);
             } else {
                 settings.apply_restrictions(&mut file);
@@ -381,7 +388,18 @@ impl Config {
             file.permission_mode = overrides.permission_mode;
         }
         let claude_settings = claude.into_iter().map(|(s, _)| s).collect();
-        Ok(Config { home, workspace, file, sources, trusted, trust, ignored, claude_settings })
+        let claude_env = claude_env.into_iter().collect();
+        Ok(Config {
+            home,
+            workspace,
+            file,
+            sources,
+            trusted,
+            trust,
+            ignored,
+            claude_settings,
+            claude_env,
+        })
     }
 
     /// The home folder from `$FERROCLAW_HOME`, else `~/.ferroclaw`.

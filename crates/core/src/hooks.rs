@@ -23,8 +23,10 @@
 //!
 //! Hooks of one event run one after another, in the order above (within a
 //! file, as written): a hook that rewrites a tool's input (`updatedInput`)
-//! hands the rewritten input to the next one, and the first hook that
-//! blocks or denies ends the chain.
+//! hands the rewritten input to the next one. As in Claude Code (which runs
+//! them all at once), every matching hook runs even after one blocked or
+//! denied, so a hook that logs sees every event; the first block's reason
+//! is the one given, and the strictest permission answer wins.
 //!
 //! ```
 //! use ferroclaw_core::hooks::{HookEvent, Hooks};
@@ -34,11 +36,14 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use ferroclaw_llm::Provider;
 use serde_json::{Map, Value};
 
 pub mod command;
 pub mod http;
+pub mod prompt;
 pub mod settings;
 
 pub use settings::{Hook, HookOptions, HookTable, Matcher};
@@ -124,6 +129,9 @@ pub struct Common {
     pub cwd: PathBuf,
     /// Claude Code's spelling: `default`, `acceptEdits`, `bypassPermissions`, `plan`.
     pub permission_mode: String,
+    /// Inside a sub-agent: its id and type (Claude Code's `agent_id` and
+    /// `agent_type`, sent with every event the sub-agent runs).
+    pub agent: Option<(String, String)>,
 }
 
 /// A hook's say on a tool call's permission; the strictest of several wins.
@@ -187,6 +195,10 @@ pub struct Hooks {
     workspace: PathBuf,
     /// The environment hook commands see (`[sandbox] hook_env`).
     env: command::HookEnvironment,
+    /// Claude Code settings' `env`, set on top ([`crate::Config::claude_env`]).
+    set_env: Vec<(String, String)>,
+    /// The model `prompt` and `agent` hooks ask ([`Hooks::with_model`]).
+    model: Option<prompt::HookModel>,
 }
 
 impl Hooks {
@@ -212,12 +224,23 @@ impl Hooks {
             }
         }
         let env = command::HookEnvironment::from_config(config.file.sandbox.as_ref());
-        Ok(Hooks { hooks, workspace: config.workspace.clone(), env })
+        let set_env = config.claude_env.clone();
+        Ok(Hooks { hooks, workspace: config.workspace.clone(), env, set_env, model: None })
     }
 
     /// The hooks given, run in `workspace` (for tests and embedders).
     pub fn from_hooks(hooks: Vec<Hook>, workspace: &Path) -> Hooks {
-        Hooks { hooks, workspace: workspace.to_path_buf(), env: Default::default() }
+        Hooks { hooks, workspace: workspace.to_path_buf(), ..Hooks::default() }
+    }
+
+    /// These hooks with `provider`'s `model` to ask for `prompt` and `agent`
+    /// hooks (an agent's own model); `None` when no hook needs one.
+    pub fn with_model(&self, provider: Arc<dyn Provider>, model: &str) -> Option<Hooks> {
+        if !self.hooks.iter().any(|h| h.options.prompt.is_some()) {
+            return None;
+        }
+        let model = prompt::HookModel { provider, model: model.to_string() };
+        Some(Hooks { model: Some(model), ..self.clone() })
     }
 
     /// True when some hook listens to `event` (so callers skip building its input).
@@ -234,11 +257,16 @@ impl Hooks {
     /// its answer is not read (Claude Code's `async: true`).
     fn start_async(&self, hook: &Hook, text: String) {
         let (hook, workspace, env) = (hook.clone(), self.workspace.clone(), self.env.clone());
+        let (set_env, model) = (self.set_env.clone(), self.model.clone());
         tokio::spawn(async move {
-            let run = match &hook.options.http {
-                Some(target) => http::post(target, &text, hook.timeout_secs).await,
-                None => {
-                    command::run(&hook.command, &text, &workspace, hook.timeout_secs, &env).await
+            let run = match (&hook.options.http, &hook.options.prompt) {
+                (Some(target), _) => http::post(target, &text, hook.timeout_secs).await,
+                (None, Some(question)) => {
+                    prompt::ask(model.as_ref(), question, &text, hook.timeout_secs).await
+                }
+                (None, None) => {
+                    let timeout = hook.timeout_secs;
+                    command::run(&hook.command, &text, &workspace, timeout, &env, &set_env).await
                 }
             };
             if !matches!(run.ended, Ended::Exited(Some(0))) {
@@ -285,15 +313,19 @@ impl Hooks {
                 outcome.runs.push(HookRecord::started(event, hook));
                 continue;
             }
-            let run = match &hook.options.http {
-                Some(target) => http::post(target, &text, hook.timeout_secs).await,
-                None => {
+            let run = match (&hook.options.http, &hook.options.prompt) {
+                (Some(target), _) => http::post(target, &text, hook.timeout_secs).await,
+                (None, Some(question)) => {
+                    prompt::ask(self.model.as_ref(), question, &text, hook.timeout_secs).await
+                }
+                (None, None) => {
                     command::run(
                         &hook.command,
                         &text,
                         &self.workspace,
                         hook.timeout_secs,
                         &self.env,
+                        &self.set_env,
                     )
                     .await
                 }
@@ -310,10 +342,6 @@ impl Hooks {
                 result,
                 duration_ms: run.duration_ms,
             });
-            let denied = matches!(outcome.permission, Some(PermissionAnswer::Deny(_)));
-            if outcome.blocked.is_some() || outcome.stop.is_some() || denied {
-                break;
-            }
         }
         outcome
     }
@@ -347,8 +375,16 @@ fn base_input(event: HookEvent, common: &Common) -> Map<String, Value> {
         common.transcript_path.to_string_lossy().into_owned().into(),
     );
     input.insert("cwd".into(), common.cwd.to_string_lossy().into_owned().into());
-    input.insert("permission_mode".into(), common.permission_mode.clone().into());
+    // Claude Code sends no mode with the session's or a sub-agent's start, nor the session's end.
+    if !matches!(event, HookEvent::SessionStart | HookEvent::SessionEnd | HookEvent::SubagentStart)
+    {
+        input.insert("permission_mode".into(), common.permission_mode.clone().into());
+    }
     input.insert("hook_event_name".into(), event.name().into());
+    if let Some((id, kind)) = &common.agent {
+        input.insert("agent_id".into(), id.clone().into());
+        input.insert("agent_type".into(), kind.clone().into());
+    }
     input
 }
 
@@ -362,7 +398,7 @@ fn read_answer(
     let failed = |why: String, outcome: &mut HookOutcome| {
         let what = format!("{} hook `{}` {why}", event.name(), hook.command);
         if hook.fail_closed {
-            outcome.blocked = Some(format!("{what}; it is fail_closed, so this is blocked"));
+            block(outcome, format!("{what}; it is fail_closed, so this is blocked"));
             format!("blocked (fail_closed): {why}")
         } else {
             outcome.notices.push(what);
@@ -385,7 +421,7 @@ fn read_answer(
             } else {
                 run.stderr.clone()
             };
-            outcome.blocked = Some(reason.clone());
+            block(outcome, reason.clone());
             format!("blocked: {reason}")
         }
         Ended::Exited(Some(0)) => {
@@ -423,7 +459,7 @@ fn read_json(answer: &Value, outcome: &mut HookOutcome) -> String {
         Some("block") => {
             let why =
                 if reason.is_empty() { "blocked by a hook".to_string() } else { reason.clone() };
-            outcome.blocked = Some(why.clone());
+            block(outcome, why.clone());
             result = format!("blocked: {why}");
         }
         Some("approve") => raise(outcome, PermissionAnswer::Allow),
@@ -468,9 +504,14 @@ fn read_json(answer: &Value, outcome: &mut HookOutcome) -> String {
     if answer.get("continue").and_then(Value::as_bool) == Some(false) {
         let why = text(answer, "stopReason").unwrap_or_else(|| "stopped by a hook".into());
         result = format!("stop: {why}");
-        outcome.stop = Some(why);
+        outcome.stop.get_or_insert(why);
     }
     result
+}
+
+/// Blocks, unless an earlier hook of the chain already did (its reason stays).
+fn block(outcome: &mut HookOutcome, reason: String) {
+    outcome.blocked.get_or_insert(reason);
 }
 
 /// Keeps the strictest permission answer.

@@ -102,10 +102,35 @@ async fn a_sub_agent_runs_subagent_stop_not_stop() {
     assert!(home.path().join("start-ran").exists());
     let seen = std::fs::read_to_string(home.path().join("subagent-stop.json")).unwrap();
     let seen: Value = serde_json::from_str(&seen).unwrap();
+    // Claude Code's name for the type, and the sub-agent's own transcript.
     assert_eq!(
         (seen["hook_event_name"].as_str(), seen["agent_type"].as_str()),
-        (Some("SubagentStop"), Some("explore"))
+        (Some("SubagentStop"), Some("Explore"))
     );
+    assert!(seen["agent_id"].is_string() && seen["agent_transcript_path"].is_string(), "{seen}");
+}
+
+#[tokio::test]
+async fn a_sub_agents_tool_calls_run_the_tool_hooks_and_say_which_sub_agent_made_them() {
+    let server = ScriptedServer::start(vec![
+        Turn::tool("echo", json!({"x": 1})).into(),
+        Turn::text("child done").into(),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let guard = "cat > pre.json; echo 'not from a sub-agent' >&2; exit 2";
+    let mut agent =
+        agent(&server, home.path(), vec![hook(HookEvent::PreToolUse, guard)], Some("general"));
+    run(&mut agent, "do it").await;
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("pre.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (seen["tool_name"].as_str(), seen["agent_type"].as_str()),
+        (Some("echo"), Some("general-purpose"))
+    );
+    assert!(seen["agent_id"].is_string(), "{seen}");
+    let result = server.requests()[1].body.to_string();
+    assert!(result.contains("not from a sub-agent"), "the hook refused the call: {result}");
 }
 
 #[tokio::test]

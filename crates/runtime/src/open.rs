@@ -277,7 +277,7 @@ impl Runtime {
             remembering,
             turn_hook: Some(self.refresh.clone()),
         });
-        agent.set_hooks(self.hooks.clone(), None);
+        agent.set_hooks(self.hooks_for(&agent), None);
         agent.trust_instructions(instructions::outside_imports_allowed(config));
         if options.checkpoints {
             agent.set_checkpoints(self.checkpoints(&agent));
@@ -384,9 +384,18 @@ impl Runtime {
             turn_hook: Some(self.refresh.clone()),
         });
         let mut agent = agent;
-        agent.set_hooks(self.hooks.clone(), Some(child.kind.name.clone()));
+        agent.set_hooks(self.hooks_for(&agent), Some(child.kind.name.clone()));
         agent.trust_instructions(instructions::outside_imports_allowed(&self.config));
         Ok(Opened { agent, resumed: false, skipped_bytes: 0, skipped_lines: Vec::new() })
+    }
+
+    /// The hooks an agent runs: the runtime's, with the agent's own model
+    /// for `prompt` and `agent` hooks when there are any.
+    fn hooks_for(&self, agent: &Agent) -> Arc<ferroclaw_core::hooks::Hooks> {
+        match self.hooks.with_model(agent.provider().clone(), agent.model()) {
+            Some(hooks) => Arc::new(hooks),
+            None => self.hooks.clone(),
+        }
     }
 
     /// Gives `tools` the specs of an agent opened before with the same tools,

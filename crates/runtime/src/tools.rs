@@ -96,6 +96,7 @@ pub fn sandbox_policy(config: &Config) -> SandboxPolicy {
         confine_writes: section.enabled.unwrap_or(true),
         writable,
         env: section.env.clone(),
+        set_env: config.claude_env.clone(),
         tcp: ferroclaw_tools::landlock::TcpPolicy {
             connect: section.tcp_connect.clone(),
             bind: section.tcp_bind.clone(),

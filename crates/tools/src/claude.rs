@@ -93,7 +93,8 @@ pub const TABLE: &[Counterpart] = &[
         renamed: &[("agent_type", "subagent_type")],
         // A sub-agent here always runs in the foreground: its answer is the result.
         dropped: &["run_in_background"],
-        ..pair("task", "Task")
+        defaults: &[("run_in_background", false)],
+        ..pair("task", "Agent")
     },
     pair("exit_plan_mode", "ExitPlanMode"),
     Counterpart {
@@ -104,8 +105,30 @@ pub const TABLE: &[Counterpart] = &[
 ];
 
 /// Claude Code's names for a tool that are not [`Counterpart::claude`]
-/// (newer Claude Code calls `Task` `Agent`).
-const CLAUDE_ALIASES: &[(&str, &str)] = &[("Agent", "task")];
+/// (older Claude Code called `Agent` `Task`).
+const CLAUDE_ALIASES: &[(&str, &str)] = &[("Task", "task")];
+
+/// Our built-in sub-agent types and Claude Code's names for them (the
+/// `subagent_type` of an `Agent` call, the `agent_type` of its hooks).
+const AGENT_TYPES: &[(&str, &str)] = &[("general", "general-purpose"), ("explore", "Explore")];
+
+/// Claude Code's name for one of our sub-agent types (`general` ->
+/// `general-purpose`); a user's own type keeps its name.
+pub fn claude_agent_type(ours: &str) -> &str {
+    AGENT_TYPES.iter().find(|(o, _)| *o == ours).map_or(ours, |(_, c)| c)
+}
+
+/// Our name for a Claude Code sub-agent type (`general-purpose` -> `general`).
+pub fn ours_agent_type(claude: &str) -> &str {
+    AGENT_TYPES.iter().find(|(_, c)| *c == claude).map_or(claude, |(o, _)| o)
+}
+
+/// Renames the sub-agent type in `fields[key]` with `rename`.
+fn rename_agent_type(fields: &mut Map<String, Value>, key: &str, rename: fn(&str) -> &str) {
+    if let Some(Value::String(kind)) = fields.get_mut(key) {
+        *kind = rename(kind).to_string();
+    }
+}
 
 /// The counterpart of one of our tools.
 pub fn counterpart(ours: &str) -> Option<&'static Counterpart> {
@@ -157,6 +180,9 @@ pub fn to_claude(ours: &str, input: &Value, workspace: &Path) -> (String, Value)
     }
     if ours == "todo_write" {
         rename_in_items(&mut out, "todos", "active_form", "activeForm");
+    }
+    if ours == "task" {
+        rename_agent_type(&mut out, "subagent_type", claude_agent_type);
     }
     if ours == "multi_edit" {
         for edit in out.get_mut("edits").and_then(Value::as_array_mut).into_iter().flatten() {
@@ -222,6 +248,9 @@ fn back(
     }
     if c.ours == "todo_write" {
         rename_in_items(&mut out, "items", "activeForm", "active_form");
+    }
+    if c.ours == "task" {
+        rename_agent_type(&mut out, "agent_type", ours_agent_type);
     }
     (c.ours.to_string(), Value::Object(out))
 }

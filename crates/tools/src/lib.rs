@@ -234,6 +234,9 @@ pub struct SandboxPolicy {
     /// Environment variables commands get besides the allow-list of
     /// [`child_env::PASSED_ENV`] (config `[sandbox] env`).
     pub env: Vec<String>,
+    /// Variables set for commands on top of the allow-list (Claude Code
+    /// settings' `env`); a later one of the same name wins.
+    pub set_env: Vec<(String, String)>,
     /// TCP ports commands may connect to and bind (Landlock ABI 4+).
     pub tcp: landlock::TcpPolicy,
     /// Bytes a file may have for `read`, `edit`, `multi_edit` and `write`'s
@@ -247,6 +250,7 @@ impl Default for SandboxPolicy {
             confine_writes: true,
             writable: Vec::new(),
             env: Vec::new(),
+            set_env: Vec::new(),
             tcp: landlock::TcpPolicy::default(),
             max_file_bytes: file_limit::DEFAULT_MAX_FILE_BYTES,
         }
@@ -273,9 +277,15 @@ impl SandboxPolicy {
     }
 
     /// The environment for a command: the allow-list, the configured names
-    /// and the fixed `TMPDIR`, from ferroclaw's own environment.
+    /// and the fixed `TMPDIR`, from ferroclaw's own environment, then the
+    /// variables of [`SandboxPolicy::set_env`].
     pub fn child_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-        child_env::current_child_env(&self.env)
+        let mut env = child_env::current_child_env(&self.env);
+        for (name, value) in &self.set_env {
+            env.retain(|(n, _)| n.as_os_str() != std::ffi::OsStr::new(name));
+            env.push((name.into(), value.into()));
+        }
+        env
     }
 }
 

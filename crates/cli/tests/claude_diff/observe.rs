@@ -95,6 +95,11 @@ pub fn observe(scenario: &Scenario, side: Side, claude: &Path) -> (Facts, String
     if scenario.compare_schema {
         schema_facts(&messages, &mut facts);
     }
+    // `FERROCLAW_CLAUDE_DIFF_SHOW=2` shows each side's whole `-p` output too.
+    let stderr = match std::env::var("FERROCLAW_CLAUDE_DIFF_SHOW").is_ok_and(|v| v == "2") {
+        true => format!("{stderr}\n--- stdout:\n{stdout}"),
+        false => stderr,
+    };
     (facts, stderr.replace(&dir, "<DIR>"))
 }
 

@@ -45,13 +45,28 @@ impl Agent {
         &self.hook_state.hooks
     }
 
+    /// The fields every hook input carries. A sub-agent's hooks hear of
+    /// the session that started it (`session_id`, `transcript_path`) and of
+    /// the sub-agent itself (`agent_id`, `agent_type`), as in Claude Code.
     fn hook_common(&self) -> Common {
         let mode = crate::plan::claude_mode_name(self.permissions.mode());
+        let meta = self.session.meta();
+        let (mut session_id, mut transcript_path) =
+            (meta.id.clone(), self.session.path().to_path_buf());
+        let mut agent = None;
+        if let Some(kind) = &self.hook_state.subagent {
+            agent = Some((meta.id.clone(), claude::claude_agent_type(kind).to_string()));
+            if let Some(parent) = &meta.parent {
+                transcript_path.set_file_name(format!("{parent}.jsonl"));
+                session_id.clone_from(parent);
+            }
+        }
         Common {
-            session_id: self.session.meta().id.clone(),
-            transcript_path: self.session.path().to_path_buf(),
+            session_id,
+            transcript_path,
             cwd: self.workspace.clone(),
             permission_mode: mode.into(),
+            agent,
         }
     }
 
@@ -99,9 +114,8 @@ impl Agent {
             // A sub-agent's prompt comes from its parent, not the user.
             if !self.hook_state.started {
                 self.hook_state.started = true;
-                let id = self.session.meta().id.clone();
-                let start = json!({"agent_type": kind, "agent_id": id});
-                let out = self.run_hooks(HookEvent::SubagentStart, &[&kind], start, events).await;
+                let names = [kind.as_str(), claude::claude_agent_type(&kind)];
+                let out = self.run_hooks(HookEvent::SubagentStart, &names, json!({}), events).await;
                 add_context(input, &out.map(|o| o.context).unwrap_or_default());
             }
             return Ok(());
@@ -122,7 +136,9 @@ impl Agent {
             return Ok(());
         };
         if let Some(reason) = out.blocked.or(out.stop) {
-            return Err(format!("the prompt was blocked by a UserPromptSubmit hook: {reason}"));
+            return Err(format!(
+                "UserPromptSubmit operation blocked by hook:\n{reason}\n\nOriginal prompt: {prompt}"
+            ));
         }
         add_context(input, &out.context);
         Ok(())
@@ -164,7 +180,11 @@ impl Agent {
         events: &EventSink,
     ) -> Option<Result<Option<Value>, String>> {
         let subject = tool_names(name);
-        let fields = self.tool_fields(call, name, input);
+        let mut fields = self.tool_fields(call, name, input);
+        // Claude Code's PermissionRequest names the tool and input, not the call.
+        if let Some(fields) = fields.as_object_mut() {
+            fields.remove("tool_use_id");
+        }
         let answer =
             match self.run_hooks(HookEvent::PermissionRequest, &subject, fields, events).await {
                 Some(out) if out.blocked.is_some() => Some(Err(format!(
@@ -262,14 +282,18 @@ impl Agent {
         answer: &str,
         events: &EventSink,
     ) -> Option<String> {
-        let (event, mut fields) = match &self.hook_state.subagent {
-            Some(kind) => (HookEvent::SubagentStop, json!({"agent_type": kind})),
+        let kind = self.hook_state.subagent.clone().unwrap_or_default();
+        let (event, mut fields) = match self.hook_state.subagent {
+            Some(_) => {
+                let own = self.session.path().to_string_lossy().into_owned();
+                (HookEvent::SubagentStop, json!({"agent_transcript_path": own}))
+            }
             None => (HookEvent::Stop, json!({})),
         };
         fields["stop_hook_active"] = active.into();
         fields["last_assistant_message"] = answer.into();
-        let kind = self.hook_state.subagent.clone().unwrap_or_default();
-        let out = self.run_hooks(event, &[kind.as_str()], fields, events).await?;
+        let names = [kind.as_str(), claude::claude_agent_type(&kind)];
+        let out = self.run_hooks(event, &names, fields, events).await?;
         if out.stop.is_some() {
             return None;
         }

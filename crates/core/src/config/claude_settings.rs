@@ -1,7 +1,8 @@
 //! Claude Code's settings files read as Claude Code reads them, for what
 //! ferroclaw uses of them besides hooks ([`crate::hooks::settings`] reads
 //! those): `permissions.allow`, `.deny`, `.ask`, `.additionalDirectories`,
-//! `.defaultMode`, and `env` (read and named, not applied).
+//! `.defaultMode`, and `env` (set for the commands ferroclaw starts: `bash`,
+//! background jobs, MCP servers and hooks, as Claude Code sets it for its own).
 //!
 //! Files, in Claude Code's order of precedence, lowest first:
 //! `~/.claude/settings.json` (or `$CLAUDE_CONFIG_DIR/settings.json`), then
@@ -50,8 +51,9 @@ pub struct ClaudeSettings {
     pub additional_directories: Vec<String>,
     /// `permissions.defaultMode`.
     pub default_mode: Option<PermissionMode>,
-    /// `env`: read so `ferroclaw trust` names it; commands get ferroclaw's
-    /// allow-listed environment instead (`[sandbox] env`).
+    /// `env`: variables set for every command ferroclaw starts (on top of
+    /// the allow-listed environment), the user's file at once, a project's
+    /// once trusted ([`crate::Config::claude_env`]).
     pub env: BTreeMap<String, String>,
     /// The hooks object is there (read by [`crate::hooks`]).
     pub has_hooks: bool,
@@ -148,10 +150,7 @@ impl ClaudeSettings {
         }
         if !self.env.is_empty() {
             let names: Vec<&str> = self.env.keys().map(String::as_str).collect();
-            parts.push(format!(
-                "env {} (not applied: commands get the allow-listed environment and [sandbox] env)",
-                names.join(", ")
-            ));
+            parts.push(format!("env {} (set for commands and hooks)", names.join(", ")));
         }
         if !self.unused.is_empty() {
             parts.push(format!("not used: {}", self.unused.join(", ")));
@@ -210,6 +209,10 @@ impl ClaudeSettings {
         }
         if let Some(mode) = self.default_mode {
             notes.push(format!("defaultMode {} in {name}", mode_name(mode)));
+        }
+        if !self.env.is_empty() {
+            let names: Vec<&str> = self.env.keys().map(String::as_str).collect();
+            notes.push(format!("env {} in {name}", names.join(", ")));
         }
         notes
     }

@@ -106,13 +106,15 @@ impl HookEnvironment {
 
 /// Runs `command` with `input` on stdin, in `workspace`, for at most
 /// `timeout_secs`. `CLAUDE_PROJECT_DIR` (and `FERROCLAW_PROJECT_DIR`) name the
-/// workspace, as Claude Code's hooks expect.
+/// workspace, as Claude Code's hooks expect; `set` (Claude Code settings'
+/// `env`) is set on top of `env`'s variables.
 pub async fn run(
     command: &str,
     input: &str,
     workspace: &Path,
     timeout_secs: f64,
     env: &HookEnvironment,
+    set: &[(String, String)],
 ) -> CommandRun {
     let started = Instant::now();
     let done = |ended, stdout: &[u8], stderr: &[u8]| CommandRun {
@@ -122,10 +124,11 @@ pub async fn run(
         duration_ms: started.elapsed().as_millis() as u64,
         over_cap: None,
     };
-    let mut launch = Launch::new("sh", workspace)
-        .arg("-c")
-        .arg(command)
-        .env_policy(env.policy())
+    let mut launch = Launch::new("sh", workspace).arg("-c").arg(command).env_policy(env.policy());
+    for (name, value) in set {
+        launch = launch.env(name, value);
+    }
+    let mut launch = launch
         .env("CLAUDE_PROJECT_DIR", workspace)
         .env("FERROCLAW_PROJECT_DIR", workspace)
         .tokio_command();

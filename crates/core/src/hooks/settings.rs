@@ -44,12 +44,19 @@ pub struct MatcherGroup {
 /// One hook as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct HookSpec {
-    /// `command` or `http`; other types (`prompt`, `agent`) are skipped
-    /// with a warning.
+    /// `command`, `http`, `prompt` or `agent` ([`super::prompt`]); another
+    /// type is skipped with a warning.
     #[serde(rename = "type", default)]
     pub kind: String,
     #[serde(default)]
     pub command: Option<String>,
+    /// A `prompt` or `agent` hook's question to the model (`$ARGUMENTS`:
+    /// the event's JSON).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// A `prompt` hook's model in Claude Code; ferroclaw asks the session's own.
+    #[serde(default)]
+    pub model: Option<String>,
     /// An `http` hook's URL: the event's JSON is POSTed there.
     #[serde(default)]
     pub url: Option<String>,
@@ -97,6 +104,8 @@ pub struct Hook {
 pub struct HookOptions {
     /// POST the event's JSON here instead of running `command`.
     pub http: Option<HttpHook>,
+    /// Ask the session's model this (a `prompt` or `agent` hook) instead.
+    pub prompt: Option<String>,
     pub run_async: bool,
     /// Set once a `once` hook has run.
     pub once: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
@@ -225,6 +234,7 @@ pub fn compile(table: &HookTable, source: &Path) -> Result<Vec<Hook>, HookError>
             let bad = |message: String| HookError::Bad { path: source.to_path_buf(), message };
             let matcher = Matcher::parse(group.matcher.as_deref()).map_err(bad)?;
             for spec in &group.hooks {
+                let mut prompt = None;
                 let (command, http) = match spec.kind.as_str() {
                     "command" => {
                         let command =
@@ -232,6 +242,14 @@ pub fn compile(table: &HookTable, source: &Path) -> Result<Vec<Hook>, HookError>
                                 || bad(format!("{name}: a command hook needs \"command\"")),
                             )?;
                         (command, None)
+                    }
+                    kind @ ("prompt" | "agent") => {
+                        let text = spec.prompt.clone().filter(|p| !p.trim().is_empty());
+                        let text = text.ok_or_else(|| {
+                            bad(format!("{name}: a {kind} hook needs \"prompt\""))
+                        })?;
+                        prompt = Some(text.clone());
+                        (format!("{kind}: {}", crate::context::cap(&text, 60)), None)
                     }
                     "http" => {
                         let url = spec
@@ -263,6 +281,7 @@ pub fn compile(table: &HookTable, source: &Path) -> Result<Vec<Hook>, HookError>
                 }
                 let options = HookOptions {
                     http,
+                    prompt,
                     run_async: spec.run_async,
                     once: spec.once.then(Default::default),
                     status_message: spec.status_message.clone(),
@@ -353,14 +372,15 @@ mod tests {
             r#"{"PreToolUze": [{"hooks": [{"type": "command", "command": "x"}]}],
                 "Setup": [{"hooks": [{"type": "command", "command": "y"}]}],
                 "preToolUse": [{"hooks": [{"type": "command", "command": "z"}]}],
-                "Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"},
+                "Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"}, {"type": "mcp"},
                                     {"type": "command", "command": "ok", "async": true, "once": true,
                                      "statusMessage": "checking"}]}]}"#,
         )
         .unwrap();
         let hooks = compile(&table, Path::new("s.json")).unwrap();
-        assert_eq!(hooks.len(), 1, "{hooks:?}");
-        let stop = &hooks[0];
+        assert_eq!(hooks.len(), 2, "{hooks:?}");
+        assert_eq!(hooks[0].options.prompt.as_deref(), Some("done?"), "a prompt hook is kept");
+        let stop = &hooks[1];
         assert_eq!((stop.event, stop.command.as_str()), (HookEvent::Stop, "ok"));
         assert!(stop.options.run_async && stop.options.once.is_some());
         assert_eq!(stop.options.status_message.as_deref(), Some("checking"));

@@ -19,6 +19,7 @@ fn common(ws: &Path) -> Common {
         transcript_path: ws.join("s1.jsonl"),
         cwd: ws.to_path_buf(),
         permission_mode: "default".into(),
+        agent: None,
     }
 }
 
@@ -34,16 +35,17 @@ async fn pre_tool(hooks: Vec<Hook>, ws: &Path, input: Value) -> HookOutcome {
 }
 
 #[tokio::test]
-async fn exit_2_blocks_with_stderr_and_ends_the_chain() {
+async fn exit_2_blocks_with_stderr_and_the_other_hooks_still_run_as_in_claude_code() {
     let ws = tempfile::tempdir().unwrap();
     let hooks = vec![
         hook(HookEvent::PreToolUse, "Bash", "echo 'no rm here' >&2; exit 2", false),
-        hook(HookEvent::PreToolUse, "Bash", "touch second-ran", false),
+        hook(HookEvent::PreToolUse, "Bash", "touch second-ran; exit 2", false),
+        hook(HookEvent::PreToolUse, "Bash", r#"echo '{"decision": "approve"}'"#, false),
     ];
     let out = pre_tool(hooks, ws.path(), json!({"command": "rm -rf x"})).await;
-    assert_eq!(out.blocked.as_deref(), Some("no rm here"));
-    assert!(!ws.path().join("second-ran").exists(), "the chain ends at the first block");
-    assert_eq!(out.runs.len(), 1);
+    assert_eq!(out.blocked.as_deref(), Some("no rm here"), "the first block's reason is given");
+    assert!(ws.path().join("second-ran").exists(), "a hook after a block still runs");
+    assert_eq!(out.runs.len(), 3);
     assert_eq!(out.runs[0].exit_code, Some(2));
 }
 

@@ -10,6 +10,8 @@
 //! - `Edit`: `{filePath, oldString, newString, originalFile, structuredPatch, userModified, replaceAll}`;
 //! - `Read`: `{type: "text", file: {filePath, content, numLines, startLine, totalLines}}`;
 //! - `Glob`: `{filenames, durationMs, numFiles, truncated}`; `Grep`: `{mode, filenames, numFiles, content?, numLines?}`;
+//! - `Agent`: `{status, prompt, agentType, content: [{type: "text", text}], totalToolUseCount, totalTokens}`
+//!   (the sub-agent's answer without our one-line summary, whose counts fill the totals);
 //! - an MCP tool: the content list `[{type: "text", text}]`.
 //!
 //! A tool with no counterpart keeps ferroclaw's shape: `{"content": TEXT}`.
@@ -80,6 +82,7 @@ pub fn tool_response(
             })
         }
         "grep" => grep(claude_input, text),
+        "task" => sub_agent(claude_input, text),
         name if name.starts_with("mcp__") => json!([{"type": "text", "text": text}]),
         _ => json!({"content": text}),
     }
@@ -100,6 +103,29 @@ pub fn tool_error(ours: &str, text: &str) -> String {
         true => format!("Exit code {code}"),
         false => format!("Exit code {code}\n{stdout}"),
     }
+}
+
+/// A sub-agent's result: its answer, then our summary line
+/// `[TYPE sub-agent: N turns, M tool calls, T tokens, S s; transcript P]`.
+fn sub_agent(claude_input: &Value, text: &str) -> Value {
+    let (answer, summary) = match text.rsplit_once("\n\n[") {
+        Some((answer, tail)) if tail.contains(" sub-agent: ") => (answer, tail),
+        _ => (text, ""),
+    };
+    let count = |unit: &str| -> u64 {
+        summary
+            .split(", ")
+            .find_map(|part| part.strip_suffix(unit)?.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    json!({
+        "status": "completed",
+        "prompt": claude_input.get("prompt").cloned().unwrap_or(Value::Null),
+        "agentType": claude_input.get("subagent_type").cloned().unwrap_or(Value::Null),
+        "content": [{"type": "text", "text": answer}],
+        "totalToolUseCount": count(" tool calls").max(count(" tool call")),
+        "totalTokens": count(" tokens"),
+    })
 }
 
 /// Our bash output, `out\n[exit code 0]\n[note: ...]`, as Claude's fields.

@@ -66,8 +66,8 @@ fn file_tools_get_absolute_file_paths_and_claudes_defaults() {
         (
             "task",
             json!({"description": "d", "prompt": "p", "agent_type": "explore"}),
-            "Task",
-            json!({"description": "d", "prompt": "p", "subagent_type": "explore"}),
+            "Agent",
+            json!({"description": "d", "prompt": "p", "subagent_type": "Explore", "run_in_background": false}),
         ),
         ("web_fetch", json!({"url": "https://x.org"}), "WebFetch", json!({"url": "https://x.org"})),
     ];
@@ -102,7 +102,19 @@ fn claude_shaped_calls_become_ours_and_drop_what_we_have_no_use_for() {
         (name.as_str(), input),
         ("background_run", json!({"command": "sleep 9", "timeout": 2}))
     );
-    assert_eq!(from_claude("Agent", &json!({"prompt": "p"}), ws()).0, "task");
+    assert_eq!(from_claude("Task", &json!({"prompt": "p"}), ws()).0, "task");
+    assert_eq!(
+        from_claude(
+            "Agent",
+            &json!({"prompt": "p", "subagent_type": "general-purpose", "run_in_background": false}),
+            ws()
+        ),
+        ("task".into(), json!({"prompt": "p", "agent_type": "general"}))
+    );
+    assert_eq!(
+        from_claude("Agent", &json!({"subagent_type": "reviewer"}), ws()).1,
+        json!({"agent_type": "reviewer"})
+    );
     assert_eq!(
         from_claude("mcp__gh__search", &json!({"q": 1}), ws()),
         ("mcp__gh__search".into(), json!({"q": 1}))
@@ -201,4 +213,14 @@ fn a_failed_command_reads_as_claude_codes_exit_code_line() {
     assert_eq!(tool_error("bash", "(no output)\n[exit code 3]"), "Exit code 3");
     assert_eq!(tool_error("bash", "boom\n[exit code 1]"), "Exit code 1\nboom");
     assert_eq!(tool_error("read", "no such file"), "no such file");
+}
+
+#[test]
+fn a_sub_agents_response_is_its_answer_with_the_totals_of_our_summary() {
+    let input = json!({"prompt": "look", "subagent_type": "Explore"});
+    let text = "Found it.\n\n[explore sub-agent: 2 turns, 3 tool calls, 120 tokens, 1.5 s; transcript /t.jsonl]";
+    let r = response::tool_response("task", &input, text, None);
+    assert_eq!(r["content"], json!([{"type": "text", "text": "Found it."}]));
+    assert_eq!((r["agentType"].as_str(), r["prompt"].as_str()), (Some("Explore"), Some("look")));
+    assert_eq!((r["totalToolUseCount"].as_u64(), r["totalTokens"].as_u64()), (Some(3), Some(120)));
 }
