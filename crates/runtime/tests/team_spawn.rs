@@ -82,7 +82,12 @@ fn an_isolated_teammates_git_worktree_add_leaves_the_async_thread_free() {
     let mut path = vec![bin];
     path.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "git_worktree_add_with_a_slow_git_on_path", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "team_spawn::git_worktree_add_with_a_slow_git_on_path",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("PATH", std::env::join_paths(path).unwrap())
         .env(SLOW_GIT_DIR, dir.path())
         .output()

@@ -39,7 +39,7 @@ fn eight_writer_processes_lose_and_duplicate_nothing_while_a_reader_drains() {
     let mut writers: Vec<Child> = (0..WRITERS)
         .map(|w| {
             Command::new(&exe)
-                .args(["--exact", "writer_process", "--test-threads=1", "--quiet"])
+                .args(["--exact", "inbox_stress::writer_process", "--test-threads=1", "--quiet"])
                 .env("FERROCLAW_STRESS_DIR", dir.path())
                 .env("FERROCLAW_STRESS_WRITER", w.to_string())
                 .stdout(std::process::Stdio::null())

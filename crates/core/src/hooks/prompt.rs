@@ -66,6 +66,7 @@ pub async fn ask(
         stdout,
         stderr,
         duration_ms: started.elapsed().as_millis() as u64,
+        over_cap: None,
     };
     let Some(model) = model else {
         let why = "no model to ask (a prompt hook runs inside a session)".to_string();
