@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,13 +46,11 @@ def run(bin_dir, url, wire, home, ws, args, limit):
     else:
         env.update(OPENAI_API_KEY="k", OPENAI_BASE_URL=url + "/v1", FERROCLAW_MODEL="openai/gpt-test")
     out = tempfile.TemporaryFile()
-    err = open(os.path.join(home, "stderr.txt"), "w")
     start = time.monotonic()
     child = subprocess.Popen([os.path.join(bin_dir, "ferroclaw")] + args, cwd=ws, env=env,
-                             stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+                             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL)
     timer = None
     try:
-        import threading
         timer = threading.Timer(limit, lambda: child.send_signal(signal.SIGKILL))
         timer.start()
         _, status, usage = os.wait4(child.pid, 0)
@@ -117,9 +116,10 @@ def sparse_edit(bin_dir):
 
 def full_disk(bin_dir):
     with tempfile.TemporaryDirectory() as work:
-        disk = os.path.join(work, "disk")
-        os.makedirs(disk)
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", disk],
+        home, ws = layout(work)
+        sessions = os.path.join(home, "sessions")
+        os.makedirs(sessions)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", sessions],
                           stderr=subprocess.DEVNULL).returncode != 0:
             print("full disk: SKIPPED (cannot mount a tmpfs: needs root)")
             return
@@ -128,16 +128,15 @@ def full_disk(bin_dir):
                      {"kind": "reply", "tool_calls": [{"name": "bash", "arguments": {"command": "seq 1 3000"}}]},
                      {"kind": "reply", "text": "done"}]
             server, url = start_server(bin_dir, work, steps)
-            home, ws = layout(disk)
             try:
                 first = run(bin_dir, url, "anthropic", home, ws, ["-p", "hi"], 60)[0]
-                with open(os.path.join(ws, "filler"), "wb") as f:
-                    try:
+                try:
+                    with open(os.path.join(sessions, "filler"), "wb") as f:
                         while True:
                             f.write(b"f" * 4096)
                             f.flush()
-                    except OSError:
-                        pass
+                except OSError:
+                    pass
                 code, took, peak, out = run(bin_dir, url, "anthropic", home, ws,
                                             ["-p", "more", "--continue", "--yes", "--output-format", "json"], 60)
             finally:
@@ -145,9 +144,9 @@ def full_disk(bin_dir):
             v = json.loads(out) if out.strip() else {}
             print(f"full disk under the session files: first run exit {first}; full: exit {code}, "
                   f"is_error {v.get('is_error')}, {took:5.2f} s, peak {peak:6.1f} MiB, "
-                  f"said: {str(v.get('result', ''))[:90]!r}")
+                  f"said: {str(v.get('result', ''))[:100]!r}")
         finally:
-            subprocess.run(["umount", "-l", disk])
+            subprocess.run(["umount", "-l", sessions])
 
 
 def main():
@@ -155,15 +154,19 @@ def main():
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     parser.add_argument("--bin-dir", default=os.environ.get("BIN_DIR", os.path.join(target, "release")))
     parser.add_argument("--stream-secs", type=float, default=20)
+    parser.add_argument("--only", choices=["stream", "edit", "disk"])
     args = parser.parse_args()
     for name in ("ferroclaw", "scripted-llm"):
         if not os.access(os.path.join(args.bin_dir, name), os.X_OK):
             sys.exit(f"{args.bin_dir}/{name} not found: cargo build --release -p ferroclaw-cli -p ferroclaw-testkit")
-    for wire in ("anthropic", "openai"):
-        for max_tokens in (None, 128000):
-            endless(args.bin_dir, wire, max_tokens, args.stream_secs)
-    sparse_edit(args.bin_dir)
-    full_disk(args.bin_dir)
+    if args.only in (None, "stream"):
+        for wire in ("anthropic", "openai"):
+            for max_tokens in (None, 128000):
+                endless(args.bin_dir, wire, max_tokens, args.stream_secs)
+    if args.only in (None, "edit"):
+        sparse_edit(args.bin_dir)
+    if args.only in (None, "disk"):
+        full_disk(args.bin_dir)
 
 
 if __name__ == "__main__":
