@@ -40,6 +40,7 @@ impl Measured {
 /// which returns its own `ru_maxrss` (the `VmHWM` it had when it exited),
 /// so the peak is exact however briefly it lasted. `on_start` gets the pid
 /// once the child runs (to kill it at a chosen moment).
+#[allow(clippy::zombie_processes, reason = "reaped with wait4, which also gives its rusage")]
 pub fn run_measured(mut cmd: Command, on_start: impl FnOnce(u32)) -> Measured {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("the binary starts");
