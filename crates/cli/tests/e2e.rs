@@ -18,6 +18,7 @@ mod doctor;
 mod durability;
 mod escape_oracle;
 mod eval;
+mod faults;
 mod gateway_api;
 mod gateway_approvals;
 mod gateway_cron;

@@ -605,6 +605,13 @@ impl SessionLog {
             line = serde_json::to_vec(&value).map_err(encode)?;
         }
         line.push(b'\n');
+        // After a failed line the rest of the request is not written either,
+        // so the file keeps what a crash at that line would have left (a
+        // prefix, which loading repairs), never later lines over a hole.
+        if let (Some(_), Some((kind, message))) = (self.cut_back_to, &self.failed) {
+            let message = format!("not written after an earlier line failed: {message}");
+            return Err(io(&self.path)(std::io::Error::new(*kind, message)));
+        }
         let file = self.handle()?.clone();
         if let Some(len) = self.cut_back_to {
             file.set_len(len).map_err(io(&self.path))?;
@@ -866,7 +873,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_failed_append_fails_the_commit_and_the_next_append_cuts_its_fragment() {
+    async fn a_failed_append_fails_the_commit_stops_the_request_and_the_next_append_cuts_its_fragment()
+     {
         let (_d, store) = store();
         let mut log = store.create(Path::new("/p"), "m/m").unwrap();
         log.append_message(&Message::user("one")).unwrap();
@@ -882,16 +890,20 @@ mod tests {
             .write_all(br#"{"type":"message","ts":1,"mess"#)
             .unwrap();
         log.file = writable;
-        log.append_message(&Message::assistant("two")).unwrap();
+        // The disk works again, but the request's later lines are refused:
+        // no line is stored over the hole the lost one left.
+        assert!(log.append_message(&Message::assistant("two")).is_err());
         let err = log.commit().await.unwrap_err().to_string();
         assert!(err.contains("a line could not be written"), "{err}");
+        log.append_message(&Message::assistant("three")).unwrap();
         log.commit().await.unwrap();
         let text = std::fs::read_to_string(log.path()).unwrap();
         assert!(!text.contains("\"mess\"") && !text.contains("lost"), "{text}");
+        assert!(!text.contains("two"), "{text}");
         let path = log.path().to_path_buf();
         drop(log);
         let again = SessionLog::resume(&path, RESUME_TAIL_BYTES).unwrap();
-        assert_eq!(again.messages, vec![Message::user("one"), Message::assistant("two")]);
+        assert_eq!(again.messages, vec![Message::user("one"), Message::assistant("three")]);
         assert_eq!(again.bad_lines, 0);
     }
 

@@ -71,3 +71,4 @@ pub use script::{
     DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, Fault, ScriptedToolCall, Step, Turn,
 };
 pub use server::{LAST_USER, LAST_USER_TASK_ID, ROUTE_DONE, ScriptedServer, ServerOptions};
+pub use strict::request_problem;

@@ -17,6 +17,19 @@ pub(crate) fn tool_pairing_problem(wire: Wire, body: &Value) -> Option<String> {
     }
 }
 
+/// Why the real API would refuse `request` for its tool pairing, or `None`
+/// (a request to neither model endpoint is fine): a check over every
+/// request a test's server recorded, strict or not (fault suites count
+/// inconsistent requests with it).
+pub fn request_problem(request: &crate::RecordedRequest) -> Option<String> {
+    let wire = match request.path.as_str() {
+        "/v1/messages" => Wire::Anthropic,
+        "/v1/chat/completions" => Wire::OpenAi,
+        _ => return None,
+    };
+    tool_pairing_problem(wire, &request.body)
+}
+
 fn blocks<'a>(message: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
     message["content"].as_array().into_iter().flatten().filter(move |b| b["type"] == kind)
 }

@@ -175,6 +175,9 @@ struct FileHit {
 struct Found {
     hits: Vec<FileHit>,
     stopped_early: bool,
+    /// The one file searched turned out binary (a NUL byte): not searched,
+    /// which the answer says rather than "no matches".
+    binary_file: bool,
 }
 
 /// Runs the search on a parallel walk of `root`; each file is opened beneath
@@ -194,12 +197,16 @@ fn search(
         path.strip_prefix(workspace).unwrap_or(path).to_string_lossy().into_owned()
     };
 
+    let mut binary_file = false;
     if root.is_file() {
         let mut buf = Vec::new();
-        if let Some(hit) =
-            search_file(query, &matcher, &mut query.searcher(), beneath, root, &mut buf, &display)
-        {
-            let _ = tx.send(hit);
+        let mut searcher = query.searcher();
+        match search_one(query, &matcher, &mut searcher, beneath, root, &mut buf, &display) {
+            Searched::Hit(hit) => {
+                let _ = tx.send(hit);
+            }
+            Searched::Binary => binary_file = true,
+            Searched::Nothing => {}
         }
     } else {
         let mut builder = walker(root);
@@ -264,11 +271,21 @@ fn search(
         });
     }
     drop(tx);
-    Ok(Found { hits: rx.into_iter().collect(), stopped_early: stopped.load(Ordering::Relaxed) })
+    let stopped_early = stopped.load(Ordering::Relaxed);
+    Ok(Found { hits: rx.into_iter().collect(), stopped_early, binary_file })
 }
 
-/// Searches one file; `None` when it has no match, is binary, unreadable,
-/// or cannot be opened beneath the sandbox root without following a link.
+/// What searching one file found.
+enum Searched {
+    Hit(FileHit),
+    /// A NUL byte: binary, its results dropped (as ripgrep skips it).
+    Binary,
+    /// No match, or unreadable, or not openable beneath the sandbox root
+    /// without following a link.
+    Nothing,
+}
+
+/// Searches one file of a walk; `None` unless it has a match.
 fn search_file(
     query: &Query,
     matcher: &RegexMatcher,
@@ -278,23 +295,51 @@ fn search_file(
     buf: &mut Vec<u8>,
     display: &dyn Fn(&Path) -> String,
 ) -> Option<FileHit> {
+    match search_one(query, matcher, searcher, beneath, path, buf, display) {
+        Searched::Hit(hit) => Some(hit),
+        Searched::Binary | Searched::Nothing => None,
+    }
+}
+
+fn search_one(
+    query: &Query,
+    matcher: &RegexMatcher,
+    searcher: &mut Searcher,
+    beneath: &Beneath,
+    path: &Path,
+    buf: &mut Vec<u8>,
+    display: &dyn Fn(&Path) -> String,
+) -> Searched {
     buf.clear();
-    let file = beneath.open_read(beneath.relative(path)?).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
+    let Some(file) = beneath.relative(path).and_then(|rel| beneath.open_read(rel).ok()) else {
+        return Searched::Nothing;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Searched::Nothing;
     }
     let mut sink = Collect::new(query.mode, query.line_numbers, buf);
-    searcher.search_file(matcher, &file, &mut sink).ok()?;
-    if sink.binary || sink.matches == 0 {
-        return None;
+    if searcher.search_file(matcher, &file, &mut sink).is_err() {
+        return Searched::Nothing;
+    }
+    if sink.binary {
+        return Searched::Binary;
+    }
+    if sink.matches == 0 {
+        return Searched::Nothing;
     }
     let matches = sink.matches;
-    Some(FileHit { path: display(path), matches, lines: std::mem::take(buf) })
+    Searched::Hit(FileHit { path: display(path), matches, lines: std::mem::take(buf) })
 }
 
 /// The sorted, capped text the model sees.
 fn render(query: &Query, found: Found, root: &str) -> String {
     let mut hits = found.hits;
+    if hits.is_empty() && found.binary_file {
+        return format!(
+            "{root} is a binary file (it has a NUL byte), so it was not searched; grep \
+             searches text files. Look inside it with bash (grep -a, strings, od)."
+        );
+    }
     if hits.is_empty() {
         return format!("No matches for {:?} (searched {root}).", query.pattern);
     }

@@ -168,6 +168,13 @@ fn numbered_lines(
             continue;
         }
         let line = trim_newline(&buf);
+        if line.contains(&0) {
+            // Text that turns into binary past the first 8 KB: the lines
+            // before it are shown, NUL bytes never reach the model (the
+            // rest is read all the same: the whole file is hashed).
+            count_lines(&mut reader).map_err(io)?;
+            return binary_from(out, shown, offset, number);
+        }
         let text = String::from_utf8_lossy(line);
         lossy |= matches!(text, Cow::Owned(_));
         push_numbered(&mut out, number, &text);
@@ -203,6 +210,26 @@ fn numbered_lines(
         ));
     }
     Ok((ToolOutput::text(out), Shown::Lines(offset, number)))
+}
+
+/// The lines shown so far (`out`), ended where line `number` turns binary.
+fn binary_from(
+    mut out: String,
+    shown: &str,
+    offset: usize,
+    number: usize,
+) -> Result<(ToolOutput, Shown), ToolError> {
+    if number == offset {
+        return Err(ToolError::Failed(format!(
+            "{shown} has NUL bytes at line {number}: binary data, not text; read shows text \
+             files and images only (look at it with bash: od -c, strings)"
+        )));
+    }
+    out.push_str(&format!(
+        "\n(Line {number} of {shown} has NUL bytes: binary data from there on, not shown. \
+         Look at it with bash: od -c, strings.)\n"
+    ));
+    Ok((ToolOutput::text(out), Shown::Lines(offset, number - 1)))
 }
 
 /// Counts the lines left in `reader` without keeping them (a last line

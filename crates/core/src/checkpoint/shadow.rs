@@ -235,9 +235,13 @@ impl ShadowRepo {
         limits: Limits,
         force: &[PathBuf],
     ) -> Result<Snapshot, CheckpointError> {
+        // A file over the cap is left out even when a tool names it (the
+        // file tools refuse it anyway): staging it would have git read and
+        // compress all of it, a GB of sparse file included.
+        let within_cap = |md: std::fs::Metadata| !md.is_file() || md.len() <= limits.max_file_bytes;
         let existing: Vec<&PathBuf> = force
             .iter()
-            .filter(|rel| self.work_tree.join(rel).symlink_metadata().is_ok())
+            .filter(|rel| self.work_tree.join(rel).symlink_metadata().is_ok_and(within_cap))
             .collect();
         if !existing.is_empty() {
             let mut pathspec = Vec::new();

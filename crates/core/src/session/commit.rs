@@ -121,19 +121,27 @@ impl Inner {
         // Waiters of one file side by side, so each file is synced once.
         batch.sort_by_key(|w| Arc::as_ptr(&w.file) as usize);
         let mut last: Option<(Arc<File>, io::Result<()>)> = None;
-        for waiter in batch {
-            let synced = last.as_ref().is_some_and(|(file, _)| Arc::ptr_eq(file, &waiter.file));
+        let mut answers = Vec::with_capacity(batch.len());
+        for Waiter { file, done } in batch {
+            let synced = last.as_ref().is_some_and(|(last, _)| Arc::ptr_eq(last, &file));
             if !synced {
-                let result = (self.sync)(&waiter.file);
+                let result = (self.sync)(&file);
                 self.syncs.fetch_add(1, Ordering::Relaxed);
-                last = Some((waiter.file.clone(), result));
+                last = Some((file, result));
             }
             let result = match last.as_ref().map(|(_, r)| r) {
                 Some(Err(e)) => Err(io::Error::new(e.kind(), e.to_string())),
                 _ => Ok(()),
             };
+            answers.push((done, result));
+        }
+        // Every handle is let go before anyone hears back: a session closed
+        // right after its commit is closed (its lock released) at once, so
+        // reopening it never finds it "in use".
+        drop(last);
+        for (done, result) in answers {
             // A waiter that went away (its turn was dropped) needs no answer.
-            let _ = waiter.done.send(result);
+            let _ = done.send(result);
         }
     }
 }

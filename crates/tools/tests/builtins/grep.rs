@@ -94,6 +94,16 @@ async fn grep_skips_binary_and_gitignored_files() {
 }
 
 #[tokio::test]
+async fn grep_on_one_binary_file_says_it_was_not_searched_rather_than_no_matches() {
+    let ws = project();
+    let mut bytes = "parse\n".repeat(100).into_bytes();
+    bytes.push(0);
+    ws.write("late.bin", &bytes);
+    let out = ws.ok("grep", json!({"pattern": "parse", "path": "late.bin"})).await;
+    assert!(out.contains("late.bin is a binary file") && out.contains("not searched"), "{out}");
+}
+
+#[tokio::test]
 async fn grep_multiline_matches_across_lines() {
     let ws = project();
     let err = ws.err("grep", json!({"pattern": "main\\(\\) \\{\\n\\s+parse"})).await;

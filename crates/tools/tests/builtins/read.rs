@@ -77,6 +77,21 @@ async fn read_refuses_binary_files() {
 }
 
 #[tokio::test]
+async fn read_stops_before_nul_bytes_past_the_first_8_kb_and_never_shows_them() {
+    let ws = workspace();
+    let mut bytes = "text line\n".repeat(1000).into_bytes();
+    bytes.extend_from_slice(&[0u8; 4096]);
+    bytes.extend_from_slice(b"\nafter\n");
+    ws.write("mixed.dat", &bytes);
+    let out = ws.ok("read", json!({"path": "mixed.dat"})).await;
+    assert!(out.contains("  1000\ttext line"), "{out}");
+    assert!(out.contains("Line 1001 of mixed.dat has NUL bytes"), "{out}");
+    assert!(!out.contains('\u{0}') && !out.contains("after"), "{out}");
+    let err = ws.err("read", json!({"path": "mixed.dat", "offset": 1001})).await;
+    assert!(err.contains("NUL bytes at line 1001"), "{err}");
+}
+
+#[tokio::test]
 async fn read_returns_images_as_base64_image_parts() {
     let ws = workspace();
     let png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR";
