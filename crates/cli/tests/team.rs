@@ -12,9 +12,11 @@ use common::{Env, Wire, run};
 use ferroclaw_testkit::{LAST_USER_TASK_ID, ScriptedServer, ServerOptions, Step, Turn};
 use serde_json::{Value, json};
 
-/// Fast polling and a short idle time, so a one-shot lead's team ends soon.
+/// Fast polling. The idle time is long: a one-shot lead's idle teammates
+/// shut down as soon as it has answered, and a short one let a teammate on a
+/// busy machine give up before the message it was waiting for arrived.
 const TEAM_CONFIG: &str = "[retry]\nmax_attempts = 3\nbase_delay_ms = 10\nmax_delay_ms = 50\n\
-    [team]\npoll_secs = 0.05\nidle_timeout_secs = 0.5\n";
+    [team]\npoll_secs = 0.05\nidle_timeout_secs = 30\n";
 
 fn marker(name: &str) -> String {
     format!("teammate \"{name}\"")
