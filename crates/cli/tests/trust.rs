@@ -86,7 +86,10 @@ fn a_cloned_repository_cannot_hang_startup_with_links_to_devices_or_fifos() {
     std::fs::remove_file(ws.join(".agent/config.toml")).unwrap();
     let (code, _, stderr) = oneshot();
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("settings.json is a FIFO (named pipe), not a regular file"), "{stderr}");
+    assert!(
+        stderr.contains("settings.json is a FIFO (named pipe), not a regular file"),
+        "{stderr}"
+    );
     std::fs::remove_file(ws.join(".claude/settings.json")).unwrap();
     // The others are skipped (instructions, rules, commands) or named (MCP:
     // files that cannot be read still count for trust, so an untrusted
