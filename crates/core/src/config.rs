@@ -804,13 +804,8 @@ pub fn add_project_allow_rule(workspace: &Path, rule: &str) -> Result<PathBuf, C
     let max = ferroclaw_tools::repo_file::MAX_REPO_FILE_BYTES;
     let text = match beneath.open_read(rel) {
         Ok(file) => {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::Read::take(file, max + 1), &mut bytes)
-                .map_err(read_err)?;
-            if bytes.len() as u64 > max {
-                let len = bytes.len() as u64;
-                return Err(read_err(ferroclaw_tools::repo_file::over_cap(&path, len, max)));
-            }
+            let bytes =
+                ferroclaw_tools::own_file::read_capped(file, &path, max).map_err(read_err)?;
             String::from_utf8(bytes)
                 .map_err(|_| read_err(std::io::Error::other("not UTF-8 text")))?
         }

@@ -61,17 +61,39 @@ pub fn open_with(path: &Path, mut options: OpenOptions) -> std::io::Result<File>
 /// The bytes of the file at `path`, opened as [`open`] does: `InvalidInput`
 /// when it is over `max` bytes.
 pub fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let file = open(path)?;
+    read_capped(open(path)?, path, max)
+}
+
+/// The bytes of `file`, already opened (as [`open`] does, or beneath a
+/// folder) from `path`: at most `max`, refused with [`over_cap`] beyond,
+/// from its size before reading and from what a growing one gave.
+pub fn read_capped(file: File, path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     let len = file.metadata()?.len();
     if len > max {
-        return Err(crate::repo_file::over_cap(path, len, max));
+        return Err(over_cap(path, len, max));
     }
     let mut bytes = Vec::with_capacity(len as usize);
     file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
-        return Err(crate::repo_file::over_cap(path, bytes.len() as u64, max));
+        return Err(over_cap(path, bytes.len() as u64, max));
     }
     Ok(bytes)
+}
+
+/// The refusal of file `path`, `len` bytes (or more), over the cap `max`:
+/// it names the file, its size and the cap, so whoever shows it (a config
+/// error, an MCP problem, a skill warning) says why the file was left out.
+pub fn over_cap(path: &Path, len: u64, max: u64) -> std::io::Error {
+    Error::new(
+        ErrorKind::InvalidInput,
+        format!(
+            "{} is {} ({len} bytes), over the {} cap on files ferroclaw reads for itself; \
+             it was not read",
+            path.display(),
+            crate::file_limit::human_size(len),
+            crate::file_limit::human_size(max)
+        ),
+    )
 }
 
 /// [`read`] as UTF-8 text (`InvalidData` when it is not).

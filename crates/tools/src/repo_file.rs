@@ -23,22 +23,6 @@ pub fn read_repo_file(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     crate::own_file::read(path, max)
 }
 
-/// The refusal of file `path`, `len` bytes (or more), over the cap `max`:
-/// it names the file, its size and the cap, so whoever shows it (a config
-/// error, an MCP problem, a skill warning) says why the file was left out.
-pub fn over_cap(path: &Path, len: u64, max: u64) -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        format!(
-            "{} is {} ({len} bytes), over the {} cap on files ferroclaw reads for itself; \
-             it was not read",
-            path.display(),
-            crate::file_limit::human_size(len),
-            crate::file_limit::human_size(max)
-        ),
-    )
-}
-
 /// [`read_repo_file`] as UTF-8 text (`InvalidData` when it is not).
 pub fn read_repo_text(path: &Path, max: u64) -> std::io::Result<String> {
     crate::own_file::read_text(path, max)
