@@ -52,6 +52,7 @@ pub mod media;
 pub mod multipart;
 pub mod outbox;
 pub mod pairing;
+pub mod pg_journal;
 pub mod resume;
 pub mod scaleout;
 pub mod scheduler;

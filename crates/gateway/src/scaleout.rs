@@ -12,7 +12,10 @@
 //! - The answer is stored with the message finished, in one transaction;
 //!   [`delivery_loop`] takes each answer once and sends it through the
 //!   channel here: answers to the web chat and the API go back through the
-//!   process that holds the connection, others through any process.
+//!   process that holds the connection, others through any process. An
+//!   answer whose connection is in the process that ran its turn is sent by
+//!   that worker once stored, in order, without a take of its own
+//!   ([`ferroclaw_store::PgStore::send_myself`]).
 //! - Channels that must run once (Telegram's long poll, Discord's and
 //!   Slack's sockets) run in the process holding their lease ([`hold_channel`]).
 //!
@@ -27,7 +30,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ferroclaw_store::{Changes, Claim, Enqueued, Incoming, LookAgain, Outbound, PgStore, Wakeups};
+use ferroclaw_store::{
+    Changes, Claim, Enqueued, Incoming, LookAgain, Outbound, PgStore, SendIt, Wakeups,
+};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -40,6 +45,9 @@ use crate::channel::Channel;
 use crate::gateway::Shared;
 use crate::sessions::SessionKey;
 use crate::worker::{Delivery, Work, WorkResult};
+
+/// The turn journal in the database.
+pub use crate::pg_journal::PgJournal;
 
 /// How long a worker holds a chat without renewing: a process that dies
 /// mid-turn delays that chat by at most this long. Renewed every third of it.
@@ -165,6 +173,10 @@ pub struct StoreLink {
     pub leases: Leases,
     /// This process's registration (set once, when the claim loop starts).
     pub registered: std::sync::OnceLock<crate::liveness::Registered>,
+    /// Held by the delivery loop from a take until its answers are sent, and
+    /// by a worker sending its own answer: an answer a worker sends itself
+    /// never overtakes an earlier one of its chat the loop took.
+    sending: tokio::sync::Mutex<()>,
 }
 
 impl StoreLink {
@@ -186,6 +198,7 @@ impl StoreLink {
             claims: TaskTracker::new(),
             leases,
             registered: std::sync::OnceLock::new(),
+            sending: tokio::sync::Mutex::new(()),
         };
         (Arc::new(link), rx)
     }
@@ -571,23 +584,41 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         }
     };
     let current = added.current.as_ref().map(|(chat, session)| (chat.as_str(), session.as_str()));
+    // An answer to a connection this process holds is sent from here once
+    // stored, without a round trip through the delivery loop's take.
+    let here = answer.as_ref().filter(|a| a.origin.as_deref() == Some(link.store.holder()));
+    if let Some(answer) = here {
+        link.store.send_myself(&answer.key);
+    }
     finish_claim(link, &claim, answer.as_ref(), added.write.as_ref(), current).await;
+    if let Some(answer) = answer.filter(|a| a.origin.as_deref() == Some(link.store.holder())) {
+        match link.store.sent_by_worker(&answer.key) {
+            SendIt::Now => {
+                let _in_order = link.sending.lock().await;
+                deliver(shared, link, answer).await;
+            }
+            SendIt::ByTheLoop => link.wakeups.wake_outbound(),
+        }
+    }
 }
 
 /// Sends the answers this process may send, each once, until `stop`.
 pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
     let mut backoff = Backoff::new();
     loop {
-        let full = match link.store.take_outbound(DELIVERY_BATCH).await {
-            Ok(batch) => {
+        let sending = link.sending.lock().await;
+        let taken = link.store.take_outbound_batch(DELIVERY_BATCH).await;
+        let full = match taken {
+            Ok((batch, full)) => {
                 backoff.reset();
-                let full = batch.len() as i64 == DELIVERY_BATCH;
                 for answer in batch {
                     deliver(&shared, &link, answer).await;
                 }
+                drop(sending);
                 full
             }
             Err(e) => {
+                drop(sending);
                 if backoff.fresh() {
                     tracing::error!("cannot take answers from the database: {e}; trying again");
                 }
@@ -698,132 +729,8 @@ pub async fn hold_channel(
     }
 }
 
-/// The turn journal in the database, so a worker on any machine that takes
-/// over a message whose worker died replays the steps that one recorded
-/// instead of asking the model again. `unfinished` is empty: the inbound
-/// queue hands an unacknowledged message to another worker anyway, and a
-/// starting gateway must not take up turns live gateways are running.
-///
-/// Fewer round trips per message: a turn's first step (what began it) is
-/// kept back and written with the next one (a turn cut before its first
-/// model answer has nothing to replay), and a finished turn writes nothing
-/// (the queue's `complete` says a message was answered).
-pub struct PgJournal {
-    store: PgStore,
-    /// Begun turns' first steps, by (session, turn), not yet written.
-    begun: Mutex<HashMap<(String, String), serde_json::Value>>,
-    /// Turns whose message is handed out for the first time: nothing to load.
-    fresh: Mutex<std::collections::HashSet<(String, String)>>,
-}
-
-impl PgJournal {
-    /// The journal in `store`'s database.
-    pub fn new(store: PgStore) -> PgJournal {
-        PgJournal { store, begun: Mutex::new(HashMap::new()), fresh: Mutex::default() }
-    }
-
-    fn begun(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), serde_json::Value>> {
-        self.begun.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-#[async_trait::async_trait]
-impl ferroclaw_core::journal::TurnJournal for PgJournal {
-    async fn load(
-        &self,
-        session: &str,
-        turn: &str,
-    ) -> Result<ferroclaw_core::journal::TurnRecord, ferroclaw_core::journal::JournalError> {
-        // `finished` is not read back: in the database, a message is
-        // answered when its answer is stored with it (`complete`), and a
-        // message handed out again was not, whatever the journal says (its
-        // finish was stored and its answer was not: the database went away
-        // in between). Its turn replays from the journal, model answers
-        // included, and its answer is stored this time.
-        let key = (session.to_string(), turn.to_string());
-        if self.fresh.lock().unwrap_or_else(PoisonError::into_inner).remove(&key) {
-            return Ok(ferroclaw_core::journal::TurnRecord::default());
-        }
-        let (rows, _finished) = self.store.load_steps(session, turn).await.map_err(backend)?;
-        let mut steps = Vec::with_capacity(rows.len());
-        for (expected, row) in rows.into_iter().enumerate() {
-            // A gap means a step was lost: what follows it cannot be replayed.
-            if usize::try_from(row.step).ok() != Some(expected) {
-                break;
-            }
-            match serde_json::from_value(row.body) {
-                Ok(step) => steps.push(step),
-                Err(e) => {
-                    tracing::warn!("turn {turn} of {session}: step {expected} unreadable: {e}");
-                    break;
-                }
-            }
-        }
-        Ok(ferroclaw_core::journal::TurnRecord { steps, finished: false })
-    }
-
-    async fn record(
-        &self,
-        session: &str,
-        turn: &str,
-        step: u32,
-        body: &ferroclaw_core::journal::Step,
-    ) -> Result<(), ferroclaw_core::journal::JournalError> {
-        let step = i32::try_from(step).map_err(|e| backend_text(e.to_string()))?;
-        let body = serde_json::to_value(body).map_err(|e| backend_text(e.to_string()))?;
-        let key = (session.to_string(), turn.to_string());
-        if step == 0 {
-            self.begun().insert(key, body);
-            return Ok(());
-        }
-        let mut steps = Vec::with_capacity(2);
-        if let Some(begin) = self.begun().remove(&key) {
-            steps.push(ferroclaw_store::TurnStep { step: 0, body: begin });
-        }
-        steps.push(ferroclaw_store::TurnStep { step, body });
-        self.store.record_steps(session, turn, &steps).await.map_err(backend)?;
-        Ok(())
-    }
-
-    async fn finish(
-        &self,
-        session: &str,
-        turn: &str,
-    ) -> Result<(), ferroclaw_core::journal::JournalError> {
-        let key = (session.to_string(), turn.to_string());
-        self.fresh.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
-        self.begun().remove(&key);
-        Ok(())
-    }
-
-    async fn unfinished(
-        &self,
-    ) -> Result<Vec<ferroclaw_core::journal::Unfinished>, ferroclaw_core::journal::JournalError>
-    {
-        Ok(Vec::new())
-    }
-
-    fn never_started(&self, session: &str, turn: &str) {
-        let key = (session.to_string(), turn.to_string());
-        self.fresh.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
-    }
-}
-
-fn backend(e: ferroclaw_store::StoreError) -> ferroclaw_core::journal::JournalError {
-    backend_text(e.to_string())
-}
-
-fn backend_text(e: String) -> ferroclaw_core::journal::JournalError {
-    ferroclaw_core::journal::JournalError::Backend(e)
-}
-
 #[cfg(test)]
 mod tests {
-    use ferroclaw_core::journal::{Step, TurnJournal};
-    use ferroclaw_protocol::{Message, StopReason, Usage};
-    use ferroclaw_store::PgOptions;
-    use ferroclaw_testkit::PgCluster;
-
     use super::*;
 
     /// Telegram sends an update again when the process that took it died
@@ -886,40 +793,5 @@ mod tests {
             "text": "hi", "ts": "1700000000.000100", "channel_type": "im"});
         let message = crate::slack::inbound_message(&message, "UBOT", &[]).expect("a message");
         assert_ne!(platform_id(&message, "gw-1"), key(&first, "gw-1"));
-    }
-
-    /// A turn's first step waits for its second (a turn cut before the
-    /// model answered has nothing to replay), then both are on record and
-    /// replay; finishing a turn writes nothing, and what was recorded still
-    /// replays should its message come back (the queue, not the journal,
-    /// says what was answered).
-    #[tokio::test]
-    async fn a_turns_first_step_is_written_with_its_second_and_replays_after_finish() {
-        let Some(pg) = PgCluster::shared() else { return };
-        let url = pg.database("journal_finish");
-        let store = PgStore::connect(&url, PgOptions::default()).await.unwrap();
-        let journal = PgJournal::new(store);
-        let begin = Step::Begin {
-            input: Message::user("hi"),
-            origin: serde_json::Value::Null,
-            session_len: 0,
-        };
-        let answer = Step::Model {
-            message: Message::assistant("hello"),
-            usage: Usage::default(),
-            stop: StopReason::EndTurn,
-            bad_arguments: Vec::new(),
-        };
-        journal.record("s", "t", 0, &begin).await.unwrap();
-        assert!(journal.load("s", "t").await.unwrap().steps.is_empty(), "kept back");
-        journal.record("s", "t", 1, &answer).await.unwrap();
-        journal.finish("s", "t").await.unwrap();
-        let record = journal.load("s", "t").await.unwrap();
-        assert_eq!(record.steps, [begin.clone(), answer]);
-        assert!(!record.finished, "the queue, not the journal, says what was answered");
-        // A turn that ends before its model answers leaves nothing behind.
-        journal.record("s", "t2", 0, &begin).await.unwrap();
-        journal.finish("s", "t2").await.unwrap();
-        assert!(journal.begun().is_empty());
     }
 }

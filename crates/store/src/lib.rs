@@ -11,7 +11,9 @@
 //!   by one worker at a time, so every chat stays in order while chats run
 //!   in parallel across processes;
 //! - outbound deliveries keyed by what they answer, taken once, so an
-//!   answer is never sent twice;
+//!   answer is never sent twice (an answer to a connection the worker's own
+//!   process holds is sent by that worker once stored, without a take of
+//!   its own: [`PgStore::send_myself`]);
 //! - single-holder channel leases (a Telegram long poll), taken over within
 //!   seconds when the holder stops renewing;
 //! - cron slots claimed once however many gateways run, with run records,
@@ -60,6 +62,7 @@ mod pg;
 mod prune;
 mod queue;
 mod registry;
+mod sent_here;
 mod sessions;
 mod tls;
 mod transfer;
@@ -76,6 +79,7 @@ pub use pg::{Changes, PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
 pub use queue::{Claim, Enqueued, Incoming, LIVENESS_CHECK, LookAgain, Outbound};
 pub use registry::{GatewayRow, KEEPALIVE_SECS, Liveness, Registration, ServedModel};
+pub use sent_here::SendIt;
 pub use sessions::{SessionHead, SessionWrite, storable_line};
 pub use transfer::AllowListEntry;
 

@@ -9,6 +9,7 @@ use futures_util::StreamExt;
 use tokio::sync::{Notify, watch};
 use tokio_postgres::AsyncMessage;
 
+use crate::sent_here::SentHere;
 use crate::tls::StoreTls;
 use crate::{StoreError, migrate, redact_url};
 
@@ -55,6 +56,8 @@ pub struct PgStore {
     pub(crate) tls: StoreTls,
     url: String,
     pub(crate) holder: String,
+    /// Answers this holder's workers send themselves ([`crate::sent_here`]).
+    pub(crate) sent_here: Arc<SentHere>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -105,7 +108,8 @@ impl PgStore {
         };
         drop(client);
         let holder = options.holder.unwrap_or_else(default_holder);
-        Ok((PgStore { pool, config, tls, url: shown, holder }, applied))
+        let sent_here = Arc::default();
+        Ok((PgStore { pool, config, tls, url: shown, holder, sent_here }, applied))
     }
 
     /// `ferroclaw gateway migrate`: applies what is missing; returns the
@@ -133,7 +137,7 @@ impl PgStore {
     /// A store on the same database under another holder name (tests play
     /// several processes with one).
     pub fn with_holder(&self, holder: impl Into<String>) -> PgStore {
-        PgStore { holder: holder.into(), ..self.clone() }
+        PgStore { holder: holder.into(), sent_here: Arc::default(), ..self.clone() }
     }
 
     /// Starts listening for "work is waiting" and "something changed"
@@ -249,6 +253,12 @@ impl Wakeups {
     /// Resolves when an answer may be waiting for delivery.
     pub async fn outbound(&self) {
         self.signals.outbound.notified().await
+    }
+
+    /// Wakes this process's deliverer without the database (an answer a
+    /// worker stored without a notification is left to it).
+    pub fn wake_outbound(&self) {
+        self.signals.outbound.notify_one();
     }
 
     /// Changes to cron jobs from now on (any process's).

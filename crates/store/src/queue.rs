@@ -309,19 +309,22 @@ impl PgStore {
         answer: Option<&Outbound>,
     ) -> Result<bool, StoreError> {
         let client = self.pool.get().await?;
-        self.finish_with(&client, claim, answer).await
+        self.finish_with(&client, claim, answer, true).await
     }
 
     /// [`complete`](Self::complete)'s work inside `tx`, which the caller
     /// commits (with more in it: a chat session's new lines); false when the
     /// lease is no longer this worker's (then the caller rolls back).
+    /// `notify_answer`: wake the deliverers for the answer (not when its
+    /// worker sends it itself, [`crate::sent_here`]).
     pub(crate) async fn finish_claim(
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
         claim: &Claim,
         answer: Option<&Outbound>,
+        notify_answer: bool,
     ) -> Result<bool, StoreError> {
-        self.finish_with(tx, claim, answer).await
+        self.finish_with(tx, claim, answer, notify_answer).await
     }
 
     /// Finishes `claim` through `client` (the pool's connection, or a
@@ -332,6 +335,7 @@ impl PgStore {
         client: &impl deadpool_postgres::GenericClient,
         claim: &Claim,
         answer: Option<&Outbound>,
+        notify_answer: bool,
     ) -> Result<bool, StoreError> {
         // The message's row is locked first (`locked` runs before the lease
         // is touched), then the lease's: the order `claim_many` takes them
@@ -355,7 +359,7 @@ impl PgStore {
                      ON CONFLICT (key) DO NOTHING
                      RETURNING 1)
                  SELECT (SELECT count(*) FROM done),
-                        CASE WHEN EXISTS (SELECT 1 FROM stored) THEN pg_notify($8, '') END,
+                        CASE WHEN EXISTS (SELECT 1 FROM stored) AND $10 THEN pg_notify($8, '') END,
                         CASE WHEN EXISTS (SELECT 1 FROM released)
                               AND EXISTS (SELECT 1 FROM inbound
                                           WHERE chat = $1 AND done_at IS NULL AND id > $3)
@@ -381,6 +385,7 @@ impl PgStore {
                     &body,
                     &OUTBOUND_CHANNEL,
                     &INBOUND_CHANNEL,
+                    &notify_answer,
                 ],
             )
             .await?;
@@ -412,8 +417,18 @@ impl PgStore {
 
     /// Takes up to `limit` undelivered answers this process may send (its
     /// own and those anyone may send), marking them delivered: each is
-    /// handed out once, to one process.
+    /// handed out once, to one process. Answers this process's workers send
+    /// themselves ([`PgStore::send_myself`]) are marked and left out.
     pub async fn take_outbound(&self, limit: i64) -> Result<Vec<Outbound>, StoreError> {
+        Ok(self.take_outbound_batch(limit).await?.0)
+    }
+
+    /// [`take_outbound`](Self::take_outbound), and whether `limit` rows were
+    /// taken (more may wait, though some were left out).
+    pub async fn take_outbound_batch(
+        &self,
+        limit: i64,
+    ) -> Result<(Vec<Outbound>, bool), StoreError> {
         let client = self.pool.get().await?;
         let statement = client
             .prepare_cached(
@@ -442,7 +457,9 @@ impl PgStore {
             .collect();
         // RETURNING has no order: deliver in the order they were stored.
         out.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.key.cmp(&b.1.key)));
-        Ok(out.into_iter().map(|(_, a)| a).collect())
+        let full = out.len() as i64 == limit;
+        let taken = out.into_iter().map(|(_, a)| a).collect();
+        Ok((self.sent_here.for_the_loop(taken, |a: &Outbound| a.key.as_str()), full))
     }
 
     /// Messages stored and not finished (for status and tests).

@@ -203,6 +203,12 @@ impl PgStore {
     /// transaction: the answer is stored only with the lines that led to it.
     /// False (nothing stored) when the lease is no longer this worker's or
     /// the session moved on meanwhile.
+    ///
+    /// One transaction, its statements sent together (one round trip between
+    /// `BEGIN` and `COMMIT`): the finish, the session's lines, and, where this
+    /// process's workers send answers themselves ([`PgStore::send_myself`]),
+    /// the answers they sent marked delivered and whether this one may be
+    /// sent at once (nothing of its chat waits before it).
     pub async fn complete_with_session(
         &self,
         claim: &Claim,
@@ -210,16 +216,34 @@ impl PgStore {
         write: Option<&SessionWrite>,
         current: Option<(&str, &str)>,
     ) -> Result<bool, StoreError> {
+        let mine = answer.filter(|a| self.sent_here.reserved(&a.key));
+        let sent = self.sent_here.unmarked();
+        let write = write.filter(|w| !w.is_empty());
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        if !self.finish_claim(&tx, claim, answer).await? {
+        let (finished, written, in_order) = tokio::try_join!(
+            self.finish_claim(&tx, claim, answer, mine.is_none()),
+            async {
+                match write {
+                    Some(write) => write_session(&tx, write).await,
+                    None => Ok(true),
+                }
+            },
+            async {
+                if mine.is_none() && sent.is_empty() {
+                    return Ok(None);
+                }
+                self.mark_sent(&tx, &claim.chat, mine.map(|a| a.key.as_str()), &sent).await
+            },
+        )?;
+        if !finished {
             tx.rollback().await?;
             return Ok(false);
         }
-        if let Some(write) = write.filter(|w| !w.is_empty())
-            && !write_session(&tx, write).await?
-        {
-            tracing::warn!(session = %write.session, "the stored session moved on during the turn; its lines were not stored");
+        if !written {
+            if let Some(write) = write {
+                tracing::warn!(session = %write.session, "the stored session moved on during the turn; its lines were not stored");
+            }
             tx.rollback().await?;
             return Ok(false);
         }
@@ -227,7 +251,38 @@ impl PgStore {
             set_chat_session(&tx, chat, session).await?;
         }
         tx.commit().await?;
+        self.sent_here.marked(&sent);
+        if let (Some(answer), Some(in_order)) = (mine, in_order) {
+            self.sent_here.stored(&answer.key, in_order);
+        }
         Ok(true)
+    }
+
+    /// In `tx`: marks the answers this process's workers `sent` delivered,
+    /// and, for the answer keyed `mine` (its worker sends it), whether
+    /// nothing of `chat` for this process waits before it.
+    async fn mark_sent(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        chat: &str,
+        mine: Option<&str>,
+        sent: &[String],
+    ) -> Result<Option<bool>, StoreError> {
+        let statement = tx
+            .prepare_cached(
+                "WITH marked AS (
+                     UPDATE outbound SET delivered_at = now(), delivered_by = $1
+                     WHERE key = ANY($2) AND delivered_at IS NULL
+                     RETURNING 1)
+                 SELECT (SELECT count(*) FROM marked),
+                        NOT EXISTS (SELECT 1 FROM outbound
+                                    WHERE chat = $3 AND origin = $1 AND delivered_at IS NULL
+                                      AND key <> $4 AND NOT key = ANY($2))",
+            )
+            .await?;
+        let mine_key = mine.unwrap_or_default();
+        let row = tx.query_one(&statement, &[&self.holder(), &sent, &chat, &mine_key]).await?;
+        Ok(mine.map(|_| row.get::<_, bool>(1)))
     }
 }
 
@@ -253,6 +308,47 @@ async fn write_session(
     write: &SessionWrite,
 ) -> Result<bool, StoreError> {
     let session = write.session.as_str();
+    let mut seqs = Vec::with_capacity(write.lines.len());
+    let mut ends = Vec::with_capacity(write.lines.len());
+    let (mut seq, mut end) = (write.keep.lines, write.keep.bytes);
+    for line in &write.lines {
+        end += line.len() as i64 + 1;
+        seqs.push(seq);
+        ends.push(end);
+        seq += 1;
+    }
+    // A turn's usual write (lines after all the writer saw): one statement.
+    if write.seen.unwrap_or_default() == write.keep {
+        let statement = tx
+            .prepare_cached(
+                "WITH head AS (
+                     SELECT lines, bytes FROM session_files WHERE session = $1 FOR UPDATE),
+                 seen AS (
+                     SELECT 1 WHERE CASE WHEN $2::int4 IS NULL THEN NOT EXISTS (SELECT 1 FROM head)
+                                         ELSE EXISTS (SELECT 1 FROM head
+                                                      WHERE lines = $2 AND bytes = $3) END),
+                 head_written AS (
+                     INSERT INTO session_files (session, lines, bytes) SELECT $1, $4, $5 FROM seen
+                     ON CONFLICT (session) DO UPDATE
+                        SET lines = excluded.lines, bytes = excluded.bytes, updated_at = now()
+                     RETURNING 1),
+                 lines_written AS (
+                     INSERT INTO session_lines (session, seq, end_at, line)
+                     SELECT $1, l.seq, l.end_at, l.line
+                     FROM seen, unnest($6::int4[], $7::int8[], $8::text[]) AS l(seq, end_at, line)
+                     RETURNING 1)
+                 SELECT EXISTS (SELECT 1 FROM seen)",
+            )
+            .await?;
+        let (seen_lines, seen_bytes) = (write.seen.map(|h| h.lines), write.seen.map(|h| h.bytes));
+        let row = tx
+            .query_one(
+                &statement,
+                &[&session, &seen_lines, &seen_bytes, &seq, &end, &seqs, &ends, &write.lines],
+            )
+            .await?;
+        return Ok(row.get(0));
+    }
     let head = tx
         .query_opt(
             "SELECT lines, bytes FROM session_files WHERE session = $1 FOR UPDATE",
@@ -263,15 +359,6 @@ async fn write_session(
     // Only lines the database has can be kept.
     if head != write.seen || write.keep.lines > head.map_or(0, |h| h.lines) {
         return Ok(false);
-    }
-    let mut seqs = Vec::with_capacity(write.lines.len());
-    let mut ends = Vec::with_capacity(write.lines.len());
-    let (mut seq, mut end) = (write.keep.lines, write.keep.bytes);
-    for line in &write.lines {
-        end += line.len() as i64 + 1;
-        seqs.push(seq);
-        ends.push(end);
-        seq += 1;
     }
     tx.execute(
         "INSERT INTO session_files (session, lines, bytes) VALUES ($1, $2, $3)

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferroclaw_store::{
-    Answered, ApprovalRequest, CRON_RUN_ATTEMPTS, CodeRequest, Enqueued, Incoming, LookAgain,
-    Outbound, PgOptions, PgStore, Pruned, SCHEMA_VERSION, SessionHead, SessionWrite, StoreError,
-    TakenOver,
+    Answered, ApprovalRequest, CRON_RUN_ATTEMPTS, Claim, CodeRequest, Enqueued, Incoming,
+    LookAgain, Outbound, PgOptions, PgStore, Pruned, SCHEMA_VERSION, SendIt, SessionHead,
+    SessionWrite, StoreError, TakenOver,
 };
 use ferroclaw_testkit::PgCluster;
 use serde_json::json;
@@ -573,6 +573,77 @@ async fn a_session_is_stored_line_by_line_with_its_answer_and_a_stale_or_unlease
         [r#"{"type":"meta"}"#, "again"]
     );
     assert_eq!(a.session_ids().await.unwrap(), ["gw-web-7"]);
+}
+
+/// An answer to a connection the worker's own process holds is sent by that
+/// worker once its finish commits, with no take of its own; it still waits
+/// behind an earlier answer of its chat that the delivery loop has to send,
+/// and every answer is marked delivered once, by its sender.
+#[tokio::test]
+async fn an_answer_its_worker_sends_itself_is_taken_by_no_loop_and_never_overtakes_an_earlier_one()
+{
+    let pg = cluster_or_skip!();
+    let url = pg.database("sent_here");
+    let options = PgOptions { holder: Some("process-a".into()), ..Default::default() };
+    let a = PgStore::connect(&url, options).await.unwrap();
+    let b = a.with_holder("process-b");
+    let answer = |claim: &Claim| Outbound {
+        key: format!("reply:{}", claim.id),
+        channel: "web".into(),
+        chat: claim.chat.clone(),
+        origin: Some("process-a".into()),
+        body: json!({"answers": claim.id}),
+    };
+    let (client, connection) = tokio_postgres_connect(&url).await;
+    let delivered = || async {
+        let rows =
+            client.query("SELECT key, delivered_by FROM outbound ORDER BY key", &[]).await.unwrap();
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect::<Vec<(String, Option<String>)>>()
+    };
+
+    // Received and run by a: a's worker sends it, and a's loop never takes it.
+    a.enqueue("web", "m1", "web:1", Some("process-a"), &json!({})).await.unwrap();
+    let first = a.claim(LONG).await.unwrap().unwrap();
+    a.send_myself(&answer(&first).key);
+    assert!(a.complete_with_session(&first, Some(&answer(&first)), None, None).await.unwrap());
+    assert_eq!(a.sent_by_worker(&answer(&first).key), SendIt::Now);
+    assert_eq!(a.sent_by_worker(&answer(&first).key), SendIt::ByTheLoop, "said once");
+    assert!(a.take_outbound(64).await.unwrap().is_empty(), "sent by its worker");
+    assert_eq!(delivered().await, [(answer(&first).key, Some("process-a".into()))]);
+
+    // Received by a, run by b: stored for a's loop to send.
+    a.enqueue("web", "m2", "web:1", Some("process-a"), &json!({})).await.unwrap();
+    let second = b.claim(LONG).await.unwrap().unwrap();
+    assert!(b.complete_with_session(&second, Some(&answer(&second)), None, None).await.unwrap());
+    // Run by a again while the second answer still waits: a's worker must
+    // not send the third before it.
+    a.enqueue("web", "m3", "web:1", Some("process-a"), &json!({})).await.unwrap();
+    let third = a.claim(LONG).await.unwrap().unwrap();
+    a.send_myself(&answer(&third).key);
+    assert!(a.complete_with_session(&third, Some(&answer(&third)), None, None).await.unwrap());
+    assert_eq!(a.sent_by_worker(&answer(&third).key), SendIt::ByTheLoop);
+    let sent: Vec<String> = a.take_outbound(64).await.unwrap().into_iter().map(|o| o.key).collect();
+    assert_eq!(sent, [answer(&second).key, answer(&third).key], "in order, each once");
+
+    // A fourth sent by its worker is marked delivered by the next finish.
+    a.enqueue("web", "m4", "web:1", Some("process-a"), &json!({})).await.unwrap();
+    let fourth = a.claim(LONG).await.unwrap().unwrap();
+    a.send_myself(&answer(&fourth).key);
+    assert!(a.complete_with_session(&fourth, Some(&answer(&fourth)), None, None).await.unwrap());
+    assert_eq!(a.sent_by_worker(&answer(&fourth).key), SendIt::Now);
+    a.enqueue("web", "m5", "web:2", None, &json!({})).await.unwrap();
+    let other = a.claim(LONG).await.unwrap().unwrap();
+    assert!(a.complete_with_session(&other, None, None, None).await.unwrap());
+    let undelivered = client
+        .query_one("SELECT count(*) FROM outbound WHERE delivered_at IS NULL", &[])
+        .await
+        .unwrap()
+        .get::<_, i64>(0);
+    assert_eq!(undelivered, 0);
+    assert_eq!(delivered().await.len(), 4);
+    assert!(delivered().await.iter().all(|(_, by)| by.as_deref() == Some("process-a")));
+    drop(client);
+    connection.abort();
 }
 
 #[tokio::test]
