@@ -62,7 +62,7 @@ def pg_bin():
 
 
 class Postgres:
-    def __init__(self, tmp):
+    def __init__(self, tmp, preload=None):
         self.bin = pg_bin()
         self.dir = tempfile.mkdtemp(prefix="pg-", dir=tmp)
         self.port = free_port()
@@ -78,6 +78,8 @@ class Postgres:
         subprocess.run(self.prefix + [os.path.join(self.bin, "initdb"), "-A", "trust", "-U", "postgres",
                                       "-E", "UTF8", "--no-sync", "-D", data], check=True, stdout=subprocess.DEVNULL)
         opts = "-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -F -c max_connections=300" % self.port
+        if preload:
+            opts += " -c shared_preload_libraries=%s" % preload
         subprocess.run(self.prefix + [os.path.join(self.bin, "pg_ctl"), "-w", "-D", data, "-l",
                                       os.path.join(data, "log"), "-o", opts, "start"], check=True, stdout=subprocess.DEVNULL)
 

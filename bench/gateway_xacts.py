@@ -45,6 +45,8 @@ def one(label, args, binary, llm_bin, tmp, pg):
                 "messages_per_minute = 0\nheartbeat_minutes = 0\nmax_connections = 1024\nchat_queue = 64\n"
                 % (TOKEN, args.turns))
     db = pg.database(label) if pg else ""
+    if pg and args.breakdown:
+        pg.query(label, "CREATE EXTENSION pg_stat_statements")
     port = free_port()
     proc = start_gateway(binary, home, port, llm_url, db)
     names = ["u%d" % i for i in range(args.users)]
@@ -65,6 +67,14 @@ def one(label, args, binary, llm_bin, tmp, pg):
                              % label)[0][0])
         line += "; %.2f database transactions per message" % (xacts / max(answered, 1))
     print(line, flush=True)
+    if pg and args.breakdown:
+        # Statements per answered message, most frequent first (BEGIN and
+        # COMMIT included: a statement outside them is a transaction of its own).
+        rows = pg.query(label, "SELECT calls, regexp_replace(left(query, 90), '\\s+', ' ', 'g') "
+                               "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
+                               "WHERE datname = '%s') ORDER BY calls DESC LIMIT 14" % label)
+        for calls, query in rows:
+            print("  %6.2f  %s" % (int(calls) / max(answered, 1), query), flush=True)
     return answered / elapsed
 
 
@@ -76,13 +86,15 @@ def main():
     ap.add_argument("--messages", type=int, default=20)
     ap.add_argument("--turns", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--breakdown", action="store_true",
+                    help="statements per message by kind (pg_stat_statements; changes the timing a little)")
     args = ap.parse_args()
     binary = args.binary or os.path.join(TARGET, args.profile, "ferroclaw")
     llm_bin = os.path.join(os.path.dirname(binary), "scripted-llm")
     if not os.path.exists(llm_bin):
         llm_bin = os.path.join(TARGET, args.profile, "scripted-llm")
     tmp = tempfile.mkdtemp(prefix="ferroclaw-xacts-")
-    pg = Postgres(tmp)
+    pg = Postgres(tmp, preload="pg_stat_statements" if args.breakdown else None)
     try:
         load = open("/proc/loadavg").read().split()[0]
         for r in range(args.rounds):

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use common::{Env, Wire, tool_results};
 use ferroclaw_testkit::{Fault, LAST_USER, PgCluster, ServerOptions, Step, Turn};
 use gateway_support::fake_telegram::FakeTelegram;
-use gateway_support::{Gateway, TOKEN, chat, echo_env, free_port, wait_for};
+use gateway_support::{Gateway, TOKEN, chat, echo_env, free_port, request, wait_for};
 use serde_json::json;
 
 /// A chat lease short enough that a killed worker's chat is taken over at once.
@@ -308,6 +308,42 @@ fn a_database_outage_is_one_line_when_it_starts_and_one_when_it_ends() {
     let err = stderr(&gw);
     assert_eq!(err.matches("database notifications lost").count(), 1, "{err}");
     assert_eq!(err.matches("database notifications are back").count(), 1, "{err}");
+}
+
+/// What people read is kept in the database: while it is away, the list
+/// and a conversation answer 503 "try again", not 500, and read whole once
+/// it is back.
+#[test]
+fn reading_conversations_while_the_database_is_away_says_try_again_and_works_once_it_is_back() {
+    // Its own server: this test stops it.
+    let Some(pg) = PgCluster::start() else { return };
+    let url = pg.database("outage_reads");
+    let env = echo_env();
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nstore = \"{url}\"\n"
+    ));
+    let gw = start(&env, free_port());
+    assert_eq!(chat(gw.port, "ada", "keep this"), (200, "echo: keep this".into()));
+    let read = |path: &str| {
+        let (status, body) = request(gw.port, "GET", path, Some(TOKEN), None).expect("an answer");
+        (status, serde_json::from_str::<serde_json::Value>(&body).unwrap_or_default())
+    };
+    let (status, list) = read("/api/sessions");
+    assert_eq!(status, 200, "{list}");
+    let id = list["sessions"][0]["id"].as_str().expect("the conversation").to_string();
+
+    pg.stop();
+    for path in ["/api/sessions".to_string(), format!("/api/sessions/{id}")] {
+        let (status, body) = read(&path);
+        assert_eq!(status, 503, "{path}: {body}");
+        let said = body["error"].as_str().unwrap_or_default();
+        assert!(said.contains("database") && said.contains("try again"), "{path}: {said}");
+    }
+    pg.start_again();
+    wait_for(60, "the history to read again", || read("/api/sessions").0 == 200);
+    let (status, shown) = read(&format!("/api/sessions/{id}"));
+    assert_eq!(status, 200, "{shown}");
+    assert!(shown.to_string().contains("echo: keep this"), "{shown}");
 }
 
 /// A chat lease far longer than any test waits: a takeover seen here came

@@ -24,6 +24,10 @@ pub enum StoreError {
     /// A query failed.
     #[error("database: {0}")]
     Query(String),
+    /// The database went away while running (connection refused or lost,
+    /// the server shutting down or starting): asking again later may work.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
     /// A file too big to keep for every gateway to serve.
     #[error("the file is {bytes} bytes; the database keeps files of at most {limit} bytes")]
     MediaTooBig { bytes: usize, limit: usize },
@@ -32,20 +36,55 @@ pub enum StoreError {
     Body { what: &'static str, reason: String },
 }
 
+impl StoreError {
+    /// True when the database cannot be reached now (an outage, not a
+    /// refusal): a reader should say "try again shortly", not "failed".
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_) | StoreError::Unreachable { .. })
+    }
+}
+
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
         // The server's own message (`ERROR: ...`) when there is one.
         match e.as_db_error() {
-            Some(db) => StoreError::Query(format!("{}: {}", db.code().code(), db.message())),
+            Some(db) => {
+                let code = db.code().code();
+                let text = format!("{code}: {}", db.message());
+                // Class 08 is a connection exception; 57P0x the server
+                // shutting down, crashed, or not accepting connections yet.
+                match code.starts_with("08") || code.starts_with("57P0") {
+                    true => StoreError::Unavailable(text),
+                    false => StoreError::Query(text),
+                }
+            }
+            None if lost_connection(&e) => StoreError::Unavailable(e.to_string()),
             None => StoreError::Query(e.to_string()),
         }
     }
+}
+
+/// True when a client-side error is the connection failing (closed, I/O,
+/// no answer in time), not a query the server refused or a value that did
+/// not convert.
+fn lost_connection(e: &tokio_postgres::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    e.is_closed() || e.to_string().starts_with("timeout")
 }
 
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
         match e {
             deadpool_postgres::PoolError::Backend(e) => e.into(),
+            deadpool_postgres::PoolError::Timeout(_) => {
+                StoreError::Unavailable("timed out waiting for a connection".into())
+            }
             other => StoreError::Query(other.to_string()),
         }
     }

@@ -46,6 +46,8 @@ enum Reserved {
     TakenByLoop,
     /// Sent by its worker; not yet marked delivered in the table.
     Sent,
+    /// Sent, and being marked delivered by a finish's transaction.
+    Marking,
 }
 
 /// The answers this process's workers send themselves (one per [`PgStore`]
@@ -65,9 +67,34 @@ impl SentHere {
         self.state().contains_key(key)
     }
 
-    /// Keys sent by their workers and not yet marked delivered.
-    pub(crate) fn unmarked(&self) -> Vec<String> {
-        self.state().iter().filter(|(_, r)| **r == Reserved::Sent).map(|(k, _)| k.clone()).collect()
+    /// Keys sent by their workers and not yet marked delivered, for one
+    /// transaction to mark (each is marked by one: concurrent finishes do
+    /// not wait on one another's rows); and every key sent and not known to
+    /// be marked, which a check for waiting answers leaves out.
+    pub(crate) fn to_mark(&self) -> (Vec<String>, Vec<String>) {
+        let mut state = self.state();
+        let mut mark = Vec::new();
+        let mut sent = Vec::new();
+        for (key, r) in state.iter_mut() {
+            if *r == Reserved::Sent {
+                *r = Reserved::Marking;
+                mark.push(key.clone());
+            }
+            if *r == Reserved::Marking {
+                sent.push(key.clone());
+            }
+        }
+        (mark, sent)
+    }
+
+    /// The transaction that was to mark `keys` did not commit: another will.
+    pub(crate) fn not_marked(&self, keys: &[String]) {
+        let mut state = self.state();
+        for key in keys {
+            if let Some(r @ Reserved::Marking) = state.get_mut(key) {
+                *r = Reserved::Sent;
+            }
+        }
     }
 
     /// The finish that stored `key` committed.
@@ -81,7 +108,7 @@ impl SentHere {
     pub(crate) fn marked(&self, keys: &[String]) {
         let mut state = self.state();
         for key in keys {
-            if state.get(key) == Some(&Reserved::Sent) {
+            if state.get(key) == Some(&Reserved::Marking) {
                 state.remove(key);
             }
         }
@@ -96,7 +123,7 @@ impl SentHere {
             .into_iter()
             .filter(|answer| match state.get_mut(key(answer)) {
                 None => true,
-                Some(Reserved::Sent) => {
+                Some(Reserved::Sent | Reserved::Marking) => {
                     state.remove(key(answer));
                     false
                 }
@@ -126,7 +153,7 @@ impl SentHere {
                 state.remove(key);
                 SendIt::Now
             }
-            Some(Reserved::Sent) => SendIt::ByTheLoop,
+            Some(Reserved::Sent | Reserved::Marking) => SendIt::ByTheLoop,
             // Behind an earlier answer, or not known to be stored: the loop
             // takes it (if it is there) with the ones before it.
             Some(Reserved::Stored { in_order: false } | Reserved::Pending) | None => {
@@ -165,15 +192,19 @@ mod tests {
         here.stored("a", true);
         assert_eq!(here.decide("a"), SendIt::Now);
         assert_eq!(here.decide("a"), SendIt::ByTheLoop, "said once");
-        assert_eq!(here.unmarked(), ["a"]);
         // Taken by the loop before it was marked: not sent again.
         assert_eq!(here.for_the_loop(vec!["a", "other"], |k| k), ["other"]);
-        assert!(!here.reserved("a") && here.unmarked().is_empty());
-        // Or marked by the next finish.
+        assert!(!here.reserved("a") && here.to_mark().0.is_empty());
+        // Or marked by the next finish, one transaction per key.
         here.reserve("b");
         here.stored("b", true);
         assert_eq!(here.decide("b"), SendIt::Now);
-        here.marked(&["b".to_string()]);
+        let b = vec!["b".to_string()];
+        assert_eq!(here.to_mark(), (b.clone(), b.clone()));
+        assert_eq!(here.to_mark(), (vec![], b.clone()), "being marked; still left out of checks");
+        here.not_marked(&b);
+        assert_eq!(here.to_mark().0, b, "rolled back: marked by the next");
+        here.marked(&b);
         assert!(!here.reserved("b"));
     }
 

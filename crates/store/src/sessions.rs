@@ -217,55 +217,77 @@ impl PgStore {
         current: Option<(&str, &str)>,
     ) -> Result<bool, StoreError> {
         let mine = answer.filter(|a| self.sent_here.reserved(&a.key));
-        let sent = self.sent_here.unmarked();
-        let write = write.filter(|w| !w.is_empty());
+        let turn = TurnEnd { claim, answer, write: write.filter(|w| !w.is_empty()), current };
+        let (mark, sent) = self.sent_here.to_mark();
+        let done = self.end_turn(&turn, mine, &mark, &sent).await;
+        match &done {
+            Ok(Some(_)) => self.sent_here.marked(&mark),
+            Ok(None) | Err(_) => self.sent_here.not_marked(&mark),
+        }
+        if let (Ok(Some(Some(in_order))), Some(answer)) = (&done, mine) {
+            self.sent_here.stored(&answer.key, *in_order);
+        }
+        Ok(done?.is_some())
+    }
+
+    /// [`complete_with_session`](Self::complete_with_session)'s transaction:
+    /// `None` when nothing was stored, else whether `mine` (an answer its
+    /// worker sends) may be sent at once. `mark`: answers sent by their
+    /// workers, to mark delivered; `sent`: every answer sent and not known
+    /// to be marked.
+    async fn end_turn(
+        &self,
+        turn: &TurnEnd<'_>,
+        mine: Option<&Outbound>,
+        mark: &[String],
+        sent: &[String],
+    ) -> Result<Option<Option<bool>>, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let (finished, written, in_order) = tokio::try_join!(
-            self.finish_claim(&tx, claim, answer, mine.is_none()),
+            self.finish_claim(&tx, turn.claim, turn.answer, mine.is_none()),
             async {
-                match write {
+                match turn.write {
                     Some(write) => write_session(&tx, write).await,
                     None => Ok(true),
                 }
             },
             async {
-                if mine.is_none() && sent.is_empty() {
+                if mine.is_none() && mark.is_empty() {
                     return Ok(None);
                 }
-                self.mark_sent(&tx, &claim.chat, mine.map(|a| a.key.as_str()), &sent).await
+                let mine = mine.map(|a| a.key.as_str());
+                self.mark_sent(&tx, &turn.claim.chat, mine, mark, sent).await
             },
         )?;
         if !finished {
             tx.rollback().await?;
-            return Ok(false);
+            return Ok(None);
         }
         if !written {
-            if let Some(write) = write {
+            if let Some(write) = turn.write {
                 tracing::warn!(session = %write.session, "the stored session moved on during the turn; its lines were not stored");
             }
             tx.rollback().await?;
-            return Ok(false);
+            return Ok(None);
         }
-        if let Some((chat, session)) = current {
+        if let Some((chat, session)) = turn.current {
             set_chat_session(&tx, chat, session).await?;
         }
         tx.commit().await?;
-        self.sent_here.marked(&sent);
-        if let (Some(answer), Some(in_order)) = (mine, in_order) {
-            self.sent_here.stored(&answer.key, in_order);
-        }
-        Ok(true)
+        Ok(Some(in_order))
     }
 
-    /// In `tx`: marks the answers this process's workers `sent` delivered,
-    /// and, for the answer keyed `mine` (its worker sends it), whether
-    /// nothing of `chat` for this process waits before it.
+    /// In `tx`: marks the answers in `mark` delivered (their workers sent
+    /// them), and, for the answer keyed `mine` (its worker sends it), whether
+    /// nothing of `chat` for this process waits before it (those in `sent`
+    /// were sent already).
     async fn mark_sent(
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
         chat: &str,
         mine: Option<&str>,
+        mark: &[String],
         sent: &[String],
     ) -> Result<Option<bool>, StoreError> {
         let statement = tx
@@ -277,13 +299,22 @@ impl PgStore {
                  SELECT (SELECT count(*) FROM marked),
                         NOT EXISTS (SELECT 1 FROM outbound
                                     WHERE chat = $3 AND origin = $1 AND delivered_at IS NULL
-                                      AND key <> $4 AND NOT key = ANY($2))",
+                                      AND key <> $4 AND NOT key = ANY($5))",
             )
             .await?;
         let mine_key = mine.unwrap_or_default();
-        let row = tx.query_one(&statement, &[&self.holder(), &sent, &chat, &mine_key]).await?;
+        let row =
+            tx.query_one(&statement, &[&self.holder(), &mark, &chat, &mine_key, &sent]).await?;
         Ok(mine.map(|_| row.get::<_, bool>(1)))
     }
+}
+
+/// What a turn's end stores ([`PgStore::complete_with_session`]).
+struct TurnEnd<'a> {
+    claim: &'a Claim,
+    answer: Option<&'a Outbound>,
+    write: Option<&'a SessionWrite>,
+    current: Option<(&'a str, &'a str)>,
 }
 
 async fn set_chat_session(

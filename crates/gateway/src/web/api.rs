@@ -40,9 +40,17 @@ const SEARCH_HITS: usize = 20;
 /// An API error: status and one sentence, as `{"error": "..."}`.
 pub(super) struct ApiError(pub StatusCode, pub String);
 
+/// How long a client is told to wait when the gateway cannot answer now
+/// (starting, or its database away).
+const RETRY_AFTER_SECS: u32 = 5;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({"error": self.1}))).into_response()
+        let mut response = (self.0, Json(json!({"error": self.1}))).into_response();
+        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(header::RETRY_AFTER, RETRY_AFTER_SECS.into());
+        }
+        response
     }
 }
 
@@ -101,9 +109,20 @@ fn listed(c: &Conversation) -> Value {
     })
 }
 
-/// A read of the history that failed: `500` with the reason.
+/// A read of the history that failed: `503` while the database is away
+/// (the history is kept there; asking again once it is back works), else
+/// `500` with the reason.
 fn unread(e: HistoryError) -> ApiError {
-    failed(e)
+    match e {
+        HistoryError::Store(e) if e.is_unavailable() => ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the conversations are kept in the database, which cannot be reached right now \
+                 ({e}); nothing is lost: try again in a few seconds"
+            ),
+        ),
+        e => failed(e),
+    }
 }
 
 #[derive(Deserialize)]
