@@ -643,22 +643,22 @@ async fn a_batch_is_stored_in_order_once_and_claimed_one_message_per_chat() {
 async fn a_worker_with_nothing_to_claim_is_told_to_look_again_when_a_chat_lease_runs_out() {
     let pg = cluster_or_skip!();
     let s = store(&pg, "look_again", "a").await;
-    assert_eq!(s.look_again().await.unwrap(), LookAgain::OnNotification, "nothing waits");
+    assert_eq!(s.look_again(LONG).await.unwrap(), LookAgain::OnNotification, "nothing waits");
     s.enqueue("web", "m1", "web:1", None, &json!({})).await.unwrap();
-    assert_eq!(s.look_again().await.unwrap(), LookAgain::Soon, "waiting, nobody holds it");
+    assert_eq!(s.look_again(LONG).await.unwrap(), LookAgain::Soon, "waiting, nobody holds it");
     let claim = s.claim(LONG).await.unwrap().unwrap();
     s.enqueue("web", "m2", "web:1", None, &json!({})).await.unwrap();
     // "b" cannot take the chat's next message before "a"'s lease runs out.
     let b = s.with_holder("b");
     assert!(b.claim(LONG).await.unwrap().is_none());
-    match b.look_again().await.unwrap() {
+    match b.look_again(LONG).await.unwrap() {
         LookAgain::LeaseEnds(end) => assert!(end <= LONG && end > LONG / 2, "{end:?}"),
         other => panic!("expected the lease's end, got {other:?}"),
     }
     assert!(s.complete(&claim, None).await.unwrap());
     let next = b.claim(LONG).await.unwrap().unwrap();
     assert!(b.complete(&next, None).await.unwrap());
-    assert_eq!(b.look_again().await.unwrap(), LookAgain::OnNotification);
+    assert_eq!(b.look_again(LONG).await.unwrap(), LookAgain::OnNotification);
 }
 
 #[tokio::test]
