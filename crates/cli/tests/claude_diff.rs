@@ -47,6 +47,7 @@ fn here() -> PathBuf {
 
 /// The pinned `claude` binary; `None` only when the developer opted out
 /// (`FERROCLAW_TEST_SKIP=claude-code`).
+#[track_caller]
 fn claude_binary() -> Option<PathBuf> {
     let dir = components::require(Component::ClaudeCode, components::claude_code_dir())?;
     let package = dir.join("node_modules/@anthropic-ai/claude-code/package.json");

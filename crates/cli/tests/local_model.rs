@@ -15,6 +15,7 @@ use ferroclaw_testkit::components::{self, Component};
 
 /// The test model (scripts/test fetches it); `None` only when the developer
 /// opted out (`FERROCLAW_TEST_SKIP=model`).
+#[track_caller]
 fn model_path() -> Option<PathBuf> {
     components::require(Component::TestModel, components::test_model())
 }

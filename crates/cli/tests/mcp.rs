@@ -18,6 +18,7 @@ use serde_json::json;
 /// `server-everything` from npm (installed by `scripts/test`): without it
 /// the test fails; `None` only when the developer opted out
 /// (`FERROCLAW_TEST_SKIP=mcp-servers`).
+#[track_caller]
 fn everything_bin() -> Option<PathBuf> {
     components::require(Component::McpServers, components::mcp_server("mcp-server-everything"))
 }

@@ -19,6 +19,7 @@ use serde_json::json;
 
 /// The test model (scripts/test fetches it); `None` only when the developer
 /// opted out (`FERROCLAW_TEST_SKIP=model`).
+#[track_caller]
 fn model_path() -> Option<PathBuf> {
     components::require(Component::TestModel, components::test_model())
 }

@@ -83,25 +83,30 @@ fn names_component(list: &str, component: Component) -> bool {
 /// # Panics
 /// When the component is missing and not opted out: the test fails with
 /// the reason and how to install it.
+#[track_caller]
 pub fn require<T>(component: Component, found: Result<T, String>) -> Option<T> {
     if opted_out(component) {
         let name = component.name();
-        notice(&format!("*** SKIPPED ({SKIP_VAR} names {name}): a test that needs {name} ***"));
+        // The test harness names each test's thread after the test.
+        let test = std::thread::current().name().unwrap_or("a test").to_string();
+        notice(&format!("\n*** SKIPPED {test}: it needs {name}, which {SKIP_VAR} names ***"));
         return None;
     }
     Some(present(component, found))
 }
 
 /// `found`, or a failure that says what is missing and the two ways out.
+#[track_caller]
 fn present<T>(component: Component, found: Result<T, String>) -> T {
     let name = component.name();
-    found.unwrap_or_else(|why| {
-        panic!(
+    match found {
+        Ok(found) => found,
+        Err(why) => panic!(
             "the test component {name:?} is missing: {why}\n\
              scripts/test installs it (scripts/install-test-components {name}); \
              to do without it knowingly, set {SKIP_VAR}={name}"
-        )
-    })
+        ),
+    }
 }
 
 /// One line straight to the test's stderr, past the test harness's capture,

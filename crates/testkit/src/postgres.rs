@@ -28,6 +28,7 @@ impl PgCluster {
     /// Starts a fresh cluster, or `None` (after a notice) when the developer
     /// opted out of PostgreSQL with `FERROCLAW_TEST_SKIP`. Panics when no
     /// PostgreSQL binaries are found, or they are but the server does not start.
+    #[track_caller]
     pub fn start() -> Option<PgCluster> {
         let found = find_bin().ok_or_else(|| {
             "no PostgreSQL binaries (initdb, pg_ctl) on PATH, in FERROCLAW_PG_BIN \
@@ -108,6 +109,7 @@ impl PgCluster {
     /// One cluster for the tests running now in this process: started by the
     /// first, stopped when the last lets go (a later test starts another).
     /// Give each test its own [`database`](Self::database).
+    #[track_caller]
     pub fn shared() -> Option<std::sync::Arc<PgCluster>> {
         use std::sync::{Arc, Mutex, PoisonError, Weak};
         static SHARED: Mutex<Weak<PgCluster>> = Mutex::new(Weak::new());

@@ -99,6 +99,7 @@ pub fn report(line: &str) {
 /// True when `strace` runs and may trace (scripts/test installs it):
 /// without it the test fails; false only when the developer opted out
 /// (`FERROCLAW_TEST_SKIP=strace`), and the cases that need it do not run.
+#[track_caller]
 pub fn strace() -> bool {
     components::require(Component::Strace, components::strace()).is_some()
 }

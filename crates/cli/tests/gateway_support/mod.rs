@@ -219,12 +219,14 @@ pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
 /// True when `python3` with the official `openai` package is here (scripts/test
 /// installs it): without it the test fails; false only when the developer
 /// opted out (`FERROCLAW_TEST_SKIP=python-openai`), and the test returns.
+#[track_caller]
 pub fn python_openai() -> bool {
     components::require(Component::PythonOpenAi, components::python_openai()).is_some()
 }
 
 /// Headless Chromium (scripts/test installs it): without it the test fails;
 /// `None` only when the developer opted out (`FERROCLAW_TEST_SKIP=chromium`).
+#[track_caller]
 pub fn chromium() -> Option<std::path::PathBuf> {
     components::require(Component::Chromium, components::chromium())
 }
