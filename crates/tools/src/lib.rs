@@ -106,7 +106,10 @@ pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use bash_output::MAX_OUTPUT_CHARS;
 pub use beneath::Beneath;
 pub use builtin::{builtin_tools, canonical_tool_name, register_builtins};
-pub use deny::{PROTECTED_FOLDERS, dangerous_command, normalize as normalize_path, protected_file};
+pub use deny::{
+    PROTECTED_FOLDERS, dangerous_command, dangerous_command_for_home, normalize as normalize_path,
+    protected_file,
+};
 pub use edit::{EditTool, edit_text};
 pub use glob::{GlobTool, MAX_GLOB_RESULTS};
 pub use grep::{DEFAULT_HEAD_LIMIT, GrepTool};

@@ -25,7 +25,7 @@ const PAGE_WAIT: Duration = Duration::from_secs(30);
 
 impl Browser {
     /// Starts `chromium` (headless) and attaches to its first page.
-    pub fn launch(chromium: &str) -> Browser {
+    pub fn launch(chromium: &std::path::Path) -> Browser {
         let profile = tempfile::tempdir().unwrap();
         let child = Command::new(chromium)
             .args([
