@@ -35,6 +35,9 @@ const CRON_RETRY: Duration = Duration::from_secs(2);
 /// How often old rows are pruned from a shared database (the first round a
 /// minute after start).
 const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(600);
+/// Tests only: the housekeeping period in milliseconds (the first round
+/// too), so a test of pruning need not wait [`HOUSEKEEPING_EVERY`].
+const HOUSEKEEPING_TEST_ENV: &str = "FERROCLAW_TEST_HOUSEKEEPING_MS";
 /// Rows deleted per table and transaction when pruning.
 const PRUNE_BATCH: i64 = 1000;
 
@@ -394,8 +397,16 @@ pub async fn run_housekeeping(shared: Arc<Shared>, stop: CancellationToken) {
     if shared.store.is_none() && media_keep.is_none() {
         return;
     }
-    let first = tokio::time::Instant::now() + Duration::from_secs(60);
-    let mut tick = tokio::time::interval_at(first, HOUSEKEEPING_EVERY);
+    let test_period = std::env::var(HOUSEKEEPING_TEST_ENV)
+        .ok()
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis);
+    let (first, every) = match test_period {
+        Some(period) => (period, period),
+        None => (Duration::from_secs(60), HOUSEKEEPING_EVERY),
+    };
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + first, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
