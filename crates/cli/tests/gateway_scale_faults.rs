@@ -19,6 +19,11 @@ use serde_json::json;
 /// A chat lease short enough that a killed worker's chat is taken over at once.
 const SHORT_LEASE_MS: &str = "1500";
 
+/// The chat lease of the database outage test, which the outage outlasts:
+/// long enough for a gateway to come back within the grace a restarted
+/// server gives every lease (this long), on a busy machine too.
+const OUTAGE_LEASE_MS: &str = "4000";
+
 /// A safety poll no test waits for: what happens, happens through a
 /// notification or a lease running out.
 const NO_POLL_MS: &str = "3600000";
@@ -89,8 +94,12 @@ fn gateways_hold_messages_while_the_database_is_away_and_answer_each_once_when_i
         "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nrequests_per_minute = 0\n\
          messages_per_minute = 0\nstore = \"{url}\"\n"
     ));
-    let a = start(&env, free_port());
-    let b = start(&env, free_port());
+    // A lease the outage outlasts: the gateway holding an answer it could
+    // not store keeps it past its lease (nobody can take the chat over
+    // while the database is away, nor for a grace after it restarts).
+    let lease = [("FERROCLAW_TEST_CHAT_LEASE_MS", OUTAGE_LEASE_MS)];
+    let a = Gateway::spawn_with(&env, env.home.path(), free_port(), &lease);
+    let b = Gateway::spawn_with(&env, env.home.path(), free_port(), &lease);
     let ports = [a.port, b.port];
     const USERS: usize = 3;
     let send = |u: usize, text: String| {
@@ -111,6 +120,10 @@ fn gateways_hold_messages_while_the_database_is_away_and_answer_each_once_when_i
         both.contains("not stored yet") && both.contains("holding up to")
     });
     assert_eq!(env.server.requests().len(), USERS, "nothing ran without the database");
+    // Away for longer than a lease.
+    std::thread::sleep(std::time::Duration::from_millis(
+        OUTAGE_LEASE_MS.parse::<u64>().unwrap() + 1000,
+    ));
     pg.start_again();
     for w in waiting {
         let (text, answer) = w.join().unwrap();

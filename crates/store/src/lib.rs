@@ -77,7 +77,9 @@ pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
 pub use pg::{Changes, PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
 pub use queue::{Claim, Enqueued, Incoming, LIVENESS_CHECK, LookAgain, Outbound};
-pub use registry::{GatewayRow, KEEPALIVE_SECS, Liveness, Registration, ServedModel};
+pub use registry::{
+    GatewayRow, KEEPALIVE_SECS, Liveness, RESTART_GRACE_SECS, Registration, ServedModel,
+};
 pub use sessions::{SessionHead, SessionWrite, storable_line};
 pub use transfer::AllowListEntry;
 

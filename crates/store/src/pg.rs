@@ -145,6 +145,7 @@ impl PgStore {
             outbound: Notify::new(),
             cron: watch::Sender::new(0),
             approvals: watch::Sender::new(0),
+            connected: watch::Sender::new(0),
         });
         let (config, tls) = (self.config.clone(), self.tls.clone());
         let heard = signals.clone();
@@ -176,6 +177,9 @@ struct Signals {
     outbound: Notify,
     cron: watch::Sender<u64>,
     approvals: watch::Sender<u64>,
+    /// Counts the times listening started: the first sign that the
+    /// database is back after an outage.
+    connected: watch::Sender<u64>,
 }
 
 impl Signals {
@@ -215,6 +219,7 @@ async fn listen_once(
                 }
                 // A change made before the LISTEN took effect was not heard.
                 signals.all();
+                signals.connected.send_modify(|n| *n += 1);
             }
             message = messages.next() => match message {
                 Some(Ok(AsyncMessage::Notification(n))) => match n.channel() {
@@ -259,6 +264,13 @@ impl Wakeups {
     /// Changes to approval requests from now on (any process's).
     pub fn approvals(&self) -> Changes {
         Changes(self.signals.approvals.subscribe())
+    }
+
+    /// Each time listening starts again from now on: the database is back
+    /// (what waits out an outage tries again at once instead of at its
+    /// next backoff).
+    pub fn connected(&self) -> Changes {
+        Changes(self.signals.connected.subscribe())
     }
 }
 

@@ -249,10 +249,29 @@ async fn a_cron_slot_runs_once_however_many_gateways_race_for_it() {
     assert!(a.remove_cron_job("daily-report").await.unwrap());
 }
 
+/// Waits out the grace after the server started in which every lease holds
+/// (`ferroclaw_lease_held`): a test of a takeover may run in it.
+async fn after_restart_grace(url: &str) {
+    let (client, connection) = tokio_postgres_connect(url).await;
+    let left: f64 = client
+        .query_one(
+            "SELECT greatest(0, extract(epoch FROM pg_postmaster_start_time()
+                 + make_interval(secs => 10) - now()))::float8",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    drop(client);
+    connection.abort();
+    tokio::time::sleep(Duration::from_secs_f64(left + 0.05)).await;
+}
+
 #[tokio::test]
 async fn a_cron_run_whose_process_stops_renewing_is_taken_over_once_and_a_renewed_one_never() {
     let pg = cluster_or_skip!();
     let a = store(&pg, "cron_leases", "a").await;
+    after_restart_grace(&format!("postgres://postgres@127.0.0.1:{}/cron_leases", pg.port())).await;
     let (b, c) = (a.with_holder("b"), a.with_holder("c"));
     let run = a.claim_cron_run("news", 1, LONG).await.unwrap().unwrap();
     // While it runs (renewed), the job's next slot waits and nobody takes the run.
@@ -297,6 +316,7 @@ async fn a_cron_run_of_a_gateway_that_died_is_taken_over_at_once_not_when_its_le
         PgStore::connect(&url, options)
     };
     let (a, b) = (connect("gw-a").await.unwrap(), connect("gw-b").await.unwrap());
+    after_restart_grace(&url).await;
     let me = Registration {
         version: "0.1.0".into(),
         model: "test/prod".into(),
@@ -717,22 +737,22 @@ async fn a_batch_is_stored_in_order_once_and_claimed_one_message_per_chat() {
 async fn a_worker_with_nothing_to_claim_is_told_to_look_again_when_a_chat_lease_runs_out() {
     let pg = cluster_or_skip!();
     let s = store(&pg, "look_again", "a").await;
-    assert_eq!(s.look_again().await.unwrap(), LookAgain::OnNotification, "nothing waits");
+    assert_eq!(s.look_again(LONG).await.unwrap(), LookAgain::OnNotification, "nothing waits");
     s.enqueue("web", "m1", "web:1", None, &json!({})).await.unwrap();
-    assert_eq!(s.look_again().await.unwrap(), LookAgain::Soon, "waiting, nobody holds it");
+    assert_eq!(s.look_again(LONG).await.unwrap(), LookAgain::Soon, "waiting, nobody holds it");
     let claim = s.claim(LONG).await.unwrap().unwrap();
     s.enqueue("web", "m2", "web:1", None, &json!({})).await.unwrap();
     // "b" cannot take the chat's next message before "a"'s lease runs out.
     let b = s.with_holder("b");
     assert!(b.claim(LONG).await.unwrap().is_none());
-    match b.look_again().await.unwrap() {
+    match b.look_again(LONG).await.unwrap() {
         LookAgain::LeaseEnds(end) => assert!(end <= LONG && end > LONG / 2, "{end:?}"),
         other => panic!("expected the lease's end, got {other:?}"),
     }
     assert!(s.complete(&claim, None).await.unwrap());
     let next = b.claim(LONG).await.unwrap().unwrap();
     assert!(b.complete(&next, None).await.unwrap());
-    assert_eq!(b.look_again().await.unwrap(), LookAgain::OnNotification);
+    assert_eq!(b.look_again(LONG).await.unwrap(), LookAgain::OnNotification);
 }
 
 #[tokio::test]
@@ -802,6 +822,7 @@ async fn an_api_request_key_is_taken_once_and_keeps_its_answer_for_any_process()
         PgStore::connect(&url, options)
     };
     let (a, b) = (connect("gw-a").await.unwrap(), connect("gw-b").await.unwrap());
+    after_restart_grace(&url).await;
     let first = json!({"completion_id": "chatcmpl-1"});
     assert_eq!(a.begin_api_request("k", "f", &first).await.unwrap(), None, "the first takes it");
     let seen = b.begin_api_request("k", "f", &json!({})).await.unwrap().unwrap();
