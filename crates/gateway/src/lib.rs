@@ -49,6 +49,7 @@ pub mod home_lock;
 pub mod idempotency;
 pub mod liveness;
 pub mod media;
+pub mod media_retention;
 pub mod multipart;
 pub mod outbox;
 pub mod pairing;
