@@ -447,7 +447,7 @@ function switchChat(id) {
 function showModels(models) {
   const pick = $("model");
   const chosen = localStorage.getItem("ferroclaw.model");
-  pick.replaceChildren(...models.map(m => { const o = el("option", "", m.id + (m.spec ? " · " + m.spec : "")); o.value = m.id; o.title = m.spec || ""; return o; }));
+  pick.replaceChildren(...models.map(m => { const o = el("option", "", m.id); o.value = m.id; o.title = m.spec || ""; return o; }));
   if (models.some(m => m.id === chosen)) pick.value = chosen;
   pick.hidden = models.length < 2;
 }
