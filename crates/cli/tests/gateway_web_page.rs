@@ -141,6 +141,7 @@ fn a_whole_session_on_the_page_reads_in_order_fits_a_phone_and_leaves_no_console
     );
     b.fill("#input", "and then?");
     b.click("#send");
+    b.screenshot(&shots.join("page-approval-desktop.png"));
     b.click(".approval:not(.resolved) .choice-once");
     b.wait_for("both answers", "[...document.querySelectorAll('.msg.assistant.done')].some(m => m.textContent.includes('Then nothing.'))");
     let live = b.eval(ORDER);
