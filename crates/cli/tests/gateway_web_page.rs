@@ -139,6 +139,11 @@ fn a_whole_session_on_the_page_reads_in_order_fits_a_phone_and_leaves_no_console
         "the approval card",
         "document.querySelector('.approval:not(.resolved) .choice-once')",
     );
+    // The call's card comes above the request to approve it.
+    b.wait_for(
+        "the bash card above its approval card",
+        "document.querySelector('.tool + .approval:not(.resolved)')",
+    );
     b.fill("#input", "and then?");
     b.click("#send");
     b.screenshot(&shots.join("page-approval-desktop.png"));

@@ -271,7 +271,7 @@ function approvalCard(frame) {
   if (shown && !shown.classList.contains("resolved")) return;
   if (shown) shown.remove();
   const card = el("div", "approval");
-  card.id = "approval-" + frame.id;
+  card.id = "approval-" + frame.id; card.dataset.tool = frame.tool;
   card.append(el("div", "label", "Approval needed: " + frame.tool), el("div", "summary", frame.summary || ""));
   card.appendChild(el("pre", "tool-input", JSON.stringify(frame.input, null, 2)));
   const reason = el("input", "reason"); reason.placeholder = "Reason (for Deny)";
@@ -306,7 +306,12 @@ function onEvent(e) {
       requestAnimationFrame(() => { renderPending = false; if (current) { renderInto(current.querySelector(".body"), currentText); current.raw = currentText; scrollDown(); } });
     }
   } else if (e.type === "tool_call_started") {
-    endStream(); toolCard(e.id, e.name, e.input);
+    endStream();
+    const card = toolCard(e.id, e.name, e.input);
+    // The request to approve it may have come first: the call goes above its request.
+    const asked = [...log.querySelectorAll(".approval:not(.resolved):not(.placed)")]
+      .find(a => a.dataset.tool === e.name && (a.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING));
+    if (asked) { log.insertBefore(card, asked); asked.classList.add("placed"); }
   } else if (e.type === "tool_call_finished") {
     finishCard(e.id, e.name, e.is_error, e.duration_ms, e.preview);
   } else if (e.type === "todos") {
