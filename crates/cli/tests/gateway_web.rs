@@ -102,7 +102,7 @@ fn sigterm_mid_turn_finishes_the_turn_delivers_and_persists_the_answer() {
 const MARKDOWN_ANSWER: &str = "Found **one** file. Here is the code:\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n<img src=x onerror=\"window.pwned = 1\"><script>window.pwned = 2</script>\n\n- done";
 
 /// Where a browser test saves its screenshots for review.
-fn screenshots_dir() -> std::path::PathBuf {
+pub(crate) fn screenshots_dir() -> std::path::PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
@@ -151,6 +151,8 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     b.viewport(1280, 800, false);
     b.navigate(&format!("{}/#token={TOKEN}", gw.url()));
     b.wait_for("the socket", "document.getElementById('state').textContent === 'connected'");
+    // The sidebar lists every conversation, the API callers' too.
+    b.click("#filter [data-filter=all]");
     let weight = b.eval(
         "performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))\
          .reduce((n, e) => n + e.decodedBodySize, 0)",

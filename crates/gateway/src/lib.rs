@@ -36,6 +36,7 @@ pub mod commands;
 pub mod config;
 pub mod connection;
 pub mod cron;
+pub mod cron_words;
 pub mod discord;
 pub mod files;
 pub mod format;

@@ -154,6 +154,14 @@ pub trait Tool: Send + Sync {
     fn concurrent(&self) -> bool {
         self.read_only()
     }
+    /// True when this call only shows something to the person of the
+    /// conversation it runs in (nothing leaves it, nothing changes): the
+    /// permission gate then lets it run as freely as a read-only call (the
+    /// `message` tool sending a workspace file to its own chat). Deny and
+    /// ask rules still apply.
+    fn stays_in_conversation(&self, _input: &Value) -> bool {
+        false
+    }
     /// Runs the tool. Arguments were already validated against the schema.
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
@@ -195,6 +203,9 @@ impl<A: Around> Tool for Wrapped<A> {
     }
     fn concurrent(&self) -> bool {
         self.inner.concurrent()
+    }
+    fn stays_in_conversation(&self, input: &Value) -> bool {
+        self.inner.stays_in_conversation(input)
     }
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.around.run(self.inner.as_ref(), input, ctx).await
