@@ -122,7 +122,7 @@ pub use read_ledger::ReadLedger;
 pub use registry::ToolRegistry;
 pub use result_cap::{MAX_RESULT_CHARS, cap_result, result_cap_chars};
 pub use sandbox::Sandbox;
-pub use stale_write::{CHANGED_SINCE_READ, NOT_READ_YET};
+pub use stale_write::{CHANGED_SINCE_READ, Change, Known, NOT_READ_YET};
 pub use web_fetch::{DEFAULT_MAX_CHARS, MAX_BODY_BYTES, MAX_REDIRECTS, WebFetchTool};
 pub use web_search::{DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, SearchBackend, WebSearchTool};
 pub use write::WriteTool;
