@@ -23,14 +23,7 @@ const ORDER: &str = "[...document.querySelectorAll('#log .msg.user .text, #log .
 
 #[test]
 fn a_whole_session_on_the_page_reads_in_order_fits_a_phone_and_leaves_no_console_error() {
-    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-    else {
-        return gateway_support::skip_or_fail(
-            "chromium is not installed (apt-get install -y chromium)",
-        );
-    };
+    let Some(chromium) = gateway_support::chromium() else { return };
     let long = format!("echo made > made.txt && echo {}", "0123456789".repeat(20));
     let env = Env::new(
         Wire::OpenAi,
@@ -64,7 +57,7 @@ fn a_whole_session_on_the_page_reads_in_order_fits_a_phone_and_leaves_no_console
     );
     assert_eq!(chat(gw.port, "alice", "hello from the api"), (200, "Hello, API caller.".into()));
     let shots = super::gateway_web::screenshots_dir();
-    let mut b = gateway_support::browser::Browser::launch(chromium);
+    let mut b = gateway_support::browser::Browser::launch(&chromium);
     b.watch_console();
     b.viewport(1280, 900, false);
     b.navigate(&format!("{}/#token={TOKEN}", gw.url()));
