@@ -13,7 +13,7 @@ prompt-state cache there persists across the runs. Prints, per run: the engine's
 from its log (prompt tokens, reused/restored, first token after admission),
 the time from process start to the first byte on stdout, and the whole run.
 In the default `auto` tool choice a first answer is held back for its first
-48 tokens (see README), so stdout's first byte comes later than the model's
+48 tokens (see docs/local-models.md), so stdout's first byte comes later than the model's
 first token; FERROCLAW_LOCAL_TOOL_CHOICE=free shows the text as it comes.
 """
 import os

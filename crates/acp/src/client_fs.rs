@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use ferroclaw_tools::{
-    Around, Sandbox, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, Wrapped,
+    Around, Change, Sandbox, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, Wrapped,
 };
 use serde_json::{Value, json};
 
@@ -151,7 +151,7 @@ impl Around for ClientWrite {
             (true, true) => self.fs.read_whole(&path).await.ok().map(String::into_bytes),
             (true, false) => std::fs::read(&path).ok(),
         };
-        ctx.reads.check_unchanged(&path, current.as_deref())?;
+        ctx.reads.before_change(&path, current.as_deref(), Change::Whole)?;
         self.fs.write_whole(&path, content).await?;
         ctx.reads.wrote(&path, content.as_bytes());
         Ok(ToolOutput::text(format!(
@@ -183,7 +183,8 @@ impl Around for ClientEdit {
                 return inner.execute(input, ctx).await;
             }
         };
-        let stale = ctx.reads.changed_since_read(&path, original.as_bytes());
+        let stale =
+            ctx.reads.before_change(&path, Some(original.as_bytes()), Change::InPlace)?.is_stale();
         let shown = sandbox.display(&path);
         let (content, message) =
             ferroclaw_tools::edit_text(inner.name(), &input, &original, &shown, stale)?;

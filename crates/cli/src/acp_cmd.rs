@@ -53,6 +53,7 @@ fn merge_session_flags(cli: &mut Cli, after: &[String]) -> Result<(), SetupError
     cli.disallowed_tools.extend(given.disallowed_tools);
     cli.append_system_prompt = given.append_system_prompt.or(cli.append_system_prompt.take());
     cli.add_dir.extend(given.add_dir);
+    cli.plugin_dir.extend(given.plugin_dir);
     cli.max_turns = given.max_turns.or(cli.max_turns);
     cli.cwd = given.cwd.or(cli.cwd.take());
     cli.permission_mode = given.permission_mode.or(cli.permission_mode);

@@ -54,6 +54,11 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", num_args = 1..)]
     pub add_dir: Vec<PathBuf>,
 
+    /// A Claude Code plugin folder whose hooks run, as `claude --plugin-dir`
+    /// (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub plugin_dir: Vec<PathBuf>,
+
     /// Continue the most recent conversation in this project.
     #[arg(short = 'c', long = "continue")]
     pub continue_: bool,

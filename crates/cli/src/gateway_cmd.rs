@@ -25,7 +25,7 @@ use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 /// Bytes of random token generated when none is configured.
 const TOKEN_BYTES: usize = 24;
 
-/// The model name the API lists and answers as (what the README's examples use).
+/// The model name the API lists and answers as (what the docs' examples use).
 const API_MODEL_NAME: &str = "ferroclaw";
 /// The open-files limit the systemd unit asks for: one descriptor per live
 /// chat's session file plus sockets, with room to spare.

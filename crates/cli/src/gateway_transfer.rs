@@ -1,6 +1,8 @@
 //! `ferroclaw gateway import|export`: moves a box's gateway files into the
 //! shared database and back: the chat sessions (and which session each
-//! chat talks in), the pairing allow-lists and the cron jobs.
+//! chat talks in), the titles people gave them, the files the agent sent
+//! to chats (the `message` tool's `media`: workspace files on one box, the
+//! database's `media` on several), the pairing allow-lists and the cron jobs.
 //!
 //! Both are idempotent: what is there already is left alone, so running one
 //! twice is running it once. A session whose copies differ is brought up to
@@ -11,13 +13,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use ferroclaw_core::SessionStore;
 use ferroclaw_gateway::SessionKey;
 use ferroclaw_gateway::cron::{CronJob, CronStore};
 use ferroclaw_gateway::pairing::{ApprovedSender, PairingStore};
-use ferroclaw_gateway::sessions::SessionNames;
+use ferroclaw_gateway::sessions::{SessionNames, SessionTitles};
+use ferroclaw_gateway::shared_media;
 use ferroclaw_gateway::shared_sessions::{read_lines, write_lines_atomically};
 use ferroclaw_store::{PgOptions, PgStore, SessionWrite};
 
@@ -67,6 +71,16 @@ pub async fn run(cli: &Cli, direction: Direction) -> Result<i32, SetupError> {
     let store = PgStore::connect(&url, options).await.map_err(other)?;
     let home = &config.home;
     let sessions_dir = SessionStore::new(home).project_dir(&config.workspace);
+    let workspace = &config.workspace;
+    let (titles, media) = match direction {
+        Direction::Import => (
+            import_titles(&store, home).await?,
+            import_media(&store, &sessions_dir, workspace).await?,
+        ),
+        Direction::Export => {
+            (export_titles(&store, home).await?, export_media(&store, workspace).await?)
+        }
+    };
     let (sessions, chats, allowed, cron) = match direction {
         Direction::Import => (
             import_sessions(&store, &sessions_dir).await?,
@@ -89,9 +103,12 @@ pub async fn run(cli: &Cli, direction: Direction) -> Result<i32, SetupError> {
     let _ = writeln!(out, "{from_to}:");
     let _ = writeln!(out, "  {}", sessions.line("chat sessions", verb));
     let _ = writeln!(out, "  {}", chats.line("chats on a /new session", verb));
+    let _ = writeln!(out, "  {}", titles.line("session titles", verb));
+    let _ = writeln!(out, "  {}", media.line("files sent to chats", verb));
     let _ = writeln!(out, "  {}", allowed.line("allowed senders", verb));
     let _ = writeln!(out, "  {}", cron.line("cron jobs", verb));
-    for why in sessions.left.iter().chain(&allowed.left).chain(&cron.left) {
+    let left = [&sessions.left, &titles.left, &media.left, &allowed.left, &cron.left];
+    for why in left.into_iter().flatten() {
         let _ = writeln!(out, "  left alone: {why}");
     }
     Ok(exit::OK)
@@ -351,4 +368,176 @@ async fn export_cron(store: &PgStore, home: &Path) -> Result<Tally, SetupError> 
     .await
     .map_err(other)?;
     Ok(tally)
+}
+
+async fn import_titles(store: &PgStore, home: &Path) -> Result<Tally, SetupError> {
+    let mut tally = Tally::default();
+    let stored: BTreeMap<String, String> =
+        store.session_titles().await.map_err(other)?.into_iter().collect();
+    for (id, title) in SessionTitles::load(home).all() {
+        match stored.get(&id) {
+            Some(same) if *same == title => tally.same += 1,
+            Some(other_title) => tally.left.push(format!(
+                "title of session {id}: the database's is \"{other_title}\" (\"{title}\" not stored)"
+            )),
+            None => {
+                store.set_session_title(&id, Some(&title)).await.map_err(other)?;
+                tally.moved += 1;
+            }
+        }
+    }
+    Ok(tally)
+}
+
+async fn export_titles(store: &PgStore, home: &Path) -> Result<Tally, SetupError> {
+    let mut tally = Tally::default();
+    let titles = SessionTitles::load(home);
+    for (id, title) in store.session_titles().await.map_err(other)? {
+        match titles.get(&id) {
+            Some(same) if same == title => tally.same += 1,
+            Some(mine) => tally.left.push(format!(
+                "title of session {id}: this box's is \"{mine}\" (\"{title}\" not written)"
+            )),
+            None => {
+                titles.set(&id, &title).map_err(other)?;
+                tally.moved += 1;
+            }
+        }
+    }
+    Ok(tally)
+}
+
+/// The files the `message` tool sent in the session lines `lines` (its
+/// `media`), in order, each once.
+fn sent_files(lines: &[String]) -> Vec<String> {
+    fn walk(value: &serde_json::Value, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                let is_send = map.get("type").and_then(|t| t.as_str()) == Some("tool_call")
+                    && map.get("name").and_then(|n| n.as_str()) == Some("message");
+                if is_send {
+                    let media = map.get("input").and_then(|i| i.get("media"));
+                    for path in media.and_then(|m| m.as_array()).into_iter().flatten() {
+                        if let Some(path) = path.as_str().filter(|p| !found.iter().any(|f| f == p))
+                        {
+                            found.push(path.to_string());
+                        }
+                    }
+                }
+                map.values().for_each(|v| walk(v, found));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, found)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    for line in lines {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(line) {
+            walk(&value, &mut found);
+        }
+    }
+    found
+}
+
+/// Keeps in the database each workspace file the agent sent in this box's
+/// sessions (URLs, files gone since and files outside the workspace are
+/// named and left).
+async fn import_media(
+    store: &PgStore,
+    sessions_dir: &Path,
+    workspace: &Path,
+) -> Result<Tally, SetupError> {
+    let mut tally = Tally::default();
+    let mut seen = BTreeSet::new();
+    for (_, path) in local_sessions(sessions_dir)? {
+        let (lines, _torn) = read_lines(&path).map_err(io_error(&path))?;
+        for sent in sent_files(&lines) {
+            if sent.contains("://") {
+                continue;
+            }
+            let real = match ferroclaw_gateway::media::resolve(workspace, &sent) {
+                Ok(real) => real.display().to_string(),
+                Err(e) => {
+                    tally.left.push(format!("sent file {sent}: {e}"));
+                    continue;
+                }
+            };
+            let Some(key) = shared_media::key(workspace, &real) else { continue };
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            if store.media(&key).await.map_err(other)?.is_some() {
+                tally.same += 1;
+                continue;
+            }
+            match shared_media::keep(store, workspace, &real).await {
+                Ok(()) => tally.moved += 1,
+                Err(e) => tally.left.push(format!("sent file {key}: {e}")),
+            }
+        }
+    }
+    Ok(tally)
+}
+
+/// Writes each file kept in the database into the workspace at its path,
+/// where no file is (a different file already there is named and kept; a
+/// path through a symbolic link is refused).
+async fn export_media(store: &PgStore, workspace: &Path) -> Result<Tally, SetupError> {
+    let mut tally = Tally::default();
+    for key in store.media_ids().await.map_err(other)? {
+        let Some(kept) = store.media(&key).await.map_err(other)? else { continue };
+        // Only a plain path inside the workspace, as the gateway names them.
+        if shared_media::key(workspace, &key).as_deref() != Some(key.as_str()) {
+            tally.left.push(format!("sent file {key}: not a path inside the workspace"));
+            continue;
+        }
+        let target = workspace.join(&key);
+        match write_new_file(workspace, &target, &kept.bytes) {
+            Ok(true) => tally.moved += 1,
+            Ok(false) if std::fs::read(&target).is_ok_and(|b| b == kept.bytes) => tally.same += 1,
+            Ok(false) => tally.left.push(format!(
+                "sent file {key}: this box has another file there ({} kept)",
+                target.display()
+            )),
+            Err(e) => tally.left.push(format!("sent file {key}: {e}")),
+        }
+    }
+    Ok(tally)
+}
+
+/// Writes `bytes` to `target` (inside `workspace`) unless something is
+/// there already (false); folders are created, and none on the way may be
+/// a symbolic link.
+fn write_new_file(workspace: &Path, target: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    let Ok(inside) = target.strip_prefix(workspace) else {
+        return Err(std::io::Error::other("not inside the workspace"));
+    };
+    let mut folder = workspace.to_path_buf();
+    for part in inside.parent().into_iter().flat_map(Path::components) {
+        folder.push(part);
+        match std::fs::symlink_metadata(&folder) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(std::io::Error::other(format!(
+                    "{} is a symbolic link",
+                    folder.display()
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&folder)?,
+            Err(e) => return Err(e),
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(target);
+    match file {
+        Ok(mut file) => {
+            file.write_all(bytes)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
 }

@@ -1,4 +1,10 @@
-//! The `ferroclaw` binary: REPL, one-shot `-p`, and subcommands.
+//! The `ferroclaw` binary: the REPL (`repl.rs`), one-shot `-p`
+//! (`oneshot.rs`), and every subcommand (`*_cmd.rs`), over the agents that
+//! `ferroclaw-runtime` opens. It parses flags (`args.rs`), renders the
+//! agent's events for a terminal (`render.rs`, `markdown.rs`) or as JSON
+//! lines (Claude Code's in `claude_stream.rs`), asks for approvals
+//! (`approver.rs`), and turns the outcome into an exit code (`exit.rs`).
+//! The engine itself is not here: see `docs/architecture.md`.
 
 mod acp_cmd;
 mod approver;

@@ -51,7 +51,7 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
 fn show_hooks(agent: &Agent, config: &Config) {
     let hooks = agent.hooks().list();
     if hooks.is_empty() {
-        println!("no hooks (see \"Hooks\" in the README)");
+        println!("no hooks (see docs/editors-and-hooks.md)");
     }
     for h in hooks {
         let closed = if h.fail_closed { ", fail_closed" } else { "" };

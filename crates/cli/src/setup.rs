@@ -68,6 +68,13 @@ pub fn load_config_in(cli: &Cli, workspace: PathBuf) -> Result<Config, SetupErro
             dirs.push(dir);
         }
     }
+    for dir in &cli.plugin_dir {
+        let dir = config.workspace.join(dir);
+        let dir = dir
+            .canonicalize()
+            .map_err(|e| SetupError::Other(format!("--plugin-dir {}: {e}", dir.display())))?;
+        config.plugin_dirs.push(dir);
+    }
     Ok(config)
 }
 

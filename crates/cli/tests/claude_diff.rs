@@ -9,10 +9,11 @@
 //! Code's terms. Every difference must be listed in
 //! `claude_diff/known_differences.toml` as `fix` or `deliberate`.
 //!
-//! Claude Code comes from `FERROCLAW_CLAUDE_CODE_DIR` (installed by `.ci/run`:
+//! Claude Code comes from `FERROCLAW_CLAUDE_CODE_DIR`, else
+//! `~/.cache/ferroclaw-claude-code` (installed by `scripts/test`:
 //! `npm install --prefix DIR @anthropic-ai/claude-code@2.1.332`). Without it
-//! the harness says loudly that it skipped, except under `CI=true`, where a
-//! missing install fails. Variables: `FERROCLAW_CLAUDE_DIFF_ONLY=A,B` runs
+//! the harness fails, unless the developer opted out with
+//! `FERROCLAW_TEST_SKIP=claude-code`. Variables: `FERROCLAW_CLAUDE_DIFF_ONLY=A,B` runs
 //! the scenarios whose names contain A or B; `FERROCLAW_CLAUDE_DIFF_WRITE=1` rewrites the
 //! known-differences file from what this run found (reasons kept; with
 //! `_ONLY`, only the matching scenarios' entries);
@@ -29,10 +30,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use ferroclaw_testkit::components::{self, Component};
 use known::Difference;
 use scenario::{Scenario, Side};
 
-/// The Claude Code version the harness is pinned to (and `.ci/run` installs).
+/// The Claude Code version the harness is pinned to (and `scripts/test` installs).
 const PINNED: &str = "2.1.332";
 /// Scenarios the harness must hold (issue 29 asks for at least 40).
 const MIN_SCENARIOS: usize = 40;
@@ -43,25 +45,17 @@ fn here() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/claude_diff")
 }
 
-/// The pinned `claude` binary, or `None` (skip) when not installed outside CI.
+/// The pinned `claude` binary; `None` only when the developer opted out
+/// (`FERROCLAW_TEST_SKIP=claude-code`).
+#[track_caller]
 fn claude_binary() -> Option<PathBuf> {
-    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let Some(dir) = std::env::var_os("FERROCLAW_CLAUDE_CODE_DIR") else {
-        assert!(!in_ci, "CI=true but FERROCLAW_CLAUDE_CODE_DIR is unset: run .ci/run");
-        loud(&format!(
-            "\n*** SKIPPED the Claude Code differential harness: FERROCLAW_CLAUDE_CODE_DIR is \
-             unset.\n*** Install it with: npm install --prefix DIR \
-             @anthropic-ai/claude-code@{PINNED}\n"
-        ));
-        return None;
-    };
-    let dir = PathBuf::from(dir);
+    let dir = components::require(Component::ClaudeCode, components::claude_code_dir())?;
     let package = dir.join("node_modules/@anthropic-ai/claude-code/package.json");
     let manifest = std::fs::read_to_string(&package)
-        .unwrap_or_else(|e| panic!("{}: {e} (run .ci/run)", package.display()));
+        .unwrap_or_else(|e| panic!("{}: {e} (scripts/test installs it)", package.display()));
     assert!(
         manifest.contains(&format!("\"version\": \"{PINNED}\"")),
-        "{} is not Claude Code {PINNED}",
+        "{} is not Claude Code {PINNED} (scripts/test installs it)",
         package.display()
     );
     Some(dir.join("node_modules/.bin/claude"))

@@ -34,6 +34,7 @@ mod gateway_scale_history;
 mod gateway_stream;
 mod gateway_telegram;
 mod gateway_web;
+mod gateway_web_page;
 mod hooks;
 mod lean_requests;
 mod learning;

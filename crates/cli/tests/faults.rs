@@ -12,8 +12,9 @@
 //! - `files`: sparse huge files and NUL-heavy files for the file tools.
 //!
 //! Memory is the kernel's own measure of each run's peak (`ru_maxrss` from
-//! `wait4`). Needs `strace` (a failure under `CI=true`, a printed skip
-//! elsewhere) and root for the tmpfs cases (a printed skip without).
+//! `wait4`). Needs `strace` (a failure without it, unless
+//! `FERROCLAW_TEST_SKIP` names `strace`) and root for the tmpfs cases (a
+//! printed skip without).
 //! `FERROCLAW_FAULT_SEED=N` picks other points, `FERROCLAW_FAULT_KILLS=N`
 //! tries more kills: `FERROCLAW_FAULT_KILLS=200 cargo test -p ferroclaw-cli
 //! --test e2e -- faults::`.

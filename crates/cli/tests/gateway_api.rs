@@ -362,10 +362,8 @@ fn system_of(body: &Value) -> String {
 #[test]
 fn a_chat_front_end_through_the_official_client_gets_private_conversations_its_system_layer_and_one_turn_per_key()
  {
-    if !gateway_support::python_openai_available() {
-        return gateway_support::skip_or_fail(
-            "python3 with the openai package is not installed (pip install openai)",
-        );
+    if !gateway_support::python_openai() {
+        return;
     }
     let env = gateway_support::echo_env();
     let gw = Gateway::start(
@@ -404,6 +402,44 @@ fn a_chat_front_end_through_the_official_client_gets_private_conversations_its_s
     // The alias chose the model.
     assert_eq!(model_request_for(&env, "quickly")["model"], "gpt-fast");
     assert!(model_requests_for(&env, "hi").is_empty(), "refused requests reach no model");
+}
+
+#[test]
+fn a_chat_front_ends_whole_sequence_streams_regenerates_sends_pictures_and_gets_titles() {
+    if !gateway_support::python_openai() {
+        return;
+    }
+    let env = gateway_support::echo_env();
+    let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../gateway/tests/openai_chat_ui.py");
+    let out =
+        std::process::Command::new("python3").args([script, &gw.url(), TOKEN]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    // The front-end's system prompt is a layer of every turn's.
+    let first = model_request_for(&env, "plan a picnic for four");
+    assert!(system_of(&first).contains("Today is Sunday."), "{first}");
+    // The second turn carries the history the front-end sent; regenerating
+    // it asked the model again, with the same conversation.
+    let second = model_requests_for(&env, "make it vegetarian");
+    assert_eq!(second.len(), 2, "the answer and its regeneration");
+    assert_eq!(second[0]["messages"], second[1]["messages"]);
+    assert!(second[0].to_string().contains("echo: plan a picnic for four"), "{}", second[0]);
+    // The picture reached the model as one, after the history.
+    let picture = model_request_for(&env, "is this basket big enough?").to_string();
+    assert!(picture.contains("data:image/png") && picture.contains("make it vegetarian"));
+    // The title and tags requests are conversations of their own.
+    let tasks: Vec<Value> = env
+        .server
+        .requests()
+        .into_iter()
+        .map(|r| r.body)
+        .filter(|b| last_user_text(b).starts_with("### Task:"))
+        .collect();
+    assert_eq!(tasks.len(), 2);
+    assert!(tasks.iter().all(|t| !system_of(t).contains("Today is Sunday.")), "{tasks:?}");
+    // "Continue" was refused before any model was asked.
+    assert!(!env.server.requests().iter().any(|r| r.body.to_string().contains("A basket for")));
 }
 
 #[test]

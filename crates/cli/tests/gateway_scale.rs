@@ -351,7 +351,7 @@ fn gateways_that_share_no_folder_continue_each_others_conversations() {
 }
 
 /// Runs `ferroclaw gateway ACTION` with `home` on `url`: (success, stdout, stderr).
-fn transfer(env: &Env, home: &Path, url: &str, action: &str) -> (bool, String, String) {
+pub(crate) fn transfer(env: &Env, home: &Path, url: &str, action: &str) -> (bool, String, String) {
     let output = env
         .std_cmd()
         .env("FERROCLAW_HOME", home)

@@ -3,7 +3,8 @@
 //! whole, whichever gateway ran its turns, at once after a gateway is
 //! killed and restarted; a picture a person sent through one, and a file
 //! the agent sent through one, are served by the other; `ferroclaw
-//! sessions` on either box reads the same.
+//! sessions` on either box reads the same; and `gateway import|export`
+//! carry the titles people gave and the files the agent sent.
 
 use crate::common;
 use crate::gateway_support;
@@ -269,4 +270,130 @@ fn a_file_the_agent_sent_through_one_gateway_is_served_by_the_other() {
     assert_eq!((status, kind.as_str()), (200, "image/png"), "{}", String::from_utf8_lossy(&bytes));
     assert_eq!(bytes, PNG_BYTES);
     assert!(!other_home.path().join("workspace").join("charts").exists());
+}
+
+#[test]
+fn import_and_export_carry_the_titles_people_gave_and_the_files_the_agent_sent() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("one_truth_transfer");
+    let send = Turn::tools(vec![ScriptedToolCall::new(
+        "message",
+        json!({"content": "Here is the chart.", "media": ["charts/q3.png"]}),
+    )]);
+    let env = Env::new(Wire::OpenAi, vec![send.into(), Turn::text("Sent it.").into()]);
+    // A box on its own files: the agent sends a chart, the person names the chat.
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\npermission_mode = \"bypass\"\n"
+    ));
+    let charts = env.home.path().join("workspace").join("charts");
+    std::fs::create_dir_all(&charts).unwrap();
+    std::fs::write(charts.join("q3.png"), PNG_BYTES).unwrap();
+    let alone = Gateway::spawn(&env, free_port());
+    assert_eq!(chat(alone.port, "ada", "send me the chart"), (200, "Sent it.".to_string()));
+    let (id, _) = listed(alone.port).pop().expect("the conversation");
+    alone.terminate();
+    let titles = ferroclaw_gateway::sessions::SessionTitles::load(env.home.path());
+    titles.set(&id, "Q3 chart").unwrap();
+
+    let (ok, out, err) = crate::gateway_scale::transfer(&env, env.home.path(), &url, "import");
+    assert!(ok, "{err}");
+    assert!(out.contains("session titles: 1 stored, 0 already there"), "{out}");
+    assert!(out.contains("files sent to chats: 1 stored, 0 already there"), "{out}");
+    let (ok, out, _) = crate::gateway_scale::transfer(&env, env.home.path(), &url, "import");
+    assert!(ok);
+    assert!(out.contains("session titles: 0 stored, 1 already there"), "{out}");
+    assert!(out.contains("files sent to chats: 0 stored, 1 already there"), "{out}");
+
+    // A gateway on another machine shows the title and serves the chart.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("config.toml"), store_config(&url)).unwrap();
+    let b = Gateway::spawn_in(&env, other.path(), free_port());
+    assert_eq!(listed(b.port), [(id.clone(), "Q3 chart".to_string())]);
+    let (status, kind, bytes) = fetch_bytes(b.port, "/api/files?path=charts/q3.png");
+    assert_eq!((status, kind.as_str()), (200, "image/png"));
+    assert_eq!(bytes, PNG_BYTES);
+    b.terminate();
+
+    // Exported into a third box's files: the title and the chart come too.
+    let third = tempfile::tempdir().unwrap();
+    std::fs::write(third.path().join("config.toml"), "").unwrap();
+    let (ok, out, err) = crate::gateway_scale::transfer(&env, third.path(), &url, "export");
+    assert!(ok, "{err}");
+    assert!(out.contains("session titles: 1 written, 0 already there"), "{out}");
+    assert!(out.contains("files sent to chats: 1 written, 0 already there"), "{out}");
+    let title = ferroclaw_gateway::sessions::SessionTitles::load(third.path()).get(&id);
+    assert_eq!(title.as_deref(), Some("Q3 chart"));
+    let chart = third.path().join("workspace").join("charts").join("q3.png");
+    assert_eq!(std::fs::read(&chart).unwrap(), PNG_BYTES);
+    let (ok, out, _) = crate::gateway_scale::transfer(&env, third.path(), &url, "export");
+    assert!(ok);
+    assert!(out.contains("files sent to chats: 0 written, 1 already there"), "{out}");
+}
+
+/// Makes `path` look last changed `days` ago.
+fn age(path: &Path, days: u64) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(std::time::SystemTime::now() - Duration::from_secs(days * 86_400)).unwrap();
+}
+
+#[test]
+fn media_older_than_media_keep_days_is_pruned_from_the_inbox_and_the_database() {
+    // Housekeeping every 200 ms instead of every 10 minutes.
+    let vars = [("FERROCLAW_TEST_HOUSEKEEPING_MS", "200")];
+    let env = echo_env();
+    let inbox = env.home.path().join("workspace").join("inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    let received = |names: &[&str]| {
+        for name in names {
+            std::fs::write(inbox.join(name), b"%PDF").unwrap();
+        }
+        age(&inbox.join(names[0]), 40);
+    };
+    let left = || {
+        let mut names: Vec<String> = std::fs::read_dir(&inbox)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    // On files: a month's keep takes the 40-day-old file people sent, not
+    // yesterday's.
+    env.write_home_config(&format!(
+        "[gateway]\ntoken = \"{TOKEN}\"\nheartbeat_minutes = 0\nmedia_keep_days = 30\n"
+    ));
+    received(&["march.pdf", "yesterday.pdf"]);
+    let alone = Gateway::spawn_with(&env, env.home.path(), free_port(), &vars);
+    gateway_support::wait_for(60, "the old file to go", || left() == ["yesterday.pdf"]);
+    alone.terminate();
+
+    // With a database: the files the agent sent go from the database too.
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("media_keep");
+    env.write_home_config(&(store_config(&url) + "media_keep_days = 30\n"));
+    received(&["april.pdf"]);
+    let shared = Gateway::spawn_with(&env, env.home.path(), free_port(), &vars);
+    gateway_support::wait_for(60, "the old file to go", || left() == ["yesterday.pdf"]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let kept = |sql: &str| {
+        rt.block_on(async {
+            let (client, connection) =
+                tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+            let task = tokio::spawn(connection);
+            let rows = client.query(sql, &[]).await.unwrap();
+            drop(client);
+            let _ = task.await;
+            rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<String>>()
+        })
+    };
+    kept(
+        "INSERT INTO media (id, media_type, name, bytes, created_at) VALUES
+            ('charts/q1.png', 'image/png', 'q1.png', '\\x89504e47', now() - interval '40 days'),
+            ('charts/q3.png', 'image/png', 'q3.png', '\\x89504e47', now())
+         RETURNING id",
+    );
+    gateway_support::wait_for(60, "the old chart to go", || {
+        kept("SELECT id FROM media ORDER BY id") == ["charts/q3.png"]
+    });
+    shared.terminate();
 }

@@ -9,14 +9,12 @@ use std::time::Duration;
 
 use common::{Env, Wire};
 use ferroclaw_testkit::{Fault, ScriptedToolCall, Turn};
-use gateway_support::{Gateway, TOKEN, chat, request, skip_or_fail, wait_for};
+use gateway_support::{Gateway, TOKEN, chat, request, wait_for};
 
 #[test]
 fn the_openai_python_client_gets_plain_and_streamed_answers() {
-    if !gateway_support::python_openai_available() {
-        return skip_or_fail(
-            "python3 with the openai package is not installed (pip install openai)",
-        );
+    if !gateway_support::python_openai() {
+        return;
     }
     let env = Env::new(
         Wire::OpenAi,
@@ -104,7 +102,7 @@ fn sigterm_mid_turn_finishes_the_turn_delivers_and_persists_the_answer() {
 const MARKDOWN_ANSWER: &str = "Found **one** file. Here is the code:\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n<img src=x onerror=\"window.pwned = 1\"><script>window.pwned = 2</script>\n\n- done";
 
 /// Where a browser test saves its screenshots for review.
-fn screenshots_dir() -> std::path::PathBuf {
+pub(crate) fn screenshots_dir() -> std::path::PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
@@ -113,12 +111,7 @@ fn screenshots_dir() -> std::path::PathBuf {
 
 #[test]
 fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_chromium() {
-    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-    else {
-        return skip_or_fail("chromium is not installed (apt-get install -y chromium)");
-    };
+    let Some(chromium) = gateway_support::chromium() else { return };
     let env = Env::new(
         Wire::OpenAi,
         vec![
@@ -154,10 +147,12 @@ fn the_web_app_chats_keeps_history_switches_sessions_and_operates_in_headless_ch
     // A conversation on another channel, for the sidebar.
     assert_eq!(chat(gw.port, "alice", "hello from the api"), (200, "Hello, API caller.".into()));
     let shots = screenshots_dir();
-    let mut b = gateway_support::browser::Browser::launch(chromium);
+    let mut b = gateway_support::browser::Browser::launch(&chromium);
     b.viewport(1280, 800, false);
     b.navigate(&format!("{}/#token={TOKEN}", gw.url()));
     b.wait_for("the socket", "document.getElementById('state').textContent === 'connected'");
+    // The sidebar lists every conversation, the API callers' too.
+    b.click("#filter [data-filter=all]");
     let weight = b.eval(
         "performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))\
          .reduce((n, e) => n + e.decodedBodySize, 0)",
@@ -479,12 +474,7 @@ const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4
 
 #[test]
 fn a_reload_during_an_approval_shows_the_card_again_and_history_keeps_pictures_on_a_phone() {
-    let Some(chromium) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-    else {
-        return skip_or_fail("chromium is not installed (apt-get install -y chromium)");
-    };
+    let Some(chromium) = gateway_support::chromium() else { return };
     // A long command: its JSON must wrap inside the card on a phone.
     let command = format!("echo approved > made-by-bash.txt && echo {}", "0123456789".repeat(20));
     let env = Env::new(
@@ -506,7 +496,7 @@ fn a_reload_during_an_approval_shows_the_card_again_and_history_keeps_pictures_o
     std::fs::write(workspace.join("chart.png"), &png).unwrap();
     let gw = Gateway::start(&env, "heartbeat_minutes = 0\n");
     let shots = screenshots_dir();
-    let mut b = gateway_support::browser::Browser::launch(chromium);
+    let mut b = gateway_support::browser::Browser::launch(&chromium);
     b.viewport(390, 844, true);
     b.navigate(&format!("{}/#token={TOKEN}", gw.url()));
     b.wait_for("the socket", "document.getElementById('state').textContent === 'connected'");

@@ -200,7 +200,7 @@ fn install_hooks(dir: &std::path::Path, hooks: &[(&str, &str, &str, &str)]) {
 fn claude_codes_protect_files_hook_stops_the_model_writing_dot_env() {
     let env = env_with(vec![
         Turn::tool("write", json!({"path": ".env", "content": "API_KEY=stolen\n"})).into(),
-        Turn::tool(
+        Turn::read_then(
             "edit",
             json!({"path": "package-lock.json", "old_string": "1", "new_string": "2"}),
         )

@@ -1,8 +1,9 @@
 //! End-to-end: the real binary with an embedded local model. The model tests
-//! run SmolLM2-135M (path in `FERROCLAW_TEST_GGUF`) through the agent loop;
-//! they assert structure and protocol, never the model's wisdom. Without the
-//! variable they print a loud SKIP, except under CI (`CI` set), where a
-//! missing model is a failure. The `model` subcommand tests need no model.
+//! run SmolLM2-135M (`FERROCLAW_TEST_GGUF`, else where `scripts/test` puts
+//! it in `~/.cache/ferroclaw-models`) through the agent loop; they assert
+//! structure and protocol, never the model's wisdom. Without the model they
+//! fail, unless the developer opted out (`FERROCLAW_TEST_SKIP=model`). The
+//! `model` subcommand tests need no model.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -10,26 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ferroclaw_protocol::AgentEvent;
+use ferroclaw_testkit::components::{self, Component};
 
-/// The test model, or `None` (after a loud SKIP) when none is configured locally.
+/// The test model (scripts/test fetches it); `None` only when the developer
+/// opted out (`FERROCLAW_TEST_SKIP=model`).
+#[track_caller]
 fn model_path() -> Option<PathBuf> {
-    match std::env::var("FERROCLAW_TEST_GGUF") {
-        Ok(p) if !p.is_empty() => {
-            let path = PathBuf::from(p);
-            assert!(path.is_file(), "FERROCLAW_TEST_GGUF={} does not exist", path.display());
-            Some(path)
-        }
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "FERROCLAW_TEST_GGUF must name a GGUF model in CI (.ci/run fetches SmolLM2)"
-            );
-            eprintln!(
-                "\n*** SKIP: FERROCLAW_TEST_GGUF is not set; local-model tests did not run ***\n"
-            );
-            None
-        }
-    }
+    components::require(Component::TestModel, components::test_model())
 }
 
 /// A temp home and workspace, and the binary with no provider key at all.

@@ -11,29 +11,16 @@ use std::time::Duration;
 use common::{Env, Wire, run, tool_results};
 use ferroclaw_mcp::{HubOptions, McpConfig, McpHub, ServerConfig, Transport};
 use ferroclaw_testkit::Turn;
+use ferroclaw_testkit::components::{self, Component};
 use ferroclaw_tools::{ToolContext, ToolRegistry};
 use serde_json::json;
 
-/// `server-everything` from npm (installed by `.ci/run`): skipped loudly on a
-/// developer machine without it, a failure in CI.
+/// `server-everything` from npm (installed by `scripts/test`): without it
+/// the test fails; `None` only when the developer opted out
+/// (`FERROCLAW_TEST_SKIP=mcp-servers`).
+#[track_caller]
 fn everything_bin() -> Option<PathBuf> {
-    let dir = match std::env::var_os("FERROCLAW_MCP_SERVERS_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ferroclaw-npm")
-        }
-    };
-    let path = dir.join("node_modules/.bin/mcp-server-everything");
-    if path.exists() {
-        return Some(path);
-    }
-    let advice =
-        format!("{} is missing: run .ci/run or set FERROCLAW_MCP_SERVERS_DIR", path.display());
-    if std::env::var_os("CI").is_some() {
-        panic!("{advice}");
-    }
-    eprintln!("SKIPPED (MCP test servers not installed): {advice}");
-    None
+    components::require(Component::McpServers, components::mcp_server("mcp-server-everything"))
 }
 
 fn write_mcp_json(ws: &Path, bin: &Path) {

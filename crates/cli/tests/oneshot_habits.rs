@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::{Env, Wire, run, tool_results};
-use ferroclaw_testkit::{Fault, Step, Turn};
+use ferroclaw_testkit::{Fault, ScriptedToolCall, Step, Turn};
 use serde_json::{Value, json};
 
 fn refused_script() -> Vec<Step> {
@@ -201,7 +201,12 @@ fn claude_stream_format_follows_claude_codes_schema() {
     let env = Env::new(
         Wire::Anthropic,
         vec![
-            Turn::tool("glob", json!({"pattern": "*.txt"})).with_text("Looking.").into(),
+            Turn::tools(vec![
+                ScriptedToolCall::new("glob", json!({"pattern": "*.txt"})),
+                ScriptedToolCall::new("read", json!({"path": "x.txt"})),
+            ])
+            .with_text("Looking.")
+            .into(),
             Turn::tool("edit", json!({"path": "x.txt", "old_string": "x", "new_string": "y"}))
                 .into(),
             Turn::text("One file.").into(),
@@ -230,9 +235,10 @@ fn claude_stream_format_follows_claude_codes_schema() {
         (Some("tool_use"), Some("Glob"))
     );
     let file = env.ws().join("x.txt").to_string_lossy().into_owned();
-    assert_eq!(blocks[2]["name"], "Edit");
+    assert_eq!(blocks[2]["name"], "Read");
+    assert_eq!(blocks[3]["name"], "Edit");
     assert_eq!(
-        blocks[2]["input"],
+        blocks[3]["input"],
         json!({"file_path": file, "old_string": "x", "new_string": "y", "replace_all": false})
     );
     for message in &assistant {
@@ -246,7 +252,7 @@ fn claude_stream_format_follows_claude_codes_schema() {
     assert_eq!(tool_result["tool_use_id"], blocks[1]["id"]);
     assert!(tool_result["content"].as_str().unwrap().contains("x.txt"));
     assert_eq!(results[0]["tool_use_result"]["numFiles"], 1);
-    let edit = &results[1]["tool_use_result"];
+    let edit = &results[2]["tool_use_result"];
     assert_eq!(
         (edit["filePath"].as_str(), edit["originalFile"].as_str()),
         (Some(file.as_str()), Some("x\n"))
@@ -260,7 +266,7 @@ fn claude_stream_format_follows_claude_codes_schema() {
     assert_eq!(last["result"], "One file.");
     assert_eq!(last["session_id"], session);
     assert_eq!(last["stop_reason"], "end_turn");
-    assert_eq!(last["num_turns"], 3);
+    assert_eq!(last["num_turns"], 4, "two calls in one answer count as two turns");
     assert_eq!(last["usage"]["cache_read_input_tokens"], 0);
     assert_eq!(last["usage"]["cache_creation_input_tokens"], 0);
     assert_eq!(last["usage"]["input_tokens"], 30);

@@ -3,7 +3,7 @@
 //!
 //! - `permission`: the permission gate's verdict on one call (allow/ask/deny)
 //! - `always`: the rules an "always" answer adds
-//! - `deny_list`: the bash deny list (refuse/run)
+//! - `deny_list`: the bash deny list (refuse/run), for root or the case's `home`
 //! - `shell_parse`: the simple commands the shell parser finds
 //! - `ssrf`: web_fetch's address check on a URL (refuse/pass)
 //! - `ssrf_fetch`: a real fetch against a local server (redirects to forbidden
@@ -34,7 +34,7 @@ use ferroclaw_core::permission::{Decision, PermissionMode, Permissions, always_r
 use ferroclaw_core::{Config, Overrides};
 use ferroclaw_testkit::Turn;
 use ferroclaw_tools::ssrf::{PrivateAllowList, check_url_text};
-use ferroclaw_tools::{Tool, ToolContext, WebFetchTool, dangerous_command, shell};
+use ferroclaw_tools::{Tool, ToolContext, WebFetchTool, dangerous_command_for_home, shell};
 use serde_json::{Value, json};
 
 fn main() {
@@ -195,10 +195,13 @@ fn always(case: &Value) -> Result<(), String> {
     (got == want).then_some(()).ok_or_else(|| format!("expected {want:?}, got {got:?}"))
 }
 
+/// The bash deny list in `/home/dev/project`, for root (home `/root`) or the
+/// case's own `home`: never the `HOME` of whoever runs the suite.
 fn deny_list(case: &Value) -> Result<(), String> {
     let ws = Path::new("/home/dev/project");
+    let home = Path::new(case["home"].as_str().unwrap_or("/root"));
     let command = case["command"].as_str().unwrap_or("");
-    let got = dangerous_command(command, ws, ws);
+    let got = dangerous_command_for_home(command, ws, ws, Some(home));
     match (case["expect"].as_str(), got) {
         (Some("refuse"), Some(_)) | (Some("run"), None) => Ok(()),
         (want, got) => Err(format!("expected {want:?}, got {got:?}")),

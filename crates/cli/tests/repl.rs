@@ -84,7 +84,7 @@ fn an_approval_shows_the_diff_and_a_finished_call_shows_its_output() {
     let env = Env::new(
         Wire::Anthropic,
         vec![
-            Turn::tool(
+            Turn::read_then(
                 "edit",
                 json!({"path": "main.rs", "old_string": "fn main() {}", "new_string": "fn start() {}"}),
             )

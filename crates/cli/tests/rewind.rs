@@ -21,8 +21,11 @@ fn an_edit_and_a_file_made_by_bash_are_rewound_and_the_rewind_undone() {
     let env = Env::new(
         Wire::Anthropic,
         vec![
-            Turn::tool("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"}))
-                .into(),
+            Turn::read_then(
+                "edit",
+                json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+            )
+            .into(),
             Turn::text("edited").into(),
             Turn::tool("bash", json!({"command": "echo made > b.txt"})).into(),
             Turn::text("made").into(),
@@ -97,8 +100,11 @@ fn the_repl_lists_rewinds_and_undoes_with_slash_rewind() {
     let env = Env::new(
         Wire::Anthropic,
         vec![
-            Turn::tool("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"}))
-                .into(),
+            Turn::read_then(
+                "edit",
+                json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+            )
+            .into(),
             Turn::text("edited").into(),
             Turn::text("fresh start").into(),
         ],
@@ -160,9 +166,12 @@ fn a_rewind_restores_only_what_ferroclaw_changed_and_names_what_the_user_changed
     let env = Env::new(
         Wire::Anthropic,
         vec![
-            Turn::tool("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"}))
-                .into(),
-            Turn::tool("edit", json!({"path": "c.txt", "old_string": "x", "new_string": "y"}))
+            Turn::read_then(
+                "edit",
+                json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+            )
+            .into(),
+            Turn::read_then("edit", json!({"path": "c.txt", "old_string": "x", "new_string": "y"}))
                 .into(),
             Turn::text("edited").into(),
         ],
@@ -197,7 +206,7 @@ fn an_edit_to_a_gitignored_file_is_rewound_and_the_rewind_undone() {
     let env = Env::new(
         Wire::Anthropic,
         vec![
-            Turn::tool(
+            Turn::read_then(
                 "edit",
                 json!({"path": "build/config.local", "old_string": "port=1", "new_string": "port=2"}),
             )

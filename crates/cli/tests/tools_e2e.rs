@@ -213,6 +213,87 @@ fn the_model_cannot_overwrite_a_file_changed_after_it_read_it_nor_one_it_never_r
 }
 
 #[test]
+fn edit_and_multi_edit_refuse_a_file_never_read_and_apply_after_any_read_or_own_write() {
+    let edit = |path: &str| json!({"path": path, "old_string": "alpha", "new_string": "ALPHA"});
+    let multi = |path: &str| json!({"path": path, "edits": [{"old_string": "alpha", "new_string": "ALPHA"}]});
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tools(vec![
+                ScriptedToolCall::new("edit", edit("blind.txt")),
+                ScriptedToolCall::new("multi_edit", multi("blind.txt")),
+            ])
+            .into(),
+            // A partial read counts, as in Claude Code; so does the agent's own write.
+            Turn::tools(vec![
+                ScriptedToolCall::new("read", json!({"path": "seen.txt", "offset": 2, "limit": 1})),
+                ScriptedToolCall::new("write", json!({"path": "made.txt", "content": "alpha\n"})),
+            ])
+            .into(),
+            Turn::tools(vec![
+                ScriptedToolCall::new("edit", edit("seen.txt")),
+                ScriptedToolCall::new("multi_edit", multi("made.txt")),
+            ])
+            .into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("blind.txt"), "alpha\n").unwrap();
+    std::fs::write(env.ws().join("seen.txt"), "alpha\nbeta\n").unwrap();
+    let (code, _, err) = run(&mut env.oneshot("edit the files", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    let results = tool_results(&env.request_body(3));
+    for refused in &results[..2] {
+        assert!(refused.1 && refused.0.ends_with(ferroclaw_tools::NOT_READ_YET), "{results:?}");
+    }
+    assert!(results[2..].iter().all(|(_, is_error)| !is_error), "{results:?}");
+    let file = |name: &str| std::fs::read_to_string(env.ws().join(name)).unwrap();
+    assert_eq!(file("blind.txt"), "alpha\n", "the file never read is left as it was");
+    assert_eq!(file("seen.txt"), "ALPHA\nbeta\n");
+    assert_eq!(file("made.txt"), "ALPHA\n");
+}
+
+#[test]
+fn a_sub_agent_reads_a_file_before_editing_it_and_its_reads_do_not_count_for_the_parent() {
+    let edit = json!({"path": "notes.txt", "old_string": "alpha", "new_string": "ALPHA"});
+    let task = |prompt: &str| json!({"description": "notes", "prompt": prompt});
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("read", json!({"path": "notes.txt"})).into(),
+            Turn::tool("task", task("change alpha to ALPHA")).into(),
+            // The sub-agent: the parent's read is not its own, as in Claude Code.
+            Turn::tool("edit", edit.clone()).into(),
+            Turn::text("not read").into(),
+            Turn::tool("task", task("read todo.txt")).into(),
+            Turn::tool("read", json!({"path": "todo.txt"})).into(),
+            Turn::text("read it").into(),
+            Turn::tools(vec![
+                ScriptedToolCall::new("edit", edit),
+                ScriptedToolCall::new(
+                    "edit",
+                    json!({"path": "todo.txt", "old_string": "alpha", "new_string": "ALPHA"}),
+                ),
+            ])
+            .into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    std::fs::write(env.ws().join("notes.txt"), "alpha\n").unwrap();
+    std::fs::write(env.ws().join("todo.txt"), "alpha\n").unwrap();
+    let (code, _, err) = run(&mut env.oneshot("edit the notes", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    let child = tool_results(&env.request_body(3));
+    assert!(child[0].1 && child[0].0.ends_with(ferroclaw_tools::NOT_READ_YET), "{child:?}");
+    let parent = tool_results(&env.request_body(8));
+    let last_two = &parent[parent.len() - 2..];
+    assert!(!last_two[0].1, "the parent read notes.txt itself: {last_two:?}");
+    assert!(last_two[1].1 && last_two[1].0.ends_with(ferroclaw_tools::NOT_READ_YET));
+    let file = |name: &str| std::fs::read_to_string(env.ws().join(name)).unwrap();
+    assert_eq!((file("notes.txt"), file("todo.txt")), ("ALPHA\n".into(), "alpha\n".into()));
+}
+
+#[test]
 fn a_continued_session_still_knows_the_files_it_read_unless_they_changed_while_away() {
     let env = Env::new(
         Wire::Anthropic,
@@ -260,6 +341,8 @@ fn file_tools_refuse_a_file_over_max_file_bytes_without_reading_it_and_binary_fi
     let env = Env::new(
         Wire::Anthropic,
         vec![
+            // Read first: an edit of a file never read is refused before its size matters.
+            Turn::tool("read", json!({"path": "small.txt"})).into(),
             Turn::tools(vec![
                 ScriptedToolCall::new(
                     "edit",
@@ -290,7 +373,8 @@ fn file_tools_refuse_a_file_over_max_file_bytes_without_reading_it_and_binary_fi
     env.write_home_config("max_file_bytes = 1000\n");
     let (code, _, err) = run(&mut env.oneshot("fix the log", &["--yes"]));
     assert_eq!(code, 0, "{err}");
-    let results = tool_results(&env.request_body(1));
+    // After the read of small.txt.
+    let results = tool_results(&env.request_body(2))[1..].to_vec();
     for (text, is_error) in &results[..2] {
         assert!(*is_error, "{results:?}");
         assert!(text.contains("huge.log is 1 GB (1073741824 bytes)"), "{text}");

@@ -62,10 +62,14 @@ async fn an_edit_through_the_edit_tool_is_in_the_index_before_any_code_tool_runs
     let mut registry = ferroclaw_tools::builtin_tools();
     assert!(register_code_tools(&mut registry, root.path(), home.path()));
 
+    // One conversation: the file is read before it is edited.
+    let ctx = ToolContext::new(root.path());
+    let read = registry.get("read").unwrap();
+    assert!(!read.execute(json!({"path": "main.py"}), &ctx).await.unwrap().is_error);
     let edit = registry.get("edit").unwrap();
     let input =
         json!({"path": "main.py", "old_string": "return helper()", "new_string": "return other()"});
-    let out = edit.execute(input, &ToolContext::new(root.path())).await.unwrap();
+    let out = edit.execute(input, &ctx).await.unwrap();
     assert!(!out.is_error, "{out:?}");
     // A reader that never updates sees the edit: it was indexed by the edit itself.
     let reader = ferroclaw_codegraph::CodeIndex::open_existing(root.path(), home.path()).unwrap();
@@ -80,7 +84,7 @@ async fn an_edit_through_the_edit_tool_is_in_the_index_before_any_code_tool_runs
 
     // A failed edit is answered as the tool answers it, and changes nothing.
     let input = json!({"path": "main.py", "old_string": "not there", "new_string": "x"});
-    let failed = edit.execute(input, &ToolContext::new(root.path())).await;
+    let failed = edit.execute(input, &ctx).await;
     assert!(failed.is_err_and(|e| e.to_string().contains("old_string was not found")));
     assert_eq!(reader.callers("other", 1).unwrap().edges.len(), 1);
 }

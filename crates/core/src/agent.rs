@@ -617,14 +617,15 @@ impl Agent {
             self.tools.validate(name, &input)?;
         }
         // Rules and answers apply to the tool, not to the name it was called by.
-        let decision =
-            match (self.permissions.decide(name, tool.read_only(), &input), hook_permission) {
-                // A hook may loosen "ask" but never a deny rule or plan mode.
-                (Decision::Deny(reason), _) => Decision::Deny(reason),
-                (_, Some(PermissionAnswer::Ask)) => Decision::Ask,
-                (_, Some(PermissionAnswer::Allow)) => Decision::Allow,
-                (decision, _) => decision,
-            };
+        // A call that only shows something in this conversation is as free as a read.
+        let free = tool.read_only() || tool.stays_in_conversation(&input);
+        let decision = match (self.permissions.decide(name, free, &input), hook_permission) {
+            // A hook may loosen "ask" but never a deny rule or plan mode.
+            (Decision::Deny(reason), _) => Decision::Deny(reason),
+            (_, Some(PermissionAnswer::Ask)) => Decision::Ask,
+            (_, Some(PermissionAnswer::Allow)) => Decision::Allow,
+            (decision, _) => decision,
+        };
         let verdict = match decision {
             Decision::Allow => Ok(()),
             Decision::Deny(reason) => Err(format!("permission denied: {reason}")),

@@ -254,6 +254,9 @@ pub struct Config {
     /// project's (a later file's value wins), set for every command
     /// ferroclaw starts (`bash`, background jobs, MCP servers, hooks).
     pub claude_env: Vec<(String, String)>,
+    /// Claude Code plugin folders given with `--plugin-dir`, whose hooks run
+    /// ([`crate::hooks::plugin`]).
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// Values given on the command line; they override every file.
@@ -399,6 +402,7 @@ impl Config {
             ignored,
             claude_settings,
             claude_env,
+            plugin_dirs: Vec::new(),
         })
     }
 

@@ -43,6 +43,7 @@ use serde_json::{Map, Value};
 
 pub mod command;
 pub mod http;
+pub mod plugin;
 pub mod prompt;
 pub mod settings;
 
@@ -223,6 +224,10 @@ impl Hooks {
                 hooks.extend(settings::compile(&table, &file)?);
             }
         }
+        let plugin_data = config.home.join("plugins").join("data");
+        for dir in &config.plugin_dirs {
+            hooks.extend(plugin::hooks(dir, &config.workspace, &plugin_data)?);
+        }
         let env = command::HookEnvironment::from_config(config.file.sandbox.as_ref());
         let set_env = config.claude_env.clone();
         Ok(Hooks { hooks, workspace: config.workspace.clone(), env, set_env, model: None })
@@ -253,11 +258,17 @@ impl Hooks {
         &self.hooks
     }
 
+    /// The variables set for `hook`'s command: Claude Code settings' `env`,
+    /// then the hook's own (a plugin's paths).
+    fn env_for(&self, hook: &Hook) -> Vec<(String, String)> {
+        self.set_env.iter().chain(&hook.options.env).cloned().collect()
+    }
+
     /// Starts an `async` hook in the background: nothing waits for it and
     /// its answer is not read (Claude Code's `async: true`).
     fn start_async(&self, hook: &Hook, text: String) {
         let (hook, workspace, env) = (hook.clone(), self.workspace.clone(), self.env.clone());
-        let (set_env, model) = (self.set_env.clone(), self.model.clone());
+        let (set_env, model) = (self.env_for(&hook), self.model.clone());
         tokio::spawn(async move {
             let run = match (&hook.options.http, &hook.options.prompt) {
                 (Some(target), _) => http::post(target, &text, hook.timeout_secs).await,
@@ -325,7 +336,7 @@ impl Hooks {
                         &self.workspace,
                         hook.timeout_secs,
                         &self.env,
-                        &self.set_env,
+                        &self.env_for(hook),
                     )
                     .await
                 }

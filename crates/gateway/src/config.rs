@@ -40,7 +40,7 @@ pub const DEFAULT_MAX_WEBSOCKETS: usize = 64;
 pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
 
 /// The keys of `[gateway]` (the fields of [`GatewaySettings`]).
-pub const GATEWAY_KEYS: [&str; 27] = [
+pub const GATEWAY_KEYS: [&str; 28] = [
     "bind",
     "port",
     "token",
@@ -67,6 +67,7 @@ pub const GATEWAY_KEYS: [&str; 27] = [
     "channel_lease_secs",
     "channel_lease_renew_secs",
     "store_keep_days",
+    "media_keep_days",
     "model_config_check",
 ];
 
@@ -155,6 +156,9 @@ pub struct GatewaySettings {
     /// Days finished messages, delivered answers, cron runs, finished turns'
     /// journals and old approval requests stay in the database (default 7).
     pub store_keep_days: f64,
+    /// Days files people sent (the workspace's `inbox/`) and files the agent
+    /// sent (kept in the database) stay (default 30; 0 keeps them for ever).
+    pub media_keep_days: f64,
     /// Database store: what a gateway does when the database serves another
     /// model config than its own (`match`, the default: it takes no turns;
     /// `adopt`: its config becomes the database's; `off`: it takes turns anyway).
@@ -190,6 +194,7 @@ impl Default for GatewaySettings {
             channel_lease_secs: crate::scaleout::CHANNEL_LEASE.as_secs_f64(),
             channel_lease_renew_secs: crate::scaleout::CHANNEL_LEASE.as_secs_f64() / 3.0,
             store_keep_days: DEFAULT_STORE_KEEP_DAYS,
+            media_keep_days: crate::media_retention::DEFAULT_MEDIA_KEEP_DAYS,
             model_config_check: Default::default(),
         }
     }
@@ -212,6 +217,12 @@ impl GatewaySettings {
         }
         if !(settings.approval_timeout > 0.0 && settings.approval_timeout.is_finite()) {
             return Err(invalid("gateway", "approval_timeout must be a number of seconds above 0"));
+        }
+        if !(settings.media_keep_days >= 0.0 && settings.media_keep_days.is_finite()) {
+            return Err(invalid(
+                "gateway",
+                "media_keep_days must be a number of days (0 keeps media)",
+            ));
         }
         let positive = |v: f64| v > 0.0 && v.is_finite();
         if !(positive(settings.chat_lease_secs)
@@ -270,6 +281,12 @@ impl GatewaySettings {
     /// How long finished rows stay in the database.
     pub fn store_keep(&self) -> Duration {
         Duration::from_secs_f64(self.store_keep_days * 86_400.0)
+    }
+
+    /// How long media stays (`None`: for ever).
+    pub fn media_keep(&self) -> Option<Duration> {
+        (self.media_keep_days > 0.0)
+            .then(|| Duration::from_secs_f64(self.media_keep_days * 86_400.0))
     }
 
     /// How long an approval request waits for its answer.
@@ -558,6 +575,10 @@ mod tests {
         assert_eq!(s.leases(), crate::scaleout::Leases::default());
         assert_eq!(s.leases().channel_renew, Duration::from_secs(2));
         assert_eq!(s.store_keep(), Duration::from_secs(7 * 86_400));
+        assert_eq!(s.media_keep(), Some(Duration::from_secs(30 * 86_400)));
+        let forever = GatewaySettings::parse(Some(&table("media_keep_days = 0"))).unwrap();
+        assert_eq!(forever.media_keep(), None);
+        assert!(GatewaySettings::parse(Some(&table("media_keep_days = -1"))).is_err());
         let t =
             table("chat_lease_secs = 60\nchannel_lease_secs = 10\nchannel_lease_renew_secs = 3");
         let s = GatewaySettings::parse(Some(&t)).unwrap();

@@ -22,6 +22,7 @@ use croner::parser::{CronParser, Seconds, Year};
 use ferroclaw_store::PgStore;
 use serde::{Deserialize, Serialize};
 
+use crate::cron_words;
 use crate::files::{now_ms, read_json, write_json_atomically};
 
 /// The shortest `every` interval: one second (the scheduler's tick).
@@ -171,17 +172,27 @@ impl Schedule {
 }
 
 impl Schedule {
-    /// The schedule in words, for people: `At 09:00 on Monday through
-    /// Friday (Europe/Paris)`, `Every 2h`, `Once, at 2026-05-01T09:00:00+02:00`.
+    /// `ms` as people read it, in the schedule's time zone (the gateway's
+    /// local time when it has none): `Mon 7 Dec 2026, 09:00 CET`.
+    pub fn when(&self, ms: u64) -> String {
+        cron_words::time_in_words(ms, self.tz.as_deref())
+    }
+
+    /// The schedule in words, for people: `Monday to Friday at 09:00
+    /// (Europe/Paris)`, `Every 2 hours`, `Once, on Fri 1 May 2026, 09:00 CEST`.
     pub fn explain(&self) -> Result<String, CronError> {
         self.validate()?;
         Ok(match self.kind {
-            ScheduleKind::At => format!("Once, at {}", rfc3339_ms(self.at_ms.unwrap_or(0))),
+            ScheduleKind::At => format!("Once, on {}", self.when(self.at_ms.unwrap_or(0))),
             ScheduleKind::Every => {
-                format!("Every {}", format_duration_ms(self.every_ms.unwrap_or(0)))
+                format!("Every {}", cron_words::duration_in_words(self.every_ms.unwrap_or(0)))
             }
             ScheduleKind::Cron => {
-                let words = parse_expression(self.expr.as_deref().unwrap_or_default())?.describe();
+                let expr = self.expr.as_deref().unwrap_or_default();
+                let words = match cron_words::cron_in_words(expr) {
+                    Some(words) => words,
+                    None => parse_expression(expr)?.describe(),
+                };
                 let zone = self.tz.as_deref().unwrap_or("the gateway's local time");
                 format!("{words} ({zone})")
             }
@@ -527,9 +538,8 @@ mod tests {
     fn schedules_are_explained_in_words() {
         let weekdays = Schedule::cron("0 9 * * 1-5", Some("Europe/Paris")).unwrap();
         let words = weekdays.explain().unwrap();
-        assert!(words.contains("09:00") && words.contains("Monday"), "{words}");
-        assert!(words.ends_with("(Europe/Paris)"), "{words}");
-        assert_eq!(Schedule::every(7_200_000).unwrap().explain().unwrap(), "Every 2h");
+        assert_eq!(words, "Monday to Friday at 09:00 (Europe/Paris)");
+        assert_eq!(Schedule::every(7_200_000).unwrap().explain().unwrap(), "Every 2 hours");
     }
 
     #[test]

@@ -431,7 +431,7 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
         }
         // A message behind a dead worker's lease can be taken once the lease
         // runs out, and nothing notifies that: look again then.
-        let wait = match link.store.look_again().await {
+        let wait = match link.store.look_again(link.leases.chat).await {
             Ok(LookAgain::LeaseEnds(end)) => (end + LEASE_END_MARGIN).min(safety_poll()),
             Ok(LookAgain::Soon) => RETRY_FIRST,
             Ok(LookAgain::OnNotification) => safety_poll(),
@@ -445,10 +445,16 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
     }
 }
 
-/// Finishes `claim` with `answer`, trying again while the database is
-/// away: the message counts as answered only once this is stored (until
-/// then it stays unfinished, and a worker that takes it over replays the
-/// turn from its journal). Gives up when the lease would have run out.
+/// Finishes `claim` with `answer`, trying again for as long as the
+/// database is away: the message counts as answered only once this is
+/// stored (until then it stays unfinished, and a worker that takes it over
+/// replays the turn from its journal). Only the database says whether the
+/// answer is still this worker's to store: nobody can take the chat over
+/// while it is away, nor for a grace after it restarts (see
+/// `ferroclaw_store::RESTART_GRACE_SECS`), so an answer held through an
+/// outage is stored once it is back, however long the outage lasted, and
+/// the message is not run twice. A stopping gateway waits for this within
+/// its shutdown grace.
 async fn finish_claim(
     link: &StoreLink,
     claim: &Claim,
@@ -457,25 +463,30 @@ async fn finish_claim(
     current: Option<(&str, &str)>,
 ) {
     let mut backoff = Backoff::new();
-    let give_up = tokio::time::Instant::now() + link.leases.chat;
     let never = CancellationToken::new();
+    let mut back = link.wakeups.connected();
     loop {
         match link.store.complete_with_session(claim, answer, session, current).await {
-            Ok(true) => return,
-            Ok(false) => {
-                tracing::warn!(chat = %claim.chat, "answer dropped: another process took the message over");
+            Ok(true) => {
+                if !backoff.fresh() {
+                    tracing::info!(chat = %claim.chat, "answer stored now that the database is back");
+                }
                 return;
             }
-            Err(e) if tokio::time::Instant::now() >= give_up => {
-                tracing::error!(chat = %claim.chat, "answer not stored ({e}); the message will run again");
-                crate::liveness::give_back(link, claim).await;
+            Ok(false) => {
+                tracing::warn!(chat = %claim.chat, "answer dropped: another process took the message over");
                 return;
             }
             Err(e) => {
                 if backoff.fresh() {
                     tracing::warn!(chat = %claim.chat, "answer not stored yet ({e}); trying again");
                 }
-                backoff.wait(&never).await;
+                // Tried again at the next backoff, or at once when the
+                // database is seen back (within its restart grace).
+                tokio::select! {
+                    () = backoff.wait(&never) => {}
+                    _ = back.wait(RETRY_MAX) => {}
+                }
             }
         }
     }

@@ -3,8 +3,9 @@
 //! heartbeat. Both hand their work to chat workers like any message, in
 //! sessions of their own (`cron:JOB_ID`, `heartbeat:main`). With a shared
 //! database, each cron run is leased like a chat's turn (a run whose
-//! gateway died is run again by another once the lease runs out), and
-//! housekeeping prunes old finished rows.
+//! gateway died is run again by another as soon as the database sees that
+//! gateway gone, or once the lease runs out), and housekeeping prunes old
+//! finished rows.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -34,6 +35,9 @@ const CRON_RETRY: Duration = Duration::from_secs(2);
 /// How often old rows are pruned from a shared database (the first round a
 /// minute after start).
 const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(600);
+/// Tests only: the housekeeping period in milliseconds (the first round
+/// too), so a test of pruning need not wait [`HOUSEKEEPING_EVERY`].
+const HOUSEKEEPING_TEST_ENV: &str = "FERROCLAW_TEST_HOUSEKEEPING_MS";
 /// Rows deleted per table and transaction when pruning.
 const PRUNE_BATCH: i64 = 1000;
 
@@ -61,8 +65,9 @@ impl Running {
 
 /// Runs due cron jobs until `stop`. On files it reads the jobs file every
 /// [`CRON_TICK`]; with a shared database it sleeps until the next slot, a
-/// change to the jobs (a notification), a run of this process ending, a
-/// run lease elsewhere running out, or the safety poll, whichever is first.
+/// change to the jobs (a notification), a run of this process ending, the
+/// liveness check while a job runs elsewhere, or the safety poll, whichever
+/// is first.
 pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
     let running: Arc<Running> = Arc::default();
     // The last problem reported: the same one is logged once, not every tick.
@@ -146,9 +151,10 @@ fn claim_and_start(
     });
 }
 
-/// Takes over the cron runs whose process stopped renewing their lease (it
-/// died) and runs each job again for its slot; returns when the next lease
-/// of a run going on elsewhere runs out (to look again then).
+/// Takes over the cron runs whose process is gone (or stopped renewing
+/// their lease) and runs each job again for its slot; returns when to look
+/// again while a run goes on elsewhere: within the liveness check (its
+/// process may die meanwhile), or when its lease runs out if that is sooner.
 async fn retry_runs_of_dead_processes(
     shared: &Arc<Shared>,
     link: &Arc<StoreLink>,
@@ -172,7 +178,7 @@ async fn retry_runs_of_dead_processes(
         for claim in taken.runs {
             match jobs.iter().find(|j| j.id == claim.job) {
                 Some(job) => {
-                    tracing::warn!(job = %claim.job, "cron run of a gateway that stopped renewing it; running it again here");
+                    tracing::warn!(job = %claim.job, "cron run of a gateway that is gone or stopped renewing it; running it again here");
                     start_job(shared, job.clone(), running.clone(), Some((link.clone(), claim)));
                 }
                 None => {
@@ -184,7 +190,7 @@ async fn retry_runs_of_dead_processes(
         }
     }
     // A little after the lease ends, so that it has ended by the database's clock.
-    taken.next_expiry.map(|d| d + Duration::from_millis(50))
+    taken.next_expiry.map(|d| (d + Duration::from_millis(50)).min(ferroclaw_store::LIVENESS_CHECK))
 }
 
 /// Finds jobs whose slot has come, records each slot and computes the next
@@ -382,25 +388,64 @@ pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: Cancel
 }
 
 /// Prunes rows older than `[gateway] store_keep_days` from the shared
-/// database now and then, until `stop` (nothing to do on files). Every
-/// process runs this; one at a time prunes (the others find the lock taken).
+/// database, and media older than `media_keep_days` (the workspace's inbox;
+/// the database's kept files), now and then, until `stop`. Every process
+/// runs this; one at a time prunes the rows (the others find the lock taken).
 pub async fn run_housekeeping(shared: Arc<Shared>, stop: CancellationToken) {
-    let Some(link) = shared.store.clone() else { return };
     let keep = shared.settings.store_keep();
-    let first = tokio::time::Instant::now() + Duration::from_secs(60);
-    let mut tick = tokio::time::interval_at(first, HOUSEKEEPING_EVERY);
+    let media_keep = shared.settings.media_keep();
+    if shared.store.is_none() && media_keep.is_none() {
+        return;
+    }
+    let test_period = std::env::var(HOUSEKEEPING_TEST_ENV)
+        .ok()
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis);
+    let (first, every) = match test_period {
+        Some(period) => (period, period),
+        None => (Duration::from_secs(60), HOUSEKEEPING_EVERY),
+    };
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + first, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        match link.store.prune(keep, PRUNE_BATCH).await {
-            Ok(Some(pruned)) if pruned.total() > 0 => {
-                tracing::info!(?pruned, "housekeeping: old rows pruned from the database")
+        if let Some(link) = &shared.store {
+            match link.store.prune(keep, PRUNE_BATCH).await {
+                Ok(Some(pruned)) if pruned.total() > 0 => {
+                    tracing::info!(?pruned, "housekeeping: old rows pruned from the database")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!("housekeeping: {e}"),
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("housekeeping: {e}"),
+        }
+        if let Some(media_keep) = media_keep {
+            prune_media(&shared, media_keep).await;
+        }
+    }
+}
+
+/// Deletes the media older than `keep`: files in the workspace's inbox, and
+/// the files kept in the shared database.
+async fn prune_media(shared: &Shared, keep: Duration) {
+    let workspace = shared.workspace.clone();
+    let inbox =
+        tokio::task::spawn_blocking(move || crate::media_retention::prune_inbox(&workspace, keep))
+            .await;
+    match inbox {
+        Ok(Ok(0)) => {}
+        Ok(Ok(n)) => tracing::info!(files = n, "housekeeping: old files pruned from the inbox"),
+        Ok(Err(e)) => tracing::warn!("housekeeping: inbox not pruned: {e}"),
+        Err(e) => tracing::warn!("housekeeping: inbox not pruned: {e}"),
+    }
+    if let Some(link) = &shared.store {
+        match link.store.prune_media(keep, PRUNE_BATCH).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(files = n, "housekeeping: old media pruned from the database"),
+            Err(e) => tracing::warn!("housekeeping: media not pruned: {e}"),
         }
     }
 }

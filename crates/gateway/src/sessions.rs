@@ -164,6 +164,11 @@ impl SessionTitles {
         self.titles.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
     }
 
+    /// Every title given, by session id.
+    pub fn all(&self) -> BTreeMap<String, String> {
+        self.titles.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// Names `id` (an empty title removes the name); written at once.
     pub fn set(&self, id: &str, title: &str) -> Result<(), String> {
         let title: String = title.trim().chars().take(MAX_TITLE_CHARS).collect();

@@ -60,6 +60,17 @@ impl Tool for MessageTool {
         })
     }
 
+    /// A message to the chat the turn is in, with files of the workspace
+    /// only (no URL for the gateway to fetch), shows the chat's person what
+    /// the answer itself could: it needs no approval. One to another chat,
+    /// or with a URL, is asked as before.
+    fn stays_in_conversation(&self, input: &Value) -> bool {
+        let named = |k: &str, own: &str| input[k].as_str().is_none_or(|v| v.is_empty() || v == own);
+        let here = named("channel", &self.channel) && named("chat_id", &self.chat_id);
+        let mut media = input["media"].as_array().into_iter().flatten();
+        here && media.all(|m| m.as_str().is_some_and(|m| !crate::media::is_url(m)))
+    }
+
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let text = |k: &str| input[k].as_str().filter(|s| !s.is_empty()).map(str::to_string);
         let channel = text("channel").unwrap_or_else(|| self.channel.clone());
@@ -296,6 +307,24 @@ pub fn list_jobs(jobs: &[CronJob]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_workspace_file_to_the_chat_itself_needs_no_approval_anything_else_is_asked() {
+        let tool = MessageTool {
+            outbox: Outbox::new([]),
+            channel: "web".into(),
+            chat_id: "page-1".into(),
+            home: SessionKey::new("web", "page-1"),
+            keep: None,
+            store: None,
+        };
+        let free = |input: Value| tool.stays_in_conversation(&input);
+        assert!(free(json!({"content": "Here is the chart.", "media": ["chart.png"]})));
+        assert!(free(json!({"content": "done", "channel": "web", "chat_id": "page-1"})));
+        assert!(!free(json!({"content": "hi", "channel": "telegram", "chat_id": "42"})));
+        assert!(!free(json!({"content": "hi", "chat_id": "page-2"})));
+        assert!(!free(json!({"content": "x", "media": ["https://example.com/a.png"]})));
+    }
 
     fn tool(store: &CronStore, chat: &str) -> CronTool {
         CronTool { store: store.clone(), channel: "telegram".into(), chat_id: chat.into() }

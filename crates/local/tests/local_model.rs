@@ -1,10 +1,11 @@
-//! The engine against a real GGUF model (SmolLM2-135M-Instruct in CI, path in
-//! `FERROCLAW_TEST_GGUF`): streaming, usage, KV-cache reuse between turns,
-//! grammar-constrained tool calls, cancellation. These tests assert structure
-//! and protocol, never the model's wisdom.
+//! The engine against a real GGUF model (SmolLM2-135M-Instruct: path in
+//! `FERROCLAW_TEST_GGUF`, else where `scripts/test` puts it in
+//! `~/.cache/ferroclaw-models`): streaming, usage, KV-cache reuse between
+//! turns, grammar-constrained tool calls, cancellation. These tests assert
+//! structure and protocol, never the model's wisdom.
 //!
-//! Without `FERROCLAW_TEST_GGUF` they print a loud SKIP and pass, except
-//! under CI (`CI` set), where a missing model is a failure.
+//! Without the model they fail, unless the developer opted out
+//! (`FERROCLAW_TEST_SKIP=model`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -12,28 +13,15 @@ use std::time::{Duration, Instant};
 use ferroclaw_llm::{ChatRequest, LlmError, Provider};
 use ferroclaw_local::{LocalOptions, LocalProvider, ToolChoice};
 use ferroclaw_protocol::{Message, ProviderEvent, StopReason, ToolCall, ToolSpec, Usage};
+use ferroclaw_testkit::components::{self, Component};
 use futures_util::StreamExt;
 use serde_json::json;
 
-/// The test model, or `None` (after a loud SKIP) when none is configured locally.
+/// The test model (scripts/test fetches it); `None` only when the developer
+/// opted out (`FERROCLAW_TEST_SKIP=model`).
+#[track_caller]
 fn model_path() -> Option<PathBuf> {
-    match std::env::var("FERROCLAW_TEST_GGUF") {
-        Ok(p) if !p.is_empty() => {
-            let path = PathBuf::from(p);
-            assert!(path.is_file(), "FERROCLAW_TEST_GGUF={} does not exist", path.display());
-            Some(path)
-        }
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "FERROCLAW_TEST_GGUF must name a GGUF model in CI (.ci/run fetches SmolLM2)"
-            );
-            eprintln!(
-                "\n*** SKIP: FERROCLAW_TEST_GGUF is not set; local-model tests did not run ***\n"
-            );
-            None
-        }
-    }
+    components::require(Component::TestModel, components::test_model())
 }
 
 /// One test at a time: they share one engine, whose KV cache and timings a

@@ -148,7 +148,6 @@ impl SubAgents {
             .open(Resume::Child(Box::new(child)), self.approver.clone(), SessionOptions::default())
             .map_err(|e| ToolError::Failed(format!("cannot start the sub-agent: {e}")))?;
         let mut child = opened.agent;
-        child.inherit_known_files(&ctx.reads);
         let transcript = child.session().path().to_path_buf();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let forward = {

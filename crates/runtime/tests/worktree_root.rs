@@ -52,7 +52,7 @@ async fn an_agent_rooted_in_a_worktree_cannot_write_the_main_checkout() {
 
     let main_notes = main.join("notes.txt").to_string_lossy().into_owned();
     let mut script: Vec<Step> = vec![
-        Turn::tool(
+        Turn::read_then(
             "edit",
             json!({"path": "notes.txt", "old_string": "main", "new_string": "from a"}),
         )
@@ -91,7 +91,8 @@ async fn an_agent_rooted_in_a_worktree_cannot_write_the_main_checkout() {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let report = agent.run(Message::user("work"), &tx, &CancellationToken::new()).await;
     assert_eq!(report.outcome, Outcome::Answered);
-    let results = tool_results(agent.messages());
+    // The first result is the read before the edit.
+    let results = tool_results(agent.messages())[1..].to_vec();
     assert!(!results[0].1, "{results:?}");
     assert!(results[1].1 && results[1].0.contains("outside the workspace"), "{results:?}");
     assert!(results[2].1 && results[2].0.contains("outside the workspace"), "{results:?}");

@@ -2,8 +2,8 @@
 //! gateway writes, so that every gateway shows the same: the list of
 //! conversations (newest first, each with its metadata line, its first
 //! request and the title given to it), the titles given in the web app, and
-//! the files the agent sent to a chat (their bytes, by their path in the
-//! workspace, capped at [`MAX_MEDIA_BYTES`]).
+//! the table of files the agent sent to a chat (kept, served and pruned by
+//! `media.rs`).
 //!
 //! The lines themselves are read with [`PgStore::session_lines_after`].
 
@@ -29,11 +29,6 @@ CREATE TABLE media (
 CREATE INDEX session_files_recent ON session_files (updated_at DESC, session DESC);
 "#;
 
-/// The largest file kept in `media`: what a person may send a gateway
-/// (20 MB, Telegram's download limit too), so anything that came in can go
-/// out again.
-pub const MAX_MEDIA_BYTES: usize = 20 * 1024 * 1024;
-
 /// The first request is read from this many lines after the metadata line
 /// at most (as the files' summaries do).
 const FIRST_REQUEST_LINES: i32 = 50;
@@ -53,15 +48,6 @@ pub struct StoredConversation {
     pub first_request: Option<String>,
     /// The title given to it in the web app.
     pub title: Option<String>,
-}
-
-/// A file the agent sent, as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredMedia {
-    pub media_type: String,
-    /// The name it was sent under.
-    pub name: String,
-    pub bytes: Vec<u8>,
 }
 
 /// The start of a first request's text in its line (`"role":"user"` with a
@@ -166,6 +152,14 @@ impl PgStore {
         Ok(row.map(|r| r.get(0)))
     }
 
+    /// Every title given, by session.
+    pub async fn session_titles(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let client = self.pool.get().await?;
+        let rows =
+            client.query("SELECT session, title FROM session_titles ORDER BY session", &[]).await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
     /// Names `session` (`None`: takes the name away).
     pub async fn set_session_title(
         &self,
@@ -189,36 +183,5 @@ impl PgStore {
             }
         };
         Ok(())
-    }
-
-    /// Keeps a file the agent sent under `id` (the gateway names it: its
-    /// path in the workspace), replacing what was kept there. Refused over
-    /// [`MAX_MEDIA_BYTES`].
-    pub async fn put_media(&self, id: &str, media: &StoredMedia) -> Result<(), StoreError> {
-        if media.bytes.len() > MAX_MEDIA_BYTES {
-            return Err(StoreError::MediaTooBig {
-                bytes: media.bytes.len(),
-                limit: MAX_MEDIA_BYTES,
-            });
-        }
-        let client = self.pool.get().await?;
-        client
-            .execute(
-                "INSERT INTO media (id, media_type, name, bytes) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (id) DO UPDATE SET media_type = excluded.media_type,
-                    name = excluded.name, bytes = excluded.bytes, created_at = now()",
-                &[&id, &media.media_type, &media.name, &media.bytes],
-            )
-            .await?;
-        Ok(())
-    }
-
-    /// The file kept under `id`, if any.
-    pub async fn media(&self, id: &str) -> Result<Option<StoredMedia>, StoreError> {
-        let client = self.pool.get().await?;
-        let row = client
-            .query_opt("SELECT media_type, name, bytes FROM media WHERE id = $1", &[&id])
-            .await?;
-        Ok(row.map(|r| StoredMedia { media_type: r.get(0), name: r.get(1), bytes: r.get(2) }))
     }
 }

@@ -3,9 +3,13 @@
 //! with a record of who ran it and how it ended.
 //!
 //! A run is leased like a chat's turn: its process renews the lease while
-//! the job runs ([`PgStore::renew_cron_run`]); a run whose lease ran out
-//! unfinished (its process died) is taken over by another process, which
-//! runs the job again for that slot ([`PgStore::take_over_cron_runs`]).
+//! the job runs ([`PgStore::renew_cron_run`]). An unfinished run is judged
+//! by the rule of every lease (`ferroclaw_lease_held`): one whose process is
+//! gone (registered, and its liveness lock free: see [`crate::Liveness`]) is
+//! taken over by another process at once, one whose lease ran out (a hung
+//! process, or one that never registered) then, and none in the grace after
+//! the database server restarts; the taker runs the job again for that slot
+//! ([`PgStore::take_over_cron_runs`]).
 //! Every change to the jobs notifies the other processes (`LISTEN/NOTIFY`,
 //! [`crate::Wakeups::cron`]).
 
@@ -109,11 +113,11 @@ impl PgStore {
         Ok(renewed == 1)
     }
 
-    /// Takes over, leased for `lease`, the unfinished runs whose lease ran
-    /// out (their process died; each run at most [`CRON_RUN_ATTEMPTS`]
-    /// times in all), and says when the next live lease of another process
-    /// runs out. One statement; two processes never take the same run, and
-    /// the others are told of a takeover.
+    /// Takes over, leased for `lease`, the unfinished runs whose lease no
+    /// longer holds (its process is gone, or it ran out; each run at
+    /// most [`CRON_RUN_ATTEMPTS`] times in all), and says when the next live
+    /// lease of another process runs out. One statement; two processes
+    /// never take the same run, and the others are told of a takeover.
     pub async fn take_over_cron_runs(&self, lease: Duration) -> Result<TakenOver, StoreError> {
         let client = self.pool.get().await?;
         let statement = client
@@ -121,7 +125,8 @@ impl PgStore {
                 "WITH taken AS (
                      UPDATE cron_runs SET holder = $1, started_at = now(),
                          lease_until = now() + make_interval(secs => $2), attempts = attempts + 1
-                     WHERE finished_at IS NULL AND lease_until <= now() AND attempts < $3
+                     WHERE finished_at IS NULL AND attempts < $3
+                       AND NOT ferroclaw_lease_held(lease_until, holder, $2)
                      RETURNING job, slot),
                  told AS (SELECT pg_notify($4, '') WHERE EXISTS (SELECT 1 FROM taken))
                  SELECT job, slot, NULL::float8 FROM taken, told

@@ -3,7 +3,8 @@
 //! run by the process holding its lease. The holder renews it well within
 //! its length; when the holder dies, another process takes it on its next
 //! try: at once when the holder registered (its liveness lock is free, see
-//! `registry`), else when the lease runs out.
+//! `registry`), else when the lease runs out; never within one lease of the
+//! database server's restart (`ferroclaw_lease_held`).
 
 use std::time::Duration;
 
@@ -21,8 +22,8 @@ impl PgStore {
                  ON CONFLICT (channel) DO UPDATE
                     SET holder = excluded.holder, expires_at = excluded.expires_at
                     WHERE channel_leases.holder = excluded.holder
-                       OR channel_leases.expires_at <= now()
-                       OR ferroclaw_holder_gone(channel_leases.holder)
+                       OR NOT ferroclaw_lease_held(channel_leases.expires_at,
+                                                   channel_leases.holder, $3)
                  RETURNING 1",
             )
             .await?;

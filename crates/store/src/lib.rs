@@ -56,6 +56,7 @@ mod error;
 mod idempotency;
 mod journal;
 mod lease;
+mod media;
 mod migrate;
 mod pairing;
 mod pg;
@@ -68,17 +69,20 @@ mod tls;
 mod transfer;
 
 pub use approvals::{Answered, ApprovalRequest};
-pub use conversations::{MAX_MEDIA_BYTES, StoredConversation, StoredMedia};
+pub use conversations::StoredConversation;
 pub use cron::{CRON_RUN_ATTEMPTS, CronClaim, TakenOver};
 pub use error::StoreError;
 pub use idempotency::RecordedRequest;
 pub use journal::TurnStep;
+pub use media::{MAX_MEDIA_BYTES, StoredMedia};
 pub use migrate::{MIGRATIONS, SCHEMA_VERSION};
 pub use pairing::{AllowedSender, CodeRequest, PairingRequest};
 pub use pg::{Changes, PgOptions, PgStore, Wakeups};
 pub use prune::Pruned;
 pub use queue::{Claim, Enqueued, Incoming, LIVENESS_CHECK, LookAgain, Outbound};
-pub use registry::{GatewayRow, KEEPALIVE_SECS, Liveness, Registration, ServedModel};
+pub use registry::{
+    GatewayRow, KEEPALIVE_SECS, Liveness, RESTART_GRACE_SECS, Registration, ServedModel,
+};
 pub use sent_here::SendIt;
 pub use sessions::{SessionHead, SessionWrite, storable_line};
 pub use transfer::AllowListEntry;

@@ -195,6 +195,9 @@ CREATE TABLE api_requests (
 );
 CREATE INDEX api_requests_created ON api_requests (created_at);
 "#,
+    // leaserule: one rule for every lease, with a grace after the database
+    // server restarts (see `registry`).
+    crate::registry::LEASE_RULE_MIGRATION,
 ];
 
 /// The version the database is at (0 when it has no ferroclaw schema).

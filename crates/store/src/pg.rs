@@ -149,6 +149,7 @@ impl PgStore {
             outbound: Notify::new(),
             cron: watch::Sender::new(0),
             approvals: watch::Sender::new(0),
+            connected: watch::Sender::new(0),
         });
         let (config, tls) = (self.config.clone(), self.tls.clone());
         let heard = signals.clone();
@@ -180,6 +181,9 @@ struct Signals {
     outbound: Notify,
     cron: watch::Sender<u64>,
     approvals: watch::Sender<u64>,
+    /// Counts the times listening started: the first sign that the
+    /// database is back after an outage.
+    connected: watch::Sender<u64>,
 }
 
 impl Signals {
@@ -219,6 +223,7 @@ async fn listen_once(
                 }
                 // A change made before the LISTEN took effect was not heard.
                 signals.all();
+                signals.connected.send_modify(|n| *n += 1);
             }
             message = messages.next() => match message {
                 Some(Ok(AsyncMessage::Notification(n))) => match n.channel() {
@@ -269,6 +274,13 @@ impl Wakeups {
     /// Changes to approval requests from now on (any process's).
     pub fn approvals(&self) -> Changes {
         Changes(self.signals.approvals.subscribe())
+    }
+
+    /// Each time listening starts again from now on: the database is back
+    /// (what waits out an outage tries again at once instead of at its
+    /// next backoff).
+    pub fn connected(&self) -> Changes {
+        Changes(self.signals.connected.subscribe())
     }
 }
 

@@ -176,7 +176,11 @@ impl PgStore {
     /// has the digest `model_digest`: nothing is claimed unless the database
     /// serves that config (`None`: whatever it serves). A chat whose lease
     /// holder is registered and gone (its liveness lock free: the process
-    /// died) is taken over at once, without waiting for the lease to run out.
+    /// died) is taken over at once, without waiting for the lease to run out;
+    /// for one `lease` (at most [`RESTART_GRACE_SECS`](crate::RESTART_GRACE_SECS))
+    /// after the database server restarts no chat is taken
+    /// over (`ferroclaw_lease_held`, see `registry`): its holder may be
+    /// alive, reconnecting with an answer it could not store.
     pub async fn claim_serving(
         &self,
         lease: Duration,
@@ -192,22 +196,22 @@ impl PgStore {
                        AND ($4::text IS NULL
                             OR EXISTS (SELECT 1 FROM served_model WHERE model_digest = $4))
                        AND NOT EXISTS (SELECT 1 FROM chat_leases l
-                                       WHERE l.chat = i.chat AND l.expires_at > now()
-                                         AND NOT ferroclaw_holder_gone(l.holder))
+                                       WHERE l.chat = i.chat
+                                         AND ferroclaw_lease_held(l.expires_at, l.holder, $3))
                        AND NOT EXISTS (SELECT 1 FROM inbound o
                                        WHERE o.chat = i.chat AND o.done_at IS NULL AND o.id < i.id)
                      ORDER BY i.id
                      LIMIT $1
                      FOR UPDATE OF i SKIP LOCKED),
                  leased AS (
-                     -- The lease row decides: taken only when free, expired, or its holder is gone.
+                     -- The lease row decides: taken only when free or no longer held.
                      INSERT INTO chat_leases (chat, holder, inbound_id, expires_at)
                      SELECT chat, $2, id, now() + make_interval(secs => $3) FROM waiting
                      ON CONFLICT (chat) DO UPDATE
                         SET holder = excluded.holder, inbound_id = excluded.inbound_id,
                             expires_at = excluded.expires_at
-                        WHERE chat_leases.expires_at <= now()
-                           OR ferroclaw_holder_gone(chat_leases.holder)
+                        WHERE NOT ferroclaw_lease_held(chat_leases.expires_at,
+                                                       chat_leases.holder, $3)
                      RETURNING inbound_id)
                  UPDATE inbound i SET attempts = i.attempts + 1
                  FROM leased WHERE i.id = leased.inbound_id
@@ -235,19 +239,27 @@ impl PgStore {
     /// When a worker that found nothing to claim should look again without
     /// a notification ([`LookAgain`]): a message waiting behind a dead
     /// worker's lease becomes free when the lease runs out, and nothing
-    /// notifies that.
-    pub async fn look_again(&self) -> Result<LookAgain, StoreError> {
+    /// notifies that. `lease` is the chat lease the claims take (every
+    /// lease holds for that long after the database server restarts).
+    pub async fn look_again(&self, lease: Duration) -> Result<LookAgain, StoreError> {
         let client = self.pool.get().await?;
         let statement = client
             .prepare_cached(
-                "SELECT (SELECT extract(epoch FROM min(expires_at) - now())::float8
-                         FROM chat_leases WHERE expires_at > now()),
+                "WITH leases AS (
+                     SELECT holder, greatest(expires_at, pg_postmaster_start_time()
+                                                          + make_interval(secs => least($2::float8, $3::float8)))
+                                    AS ends
+                     FROM chat_leases)
+                 SELECT (SELECT extract(epoch FROM min(ends) - now())::float8
+                         FROM leases WHERE ends > now()),
                         EXISTS (SELECT 1 FROM inbound WHERE done_at IS NULL),
-                        EXISTS (SELECT 1 FROM chat_leases l JOIN gateways g ON g.holder = l.holder
-                                WHERE l.holder <> $1 AND l.expires_at > now())",
+                        EXISTS (SELECT 1 FROM leases l JOIN gateways g ON g.holder = l.holder
+                                WHERE l.holder <> $1 AND l.ends > now())",
             )
             .await?;
-        let row = client.query_one(&statement, &[&self.holder()]).await?;
+        let grace = f64::from(crate::registry::RESTART_GRACE_SECS);
+        let row =
+            client.query_one(&statement, &[&self.holder(), &lease.as_secs_f64(), &grace]).await?;
         let lease_end = row.get::<_, Option<f64>>(0).map(|s| Duration::from_secs_f64(s.max(0.0)));
         // A registered process's chats are free the moment it dies, and
         // nothing notifies that: look again soon while another holds any.

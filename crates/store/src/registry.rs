@@ -268,6 +268,33 @@ LANGUAGE sql VOLATILE AS $$
 $$;
 "#;
 
+/// How long after the database server (re)starts every lease holds, at
+/// most (less when the lease itself is shorter): time for a live gateway to
+/// take its liveness lock again (at most a second between tries) and store
+/// what it held (at most two seconds between tries), with room to spare.
+pub const RESTART_GRACE_SECS: u32 = 10;
+
+/// The migration that adds `ferroclaw_lease_held(expires_at, holder,
+/// length)`, the one rule every lease (chats, single-holder channels) is
+/// judged by: a lease holds until it runs out or its holder is seen gone
+/// (registered, liveness lock free), and every lease holds for one lease
+/// `length` (seconds, at most [`RESTART_GRACE_SECS`]) after the database
+/// server (re)starts. A restart ends every liveness connection and may
+/// outlast any lease: without that grace the first process back would take
+/// over the chats of the others, which are alive, hold finished answers
+/// they could not store, and are reconnecting.
+pub(crate) const LEASE_RULE_MIGRATION: &str = r#"
+CREATE FUNCTION ferroclaw_lease_held(expires timestamptz, who text, length float8)
+RETURNS boolean LANGUAGE sql VOLATILE AS $$
+    SELECT CASE
+        WHEN now() < pg_postmaster_start_time() + make_interval(secs => least(length, 10))
+            THEN true
+        WHEN expires <= now() THEN false
+        ELSE NOT ferroclaw_holder_gone(who)
+    END
+$$;
+"#;
+
 #[cfg(test)]
 mod tests {
     use ferroclaw_testkit::PgCluster;
@@ -359,8 +386,9 @@ mod tests {
     }
 
     #[test]
-    fn the_sql_checks_the_lock_the_gateways_hold() {
+    fn the_sql_checks_the_lock_the_gateways_hold_and_the_grace_after_a_restart() {
         assert!(REGISTRY_MIGRATION.contains(&format!("({LIVENESS_LOCK_SPACE}, hashtext(who))")));
+        assert!(LEASE_RULE_MIGRATION.contains(&format!("least(length, {RESTART_GRACE_SECS})")));
     }
 
     #[tokio::test]

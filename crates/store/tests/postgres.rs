@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ferroclaw_store::{
     Answered, ApprovalRequest, CRON_RUN_ATTEMPTS, Claim, CodeRequest, Enqueued, Incoming,
-    LookAgain, Outbound, PgOptions, PgStore, Pruned, SCHEMA_VERSION, SendIt, SessionHead,
-    SessionWrite, StoreError, TakenOver,
+    LookAgain, Outbound, PgOptions, PgStore, Pruned, Registration, SCHEMA_VERSION, SendIt,
+    SessionHead, SessionWrite, StoreError, StoredMedia, TakenOver,
 };
 use ferroclaw_testkit::PgCluster;
 use serde_json::json;
@@ -249,10 +249,29 @@ async fn a_cron_slot_runs_once_however_many_gateways_race_for_it() {
     assert!(a.remove_cron_job("daily-report").await.unwrap());
 }
 
+/// Waits out the grace after the server started in which every lease holds
+/// (`ferroclaw_lease_held`): a test of a takeover may run in it.
+async fn after_restart_grace(url: &str) {
+    let (client, connection) = tokio_postgres_connect(url).await;
+    let left: f64 = client
+        .query_one(
+            "SELECT greatest(0, extract(epoch FROM pg_postmaster_start_time()
+                 + make_interval(secs => 10) - now()))::float8",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    drop(client);
+    connection.abort();
+    tokio::time::sleep(Duration::from_secs_f64(left + 0.05)).await;
+}
+
 #[tokio::test]
 async fn a_cron_run_whose_process_stops_renewing_is_taken_over_once_and_a_renewed_one_never() {
     let pg = cluster_or_skip!();
     let a = store(&pg, "cron_leases", "a").await;
+    after_restart_grace(&format!("postgres://postgres@127.0.0.1:{}/cron_leases", pg.port())).await;
     let (b, c) = (a.with_holder("b"), a.with_holder("c"));
     let run = a.claim_cron_run("news", 1, LONG).await.unwrap().unwrap();
     // While it runs (renewed), the job's next slot waits and nobody takes the run.
@@ -286,6 +305,45 @@ async fn a_cron_run_whose_process_stops_renewing_is_taken_over_once_and_a_renewe
     assert!(b.take_over_cron_runs(LONG).await.unwrap().runs.is_empty(), "given up");
     // Given up, it no longer keeps the job's next slots from running.
     assert!(c.claim_cron_run("news", 3, LONG).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_cron_run_of_a_gateway_that_died_is_taken_over_at_once_not_when_its_lease_runs_out() {
+    let pg = cluster_or_skip!();
+    let url = pg.database("cron_liveness");
+    let connect = |holder: &str| {
+        let options = PgOptions { holder: Some(holder.into()), ..Default::default() };
+        PgStore::connect(&url, options)
+    };
+    let (a, b) = (connect("gw-a").await.unwrap(), connect("gw-b").await.unwrap());
+    after_restart_grace(&url).await;
+    let me = Registration {
+        version: "0.1.0".into(),
+        model: "test/prod".into(),
+        model_digest: "prod".into(),
+        adopt: false,
+    };
+    let (alive_a, _) = a.register(&me).await.unwrap();
+    let (_alive_b, _) = b.register(&me).await.unwrap();
+    let run = a.claim_cron_run("news", 1, LONG).await.unwrap().unwrap();
+    // While gw-a lives, its run is its own, for all of its ten-minute lease.
+    assert!(b.take_over_cron_runs(LONG).await.unwrap().runs.is_empty());
+    assert_eq!(b.claim_cron_run("news", 2, LONG).await.unwrap(), None, "the job still runs");
+    // gw-a dies (its liveness connection ends): the run is gw-b's at once,
+    // its lease notwithstanding.
+    drop(alive_a);
+    let mut taken = Vec::new();
+    for _ in 0..500 {
+        taken = b.take_over_cron_runs(LONG).await.unwrap().runs;
+        if !taken.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(taken, std::slice::from_ref(&run));
+    assert!(!a.renew_cron_run(&run, LONG).await.unwrap(), "no longer gw-a's");
+    b.finish_cron_run(&run, "ok").await.unwrap();
+    assert_eq!(b.cron_runs("news").await.unwrap(), [(1, "gw-b".to_string(), Some("ok".into()))]);
 }
 
 #[tokio::test]
@@ -509,6 +567,42 @@ async fn housekeeping_prunes_only_what_finished_and_one_process_at_a_time() {
 }
 
 #[tokio::test]
+async fn media_older_than_its_keep_time_is_pruned_and_a_file_sent_again_starts_afresh() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "media_prune", "a").await;
+    let file = |name: &str| StoredMedia {
+        media_type: "image/png".into(),
+        name: name.into(),
+        bytes: b"\x89PNG".to_vec(),
+    };
+    for id in ["charts/q1.png", "charts/q2.png", "charts/q3.png"] {
+        s.put_media(id, &file(id)).await.unwrap();
+    }
+    // q1 and q2 were sent forty days ago; q2 is sent again today.
+    let url = format!("postgres://postgres@127.0.0.1:{}/media_prune", pg.port());
+    let (client, connection) = tokio_postgres_connect(&url).await;
+    client
+        .execute(
+            "UPDATE media SET created_at = now() - interval '40 days' WHERE id <> 'charts/q3.png'",
+            &[],
+        )
+        .await
+        .unwrap();
+    drop(client);
+    connection.abort();
+    s.put_media("charts/q2.png", &file("q2.png")).await.unwrap();
+    let month = Duration::from_secs(30 * 86_400);
+    assert_eq!(s.prune_media(month, 1).await.unwrap(), 1);
+    assert_eq!(s.media_ids().await.unwrap(), ["charts/q2.png", "charts/q3.png"]);
+    assert_eq!(s.media("charts/q1.png").await.unwrap(), None);
+    assert_eq!(s.media("charts/q2.png").await.unwrap().unwrap().name, "q2.png");
+    assert_eq!(s.prune_media(month, 1).await.unwrap(), 0, "the rest is younger");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(s.prune_media(Duration::ZERO, 1).await.unwrap(), 2, "in rounds of one");
+    assert!(s.media_ids().await.unwrap().is_empty());
+}
+
+#[tokio::test]
 async fn a_session_is_stored_line_by_line_with_its_answer_and_a_stale_or_unleased_writer_stores_nothing()
  {
     let pg = cluster_or_skip!();
@@ -714,22 +808,22 @@ async fn a_batch_is_stored_in_order_once_and_claimed_one_message_per_chat() {
 async fn a_worker_with_nothing_to_claim_is_told_to_look_again_when_a_chat_lease_runs_out() {
     let pg = cluster_or_skip!();
     let s = store(&pg, "look_again", "a").await;
-    assert_eq!(s.look_again().await.unwrap(), LookAgain::OnNotification, "nothing waits");
+    assert_eq!(s.look_again(LONG).await.unwrap(), LookAgain::OnNotification, "nothing waits");
     s.enqueue("web", "m1", "web:1", None, &json!({})).await.unwrap();
-    assert_eq!(s.look_again().await.unwrap(), LookAgain::Soon, "waiting, nobody holds it");
+    assert_eq!(s.look_again(LONG).await.unwrap(), LookAgain::Soon, "waiting, nobody holds it");
     let claim = s.claim(LONG).await.unwrap().unwrap();
     s.enqueue("web", "m2", "web:1", None, &json!({})).await.unwrap();
     // "b" cannot take the chat's next message before "a"'s lease runs out.
     let b = s.with_holder("b");
     assert!(b.claim(LONG).await.unwrap().is_none());
-    match b.look_again().await.unwrap() {
+    match b.look_again(LONG).await.unwrap() {
         LookAgain::LeaseEnds(end) => assert!(end <= LONG && end > LONG / 2, "{end:?}"),
         other => panic!("expected the lease's end, got {other:?}"),
     }
     assert!(s.complete(&claim, None).await.unwrap());
     let next = b.claim(LONG).await.unwrap().unwrap();
     assert!(b.complete(&next, None).await.unwrap());
-    assert_eq!(b.look_again().await.unwrap(), LookAgain::OnNotification);
+    assert_eq!(b.look_again(LONG).await.unwrap(), LookAgain::OnNotification);
 }
 
 #[tokio::test]
@@ -799,6 +893,7 @@ async fn an_api_request_key_is_taken_once_and_keeps_its_answer_for_any_process()
         PgStore::connect(&url, options)
     };
     let (a, b) = (connect("gw-a").await.unwrap(), connect("gw-b").await.unwrap());
+    after_restart_grace(&url).await;
     let first = json!({"completion_id": "chatcmpl-1"});
     assert_eq!(a.begin_api_request("k", "f", &first).await.unwrap(), None, "the first takes it");
     let seen = b.begin_api_request("k", "f", &json!({})).await.unwrap().unwrap();

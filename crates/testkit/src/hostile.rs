@@ -51,19 +51,23 @@ impl Canary {
     /// may read and write) and outside any workspace.
     pub fn new() -> Self {
         // Beside the test binary, unless that is under a temp folder (a
-        // checkout in /tmp): then in the home folder.
+        // checkout in /tmp) or this user may not write there (another
+        // user's build): then in the home folder.
         let in_temp = |p: &Path| ["/tmp", "/var/tmp"].iter().any(|t| p.starts_with(t));
-        let base = std::env::current_exe()
+        let mut tried = Vec::new();
+        let dir = std::env::current_exe()
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .into_iter()
             .chain(std::env::var_os("HOME").map(std::path::PathBuf::from))
-            .find(|p| !in_temp(p))
-            .unwrap_or_else(|| panic!("no folder outside /tmp for the canary (set HOME)"));
-        let dir = tempfile::Builder::new()
-            .prefix("canary-")
-            .tempdir_in(base)
-            .unwrap_or_else(|e| panic!("cannot make the canary's folder: {e}"));
+            .filter(|p| !in_temp(p))
+            .find_map(|base| {
+                let made = tempfile::Builder::new().prefix("canary-").tempdir_in(&base);
+                made.map_err(|e| tried.push(format!("{}: {e}", base.display()))).ok()
+            })
+            .unwrap_or_else(|| {
+                panic!("no folder outside /tmp for the canary (set HOME); tried {tried:?}")
+            });
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
         listener.set_nonblocking(true).expect("non-blocking");
         let port = listener.local_addr().expect("its port").port();

@@ -53,6 +53,7 @@
 //! answers every request with its own words (load tests check answers against requests so).
 
 mod anthropic;
+pub mod components;
 pub mod git;
 pub mod hostile;
 mod openai;

@@ -2,16 +2,18 @@
 //! `pg_ctl start` on a free loopback port, `pg_ctl stop` when dropped.
 //!
 //! The binaries are looked up on `PATH`, then in `FERROCLAW_PG_BIN`, then
-//! where Debian installs them (`/usr/lib/postgresql/<version>/bin`). Tests
-//! call [`PgCluster::start`] and skip, saying so loudly, when it returns
-//! `None` (no PostgreSQL here); CI installs it, and there (`CI` set) a
-//! missing PostgreSQL fails instead.
+//! where Debian installs them (`/usr/lib/postgresql/<version>/bin`).
+//! `scripts/test` installs PostgreSQL; without it [`PgCluster::start`] fails
+//! the test, unless the developer opted out (`FERROCLAW_TEST_SKIP=postgres`,
+//! see [`crate::components`]): then it returns `None` and the test returns.
 //!
 //! PostgreSQL refuses to run as root: as root, the cluster's folder is given
 //! to the `postgres` user (else `nobody`) and the server runs as that user.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use crate::components::{Component, require};
 
 /// A running server; stopped (and its folder removed) on drop.
 pub struct PgCluster {
@@ -23,22 +25,17 @@ pub struct PgCluster {
 }
 
 impl PgCluster {
-    /// Starts a fresh cluster, or `None` (with a loud message on stderr)
-    /// when no PostgreSQL binaries are found. Panics when they are found but
-    /// the server does not start: that is a broken machine, not a skip.
+    /// Starts a fresh cluster, or `None` (after a notice) when the developer
+    /// opted out of PostgreSQL with `FERROCLAW_TEST_SKIP`. Panics when no
+    /// PostgreSQL binaries are found, or they are but the server does not start.
+    #[track_caller]
     pub fn start() -> Option<PgCluster> {
-        let Some(bin) = find_bin() else {
-            // CI installs PostgreSQL (.ci/run): missing there is a failure.
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "no PostgreSQL binaries found (required in CI; .ci/run installs them)"
-            );
-            eprintln!(
-                "\n*** SKIPPED: no PostgreSQL binaries (initdb, pg_ctl) on PATH, in FERROCLAW_PG_BIN \
-                 or in /usr/lib/postgresql/*/bin; install PostgreSQL to run this test ***\n"
-            );
-            return None;
-        };
+        let found = find_bin().ok_or_else(|| {
+            "no PostgreSQL binaries (initdb, pg_ctl) on PATH, in FERROCLAW_PG_BIN \
+             or in /usr/lib/postgresql/*/bin"
+                .to_string()
+        });
+        let bin = require(Component::Postgres, found)?;
         let dir = tempfile::Builder::new().prefix("ferroclaw-pg-").tempdir().expect("tempdir");
         let data = dir.path().join("data");
         let run_as = if is_root() { Some(unprivileged_user()) } else { None };
@@ -112,6 +109,7 @@ impl PgCluster {
     /// One cluster for the tests running now in this process: started by the
     /// first, stopped when the last lets go (a later test starts another).
     /// Give each test its own [`database`](Self::database).
+    #[track_caller]
     pub fn shared() -> Option<std::sync::Arc<PgCluster>> {
         use std::sync::{Arc, Mutex, PoisonError, Weak};
         static SHARED: Mutex<Weak<PgCluster>> = Mutex::new(Weak::new());

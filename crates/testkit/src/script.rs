@@ -116,6 +116,17 @@ impl Turn {
         Turn::tools(vec![ScriptedToolCall::new(name, arguments)])
     }
 
+    /// An answer that reads the file named by `arguments["path"]` and then
+    /// makes the call `name` (an `edit` or `multi_edit`: ferroclaw, like
+    /// Claude Code, refuses to change a file the conversation never read).
+    pub fn read_then(name: impl Into<String>, arguments: Value) -> Turn {
+        let read = serde_json::json!({"path": arguments["path"].clone()});
+        Turn::tools(vec![
+            ScriptedToolCall::new("read", read),
+            ScriptedToolCall::new(name, arguments),
+        ])
+    }
+
     /// An answer making these tool calls (parallel calls when more than one).
     pub fn tools(tool_calls: Vec<ScriptedToolCall>) -> Turn {
         Turn { tool_calls, ..Turn::default() }

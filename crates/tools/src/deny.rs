@@ -44,8 +44,22 @@ const FIND_FILTERS: &[&str] = &[
 ];
 
 /// Why `command` is refused, or `None` when it may run. `workspace` is the
-/// workspace root and `cwd` the folder the command runs in.
+/// workspace root and `cwd` the folder the command runs in; `~`, `$HOME`
+/// and a bare `cd` mean this process's `HOME`.
 pub fn dangerous_command(command: &str, workspace: &Path, cwd: &Path) -> Option<String> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    dangerous_command_for_home(command, workspace, cwd, home.as_deref())
+}
+
+/// [`dangerous_command`] for a user whose home folder is `home` (`None`: no
+/// home known), whatever the `HOME` of this process: what `cd ~ && rm -rf
+/// ../home` deletes depends on where the home folder is.
+pub fn dangerous_command_for_home(
+    command: &str,
+    workspace: &Path,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> Option<String> {
     let squeezed: String = command.chars().filter(|c| !c.is_whitespace()).collect();
     if is_fork_bomb(&squeezed) || squeezed.contains("forkwhilefork") {
         return Some("a fork bomb would exhaust the machine's processes".to_string());
@@ -64,11 +78,10 @@ pub fn dangerous_command(command: &str, workspace: &Path, cwd: &Path) -> Option<
             r.target.text
         ));
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut cwd = cwd.to_path_buf();
     let mut previous: Option<&SimpleCommand> = None;
     for cmd in &script.commands {
-        let here = Here { workspace, cwd: &cwd, home: home.as_deref() };
+        let here = Here { workspace, cwd: &cwd, home };
         // Through every wrapper, and from every word after one whose
         // options the table does not know (`stdbuf --weird 0 rm -rf ~`).
         for words in cmd.possible_commands() {
@@ -78,9 +91,9 @@ pub fn dangerous_command(command: &str, workspace: &Path, cwd: &Path) -> Option<
         }
         if cmd.program() == Some("cd") {
             match cmd.unwrapped().get(1) {
-                Some(w) if !w.dynamic => cwd = normalize(&expand(&w.text, home.as_deref(), &cwd)),
+                Some(w) if !w.dynamic => cwd = normalize(&expand(&w.text, home, &cwd)),
                 Some(_) => {}
-                None => cwd = home.clone().unwrap_or(cwd),
+                None => cwd = home.map_or(cwd, Path::to_path_buf),
             }
         }
         previous = Some(cmd);
@@ -504,6 +517,14 @@ mod tests {
     use super::*;
 
     const WS: &str = "/home/dev/project";
+    /// The home folder the tests reason about, whatever the `HOME` of the
+    /// user running them: root's, outside the workspace's folders.
+    const HOME: &str = "/root";
+
+    fn verdict(command: &str, home: &str) -> Option<String> {
+        let ws = Path::new(WS);
+        dangerous_command_for_home(command, ws, ws, Some(Path::new(home)))
+    }
 
     #[test]
     fn a_command_with_multibyte_text_before_a_function_is_checked_without_panicking() {
@@ -514,15 +535,39 @@ mod tests {
     }
 
     fn refused(command: &str) -> String {
-        let ws = Path::new(WS);
-        dangerous_command(command, ws, ws)
-            .unwrap_or_else(|| panic!("{command:?} should be refused"))
+        verdict(command, HOME).unwrap_or_else(|| panic!("{command:?} should be refused"))
     }
 
     fn allowed(command: &str) {
-        let ws = Path::new(WS);
-        if let Some(reason) = dangerous_command(command, ws, ws) {
+        if let Some(reason) = verdict(command, HOME) {
             panic!("{command:?} should run, refused: {reason}");
+        }
+    }
+
+    #[test]
+    fn a_path_from_the_home_folder_is_resolved_against_that_home() {
+        // root's home is /root: one level up and into `home` is /home.
+        let reason = verdict("cd ~ && rm -rf ../home", "/root").expect("refused for root");
+        assert!(reason.contains("rm -r ../home would delete a folder holding"), "{reason}");
+        // /home/NAME: the same climb lands on /home, a folder holding the home.
+        for command in ["cd ~ && rm -rf ..", "cd ~ && rm -rf ../../home", "cd && rm -rf ../"] {
+            let reason = verdict(command, "/home/ann").unwrap_or_else(|| panic!("{command}"));
+            assert!(reason.contains("holding your home folder"), "{command}: {reason}");
+        }
+        // From /home/ann, `../home` is /home/home: nobody's home, nothing precious.
+        assert_eq!(verdict("cd ~ && rm -rf ../home", "/home/ann"), None);
+    }
+
+    #[test]
+    fn the_home_folder_of_the_process_is_the_default() {
+        let ws = Path::new(WS);
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        for command in ["rm -rf ~", "cd ~ && rm -rf ../home", "rm -rf ~/build"] {
+            assert_eq!(
+                dangerous_command(command, ws, ws),
+                dangerous_command_for_home(command, ws, ws, home.as_deref()),
+                "{command}"
+            );
         }
     }
 

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::CHANGED_SINCE_READ;
 use crate::args::{flag, required_str};
 use crate::closest::closest_lines;
 use crate::file_limit::{
@@ -15,6 +14,7 @@ use crate::file_limit::{
 use crate::lines::{line_of, numbered_excerpt};
 use crate::stale_write::APPLIED_TO_CHANGED;
 use crate::write::atomic_write;
+use crate::{CHANGED_SINCE_READ, Change};
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Lines of context shown around a change.
@@ -60,7 +60,8 @@ impl Tool for EditTool {
         let max = ctx.sandbox.max_file_bytes;
         tokio::task::spawn_blocking(move || {
             let original = read_text(&sandbox, &path, &shown, "edit", max)?;
-            let stale = reads.changed_since_read(&path, original.as_bytes());
+            let stale =
+                reads.before_change(&path, Some(original.as_bytes()), Change::InPlace)?.is_stale();
             let (content, message) = edit_once(&original, &edit, &shown, stale, max)?;
             atomic_write(&sandbox, &path, content.as_bytes())?;
             reads.wrote(&path, content.as_bytes());

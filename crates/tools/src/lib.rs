@@ -106,7 +106,10 @@ pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use bash_output::MAX_OUTPUT_CHARS;
 pub use beneath::Beneath;
 pub use builtin::{builtin_tools, canonical_tool_name, register_builtins};
-pub use deny::{PROTECTED_FOLDERS, dangerous_command, normalize as normalize_path, protected_file};
+pub use deny::{
+    PROTECTED_FOLDERS, dangerous_command, dangerous_command_for_home, normalize as normalize_path,
+    protected_file,
+};
 pub use edit::{EditTool, edit_text};
 pub use glob::{GlobTool, MAX_GLOB_RESULTS};
 pub use grep::{DEFAULT_HEAD_LIMIT, GrepTool};
@@ -119,7 +122,7 @@ pub use read_ledger::ReadLedger;
 pub use registry::ToolRegistry;
 pub use result_cap::{MAX_RESULT_CHARS, cap_result, result_cap_chars};
 pub use sandbox::Sandbox;
-pub use stale_write::{CHANGED_SINCE_READ, NOT_READ_YET};
+pub use stale_write::{CHANGED_SINCE_READ, Change, Known, NOT_READ_YET};
 pub use web_fetch::{DEFAULT_MAX_CHARS, MAX_BODY_BYTES, MAX_REDIRECTS, WebFetchTool};
 pub use web_search::{DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, SearchBackend, WebSearchTool};
 pub use write::WriteTool;
@@ -150,6 +153,14 @@ pub trait Tool: Send + Sync {
     /// time as each other and as other such calls. Defaults to `read_only()`.
     fn concurrent(&self) -> bool {
         self.read_only()
+    }
+    /// True when this call only shows something to the person of the
+    /// conversation it runs in (nothing leaves it, nothing changes): the
+    /// permission gate then lets it run as freely as a read-only call (the
+    /// `message` tool sending a workspace file to its own chat). Deny and
+    /// ask rules still apply.
+    fn stays_in_conversation(&self, _input: &Value) -> bool {
+        false
     }
     /// Runs the tool. Arguments were already validated against the schema.
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
@@ -192,6 +203,9 @@ impl<A: Around> Tool for Wrapped<A> {
     }
     fn concurrent(&self) -> bool {
         self.inner.concurrent()
+    }
+    fn stays_in_conversation(&self, input: &Value) -> bool {
+        self.inner.stays_in_conversation(input)
     }
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.around.run(self.inner.as_ref(), input, ctx).await

@@ -10,7 +10,7 @@ use crate::edit::{
     EditFailure, Replacement, apply, edits_of, read_text, resolve_existing, stale_note,
 };
 use crate::write::atomic_write;
-use crate::{CHANGED_SINCE_READ, Tool, ToolContext, ToolError, ToolOutput};
+use crate::{CHANGED_SINCE_READ, Change, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Applies a list of edits to one file in order; writes only if all succeed.
 #[derive(Debug, Default)]
@@ -60,7 +60,8 @@ impl Tool for MultiEditTool {
         let max = ctx.sandbox.max_file_bytes;
         tokio::task::spawn_blocking(move || {
             let original = read_text(&sandbox, &path, &shown, "multi_edit", max)?;
-            let stale = reads.changed_since_read(&path, original.as_bytes());
+            let stale =
+                reads.before_change(&path, Some(original.as_bytes()), Change::InPlace)?.is_stale();
             let (content, message) = edit_all(&original, &edits, &shown, stale, max)?;
             atomic_write(&sandbox, &path, content.as_bytes())?;
             reads.wrote(&path, content.as_bytes());

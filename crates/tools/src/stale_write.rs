@@ -1,12 +1,21 @@
-//! No lost work: `write` refuses to replace a file that changed on disk
-//! since the conversation last read or wrote it (the user saved it, a
-//! formatter ran), and an existing file the conversation never read;
-//! creating a new file needs no read. `edit` and `multi_edit` replace text
-//! in the file as it is now, so they lose nothing: on a file changed since,
-//! a replacement whose `old_string` is gone is refused as stale, and one that
-//! applies says that the file holds changes the model has not seen. Words
-//! and behaviour are Claude Code 2.1.332's, except that Claude Code lets
-//! `Write` overwrite an existing file never read.
+//! No lost work: `write`, `edit` and `multi_edit` refuse an existing file
+//! the conversation never read, and `write` refuses to replace a file that
+//! changed on disk since the conversation last read or wrote it (the user
+//! saved it, a formatter ran); creating a new file needs no read. `edit`
+//! and `multi_edit` replace text in the file as it is now, so on a file
+//! changed since they lose nothing: a replacement whose `old_string` is
+//! gone is refused as stale, and one that applies says that the file holds
+//! changes the model has not seen. One rule, [`ReadLedger::before_change`],
+//! serves all three tools (and the editor-buffer versions in ACP). Words and
+//! behaviour are Claude Code 2.1.332's.
+//!
+//! What counts as read: any `read` of the file, with `offset`/`limit` too
+//! (as in Claude Code, a partial read counts), and the conversation's own
+//! `write`s and edits. As in Claude Code, a sub-agent has a ledger of its
+//! own: it reads a file before changing it even when its parent read it,
+//! and its reads do not count for the parent. `@path` mentions are not
+//! reads: ferroclaw does not put a mentioned text file's content in the
+//! prompt (Claude Code does).
 //!
 //! What the conversation knows is kept in the [`ReadLedger`]: each `read`
 //! and each write records the file's SHA-256. The ledger outlives
@@ -22,8 +31,8 @@ use sha2::{Digest, Sha256};
 
 use crate::{ReadLedger, Sandbox, ToolError};
 
-/// The refusal of a write to an existing file never read (Claude Code's
-/// words from the versions that refused it).
+/// Claude Code's refusal of a write or an edit to an existing file the
+/// conversation never read.
 pub const NOT_READ_YET: &str = "File has not been read yet. Read it first before writing to it.";
 /// Claude Code's refusal of a write to a file changed since it was read.
 pub const CHANGED_SINCE_READ: &str = "File has been modified since read, either by the user or by \
@@ -41,25 +50,52 @@ pub(crate) const APPLIED_TO_CHANGED: &str = "(note: the file had been modified o
      last read it — the edit applied cleanly, but the file contains other changes not in your \
      context. Read it before edits that depend on surrounding content.)";
 
-impl ReadLedger {
-    /// True when the conversation read or wrote `path` and its content has
-    /// changed since (now `current`).
-    pub fn changed_since_read(&self, path: &Path, current: &[u8]) -> bool {
-        self.lock().versions.get(path).is_some_and(|known| *known != sha256(current))
-    }
+/// What a tool is about to do to a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Replace its content whole (`write`).
+    Whole,
+    /// Replace text in its content as it is now (`edit`, `multi_edit`).
+    InPlace,
+}
 
-    /// Before replacing `path` whole, whose content is now `current`
-    /// (`None`: it does not exist): refuses when the conversation has not
-    /// read it, or when it changed since the conversation last read or
-    /// wrote it.
-    pub fn check_unchanged(&self, path: &Path, current: Option<&[u8]>) -> Result<(), ToolError> {
-        let Some(current) = current else { return Ok(()) };
-        match self.lock().versions.get(path) {
-            None => Err(ToolError::Failed(NOT_READ_YET.to_string())),
-            Some(known) if *known != sha256(current) => {
-                Err(ToolError::Failed(CHANGED_SINCE_READ.to_string()))
-            }
-            Some(_) => Ok(()),
+/// What the conversation knows of a file it may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Known {
+    /// The file does not exist yet.
+    New,
+    /// As the conversation last read or wrote it.
+    AsRead,
+    /// Changed on disk since (only for [`Change::InPlace`]).
+    Changed,
+}
+
+impl Known {
+    /// The file holds changes the model has not seen.
+    pub fn is_stale(self) -> bool {
+        self == Known::Changed
+    }
+}
+
+impl ReadLedger {
+    /// Before `change` to `path`, whose content is now `current` (`None`:
+    /// it does not exist): refuses an existing file the conversation has not
+    /// read, and a file changed since the conversation last read or wrote it
+    /// when the change replaces it whole. Else says whether the file changed
+    /// since ([`Known::Changed`]: an edit applies only where its text is
+    /// still there, and says so).
+    pub fn before_change(
+        &self,
+        path: &Path,
+        current: Option<&[u8]>,
+        change: Change,
+    ) -> Result<Known, ToolError> {
+        let Some(current) = current else { return Ok(Known::New) };
+        match (self.lock().versions.get(path), change) {
+            (None, _) => Err(ToolError::Failed(NOT_READ_YET.to_string())),
+            (Some(known), _) if *known == sha256(current) => Ok(Known::AsRead),
+            (Some(_), Change::Whole) => Err(ToolError::Failed(CHANGED_SINCE_READ.to_string())),
+            (Some(_), Change::InPlace) => Ok(Known::Changed),
         }
     }
 
@@ -67,16 +103,6 @@ impl ReadLedger {
     /// through another channel, an editor's buffer): that is what it knows.
     pub fn wrote(&self, path: &Path, content: &[u8]) {
         self.lock().versions.insert(path.to_path_buf(), sha256(content));
-    }
-
-    /// A new ledger for a sub-agent: it knows the files this conversation
-    /// knows (as Claude Code's sub-agents do), and what it reads or writes
-    /// stays its own (the parent has not seen it).
-    pub fn fork(&self) -> ReadLedger {
-        let versions = self.lock().versions.clone();
-        let child = ReadLedger::default();
-        child.lock().versions = versions;
-        child
     }
 
     /// On resuming a conversation whose session file was last written at
@@ -121,30 +147,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_edit_of_a_file_never_read_is_refused_and_one_changed_since_is_marked_stale() {
+        let ledger = ReadLedger::default();
+        let err = ledger.before_change(Path::new("/ws/a"), Some(b"x"), Change::InPlace);
+        assert_eq!(err.unwrap_err().to_string(), NOT_READ_YET);
+        ledger.wrote(Path::new("/ws/a"), b"x");
+        let known = ledger.before_change(Path::new("/ws/a"), Some(b"x"), Change::InPlace);
+        assert_eq!(known.unwrap(), Known::AsRead);
+        let known = ledger.before_change(Path::new("/ws/a"), Some(b"y"), Change::InPlace);
+        assert_eq!(known.unwrap(), Known::Changed);
+    }
+
+    #[test]
     fn an_existing_file_never_read_is_refused_a_new_one_is_not() {
         let ledger = ReadLedger::default();
-        let err = ledger.check_unchanged(Path::new("/ws/a"), Some(b"x")).unwrap_err();
+        let err = ledger.before_change(Path::new("/ws/a"), Some(b"x"), Change::Whole).unwrap_err();
         assert_eq!(err.to_string(), NOT_READ_YET);
-        assert!(ledger.check_unchanged(Path::new("/ws/new"), None).is_ok());
+        assert!(ledger.before_change(Path::new("/ws/new"), None, Change::Whole).is_ok());
     }
 
     #[test]
     fn a_file_changed_since_the_conversation_wrote_it_is_refused() {
         let ledger = ReadLedger::default();
         ledger.wrote(Path::new("/ws/a"), b"mine");
-        assert!(ledger.check_unchanged(Path::new("/ws/a"), Some(b"mine")).is_ok());
-        let err = ledger.check_unchanged(Path::new("/ws/a"), Some(b"theirs")).unwrap_err();
+        assert!(ledger.before_change(Path::new("/ws/a"), Some(b"mine"), Change::Whole).is_ok());
+        let err =
+            ledger.before_change(Path::new("/ws/a"), Some(b"theirs"), Change::Whole).unwrap_err();
         assert_eq!(err.to_string(), CHANGED_SINCE_READ);
-    }
-
-    #[test]
-    fn a_sub_agent_knows_what_its_parent_read_and_keeps_its_own_reads() {
-        let parent = ReadLedger::default();
-        parent.wrote(Path::new("/ws/a"), b"a");
-        let child = parent.fork();
-        assert!(child.check_unchanged(Path::new("/ws/a"), Some(b"a")).is_ok());
-        child.wrote(Path::new("/ws/b"), b"b");
-        assert!(parent.check_unchanged(Path::new("/ws/b"), Some(b"b")).is_err());
     }
 
     #[test]
@@ -172,8 +201,8 @@ mod tests {
         ledger.recall(&history, &sandbox, since);
         let kept = sandbox.resolve("kept.txt").unwrap();
         let changed = sandbox.resolve("changed.txt").unwrap();
-        assert!(ledger.check_unchanged(&kept, Some(b"as left")).is_ok());
-        let err = ledger.check_unchanged(&changed, Some(b"as left")).unwrap_err();
+        assert!(ledger.before_change(&kept, Some(b"as left"), Change::Whole).is_ok());
+        let err = ledger.before_change(&changed, Some(b"as left"), Change::Whole).unwrap_err();
         assert_eq!(err.to_string(), CHANGED_SINCE_READ);
     }
 }

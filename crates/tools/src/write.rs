@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::args::required_str;
 use crate::file_limit::read_bounded;
-use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
+use crate::{Change, Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Writes a whole file, creating parent folders.
 #[derive(Debug, Default)]
@@ -47,7 +47,8 @@ impl Tool for WriteTool {
         let reads = ctx.reads.clone();
         let max = ctx.sandbox.max_file_bytes;
         let created = tokio::task::spawn_blocking(move || {
-            reads.check_unchanged(&path, current_bytes(&sandbox, &path, max)?.as_deref())?;
+            let current = current_bytes(&sandbox, &path, max)?;
+            reads.before_change(&path, current.as_deref(), Change::Whole)?;
             let created = atomic_write(&sandbox, &path, content.as_bytes())?;
             reads.wrote(&path, content.as_bytes());
             Ok::<_, ToolError>(created)

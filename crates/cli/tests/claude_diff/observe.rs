@@ -120,6 +120,7 @@ fn claude_command(scenario: &Scenario, layout: &Layout, claude: &Path) -> std::p
         "--model",
         MODEL,
     ]);
+    cmd.args(scenario.args.iter().map(|a| layout.fill(a)));
     cmd
 }
 
@@ -148,6 +149,7 @@ fn ferroclaw_command(scenario: &Scenario, layout: &Layout) -> std::process::Comm
         "--permission-mode",
         ferroclaw_mode(&scenario.mode),
     ]);
+    cmd.args(scenario.args.iter().map(|a| layout.fill(a)));
     cmd
 }
 

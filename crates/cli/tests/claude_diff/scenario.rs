@@ -77,6 +77,9 @@ pub struct Scenario {
     /// Send Claude's tool inputs to ferroclaw unchanged (no [`for_ferroclaw`]).
     #[serde(default)]
     pub raw_inputs: bool,
+    /// Further flags for both programs (`--plugin-dir {{root}}/plugin`).
+    #[serde(default)]
+    pub args: Vec<String>,
     /// The model's answers, in order.
     pub script: Vec<ScriptTurn>,
 }

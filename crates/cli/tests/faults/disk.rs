@@ -187,7 +187,7 @@ const EIO_CASES: [Eio; 4] = [
 
 #[test]
 fn io_errors_injected_into_the_session_file_fail_the_request_honestly() {
-    if !harness::need(harness::strace_works(), "strace (injected I/O errors)") {
+    if !harness::strace() {
         return;
     }
     let mut problems = Vec::new();

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use ferroclaw_testkit::components::{self, Component};
 use ferroclaw_testkit::{ScriptedServer, request_problem};
 
 /// How long one run may take before the harness kills it (a guard against
@@ -95,25 +96,12 @@ pub fn report(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "fault suite: {line}");
 }
 
-/// A fault tool that is not here: loud, and a failure under `CI=true`
-/// (CI installs it), a printed skip elsewhere. True when the test may go on.
-pub fn need(available: bool, what: &str) -> bool {
-    if available {
-        return true;
-    }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{what} is required in CI");
-    report(&format!("*** SKIPPED: {what} is not available here ***"));
-    false
-}
-
-/// Whether `strace` runs and may trace (ptrace allowed).
-pub fn strace_works() -> bool {
-    Command::new("strace")
-        .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=none", "true"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+/// True when `strace` runs and may trace (scripts/test installs it):
+/// without it the test fails; false only when the developer opted out
+/// (`FERROCLAW_TEST_SKIP=strace`), and the cases that need it do not run.
+#[track_caller]
+pub fn strace() -> bool {
+    components::require(Component::Strace, components::strace()).is_some()
 }
 
 /// `cmd` run under `strace -f` with `args` (the `-e inject=...` and `-P`

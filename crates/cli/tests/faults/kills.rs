@@ -97,7 +97,7 @@ struct Held {
 #[test]
 fn kill_9_at_seeded_points_leaves_a_session_that_continues_and_whole_files() {
     let seed = harness::seed();
-    let strace = harness::need(harness::strace_works(), "strace (kill points at system calls)");
+    let strace = harness::strace();
     let mut held = Held::default();
     let points: Vec<Point> = points(seed, harness::count("KILLS", DEFAULT_POINTS))
         .into_iter()

@@ -18,6 +18,9 @@ pub struct Browser {
     rt: tokio::runtime::Runtime,
     ws: Socket,
     next_id: u64,
+    /// DevTools events received so far (console messages, log entries),
+    /// once [`Browser::watch_console`] asked for them.
+    events: Vec<Value>,
 }
 
 /// How long `wait_for` waits for the page.
@@ -25,7 +28,7 @@ const PAGE_WAIT: Duration = Duration::from_secs(30);
 
 impl Browser {
     /// Starts `chromium` (headless) and attaches to its first page.
-    pub fn launch(chromium: &str) -> Browser {
+    pub fn launch(chromium: &std::path::Path) -> Browser {
         let profile = tempfile::tempdir().unwrap();
         let child = Command::new(chromium)
             .args([
@@ -72,7 +75,7 @@ impl Browser {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let (ws, _) =
             rt.block_on(tokio_tungstenite::connect_async(&ws_url)).expect("DevTools socket");
-        Browser { child, _profile: profile, rt, ws, next_id: 0 }
+        Browser { child, _profile: profile, rt, ws, next_id: 0, events: Vec::new() }
     }
 
     /// Calls a DevTools method; its result.
@@ -88,7 +91,7 @@ impl Browser {
         self.next_id += 1;
         let id = self.next_id;
         let frame = json!({"id": id, "method": method, "params": params}).to_string();
-        let ws = &mut self.ws;
+        let (ws, events) = (&mut self.ws, &mut self.events);
         self.rt.block_on(async {
             ws.send(Message::Text(frame.into())).await.unwrap();
             loop {
@@ -96,6 +99,10 @@ impl Browser {
                     panic!("DevTools socket closed")
                 };
                 let v: Value = serde_json::from_str(&reply).unwrap();
+                if v.get("method").is_some() {
+                    events.push(v);
+                    continue;
+                }
                 if v["id"] == id {
                     return match v.get("error") {
                         Some(error) => Err(error.clone()),
@@ -104,6 +111,41 @@ impl Browser {
                 }
             }
         })
+    }
+
+    /// Records from now on what the page writes to its console, its
+    /// uncaught exceptions and the browser's own errors (a resource that
+    /// answered 404, a socket refused): see [`Browser::console_errors`].
+    pub fn watch_console(&mut self) {
+        self.call("Runtime.enable", json!({}));
+        self.call("Log.enable", json!({}));
+    }
+
+    /// The errors the console showed since [`Browser::watch_console`], as
+    /// a person would read them in the browser's developer tools.
+    pub fn console_errors(&mut self) -> Vec<String> {
+        self.eval("0"); // takes in the events sent before this answer
+        self.events
+            .iter()
+            .filter_map(|e| {
+                let p = &e["params"];
+                match e["method"].as_str()? {
+                    "Runtime.consoleAPICalled" if p["type"] == "error" => {
+                        Some(format!("console.error: {}", p["args"]))
+                    }
+                    "Runtime.exceptionThrown" => {
+                        Some(format!("exception: {}", p["exceptionDetails"]))
+                    }
+                    "Log.entryAdded" if p["entry"]["level"] == "error" => Some(format!(
+                        "{}: {} {}",
+                        p["entry"]["source"],
+                        p["entry"]["text"],
+                        p["entry"]["url"].as_str().unwrap_or_default()
+                    )),
+                    _ => None,
+                }
+            })
+            .collect()
     }
 
     /// Opens `url` in the page.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use ferroclaw_testkit::components::{self, Component};
 use ferroclaw_testkit::{LAST_USER, ServerOptions, Turn};
 
 use crate::common::{Env, Wire};
@@ -215,15 +216,19 @@ pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// True in CI, where a missing tool is a failure rather than a skip.
-pub fn in_ci() -> bool {
-    std::env::var_os("CI").is_some()
+/// True when `python3` with the official `openai` package is here (scripts/test
+/// installs it): without it the test fails; false only when the developer
+/// opted out (`FERROCLAW_TEST_SKIP=python-openai`), and the test returns.
+#[track_caller]
+pub fn python_openai() -> bool {
+    components::require(Component::PythonOpenAi, components::python_openai()).is_some()
 }
 
-/// Prints a loud SKIP locally; fails in CI.
-pub fn skip_or_fail(why: &str) {
-    assert!(!in_ci(), "{why} (required in CI)");
-    eprintln!("\n=== SKIP: {why} ===\n");
+/// Headless Chromium (scripts/test installs it): without it the test fails;
+/// `None` only when the developer opted out (`FERROCLAW_TEST_SKIP=chromium`).
+#[track_caller]
+pub fn chromium() -> Option<std::path::PathBuf> {
+    components::require(Component::Chromium, components::chromium())
 }
 
 /// A POST with the bearer token; the raw response (status line, headers, body).
@@ -240,14 +245,6 @@ pub fn request_raw(port: u16, path: &str, token: &str, body: &Value) -> String {
     let mut raw = String::new();
     let _ = tcp.read_to_string(&mut raw);
     raw
-}
-
-/// True when `python3` with the official `openai` package is installed.
-pub fn python_openai_available() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "import openai"])
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Sends `head` (and no more) and returns what comes back before the server

@@ -244,13 +244,6 @@ impl Agent {
         self.injector = injector;
     }
 
-    /// A sub-agent of a conversation that knows `parent`'s files: it may
-    /// replace a file its parent read without reading it again (see
-    /// [`ReadLedger::fork`]).
-    pub fn inherit_known_files(&mut self, parent: &ReadLedger) {
-        self.reads = parent.fork();
-    }
-
     /// Continues in another session file with its conversation (`/new`,
     /// `/resume`): the model, tools and permissions stay.
     pub fn switch_session(&mut self, session: SessionLog, messages: Vec<Message>) {

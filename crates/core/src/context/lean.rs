@@ -121,6 +121,9 @@ impl Tool for Terse {
     fn concurrent(&self) -> bool {
         self.inner.concurrent()
     }
+    fn stays_in_conversation(&self, input: &Value) -> bool {
+        self.inner.stays_in_conversation(input)
+    }
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.inner.execute(input, ctx).await
     }

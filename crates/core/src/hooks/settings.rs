@@ -110,6 +110,8 @@ pub struct HookOptions {
     /// Set once a `once` hook has run.
     pub once: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     pub status_message: Option<String>,
+    /// Variables set for this hook's command alone (a plugin's paths).
+    pub env: Vec<(String, String)>,
 }
 
 /// An `http` hook's target.
@@ -285,6 +287,7 @@ pub fn compile(table: &HookTable, source: &Path) -> Result<Vec<Hook>, HookError>
                     run_async: spec.run_async,
                     once: spec.once.then(Default::default),
                     status_message: spec.status_message.clone(),
+                    env: Vec::new(),
                 };
                 out.push(Hook {
                     event,

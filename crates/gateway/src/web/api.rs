@@ -179,7 +179,9 @@ fn found_or_titled(all: &[Conversation], hits: Vec<(String, String)>, q: &str) -
         }
         seen.push(session.clone());
         let mut item = listed(c);
-        item["snippet"] = json!(snippet);
+        let parts = crate::web::search_snippet::parts(&snippet, q);
+        item["snippet"] = json!(parts.iter().map(|p| p.text.as_str()).collect::<String>());
+        item["snippet_parts"] = json!(parts);
         list.push(item);
     }
     // Titles given in the web app are searched too.
@@ -236,7 +238,8 @@ pub(super) async fn read_image(
 }
 
 /// Conversation `id`'s entries as display items, oldest first, the latest
-/// [`MAX_TRANSCRIPT_ITEMS`] of them. Pictures come as references the page
+/// [`MAX_TRANSCRIPT_ITEMS`] of them, each with `at` (when it was said, Unix
+/// seconds). Pictures come as references the page
 /// fetches: a user's as `images` of their message (`/api/sessions/ID/images/N`,
 /// the Nth picture of session `id`), the files the agent sent to the chat
 /// with the `message` tool as a `media` item after its card (`paths`, read
@@ -248,7 +251,7 @@ fn transcript(id: &str, entries: Vec<Entry>) -> Vec<Value> {
     // Pictures are numbered as [`History::picture`] finds them.
     let mut pictures = 0;
     for entry in entries {
-        let Entry::Message { message, .. } = entry else { continue };
+        let Entry::Message { ts, message } = entry else { continue };
         // The item of this message's text, which its pictures join.
         let mut said: Option<usize> = None;
         for block in message.content {
@@ -256,7 +259,7 @@ fn transcript(id: &str, entries: Vec<Entry>) -> Vec<Value> {
                 ContentBlock::Text { text } if !text.trim().is_empty() => {
                     let role = if message.role == Role::User { "user" } else { "assistant" };
                     said = Some(items.len());
-                    items.push(json!({"kind": role, "text": text}));
+                    items.push(json!({"kind": role, "text": text, "at": ts}));
                 }
                 ContentBlock::Image { media_type, .. } => {
                     let src = format!("/api/sessions/{id}/images/{pictures}");
@@ -264,7 +267,7 @@ fn transcript(id: &str, entries: Vec<Entry>) -> Vec<Value> {
                     let image = json!({"src": src, "media_type": media_type});
                     let i = *said.get_or_insert_with(|| {
                         let role = if message.role == Role::User { "user" } else { "assistant" };
-                        items.push(json!({"kind": role, "text": ""}));
+                        items.push(json!({"kind": role, "text": "", "at": ts}));
                         items.len() - 1
                     });
                     match items[i]["images"].as_array_mut() {
@@ -275,7 +278,7 @@ fn transcript(id: &str, entries: Vec<Entry>) -> Vec<Value> {
                 ContentBlock::ToolCall(call) => {
                     cards.insert(call.id.clone(), items.len());
                     let sent = sent_here(&call.name, &call.input);
-                    items.push(json!({"kind": "tool", "id": call.id, "name": call.name, "input": call.input}));
+                    items.push(json!({"kind": "tool", "id": call.id, "name": call.name, "input": call.input, "at": ts}));
                     if let Some(media) = sent {
                         items.push(media);
                     }
@@ -407,6 +410,8 @@ mod tests {
         assert_eq!(kinds, ["user", "tool", "assistant"]);
         assert_eq!(items[1]["preview"], "a.txt");
         assert_eq!(items[1]["is_error"], false);
+        let said: Vec<u64> = items.iter().map(|i| i["at"].as_u64().unwrap()).collect();
+        assert_eq!(said, [1, 2, 4], "each item says when");
     }
 }
 

@@ -17,6 +17,7 @@ mod openai_media;
 mod openai_request;
 mod operate;
 mod queue;
+mod search_snippet;
 mod server;
 mod socket;
 

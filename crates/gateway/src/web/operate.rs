@@ -85,6 +85,9 @@ fn job_json(job: &CronJob) -> Value {
         )),
         "next_run": job.state.next_run_at_ms.map(rfc3339_ms),
         "last_run": job.state.last_run_at_ms.map(rfc3339_ms),
+        // As the job's person reads them: in its time zone, in words.
+        "next_run_text": job.state.next_run_at_ms.map(|ms| job.schedule.when(ms)),
+        "last_run_text": job.state.last_run_at_ms.map(|ms| job.schedule.when(ms)),
         "last_status": job.state.last_status,
         "last_error": job.state.last_error,
     })
@@ -130,7 +133,7 @@ pub(super) async fn cron_explain(Json(form): Json<ScheduleForm>) -> ApiResult {
     while next.len() < 3 {
         match schedule.next_after(after).map_err(cron_error)? {
             Some(t) => {
-                next.push(rfc3339_ms(t));
+                next.push(schedule.when(t));
                 after = t;
             }
             None => break,

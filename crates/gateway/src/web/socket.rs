@@ -1,15 +1,18 @@
 //! The web chat's WebSocket: JSON frames both ways.
 //!
 //! Client to server: `{"type": "message", "content": "...", "images":
-//! [{"media_type": "image/png", "data": BASE64}]}` (images optional);
+//! [{"media_type": "image/png", "data": BASE64}], "model": NAME}` (images
+//! optional; `model` one of the `ready` frame's `models`, the chat's agent
+//! answering with it from then on);
 //! `{"type": "stop"}` cancels the turns the chat's pages asked for (the one
 //! running and any waiting, from this page or one open before it);
 //! `{"type": "approve", "id", "choice": "once"|"chat"|"project"|"deny",
 //! "reason"}` answers an approval request.
 //! Server to client: `{"type": "ready", "chat": ID, "session": ID,
-//! "running": BOOL}` (the conversation the page continues, its history at
-//! `/api/sessions/ID`; whether a message sent from a page of this chat is
-//! still being answered), then an `approval` frame for every request
+//! "history": BOOL, "running": BOOL, "models": [{"id", "spec"}]}` (the
+//! conversation the page continues, its history at `/api/sessions/ID` when
+//! `history` says it has one; whether a message sent from a page of this
+//! chat is still being answered; the models a message may name), then an `approval` frame for every request
 //! waiting in the chat (a reload or a second tab shows them again);
 //! `{"type": "event",
 //! "event": AgentEvent}` while the answer is written (text deltas, tool
@@ -128,16 +131,30 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
     });
     let gateway = app.web.gateway.get().cloned();
     // The session as the store every gateway writes has it.
-    let session = match &gateway {
-        Some(gw) => crate::history::History::of(gw)
-            .current_session(&SessionKey::new("web", &chat))
-            .await
-            .inspect_err(|e| tracing::warn!(%chat, "web: {e}"))
-            .ok(),
-        None => None,
+    let (session, history) = match &gateway {
+        Some(gw) => {
+            let history = crate::history::History::of(gw);
+            let session = history
+                .current_session(&SessionKey::new("web", &chat))
+                .await
+                .inspect_err(|e| tracing::warn!(%chat, "web: {e}"))
+                .ok();
+            // A new chat has nothing to read: the page does not ask (no 404).
+            let kept = match &session {
+                Some(id) => history.exists(id).await.unwrap_or(true),
+                None => false,
+            };
+            (session, kept)
+        }
+        None => (None, false),
     };
     let running = turns(&app.web, &chat, |t| !t.unanswered.is_empty());
-    send(&out, json!({"type": "ready", "chat": chat, "session": session, "running": running}));
+    let models = page_models(&app.web.options, gateway.as_deref());
+    send(
+        &out,
+        json!({"type": "ready", "chat": chat, "session": session, "history": history,
+               "running": running, "models": models}),
+    );
     // What waits for an answer here is shown again (a reload, another tab).
     if let Some(gw) = &gateway {
         for prompt in gw.approvals.waiting_in("web", &chat).await {
@@ -161,10 +178,18 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             _ => continue,
         };
         let mut images = Vec::new();
+        let mut model = None;
         let content = match serde_json::from_str::<Value>(&text) {
             Ok(v) if v["type"] == "message" => {
                 match pasted_images(&v["images"]) {
                     Ok(found) => images = found,
+                    Err(why) => {
+                        send(&out, json!({"type": "error", "message": why}));
+                        continue;
+                    }
+                }
+                match chosen_model(&app.web.options, v["model"].as_str()) {
+                    Ok(turn) => model = turn,
                     Err(why) => {
                         send(&out, json!({"type": "error", "message": why}));
                         continue;
@@ -235,6 +260,9 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         for image in &images {
             crate::media::attach(&mut message, image);
         }
+        if let Some(turn) = &model {
+            turn.attach(&mut message);
+        }
         let id = message.id.clone();
         if let Err(e) = app.bus.publish(message) {
             turns(&app.web, &chat, |t| t.unanswered.remove(&id));
@@ -249,6 +277,38 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             sockets.remove(&chat);
         }
     }
+}
+
+/// The models a page may pick for its messages: the gateway's own (first)
+/// and the aliases of `[channels.web] models`, each with what it stands for.
+fn page_models(options: &super::WebOptions, gateway: Option<&crate::gateway::Shared>) -> Value {
+    let own = gateway.and_then(|gw| gw.runtime.config().model_spec().ok()).unwrap_or_default();
+    let mut list = vec![json!({"id": options.model_name, "spec": own})];
+    for (alias, spec) in options.models.iter().filter(|(a, _)| **a != options.model_name) {
+        list.push(json!({"id": alias, "spec": spec}));
+    }
+    Value::Array(list)
+}
+
+/// What a message frame's `model` asks of its turn: `None` (no `model`:
+/// the chat's agent keeps the model it has), the gateway's own model, or
+/// the `PROVIDER/MODEL` of an alias; an unknown name is refused.
+fn chosen_model(
+    options: &super::WebOptions,
+    name: Option<&str>,
+) -> Result<Option<crate::api_turn::ApiTurn>, String> {
+    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
+    let spec = match options.models.get(name) {
+        Some(spec) => Some(spec.clone()),
+        None if name == options.model_name => None,
+        None => {
+            return Err(format!(
+                "no model {name:?} here: pick {} or an alias of [channels.web] models",
+                options.model_name
+            ));
+        }
+    };
+    Ok(Some(crate::api_turn::ApiTurn { model: spec, ..Default::default() }))
 }
 
 /// True for a message that answers an approval request (`/approve`, `/deny`).

@@ -7,7 +7,7 @@ const SOURCE: &str = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n    l
 #[tokio::test]
 async fn edit_replaces_a_unique_match_and_shows_numbered_context() {
     let ws = workspace();
-    ws.write("main.rs", SOURCE);
+    ws.write_and_read("main.rs", SOURCE).await;
     let out = ws
         .ok("edit", json!({"path": "main.rs", "old_string": "println!(\"{x}\");", "new_string": "dbg!(x);"}))
         .await;
@@ -20,7 +20,7 @@ async fn edit_replaces_a_unique_match_and_shows_numbered_context() {
 #[tokio::test]
 async fn edit_refuses_ambiguous_match_and_leaves_file_untouched() {
     let ws = workspace();
-    ws.write("main.rs", SOURCE);
+    ws.write_and_read("main.rs", SOURCE).await;
     let err = ws
         .err(
             "edit",
@@ -35,7 +35,7 @@ async fn edit_refuses_ambiguous_match_and_leaves_file_untouched() {
 #[tokio::test]
 async fn edit_replace_all_changes_every_occurrence() {
     let ws = workspace();
-    ws.write("main.rs", SOURCE);
+    ws.write_and_read("main.rs", SOURCE).await;
     let out = ws
         .ok(
             "edit",
@@ -49,7 +49,7 @@ async fn edit_replace_all_changes_every_occurrence() {
 #[tokio::test]
 async fn edit_without_a_match_shows_the_closest_lines_and_leaves_file_untouched() {
     let ws = workspace();
-    ws.write("main.rs", SOURCE);
+    ws.write_and_read("main.rs", SOURCE).await;
     let err = ws
         .err(
             "edit",
@@ -64,7 +64,7 @@ async fn edit_without_a_match_shows_the_closest_lines_and_leaves_file_untouched(
 #[tokio::test]
 async fn edit_with_wrong_indentation_names_the_lines_to_copy() {
     let ws = workspace();
-    ws.write("main.rs", SOURCE);
+    ws.write_and_read("main.rs", SOURCE).await;
     let err = ws
         .err(
             "edit",
@@ -77,7 +77,7 @@ async fn edit_with_wrong_indentation_names_the_lines_to_copy() {
 #[tokio::test]
 async fn edit_refuses_empty_or_unchanged_strings() {
     let ws = workspace();
-    ws.write("main.rs", SOURCE);
+    ws.write_and_read("main.rs", SOURCE).await;
     let err = ws.err("edit", json!({"path": "main.rs", "old_string": "", "new_string": "x"})).await;
     assert!(err.contains("old_string is empty"), "{err}");
     let err = ws
@@ -97,7 +97,7 @@ async fn edit_of_a_missing_file_points_to_write() {
 #[tokio::test]
 async fn edit_matches_lf_strings_in_crlf_files() {
     let ws = workspace();
-    ws.write("win.txt", "one\r\ntwo\r\nthree\r\n");
+    ws.write_and_read("win.txt", "one\r\ntwo\r\nthree\r\n").await;
     ws.ok("edit", json!({"path": "win.txt", "old_string": "one\ntwo", "new_string": "1\n2"})).await;
     assert_eq!(ws.read("win.txt"), "1\r\n2\r\nthree\r\n");
 }
@@ -105,7 +105,7 @@ async fn edit_matches_lf_strings_in_crlf_files() {
 #[tokio::test]
 async fn multi_edit_applies_edits_in_order() {
     let ws = workspace();
-    ws.write("main.rs", SOURCE);
+    ws.write_and_read("main.rs", SOURCE).await;
     let out = ws
         .ok(
             "multi_edit",
@@ -126,7 +126,7 @@ async fn multi_edit_applies_edits_in_order() {
 #[tokio::test]
 async fn multi_edit_is_all_or_nothing_and_names_the_failing_edit() {
     let ws = workspace();
-    ws.write("main.rs", SOURCE);
+    ws.write_and_read("main.rs", SOURCE).await;
     let err = ws
         .err(
             "multi_edit",
@@ -144,10 +144,28 @@ async fn multi_edit_is_all_or_nothing_and_names_the_failing_edit() {
 #[tokio::test]
 async fn multi_edit_refuses_an_empty_edit_list() {
     let ws = workspace();
-    ws.write("main.rs", SOURCE);
+    ws.write_and_read("main.rs", SOURCE).await;
     let err = ws
         .call_unvalidated("multi_edit", json!({"path": "main.rs", "edits": []}))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("empty"), "{err}");
+}
+
+#[tokio::test]
+async fn edit_and_multi_edit_refuse_a_file_the_conversation_never_read_and_leave_it_untouched() {
+    let ws = workspace();
+    ws.write("main.rs", SOURCE);
+    let err = ws
+        .err("edit", json!({"path": "main.rs", "old_string": "fn main", "new_string": "fn go"}))
+        .await;
+    assert_eq!(err, ferroclaw_tools::NOT_READ_YET);
+    let edits = json!([{"old_string": "fn main", "new_string": "fn go"}]);
+    let err = ws.err("multi_edit", json!({"path": "main.rs", "edits": edits})).await;
+    assert_eq!(err, ferroclaw_tools::NOT_READ_YET);
+    assert_eq!(ws.read("main.rs"), SOURCE);
+    // A read of a few lines is enough, as in Claude Code.
+    ws.ok("read", json!({"path": "main.rs", "offset": 3, "limit": 1})).await;
+    ws.ok("edit", json!({"path": "main.rs", "old_string": "fn main", "new_string": "fn go"})).await;
+    assert!(ws.read("main.rs").starts_with("fn go() {"));
 }

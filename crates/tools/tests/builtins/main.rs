@@ -54,6 +54,13 @@ impl Ws {
         std::fs::write(path, content).expect("write");
     }
 
+    /// Creates `rel` with `content` and reads it with the `read` tool, as a
+    /// model does before it edits a file.
+    pub async fn write_and_read(&self, rel: &str, content: impl AsRef<[u8]>) {
+        self.write(rel, content);
+        self.ok("read", serde_json::json!({"path": rel})).await;
+    }
+
     /// The text of `rel`.
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path(rel)).expect("read")

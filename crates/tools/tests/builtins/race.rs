@@ -51,6 +51,8 @@ async fn redteam_race_write_under_a_swapper_lands_nothing_outside() {
         if ws.call("write", json!({"path": path, "content": "payload"})).await.is_ok() {
             written += 1;
         }
+        // Read first, as an edit needs: the edit itself then races the swapper.
+        let _ = ws.call("read", json!({"path": "dir/file.txt"})).await;
         let edit = json!({"path": "dir/file.txt", "old_string": "inside", "new_string": format!("inside-{i}")});
         let _ = ws.call("edit", edit).await;
     }

@@ -1,7 +1,9 @@
 // The ferroclaw web app: chat (Markdown as it streams, tool cards, todos,
-// jobs, approvals, stop, images), the conversations sidebar and the operate
-// views. Plain JavaScript, no build step; marked renders Markdown, DOMPurify
-// sanitizes it, Prism highlights code (all three vendored in /vendor/).
+// jobs, approvals, stop, images, per-message copy / regenerate / edit, a
+// model picker) and the conversations sidebar; the operate views are in
+// operate.js. Plain JavaScript modules, no build step; marked renders
+// Markdown, DOMPurify sanitizes it, Prism highlights code (all three
+// vendored in /vendor/).
 "use strict";
 
 // ---- token, chat id, API ---------------------------------------------------
@@ -14,15 +16,18 @@ localStorage.setItem("ferroclaw.token", token);
 let chat = localStorage.getItem("ferroclaw.chat") || newChatId();
 localStorage.setItem("ferroclaw.chat", chat);
 
+/** The web chat this page talks in. */
+export function currentChat() { return chat; }
+
 function newChatId() { return "page-" + Math.random().toString(36).slice(2, 10); }
 
-const $ = id => document.getElementById(id);
+export const $ = id => document.getElementById(id);
 const log = $("log"), input = $("input"), state = $("state");
 // Counters the browser tests read (and `frame`, to show a server frame).
 window.ferroclaw = { deltas: 0, replies: 0, historyLoaded: 0, session: null, frame: f => onFrame(f) };
 
 /** Calls the JSON API with the token; throws Error(message) on failure. */
-async function api(path, method = "GET", body) {
+export async function api(path, method = "GET", body) {
   const init = { method, headers: { "Authorization": "Bearer " + token } };
   if (body !== undefined) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(body); }
   const res = await fetch("/api/" + path, init);
@@ -31,72 +36,141 @@ async function api(path, method = "GET", body) {
   return data;
 }
 
-function el(tag, cls, text) {
+export function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
   if (text !== undefined) e.textContent = text;
   return e;
 }
 
-function toast(text) {
+export function toast(text) {
   const t = $("toast"); t.textContent = text; t.hidden = false;
   clearTimeout(toast.timer); toast.timer = setTimeout(() => { t.hidden = true; }, 4000);
+}
+
+/** Puts `text` on the clipboard (where the page may), then calls `done`. */
+function copyText(text, done) {
+  window.ferroclaw.copied = text;
+  if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, done); else done();
+}
+
+/** A small button that says "Copied" for a moment after it copied. */
+function flash(button, label) {
+  button.textContent = "Copied";
+  setTimeout(() => { button.textContent = label; }, 1500);
 }
 
 // ---- Markdown --------------------------------------------------------------
 
 window.addEventListener("DOMContentLoaded", () => {
-  // Links from the model open elsewhere and never get the page's opener.
+  // Links from the model open elsewhere and never get the page's opener;
+  // a task list's boxes show as written and cannot be clicked.
   DOMPurify.addHook("afterSanitizeAttributes", node => {
     if (node.tagName === "A") { node.setAttribute("target", "_blank"); node.setAttribute("rel", "noopener noreferrer"); }
+    if (node.tagName === "INPUT") { node.setAttribute("disabled", ""); node.removeAttribute("name"); node.removeAttribute("value"); }
+  });
+  // The only input that survives is a task list's checkbox.
+  DOMPurify.addHook("uponSanitizeElement", (node, data) => {
+    if (data.tagName === "input" && (node.getAttribute("type") || "").toLowerCase() !== "checkbox") node.remove();
   });
 });
 
 /** Sanitized HTML of Markdown `text`: no script, handler or frame survives. */
 function markdown(text) {
   const html = marked.parse(text, { gfm: true, breaks: true });
-  return DOMPurify.sanitize(html, { FORBID_TAGS: ["style", "form", "input", "button", "textarea"], FORBID_ATTR: ["style"] });
+  return DOMPurify.sanitize(html, { FORBID_TAGS: ["style", "form", "button", "textarea", "select"], FORBID_ATTR: ["style"] });
 }
 
-/** Renders Markdown into `node`, highlights its code and adds copy buttons. */
-function renderInto(node, text) {
+/** Renders Markdown into `node`, highlights its code and gives each block a header with its language and a copy button (above the code, never over it). */
+export function renderInto(node, text) {
   node.innerHTML = markdown(text);
   for (const code of node.querySelectorAll("pre > code")) {
     if (/language-/.test(code.className) && window.Prism) Prism.highlightElement(code);
+    const head = el("div", "code-head");
+    const lang = (code.className.match(/language-([\w+#-]+)/) || [])[1] || "";
     const copy = el("button", "copy", "Copy");
     copy.type = "button";
-    copy.addEventListener("click", () => {
-      const done = () => { copy.textContent = "Copied"; window.ferroclaw.copied = code.textContent; setTimeout(() => { copy.textContent = "Copy"; }, 1500); };
-      if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(code.textContent).then(done, done); else done();
-    });
-    code.parentElement.prepend(copy);
+    copy.addEventListener("click", () => copyText(code.textContent, () => flash(copy, "Copy")));
+    head.append(el("span", "lang", lang), copy);
+    code.parentElement.prepend(head);
   }
+  for (const box of node.querySelectorAll("li > input[type=checkbox]")) box.parentElement.classList.add("task");
 }
 
 // ---- the chat log ----------------------------------------------------------
 
-let current = null;        // the assistant bubble being streamed
+let current = null;        // the assistant message being streamed
 let currentText = "";
 let renderPending = false;
 const cards = new Map();   // tool call id -> card
-let busy = false;          // a turn this page asked for is running
+let outstanding = 0;       // messages this page sent that are not answered yet
 let readOnly = null;       // the session shown read-only, if any
+/** Messages sent while an answer was still coming: shown after it, in the order the chat answers them. */
+const waiting = [];
 
 function scrollDown() { log.scrollTop = log.scrollHeight; }
 
-function add(node) { log.appendChild(node); scrollDown(); return node; }
+/** Adds `node` to the log: before the messages still waiting their turn, so the answer being written stays above them. */
+function add(node) {
+  if (waiting.length && waiting[0].parentElement === log) log.insertBefore(node, waiting[0]); else log.appendChild(node);
+  scrollDown();
+  return node;
+}
 
-function userBubble(text, images = []) {
+/** "14:05", and the full date on hover. */
+function timeOf(ms) {
+  const d = new Date(ms), t = el("time", "", String(d.getHours()).padStart(2, "0") + ":" + String(d.getMinutes()).padStart(2, "0"));
+  t.dateTime = d.toISOString(); t.title = d.toLocaleString();
+  return t;
+}
+
+/** A small action under a message. */
+function action(cls, label, onClick) {
+  const b = el("button", cls, label); b.type = "button"; b.title = label;
+  b.addEventListener("click", () => onClick(b));
+  return b;
+}
+
+/** One message of the log: the bubble, then its time and actions. */
+function entry(kind, bubble, at, actions) {
+  const box = el("div", "entry " + kind);
+  const meta = el("div", "meta");
+  meta.appendChild(timeOf(at || Date.now()));
+  const row = el("span", "actions"); row.append(...actions); meta.appendChild(row);
+  box.append(bubble, meta);
+  return box;
+}
+
+function userBubble(text, images = [], at) {
   const div = el("div", "msg user");
   div.appendChild(el("div", "text", text));
   for (const src of images) { const img = el("img", "thumb"); img.src = src; img.alt = "attached image"; div.appendChild(img); }
-  return add(div);
+  const box = entry("user", div, at, [
+    action("copy-message", "Copy", b => copyText(text, () => flash(b, "Copy"))),
+    action("edit", "Edit", () => { input.value = text; input.focus(); input.setSelectionRange(text.length, text.length); }),
+  ]);
+  box.question = text;
+  return box;
 }
 
-function assistantBubble(text, done) {
+function assistantBubble(text, done, at) {
   const div = el("div", "msg assistant " + (done ? "done" : "streaming"));
-  renderInto(div, text);
-  return add(div);
+  const body = el("div", "body"); div.appendChild(body);
+  renderInto(body, text);
+  const box = entry("assistant", div, at, [
+    action("copy-message", "Copy", b => copyText(box.raw, () => flash(b, "Copy"))),
+    action("regenerate", "Regenerate", () => regenerate(box)),
+  ]);
+  box.raw = text;
+  return add(box);
+}
+
+/** Asks again the question this answer follows (the earlier answer stays in the history). */
+function regenerate(answer) {
+  let at = answer.previousElementSibling;
+  while (at && at.question === undefined) at = at.previousElementSibling;
+  if (!at) { toast("No question before this answer"); return; }
+  send(at.question);
 }
 
 function streaming() {
@@ -104,11 +178,13 @@ function streaming() {
   return current;
 }
 
+function bubbleOf(box) { return box.querySelector(".msg"); }
+
 function endStream(finalText) {
   if (finalText !== undefined && (current || finalText.trim())) {
-    const b = streaming(); renderInto(b, finalText);
+    const b = streaming(); renderInto(b.querySelector(".body"), finalText); b.raw = finalText;
   }
-  if (current) current.className = "msg assistant done";
+  if (current) { bubbleOf(current).className = "msg assistant done"; if (finalText === undefined) current.raw = currentText; }
   current = null; currentText = "";
 }
 
@@ -174,9 +250,19 @@ async function checkChat(lastReply) {
 }
 
 function setBusy(on) {
-  busy = on;
+  if (!on) { outstanding = 0; waiting.splice(0).forEach(placed); }
   $("stop").hidden = !on;
 }
+
+/** One of this page's messages was answered (or refused): the next waiting one takes its place. */
+function answered() {
+  outstanding = Math.max(0, outstanding - 1);
+  const next = waiting.shift();
+  if (next) placed(next);
+  if (!outstanding) setBusy(false);
+}
+
+function placed(box) { box.classList.remove("queued"); }
 
 /** The approval card: Once / Always for this chat / Always for this project / Deny (+ reason). */
 function approvalCard(frame) {
@@ -185,7 +271,7 @@ function approvalCard(frame) {
   if (shown && !shown.classList.contains("resolved")) return;
   if (shown) shown.remove();
   const card = el("div", "approval");
-  card.id = "approval-" + frame.id;
+  card.id = "approval-" + frame.id; card.dataset.tool = frame.tool;
   card.append(el("div", "label", "Approval needed: " + frame.tool), el("div", "summary", frame.summary || ""));
   card.appendChild(el("pre", "tool-input", JSON.stringify(frame.input, null, 2)));
   const reason = el("input", "reason"); reason.placeholder = "Reason (for Deny)";
@@ -217,10 +303,15 @@ function onEvent(e) {
     streaming(); currentText += e.text;
     if (!renderPending) {
       renderPending = true;
-      requestAnimationFrame(() => { renderPending = false; if (current) { renderInto(current, currentText); scrollDown(); } });
+      requestAnimationFrame(() => { renderPending = false; if (current) { renderInto(current.querySelector(".body"), currentText); current.raw = currentText; scrollDown(); } });
     }
   } else if (e.type === "tool_call_started") {
-    endStream(); toolCard(e.id, e.name, e.input);
+    endStream();
+    const card = toolCard(e.id, e.name, e.input);
+    // The request to approve it may have come first: the call goes above its request.
+    const asked = [...log.querySelectorAll(".approval:not(.resolved):not(.placed)")]
+      .find(a => a.dataset.tool === e.name && (a.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING));
+    if (asked) { log.insertBefore(card, asked); asked.classList.add("placed"); }
   } else if (e.type === "tool_call_finished") {
     finishCard(e.id, e.name, e.is_error, e.duration_ms, e.preview);
   } else if (e.type === "todos") {
@@ -230,23 +321,40 @@ function onEvent(e) {
   }
 }
 
+/** The connection as the header shows it: `connected`, `connecting…`, `disconnected, retrying…`. */
+function setState(text, kind) { state.textContent = text; state.className = kind; }
+
 function onFrame(frame) {
   switch (frame.type) {
     case "ready":
-      state.textContent = "connected";
+      setState("connected", "up");
       window.ferroclaw.session = frame.session;
-      if (!busy && !readOnly) { loadHistory(frame.session); checkChat(); }
-      // A turn asked from this chat (before a reload, or in another tab) still runs.
-      if (frame.running && !readOnly) setBusy(true);
+      showModels(frame.models || []);
+      if (!outstanding && !readOnly) {
+        // A new chat has no history to ask for.
+        if (frame.history) loadHistory(frame.session); else { log.replaceChildren(); cards.clear(); window.ferroclaw.historyLoaded++; }
+        checkChat();
+      }
+      if (!readOnly) {
+        // Messages written while the socket was away go now: they wait for answers.
+        const unsent = queue.filter(t => JSON.parse(t).type === "message").length;
+        if (frame.running) {
+          // A turn asked from this chat (before a reload, or in another tab) still runs.
+          outstanding = Math.max(outstanding - unsent, 1) + unsent; setBusy(true);
+        } else {
+          // Nothing of this chat is being answered: nothing here waits for it.
+          setBusy(false); outstanding = unsent; if (unsent) setBusy(true);
+        }
+      }
       queue.splice(0).forEach(t => socket.send(t));
       break;
     case "event": onEvent(frame.event); break;
     case "reply":
-      endStream(frame.content); showMedia(frame.media); window.ferroclaw.replies++; setBusy(false);
+      endStream(frame.content); showMedia(frame.media); window.ferroclaw.replies++; answered();
       refreshSessions(); checkChat(frame.content);
       break;
     case "message": endStream(); if (frame.content) assistantBubble(frame.content, true); showMedia(frame.media); break;
-    case "error": endStream(); add(el("div", "msg error", frame.message)); setBusy(false); break;
+    case "error": endStream(); add(el("div", "msg error", frame.message)); answered(); break;
     case "approval": approvalCard(frame); break;
     case "jobs": renderJobs(frame.jobs || []); break;
     case "approval_resolved": approvalResolved(frame); break;
@@ -297,10 +405,11 @@ async function loadHistory(session, banner) {
   log.replaceChildren(); cards.clear();
   if (!since.includes(current)) current = null;
   for (const it of items) {
-    if (it.kind === "user") { const b = userBubble(it.text); (it.images || []).forEach(im => historyImage(b, im)); }
-    else if (it.kind === "assistant") { const b = assistantBubble(it.text, true); (it.images || []).forEach(im => historyImage(b, im)); }
+    const at = it.at ? it.at * 1000 : undefined;
+    if (it.kind === "user") { const b = add(userBubble(it.text, [], at)); (it.images || []).forEach(im => historyImage(bubbleOf(b), im)); }
+    else if (it.kind === "assistant") { const b = assistantBubble(it.text, true, at); (it.images || []).forEach(im => historyImage(bubbleOf(b), im)); }
     else if (it.kind === "image" && it.src) historyImage(add(el("div", "msg user")), it);
-    else if (it.kind === "media") { if (it.text) assistantBubble(it.text, true); showMedia(it.paths); }
+    else if (it.kind === "media") { if (it.text) assistantBubble(it.text, true, at); showMedia(it.paths); }
     else if (it.kind === "tool") {
       toolCard(it.id, it.name, it.input);
       if (it.preview !== undefined) finishCard(it.id, it.name, it.is_error, undefined, it.preview);
@@ -323,7 +432,13 @@ function connect() {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   const mine = socket = new WebSocket(scheme + "//" + location.host + "/ws?token=" + encodeURIComponent(token) + "&chat=" + encodeURIComponent(chat));
   mine.onmessage = ev => { if (socket === mine) onFrame(JSON.parse(ev.data)); };
-  mine.onclose = () => { if (socket !== mine) return; state.textContent = "disconnected, retrying…"; setTimeout(() => { if (socket === mine) connect(); }, 2000); };
+  mine.onclose = () => { if (socket !== mine) return; setState("disconnected, retrying…", "down"); setTimeout(() => { if (socket === mine) connect(); }, 2000); };
+}
+
+/** Closes a socket this page no longer uses; one still opening closes once open (closing it earlier is an error in the console). */
+function retire(old) {
+  if (!old) return;
+  if (old.readyState === WebSocket.CONNECTING) { old.onmessage = null; old.onopen = () => old.close(); } else old.close();
 }
 
 function sendFrame(obj) {
@@ -334,14 +449,27 @@ function sendFrame(obj) {
 /** Continues the web chat `id` (a new one when none). */
 function switchChat(id) {
   chat = id || newChatId();
+  firstWords = null;
   localStorage.setItem("ferroclaw.chat", chat);
   readOnly = null; setBusy(false); renderTodos([]); renderJobs([]);
   log.replaceChildren(); $("readonly").hidden = true; $("form").hidden = false;
-  state.textContent = "connecting…";
-  const old = socket; socket = null; if (old) old.close();
+  setState("connecting…", "");
+  const old = socket; socket = null; retire(old);
   connect();
   showView("chat"); closeSidebar(); refreshSessions();
 }
+
+// ---- the model picker --------------------------------------------------------
+
+/** The models a message may name (the gateway's own first, then `[channels.web] models`); hidden when there is one. */
+function showModels(models) {
+  const pick = $("model");
+  const chosen = localStorage.getItem("ferroclaw.model");
+  pick.replaceChildren(...models.map(m => { const o = el("option", "", m.id); o.value = m.id; o.title = m.spec || ""; return o; }));
+  if (models.some(m => m.id === chosen)) pick.value = chosen;
+  pick.hidden = models.length < 2;
+}
+$("model").addEventListener("change", () => localStorage.setItem("ferroclaw.model", $("model").value));
 
 // ---- composing -------------------------------------------------------------
 
@@ -385,16 +513,25 @@ function showAttachments() {
   });
 }
 
-function send() {
-  const text = input.value.trim();
+/** The first words said in this chat, for the sidebar until the gateway lists it. */
+let firstWords = null;
+
+/** Sends `text` (the box's, when not given) and the pictures waiting. While an answer is still coming the message waits below it. */
+function send(given) {
+  const text = given !== undefined ? given : input.value.trim();
   if (!text && !pending.length) return;
-  endStream();
-  userBubble(text, pending.map(p => p.url));
+  // An answer to an approval gets no reply of its own: it never waits.
+  const decision = /^\/(approve|deny)\b/i.test(text);
+  const box = userBubble(text, pending.map(p => p.url));
+  if (outstanding && !decision) { box.classList.add("queued"); log.appendChild(box); waiting.push(box); scrollDown(); }
+  else { endStream(); add(box); }
   const frame = { type: "message", content: text };
   if (pending.length) frame.images = pending.map(p => ({ media_type: p.media_type, data: p.data }));
+  if (!$("model").hidden) frame.model = $("model").value;
   sendFrame(frame);
-  input.value = ""; pending = []; showAttachments();
-  setBusy(true);
+  if (given === undefined) { input.value = ""; pending = []; showAttachments(); }
+  if (!decision) { outstanding++; setBusy(true); }
+  if (!firstWords) { firstWords = text; refreshSessions(); }
 }
 
 $("form").addEventListener("submit", ev => { ev.preventDefault(); send(); });
@@ -417,27 +554,59 @@ function ago(secs) {
   return Math.floor(d / 86400) + " d";
 }
 
+/** Which conversations the sidebar lists: `chats` (everything but API callers'), `api`, or `all`. */
+let listFilter = localStorage.getItem("ferroclaw.filter") || "chats";
+const FILTERS = { chats: s => s.channel !== "api", api: s => s.channel === "api", all: () => true };
+
+function showFilter() {
+  document.querySelectorAll("#filter button").forEach(b => b.classList.toggle("active", b.dataset.filter === listFilter));
+}
+document.querySelectorAll("#filter button").forEach(b => b.addEventListener("click", () => {
+  listFilter = FILTERS[b.dataset.filter] ? b.dataset.filter : "chats";
+  localStorage.setItem("ferroclaw.filter", listFilter);
+  showFilter(); refreshSessions();
+}));
+
+/** A search hit's words as the gateway marked them (no brackets). */
+function snippetOf(s) {
+  const span = el("span", "snippet");
+  if (Array.isArray(s.snippet_parts)) for (const p of s.snippet_parts) span.appendChild(p.hit ? el("mark", "", p.text) : document.createTextNode(p.text));
+  else span.textContent = s.snippet;
+  return span;
+}
+
+let listGen = 0;
 async function refreshSessions() {
+  const gen = ++listGen;
   const q = $("search").value.trim();
   let list;
   try { list = (await api("sessions" + (q ? "?q=" + encodeURIComponent(q) : ""))).sessions; }
   catch (e) { toast(e.message); return; }
+  if (gen !== listGen) return; // a newer list replaces this one
+  list = list.filter(FILTERS[listFilter] || FILTERS.chats);
+  // The chat open here shows at once, before the gateway has its conversation.
+  if (!q && !readOnly && listFilter !== "api" && !list.some(s => s.chat === chat)) {
+    list.unshift({ id: null, chat, channel: "web", title: firstWords || "New chat", modified: Date.now() / 1000 });
+  }
   const ul = $("sessions");
   ul.replaceChildren();
   for (const s of list) {
-    const li = el("li", "session" + (s.chat === chat && !readOnly ? " current" : "") + (readOnly === s.id ? " current" : ""));
-    li.dataset.id = s.id;
+    const li = el("li", "session" + (s.chat === chat && !readOnly ? " current" : "") + (readOnly && readOnly === s.id ? " current" : ""));
+    if (s.id) li.dataset.id = s.id;
     const open = el("button", "open");
     open.append(el("span", "title", s.title || "(empty)"), el("span", "meta", (s.channel || "?") + " · " + ago(s.modified)));
-    if (s.snippet) open.appendChild(el("span", "snippet", s.snippet));
+    if (s.snippet) open.appendChild(snippetOf(s));
     open.addEventListener("click", () => openSession(s));
-    const rename = el("button", "rename icon", "✎"); rename.title = "Rename"; rename.type = "button";
-    rename.addEventListener("click", async () => {
-      const title = prompt("Name this conversation", s.title || "");
-      if (title === null) return;
-      try { await api("sessions/" + encodeURIComponent(s.id) + "/title", "PUT", { title }); refreshSessions(); } catch (e) { toast(e.message); }
-    });
-    li.append(open, rename);
+    li.appendChild(open);
+    if (s.id) {
+      const rename = el("button", "rename icon", "✎"); rename.title = "Rename"; rename.type = "button";
+      rename.addEventListener("click", async () => {
+        const title = prompt("Name this conversation", s.title || "");
+        if (title === null) return;
+        try { await api("sessions/" + encodeURIComponent(s.id) + "/title", "PUT", { title }); refreshSessions(); } catch (e) { toast(e.message); }
+      });
+      li.appendChild(rename);
+    }
     ul.appendChild(li);
   }
 }
@@ -464,150 +633,12 @@ function showView(name) {
     $("view-" + v).hidden = v !== name;
     $("tab-" + v).classList.toggle("active", v === name);
   }
-  if (name === "operate") showPane(showPane.current || "channels");
+  if (viewOpened[name]) viewOpened[name]();
 }
+/** What a view does when it opens (the operate views fill this in: operate.js). */
+export const viewOpened = {};
 document.querySelectorAll("header .tab").forEach(b => b.addEventListener("click", () => showView(b.dataset.view)));
-
-const panes = { channels: loadChannels, cron: loadCron, pairing: loadPairing, memory: loadMemory, usage: loadUsage, log: loadLog };
-function showPane(name) {
-  showPane.current = name;
-  document.querySelectorAll("#operate-nav button").forEach(b => b.classList.toggle("active", b.dataset.pane === name));
-  document.querySelectorAll(".pane").forEach(p => { p.hidden = p.id !== "pane-" + name; });
-  panes[name]().catch(e => toast(e.message));
-}
-document.querySelectorAll("#operate-nav button").forEach(b => b.addEventListener("click", () => showPane(b.dataset.pane)));
-
-function table(headers, rows) {
-  const t = el("table");
-  const head = el("tr"); headers.forEach(h => head.appendChild(el("th", "", h))); t.appendChild(head);
-  for (const r of rows) { const tr = el("tr"); r.forEach(c => { const td = el("td"); if (c instanceof Node) td.appendChild(c); else td.textContent = c ?? ""; tr.appendChild(td); }); t.appendChild(tr); }
-  return t;
-}
-
-function button(label, cls, onClick) {
-  const b = el("button", cls, label); b.type = "button";
-  b.addEventListener("click", async () => { b.disabled = true; try { await onClick(); } catch (e) { toast(e.message); } b.disabled = false; });
-  return b;
-}
-
-async function loadChannels() {
-  const s = await api("status");
-  $("pane-channels").replaceChildren(
-    el("p", "hint", `Model ${s.model} · ${s.turns_running} turn(s) running, ${s.turns_done} done · ${s.live_sessions} chat(s) in memory`),
-    table(["Channel", "State", "Who may talk"], s.channels.map(c => [c.name, el("span", "conn " + ((c.connection || {}).state || ""), c.state), c.dm_policy + (c.allow_from ? ` (+${c.allow_from} allowed)` : "")])));
-}
-
-async function loadCron() {
-  // By default a job's answer comes to the chat open on this page.
-  if (!$("cron-deliver").value) $("cron-deliver").value = "web:" + chat;
-  const { jobs } = await api("cron");
-  const box = $("cron-jobs");
-  box.replaceChildren();
-  if (!jobs.length) box.appendChild(el("p", "hint", "No jobs yet."));
-  for (const j of jobs) {
-    const card = el("div", "card job-card" + (j.enabled ? "" : " paused"));
-    card.dataset.id = j.id;
-    card.append(el("h3", "", j.name + (j.enabled ? "" : " (paused)")), el("div", "explained", j.explained), el("div", "hint", j.schedule + (j.deliver_to ? " → " + j.deliver_to : "")),
-      el("div", "", j.message),
-      el("div", "hint", `next: ${j.next_run || "—"} · last: ${j.last_run || "never"}${j.last_status ? " (" + j.last_status + ")" : ""}${j.last_error ? " — " + j.last_error : ""}`));
-    const buttons = el("div", "buttons");
-    buttons.append(
-      button("Run now", "run", async () => { await api(`cron/${j.id}/run`, "POST"); toast("Runs within a second"); loadCron(); }),
-      button(j.enabled ? "Pause" : "Resume", "pause", async () => { await api(`cron/${j.id}/enabled`, "PUT", { enabled: !j.enabled }); loadCron(); }),
-      button("Remove", "remove danger", async () => { if (confirm("Remove " + j.name + "?")) { await api(`cron/${j.id}`, "DELETE"); loadCron(); } }));
-    card.appendChild(buttons);
-    box.appendChild(card);
-  }
-}
-
-function scheduleForm() {
-  return { kind: $("cron-kind").value, value: $("cron-value").value, tz: $("cron-tz").value || null };
-}
-
-let explainTimer;
-async function explain() {
-  const out = $("cron-explained");
-  if (!$("cron-value").value.trim()) { out.textContent = "Type a schedule: it is checked and explained here."; out.className = "hint"; return; }
-  try {
-    const r = await api("cron/explain", "POST", scheduleForm());
-    out.textContent = r.explained + " — next: " + r.next.join(", "); out.className = "hint ok";
-  } catch (e) { out.textContent = e.message; out.className = "hint bad"; }
-}
-["cron-kind", "cron-value", "cron-tz"].forEach(id => $(id).addEventListener("input", () => { clearTimeout(explainTimer); explainTimer = setTimeout(explain, 200); }));
-$("cron-kind").addEventListener("change", () => {
-  $("cron-value").placeholder = { cron: "0 9 * * 1-5", every: "30m", at: "+1h or 2026-05-01 09:00" }[$("cron-kind").value];
-  explain();
-});
-$("cron-form").addEventListener("submit", async ev => {
-  ev.preventDefault();
-  try {
-    await api("cron", "POST", { name: $("cron-name").value, schedule: scheduleForm(), message: $("cron-message").value, deliver_to: $("cron-deliver").value || null });
-    ["cron-name", "cron-value", "cron-message"].forEach(id => { $(id).value = ""; });
-    explain(); toast("Job added"); loadCron();
-  } catch (e) { toast(e.message); }
-});
-
-async function loadPairing() {
-  const { channels } = await api("pairing");
-  const pane = $("pane-pairing");
-  pane.replaceChildren();
-  for (const c of channels) {
-    const card = el("div", "card");
-    card.appendChild(el("h3", "", c.channel));
-    if (!c.pending.length) card.appendChild(el("p", "hint", "No pairing requests."));
-    for (const p of c.pending) {
-      const row = el("div", "pairing-request");
-      row.dataset.code = p.code;
-      row.append(el("span", "", `${p.name || p.sender} (${p.sender}) · code ${p.code}`),
-        button("Approve", "approve", async () => { await api(`pairing/${c.channel}/${p.code}/approve`, "POST"); toast("Approved"); loadPairing(); }),
-        button("Deny", "deny danger", async () => { await api(`pairing/${c.channel}/${p.code}/deny`, "POST"); loadPairing(); }));
-      card.appendChild(row);
-    }
-    if (c.approved.length) card.appendChild(el("p", "hint approved", "Approved: " + c.approved.map(a => a.name || a.sender).join(", ")));
-    pane.appendChild(card);
-  }
-}
-
-async function loadMemory() {
-  const m = await api("memory");
-  for (const which of ["memory", "user"]) {
-    $(which + "-text").value = m[which].text;
-    $(which + "-count").textContent = `${m[which].text.length} / ${m[which].limit} characters`;
-  }
-  const { skills, problems } = await api("skills");
-  const box = $("skills");
-  box.replaceChildren(el("h3", "", "Skills"));
-  if (!skills.length) box.appendChild(el("p", "hint", "No skills."));
-  for (const s of skills) {
-    const d = el("details", "card skill");
-    const sum = el("summary"); sum.append(el("b", "", s.name), el("span", "hint", " · " + s.source + " · " + s.description));
-    const body = el("div", "md"); renderInto(body, s.body);
-    d.append(sum, el("div", "hint", s.path), body);
-    box.appendChild(d);
-  }
-  for (const p of problems) box.appendChild(el("p", "hint bad", p));
-}
-for (const which of ["memory", "user"]) {
-  $(which + "-save").addEventListener("click", async () => {
-    try { const r = await api("memory/" + which, "PUT", { text: $(which + "-text").value }); $(which + "-count").textContent = `${r.chars} / ${r.limit} characters`; toast("Saved " + r.file); }
-    catch (e) { toast(e.message); }
-  });
-}
-
-async function loadUsage() {
-  const { days } = await api("usage");
-  const total = days.reduce((a, d) => a + d.cost_usd, 0);
-  $("pane-usage").replaceChildren(
-    el("p", "hint", `Last 30 days: about $${total.toFixed(2)}` + (days.some(d => d.some_unpriced) ? " (some models have no known price)" : "")),
-    table(["Day (UTC)", "Input tokens", "From cache", "Output tokens", "Cost"], days.map(d => [d.day, d.input_tokens.toLocaleString(), d.cache_read_tokens.toLocaleString(), d.output_tokens.toLocaleString(), "$" + d.cost_usd.toFixed(4)])));
-}
-
-async function loadLog() {
-  const { text } = await api("log");
-  const pre = $("log-text"); pre.textContent = text || "(empty)"; pre.scrollTop = pre.scrollHeight;
-}
-$("log-refresh").addEventListener("click", () => loadLog().catch(e => toast(e.message)));
 
 // ---- start -----------------------------------------------------------------
 
-window.addEventListener("DOMContentLoaded", () => { connect(); refreshSessions(); });
+window.addEventListener("DOMContentLoaded", () => { showFilter(); connect(); refreshSessions(); });
