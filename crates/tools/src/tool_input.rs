@@ -1,13 +1,15 @@
 //! A tool's input as a Rust type: one `#[derive(Deserialize, JsonSchema)]`
 //! struct per tool is both the schema the model sees ([`schema_for`]) and
 //! what `execute` reads ([`parse`]). The fields' doc comments are the
-//! parameters' descriptions, so write them for the model, short; a
-//! struct's own doc comment is for Rust readers and is left out.
+//! parameters' descriptions, so write them for the model, short.
 //!
 //! Every tool's schema travels in every request, so [`schema_for`] keeps it
 //! as lean as a hand-written one: no `$schema`, `title` or `format`,
 //! definitions inlined, and an optional field written as its type alone
-//! (absent means "not given"; `null` is not offered).
+//! (absent means "not given"; `null` is not offered). The doc comments of
+//! the input struct itself, of nested structs and enums and of enum
+//! variants are for Rust readers and are left out; a field's doc comment
+//! describes the field.
 //!
 //! ```
 //! use ferroclaw_tools::tool_input::{AtLeastOne, parse, schema_for};
@@ -50,33 +52,57 @@ use crate::ToolError;
 /// The input schema of a tool whose input is `T`, lean (see the module docs).
 pub fn schema_for<T: JsonSchema>() -> Value {
     let mut settings = schemars::generate::SchemaSettings::draft2020_12();
-    settings.inline_subschemas = true;
     settings.meta_schema = None;
-    let mut schema = settings.into_generator().into_root_schema_for::<T>().to_value();
-    lean(&mut schema);
+    let root = settings.into_generator().into_root_schema_for::<T>().to_value();
+    let Value::Object(mut root) = root else { return root };
+    // Nested types come as definitions, so that a type's own doc comment
+    // (for Rust readers) stays apart from a field's (for the model).
+    let definitions = root.remove("$defs").unwrap_or_default();
+    root.remove("description");
+    root.entry("properties").or_insert_with(|| json!({}));
+    let mut schema = Value::Object(root);
+    lean(&mut schema, &definitions);
     schema
 }
 
 /// Strips what schemars adds beyond what a model needs, everywhere in
-/// `schema`: titles, formats, defaults, the meta-schema and definitions,
-/// the `null` alternative of optional fields, and the doc comments of
-/// nested input structs (a field's own doc comment describes it).
-fn lean(schema: &mut Value) {
+/// `schema`: titles, formats and defaults, the `null` alternative of
+/// optional fields; a reference to one of `definitions` is replaced by
+/// the definition, without its doc comment.
+fn lean(schema: &mut Value, definitions: &Value) {
     let Value::Object(map) = schema else { return };
-    for key in ["$schema", "$defs", "title", "format", "default"] {
+    for key in ["$schema", "title", "format", "default"] {
         map.remove(key);
     }
-    if map.contains_key("properties") {
-        map.remove("description");
-    }
     drop_null_alternative(map);
+    inline_definition(map, definitions);
     constants_as_enum(map);
     for (key, value) in map.iter_mut() {
         match (key.as_str(), value) {
-            ("properties", Value::Object(fields)) => fields.values_mut().for_each(lean),
+            ("properties", Value::Object(fields)) => {
+                fields.values_mut().for_each(|field| lean(field, definitions));
+            }
             ("enum" | "const" | "required" | "examples", _) => {}
-            (_, Value::Array(schemas)) => schemas.iter_mut().for_each(lean),
-            (_, value) => lean(value),
+            (_, Value::Array(schemas)) => schemas.iter_mut().for_each(|s| lean(s, definitions)),
+            (_, value) => lean(value, definitions),
+        }
+    }
+}
+
+/// `{"$ref": "#/$defs/Step", "description": ...}` becomes the definition
+/// of `Step` with the field's own keys (its description) kept.
+fn inline_definition(map: &mut Map<String, Value>, definitions: &Value) {
+    let Some(Value::String(target)) = map.get("$ref") else { return };
+    let Some(Value::Object(definition)) =
+        target.strip_prefix("#/$defs/").and_then(|name| definitions.get(name))
+    else {
+        return;
+    };
+    let definition = definition.clone();
+    map.remove("$ref");
+    for (key, value) in definition {
+        if key != "description" {
+            map.entry(key).or_insert(value);
         }
     }
 }
@@ -238,6 +264,7 @@ mod tests {
         edits: Vec<Pair>,
         /// A field may be called `format` or `title`.
         format: Option<Mode>,
+        mode: Mode,
     }
 
     /// Doc for Rust readers only.
@@ -249,6 +276,7 @@ mod tests {
         replace_all: Option<bool>,
     }
 
+    /// Doc for Rust readers only.
     #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(rename_all = "snake_case")]
     enum Mode {
@@ -277,11 +305,25 @@ mod tests {
                         "type": "string",
                         "enum": ["content", "files_with_matches"],
                         "description": "A field may be called `format` or `title`."
-                    }
+                    },
+                    "mode": {"type": "string", "enum": ["content", "files_with_matches"]}
                 },
                 "additionalProperties": false,
-                "required": ["path", "edits"]
+                "required": ["path", "edits", "mode"]
             })
+        );
+    }
+
+    /// An input with no fields.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Nothing {}
+
+    #[test]
+    fn an_input_with_no_fields_still_lists_its_properties() {
+        assert_eq!(
+            schema_for::<Nothing>(),
+            json!({"type": "object", "properties": {}, "additionalProperties": false})
         );
     }
 
