@@ -162,3 +162,58 @@ fn the_first_request_with_every_default_tool_fits_in_16_kb() {
         assert!(bytes < FIRST_REQUEST_BYTES, "{wire:?}: the first request is {bytes} bytes");
     }
 }
+
+/// The parts of a schema a model never needs, which a generated schema
+/// would carry unless trimmed (titles, formats, `null` alternatives,
+/// definitions to follow).
+const NOT_LEAN: [&str; 8] =
+    ["$schema", "$defs", "$ref", "title", "format", "default", "anyOf", "oneOf"];
+
+/// Every schema object in `schema` that holds one of [`NOT_LEAN`] or
+/// offers `null`, by JSON pointer.
+fn not_lean(schema: &serde_json::Value, at: &str, found: &mut Vec<String>) {
+    use serde_json::Value;
+    let Value::Object(map) = schema else { return };
+    for key in NOT_LEAN.iter().filter(|k| map.contains_key(**k)) {
+        found.push(format!("{at}/{key}"));
+    }
+    let types = map.get("type").map(|t| t.to_string()).unwrap_or_default();
+    if types.contains("null") {
+        found.push(format!("{at}/type"));
+    }
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("properties", Value::Object(fields)) => {
+                for (name, field) in fields {
+                    not_lean(field, &format!("{at}/properties/{name}"), found);
+                }
+            }
+            ("enum" | "required", _) => {}
+            (_, Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    not_lean(item, &format!("{at}/{key}/{i}"), found);
+                }
+            }
+            (_, value) => not_lean(value, &format!("{at}/{key}"), found),
+        }
+    }
+}
+
+#[test]
+fn every_default_tool_schema_is_a_plain_object_schema_with_nothing_a_model_does_not_need() {
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("hi").into()]);
+    let (code, _, stderr) = run(&mut env.oneshot("hello", &[]));
+    assert_eq!(code, 0, "{stderr}");
+    let body = env.request_body(0);
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    assert!(tools.len() >= 20, "every default tool is offered ({})", tools.len());
+    for tool in tools {
+        let (name, schema) = (&tool["name"], &tool["input_schema"]);
+        assert_eq!(schema["type"], "object", "{name}: {schema}");
+        assert!(jsonschema::validator_for(schema).is_ok(), "{name}: a valid schema: {schema}");
+        assert_eq!(schema["additionalProperties"], false, "{name}: unknown arguments are refused");
+        let mut found = Vec::new();
+        not_lean(schema, "", &mut found);
+        assert!(found.is_empty(), "{name}: {found:?} in {schema}");
+    }
+}

@@ -17,8 +17,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Around, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, Wrapped};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::extract::SymbolKind;
 use crate::render::{self, LEGEND, Page};
@@ -166,31 +169,106 @@ async fn answer(
     }
 }
 
-fn page_of(input: &Value) -> Page {
-    let offset = input["offset"].as_u64().unwrap_or(0) as usize;
-    let max_chars = input["max_chars"]
-        .as_u64()
-        .map_or(render::DEFAULT_MAX_CHARS, |m| (m as usize).clamp(500, 50_000));
-    Page { offset, max_chars }
+/// The paging arguments every code tool takes.
+#[derive(Deserialize, JsonSchema)]
+struct PageArgs {
+    /// Lines to skip (paging).
+    #[schemars(range(min = 0))]
+    offset: Option<u64>,
+    /// Answer budget in characters (default 6000).
+    #[schemars(range(min = 500))]
+    max_chars: Option<u64>,
 }
 
-fn string_arg(input: &Value, key: &str) -> Result<String, ToolError> {
-    match input[key].as_str().map(str::trim) {
-        Some(s) if !s.is_empty() => Ok(s.to_string()),
-        _ => Err(ToolError::InvalidArguments(format!("`{key}` must be a non-empty string"))),
+impl From<PageArgs> for Page {
+    fn from(args: PageArgs) -> Page {
+        let offset = args.offset.unwrap_or(0) as usize;
+        let max_chars =
+            args.max_chars.map_or(render::DEFAULT_MAX_CHARS, |m| (m as usize).clamp(500, 50_000));
+        Page { offset, max_chars }
     }
 }
 
-fn schema(props: Value, required: &[&str]) -> Value {
-    let mut props = props;
-    if let Some(map) = props.as_object_mut() {
-        map.insert(
-            "offset".into(),
-            json!({"type": "integer", "minimum": 0, "description": "Lines to skip (paging)."}),
-        );
-        map.insert("max_chars".into(), json!({"type": "integer", "minimum": 500, "description": "Answer budget in characters (default 6000)."}));
+/// `code_outline`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false))]
+struct OutlineArgs {
+    /// File path, relative to the project or absolute.
+    path: String,
+    #[serde(flatten)]
+    page: PageArgs,
+}
+
+/// `code_find`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false))]
+struct FindArgs {
+    /// Part of a symbol name, e.g. `open` or `Store::open`.
+    query: String,
+    kind: Option<KindArg>,
+    #[serde(flatten)]
+    page: PageArgs,
+}
+
+/// The kinds `code_find` may be limited to.
+#[derive(Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum KindArg {
+    Function,
+    Method,
+    Class,
+    Struct,
+    Enum,
+    Trait,
+    Interface,
+    Module,
+    Constant,
+}
+
+impl From<KindArg> for SymbolKind {
+    fn from(kind: KindArg) -> SymbolKind {
+        match kind {
+            KindArg::Function => SymbolKind::Function,
+            KindArg::Method => SymbolKind::Method,
+            KindArg::Class => SymbolKind::Class,
+            KindArg::Struct => SymbolKind::Struct,
+            KindArg::Enum => SymbolKind::Enum,
+            KindArg::Trait | KindArg::Interface => SymbolKind::Trait,
+            KindArg::Module => SymbolKind::Module,
+            KindArg::Constant => SymbolKind::Constant,
+        }
     }
-    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+/// The input of `code_definition` and `code_impact`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false))]
+struct SymbolArgs {
+    /// A name, `Type::name`/`Type.name`, or `path:name`.
+    symbol: String,
+    #[serde(flatten)]
+    page: PageArgs,
+}
+
+/// The input of `code_callers` and `code_callees`.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = false))]
+struct HopsArgs {
+    /// A name, `Type::name`/`Type.name`, or `path:name`.
+    symbol: String,
+    /// Hops to follow (default 1).
+    #[schemars(range(min = 1, max = MAX_DEPTH))]
+    depth: Option<u64>,
+    #[serde(flatten)]
+    page: PageArgs,
+}
+
+/// `value` trimmed, refused when empty.
+fn non_empty(key: &str, value: &str) -> Result<String, ToolError> {
+    match value.trim() {
+        "" => Err(ToolError::InvalidArguments(format!("`{key}` must be a non-empty string"))),
+        s => Ok(s.to_string()),
+    }
 }
 
 /// Which question a [`CodeTool`] answers.
@@ -258,70 +336,53 @@ impl CodeQuery {
         }
     }
 
-    /// The tool's own arguments and which are required (paging is added by [`schema`]).
-    fn properties(self) -> (Value, &'static [&'static str]) {
-        let symbol = json!({"type": "string", "description": "A name, `Type::name`/`Type.name`, or `path:name`."});
+    /// The tool's input schema.
+    fn schema(self) -> Value {
         match self {
-            CodeQuery::Outline => (
-                json!({"path": {"type": "string", "description": "File path, relative to the project or absolute."}}),
-                &["path"],
-            ),
-            CodeQuery::Find => (
-                json!({
-                    "query": {"type": "string", "description": "Part of a symbol name, e.g. `open` or `Store::open`."},
-                    "kind": {"type": "string", "enum": ["function", "method", "class", "struct", "enum", "trait", "interface", "module", "constant"]}
-                }),
-                &["query"],
-            ),
-            CodeQuery::Definition | CodeQuery::Impact => (json!({"symbol": symbol}), &["symbol"]),
-            CodeQuery::Callers | CodeQuery::Callees => (
-                json!({
-                    "symbol": symbol,
-                    "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "Hops to follow (default 1)."}
-                }),
-                &["symbol"],
-            ),
+            CodeQuery::Outline => schema_for::<OutlineArgs>(),
+            CodeQuery::Find => schema_for::<FindArgs>(),
+            CodeQuery::Definition | CodeQuery::Impact => schema_for::<SymbolArgs>(),
+            CodeQuery::Callers | CodeQuery::Callees => schema_for::<HopsArgs>(),
         }
     }
 
     /// Checks the arguments and returns the question to put to the index.
-    fn question(self, input: &Value, workspace: &Path) -> Result<Question, ToolError> {
-        let depth = input["depth"].as_u64().unwrap_or(1).clamp(1, MAX_DEPTH) as usize;
+    fn question(self, input: Value, workspace: &Path) -> Result<(Question, Page), ToolError> {
         Ok(match self {
             CodeQuery::Outline => {
-                let path = string_arg(input, "path")?;
+                let args: OutlineArgs = parse(input)?;
+                let path = non_empty("path", &args.path)?;
                 let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
                 let rel = Path::new(&path)
                     .strip_prefix(&root)
                     .or_else(|_| Path::new(&path).strip_prefix(workspace))
                     .map_or(path.clone(), |r| r.to_string_lossy().into_owned());
-                Box::new(move |index: &CodeIndex| {
+                let question: Question = Box::new(move |index: &CodeIndex| {
                     let symbols = index.outline(&rel)?;
                     Ok((
                         format!("outline of {rel}: {} symbols", symbols.len()),
                         render::outline_lines(&symbols),
                     ))
-                })
+                });
+                (question, args.page.into())
             }
             CodeQuery::Find => {
-                let query = string_arg(input, "query")?;
-                let kind = match input["kind"].as_str() {
-                    Some(k) => Some(SymbolKind::parse(k).ok_or_else(|| {
-                        ToolError::InvalidArguments(format!("unknown kind `{k}`"))
-                    })?),
-                    None => None,
-                };
-                Box::new(move |index: &CodeIndex| {
+                let args: FindArgs = parse(input)?;
+                let query = non_empty("query", &args.query)?;
+                let kind = args.kind.map(SymbolKind::from);
+                let question: Question = Box::new(move |index: &CodeIndex| {
                     let found = index.find(&query, kind, 500)?;
                     Ok((
                         format!("{} symbols matching `{query}`", found.len()),
                         render::symbol_lines(&found),
                     ))
-                })
+                });
+                (question, args.page.into())
             }
             CodeQuery::Definition => {
-                let symbol = string_arg(input, "symbol")?;
-                Box::new(move |index: &CodeIndex| {
+                let args: SymbolArgs = parse(input)?;
+                let symbol = non_empty("symbol", &args.symbol)?;
+                let question: Question = Box::new(move |index: &CodeIndex| {
                     let found = index.definition(&symbol)?;
                     if found.is_empty() {
                         return Err(Error::UnknownSymbol(symbol));
@@ -330,23 +391,34 @@ impl CodeQuery {
                         format!("{} definitions of `{symbol}`", found.len()),
                         render::symbol_lines(&found),
                     ))
-                })
+                });
+                (question, args.page.into())
             }
             CodeQuery::Callers => {
-                let symbol = string_arg(input, "symbol")?;
-                Box::new(move |index: &CodeIndex| {
+                let args: HopsArgs = parse(input)?;
+                let symbol = non_empty("symbol", &args.symbol)?;
+                let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH) as usize;
+                let question: Question = Box::new(move |index: &CodeIndex| {
                     Ok(render::callers_lines(&index.callers(&symbol, depth)?))
-                })
+                });
+                (question, args.page.into())
             }
             CodeQuery::Callees => {
-                let symbol = string_arg(input, "symbol")?;
-                Box::new(move |index: &CodeIndex| {
+                let args: HopsArgs = parse(input)?;
+                let symbol = non_empty("symbol", &args.symbol)?;
+                let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH) as usize;
+                let question: Question = Box::new(move |index: &CodeIndex| {
                     Ok(render::callees_lines(&index.callees(&symbol, depth)?))
-                })
+                });
+                (question, args.page.into())
             }
             CodeQuery::Impact => {
-                let symbol = string_arg(input, "symbol")?;
-                Box::new(move |index: &CodeIndex| Ok(render::impact_lines(&index.impact(&symbol)?)))
+                let args: SymbolArgs = parse(input)?;
+                let symbol = non_empty("symbol", &args.symbol)?;
+                let question: Question = Box::new(move |index: &CodeIndex| {
+                    Ok(render::impact_lines(&index.impact(&symbol)?))
+                });
+                (question, args.page.into())
             }
         })
     }
@@ -374,15 +446,14 @@ impl Tool for CodeTool {
         self.query.description()
     }
     fn input_schema(&self) -> Value {
-        let (props, required) = self.query.properties();
-        schema(props, required)
+        self.query.schema()
     }
     fn read_only(&self) -> bool {
         true
     }
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let question = self.query.question(&input, &self.shared.workspace)?;
-        answer(&self.shared, question, page_of(&input)).await
+        let (question, page) = self.query.question(input, &self.shared.workspace)?;
+        answer(&self.shared, question, page).await
     }
 }
 

@@ -45,8 +45,9 @@ pub struct MemorySection {
     pub user_chars: Option<usize>,
 }
 
-/// Which memory file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which memory file (the `memory` tool's `target`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Target {
     /// `memory/MEMORY.md`: facts.
     Memory,

@@ -6,11 +6,21 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferroclaw_protocol::AgentEvent;
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::approval::{Approver, PlanVerdict};
 use crate::permission::{PermissionMode, Permissions};
+
+/// `exit_plan_mode`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ExitPlanModeArgs {
+    plan: String,
+}
 
 /// The `exit_plan_mode` tool.
 pub struct ExitPlanModeTool {
@@ -31,12 +41,7 @@ impl Tool for ExitPlanModeTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"plan": {"type": "string"}},
-            "required": ["plan"],
-            "additionalProperties": false
-        })
+        schema_for::<ExitPlanModeArgs>()
     }
 
     /// Presenting a plan changes nothing, so it runs in plan mode.
@@ -51,7 +56,8 @@ impl Tool for ExitPlanModeTool {
                     .into(),
             ));
         }
-        let plan = input["plan"].as_str().unwrap_or_default().trim();
+        let ExitPlanModeArgs { plan } = parse(input)?;
+        let plan = plan.trim();
         if plan.is_empty() {
             return Err(ToolError::InvalidArguments("the plan is empty".into()));
         }

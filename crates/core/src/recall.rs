@@ -8,10 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, params};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::clock;
 
@@ -223,6 +226,15 @@ fn fts_query(query: &str) -> Option<String> {
     (!terms.is_empty()).then(|| terms.join(" OR "))
 }
 
+/// `session_search`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SessionSearchArgs {
+    query: String,
+    #[schemars(range(min = 1, max = MAX_SEARCH_LIMIT))]
+    limit: Option<u64>,
+}
+
 /// `session_search(query, limit?)`.
 pub struct SessionSearchTool {
     recall: Arc<Recall>,
@@ -248,15 +260,7 @@ impl Tool for SessionSearchTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        })
+        schema_for::<SessionSearchArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -264,10 +268,10 @@ impl Tool for SessionSearchTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let query = input["query"].as_str().unwrap_or_default();
-        let limit = input["limit"]
-            .as_u64()
-            .map_or(DEFAULT_SEARCH_LIMIT, |n| (n as usize).clamp(1, MAX_SEARCH_LIMIT));
+        let args: SessionSearchArgs = parse(input)?;
+        let query = args.query.as_str();
+        let limit =
+            args.limit.map_or(DEFAULT_SEARCH_LIMIT, |n| (n as usize).clamp(1, MAX_SEARCH_LIMIT));
         let hits =
             self.recall.search(query, limit).map_err(|e| ToolError::Failed(e.to_string()))?;
         if hits.is_empty() {

@@ -6,8 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ferroclaw_protocol::{AgentEvent, ContentBlock, Message, TodoItem, TodoStatus};
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 /// Most items a list may hold.
 pub const MAX_TODOS: usize = 50;
@@ -130,6 +133,43 @@ pub fn add_reminder(results: &mut Vec<ContentBlock>) {
 /// The `todo_write` tool.
 pub struct TodoWriteTool(pub TodoList);
 
+/// `todo_write`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TodoWriteArgs {
+    items: Vec<ItemArgs>,
+}
+
+/// One item of `todo_write`'s list ([`TodoItem`] as the model writes it).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ItemArgs {
+    content: String,
+    status: StatusArg,
+    /// Shown while in progress.
+    active_form: Option<String>,
+}
+
+/// [`TodoStatus`] as the model writes it.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum StatusArg {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl From<ItemArgs> for TodoItem {
+    fn from(item: ItemArgs) -> Self {
+        let status = match item.status {
+            StatusArg::Pending => TodoStatus::Pending,
+            StatusArg::InProgress => TodoStatus::InProgress,
+            StatusArg::Completed => TodoStatus::Completed,
+        };
+        TodoItem { content: item.content, status, active_form: item.active_form }
+    }
+}
+
 #[async_trait]
 impl Tool for TodoWriteTool {
     fn name(&self) -> &str {
@@ -143,26 +183,7 @@ impl Tool for TodoWriteTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "items": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string"},
-                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                            "active_form": {"type": "string", "description": "Shown while in progress."}
-                        },
-                        "required": ["content", "status"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["items"],
-            "additionalProperties": false
-        })
+        schema_for::<TodoWriteArgs>()
     }
 
     /// Only session state changes: no approval needed, and plan mode may use it.
@@ -171,8 +192,8 @@ impl Tool for TodoWriteTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let items: Vec<TodoItem> = serde_json::from_value(input["items"].clone())
-            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        let args: TodoWriteArgs = parse(input)?;
+        let items: Vec<TodoItem> = args.items.into_iter().map(TodoItem::from).collect();
         self.0.replace(items.clone()).map_err(ToolError::Refused)?;
         ctx.emit(AgentEvent::Todos { items: items.clone() });
         let done = items.iter().filter(|i| i.status == TodoStatus::Completed).count();

@@ -4,8 +4,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{AtLeastOne, parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::bus::OutboundMessage;
 use crate::channel::ChannelError;
@@ -17,6 +20,55 @@ use crate::sessions::SessionKey;
 /// Keeps a message one session sent in another chat's history (see
 /// [`crate::handover`]).
 pub type KeepInHistory = Arc<dyn Fn(&SessionKey, Handed) + Send + Sync>;
+
+/// `message`'s input (unknown fields are ignored, as they always were).
+#[derive(Deserialize, JsonSchema)]
+struct MessageArgs {
+    /// The message, in Markdown.
+    content: String,
+    /// Channel name; default: the current one.
+    channel: Option<String>,
+    /// Chat id on that channel; default: the current chat.
+    chat_id: Option<String>,
+    /// Files to send with it: paths in the workspace (images go as pictures, others as documents) or URLs.
+    media: Option<Vec<String>>,
+}
+
+/// `cron`'s input (unknown fields are ignored, as they always were).
+#[derive(Deserialize, JsonSchema)]
+struct CronArgs {
+    action: CronAction,
+    /// What to do when it runs (add).
+    message: Option<String>,
+    name: Option<String>,
+    every_seconds: Option<AtLeastOne>,
+    cron_expr: Option<String>,
+    tz: Option<String>,
+    at: Option<String>,
+    job_id: Option<String>,
+}
+
+/// What `cron` does.
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum CronAction {
+    Add,
+    List,
+    Remove,
+    Run,
+}
+
+impl CronAction {
+    /// The action as the model wrote it, quoted (`"remove"`).
+    fn quoted(self) -> &'static str {
+        match self {
+            Self::Add => "\"add\"",
+            Self::List => "\"list\"",
+            Self::Remove => "\"remove\"",
+            Self::Run => "\"run\"",
+        }
+    }
+}
 
 /// `message(content, channel?, chat_id?, media?)`: sends a message now,
 /// by default to the chat the agent is talking to.
@@ -48,16 +100,7 @@ impl Tool for MessageTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "content": {"type": "string", "description": "The message, in Markdown."},
-                "channel": {"type": "string", "description": "Channel name; default: the current one."},
-                "chat_id": {"type": "string", "description": "Chat id on that channel; default: the current chat."},
-                "media": {"type": "array", "items": {"type": "string"}, "description": "Files to send with it: paths in the workspace (images go as pictures, others as documents) or URLs."}
-            },
-            "required": ["content"]
-        })
+        schema_for::<MessageArgs>()
     }
 
     /// A message to the chat the turn is in, with files of the workspace
@@ -72,12 +115,13 @@ impl Tool for MessageTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let text = |k: &str| input[k].as_str().filter(|s| !s.is_empty()).map(str::to_string);
-        let channel = text("channel").unwrap_or_else(|| self.channel.clone());
-        let chat_id = text("chat_id").unwrap_or_else(|| self.chat_id.clone());
+        let args: MessageArgs = parse(input)?;
+        let given = |v: Option<String>| v.filter(|s| !s.is_empty());
+        let channel = given(args.channel).unwrap_or_else(|| self.channel.clone());
+        let chat_id = given(args.chat_id).unwrap_or_else(|| self.chat_id.clone());
         // Files go by their real path, and only from inside the workspace.
         let mut media = Vec::new();
-        for m in input["media"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        for m in args.media.iter().flatten() {
             if crate::media::is_url(m) {
                 media.push(m.to_string());
                 continue;
@@ -94,7 +138,7 @@ impl Tool for MessageTool {
                 }
             }
         }
-        let content = text("content").unwrap_or_default();
+        let content = args.content;
         let message = OutboundMessage {
             channel: channel.clone(),
             chat_id: chat_id.clone(),
@@ -161,38 +205,26 @@ impl Tool for CronTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["add", "list", "remove", "run"]},
-                "message": {"type": "string", "description": "What to do when it runs (add)."},
-                "name": {"type": "string"},
-                "every_seconds": {"type": "integer", "minimum": 1},
-                "cron_expr": {"type": "string"},
-                "tz": {"type": "string"},
-                "at": {"type": "string"},
-                "job_id": {"type": "string"}
-            },
-            "required": ["action"]
-        })
+        schema_for::<CronArgs>()
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let text = |k: &str| input[k].as_str().filter(|s| !s.trim().is_empty());
-        let result = match input["action"].as_str().unwrap_or_default() {
-            "list" => self.store.load().await.map(|f| {
+        let args: CronArgs = parse(input)?;
+        let text = given;
+        let result = match args.action {
+            CronAction::List => self.store.load().await.map(|f| {
                 let mine: Vec<CronJob> = f.jobs.into_iter().filter(|j| self.is_mine(j)).collect();
                 list_jobs(&mine)
             }),
-            "remove" | "run" => {
-                let Some(id) = text("job_id") else {
-                    return Ok(ToolOutput::error(format!("{} needs job_id", input["action"])));
+            action @ (CronAction::Remove | CronAction::Run) => {
+                let Some(id) = text(&args.job_id) else {
+                    return Ok(ToolOutput::error(format!("{} needs job_id", action.quoted())));
                 };
                 let id = match self.my_job(id).await {
                     Ok(id) => id,
                     Err(e) => return Ok(ToolOutput::error(e)),
                 };
-                if input["action"] == "remove" {
+                if action == CronAction::Remove {
                     self.store
                         .remove(&id)
                         .await
@@ -201,21 +233,20 @@ impl Tool for CronTool {
                     self.store.run_now(&id).await.map(|j| format!("job {} runs now", j.id))
                 }
             }
-            "add" => {
-                let Some(message) = text("message") else {
+            CronAction::Add => {
+                let Some(message) = text(&args.message) else {
                     return Ok(ToolOutput::error("add needs message"));
                 };
-                let schedule =
-                    match (input["every_seconds"].as_u64(), text("cron_expr"), text("at")) {
-                        (Some(s), None, None) => Schedule::every(s * 1000),
-                        (None, Some(expr), None) => Schedule::cron(expr, text("tz")),
-                        (None, None, Some(at)) => parse_at(at).map(Schedule::at),
-                        _ => {
-                            return Ok(ToolOutput::error(
-                                "add needs exactly one of every_seconds, cron_expr, at",
-                            ));
-                        }
-                    };
+                let schedule = match (args.every_seconds, text(&args.cron_expr), text(&args.at)) {
+                    (Some(s), None, None) => Schedule::every(s.get() * 1000),
+                    (None, Some(expr), None) => Schedule::cron(expr, text(&args.tz)),
+                    (None, None, Some(at)) => parse_at(at).map(Schedule::at),
+                    _ => {
+                        return Ok(ToolOutput::error(
+                            "add needs exactly one of every_seconds, cron_expr, at",
+                        ));
+                    }
+                };
                 let payload = Payload {
                     message: message.to_string(),
                     deliver: true,
@@ -223,7 +254,7 @@ impl Tool for CronTool {
                     to: Some(self.chat_id.clone()),
                 };
                 let job =
-                    schedule.and_then(|s| CronJob::new(text("name").unwrap_or(""), s, payload));
+                    schedule.and_then(|s| CronJob::new(text(&args.name).unwrap_or(""), s, payload));
                 let added = match job {
                     Ok(job) => self.store.add(job).await,
                     Err(e) => Err(e),
@@ -237,13 +268,17 @@ impl Tool for CronTool {
                     )
                 })
             }
-            other => return Ok(ToolOutput::error(format!("unknown action {other:?}"))),
         };
         Ok(match result {
             Ok(text) => ToolOutput::text(text),
             Err(e) => ToolOutput::error(e.to_string()),
         })
     }
+}
+
+/// A text argument that is given and not blank.
+fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|s| !s.trim().is_empty())
 }
 
 impl CronTool {
@@ -307,6 +342,7 @@ pub fn list_jobs(jobs: &[CronJob]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_workspace_file_to_the_chat_itself_needs_no_approval_anything_else_is_asked() {

@@ -4,8 +4,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::connection::Connection;
@@ -105,6 +108,24 @@ impl Tool for McpTool {
     }
 }
 
+/// `mcp_list_resources`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListResourcesArgs {
+    /// Only this server's resources.
+    server: Option<String>,
+}
+
+/// `mcp_read_resource`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadResourceArgs {
+    /// The server's name.
+    server: String,
+    /// The resource URI.
+    uri: String,
+}
+
 /// `mcp_list_resources(server?)`.
 pub(crate) struct ListResources(pub Arc<Inner>);
 
@@ -117,14 +138,14 @@ impl Tool for ListResources {
         "Lists the resources (files, records, documents) that connected MCP servers offer, one per line as `server: uri (name, mime type) description`, and their resource templates as `server: uri-template (template, name, mime type) description` (fill in the {placeholders} to get a URI). Give `server` to list one server's only. Read one with mcp_read_resource."
     }
     fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"server": {"type": "string", "description": "Only this server's resources."}}, "additionalProperties": false})
+        schema_for::<ListResourcesArgs>()
     }
     fn read_only(&self) -> bool {
         true
     }
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let server = input["server"].as_str();
-        match self.0.list_resources(server).await {
+        let args: ListResourcesArgs = parse(input)?;
+        match self.0.list_resources(args.server.as_deref()).await {
             Ok(lines) if lines.is_empty() => Ok(ToolOutput::text("(no resources)")),
             Ok(lines) => Ok(ToolOutput::text(lines.join("\n"))),
             Err(e) => Ok(ToolOutput::error(e.to_string())),
@@ -144,17 +165,14 @@ impl Tool for ReadResource {
         "Reads one resource of an MCP server by its URI (from mcp_list_resources or a resource link in a tool result). Text comes back as text, images as images, other binary data as a note with its type and size."
     }
     fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "server": {"type": "string", "description": "The server's name."},
-            "uri": {"type": "string", "description": "The resource URI."}
-        }, "required": ["server", "uri"], "additionalProperties": false})
+        schema_for::<ReadResourceArgs>()
     }
     fn read_only(&self) -> bool {
         true
     }
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let server = input["server"].as_str().unwrap_or_default();
-        let uri = input["uri"].as_str().unwrap_or_default().to_string();
+        let ReadResourceArgs { server, uri } = parse(input)?;
+        let server = server.as_str();
         let conn = match self.0.connection(server) {
             Ok(c) => c,
             Err(e) => return Ok(ToolOutput::error(e.to_string())),

@@ -18,7 +18,10 @@ use ferroclaw_core::session::SessionMeta;
 use ferroclaw_core::{Approver, Permissions};
 use ferroclaw_llm::Provider;
 use ferroclaw_protocol::{AgentEvent, Message};
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -206,6 +209,16 @@ impl SubAgents {
 /// The `task` tool (also answers to `spawn`).
 pub(crate) struct TaskTool(pub(crate) Arc<SubAgents>);
 
+/// `task`'s input; `agent_type`'s choices are filled in at run time.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TaskArgs {
+    /// A few words, shown to the user.
+    description: String,
+    prompt: String,
+    agent_type: Option<String>,
+}
+
 #[async_trait]
 impl Tool for TaskTool {
     fn name(&self) -> &str {
@@ -219,19 +232,14 @@ impl Tool for TaskTool {
     }
 
     fn input_schema(&self) -> Value {
+        let mut schema = schema_for::<TaskArgs>();
+        // The agent types are known at run time: named here, one line each.
         let types: Vec<String> = self.0.types().iter().map(|t| t.name.clone()).collect();
         let listing: Vec<String> =
             self.0.types().iter().map(|t| format!("{}: {}", t.name, t.description)).collect();
-        json!({
-            "type": "object",
-            "properties": {
-                "description": {"type": "string", "description": "A few words, shown to the user."},
-                "prompt": {"type": "string"},
-                "agent_type": {"type": "string", "enum": types, "description": listing.join("; ")}
-            },
-            "required": ["description", "prompt"],
-            "additionalProperties": false
-        })
+        schema["properties"]["agent_type"]["enum"] = json!(types);
+        schema["properties"]["agent_type"]["description"] = json!(listing.join("; "));
+        schema
     }
 
     /// Delegating changes nothing by itself: every call the sub-agent makes
@@ -241,7 +249,8 @@ impl Tool for TaskTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let kind_name = input["agent_type"].as_str().unwrap_or("general");
+        let args: TaskArgs = parse(input)?;
+        let kind_name = args.agent_type.as_deref().unwrap_or("general");
         let kind = self.0.types().iter().find(|t| t.name == kind_name).ok_or_else(|| {
             let names: Vec<&str> = self.0.types().iter().map(|t| t.name.as_str()).collect();
             ToolError::InvalidArguments(format!(
@@ -249,8 +258,7 @@ impl Tool for TaskTool {
                 names.join(", ")
             ))
         })?;
-        let description = input["description"].as_str().unwrap_or_default();
-        let prompt = input["prompt"].as_str().unwrap_or_default();
+        let (description, prompt) = (args.description.as_str(), args.prompt.as_str());
         if prompt.trim().is_empty() {
             return Err(ToolError::InvalidArguments("the prompt is empty".into()));
         }

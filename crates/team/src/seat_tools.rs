@@ -8,8 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{AtLeastOne, parse, schema_for};
 use ferroclaw_tools::{Around, Tool, ToolContext, ToolError, ToolOutput};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::board::TaskBoard;
 use crate::config::{LEAD, MemberStatus, Request, Team};
@@ -102,6 +106,75 @@ enum Kind {
     ClaimTask(TaskBoard),
 }
 
+/// The input of `list_teammates`, `read_inbox` and `idle`: nothing.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+/// `send_message`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SendMessageArgs {
+    to: String,
+    content: String,
+    msg_type: Option<MsgType>,
+}
+
+/// The kinds of message `send_message` sends (protocol messages have their
+/// own tools).
+#[derive(PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum MsgType {
+    Message,
+    Broadcast,
+}
+
+/// `broadcast`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BroadcastArgs {
+    content: String,
+}
+
+/// `shutdown_request`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShutdownRequestArgs {
+    teammate: String,
+}
+
+/// `shutdown_response`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShutdownResponseArgs {
+    request_id: Option<String>,
+    approve: bool,
+    reason: Option<String>,
+}
+
+/// `submit_plan`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SubmitPlanArgs {
+    plan: String,
+}
+
+/// `plan_approval`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PlanApprovalArgs {
+    request_id: Option<String>,
+    approve: bool,
+    feedback: Option<String>,
+}
+
+/// `claim_task`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ClaimTaskArgs {
+    task_id: AtLeastOne,
+}
+
 /// One team tool acting for a seat.
 #[derive(Debug)]
 pub struct SeatTool {
@@ -160,29 +233,16 @@ impl Tool for SeatTool {
     }
 
     fn input_schema(&self) -> Value {
-        let string = json!({"type": "string"});
-        let (props, required): (Value, Vec<&str>) = match self.kind {
-            Kind::ListTeammates | Kind::ReadInbox | Kind::Idle => (json!({}), vec![]),
-            Kind::SendMessage => (
-                json!({"to": string, "content": string, "msg_type": {"type": "string", "enum": ["message", "broadcast"]}}),
-                vec!["to", "content"],
-            ),
-            Kind::Broadcast => (json!({"content": string}), vec!["content"]),
-            Kind::ShutdownRequest => (json!({"teammate": string}), vec!["teammate"]),
-            Kind::ShutdownResponse => (
-                json!({"request_id": string, "approve": {"type": "boolean"}, "reason": string}),
-                vec!["approve"],
-            ),
-            Kind::SubmitPlan => (json!({"plan": string}), vec!["plan"]),
-            Kind::PlanApproval => (
-                json!({"request_id": string, "approve": {"type": "boolean"}, "feedback": string}),
-                vec!["approve"],
-            ),
-            Kind::ClaimTask(_) => {
-                (json!({"task_id": {"type": "integer", "minimum": 1}}), vec!["task_id"])
-            }
-        };
-        json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+        match self.kind {
+            Kind::ListTeammates | Kind::ReadInbox | Kind::Idle => schema_for::<NoArgs>(),
+            Kind::SendMessage => schema_for::<SendMessageArgs>(),
+            Kind::Broadcast => schema_for::<BroadcastArgs>(),
+            Kind::ShutdownRequest => schema_for::<ShutdownRequestArgs>(),
+            Kind::ShutdownResponse => schema_for::<ShutdownResponseArgs>(),
+            Kind::SubmitPlan => schema_for::<SubmitPlanArgs>(),
+            Kind::PlanApproval => schema_for::<PlanApprovalArgs>(),
+            Kind::ClaimTask(_) => schema_for::<ClaimTaskArgs>(),
+        }
     }
 
     fn read_only(&self) -> bool {
@@ -197,7 +257,7 @@ impl Tool for SeatTool {
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let seat = self.seat.clone();
         let kind = self.kind.clone();
-        tokio::task::spawn_blocking(move || run(&seat, &kind, &input))
+        tokio::task::spawn_blocking(move || run(&seat, &kind, input))
             .await
             .map_err(|e| ToolError::Failed(format!("the team tool failed: {e}")))?
             .map(ToolOutput::text)
@@ -208,9 +268,7 @@ impl Tool for SeatTool {
     }
 }
 
-fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
-    let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-    let approve = input.get("approve").and_then(Value::as_bool).unwrap_or(false);
+fn run(seat: &Seat, kind: &Kind, input: Value) -> Result<String, TeamError> {
     let team = &seat.team;
     match kind {
         Kind::ListTeammates => {
@@ -226,20 +284,14 @@ fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
                 .join("\n"))
         }
         Kind::SendMessage => {
-            let kind = match text("msg_type").as_str() {
-                "" | "message" => MessageType::Message,
-                "broadcast" => return broadcast(seat, &text("content")),
-                other => {
-                    return Err(TeamError::Invalid(format!(
-                        "msg_type {other:?}: use message or broadcast (protocol messages have their own tools)"
-                    )));
-                }
-            };
-            let to = text("to");
-            team.send(&InboxMessage::new(kind, &seat.name, &to, &text("content")))?;
+            let SendMessageArgs { to, content, msg_type } = args(input)?;
+            if msg_type == Some(MsgType::Broadcast) {
+                return broadcast(seat, &content);
+            }
+            team.send(&InboxMessage::new(MessageType::Message, &seat.name, &to, &content))?;
             Ok(format!("Sent to {to}."))
         }
-        Kind::Broadcast => broadcast(seat, &text("content")),
+        Kind::Broadcast => broadcast(seat, &args::<BroadcastArgs>(input)?.content),
         Kind::ReadInbox => {
             let batch = seat.reader.read()?;
             if batch.messages.is_empty() {
@@ -248,7 +300,7 @@ fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
             Ok(batch.render())
         }
         Kind::ShutdownRequest => {
-            let to = text("teammate");
+            let to = args::<ShutdownRequestArgs>(input)?.teammate;
             let member = team
                 .load()?
                 .and_then(|c| c.members.into_iter().find(|m| m.name == to))
@@ -274,10 +326,11 @@ fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
             ))
         }
         Kind::ShutdownResponse => {
-            let id = request_id(team, &text("request_id"), &seat.name, "shutdown")?;
+            let ShutdownResponseArgs { request_id: given, approve, reason } = args(input)?;
+            let id = request_id(team, &given.unwrap_or_default(), &seat.name, "shutdown")?;
             let request = team.resolve_request(&id, &seat.name, approve)?;
             // An answer without a reason still says what it is.
-            let reason = match (text("reason"), approve) {
+            let reason = match (reason.unwrap_or_default(), approve) {
                 (r, _) if !r.trim().is_empty() => r,
                 (_, true) => "Shutting down.".to_string(),
                 (_, false) => "Not shutting down (no reason given).".to_string(),
@@ -303,7 +356,7 @@ fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
             if seat.is_lead() {
                 return Err(TeamError::Invalid("the lead has no one to submit a plan to".into()));
             }
-            let plan = text("plan");
+            let plan = args::<SubmitPlanArgs>(input)?.plan;
             if plan.trim().is_empty() {
                 return Err(TeamError::Invalid("the plan is empty".into()));
             }
@@ -318,9 +371,10 @@ fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
             ))
         }
         Kind::PlanApproval => {
-            let id = request_id(team, &text("request_id"), &seat.name, "plan")?;
+            let PlanApprovalArgs { request_id: given, approve, feedback } = args(input)?;
+            let id = request_id(team, &given.unwrap_or_default(), &seat.name, "plan")?;
             let request = team.resolve_request(&id, &seat.name, approve)?;
-            let feedback = match (text("feedback"), approve) {
+            let feedback = match (feedback.unwrap_or_default(), approve) {
                 (f, _) if !f.trim().is_empty() => f,
                 (_, true) => "Plan approved.".to_string(),
                 (_, false) => "Plan rejected (no feedback given).".to_string(),
@@ -346,7 +400,7 @@ fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
                 .into())
         }
         Kind::ClaimTask(board) => {
-            let id = input.get("task_id").and_then(Value::as_u64).unwrap_or(0);
+            let id = args::<ClaimTaskArgs>(input)?.task_id.get();
             let task =
                 board.claim(id, &seat.name).map_err(|e| TeamError::Invalid(e.to_string()))?;
             Ok(format!(
@@ -355,6 +409,14 @@ fn run(seat: &Seat, kind: &Kind, input: &Value) -> Result<String, TeamError> {
             ))
         }
     }
+}
+
+/// `input` read as `T`; a bad argument is refused as [`TeamError::Invalid`].
+fn args<T: DeserializeOwned>(input: Value) -> Result<T, TeamError> {
+    parse(input).map_err(|e| match e {
+        ToolError::InvalidArguments(why) => TeamError::Invalid(why),
+        other => TeamError::Invalid(other.to_string()),
+    })
 }
 
 /// The request answered: `given`, or when it is empty the one pending
@@ -438,6 +500,7 @@ impl Around for PlanGate {
 mod tests {
     use super::*;
     use crate::config::Member;
+    use serde_json::json;
 
     #[test]
     fn a_shutdown_answer_without_a_reason_still_tells_the_lead_what_it_is() {
@@ -459,8 +522,8 @@ mod tests {
         .unwrap();
         let lead = Seat::new(team.clone(), LEAD);
         let alice = Seat::new(team.clone(), "alice");
-        run(&lead, &Kind::ShutdownRequest, &json!({"teammate": "alice"})).unwrap();
-        run(&alice, &Kind::ShutdownResponse, &json!({"approve": true})).unwrap();
+        run(&lead, &Kind::ShutdownRequest, json!({"teammate": "alice"})).unwrap();
+        run(&alice, &Kind::ShutdownResponse, json!({"approve": true})).unwrap();
         let inbox = std::fs::read_to_string(team.inbox_dir().join("lead.jsonl")).unwrap();
         let answer: InboxMessage = serde_json::from_str(inbox.lines().last().unwrap()).unwrap();
         assert_eq!(answer.content, "Shutting down.");

@@ -5,8 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{AtLeastOne, parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::board::TaskBoard;
 use crate::error::BoardError;
@@ -47,6 +50,47 @@ pub struct TaskListTool(pub TaskBoard);
 #[derive(Debug, Clone)]
 pub struct TaskGetTool(pub TaskBoard);
 
+/// `task_create`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TaskCreateArgs {
+    /// A short title.
+    subject: String,
+    /// What done means.
+    description: Option<String>,
+}
+
+/// `task_update`'s input (the id lists in learn-claude-code's spelling).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TaskUpdateArgs {
+    task_id: AtLeastOne,
+    status: Option<TaskStatus>,
+    owner: Option<String>,
+    subject: Option<String>,
+    description: Option<String>,
+    #[serde(rename = "addBlockedBy")]
+    add_blocked_by: Option<Vec<AtLeastOne>>,
+    #[serde(rename = "removeBlockedBy")]
+    remove_blocked_by: Option<Vec<AtLeastOne>>,
+    #[serde(rename = "addBlocks")]
+    add_blocks: Option<Vec<AtLeastOne>>,
+    #[serde(rename = "removeBlocks")]
+    remove_blocks: Option<Vec<AtLeastOne>>,
+}
+
+/// `task_list`'s input: nothing.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TaskListArgs {}
+
+/// `task_get`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TaskGetArgs {
+    task_id: AtLeastOne,
+}
+
 #[async_trait]
 impl Tool for TaskCreateTool {
     fn name(&self) -> &str {
@@ -60,20 +104,12 @@ impl Tool for TaskCreateTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "subject": {"type": "string", "description": "A short title."},
-                "description": {"type": "string", "description": "What done means."}
-            },
-            "required": ["subject"],
-            "additionalProperties": false
-        })
+        schema_for::<TaskCreateArgs>()
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let subject = string(&input, "subject").unwrap_or_default().to_string();
-        let description = string(&input, "description").unwrap_or_default().to_string();
+        let TaskCreateArgs { subject, description } = parse(input)?;
+        let description = description.unwrap_or_default();
         let board = self.0.clone();
         let task = blocking(move || board.create(&subject, &description)).await?;
         Ok(ToolOutput::text(task_json(&task)))
@@ -94,44 +130,25 @@ impl Tool for TaskUpdateTool {
     }
 
     fn input_schema(&self) -> Value {
-        let ids = json!({"type": "array", "items": {"type": "integer", "minimum": 1}});
-        json!({
-            "type": "object",
-            "properties": {
-                "task_id": {"type": "integer", "minimum": 1},
-                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                "owner": {"type": "string"},
-                "subject": {"type": "string"},
-                "description": {"type": "string"},
-                "addBlockedBy": ids.clone(),
-                "removeBlockedBy": ids.clone(),
-                "addBlocks": ids.clone(),
-                "removeBlocks": ids
-            },
-            "required": ["task_id"],
-            "additionalProperties": false
-        })
+        schema_for::<TaskUpdateArgs>()
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let id = task_id(&input)?;
+        let args: TaskUpdateArgs = parse(input)?;
+        let id = args.task_id.get();
+        let task_ids = |ids: Option<Vec<AtLeastOne>>| {
+            ids.unwrap_or_default().into_iter().map(AtLeastOne::get).collect()
+        };
         let update = TaskUpdate {
-            status: match string(&input, "status") {
-                Some(name) => Some(TaskStatus::parse(name).ok_or_else(|| {
-                    ToolError::InvalidArguments(format!(
-                        "status {name:?} is not one of pending, in_progress, completed"
-                    ))
-                })?),
-                None => None,
-            },
-            owner: string(&input, "owner").map(str::to_string),
-            subject: string(&input, "subject").map(str::to_string),
-            description: string(&input, "description").map(str::to_string),
+            status: args.status,
+            owner: args.owner,
+            subject: args.subject,
+            description: args.description,
             worktree: None,
-            add_blocked_by: ids(&input, "addBlockedBy")?,
-            remove_blocked_by: ids(&input, "removeBlockedBy")?,
-            add_blocks: ids(&input, "addBlocks")?,
-            remove_blocks: ids(&input, "removeBlocks")?,
+            add_blocked_by: task_ids(args.add_blocked_by),
+            remove_blocked_by: task_ids(args.remove_blocked_by),
+            add_blocks: task_ids(args.add_blocks),
+            remove_blocks: task_ids(args.remove_blocks),
         };
         let board = self.0.clone();
         let updated = blocking(move || board.update(id, &update)).await?;
@@ -160,7 +177,7 @@ impl Tool for TaskListTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {}, "additionalProperties": false})
+        schema_for::<TaskListArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -185,12 +202,7 @@ impl Tool for TaskGetTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"task_id": {"type": "integer", "minimum": 1}},
-            "required": ["task_id"],
-            "additionalProperties": false
-        })
+        schema_for::<TaskGetArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -198,7 +210,7 @@ impl Tool for TaskGetTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let id = task_id(&input)?;
+        let id = parse::<TaskGetArgs>(input)?.task_id.get();
         let board = self.0.clone();
         let task = blocking(move || board.get(id)).await?;
         Ok(ToolOutput::text(task_json(&task)))
@@ -225,34 +237,4 @@ async fn blocking<T: Send + 'static>(
 /// The task as the pretty JSON of its file.
 fn task_json(task: &Task) -> String {
     serde_json::to_string_pretty(task).unwrap_or_else(|e| format!("(cannot show the task: {e})"))
-}
-
-fn string<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
-    input.get(key).and_then(Value::as_str)
-}
-
-/// The required `task_id`.
-fn task_id(input: &Value) -> Result<u64, ToolError> {
-    input
-        .get("task_id")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| ToolError::InvalidArguments("`task_id` (a task number) is required".into()))
-}
-
-/// The optional list of task ids `key`.
-fn ids(input: &Value, key: &str) -> Result<Vec<u64>, ToolError> {
-    match input.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                v.as_u64().ok_or_else(|| {
-                    ToolError::InvalidArguments(format!("`{key}` holds {v}, not a task number"))
-                })
-            })
-            .collect(),
-        Some(v) => Err(ToolError::InvalidArguments(format!(
-            "`{key}` must be a list of task numbers, got {v}"
-        ))),
-    }
 }

@@ -6,10 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::args::{flag, optional_positive, optional_str, required_str};
 use crate::background::{JobManager, JobOptions, JobStatus};
+use crate::tool_input::{AtLeastOne, parse, schema_for};
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// The three background-job tools sharing `manager`: `background_run`,
@@ -34,6 +36,34 @@ pub struct CheckBackgroundTool(pub JobManager);
 #[derive(Debug, Clone)]
 pub struct KillBackgroundTool(pub JobManager);
 
+/// `background_run`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BackgroundRunArgs {
+    command: String,
+    /// In SECONDS (default 1800).
+    timeout: Option<AtLeastOne>,
+    /// Outlive the session (default false).
+    detached: Option<bool>,
+    /// What it does in a few words, shown to the user.
+    #[allow(dead_code, reason = "the front ends show it from the call's input")]
+    description: Option<String>,
+}
+
+/// `check_background`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CheckBackgroundArgs {
+    id: Option<String>,
+}
+
+/// `kill_background`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KillBackgroundArgs {
+    id: String,
+}
+
 #[async_trait]
 impl Tool for BackgroundRunTool {
     fn name(&self) -> &str {
@@ -49,24 +79,15 @@ impl Tool for BackgroundRunTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string"},
-                "timeout": {"type": "integer", "minimum": 1, "description": "In SECONDS (default 1800)."},
-                "detached": {"type": "boolean", "description": "Outlive the session (default false)."},
-                "description": {"type": "string", "description": "What it does in a few words, shown to the user."}
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
+        schema_for::<BackgroundRunArgs>()
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let command = required_str(&input, "command")?;
+        let args: BackgroundRunArgs = parse(input)?;
+        let command = args.command.as_str();
         let max = self.0.max_timeout();
         let mut note = String::new();
-        let timeout = optional_positive(&input, "timeout")?.map(Duration::from_secs);
+        let timeout = args.timeout.map(|s| Duration::from_secs(s.get()));
         if let Some(asked) = timeout
             && asked > max
         {
@@ -76,7 +97,7 @@ impl Tool for BackgroundRunTool {
                 max.as_secs()
             );
         }
-        let detached = flag(&input, "detached", false);
+        let detached = args.detached.unwrap_or(false);
         let sandbox = Sandbox::from_context(ctx);
         let id = self.0.start(
             command,
@@ -114,13 +135,7 @@ impl Tool for CheckBackgroundTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"}
-            },
-            "additionalProperties": false
-        })
+        schema_for::<CheckBackgroundArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -128,7 +143,8 @@ impl Tool for CheckBackgroundTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        self.0.check(optional_str(&input, "id")).map(ToolOutput::text)
+        let args: CheckBackgroundArgs = parse(input)?;
+        self.0.check(args.id.as_deref()).map(ToolOutput::text)
     }
 }
 
@@ -144,18 +160,12 @@ impl Tool for KillBackgroundTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"}
-            },
-            "required": ["id"],
-            "additionalProperties": false
-        })
+        schema_for::<KillBackgroundArgs>()
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let id = required_str(&input, "id")?;
+        let KillBackgroundArgs { id } = parse(input)?;
+        let id = id.as_str();
         let before = self.0.job(id)?;
         let job = self.0.kill(id).await?;
         let text = match job.status {

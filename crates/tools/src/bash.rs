@@ -9,14 +9,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
-use crate::args::{optional_positive, required_str};
 use crate::bash_output::Capture;
 use crate::deny::dangerous_command;
 use crate::landlock::WriteConfinement;
+use crate::tool_input::{AtLeastOne, parse, schema_for};
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Timeout when none is given, in milliseconds (Claude Code's Bash default).
@@ -26,6 +28,19 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// After the shell exits, how long to keep reading output that background
 /// children still write to the shared pipe.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
+
+/// `bash`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BashArgs {
+    command: String,
+    /// In MILLISECONDS (default 120000).
+    #[schemars(range(max = MAX_TIMEOUT_MS))]
+    timeout: Option<AtLeastOne>,
+    /// What it does in a few words, shown to the user.
+    #[allow(dead_code, reason = "the front ends show it from the call's input")]
+    description: Option<String>,
+}
 
 /// Runs shell commands; `cd` in one call carries over to the next.
 #[derive(Debug, Default)]
@@ -63,25 +78,17 @@ impl Tool for BashTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string"},
-                "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "In MILLISECONDS (default 120000)."},
-                "description": {"type": "string", "description": "What it does in a few words, shown to the user."}
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
+        schema_for::<BashArgs>()
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let command = required_str(&input, "command")?;
+        let args: BashArgs = parse(input)?;
+        let command = args.command.as_str();
         if command.trim().is_empty() {
             return Err(ToolError::InvalidArguments("command is empty".to_string()));
         }
         let mut notes = Vec::new();
-        let timeout_ms = match optional_positive(&input, "timeout")?.unwrap_or(DEFAULT_TIMEOUT_MS) {
+        let timeout_ms = match args.timeout.map_or(DEFAULT_TIMEOUT_MS, AtLeastOne::get) {
             ms if ms > MAX_TIMEOUT_MS => {
                 notes
                     .push(format!("timeout {ms} ms is over the maximum; used {MAX_TIMEOUT_MS} ms"));

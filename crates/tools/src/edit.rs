@@ -4,15 +4,17 @@
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::args::{flag, required_str};
 use crate::closest::closest_lines;
 use crate::file_limit::{
     DEFAULT_MAX_FILE_BYTES, binary_refusal, human_size, looks_binary, read_bounded,
 };
 use crate::lines::{line_of, numbered_excerpt};
 use crate::stale_write::APPLIED_TO_CHANGED;
+use crate::tool_input::{parse, schema_for};
 use crate::write::atomic_write;
 use crate::{CHANGED_SINCE_READ, Change};
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
@@ -40,22 +42,12 @@ impl Tool for EditTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "old_string": {"type": "string"},
-                "new_string": {"type": "string"},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
+        schema_for::<EditArgs>()
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let edit = Replacement::from_json(&input)?;
-        let (sandbox, path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
+        let (raw, edit) = EditArgs::parse(input)?;
+        let (sandbox, path, shown) = resolve_existing(ctx, &raw)?;
         let reads = ctx.reads.clone();
         let max = ctx.sandbox.max_file_bytes;
         tokio::task::spawn_blocking(move || {
@@ -114,40 +106,19 @@ pub fn edit_text(
     match tool {
         "multi_edit" => crate::multi_edit::edit_all(
             original,
-            &edits_of(input)?,
+            &crate::multi_edit::MultiEditArgs::parse(input.clone())?.1,
             shown,
             stale,
             DEFAULT_MAX_FILE_BYTES,
         ),
         _ => edit_once(
             original,
-            &Replacement::from_json(input)?,
+            &EditArgs::parse(input.clone())?.1,
             shown,
             stale,
             DEFAULT_MAX_FILE_BYTES,
         ),
     }
-}
-
-/// `multi_edit`'s `edits`, checked.
-pub(crate) fn edits_of(input: &Value) -> Result<Vec<Replacement>, ToolError> {
-    let edits = input
-        .get("edits")
-        .and_then(Value::as_array)
-        .ok_or_else(|| ToolError::InvalidArguments("`edits` (an array) is required".to_string()))?
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            Replacement::from_json(e)
-                .map_err(|err| ToolError::InvalidArguments(format!("edit #{}: {err}", i + 1)))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if edits.is_empty() {
-        return Err(ToolError::InvalidArguments(
-            "`edits` is empty; give at least one edit".to_string(),
-        ));
-    }
-    Ok(edits)
 }
 
 /// What an edit's result adds when the file had changed since the
@@ -164,14 +135,23 @@ pub(crate) struct Replacement {
     pub replace_all: bool,
 }
 
-impl Replacement {
-    /// Reads `old_string`, `new_string` and `replace_all` from a JSON object.
-    pub(crate) fn from_json(value: &Value) -> Result<Self, ToolError> {
-        Ok(Self {
-            old: required_str(value, "old_string")?.to_owned(),
-            new: required_str(value, "new_string")?.to_owned(),
-            replace_all: flag(value, "replace_all", false),
-        })
+/// `edit`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EditArgs {
+    path: String,
+    old_string: String,
+    new_string: String,
+    /// Replace every occurrence (default false).
+    replace_all: Option<bool>,
+}
+
+impl EditArgs {
+    /// The path and the replacement `input` asks for.
+    fn parse(input: Value) -> Result<(String, Replacement), ToolError> {
+        let args: Self = parse(input)?;
+        let replace_all = args.replace_all.unwrap_or(false);
+        Ok((args.path, Replacement { old: args.old_string, new: args.new_string, replace_all }))
     }
 }
 

@@ -7,15 +7,27 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use globset::GlobBuilder;
 use ignore::WalkState;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::args::{optional_str, required_str};
 use crate::beneath::Recheck;
+use crate::tool_input::{parse, schema_for};
 use crate::walk::{walk_threads, walker};
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Paths listed at most (Claude Code's Glob shows 100; paths are short).
 pub const MAX_GLOB_RESULTS: usize = 200;
+
+/// `glob`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GlobArgs {
+    /// e.g. **/*.rs
+    pattern: String,
+    /// Folder to search (default: the workspace).
+    path: Option<String>,
+}
 
 /// Finds files by glob pattern.
 #[derive(Debug, Default)]
@@ -34,15 +46,7 @@ impl Tool for GlobTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "e.g. **/*.rs"},
-                "path": {"type": "string", "description": "Folder to search (default: the workspace)."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+        schema_for::<GlobArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -50,9 +54,10 @@ impl Tool for GlobTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let pattern = required_str(&input, "pattern")?.trim();
+        let args: GlobArgs = parse(input)?;
+        let pattern = args.pattern.trim();
         let sandbox = Sandbox::from_context(ctx);
-        let base = sandbox.resolve(optional_str(&input, "path").unwrap_or("."))?;
+        let base = sandbox.resolve(args.path.as_deref().unwrap_or("."))?;
         if !base.is_dir() {
             return Err(ToolError::InvalidArguments(format!(
                 "path {} is not a folder",

@@ -12,11 +12,13 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{flag, optional_count, optional_positive, optional_str, required_str};
 use crate::grep_sink::{BREAK, Collect, OutputMode};
+use crate::tool_input::{AtLeastOne, parse, schema_for};
 use crate::walk::{walk_threads, walker};
 use crate::{Beneath, Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -44,25 +46,7 @@ impl Tool for GrepTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string"},
-                "path": {"type": "string", "description": "File or folder (default: the workspace)."},
-                "glob": {"type": "string", "description": "Only files matching it, e.g. *.{ts,tsx}"},
-                "type": {"type": "string", "description": "Only files of this ripgrep type: rust, py, js, ts, go, ..."},
-                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "files_with_matches (default): paths; content: path:line:text; count: path:count."},
-                "-i": {"type": "boolean", "description": "Ignore case."},
-                "-n": {"type": "boolean", "description": "Default true."},
-                "-A": {"type": "integer", "minimum": 0},
-                "-B": {"type": "integer", "minimum": 0},
-                "-C": {"type": "integer", "minimum": 0},
-                "multiline": {"type": "boolean", "description": "Matches may span lines; `.` matches newlines."},
-                "head_limit": {"type": "integer", "minimum": 1}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+        schema_for::<GrepArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -70,9 +54,10 @@ impl Tool for GrepTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let query = Query::from_json(&input)?;
+        let args: GrepArgs = parse(input)?;
         let sandbox = Sandbox::from_context(ctx);
-        let root = sandbox.resolve(optional_str(&input, "path").unwrap_or("."))?;
+        let root = sandbox.resolve(args.path.as_deref().unwrap_or("."))?;
+        let query = Query::from(args);
         let cancel = ctx.cancel.clone();
         let workspace = sandbox.workspace().to_path_buf();
         let search_root = root.clone();
@@ -103,36 +88,56 @@ struct Query {
     head_limit: usize,
 }
 
-impl Query {
-    fn from_json(input: &Value) -> Result<Self, ToolError> {
-        let mode = match optional_str(input, "output_mode").unwrap_or("files_with_matches") {
-            "content" => OutputMode::Content,
-            "files_with_matches" => OutputMode::FilesWithMatches,
-            "count" => OutputMode::Count,
-            other => {
-                return Err(ToolError::InvalidArguments(format!(
-                    "output_mode {other:?} is not one of content, files_with_matches, count"
-                )));
-            }
-        };
-        let context = optional_count(input, "-C")?.unwrap_or(0) as usize;
-        let before = optional_count(input, "-B")?.map_or(context, |n| n as usize);
-        let after = optional_count(input, "-A")?.map_or(context, |n| n as usize);
-        Ok(Self {
-            pattern: required_str(input, "pattern")?.to_owned(),
-            mode,
-            case_insensitive: flag(input, "-i", false),
-            line_numbers: flag(input, "-n", true),
-            before,
-            after,
-            multiline: flag(input, "multiline", false),
-            glob: optional_str(input, "glob").map(str::to_owned),
-            file_type: optional_str(input, "type").map(str::to_owned),
-            head_limit: optional_positive(input, "head_limit")?
-                .map_or(DEFAULT_HEAD_LIMIT, |n| n as usize),
-        })
-    }
+/// `grep`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GrepArgs {
+    pattern: String,
+    /// File or folder (default: the workspace).
+    path: Option<String>,
+    /// Only files matching it, e.g. *.{ts,tsx}
+    glob: Option<String>,
+    /// Only files of this ripgrep type: rust, py, js, ts, go, ...
+    #[serde(rename = "type")]
+    file_type: Option<String>,
+    /// files_with_matches (default): paths; content: path:line:text; count: path:count.
+    output_mode: Option<OutputMode>,
+    /// Ignore case.
+    #[serde(rename = "-i")]
+    case_insensitive: Option<bool>,
+    /// Default true.
+    #[serde(rename = "-n")]
+    line_numbers: Option<bool>,
+    #[serde(rename = "-A")]
+    after: Option<u64>,
+    #[serde(rename = "-B")]
+    before: Option<u64>,
+    #[serde(rename = "-C")]
+    context: Option<u64>,
+    /// Matches may span lines; `.` matches newlines.
+    multiline: Option<bool>,
+    head_limit: Option<AtLeastOne>,
+}
 
+impl From<GrepArgs> for Query {
+    fn from(args: GrepArgs) -> Self {
+        let context = args.context.unwrap_or(0) as usize;
+        Self {
+            pattern: args.pattern,
+            mode: args.output_mode.unwrap_or(OutputMode::FilesWithMatches),
+            case_insensitive: args.case_insensitive.unwrap_or(false),
+            line_numbers: args.line_numbers.unwrap_or(true),
+            before: args.before.map_or(context, |n| n as usize),
+            after: args.after.map_or(context, |n| n as usize),
+            multiline: args.multiline.unwrap_or(false),
+            glob: args.glob,
+            file_type: args.file_type,
+            head_limit: args.head_limit.map_or(DEFAULT_HEAD_LIMIT, |n| n.get() as usize),
+        }
+    }
+}
+
+impl Query {
     fn matcher(&self) -> Result<RegexMatcher, ToolError> {
         let mut builder = RegexMatcherBuilder::new();
         builder.case_insensitive(self.case_insensitive);

@@ -19,7 +19,8 @@ pub const MAX_GREP_LINE_CHARS: usize = 500;
 pub(crate) const BREAK: &[u8] = b"\0\n";
 
 /// What `grep` reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum OutputMode {
     Content,
     FilesWithMatches,

@@ -2,7 +2,8 @@
 //! written for the model, a JSON schema for its input and an async `execute`.
 //! The [`ToolRegistry`] keeps tools in insertion order, validates arguments
 //! against each tool's schema before running it, and can hand out a restricted
-//! copy of itself (`without`) for sub-agents.
+//! copy of itself (`without`) for sub-agents. A built-in tool's input is a
+//! typed struct whose schema is generated from it ([`tool_input`]).
 //!
 //! This crate does not decide whether a call may run (that is the permission
 //! gate in `ferroclaw-core`) and does not talk to models.
@@ -53,7 +54,6 @@
 //! assert_eq!(ferroclaw_tools::canonical_tool_name("Bash"), "bash");
 //! ```
 
-mod args;
 mod background;
 mod background_job;
 mod background_tools;
@@ -90,6 +90,7 @@ mod sandbox;
 pub mod shell;
 pub mod ssrf;
 mod stale_write;
+pub mod tool_input;
 mod walk;
 mod web_fetch;
 mod web_search;

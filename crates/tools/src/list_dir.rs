@@ -1,15 +1,25 @@
 //! `list_dir`: the entries of one folder with their kind and size.
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::args::optional_str;
 use crate::beneath::Recheck;
+use crate::tool_input::{parse, schema_for};
 use crate::walk::walker;
 use crate::{Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Entries listed at most.
 pub const MAX_LIST_ENTRIES: usize = 500;
+
+/// `list_dir`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListDirArgs {
+    /// Default: the workspace.
+    path: Option<String>,
+}
 
 /// Lists a folder.
 #[derive(Debug, Default)]
@@ -35,13 +45,7 @@ impl Tool for ListDirTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Default: the workspace."}
-            },
-            "additionalProperties": false
-        })
+        schema_for::<ListDirArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -49,8 +53,9 @@ impl Tool for ListDirTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: ListDirArgs = parse(input)?;
         let sandbox = Sandbox::from_context(ctx);
-        let dir = sandbox.resolve(optional_str(&input, "path").unwrap_or("."))?;
+        let dir = sandbox.resolve(args.path.as_deref().unwrap_or("."))?;
         let shown = sandbox.display(&dir);
         if !dir.is_dir() {
             return Err(ToolError::InvalidArguments(format!(

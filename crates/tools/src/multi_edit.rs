@@ -3,12 +3,12 @@
 use std::borrow::Cow;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::args::required_str;
-use crate::edit::{
-    EditFailure, Replacement, apply, edits_of, read_text, resolve_existing, stale_note,
-};
+use crate::edit::{EditFailure, Replacement, apply, read_text, resolve_existing, stale_note};
+use crate::tool_input::{parse, schema_for};
 use crate::write::atomic_write;
 use crate::{CHANGED_SINCE_READ, Change, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -29,33 +29,12 @@ impl Tool for MultiEditTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "edits": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "old_string": {"type": "string"},
-                            "new_string": {"type": "string"},
-                            "replace_all": {"type": "boolean"}
-                        },
-                        "required": ["old_string", "new_string"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["path", "edits"],
-            "additionalProperties": false
-        })
+        schema_for::<MultiEditArgs>()
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let edits = edits_of(&input)?;
-        let (sandbox, path, shown) = resolve_existing(ctx, required_str(&input, "path")?)?;
+        let (raw, edits) = MultiEditArgs::parse(input)?;
+        let (sandbox, path, shown) = resolve_existing(ctx, &raw)?;
         let reads = ctx.reads.clone();
         let max = ctx.sandbox.max_file_bytes;
         tokio::task::spawn_blocking(move || {
@@ -69,6 +48,46 @@ impl Tool for MultiEditTool {
         })
         .await
         .map_err(|e| ToolError::Failed(format!("multi_edit task failed: {e}")))?
+    }
+}
+
+/// `multi_edit`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MultiEditArgs {
+    path: String,
+    #[schemars(length(min = 1))]
+    edits: Vec<Step>,
+}
+
+/// One of `multi_edit`'s `edits`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Step {
+    old_string: String,
+    new_string: String,
+    replace_all: Option<bool>,
+}
+
+impl MultiEditArgs {
+    /// The path and the replacements `input` asks for, at least one.
+    pub(crate) fn parse(input: Value) -> Result<(String, Vec<Replacement>), ToolError> {
+        let args: Self = parse(input)?;
+        if args.edits.is_empty() {
+            return Err(ToolError::InvalidArguments(
+                "`edits` is empty; give at least one edit".to_string(),
+            ));
+        }
+        let edits = args
+            .edits
+            .into_iter()
+            .map(|step| Replacement {
+                old: step.old_string,
+                new: step.new_string,
+                replace_all: step.replace_all.unwrap_or(false),
+            })
+            .collect();
+        Ok((args.path, edits))
     }
 }
 

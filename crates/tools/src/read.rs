@@ -8,13 +8,15 @@ use std::path::Path;
 use async_trait::async_trait;
 use base64::Engine;
 use ferroclaw_protocol::ResultPart;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::args::{optional_positive, required_str};
 use crate::file_limit::{BINARY_SNIFF_BYTES, check_size, looks_binary};
 use crate::lines::push_numbered;
 use crate::read_ledger::{FileRead, Shown};
+use crate::tool_input::{AtLeastOne, at_least_one, parse, schema_for};
 use crate::{Beneath, Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Lines shown when no `limit` is given (Claude Code's Read default).
@@ -45,16 +47,7 @@ impl Tool for ReadTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Relative to the workspace, or absolute inside it."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line, 1-based (default 1)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Lines to show (default 2000)."}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
+        schema_for::<ReadArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -62,18 +55,11 @@ impl Tool for ReadTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let raw = required_str(&input, "path")?;
-        let offset = optional_positive(&input, "offset")
-            .map_err(|_| {
-                ToolError::InvalidArguments(
-                    "`offset` is a 1-based line number: use 1 for the first line".to_string(),
-                )
-            })?
-            .unwrap_or(1) as usize;
-        let limit =
-            optional_positive(&input, "limit")?.unwrap_or(DEFAULT_READ_LINES as u64) as usize;
+        let args: ReadArgs = parse(input)?;
+        let offset = args.offset.map_or(1, |n| n.0) as usize;
+        let limit = args.limit.map_or(DEFAULT_READ_LINES as u64, AtLeastOne::get) as usize;
         let sandbox = Sandbox::from_context(ctx);
-        let path = sandbox.resolve(raw)?;
+        let path = sandbox.resolve(&args.path)?;
         let shown = sandbox.display(&path);
         let (root, rel) = sandbox.beneath(&path)?;
         let name = shown.clone();
@@ -83,6 +69,40 @@ impl Tool for ReadTool {
                 .await
                 .map_err(|e| ToolError::Failed(format!("read task failed: {e}")))??;
         Ok(ctx.reads.answer(&path, &shown, file, &ctx.call_id))
+    }
+}
+
+/// `read`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    /// Relative to the workspace, or absolute inside it.
+    path: String,
+    /// First line, 1-based (default 1).
+    offset: Option<LineNumber>,
+    /// Lines to show (default 2000).
+    limit: Option<AtLeastOne>,
+}
+
+/// A 1-based line number: 0 is refused with a hint, not taken as the start.
+#[derive(Clone, Copy)]
+struct LineNumber(u64);
+
+impl<'de> Deserialize<'de> for LineNumber {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        at_least_one(deserializer, "a 1-based line number: use 1 for the first line").map(Self)
+    }
+}
+
+impl JsonSchema for LineNumber {
+    fn schema_name() -> Cow<'static, str> {
+        AtLeastOne::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        AtLeastOne::json_schema(generator)
+    }
+    fn inline_schema() -> bool {
+        true
     }
 }
 

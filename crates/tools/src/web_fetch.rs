@@ -11,11 +11,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::args::{optional_positive, optional_str, required_str};
 use crate::html::{html_to_markdown, html_to_text};
 use crate::ssrf::{CheckedResolver, PrivateAllowList, Refused};
+use crate::tool_input::{AtLeastOne, parse, schema_for};
 use crate::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Characters returned when no `max_chars` is given (as OpenClaw's web_fetch).
@@ -29,6 +31,26 @@ pub const MAX_REDIRECTS: usize = 5;
 /// Time allowed to connect, and for the whole request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const TOTAL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `web_fetch`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WebFetchArgs {
+    url: String,
+    /// For HTML (default markdown).
+    format: Option<Format>,
+    /// Cut the result here (default 20000).
+    #[schemars(range(max = MAX_MAX_CHARS))]
+    max_chars: Option<AtLeastOne>,
+}
+
+/// What HTML becomes.
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Format {
+    Markdown,
+    Text,
+}
 
 /// Fetches web pages.
 #[derive(Debug, Default)]
@@ -62,16 +84,7 @@ impl Tool for WebFetchTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "url": {"type": "string"},
-                "format": {"type": "string", "enum": ["markdown", "text"], "description": "For HTML (default markdown)."},
-                "max_chars": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_CHARS, "description": "Cut the result here (default 20000)."}
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        })
+        schema_for::<WebFetchArgs>()
     }
 
     // It changes nothing here, so it may run in plan mode and beside other
@@ -82,7 +95,8 @@ impl Tool for WebFetchTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let raw = required_str(&input, "url")?.trim();
+        let args: WebFetchArgs = parse(input)?;
+        let raw = args.url.trim();
         let url = reqwest::Url::parse(raw)
             .map_err(|e| ToolError::InvalidArguments(format!("{raw:?} is not a valid URL: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") {
@@ -91,17 +105,9 @@ impl Tool for WebFetchTool {
                 url.scheme()
             )));
         }
-        let markdown = match optional_str(&input, "format").unwrap_or("markdown") {
-            "markdown" => true,
-            "text" => false,
-            other => {
-                return Err(ToolError::InvalidArguments(format!(
-                    "format {other:?} is not one of markdown, text"
-                )));
-            }
-        };
-        let max_chars = optional_positive(&input, "max_chars")?
-            .map_or(DEFAULT_MAX_CHARS, |n| n.min(MAX_MAX_CHARS) as usize);
+        let markdown = args.format.unwrap_or(Format::Markdown) == Format::Markdown;
+        let max_chars =
+            args.max_chars.map_or(DEFAULT_MAX_CHARS, |n| n.get().min(MAX_MAX_CHARS) as usize);
         tokio::select! {
             result = self.fetch(url, markdown, max_chars) => result,
             _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),

@@ -4,9 +4,11 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::args::required_str;
+use crate::tool_input::{parse, schema_for};
 use crate::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Results returned when the model does not say.
@@ -152,6 +154,17 @@ impl WebSearchTool {
     }
 }
 
+/// `web_search`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WebSearchArgs {
+    /// What to search for.
+    query: String,
+    /// How many results (default 5).
+    #[schemars(range(min = 1, max = MAX_SEARCH_RESULTS))]
+    count: Option<u64>,
+}
+
 /// Drops `<strong>`-style tags some backends put in snippets.
 fn strip_tags(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -180,15 +193,7 @@ impl Tool for WebSearchTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What to search for."},
-                "count": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS, "description": "How many results (default 5)."}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        })
+        schema_for::<WebSearchArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -196,12 +201,12 @@ impl Tool for WebSearchTool {
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let query = required_str(&input, "query")?.trim();
+        let args: WebSearchArgs = parse(input)?;
+        let query = args.query.trim();
         if query.is_empty() {
             return Err(ToolError::InvalidArguments("the query is empty".into()));
         }
-        let count =
-            input["count"].as_u64().unwrap_or(DEFAULT_SEARCH_RESULTS).clamp(1, MAX_SEARCH_RESULTS);
+        let count = args.count.unwrap_or(DEFAULT_SEARCH_RESULTS).clamp(1, MAX_SEARCH_RESULTS);
         let hits = tokio::select! {
             hits = self.search(query, count) => hits?,
             _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),

@@ -4,10 +4,12 @@
 use std::path::Path;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::args::required_str;
 use crate::file_limit::read_bounded;
+use crate::tool_input::{parse, schema_for};
 use crate::{Change, Sandbox, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Writes a whole file, creating parent folders.
@@ -27,25 +29,17 @@ impl Tool for WriteTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "content": {"type": "string", "description": "The whole new content."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
+        schema_for::<WriteArgs>()
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let raw = required_str(&input, "path")?;
-        let content = required_str(&input, "content")?.to_owned();
+        let WriteArgs { path: raw, content } = parse(input)?;
         let sandbox = Sandbox::from_context(ctx);
-        let path = sandbox.resolve(raw)?;
+        let path = sandbox.resolve(&raw)?;
         let shown = sandbox.display(&path);
         let reads = ctx.reads.clone();
         let max = ctx.sandbox.max_file_bytes;
+        let len = content.len();
         let created = tokio::task::spawn_blocking(move || {
             let current = current_bytes(&sandbox, &path, max)?;
             reads.before_change(&path, current.as_deref(), Change::Whole)?;
@@ -55,10 +49,18 @@ impl Tool for WriteTool {
         })
         .await
         .map_err(|e| ToolError::Failed(format!("write task failed: {e}")))??;
-        let len = input["content"].as_str().map_or(0, str::len);
         let verb = if created { "Created" } else { "Overwrote" };
         Ok(ToolOutput::text(format!("{verb} {shown} ({len} bytes written)")))
     }
+}
+
+/// `write`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    path: String,
+    /// The whole new content.
+    content: String,
 }
 
 /// The bytes of the file at the resolved `path`, `None` when there is none

@@ -9,9 +9,12 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use ferroclaw_llm::ChatRequest;
 use ferroclaw_protocol::{AgentEvent, ProviderEvent, ToolSpec};
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
 use futures_util::StreamExt;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{Agent, EventSink, emit};
@@ -205,6 +208,14 @@ impl Agent {
     }
 }
 
+/// `compact`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CompactArgs {
+    /// What the summary must keep.
+    focus: Option<String>,
+}
+
 /// The `compact` tool: the model asks for its own history to be summarised.
 pub struct CompactTool(pub Arc<Mutex<Option<String>>>);
 
@@ -220,11 +231,7 @@ impl Tool for CompactTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"focus": {"type": "string", "description": "What the summary must keep."}},
-            "additionalProperties": false
-        })
+        schema_for::<CompactArgs>()
     }
 
     /// Only the in-memory history changes; the transcript keeps everything.
@@ -233,7 +240,7 @@ impl Tool for CompactTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let focus = input["focus"].as_str().unwrap_or_default().to_string();
+        let focus = parse::<CompactArgs>(input)?.focus.unwrap_or_default();
         if let Ok(mut slot) = self.0.lock() {
             *slot = Some(focus);
         }

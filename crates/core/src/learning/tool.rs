@@ -4,14 +4,50 @@
 //! draft for a person, unless `learning.auto_approve` is on.
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::LearningConfig;
 use super::review::{Proposal, Verdict, check};
 use super::store::{Draft, DraftAction, Scope, SkillStore};
 use crate::clock;
 use crate::skills::SkillSet;
+
+/// `skill_manage`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SkillManageArgs {
+    action: Action,
+    name: String,
+    description: Option<String>,
+    body: Option<String>,
+    /// The whole SKILL.md instead of description and body.
+    content: Option<String>,
+    old_string: Option<String>,
+    new_string: Option<String>,
+    scope: Option<ScopeArg>,
+    reason: Option<String>,
+}
+
+/// What `skill_manage` does.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Action {
+    Create,
+    Patch,
+    Retire,
+}
+
+/// Where `skill_manage` creates a skill ([`Scope`] as the model writes it).
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum ScopeArg {
+    User,
+    Project,
+}
 
 /// Proposes skill changes as drafts.
 pub struct SkillManageTool {
@@ -24,20 +60,19 @@ impl SkillManageTool {
         Self { store, config }
     }
 
-    fn draft_for(&self, input: &Value) -> Result<(Draft, String), String> {
-        let action = input["action"].as_str().unwrap_or_default();
-        let name = input["name"].as_str().unwrap_or_default().to_string();
-        let reason = input["reason"].as_str().unwrap_or_default().to_string();
+    fn draft_for(&self, input: SkillManageArgs) -> Result<(Draft, String), String> {
+        let SkillManageArgs { action, name, reason, .. } = &input;
+        let (name, reason) = (name.clone(), reason.clone().unwrap_or_default());
         let skills = SkillSet::discover(&self.store.workspace, &self.store.home);
         let verdict = match action {
-            "create" => {
-                let text = match input["content"].as_str() {
-                    Some(content) => content.to_string(),
+            Action::Create => {
+                let text = match &input.content {
+                    Some(content) => content.clone(),
                     None => {
-                        let description = input["description"].as_str().ok_or(
+                        let description = input.description.as_deref().ok_or(
                             "create needs `description` (or the whole SKILL.md in `content`)",
                         )?;
-                        let body = input["body"].as_str().ok_or("create needs `body`")?;
+                        let body = input.body.as_deref().ok_or("create needs `body`")?;
                         // A JSON string is a valid YAML scalar.
                         format!(
                             "---\nname: {name}\ndescription: {}\n---\n{}\n",
@@ -46,19 +81,19 @@ impl SkillManageTool {
                         )
                     }
                 };
-                let scope = match input["scope"].as_str() {
-                    Some("project") => Some(Scope::Project),
-                    _ => Some(Scope::User),
+                let scope = match input.scope {
+                    Some(ScopeArg::Project) => Some(Scope::Project),
+                    Some(ScopeArg::User) | None => Some(Scope::User),
                 };
                 Verdict::Create { scope, reason: reason.clone(), skill_md: text }
             }
-            "patch" => Verdict::Patch {
+            Action::Patch => Verdict::Patch {
                 target: name.clone(),
                 reason: reason.clone(),
-                old_string: input["old_string"].as_str().ok_or("patch needs `old_string`")?.into(),
-                new_string: input["new_string"].as_str().ok_or("patch needs `new_string`")?.into(),
+                old_string: input.old_string.clone().ok_or("patch needs `old_string`")?,
+                new_string: input.new_string.clone().ok_or("patch needs `new_string`")?,
             },
-            "retire" => {
+            Action::Retire => {
                 let found = self
                     .store
                     .locate(&name)
@@ -78,7 +113,6 @@ impl SkillManageTool {
                 };
                 return Ok((draft, String::new()));
             }
-            other => return Err(format!("unknown action {other:?}; use create, patch or retire")),
         };
         let proposal =
             check(verdict, &self.store, &skills, &self.config).map_err(|e| e.to_string())?;
@@ -108,26 +142,11 @@ impl Tool for SkillManageTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["create", "patch", "retire"]},
-                "name": {"type": "string"},
-                "description": {"type": "string"},
-                "body": {"type": "string"},
-                "content": {"type": "string", "description": "The whole SKILL.md instead of description and body."},
-                "old_string": {"type": "string"},
-                "new_string": {"type": "string"},
-                "scope": {"type": "string", "enum": ["user", "project"]},
-                "reason": {"type": "string"}
-            },
-            "required": ["action", "name"],
-            "additionalProperties": false
-        })
+        schema_for::<SkillManageArgs>()
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let (draft, note) = match self.draft_for(&input) {
+        let (draft, note) = match self.draft_for(parse(input)?) {
             Ok(found) => found,
             Err(e) => return Ok(ToolOutput::error(e)),
         };
@@ -155,6 +174,7 @@ impl Tool for SkillManageTool {
 mod tests {
     use super::*;
     use crate::learning::Mode;
+    use serde_json::json;
 
     #[tokio::test]
     async fn a_create_is_a_draft_unless_auto_approve_and_a_flagged_one_is_never_live() {

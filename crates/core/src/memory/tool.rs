@@ -2,8 +2,11 @@
 //! target memory|user, content?, old_text?)`.
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::{MemoryStore, Target};
 
@@ -17,6 +20,25 @@ impl MemoryTool {
     pub fn new(store: MemoryStore) -> Self {
         Self { store }
     }
+}
+
+/// `memory`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct MemoryArgs {
+    action: Action,
+    target: Target,
+    content: Option<String>,
+    old_text: Option<String>,
+}
+
+/// What `memory` does.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Action {
+    Add,
+    Replace,
+    Remove,
 }
 
 #[async_trait]
@@ -35,43 +57,26 @@ impl Tool for MemoryTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["add", "replace", "remove"]},
-                "target": {"type": "string", "enum": ["memory", "user"]},
-                "content": {"type": "string"},
-                "old_text": {"type": "string"}
-            },
-            "required": ["action", "target"],
-            "additionalProperties": false
-        })
+        schema_for::<MemoryArgs>()
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let target =
-            Target::parse(input["target"].as_str().unwrap_or_default()).ok_or_else(|| {
-                ToolError::InvalidArguments("target must be \"memory\" or \"user\"".into())
-            })?;
-        let content = input["content"].as_str();
-        let old_text = input["old_text"].as_str();
+        let MemoryArgs { action, target, content, old_text } = parse(input)?;
+        let (content, old_text) = (content.as_deref(), old_text.as_deref());
         let missing = |what: &str, action: &str| {
             ToolError::InvalidArguments(format!("{action} needs {what}"))
         };
-        let result = match input["action"].as_str().unwrap_or_default() {
-            "add" => self.store.add(target, content.ok_or_else(|| missing("content", "add"))?),
-            "replace" => self.store.replace(
+        let result = match action {
+            Action::Add => {
+                self.store.add(target, content.ok_or_else(|| missing("content", "add"))?)
+            }
+            Action::Replace => self.store.replace(
                 target,
                 old_text.ok_or_else(|| missing("old_text", "replace"))?,
                 content.ok_or_else(|| missing("content", "replace"))?,
             ),
-            "remove" => {
+            Action::Remove => {
                 self.store.remove(target, old_text.ok_or_else(|| missing("old_text", "remove"))?)
-            }
-            other => {
-                return Err(ToolError::InvalidArguments(format!(
-                    "action must be add, replace or remove, not {other:?}"
-                )));
             }
         };
         Ok(match result {
@@ -87,6 +92,7 @@ impl Tool for MemoryTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     async fn call(tool: &MemoryTool, input: Value) -> ToolOutput {
         match tool.execute(input, &ToolContext::new("/")).await {

@@ -6,8 +6,11 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::{Skill, SkillSet};
 
@@ -15,6 +18,15 @@ use super::{Skill, SkillSet};
 pub const MAX_LISTED_RESOURCES: usize = 100;
 /// Longest resource file returned, in characters (about 25k tokens).
 pub const MAX_RESOURCE_CHARS: usize = 100_000;
+
+/// `load_skill`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LoadSkillArgs {
+    name: String,
+    /// A resource file, relative to the skill's folder.
+    file: Option<String>,
+}
 
 /// `load_skill(name, file?)`.
 pub struct LoadSkillTool {
@@ -41,15 +53,7 @@ impl Tool for LoadSkillTool {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "file": {"type": "string", "description": "A resource file, relative to the skill's folder."}
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })
+        schema_for::<LoadSkillArgs>()
     }
 
     fn read_only(&self) -> bool {
@@ -57,7 +61,8 @@ impl Tool for LoadSkillTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let name = input["name"].as_str().unwrap_or_default();
+        let LoadSkillArgs { name, file } = parse(input)?;
+        let name = name.as_str();
         let Some(skill) = self.skills.get(name) else {
             let names = self.skills.names();
             return Ok(ToolOutput::error(format!(
@@ -65,7 +70,7 @@ impl Tool for LoadSkillTool {
                 if names.is_empty() { "(none)".to_string() } else { names.join(", ") }
             )));
         };
-        match input["file"].as_str() {
+        match file.as_deref() {
             Some(file) => resource(skill, file),
             None => Ok(ToolOutput::text(render_skill(skill))),
         }
@@ -184,6 +189,7 @@ fn resource(skill: &Skill, file: &str) -> Result<ToolOutput, ToolError> {
 mod tests {
     use super::*;
     use crate::skills::{SkillRoot, SkillSource};
+    use serde_json::json;
 
     fn fixture() -> (tempfile::TempDir, LoadSkillTool) {
         let dir = tempfile::tempdir().unwrap();

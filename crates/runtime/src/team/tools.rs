@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ferroclaw_team::{PlanGate, TEAM_TOOL_NAMES, Team};
+use ferroclaw_tools::tool_input::{parse, schema_for};
 use ferroclaw_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, Wrapped};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{TeamRunner, TeammateSpec};
@@ -26,6 +29,22 @@ pub(super) fn gate_writes(tools: &ToolRegistry, team: &Team, name: &str) -> Tool
     gated
 }
 
+/// `spawn_teammate`'s input; `agent_type`'s choices are filled in at run time.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SpawnTeammateArgs {
+    /// 1-40 of A-Z a-z 0-9 . _ -
+    name: String,
+    role: String,
+    /// Its first instructions.
+    prompt: String,
+    agent_type: Option<String>,
+    /// Its write tools wait for your plan_approval.
+    plan_required: Option<bool>,
+    /// Isolate it in this git worktree (created from HEAD if missing): its edits never touch your checkout.
+    worktree: Option<String>,
+}
+
 /// `spawn_teammate(name, role, prompt, agent_type?, plan_required?)`.
 pub(super) struct SpawnTeammateTool(pub(super) Arc<TeamRunner>);
 
@@ -42,21 +61,12 @@ impl Tool for SpawnTeammateTool {
     }
 
     fn input_schema(&self) -> Value {
+        let mut schema = schema_for::<SpawnTeammateArgs>();
+        // The agent types are known at run time.
         let types: Vec<String> =
             self.0.runtime.agent_types().iter().map(|t| t.name.clone()).collect();
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "1-40 of A-Z a-z 0-9 . _ -"},
-                "role": {"type": "string"},
-                "prompt": {"type": "string", "description": "Its first instructions."},
-                "agent_type": {"type": "string", "enum": types},
-                "plan_required": {"type": "boolean", "description": "Its write tools wait for your plan_approval."},
-                "worktree": {"type": "string", "description": "Isolate it in this git worktree (created from HEAD if missing): its edits never touch your checkout."}
-            },
-            "required": ["name", "role", "prompt"],
-            "additionalProperties": false
-        })
+        schema["properties"]["agent_type"]["enum"] = json!(types);
+        schema
     }
 
     /// Starting a teammate changes nothing by itself: its calls pass the
@@ -70,14 +80,14 @@ impl Tool for SpawnTeammateTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let text = |k: &str| input.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let args: SpawnTeammateArgs = parse(input)?;
         let spec = TeammateSpec {
-            name: text("name"),
-            role: text("role"),
-            prompt: text("prompt"),
-            agent_type: input.get("agent_type").and_then(Value::as_str).map(str::to_string),
-            plan_required: input.get("plan_required").and_then(Value::as_bool).unwrap_or(false),
-            worktree: input.get("worktree").and_then(Value::as_str).map(str::to_string),
+            name: args.name,
+            role: args.role,
+            prompt: args.prompt,
+            agent_type: args.agent_type,
+            plan_required: args.plan_required.unwrap_or(false),
+            worktree: args.worktree,
         };
         if spec.prompt.trim().is_empty() {
             return Err(ToolError::InvalidArguments("the prompt is empty".into()));

@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ferroclaw_tools::tool_input::{AtLeastOne, parse, schema_for};
 use ferroclaw_tools::{BashTool, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Worktree, WorktreeError, WorktreeEvent, WorktreeManager, WorktreeStatus};
@@ -17,6 +20,60 @@ use crate::error::BoardError;
 pub const DEFAULT_EVENT_LIMIT: usize = 20;
 /// The most events one call shows.
 const MAX_EVENT_LIMIT: usize = 200;
+
+/// `worktree_create`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CreateArgs {
+    name: String,
+    task_id: Option<AtLeastOne>,
+    base_ref: Option<String>,
+}
+
+/// `worktree_list`'s input: nothing.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {}
+
+/// The input of `worktree_status` and `worktree_keep`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NameArgs {
+    name: String,
+}
+
+/// `worktree_run`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    name: String,
+    command: String,
+}
+
+/// `worktree_remove`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RemoveArgs {
+    name: String,
+    force: Option<bool>,
+    complete_task: Option<bool>,
+}
+
+/// `worktree_events`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EventsArgs {
+    #[schemars(range(min = 1, max = MAX_EVENT_LIMIT))]
+    limit: Option<u64>,
+}
+
+/// `task_bind_worktree`'s input.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BindTaskArgs {
+    task_id: AtLeastOne,
+    worktree: String,
+}
 
 /// The eight worktree tools on the worktrees of `project`.
 pub fn worktree_tools(project: impl Into<PathBuf>) -> Vec<Arc<dyn Tool>> {
@@ -103,36 +160,15 @@ impl Tool for WorktreeTool {
     }
 
     fn input_schema(&self) -> Value {
-        let name = json!({"type": "string"});
-        let task = json!({"type": "integer", "minimum": 1});
-        let (properties, required) = match self.kind {
-            Kind::Create => (
-                json!({"name": name, "task_id": task, "base_ref": {"type": "string"}}),
-                json!(["name"]),
-            ),
-            Kind::List => (json!({}), json!([])),
-            Kind::Status | Kind::Keep => (json!({"name": name}), json!(["name"])),
-            Kind::Run => {
-                (json!({"name": name, "command": {"type": "string"}}), json!(["name", "command"]))
-            }
-            Kind::Remove => (
-                json!({"name": name, "force": {"type": "boolean"}, "complete_task": {"type": "boolean"}}),
-                json!(["name"]),
-            ),
-            Kind::Events => (
-                json!({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_EVENT_LIMIT}}),
-                json!([]),
-            ),
-            Kind::BindTask => {
-                (json!({"task_id": task, "worktree": name}), json!(["task_id", "worktree"]))
-            }
-        };
-        json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false
-        })
+        match self.kind {
+            Kind::Create => schema_for::<CreateArgs>(),
+            Kind::List => schema_for::<ListArgs>(),
+            Kind::Status | Kind::Keep => schema_for::<NameArgs>(),
+            Kind::Run => schema_for::<RunArgs>(),
+            Kind::Remove => schema_for::<RemoveArgs>(),
+            Kind::Events => schema_for::<EventsArgs>(),
+            Kind::BindTask => schema_for::<BindTaskArgs>(),
+        }
     }
 
     fn read_only(&self) -> bool {
@@ -143,10 +179,9 @@ impl Tool for WorktreeTool {
         let m = self.manager.clone();
         let text = match self.kind {
             Kind::Create => {
-                let name = required(&input, "name")?;
-                let task = optional_id(&input, "task_id")?;
-                let base = string(&input, "base_ref").map(str::to_string);
-                let w = blocking(move || m.create(&name, task, base.as_deref())).await?;
+                let CreateArgs { name, task_id, base_ref } = parse(input)?;
+                let task = task_id.map(AtLeastOne::get);
+                let w = blocking(move || m.create(&name, task, base_ref.as_deref())).await?;
                 format!(
                     "created worktree {} on branch {} at {}\n(run commands there with worktree_run)",
                     w.name,
@@ -156,7 +191,7 @@ impl Tool for WorktreeTool {
             }
             Kind::List => render_worktrees(&blocking(move || m.list()).await?),
             Kind::Status => {
-                let name = required(&input, "name")?;
+                let NameArgs { name } = parse(input)?;
                 let state = blocking(move || m.status(&name)).await?;
                 let mut text = render_worktrees(std::slice::from_ref(&state.worktree));
                 if !state.present {
@@ -178,14 +213,13 @@ impl Tool for WorktreeTool {
             }
             Kind::Run => return self.run(input, ctx).await,
             Kind::Keep => {
-                let name = required(&input, "name")?;
+                let NameArgs { name } = parse(input)?;
                 let w = blocking(move || m.keep(&name)).await?;
                 format!("kept worktree {} at {}", w.name, w.path.display())
             }
             Kind::Remove => {
-                let name = required(&input, "name")?;
-                let force = input.get("force").and_then(Value::as_bool).unwrap_or(false);
-                let complete = input.get("complete_task").and_then(Value::as_bool).unwrap_or(false);
+                let RemoveArgs { name, force, complete_task } = parse(input)?;
+                let (force, complete) = (force.unwrap_or(false), complete_task.unwrap_or(false));
                 let r = blocking(move || m.remove(&name, force, complete)).await?;
                 let mut text = format!(
                     "removed worktree {} (branch {} kept)",
@@ -200,17 +234,15 @@ impl Tool for WorktreeTool {
                 text
             }
             Kind::Events => {
-                let limit = match input.get("limit").and_then(Value::as_u64) {
+                let limit = match parse::<EventsArgs>(input)?.limit {
                     Some(n) => (n as usize).clamp(1, MAX_EVENT_LIMIT),
                     None => DEFAULT_EVENT_LIMIT,
                 };
                 render_events(&blocking(move || m.events(limit)).await?)
             }
             Kind::BindTask => {
-                let name = required(&input, "worktree")?;
-                let id = optional_id(&input, "task_id")?.ok_or_else(|| {
-                    ToolError::InvalidArguments("`task_id` (a task number) is required".into())
-                })?;
+                let BindTaskArgs { task_id, worktree: name } = parse(input)?;
+                let id = task_id.get();
                 let task = blocking(move || m.bind_task(id, &name)).await?;
                 format!(
                     "task #{} {} is bound to worktree {}",
@@ -229,8 +261,7 @@ impl WorktreeTool {
     /// same deny list, timeout and sandbox (Landlock rooted in the worktree),
     /// relative paths inside it.
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let name = required(&input, "name")?;
-        let command = required(&input, "command")?;
+        let RunArgs { name, command } = parse(input)?;
         let m = self.manager.clone();
         let worktree = blocking(move || m.get(&name)).await?;
         if !worktree.path.is_dir() {
@@ -292,23 +323,4 @@ async fn blocking<T: Send + 'static>(
             }
             other => ToolError::Refused(other.to_string()),
         })
-}
-
-fn string<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
-    input.get(key).and_then(Value::as_str)
-}
-
-fn required(input: &Value, key: &str) -> Result<String, ToolError> {
-    string(input, key)
-        .map(str::to_string)
-        .ok_or_else(|| ToolError::InvalidArguments(format!("`{key}` is required")))
-}
-
-fn optional_id(input: &Value, key: &str) -> Result<Option<u64>, ToolError> {
-    match input.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().filter(|id| *id > 0).map(Some).ok_or_else(|| {
-            ToolError::InvalidArguments(format!("`{key}` must be a task number, got {v}"))
-        }),
-    }
 }
