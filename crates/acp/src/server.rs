@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use ferroclaw_core::{Agent, Config, ConfigError, Outcome, PermissionMode, Permissions};
 use ferroclaw_protocol::{AgentEvent, ContentBlock};
-use ferroclaw_runtime::{Resume, Runtime, RuntimeError, SessionOptions};
+use ferroclaw_runtime::{InputRules, Resume, Runtime, RuntimeError, SessionOptions, Turn};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -436,14 +436,10 @@ impl Server {
                 }
             }
             _ => {
-                let custom = match text.trim_start().starts_with('/') {
-                    true => session.runtime.custom_commands(),
-                    false => Vec::new(),
-                };
-                let report = match ferroclaw_core::commands::find(&custom, &text) {
+                let report = match session.runtime.turn(&text, InputRules::PROMPT) {
                     // A custom command: its model and allowed tools for this
                     // request only, as in the REPL.
-                    Some((cmd, args)) => {
+                    Turn::Command { command, args } => {
                         let message = |text: &str, workspace: &std::path::Path| {
                             let mut message =
                                 ferroclaw_core::mentions::user_message(text, workspace);
@@ -454,10 +450,10 @@ impl Server {
                         };
                         session
                             .runtime
-                            .run_command(&mut agent, cmd, args, message, &tx, &cancel)
+                            .run_command(&mut agent, &command, args, message, &tx, &cancel)
                             .await
                     }
-                    None => {
+                    Turn::Shell(_) | Turn::Message { .. } => {
                         let text = commands::skill_request(&workspace, &session.home, text.trim())
                             .unwrap_or(text);
                         let mut message = ferroclaw_core::mentions::user_message(&text, &workspace);

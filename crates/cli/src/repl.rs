@@ -21,7 +21,7 @@ use crate::render::{RenderOptions, render};
 use crate::setup::SetupError;
 use crate::tool_log::{self, ToolLog};
 use ferroclaw_runtime::team::TeamRunner;
-use ferroclaw_runtime::{Resume, Runtime};
+use ferroclaw_runtime::{InputRules, Resume, Runtime, Turn};
 
 /// Slash commands and what they do, for `/help` and completion.
 pub(crate) const COMMANDS: &[(&str, &str)] = &[
@@ -227,16 +227,19 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             compact_now(&mut agent, &repl, focus.trim()).await;
             continue;
         }
-        if let Some(command) = input.strip_prefix('!') {
-            shell_command(&mut agent, &mut repl, command.trim()).await;
-            continue;
-        }
-        if input.starts_with('/') && !is_builtin(input) {
-            let custom = runtime.custom_commands();
-            if let Some((cmd, args)) = commands::find(&custom, input) {
-                run_request(&mut agent, &mut repl, Request::Command(&runtime, cmd, args)).await;
+        // A built-in command wins over a custom one of the same name.
+        let rules = InputRules { custom_commands: !is_builtin(input), ..InputRules::REPL };
+        match runtime.turn(input, rules) {
+            Turn::Shell(command) => {
+                shell_command(&mut agent, &mut repl, command).await;
                 continue;
             }
+            Turn::Command { command, args } => {
+                let request = Request::Command(&runtime, &command, args);
+                run_request(&mut agent, &mut repl, request).await;
+                continue;
+            }
+            Turn::Message { .. } => {}
         }
         if input.starts_with('/') {
             match command(input, &mut agent, &runtime, &repl) {
