@@ -388,14 +388,11 @@ async fn open<'a>(
             _ => SessionKey::new(message.channel.clone(), message.chat_id.clone()),
         };
         // Calls that need approval are asked for where this chat's answers go.
-        let approver: Arc<dyn ferroclaw_core::Approver> = match &shared.approver {
-            Some(a) => a.clone(),
-            None => Arc::new(ChatApprover {
-                broker: shared.approvals.clone(),
-                chat: target.clone(),
-                turn: slot.clone(),
-            }),
-        };
+        let approver: Arc<dyn ferroclaw_core::Approver> = Arc::new(ChatApprover {
+            broker: shared.approvals.clone(),
+            chat: target.clone(),
+            turn: slot.clone(),
+        });
         let options = SessionOptions {
             extra_tools: vec![
                 Arc::new(MessageTool {

@@ -312,12 +312,6 @@ impl WriteConfinement {
         self.reads_limited
     }
 
-    /// The protected files commands see read-only (empty when none exists
-    /// or namespaces are unavailable).
-    pub fn read_only_files(&self) -> Vec<PathBuf> {
-        self.mounts.as_ref().map(ProtectedMounts::read_only_paths).unwrap_or_default()
-    }
-
     /// Confines the calling process. Only for the child between fork and
     /// exec (`Command::pre_exec`): no allocation, async-signal-safe calls only.
     /// The read-only mounts come first: once Landlock applies, the command

@@ -50,11 +50,6 @@ impl Agent {
         self.checkpoints = checkpoints;
     }
 
-    /// True when requests are checkpointed.
-    pub fn has_checkpoints(&self) -> bool {
-        self.checkpoints.is_some()
-    }
-
     /// Arms the checkpoint of the request about to start (before its
     /// message is recorded): it is taken only if a call of the request may
     /// change files, just before that call runs (see

@@ -234,11 +234,6 @@ impl Agent {
         self.trusted_instructions = trusted;
     }
 
-    /// Sets what runs before each model request.
-    pub fn set_turn_hook(&mut self, hook: Option<Arc<dyn TurnHook>>) {
-        self.turn_hook = hook;
-    }
-
     /// Sets what adds outside messages (an inbox) before each model request.
     pub fn set_injector(&mut self, injector: Option<Arc<dyn Injector>>) {
         self.injector = injector;
