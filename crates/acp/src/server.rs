@@ -212,7 +212,7 @@ impl Server {
                 Ok(p) => match lock(&self.sessions).get(p.session_id.0.as_ref()) {
                     Some(session) => lock(&session.cancel).cancel(),
                     None => {
-                        tracing::warn!("acp: session/cancel of unknown session {}", p.session_id)
+                        tracing::warn!("acp: session/cancel of unknown session {}", p.session_id);
                     }
                 },
                 Err(e) => tracing::warn!("acp: {e}"),
@@ -430,7 +430,7 @@ impl Server {
                 match agent.compact((!focus.is_empty()).then_some(focus), &tx, &cancel).await {
                     Ok(()) => "end_turn",
                     Err(e) => {
-                        let _ = tx.send(AgentEvent::TextDelta { text: e.to_string() });
+                        let _ = tx.send(AgentEvent::TextDelta { text: e.clone() });
                         "end_turn"
                     }
                 }
@@ -440,7 +440,7 @@ impl Server {
                     // A custom command: its model and allowed tools for this
                     // request only, as in the REPL.
                     Turn::Command { command, args } => {
-                        let message = |text: &str, workspace: &std::path::Path| {
+                        let message = |text: &str, workspace: &Path| {
                             let mut message =
                                 ferroclaw_core::mentions::user_message(text, workspace);
                             for (media_type, data) in images {

@@ -295,7 +295,7 @@ fn explain_denials(denials: &[Denial], agent: &ferroclaw_core::Agent, home: &std
             "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in {} or a trusted project's .agent/config.toml)",
             quoted.join(" "),
             rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", "),
-            ferroclaw_core::Config::user_config_shown(home)
+            Config::user_config_shown(home)
         );
     }
 }

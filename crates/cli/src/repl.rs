@@ -170,7 +170,9 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         };
         let line = match line {
             Ok(line) => line,
-            Err(ReadlineError::Interrupted) if wake.as_ref().is_some_and(|w| w.take_woken()) => {
+            Err(ReadlineError::Interrupted)
+                if wake.as_ref().is_some_and(super::team::InboxWake::take_woken) =>
+            {
                 // A teammate's message came while the prompt was empty:
                 // the lead answers it now.
                 interrupts = 0;
@@ -210,10 +212,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         if let Some(result) = crate::mcp_cmd::repl_command(input, &mcp).await {
             match result {
                 Ok(Some(prompt)) => {
-                    run_request(&mut agent, &mut repl, Request::Typed(&prompt)).await
+                    run_request(&mut agent, &mut repl, Request::Typed(&prompt)).await;
                 }
                 Ok(None) => {}
-                Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
+                Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.clone())),
             }
             continue;
         }
@@ -246,7 +248,7 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
-                    eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string()));
+                    eprintln!("{}", crate::style::Style::for_stderr().red(&e.clone()));
                     continue;
                 }
             }
@@ -538,7 +540,7 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
             println!("permission mode: {}", ferroclaw_core::plan::mode_name(now));
         }
         "/jobs" => {
-            let jobs = agent.jobs().map(|j| j.jobs()).unwrap_or_default();
+            let jobs = agent.jobs().map(ferroclaw_tools::JobManager::jobs).unwrap_or_default();
             if jobs.is_empty() {
                 println!("no background jobs");
             }
@@ -614,9 +616,9 @@ async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
                 "compacted: {n} message{} now, the full transcript stays in {}",
                 if n == 1 { "" } else { "s" },
                 agent.session().path().display()
-            )
+            );
         }
-        Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
+        Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.clone())),
     }
     watcher.abort();
     drop(tx);
@@ -641,7 +643,7 @@ fn show_team(repl: &Repl) {
 }
 
 fn show_running_jobs(agent: &Agent) {
-    let running = agent.jobs().map(|j| j.running()).unwrap_or_default();
+    let running = agent.jobs().map(ferroclaw_tools::JobManager::running).unwrap_or_default();
     if !running.is_empty() {
         let names: Vec<String> = running
             .iter()
@@ -686,7 +688,7 @@ fn print_banner(agent: &Agent, resumed: bool, skipped_bytes: u64) {
 }
 
 /// Says once, at the start, that skill drafts wait for a person.
-fn mention_drafts(config: &ferroclaw_core::Config) {
+fn mention_drafts(config: &Config) {
     let pending =
         ferroclaw_core::learning::SkillStore::new(&config.home, &config.workspace).drafts().len();
     if pending > 0 {

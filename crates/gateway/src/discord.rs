@@ -234,8 +234,7 @@ impl Channel for DiscordChannel {
                 Ok(ws) => ws,
                 Err(e) => {
                     tracing::warn!(channel = CHANNEL_NAME, "{e}");
-                    bus.connections()
-                        .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
+                    bus.connections().set(CHANNEL_NAME, State::Reconnecting { error: e.clone() });
                     backoff.fail();
                     continue;
                 }
@@ -249,9 +248,9 @@ impl Channel for DiscordChannel {
             let end =
                 session::run(ws, token, &mut state, &shutdown, connections, &mut on_dispatch).await;
             if state.ready {
-                backoff.reset()
+                backoff.reset();
             } else {
-                backoff.fail()
+                backoff.fail();
             }
             match end {
                 SessionEnd::Shutdown => return Ok(()),

@@ -336,7 +336,7 @@ impl Gateway {
     /// database (see [`crate::scaleout`]); without it the gateway runs on its own.
     pub fn set_store(&mut self, store: PgStore) {
         // Steps go where every gateway on the database can replay them.
-        self.journal = Some(Arc::new(crate::scaleout::PgJournal::new(store.clone())));
+        self.journal = Some(Arc::new(scaleout::PgJournal::new(store.clone())));
         self.store = Some(store);
     }
 

@@ -397,7 +397,7 @@ pub async fn run_housekeeping(shared: Arc<Shared>, stop: CancellationToken) {
         }
         match link.store.prune(keep, PRUNE_BATCH).await {
             Ok(Some(pruned)) if pruned.total() > 0 => {
-                tracing::info!(?pruned, "housekeeping: old rows pruned from the database")
+                tracing::info!(?pruned, "housekeeping: old rows pruned from the database");
             }
             Ok(_) => {}
             Err(e) => tracing::warn!("housekeeping: {e}"),

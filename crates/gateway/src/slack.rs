@@ -305,8 +305,7 @@ impl Channel for SlackChannel {
                 Ok(ws) => ws,
                 Err(e) => {
                     tracing::warn!(channel = CHANNEL_NAME, "{e}");
-                    bus.connections()
-                        .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
+                    bus.connections().set(CHANNEL_NAME, State::Reconnecting { error: e.clone() });
                     backoff.fail();
                     continue;
                 }
@@ -316,9 +315,9 @@ impl Channel for SlackChannel {
             let end =
                 socket::run(ws, &shutdown, &mut hello, bus.connections(), &mut on_event).await;
             if hello {
-                backoff.reset()
+                backoff.reset();
             } else {
-                backoff.fail()
+                backoff.fail();
             }
             if end == SocketEnd::Shutdown {
                 return Ok(());

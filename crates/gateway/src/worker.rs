@@ -209,7 +209,7 @@ async fn handle(
             match e {
                 // In the chat's history: its page shows it when it opens.
                 crate::channel::ChannelError::UnknownChat { .. } if delivered => {
-                    tracing::info!(chat = %key.address(), "no page open; the answer waits in the chat's history")
+                    tracing::info!(chat = %key.address(), "no page open; the answer waits in the chat's history");
                 }
                 e => tracing::warn!(session = %key.address(), "answer not delivered: {e}"),
             }

@@ -58,7 +58,7 @@ impl ServerConfig {
             name,
             Transport::Stdio {
                 command: command.into(),
-                args: args.iter().map(|a| a.to_string()).collect(),
+                args: args.iter().map(ToString::to_string).collect(),
                 env: BTreeMap::new(),
                 cwd: None,
             },
@@ -558,7 +558,7 @@ mod tests {
         let oauth = &c.servers[0].oauth;
         assert_eq!(oauth.client_id.as_deref(), Some("id-1"));
         assert_eq!(oauth.client_secret, std::env::var("PATH").ok());
-        let problems: Vec<String> = c.problems.iter().map(|p| p.to_string()).collect();
+        let problems: Vec<String> = c.problems.iter().map(ToString::to_string).collect();
         assert!(problems.iter().any(|p| p.contains("needs oauth_client_id")), "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("must be an https://")), "{problems:?}");
     }

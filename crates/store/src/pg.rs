@@ -243,12 +243,12 @@ pub struct Wakeups {
 impl Wakeups {
     /// Resolves when an inbound message may be waiting.
     pub async fn inbound(&self) {
-        self.signals.inbound.notified().await
+        self.signals.inbound.notified().await;
     }
 
     /// Resolves when an answer may be waiting for delivery.
     pub async fn outbound(&self) {
-        self.signals.outbound.notified().await
+        self.signals.outbound.notified().await;
     }
 
     /// Changes to cron jobs from now on (any process's).

@@ -57,7 +57,7 @@ impl Canary {
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .into_iter()
-            .chain(std::env::var_os("HOME").map(std::path::PathBuf::from))
+            .chain(std::env::var_os("HOME").map(PathBuf::from))
             .find(|p| !in_temp(p))
             .unwrap_or_else(|| panic!("no folder outside /tmp for the canary (set HOME)"));
         let dir = tempfile::Builder::new()

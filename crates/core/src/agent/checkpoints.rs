@@ -203,7 +203,7 @@ impl Agent {
         let rewound =
             checkpoint::rewind::rewind(checkpoints, &mut self.session, target, what).await?;
         if rewound.restored != Restore::Code {
-            self.messages = std::sync::Arc::new(self.session.conversation(RESUME_TAIL_BYTES)?);
+            self.messages = Arc::new(self.session.conversation(RESUME_TAIL_BYTES)?);
             if let Some(learner) = &mut self.remembering.learner {
                 learner.restart_at(self.messages.len());
             }

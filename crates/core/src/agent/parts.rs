@@ -219,7 +219,7 @@ impl Agent {
     }
 
     /// Adds a tool shared with other agents.
-    pub fn add_tool_arc(&mut self, tool: std::sync::Arc<dyn Tool>) {
+    pub fn add_tool_arc(&mut self, tool: Arc<dyn Tool>) {
         self.tools.register_arc(tool);
     }
 
