@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use ferroclaw_core::{Agent, Config, ConfigError, Outcome, PermissionMode, Permissions};
 use ferroclaw_protocol::{AgentEvent, ContentBlock};
-use ferroclaw_runtime::{Resume, Runtime, RuntimeError, SessionOptions};
+use ferroclaw_runtime::{InputRules, Resume, Runtime, RuntimeError, SessionOptions, Turn};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -212,7 +212,7 @@ impl Server {
                 Ok(p) => match lock(&self.sessions).get(p.session_id.0.as_ref()) {
                     Some(session) => lock(&session.cancel).cancel(),
                     None => {
-                        tracing::warn!("acp: session/cancel of unknown session {}", p.session_id)
+                        tracing::warn!("acp: session/cancel of unknown session {}", p.session_id);
                     }
                 },
                 Err(e) => tracing::warn!("acp: {e}"),
@@ -430,21 +430,17 @@ impl Server {
                 match agent.compact((!focus.is_empty()).then_some(focus), &tx, &cancel).await {
                     Ok(()) => "end_turn",
                     Err(e) => {
-                        let _ = tx.send(AgentEvent::TextDelta { text: e.to_string() });
+                        let _ = tx.send(AgentEvent::TextDelta { text: e.clone() });
                         "end_turn"
                     }
                 }
             }
             _ => {
-                let custom = match text.trim_start().starts_with('/') {
-                    true => session.runtime.custom_commands(),
-                    false => Vec::new(),
-                };
-                let report = match ferroclaw_core::commands::find(&custom, &text) {
+                let report = match session.runtime.turn(&text, InputRules::PROMPT) {
                     // A custom command: its model and allowed tools for this
                     // request only, as in the REPL.
-                    Some((cmd, args)) => {
-                        let message = |text: &str, workspace: &std::path::Path| {
+                    Turn::Command { command, args } => {
+                        let message = |text: &str, workspace: &Path| {
                             let mut message =
                                 ferroclaw_core::mentions::user_message(text, workspace);
                             for (media_type, data) in images {
@@ -454,10 +450,10 @@ impl Server {
                         };
                         session
                             .runtime
-                            .run_command(&mut agent, cmd, args, message, &tx, &cancel)
+                            .run_command(&mut agent, &command, args, message, &tx, &cancel)
                             .await
                     }
-                    None => {
+                    Turn::Shell(_) | Turn::Message { .. } => {
                         let text = commands::skill_request(&workspace, &session.home, text.trim())
                             .unwrap_or(text);
                         let mut message = ferroclaw_core::mentions::user_message(&text, &workspace);

@@ -26,7 +26,7 @@ pub fn spawn(agent: &Agent, config: &Config) {
     tokio::spawn(async move {
         match task.await {
             Ok(done) if done.memory_updated => {
-                eprintln!("\x1b[2m(archived; MEMORY.md updated)\x1b[0m")
+                eprintln!("\x1b[2m(archived; MEMORY.md updated)\x1b[0m");
             }
             Ok(done) => match done.memory_refused {
                 Some(why) => eprintln!("\x1b[2m(archived; memory update refused: {why})\x1b[0m"),

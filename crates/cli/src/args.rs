@@ -302,7 +302,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Cli {
-        Cli::parse_from_args(args.iter().map(|s| s.to_string()).collect())
+        Cli::parse_from_args(args.iter().map(ToString::to_string).collect())
     }
 
     #[test]

@@ -102,7 +102,7 @@ async fn model(checks: &mut Checks, config: &Config) {
     );
     match try_provider(provider, model).await {
         Ok(took) => {
-            checks.ok("provider", format!("answered a test request in {} ms", took.as_millis()))
+            checks.ok("provider", format!("answered a test request in {} ms", took.as_millis()));
         }
         Err(e) => checks.broken("provider", e),
     }
@@ -138,10 +138,10 @@ fn skills(checks: &mut Checks, config: &Config) {
     for problem in set.problems() {
         match problem.fatal {
             true => {
-                checks.broken("skill", format!("{}: {}", problem.path.display(), problem.message))
+                checks.broken("skill", format!("{}: {}", problem.path.display(), problem.message));
             }
             false => {
-                checks.info("skill", format!("{}: {}", problem.path.display(), problem.message))
+                checks.info("skill", format!("{}: {}", problem.path.display(), problem.message));
             }
         }
     }
@@ -161,7 +161,7 @@ async fn mcp(checks: &mut Checks, config: &Config) {
     for status in hub.statuses().await {
         match status.state {
             ServerState::Ready { tools } => {
-                checks.ok(&format!("mcp {}", status.name), format!("started, {tools} tools"))
+                checks.ok(&format!("mcp {}", status.name), format!("started, {tools} tools"));
             }
             ServerState::Disabled => checks.info(&format!("mcp {}", status.name), "disabled"),
             ServerState::Failed(reason)

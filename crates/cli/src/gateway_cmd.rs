@@ -352,16 +352,16 @@ fn raise_open_files_limit() {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit/setrlimit only read and write `limit`.
     let raised = unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) != 0 {
             return;
         }
         let before = limit.rlim_cur;
         limit.rlim_cur = limit.rlim_max;
-        (before, libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0)
+        (before, libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit) == 0)
     };
     match raised {
         (before, true) if before != limit.rlim_max => {
-            tracing::info!("open files limit raised from {before} to {}", limit.rlim_max)
+            tracing::info!("open files limit raised from {before} to {}", limit.rlim_max);
         }
         (_, true) => {}
         (before, false) => tracing::warn!(

@@ -90,14 +90,14 @@ impl KeyWatch {
                 return None;
             }
             let mut t: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(fd, &mut t) != 0 {
+            if libc::tcgetattr(fd, &raw mut t) != 0 {
                 return None;
             }
             let mut raw = t;
             raw.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
             raw.c_cc[libc::VMIN] = 0;
             raw.c_cc[libc::VTIME] = 1;
-            if libc::tcsetattr(fd, libc::TCSANOW, &raw) != 0 {
+            if libc::tcsetattr(fd, libc::TCSANOW, &raw const raw) != 0 {
                 return None;
             }
             t
@@ -132,7 +132,7 @@ impl KeyWatch {
         let fd = std::io::stdin().as_raw_fd();
         // SAFETY: restores the settings read in `start`.
         unsafe {
-            libc::tcsetattr(fd, libc::TCSANOW, &self.saved);
+            libc::tcsetattr(fd, libc::TCSANOW, &raw const self.saved);
         }
     }
 }
@@ -148,7 +148,7 @@ impl Drop for KeyWatch {
 fn read_byte(fd: i32) -> Option<u8> {
     let mut b = 0u8;
     // SAFETY: reads at most one byte into `b`.
-    let n = unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) };
+    let n = unsafe { libc::read(fd, (&raw mut b).cast(), 1) };
     (n == 1).then_some(b)
 }
 
@@ -170,7 +170,7 @@ fn watch(
                 // A lone Esc: interrupt.
                 None => interrupt(cancel, answers, asking),
                 // An escape sequence (arrow keys, ...): skip it whole.
-                Some(b'[') | Some(b'O') => {
+                Some(b'[' | b'O') => {
                     while let Some(c) = read_byte(fd) {
                         if (0x40..=0x7e).contains(&c) {
                             break;

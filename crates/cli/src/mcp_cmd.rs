@@ -498,9 +498,7 @@ impl Elicitor for TerminalElicitor {
             }
             let value = match prop["type"].as_str() {
                 Some("boolean") => json!(matches!(line.as_str(), "y" | "yes" | "true")),
-                Some("number") | Some("integer") => {
-                    line.parse::<f64>().map_or(json!(line), |n| json!(n))
-                }
+                Some("number" | "integer") => line.parse::<f64>().map_or(json!(line), |n| json!(n)),
                 _ => json!(line),
             };
             answer.insert(key.clone(), value);

@@ -21,7 +21,7 @@ use crate::piped::Prompt;
 use crate::render::{RenderOptions, render};
 use crate::setup::SetupError;
 use crate::tool_log::{self, ToolLog};
-use ferroclaw_runtime::Runtime;
+use ferroclaw_runtime::{InputRules, Runtime, Turn};
 
 /// A tool call refused in this run, as Claude Code's `permission_denials`.
 #[derive(Debug, Clone)]
@@ -90,16 +90,12 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     // Several prompts (stream-json input) run one after another, as turns.
     let mut total: Option<Report> = None;
     for prompt in &prompts {
-        let custom = match prompt.text.trim_start().starts_with('/') {
-            true => runtime.custom_commands(),
-            false => Vec::new(),
-        };
-        let report = match ferroclaw_core::commands::find(&custom, &prompt.text) {
-            Some((cmd, args)) => {
+        let report = match runtime.turn(&prompt.text, InputRules::PROMPT) {
+            Turn::Command { command, args } => {
                 let message = crate::attach::user_message;
-                runtime.run_command(&mut agent, cmd, args, message, &tx, &cancel).await
+                runtime.run_command(&mut agent, &command, args, message, &tx, &cancel).await
             }
-            None => {
+            Turn::Shell(_) | Turn::Message { .. } => {
                 crate::attach::warn_missing_files(&prompt.typed, agent.workspace());
                 let message = prompt.message(agent.workspace());
                 agent.run(message, &tx, &cancel).await
@@ -299,7 +295,7 @@ fn explain_denials(denials: &[Denial], agent: &ferroclaw_core::Agent, home: &std
             "to allow them: --allowedTools {} (or --yes, --permission-mode accept-edits for edits, or allow = [{}] under [permissions] in {} or a trusted project's .agent/config.toml)",
             quoted.join(" "),
             rules.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", "),
-            ferroclaw_core::Config::user_config_shown(home)
+            Config::user_config_shown(home)
         );
     }
 }

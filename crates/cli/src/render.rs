@@ -214,7 +214,7 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, op
                 for item in items {
                     match item.status {
                         TodoStatus::Completed => {
-                            eprintln!("  {}", st.dim(&format!("☑ {}", printable(&item.content))))
+                            eprintln!("  {}", st.dim(&format!("☑ {}", printable(&item.content))));
                         }
                         TodoStatus::InProgress => eprintln!(
                             "  {}",

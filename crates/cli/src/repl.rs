@@ -21,7 +21,7 @@ use crate::render::{RenderOptions, render};
 use crate::setup::SetupError;
 use crate::tool_log::{self, ToolLog};
 use ferroclaw_runtime::team::TeamRunner;
-use ferroclaw_runtime::{Resume, Runtime};
+use ferroclaw_runtime::{InputRules, Resume, Runtime, Turn};
 
 /// Slash commands and what they do, for `/help` and completion.
 pub(crate) const COMMANDS: &[(&str, &str)] = &[
@@ -170,7 +170,9 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         };
         let line = match line {
             Ok(line) => line,
-            Err(ReadlineError::Interrupted) if wake.as_ref().is_some_and(|w| w.take_woken()) => {
+            Err(ReadlineError::Interrupted)
+                if wake.as_ref().is_some_and(super::team::InboxWake::take_woken) =>
+            {
                 // A teammate's message came while the prompt was empty:
                 // the lead answers it now.
                 interrupts = 0;
@@ -210,10 +212,10 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         if let Some(result) = crate::mcp_cmd::repl_command(input, &mcp).await {
             match result {
                 Ok(Some(prompt)) => {
-                    run_request(&mut agent, &mut repl, Request::Typed(&prompt)).await
+                    run_request(&mut agent, &mut repl, Request::Typed(&prompt)).await;
                 }
                 Ok(None) => {}
-                Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
+                Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.clone())),
             }
             continue;
         }
@@ -227,23 +229,26 @@ pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             compact_now(&mut agent, &repl, focus.trim()).await;
             continue;
         }
-        if let Some(command) = input.strip_prefix('!') {
-            shell_command(&mut agent, &mut repl, command.trim()).await;
-            continue;
-        }
-        if input.starts_with('/') && !is_builtin(input) {
-            let custom = runtime.custom_commands();
-            if let Some((cmd, args)) = commands::find(&custom, input) {
-                run_request(&mut agent, &mut repl, Request::Command(&runtime, cmd, args)).await;
+        // A built-in command wins over a custom one of the same name.
+        let rules = InputRules { custom_commands: !is_builtin(input), ..InputRules::REPL };
+        match runtime.turn(input, rules) {
+            Turn::Shell(command) => {
+                shell_command(&mut agent, &mut repl, command).await;
                 continue;
             }
+            Turn::Command { command, args } => {
+                let request = Request::Command(&runtime, &command, args);
+                run_request(&mut agent, &mut repl, request).await;
+                continue;
+            }
+            Turn::Message { .. } => {}
         }
         if input.starts_with('/') {
             match command(input, &mut agent, &runtime, &repl) {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
-                    eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string()));
+                    eprintln!("{}", crate::style::Style::for_stderr().red(&e.clone()));
                     continue;
                 }
             }
@@ -535,7 +540,7 @@ fn command(input: &str, agent: &mut Agent, runtime: &Runtime, repl: &Repl) -> Re
             println!("permission mode: {}", ferroclaw_core::plan::mode_name(now));
         }
         "/jobs" => {
-            let jobs = agent.jobs().map(|j| j.jobs()).unwrap_or_default();
+            let jobs = agent.jobs().map(ferroclaw_tools::JobManager::jobs).unwrap_or_default();
             if jobs.is_empty() {
                 println!("no background jobs");
             }
@@ -611,9 +616,9 @@ async fn compact_now(agent: &mut Agent, repl: &Repl, focus: &str) {
                 "compacted: {n} message{} now, the full transcript stays in {}",
                 if n == 1 { "" } else { "s" },
                 agent.session().path().display()
-            )
+            );
         }
-        Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.to_string())),
+        Err(e) => eprintln!("{}", crate::style::Style::for_stderr().red(&e.clone())),
     }
     watcher.abort();
     drop(tx);
@@ -638,7 +643,7 @@ fn show_team(repl: &Repl) {
 }
 
 fn show_running_jobs(agent: &Agent) {
-    let running = agent.jobs().map(|j| j.running()).unwrap_or_default();
+    let running = agent.jobs().map(ferroclaw_tools::JobManager::running).unwrap_or_default();
     if !running.is_empty() {
         let names: Vec<String> = running
             .iter()
@@ -683,7 +688,7 @@ fn print_banner(agent: &Agent, resumed: bool, skipped_bytes: u64) {
 }
 
 /// Says once, at the start, that skill drafts wait for a person.
-fn mention_drafts(config: &ferroclaw_core::Config) {
+fn mention_drafts(config: &Config) {
     let pending =
         ferroclaw_core::learning::SkillStore::new(&config.home, &config.workspace).drafts().len();
     if pending > 0 {

@@ -172,26 +172,26 @@ pub fn print_page(list: &[SessionSummary], page: usize, per_page: usize) {
 fn print_entry(entry: Entry) {
     match entry {
         Entry::Meta(m) => {
-            println!("# session {} · {} · {} · {}\n", m.id, m.created, m.model, m.cwd.display())
+            println!("# session {} · {} · {} · {}\n", m.id, m.created, m.model, m.cwd.display());
         }
         Entry::Message { message, .. } => {
             for block in &message.content {
                 match (message.role, block) {
                     (Role::User, ContentBlock::Text { text }) => {
-                        println!("› {}\n", printable(text))
+                        println!("› {}\n", printable(text));
                     }
                     (Role::Assistant, ContentBlock::Text { text }) => {
-                        println!("{}\n", printable(text))
+                        println!("{}\n", printable(text));
                     }
                     (_, ContentBlock::Image { media_type, .. }) => {
-                        println!("[image {media_type}]\n")
+                        println!("[image {media_type}]\n");
                     }
                     (_, ContentBlock::ToolCall(call)) => {
                         println!(
                             "⏺ {}({})",
                             printable(&call.name),
                             shorten(&call.input.to_string(), 100)
-                        )
+                        );
                     }
                     (_, ContentBlock::ToolResult { content, is_error, .. }) => {
                         let text: String = content.iter().filter_map(ResultPart::as_text).collect();
@@ -203,7 +203,7 @@ fn print_entry(entry: Entry) {
         }
         Entry::Error { message, .. } => println!("error: {}\n", printable(&message)),
         Entry::Compaction { replaced, .. } => {
-            println!("— {replaced} earlier messages compacted into a summary —\n")
+            println!("— {replaced} earlier messages compacted into a summary —\n");
         }
         Entry::Rewind { to, code, conversation, .. } => {
             let what = match (code, conversation) {
@@ -211,7 +211,7 @@ fn print_entry(entry: Entry) {
                 (false, true) => "conversation",
                 _ => "code and conversation",
             };
-            println!("— rewound {what} to checkpoint {to} —\n")
+            println!("— rewound {what} to checkpoint {to} —\n");
         }
         Entry::Usage { .. }
         | Entry::Permission { .. }

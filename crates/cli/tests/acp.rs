@@ -386,7 +386,7 @@ fn the_schema_check_rejects_frames_the_protocol_does_not_allow() {
     let schemas = Schemas::new();
     let bad = json!({"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk"}});
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        schemas.check("session/update", &bad)
+        schemas.check("session/update", &bad);
     }));
     assert!(result.is_err(), "a chunk without content must not pass");
     let good = json!({"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",

@@ -78,7 +78,7 @@ fn redteam_gateway_a_flooding_sender_is_rate_limited_and_told_once() {
 #[test]
 fn redteam_gateway_prints_where_the_token_is_never_the_token_and_writes_private_files() {
     let env = Env::new(Wire::OpenAi, vec![]);
-    let port = gateway_support::free_port();
+    let port = free_port();
     // No token in config: the gateway makes one.
     env.write_home_config(&format!("[gateway]\nport = {port}\nheartbeat_minutes = 0\n"));
     let gw = Gateway::spawn(&env, port);

@@ -216,7 +216,7 @@ fn shell_parse(case: &Value) -> Result<(), String> {
         return Err(format!("understood = {}, unknown: {:?}", script.understood(), script.unknown));
     }
     if case.get("expect_commands").is_some() {
-        let got: Vec<String> = script.commands.iter().map(|c| c.text()).collect();
+        let got: Vec<String> = script.commands.iter().map(shell::SimpleCommand::text).collect();
         let want = strs(&case["expect_commands"]);
         if got != want {
             return Err(format!("expected {want:?}, got {got:?}"));

@@ -55,7 +55,13 @@ fn open_terminal_sized(
     let size_ptr = size.as_ref().map_or(std::ptr::null(), |s| s as *const libc::winsize);
     // SAFETY: openpty fills in two new descriptors we then own; it only reads the size.
     let rc = unsafe {
-        libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), size_ptr)
+        libc::openpty(
+            &raw mut master,
+            &raw mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            size_ptr,
+        )
     };
     assert_eq!(rc, 0);
     // SAFETY: both descriptors were just opened and are owned here.

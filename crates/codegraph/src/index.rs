@@ -382,8 +382,10 @@ fn parse_all(files: Vec<(Found, Option<String>)>, touched: &mut Vec<Found>) -> V
         };
         work.push((found, hash, source));
     }
-    let threads =
-        std::thread::available_parallelism().map_or(2, |n| n.get()).min(8).min(work.len().max(1));
+    let threads = std::thread::available_parallelism()
+        .map_or(2, std::num::NonZero::get)
+        .min(8)
+        .min(work.len().max(1));
     let chunk = work.len().div_ceil(threads).max(1);
     let mut chunks: Vec<Vec<(Found, String, String)>> = Vec::new();
     let mut iter = work.into_iter().peekable();

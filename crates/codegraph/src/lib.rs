@@ -58,11 +58,6 @@ pub use tools::{
     register_code_tools,
 };
 
-/// Parses one file's source (for tests and tools that want the raw facts).
-pub fn parse_source(lang: Lang, source: &str) -> Option<Parsed> {
-    extract::parse(&mut tree_sitter::Parser::new(), lang, source)
-}
-
 /// Why the index could not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

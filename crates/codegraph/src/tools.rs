@@ -62,7 +62,7 @@ impl SharedIndex {
 
     /// The index, opened on first use.
     fn open(&self) -> Result<MutexGuard<'_, Option<CodeIndex>>, Error> {
-        let mut guard = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if guard.is_none() {
             *guard = Some(CodeIndex::open(&self.workspace, &self.home)?);
         }
@@ -479,7 +479,7 @@ impl Around for ReindexAfterEdit {
         match tokio::task::spawn_blocking(move || shared.reindex(&path)).await {
             Ok(Ok(_) | Err(Error::OutsideProject(_))) => {}
             Ok(Err(e)) => {
-                tracing::debug!(error = %e, "re-index after edit failed; the next code tool call catches up")
+                tracing::debug!(error = %e, "re-index after edit failed; the next code tool call catches up");
             }
             Err(e) => tracing::debug!(error = %e, "re-index after edit did not finish"),
         }

@@ -213,10 +213,10 @@ pub fn untrusted_notes(workspace: &Path) -> Vec<String> {
 }
 
 /// The command a typed line calls (`/review src` -> `review`, `"src"`), if any.
-pub fn find<'a>(
-    commands: &'a [CustomCommand],
-    line: &'a str,
-) -> Option<(&'a CustomCommand, &'a str)> {
+pub fn find<'c, 'l>(
+    commands: &'c [CustomCommand],
+    line: &'l str,
+) -> Option<(&'c CustomCommand, &'l str)> {
     let rest = line.trim_start().strip_prefix('/')?;
     let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
     commands.iter().find(|c| c.name == name).map(|c| (c, args.trim()))

@@ -283,7 +283,7 @@ pub fn transcript_text(messages: &[Message], max_result_chars: usize) -> String 
             match b {
                 ContentBlock::Text { text } => out.push_str(text.trim_end()),
                 ContentBlock::Image { media_type, .. } => {
-                    out.push_str(&format!("(image {media_type})"))
+                    out.push_str(&format!("(image {media_type})"));
                 }
                 ContentBlock::ToolCall(c) => out.push_str(&format!("→ {}({})", c.name, c.input)),
                 ContentBlock::ToolResult { content, is_error, .. } => {

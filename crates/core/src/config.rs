@@ -719,23 +719,11 @@ pub fn parse_layer(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     Ok(file)
 }
 
-/// Settings of the top level of a config file.
-const TOP_LEVEL_KEYS: &[&str] = &[
-    "model",
-    "max_turns",
-    "max_tokens",
-    "permission_mode",
-    "allowed_dirs",
-    "max_file_bytes",
-    "context_window",
-    "compaction_threshold",
-];
-
 /// When serde's "unknown field" is a top-level setting written under a
 /// `[table]` header (it then belongs to that table), says so and names it.
 fn landed_in_table(text: &str, offset: usize, message: &str) -> Option<String> {
     let key = message.trim().strip_prefix("unknown field `")?.split('`').next()?;
-    if !TOP_LEVEL_KEYS.contains(&key) {
+    if !ferroclaw_protocol::config_keys::TOP_LEVEL_KEYS.contains(&key) {
         return None;
     }
     let before = &text[..offset.min(text.len())];

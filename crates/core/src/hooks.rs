@@ -368,7 +368,8 @@ pub fn untrusted_notes(workspace: &Path) -> Vec<String> {
         let name = file.strip_prefix(workspace).unwrap_or(&file).display().to_string();
         match settings::read_claude_file(&file) {
             Ok(Some(table)) if !table.is_empty() => {
-                notes.push(format!("hooks (commands) for {} in {name}", settings::describe(&table)))
+                notes
+                    .push(format!("hooks (commands) for {} in {name}", settings::describe(&table)));
             }
             Ok(_) => {}
             Err(e) => notes.push(format!("hooks in {name} (and the file does not read: {e})")),

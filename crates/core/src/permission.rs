@@ -113,7 +113,8 @@ fn call_path<'a>(tool: &str, input: &'a Value) -> Option<&'a str> {
 /// (one line each); `None` lines mark what the parser could not understand.
 pub fn parsed_commands(command: &str) -> Vec<String> {
     let script = ferroclaw_tools::shell::parse(command);
-    let mut lines: Vec<String> = script.commands.iter().map(|c| c.text()).collect();
+    let mut lines: Vec<String> =
+        script.commands.iter().map(ferroclaw_tools::shell::SimpleCommand::text).collect();
     for w in script.file_writes() {
         lines.push(format!("writes {}", w.target.text));
     }
@@ -565,7 +566,12 @@ pub fn always_rules(workspace: &Path, tool: &str, input: &Value) -> Vec<Rule> {
         "bash" => {
             let command = input.get("command").and_then(Value::as_str).unwrap_or("");
             let script = ferroclaw_tools::shell::parse(command);
-            if !script.understood() || script.commands.iter().any(|c| c.dynamic_program()) {
+            if !script.understood()
+                || script
+                    .commands
+                    .iter()
+                    .any(ferroclaw_tools::shell::SimpleCommand::dynamic_program)
+            {
                 return Vec::new();
             }
             let mut rules: Vec<Rule> = Vec::new();
@@ -652,7 +658,7 @@ mod tests {
     use serde_json::json;
 
     fn perms(mode: PermissionMode, allow: &[&str], deny: &[&str]) -> Permissions {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let s = |v: &[&str]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
         Permissions::new(mode, &s(allow), &s(deny)).unwrap()
     }
 

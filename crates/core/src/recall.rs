@@ -96,7 +96,10 @@ impl Recall {
         use std::collections::HashMap;
         use std::sync::{OnceLock, Weak};
         static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<Recall>>>> = OnceLock::new();
-        let mut open = OPEN.get_or_init(Mutex::default).lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = OPEN
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let path = home.join("recall.db");
         if let Some(recall) = open.get(&path).and_then(Weak::upgrade) {
             return Ok(recall);
@@ -140,7 +143,7 @@ impl Recall {
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves a usable connection.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Indexes one finished request: the user's text and the final answer.

@@ -54,7 +54,7 @@ impl EventTap {
 
     /// Hands `event` to the tap.
     pub fn send(&self, event: &AgentEvent) {
-        (self.0)(event)
+        (self.0)(event);
     }
 }
 

@@ -374,7 +374,7 @@ fn nearest<'a>(name: &str, valid: &[&'a str]) -> Option<&'a str> {
 pub fn enabled_channels(tables: &BTreeMap<String, toml::Table>) -> Vec<String> {
     let mut names: Vec<String> = tables
         .iter()
-        .filter(|(_, t)| t.get("enabled").and_then(|v| v.as_bool()) == Some(true))
+        .filter(|(_, t)| t.get("enabled").and_then(toml::Value::as_bool) == Some(true))
         .map(|(n, _)| n.clone())
         .collect();
     if !tables.contains_key("web") {

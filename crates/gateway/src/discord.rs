@@ -38,6 +38,7 @@
 mod rest;
 mod session;
 
+use crate::backoff::Backoff;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -208,19 +209,13 @@ impl Channel for DiscordChannel {
         shutdown: CancellationToken,
     ) -> Result<(), ChannelError> {
         let mut state = SessionState::default();
-        let mut failures: u32 = 0;
+        let mut backoff = reconnect_backoff();
         loop {
-            if failures > 0 {
-                let delay = reconnect_delay(failures);
-                tokio::select! {
-                    () = shutdown.cancelled() => return Ok(()),
-                    () = tokio::time::sleep(delay) => {}
-                }
-            }
+            backoff.sleep(&shutdown).await;
             if shutdown.is_cancelled() {
                 return Ok(());
             }
-            if failures >= RESUME_ATTEMPTS && state.can_resume() {
+            if backoff.failures() >= RESUME_ATTEMPTS && state.can_resume() {
                 tracing::info!(channel = CHANNEL_NAME, "cannot resume; identifying anew");
                 state.forget();
             }
@@ -231,7 +226,7 @@ impl Channel for DiscordChannel {
                     tracing::warn!("{e}");
                     bus.connections()
                         .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
-                    failures += 1;
+                    backoff.fail();
                     continue;
                 }
             };
@@ -239,9 +234,8 @@ impl Channel for DiscordChannel {
                 Ok(ws) => ws,
                 Err(e) => {
                     tracing::warn!(channel = CHANNEL_NAME, "{e}");
-                    bus.connections()
-                        .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
-                    failures += 1;
+                    bus.connections().set(CHANNEL_NAME, State::Reconnecting { error: e.clone() });
+                    backoff.fail();
                     continue;
                 }
             };
@@ -253,7 +247,11 @@ impl Channel for DiscordChannel {
             let token = &self.config.token;
             let end =
                 session::run(ws, token, &mut state, &shutdown, connections, &mut on_dispatch).await;
-            failures = if state.ready { 0 } else { failures + 1 };
+            if state.ready {
+                backoff.reset();
+            } else {
+                backoff.fail();
+            }
             match end {
                 SessionEnd::Shutdown => return Ok(()),
                 SessionEnd::Fatal(e) => return Err(e),
@@ -368,11 +366,10 @@ async fn with_attachments(
     message
 }
 
-/// The wait before attempt `failures` (1-based): doubling from
+/// The waits between reconnection attempts: doubling from
 /// [`RECONNECT_FIRST_DELAY`] up to [`RECONNECT_MAX_DELAY`].
-fn reconnect_delay(failures: u32) -> Duration {
-    let doubled = RECONNECT_FIRST_DELAY.saturating_mul(1 << failures.saturating_sub(1).min(16));
-    doubled.min(RECONNECT_MAX_DELAY)
+fn reconnect_backoff() -> Backoff {
+    Backoff::new(RECONNECT_FIRST_DELAY, RECONNECT_MAX_DELAY)
 }
 
 /// The bus message for an INTERACTION_CREATE that presses an approval button
@@ -558,6 +555,13 @@ mod tests {
         pin["type"] = json!(6);
         assert!(inbound_message(pin, Some("bot"), &[]).is_none());
         assert!(inbound_message(json!({"nonsense": 1}), Some("bot"), &[]).is_none());
+    }
+
+    /// The wait after `failures` failed attempts.
+    fn reconnect_delay(failures: u32) -> Duration {
+        let mut backoff = reconnect_backoff();
+        (0..failures).for_each(|_| backoff.fail());
+        backoff.delay()
     }
 
     #[test]

@@ -128,7 +128,7 @@ fn fence_units(opener: &str, body: &[&str], limit: usize, units: &mut Vec<Unit>)
     let mut current = String::new();
     for line in body {
         for piece in split_line(line, room) {
-            let extra = if current.is_empty() { 0 } else { 1 };
+            let extra = usize::from(!current.is_empty());
             if !current.is_empty() && chars(&current) + extra + chars(&piece) > room {
                 parts.push(std::mem::take(&mut current));
             }

@@ -10,10 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use ferroclaw_core::journal::{FileJournal, TurnJournal};
-use ferroclaw_core::{Approval, Approver};
-use ferroclaw_protocol::ToolCall;
 use ferroclaw_runtime::Runtime;
 use ferroclaw_store::PgStore;
 use ferroclaw_tools::{JobManager, JobSummary};
@@ -44,25 +41,6 @@ const CHANNEL_STOP_GRACE: Duration = Duration::from_secs(5);
 /// How often the status file is rewritten.
 const STATUS_INTERVAL: Duration = Duration::from_secs(5);
 
-/// An approver that refuses every call needing approval, with what to
-/// configure instead (for gateways that should never ask; the default asks
-/// in the chat through the [`ApprovalBroker`]).
-pub struct GatewayApprover;
-
-#[async_trait]
-impl Approver for GatewayApprover {
-    async fn approve(&self, call: &ToolCall) -> Approval {
-        Approval::No(format!(
-            "{} needs approval, and the gateway cannot ask anyone. Do without it if you can; \
-             otherwise tell the user that the owner can allow it with [gateway] permission_mode \
-             = \"accept-edits\" or \"bypass\", or an allow rule for {} in [permissions] \
-             of config.toml",
-            call.name,
-            ferroclaw_tools::canonical_tool_name(&call.name)
-        ))
-    }
-}
-
 /// A chat worker's queue (boxed work: see [`Shared::enqueue`]).
 type WorkQueue = mpsc::Sender<Box<Work>>;
 
@@ -75,9 +53,6 @@ pub struct Shared {
     pub home: PathBuf,
     /// Opens every chat's agent.
     pub runtime: Arc<Runtime>,
-    /// The approver of every chat's agent when set; else each chat asks in
-    /// the chat through `approvals`.
-    pub approver: Option<Arc<dyn Approver>>,
     /// Approval requests waiting for an answer in a chat.
     pub approvals: Arc<ApprovalBroker>,
     pub outbox: Outbox,
@@ -332,7 +307,6 @@ pub struct Gateway {
     home: PathBuf,
     settings: GatewaySettings,
     runtime: Arc<Runtime>,
-    approver: Option<Arc<dyn Approver>>,
     channels: Vec<(Arc<dyn Channel>, ChannelSettings)>,
     bus: MessageBus,
     web_url: Option<String>,
@@ -351,7 +325,6 @@ impl Gateway {
             settings,
             runtime,
             journal: Some(journal),
-            approver: None,
             channels: Vec::new(),
             bus: MessageBus::default(),
             web_url: None,
@@ -363,18 +336,13 @@ impl Gateway {
     /// database (see [`crate::scaleout`]); without it the gateway runs on its own.
     pub fn set_store(&mut self, store: PgStore) {
         // Steps go where every gateway on the database can replay them.
-        self.journal = Some(Arc::new(crate::scaleout::PgJournal::new(store.clone())));
+        self.journal = Some(Arc::new(scaleout::PgJournal::new(store.clone())));
         self.store = Some(store);
     }
 
     /// Adds a channel, admitted by `settings` (its `dm_policy` and `allow_from`).
     pub fn add_channel(&mut self, channel: Arc<dyn Channel>, settings: ChannelSettings) {
         self.channels.push((channel, settings));
-    }
-
-    /// Replaces the approver of gateway agents (default: ask in the chat).
-    pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
-        self.approver = Some(approver);
     }
 
     /// Replaces the turn journal (a database's; `None`: turns are not
@@ -425,7 +393,6 @@ impl Gateway {
         let (admissions, admissions_rx) = mpsc::channel(crate::bus::DEFAULT_QUEUE_CAPACITY);
         let shared = Arc::new(Shared {
             runtime: self.runtime,
-            approver: self.approver,
             approvals,
             outbox,
             workspace: self.settings.workspace(&self.home),

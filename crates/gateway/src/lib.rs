@@ -30,6 +30,7 @@
 
 pub mod api_turn;
 pub mod approval;
+mod backoff;
 pub mod bus;
 pub mod channel;
 pub mod commands;
@@ -72,5 +73,5 @@ mod worktree_log;
 pub use bus::{ANY_CHANNEL, BusError, InboundMessage, MessageBus, OutboundMessage, SYSTEM_CHANNEL};
 pub use channel::{Channel, ChannelError};
 pub use config::{ChannelSettings, DmPolicy, GatewayConfigError, GatewaySettings};
-pub use gateway::{Gateway, GatewayApprover};
+pub use gateway::Gateway;
 pub use sessions::SessionKey;

@@ -26,6 +26,7 @@
 //!   lists, histories, their pictures, the files the agent sent) is read
 //!   from the database too ([`crate::history`], [`crate::shared_media`]).
 
+use crate::backoff::Backoff;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -100,38 +101,6 @@ pub fn safety_poll() -> Duration {
         .and_then(|ms| ms.parse::<u64>().ok())
         .filter(|&ms| ms > 0)
         .map_or(SAFETY_POLL, Duration::from_millis)
-}
-
-/// Waits between tries at an unreachable database: doubling from
-/// [`RETRY_FIRST`] to [`RETRY_MAX`], back to the start once it answers.
-struct Backoff {
-    next: Duration,
-}
-
-impl Backoff {
-    fn new() -> Backoff {
-        Backoff { next: RETRY_FIRST }
-    }
-
-    /// True when nothing failed since the last success (to log a run of
-    /// failures once, and the recovery once).
-    fn fresh(&self) -> bool {
-        self.next == RETRY_FIRST
-    }
-
-    fn reset(&mut self) {
-        self.next = RETRY_FIRST;
-    }
-
-    /// Sleeps the next wait (or until `stop`).
-    async fn wait(&mut self, stop: &CancellationToken) {
-        let wait = self.next;
-        self.next = (self.next * 2).min(RETRY_MAX);
-        tokio::select! {
-            () = stop.cancelled() => {}
-            () = tokio::time::sleep(wait) => {}
-        }
-    }
 }
 
 /// Channels that must run in one process at a time.
@@ -264,7 +233,7 @@ pub async fn store_loop(
     stop: CancellationToken,
 ) {
     let holder = link.store.holder().to_string();
-    let mut backoff = Backoff::new();
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     let mut batch: Vec<InboundMessage> = Vec::new();
     loop {
         if batch.is_empty() {
@@ -359,7 +328,7 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
     let registered = link.registered.get_or_init(|| registered);
     let gate = registered.gate.as_deref();
     let permits = Arc::new(Semaphore::new(shared.settings.max_concurrent_turns));
-    let mut backoff = Backoff::new();
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     loop {
         // Claims are taken only while this process is seen alive (its
         // liveness lock is held): else others would take them over at once.
@@ -462,7 +431,7 @@ async fn finish_claim(
     session: Option<&ferroclaw_store::SessionWrite>,
     current: Option<(&str, &str)>,
 ) {
-    let mut backoff = Backoff::new();
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     let never = CancellationToken::new();
     let mut back = link.wakeups.connected();
     loop {
@@ -615,7 +584,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
 
 /// Sends the answers this process may send, each once, until `stop`.
 pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
-    let mut backoff = Backoff::new();
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     loop {
         let sending = link.sending.lock().await;
         let taken = link.store.take_outbound_batch(DELIVERY_BATCH).await;

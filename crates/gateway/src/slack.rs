@@ -44,6 +44,7 @@ mod api;
 mod mrkdwn;
 mod socket;
 
+use crate::backoff::Backoff;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -275,14 +276,9 @@ impl Channel for SlackChannel {
         shutdown: CancellationToken,
     ) -> Result<(), ChannelError> {
         let mut bot_id: Option<String> = None;
-        let mut failures: u32 = 0;
+        let mut backoff = reconnect_backoff();
         loop {
-            if failures > 0 {
-                tokio::select! {
-                    () = shutdown.cancelled() => return Ok(()),
-                    () = tokio::time::sleep(reconnect_delay(failures)) => {}
-                }
-            }
+            backoff.sleep(&shutdown).await;
             if shutdown.is_cancelled() {
                 return Ok(());
             }
@@ -300,7 +296,7 @@ impl Channel for SlackChannel {
                     tracing::warn!("{e}");
                     bus.connections()
                         .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
-                    failures += 1;
+                    backoff.fail();
                     continue;
                 }
             };
@@ -309,9 +305,8 @@ impl Channel for SlackChannel {
                 Ok(ws) => ws,
                 Err(e) => {
                     tracing::warn!(channel = CHANNEL_NAME, "{e}");
-                    bus.connections()
-                        .set(CHANNEL_NAME, State::Reconnecting { error: e.to_string() });
-                    failures += 1;
+                    bus.connections().set(CHANNEL_NAME, State::Reconnecting { error: e.clone() });
+                    backoff.fail();
                     continue;
                 }
             };
@@ -319,7 +314,11 @@ impl Channel for SlackChannel {
             let mut on_event = |event: Value| self.on_event(&bus, event, &id);
             let end =
                 socket::run(ws, &shutdown, &mut hello, bus.connections(), &mut on_event).await;
-            failures = if hello { 0 } else { failures + 1 };
+            if hello {
+                backoff.reset();
+            } else {
+                backoff.fail();
+            }
             if end == SocketEnd::Shutdown {
                 return Ok(());
             }
@@ -427,11 +426,10 @@ async fn with_files(
     message
 }
 
-/// The wait before attempt `failures` (1-based): doubling from
+/// The waits between reconnection attempts: doubling from
 /// [`RECONNECT_FIRST_DELAY`] up to [`RECONNECT_MAX_DELAY`].
-fn reconnect_delay(failures: u32) -> Duration {
-    let doubled = RECONNECT_FIRST_DELAY.saturating_mul(1 << failures.saturating_sub(1).min(16));
-    doubled.min(RECONNECT_MAX_DELAY)
+fn reconnect_backoff() -> Backoff {
+    Backoff::new(RECONNECT_FIRST_DELAY, RECONNECT_MAX_DELAY)
 }
 
 /// The bus message for a `block_actions` payload that presses an approval

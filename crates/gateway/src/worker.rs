@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ferroclaw_core::Agent;
 use ferroclaw_protocol::{AgentEvent, Message};
-use ferroclaw_runtime::{Resume, SessionOptions};
+use ferroclaw_runtime::{InputRules, Resume, SessionOptions, Turn};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -209,7 +209,7 @@ async fn handle(
             match e {
                 // In the chat's history: its page shows it when it opens.
                 crate::channel::ChannelError::UnknownChat { .. } if delivered => {
-                    tracing::info!(chat = %key.address(), "no page open; the answer waits in the chat's history")
+                    tracing::info!(chat = %key.address(), "no page open; the answer waits in the chat's history");
                 }
                 e => tracing::warn!(session = %key.address(), "answer not delivered: {e}"),
             }
@@ -296,18 +296,15 @@ async fn turn(
             }
         }
     });
-    let custom = match work.message.channel != SYSTEM_CHANNEL
-        && work.message.content.trim_start().starts_with('/')
-    {
-        true => shared.runtime.custom_commands(),
-        false => Vec::new(),
-    };
-    let report = match ferroclaw_core::commands::find(&custom, &work.message.content) {
-        Some((cmd, args)) => {
+    let rules =
+        if work.message.channel == SYSTEM_CHANNEL { InputRules::SYSTEM } else { InputRules::CHAT };
+    let report = match shared.runtime.turn(&work.message.content, rules) {
+        Turn::Command { command, args } => {
             let message = ferroclaw_core::mentions::user_message;
-            shared.runtime.run_command(agent, cmd, args, message, &tx, &cancel).await
+            shared.runtime.run_command(agent, &command, args, message, &tx, &cancel).await
         }
-        None => {
+        // A chat's message: its text and the files it carries, no `@path`.
+        Turn::Shell(_) | Turn::Message { .. } => {
             let turn = agent.run_turn(user_input(&work.message, shared).await, &tx, &cancel).await;
             // The wait for the disk (batched with other chats' turns) does
             // not hold a turn slot; the answer still waits for it.
@@ -391,14 +388,11 @@ async fn open<'a>(
             _ => SessionKey::new(message.channel.clone(), message.chat_id.clone()),
         };
         // Calls that need approval are asked for where this chat's answers go.
-        let approver: Arc<dyn ferroclaw_core::Approver> = match &shared.approver {
-            Some(a) => a.clone(),
-            None => Arc::new(ChatApprover {
-                broker: shared.approvals.clone(),
-                chat: target.clone(),
-                turn: slot.clone(),
-            }),
-        };
+        let approver: Arc<dyn ferroclaw_core::Approver> = Arc::new(ChatApprover {
+            broker: shared.approvals.clone(),
+            chat: target.clone(),
+            turn: slot.clone(),
+        });
         let options = SessionOptions {
             extra_tools: vec![
                 Arc::new(MessageTool {

@@ -9,8 +9,9 @@ use ferroclaw_protocol::{ProviderEvent, StopReason, ToolCall, Usage};
 use serde_json::{Value, json};
 
 use crate::ChatRequest;
-use crate::decode::{DecodeError, parse_arguments, str_field, u64_field};
+use crate::decode::{DecodeError, parse_arguments, typed};
 use crate::sse::SseEvent;
+use wire::{ApiError, Block, Delta, StreamEvent, Tag, WholeMessage};
 
 /// The API version header value we speak.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -19,6 +20,7 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 pub(crate) const PATH: &str = "/v1/messages";
 
 mod body;
+mod wire;
 
 /// The JSON body of a Messages request, written straight from `req` (see [`body`]).
 pub(crate) fn request_bytes(req: &ChatRequest, stream: bool) -> Vec<u8> {
@@ -32,16 +34,6 @@ pub(crate) fn request_body(req: &ChatRequest, stream: bool) -> Value {
     serde_json::from_slice(&request_bytes(req, stream)).unwrap_or_default()
 }
 
-/// Anthropic's usage object: `input_tokens` excludes cache reads and writes.
-fn usage_json(u: &Value) -> Usage {
-    Usage {
-        input_tokens: u64_field(u, "input_tokens"),
-        output_tokens: u64_field(u, "output_tokens"),
-        cache_read_tokens: u64_field(u, "cache_read_input_tokens"),
-        cache_write_tokens: u64_field(u, "cache_creation_input_tokens"),
-    }
-}
-
 fn stop_reason(reason: &str, saw_tool_call: bool) -> StopReason {
     match reason {
         "end_turn" | "" if saw_tool_call => StopReason::ToolUse,
@@ -50,17 +42,6 @@ fn stop_reason(reason: &str, saw_tool_call: bool) -> StopReason {
         "max_tokens" => StopReason::MaxTokens,
         "stop_sequence" => StopReason::StopSequence,
         other => StopReason::Other(other.to_string()),
-    }
-}
-
-fn api_error(v: &Value) -> DecodeError {
-    let err = v.get("error").unwrap_or(v);
-    DecodeError::Api {
-        kind: match str_field(err, "type") {
-            "" => "error".into(),
-            kind => kind.into(),
-        },
-        message: str_field(err, "message").to_string(),
     }
 }
 
@@ -99,79 +80,67 @@ impl StreamAssembler {
         }
         let data: Value = serde_json::from_str(&event.data)
             .map_err(|e| DecodeError::bad_json(&event.data, &e))?;
-        let kind = match event.event.as_str() {
-            "" => str_field(&data, "type"),
-            named => named,
-        };
-        let index = u64_field(&data, "index");
-        match kind {
-            "message_start" => {
-                if let Some(u) = data.get("message").and_then(|m| m.get("usage")) {
-                    self.usage.merge(&usage_json(u));
+        match StreamEvent::read(&event.event, &data)? {
+            StreamEvent::MessageStart(start) => {
+                if let Some(u) = start.message.and_then(|m| m.usage) {
+                    self.usage.merge(&Usage::from(&u));
                 }
             }
-            "content_block_start" => {
-                let block = data.get("content_block").unwrap_or(&Value::Null);
-                let open = match str_field(block, "type") {
-                    "text" => {
-                        push_text(out, str_field(block, "text"));
+            StreamEvent::ContentBlockStart(start) => {
+                let open = match start.content_block {
+                    Block::Text { text } => {
+                        push_text(out, text.as_deref().unwrap_or_default());
                         OpenBlock::Text
                     }
-                    "tool_use" => {
-                        let (id, name) = (
-                            str_field(block, "id").to_string(),
-                            str_field(block, "name").to_string(),
-                        );
+                    Block::ToolUse { id, name, input } => {
+                        let (id, name) = (id.unwrap_or_default(), name.unwrap_or_default());
                         out.push(ProviderEvent::ToolCallStarted {
                             id: id.clone(),
                             name: name.clone(),
                         });
-                        let initial = block.get("input").cloned().unwrap_or(Value::Null);
+                        let initial = input.unwrap_or(Value::Null);
                         OpenBlock::Tool { id, name, json: String::new(), initial }
                     }
-                    _ => OpenBlock::Ignored,
+                    Block::Other => OpenBlock::Ignored,
                 };
-                self.blocks.insert(index, open);
+                self.blocks.insert(start.index.unwrap_or(0), open);
             }
-            "content_block_delta" => {
-                let delta = data.get("delta").unwrap_or(&Value::Null);
-                match (self.blocks.get_mut(&index), str_field(delta, "type")) {
-                    (Some(OpenBlock::Text), "text_delta") => {
-                        push_text(out, str_field(delta, "text"))
+            StreamEvent::ContentBlockDelta(piece) => {
+                match (self.blocks.get_mut(&piece.index.unwrap_or(0)), piece.delta) {
+                    (Some(OpenBlock::Text), Delta::Text { text }) => {
+                        push_text(out, text.as_deref().unwrap_or_default());
                     }
-                    (Some(OpenBlock::Tool { json, .. }), "input_json_delta") => {
-                        json.push_str(str_field(delta, "partial_json"));
+                    (Some(OpenBlock::Tool { json, .. }), Delta::InputJson { partial_json }) => {
+                        json.push_str(partial_json.as_deref().unwrap_or_default());
                     }
                     _ => {}
                 }
             }
-            "content_block_stop" => {
+            StreamEvent::ContentBlockStop(stop) => {
                 if let Some(OpenBlock::Tool { id, name, json, initial }) =
-                    self.blocks.remove(&index)
+                    self.blocks.remove(&stop.index.unwrap_or(0))
                 {
                     self.saw_tool_call = true;
                     out.push(finish_tool(id, name, &json, initial));
                 }
             }
-            "message_delta" => {
-                if let Some(reason) =
-                    data.get("delta").and_then(|d| d.get("stop_reason")).and_then(Value::as_str)
-                {
-                    reason.clone_into(&mut self.stop_reason);
+            StreamEvent::MessageDelta(delta) => {
+                if let Some(reason) = delta.delta.and_then(|d| d.stop_reason) {
+                    self.stop_reason = reason;
                 }
-                if let Some(u) = data.get("usage") {
-                    self.usage.merge(&usage_json(u));
+                if let Some(u) = delta.usage {
+                    self.usage.merge(&Usage::from(&u));
                 }
             }
-            "message_stop" => {
+            StreamEvent::MessageStop => {
                 self.done = true;
                 if self.usage != Usage::default() {
                     out.push(ProviderEvent::Usage(self.usage));
                 }
                 out.push(ProviderEvent::Stop(stop_reason(&self.stop_reason, self.saw_tool_call)));
             }
-            "error" => return Err(api_error(&data)),
-            _ => {} // `ping` and event types added after this was written.
+            StreamEvent::Error(error) => return Err(error.into()),
+            StreamEvent::Other => {}
         }
         Ok(())
     }
@@ -204,23 +173,23 @@ fn finish_tool(id: String, name: String, json: &str, initial: Value) -> Provider
 
 /// Decodes a whole (non-streaming) Messages response.
 pub(crate) fn parse_response(v: &Value) -> Result<Vec<ProviderEvent>, DecodeError> {
-    if str_field(v, "type") == "error" {
-        return Err(api_error(v));
+    if typed::<Tag>(v)?.kind.as_deref() == Some("error") {
+        return Err(typed::<ApiError>(v)?.into());
     }
-    let Some(content) = v.get("content").and_then(Value::as_array) else {
+    let message: WholeMessage = typed(v)?;
+    let Some(content) = message.content else {
         return Err(DecodeError::unexpected("no `content` in the message", v));
     };
     let mut out = Vec::new();
     let mut saw_tool_call = false;
     for block in content {
-        match str_field(block, "type") {
-            "text" => push_text(&mut out, str_field(block, "text")),
-            "tool_use" => {
-                let (id, name) =
-                    (str_field(block, "id").to_string(), str_field(block, "name").to_string());
+        match block {
+            Block::Text { text } => push_text(&mut out, text.as_deref().unwrap_or_default()),
+            Block::ToolUse { id, name, input } => {
+                let (id, name) = (id.unwrap_or_default(), name.unwrap_or_default());
                 out.push(ProviderEvent::ToolCallStarted { id: id.clone(), name: name.clone() });
-                let input = match block.get("input") {
-                    Some(input @ Value::Object(_)) => input.clone(),
+                let input = match input {
+                    Some(input @ Value::Object(_)) => input,
                     _ => json!({}),
                 };
                 out.push(ProviderEvent::ToolCall {
@@ -229,14 +198,15 @@ pub(crate) fn parse_response(v: &Value) -> Result<Vec<ProviderEvent>, DecodeErro
                 });
                 saw_tool_call = true;
             }
-            _ => {}
+            Block::Other => {}
         }
     }
-    let usage = v.get("usage").map(usage_json).unwrap_or_default();
+    let usage = message.usage.as_ref().map(Usage::from).unwrap_or_default();
     if usage != Usage::default() {
         out.push(ProviderEvent::Usage(usage));
     }
-    out.push(ProviderEvent::Stop(stop_reason(str_field(v, "stop_reason"), saw_tool_call)));
+    let reason = message.stop_reason.as_deref().unwrap_or_default();
+    out.push(ProviderEvent::Stop(stop_reason(reason, saw_tool_call)));
     Ok(out)
 }
 

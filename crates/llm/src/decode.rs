@@ -4,6 +4,7 @@
 //! canned bytes.
 
 use ferroclaw_protocol::ProviderEvent;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::sse::{SseEvent, SseParser};
@@ -29,6 +30,18 @@ impl DecodeError {
         Self::Malformed {
             detail: format!("malformed JSON from the provider ({err})"),
             snippet: snippet(payload),
+        }
+    }
+
+    /// Valid JSON whose field at a path is not what the wire type says
+    /// (`choices[0].delta.content: invalid type: integer `1`, expected a string`).
+    pub(crate) fn shape(
+        payload: &Value,
+        err: &serde_path_to_error::Error<serde_json::Error>,
+    ) -> Self {
+        Self::Malformed {
+            detail: format!("unexpected response from the provider ({err})"),
+            snippet: snippet(&payload.to_string()),
         }
     }
 
@@ -89,14 +102,15 @@ pub(crate) fn parse_arguments(raw: &str) -> (Value, Option<String>) {
     }
 }
 
+/// Reads a provider's JSON as its wire type `T` (serde's own checks and
+/// messages, with the path of the field that is not what `T` says).
+pub(crate) fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, DecodeError> {
+    serde_path_to_error::deserialize(value).map_err(|e| DecodeError::shape(value, &e))
+}
+
 /// A string field of a JSON object, or `""`.
 pub(crate) fn str_field<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// An unsigned integer field of a JSON object, or 0.
-pub(crate) fn u64_field(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// The assembler of one wire format's streamed events.

@@ -15,8 +15,9 @@ use ferroclaw_protocol::{ProviderEvent, StopReason, ToolCall, Usage};
 use serde_json::Value;
 
 use crate::ChatRequest;
-use crate::decode::{DecodeError, parse_arguments, str_field, u64_field};
+use crate::decode::{DecodeError, parse_arguments, typed};
 use crate::sse::SseEvent;
+use wire::{Chunk, Content, FunctionPart, Message, ToolCallPart};
 
 /// The request path below the base URL (which includes `/v1`).
 pub(crate) const PATH: &str = "/chat/completions";
@@ -29,6 +30,7 @@ pub(crate) fn max_tokens_field(base_url: &str) -> &'static str {
 }
 
 mod body;
+mod wire;
 
 /// The JSON body of a Chat Completions request, written straight from `req`
 /// (see [`body`]).
@@ -43,22 +45,6 @@ pub(crate) fn request_body(req: &ChatRequest, stream: bool, max_tokens_field: &s
     serde_json::from_slice(&request_bytes(req, stream, max_tokens_field)).unwrap_or_default()
 }
 
-/// OpenAI's usage object. `prompt_tokens` includes cached tokens; we report
-/// them apart, as Anthropic does, so `input_tokens` means uncached input.
-fn usage_json(u: &Value) -> Usage {
-    let cached = u
-        .get("prompt_tokens_details")
-        .map(|d| u64_field(d, "cached_tokens"))
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| u64_field(u, "prompt_cache_hit_tokens")); // DeepSeek
-    Usage {
-        input_tokens: u64_field(u, "prompt_tokens").saturating_sub(cached),
-        output_tokens: u64_field(u, "completion_tokens"),
-        cache_read_tokens: cached,
-        cache_write_tokens: 0,
-    }
-}
-
 fn stop_reason(reason: &str, saw_tool_call: bool) -> StopReason {
     match reason {
         "stop" | "" if saw_tool_call => StopReason::ToolUse,
@@ -67,23 +53,6 @@ fn stop_reason(reason: &str, saw_tool_call: bool) -> StopReason {
         "length" => StopReason::MaxTokens,
         other => StopReason::Other(other.to_string()),
     }
-}
-
-/// `{"error": {...}}`, or `{"error": "text"}` as some servers send.
-fn api_error(err: &Value) -> DecodeError {
-    let kind = ["type", "code"]
-        .iter()
-        .find_map(|k| match err.get(*k) {
-            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-            Some(Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        })
-        .unwrap_or_else(|| "error".into());
-    let message = match err {
-        Value::String(s) => s.clone(),
-        other => str_field(other, "message").to_string(),
-    };
-    DecodeError::Api { kind, message }
 }
 
 /// A tool call being assembled from deltas.
@@ -122,29 +91,28 @@ impl StreamAssembler {
             self.complete(out);
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(&event.data)
+        let data: Value = serde_json::from_str(&event.data)
             .map_err(|e| DecodeError::bad_json(&event.data, &e))?;
-        if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
-            return Err(api_error(err));
+        let chunk: Chunk = typed(&data)?;
+        if let Some(err) = chunk.error {
+            return Err(err.into());
         }
-        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage.get_or_insert_default().merge(&usage_json(u));
+        if let Some(u) = &chunk.usage {
+            self.usage.get_or_insert_default().merge(&Usage::from(u));
         }
-        for choice in chunk.get("choices").and_then(Value::as_array).into_iter().flatten() {
-            let delta = choice.get("delta").unwrap_or(&Value::Null);
-            if let Some(text) = delta.get("content").and_then(Value::as_str)
-                && !text.is_empty()
-            {
+        for choice in chunk.choices.into_iter().flatten() {
+            let delta = choice.delta.unwrap_or(Message { content: None, tool_calls: None });
+            let text = delta.content.as_ref().map(Content::text).unwrap_or_default();
+            if !text.is_empty() {
                 out.push(ProviderEvent::TextDelta(text.to_string()));
             }
             if !self.calls_flushed {
-                for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten()
-                {
+                for call in delta.tool_calls.iter().flatten() {
                     self.on_tool_delta(call, out);
                 }
             }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finish_reason = Some(reason.to_string());
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason);
                 self.flush_calls(out);
             }
         }
@@ -168,24 +136,21 @@ impl StreamAssembler {
         self.done
     }
 
-    fn on_tool_delta(&mut self, delta: &Value, out: &mut Vec<ProviderEvent>) {
-        let index = delta.get("index").and_then(Value::as_u64);
-        let id = str_field(delta, "id");
-        let function = delta.get("function").unwrap_or(&Value::Null);
-        let slot = self.slot_for(index, id);
+    fn on_tool_delta(&mut self, delta: &ToolCallPart, out: &mut Vec<ProviderEvent>) {
+        let id = delta.id.as_deref().unwrap_or_default();
+        let slot = self.slot_for(delta.index, id);
         let call = &mut self.calls[slot];
         if call.id.is_empty() {
             id.clone_into(&mut call.id);
         }
+        let function = delta.function.as_ref();
         // Some servers repeat the whole name in every chunk: set it once.
-        let name = str_field(function, "name");
         if call.name.is_empty() {
+            let name = function.and_then(|f| f.name.as_deref()).unwrap_or_default();
             name.clone_into(&mut call.name);
         }
-        match function.get("arguments") {
-            Some(Value::String(piece)) => call.arguments.push_str(piece),
-            Some(args @ Value::Object(_)) => call.arguments.push_str(&args.to_string()),
-            _ => {}
+        if let Some(arguments) = function.and_then(|f| f.arguments.as_ref()) {
+            arguments.push_to(&mut call.arguments);
         }
         if !call.announced && !call.id.is_empty() && !call.name.is_empty() {
             call.announced = true;
@@ -254,34 +219,36 @@ impl StreamAssembler {
 
 /// Decodes a whole (non-streaming) completion.
 pub(crate) fn parse_response(v: &Value) -> Result<Vec<ProviderEvent>, DecodeError> {
-    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-        return Err(api_error(err));
+    let completion: Chunk = typed(v)?;
+    if let Some(err) = completion.error {
+        return Err(err.into());
     }
-    let Some(choice) = v.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
+    let Some(choice) = completion.choices.and_then(|c| c.into_iter().next()) else {
         return Err(DecodeError::unexpected("no `choices` in the completion", v));
     };
-    let message = choice.get("message").unwrap_or(&Value::Null);
+    let message = choice.message.unwrap_or(Message { content: None, tool_calls: None });
     let mut out = Vec::new();
-    let text = str_field(message, "content");
+    let text = message.content.as_ref().map(Content::text).unwrap_or_default();
     if !text.is_empty() {
         out.push(ProviderEvent::TextDelta(text.to_string()));
     }
     let mut assembler = StreamAssembler::default();
-    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+    for call in message.tool_calls.into_iter().flatten() {
         // Complete calls, announced only once whole: no index, so none match.
+        let mut arguments = String::new();
+        let function = call.function.unwrap_or(FunctionPart { name: None, arguments: None });
+        if let Some(whole) = &function.arguments {
+            whole.push_to(&mut arguments);
+        }
         assembler.calls.push(PendingCall {
-            id: str_field(call, "id").to_string(),
-            name: call.get("function").map(|f| str_field(f, "name")).unwrap_or("").to_string(),
-            arguments: match call.get("function").and_then(|f| f.get("arguments")) {
-                Some(Value::String(s)) => s.clone(),
-                Some(args @ Value::Object(_)) => args.to_string(),
-                _ => String::new(),
-            },
+            id: call.id.unwrap_or_default(),
+            name: function.name.unwrap_or_default(),
+            arguments,
             announced: false,
         });
     }
-    assembler.usage = v.get("usage").filter(|u| u.is_object()).map(usage_json);
-    assembler.finish_reason = Some(str_field(choice, "finish_reason").to_string());
+    assembler.usage = completion.usage.as_ref().map(Usage::from);
+    assembler.finish_reason = Some(choice.finish_reason.unwrap_or_default());
     assembler.complete(&mut out);
     Ok(out)
 }

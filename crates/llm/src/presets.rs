@@ -182,10 +182,10 @@ mod tests {
     #[test]
     fn only_anthropic_speaks_the_anthropic_wire_and_its_url_has_no_v1() {
         let anthropic = preset("anthropic").unwrap();
-        assert_eq!(anthropic.wire, WireFormat::Anthropic);
+        assert_eq!(anthropic.wire, Anthropic);
         assert_eq!(anthropic.base_url, "https://api.anthropic.com");
         assert_eq!(anthropic.base_url_env, Some("ANTHROPIC_BASE_URL"));
-        let others = presets().iter().filter(|p| p.wire == WireFormat::OpenAi).count();
+        let others = presets().iter().filter(|p| p.wire == OpenAi).count();
         assert_eq!(others, 8);
         assert_eq!(preset("groq").map(|p| p.base_url), Some("https://api.groq.com/openai/v1"));
     }

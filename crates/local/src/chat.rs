@@ -199,10 +199,10 @@ impl Chat {
         }
         match ending {
             Ending::Looping => {
-                tracing::warn!("local: stopped a looping answer after {} tokens", self.generated)
+                tracing::warn!("local: stopped a looping answer after {} tokens", self.generated);
             }
             Ending::MadeUpResult => {
-                tracing::debug!("local: stopped an answer that began a {RESULT_OPEN}")
+                tracing::debug!("local: stopped an answer that began a {RESULT_OPEN}");
             }
             Ending::Stopped => {}
         }

@@ -78,7 +78,7 @@ pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalErr
     let key = path
         .canonicalize()
         .map_err(|source| LocalError::ModelFile { path: path.to_path_buf(), source })?;
-    let mut engines = ENGINES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut engines = ENGINES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(engine) = engines.get(&key) {
         return Ok(engine.clone());
     }
@@ -119,7 +119,7 @@ impl Engine {
     /// Queues a request; its events arrive on `events`.
     pub fn submit(&self, request: ChatRequest, options: LocalOptions, events: EventSender) {
         let job = Job { request, options, events };
-        let sent = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
+        let sent = self.jobs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).send(job);
         if let Err(mpsc::SendError(job)) = sent {
             let _ = job.events.try_send(Err(stream_error("the model thread has stopped")));
         }
@@ -619,12 +619,12 @@ mod tests {
         use ferroclaw_protocol::{ContentBlock, Message};
         let mut r = ChatRequest::new("m", vec![Message::user("list files")]);
         assert!(awaits_first_answer(&r));
-        std::sync::Arc::make_mut(&mut r.messages).push(Message {
+        Arc::make_mut(&mut r.messages).push(Message {
             role: Role::User,
             content: vec![ContentBlock::tool_result("c1", "a.txt", false)],
         });
         assert!(!awaits_first_answer(&r), "after tool results the model is free");
-        std::sync::Arc::make_mut(&mut r.messages).push(Message::assistant("done"));
+        Arc::make_mut(&mut r.messages).push(Message::assistant("done"));
         assert!(!awaits_first_answer(&r));
     }
 

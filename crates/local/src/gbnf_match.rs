@@ -103,7 +103,7 @@ impl Parser {
         loop {
             self.skip_space();
             let item = match self.peek() {
-                None | Some('|') | Some(')') => break,
+                None | Some('|' | ')') => break,
                 Some('"') => Expr::Literal(self.literal()?),
                 Some('[') => self.class()?,
                 Some('(') => {

@@ -288,7 +288,7 @@ pub fn gbnf_literal(text: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02X}", c as u32))
+                out.push_str(&format!("\\x{:02X}", c as u32));
             }
             c => out.push(c),
         }

@@ -189,7 +189,7 @@ fn schema() -> impl Strategy<Value = Value> {
                 ],
             )
                 .prop_map(|(props, extra)| {
-                    let mut properties = serde_json::Map::new();
+                    let mut properties = Map::new();
                     let mut required = Vec::new();
                     for (k, s, req) in props {
                         if properties.contains_key(&k) {
@@ -291,7 +291,7 @@ fn valid(schema: &Value) -> BoxedStrategy<String> {
     }
 }
 
-fn valid_object(s: &serde_json::Map<String, Value>) -> BoxedStrategy<String> {
+fn valid_object(s: &Map<String, Value>) -> BoxedStrategy<String> {
     let required: Vec<&str> = s["required"]
         .as_array()
         .map(|r| r.iter().filter_map(Value::as_str).collect())

@@ -316,11 +316,7 @@ async fn after_tool_results_the_model_is_free_to_answer_in_text() {
     let Some(path) = model_path() else { return };
     let _serial = SERIAL.lock().await;
     let provider = LocalProvider::open(&path, &options(ToolChoice::First)).unwrap();
-    let call = ferroclaw_protocol::ToolCall {
-        id: "c1".into(),
-        name: "list_files".into(),
-        input: json!({"path": "."}),
-    };
+    let call = ToolCall { id: "c1".into(), name: "list_files".into(), input: json!({"path": "."}) };
     let messages = vec![
         Message::user("List the files here."),
         Message {

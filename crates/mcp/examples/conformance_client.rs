@@ -47,7 +47,7 @@ fn arguments(schema: &Value) -> Value {
             continue;
         }
         let value = match prop["type"].as_str() {
-            Some("number") | Some("integer") => json!(2),
+            Some("number" | "integer") => json!(2),
             Some("boolean") => json!(true),
             Some("array") => json!([]),
             Some("object") => json!({}),

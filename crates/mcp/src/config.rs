@@ -58,7 +58,7 @@ impl ServerConfig {
             name,
             Transport::Stdio {
                 command: command.into(),
-                args: args.iter().map(|a| a.to_string()).collect(),
+                args: args.iter().map(ToString::to_string).collect(),
                 env: BTreeMap::new(),
                 cwd: None,
             },
@@ -193,18 +193,6 @@ fn problem(server: &str, source: &Path, message: impl Into<String>) -> ConfigPro
     }
 }
 
-/// Keys of config.toml's top level: one of them inside a server's table was
-/// meant to go above the first table.
-const TOP_LEVEL_KEYS: &[&str] = &[
-    "model",
-    "max_turns",
-    "max_tokens",
-    "permission_mode",
-    "allowed_dirs",
-    "context_window",
-    "compaction_threshold",
-];
-
 /// A config.toml problem with an unknown key of `[mcp_servers.NAME]`: where
 /// the key is in the file, and, for a top-level key, the table it landed in.
 fn unknown_key_problem(name: &str, file: &Path, message: String) -> ConfigProblem {
@@ -214,7 +202,8 @@ fn unknown_key_problem(name: &str, file: &Path, message: String) -> ConfigProble
         return p;
     };
     let key = key.to_string();
-    if TOP_LEVEL_KEYS.contains(&key.as_str()) {
+    // A top-level key inside a server's table was meant to go above the first table.
+    if ferroclaw_protocol::config_keys::TOP_LEVEL_KEYS.contains(&key.as_str()) {
         p.message = format!(
             "unknown key \"{key}\": \"{key}\" is a top-level setting, but it landed inside \
              [mcp_servers.{name}]; move it above the first [table] line"
@@ -569,7 +558,7 @@ mod tests {
         let oauth = &c.servers[0].oauth;
         assert_eq!(oauth.client_id.as_deref(), Some("id-1"));
         assert_eq!(oauth.client_secret, std::env::var("PATH").ok());
-        let problems: Vec<String> = c.problems.iter().map(|p| p.to_string()).collect();
+        let problems: Vec<String> = c.problems.iter().map(ToString::to_string).collect();
         assert!(problems.iter().any(|p| p.contains("needs oauth_client_id")), "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("must be an https://")), "{problems:?}");
     }

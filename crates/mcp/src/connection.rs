@@ -246,7 +246,7 @@ impl Connection {
             });
         }
         let restarts = {
-            let mut n = self.restarts.lock().unwrap_or_else(|e| e.into_inner());
+            let mut n = self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             *n += 1;
             *n
         };
@@ -276,7 +276,7 @@ impl Connection {
         if let Life::Up(live) = std::mem::replace(&mut *life, Life::Down) {
             kill_group(live.pgid);
         }
-        let restarts = *self.restarts.lock().unwrap_or_else(|e| e.into_inner());
+        let restarts = *self.restarts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if restarts >= MAX_RESTARTS {
             *life = Life::Failed(reason.clone());
             format!("{reason}; it crashed before, so it is marked failed")

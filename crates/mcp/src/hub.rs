@@ -166,7 +166,7 @@ impl McpHub {
     /// Adds every remote tool (and the resource tools, when a server is
     /// connected) to `registry`.
     pub fn register_tools(&self, registry: &mut ToolRegistry) {
-        let tools = self.inner.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let tools = self.inner.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for tool in tools.values().flatten() {
             registry.register_arc(Arc::clone(tool) as Arc<dyn Tool>);
         }
@@ -188,7 +188,8 @@ impl McpHub {
                 continue;
             };
             let old = {
-                let mut tools = self.inner.tools.lock().unwrap_or_else(|e| e.into_inner());
+                let mut tools =
+                    self.inner.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 tools.insert(conn.name().to_string(), listed.clone()).unwrap_or_default()
             };
             let stale: Vec<&str> = old.iter().map(|t| t.name.as_str()).collect();
@@ -205,7 +206,7 @@ impl McpHub {
     pub async fn statuses(&self) -> Vec<ServerStatus> {
         let mut out = self.inner.not_started.clone();
         let counts: BTreeMap<String, usize> = {
-            let tools = self.inner.tools.lock().unwrap_or_else(|e| e.into_inner());
+            let tools = self.inner.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             tools.iter().map(|(k, v)| (k.clone(), v.len())).collect()
         };
         for conn in &self.inner.connections {
@@ -221,13 +222,13 @@ impl McpHub {
 
     /// The names of the tools offered, `mcp__SERVER__TOOL`, by server.
     pub fn tool_names(&self) -> BTreeMap<String, Vec<String>> {
-        let tools = self.inner.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let tools = self.inner.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         tools.iter().map(|(k, v)| (k.clone(), v.iter().map(|t| t.name.clone()).collect())).collect()
     }
 
     /// The tools of one server as `(exposed name, description)`.
     pub fn tools_of(&self, server: &str) -> Vec<(String, String)> {
-        let tools = self.inner.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let tools = self.inner.tools.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         tools
             .get(server)
             .into_iter()

@@ -310,7 +310,7 @@ pub(crate) async fn authorize(
             match &ask.why {
                 Some(why) => eprintln!("{why}\nTo grant them, open this address in a browser:"),
                 None => {
-                    eprintln!("To log in to mcp server {server}, open this address in a browser:")
+                    eprintln!("To log in to mcp server {server}, open this address in a browser:");
                 }
             }
             eprintln!("  {page}");
@@ -434,7 +434,7 @@ fn redirect_error(callback: &str) -> String {
 fn open_browser(url: &str) {
     use ferroclaw_tools::process::{EnvPolicy, Launch};
     let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/"));
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut command = Launch::new(opener, cwd).arg(url).env_policy(EnvPolicy::Inherit).command();
     command
         .stdin(std::process::Stdio::null())

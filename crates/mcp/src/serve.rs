@@ -88,7 +88,7 @@ impl ToolServer {
     /// Checks the subscribed files until the client goes away, telling it
     /// (`notifications/resources/updated`) of each one that changed.
     fn watch(&self, peer: rmcp::service::Peer<RoleServer>) {
-        if self.watching.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        if self.watching.swap(true, Ordering::SeqCst) {
             return;
         }
         let (catalog, subscribed) = (self.catalog.clone(), self.subscribed.clone());

@@ -207,7 +207,7 @@ mod tests {
     fn challenge(scopes: &[&str]) -> ScopeChallenge {
         ScopeChallenge {
             header: String::new(),
-            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            scopes: scopes.iter().map(ToString::to_string).collect(),
             description: Some("Token has insufficient scope".into()),
         }
     }

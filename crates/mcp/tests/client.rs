@@ -384,7 +384,7 @@ impl Elicitor for Answering {
         for (key, prop) in schema["properties"].as_object().into_iter().flatten() {
             let value = match prop["type"].as_str() {
                 Some("boolean") => json!(true),
-                Some("number") | Some("integer") => {
+                Some("number" | "integer") => {
                     json!(prop["minimum"].as_f64().unwrap_or(1.0).max(1.0) as i64)
                 }
                 _ => match prop["enum"].as_array().and_then(|e| e.first()) {

@@ -16,6 +16,7 @@
 //! assert!(matches!(m.content[0], ContentBlock::Text { .. }));
 //! ```
 
+pub mod config_keys;
 mod event;
 mod message;
 mod usage;

@@ -82,8 +82,7 @@ async fn main() {
     let home = tempfile::tempdir().expect("temp home");
     let workspace = tempfile::tempdir().expect("temp workspace");
     let config = format!(
-        "model = \"scripted/m\"\n\n[providers.scripted]\nwire = \"anthropic\"\nbase_url = \"{}\"\napi_key = \"k\"\n",
-        url
+        "model = \"scripted/m\"\n\n[providers.scripted]\nwire = \"anthropic\"\nbase_url = \"{url}\"\napi_key = \"k\"\n"
     );
     std::fs::write(home.path().join("config.toml"), config).expect("config");
     let config = Config::load(

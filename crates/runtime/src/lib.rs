@@ -24,6 +24,7 @@
 
 mod commands;
 mod error;
+mod input;
 mod mcp;
 mod open;
 mod prompt;
@@ -48,6 +49,7 @@ use ferroclaw_tools::{SandboxPolicy, ToolRegistry};
 pub use error::RuntimeError;
 /// Worktree lifecycle events of this process, for front ends to show.
 pub use ferroclaw_team::worktree::{WorktreeEvent, subscribe as worktree_events};
+pub use input::{InputRules, Turn};
 pub use mcp::{McpRefresh, connect as connect_mcp, load_servers, start_hub, token_store};
 pub use open::{Opened, Resume, SessionOptions};
 pub use prompt::{PROMPT_MAX_AGE, repo_map_layer};

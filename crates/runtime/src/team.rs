@@ -501,11 +501,6 @@ impl TeamRunner {
         self.settings.token_budget.is_some_and(|b| self.tokens.load(Ordering::Relaxed) >= b)
     }
 
-    /// Tokens used by teammates so far in this process.
-    pub fn tokens_used(&self) -> u64 {
-        self.tokens.load(Ordering::Relaxed)
-    }
-
     fn set_status(&self, name: &str, status: MemberStatus, detail: &str) {
         if let Err(e) = self.team.set_status(name, status) {
             tracing::warn!("team: cannot save {name}'s status: {e}");

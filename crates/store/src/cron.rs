@@ -148,7 +148,7 @@ impl PgStore {
                 (Some(job), Some(slot)) => out.runs.push(CronClaim { job, slot }),
                 _ => {
                     out.next_expiry =
-                        row.get::<_, Option<f64>>(2).map(|s| Duration::from_secs_f64(s.max(0.0)))
+                        row.get::<_, Option<f64>>(2).map(|s| Duration::from_secs_f64(s.max(0.0)));
                 }
             }
         }

@@ -109,7 +109,7 @@ impl Backend {
     ) -> Result<Option<String>, StoreError> {
         let chosen = env.filter(|v| !v.trim().is_empty()).or(configured);
         match chosen.map(str::trim) {
-            None | Some("") | Some("files") => Ok(None),
+            None | Some("" | "files") => Ok(None),
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
                 Ok(Some(url.to_string()))
             }

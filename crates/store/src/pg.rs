@@ -252,12 +252,12 @@ pub struct Wakeups {
 impl Wakeups {
     /// Resolves when an inbound message may be waiting.
     pub async fn inbound(&self) {
-        self.signals.inbound.notified().await
+        self.signals.inbound.notified().await;
     }
 
     /// Resolves when an answer may be waiting for delivery.
     pub async fn outbound(&self) {
-        self.signals.outbound.notified().await
+        self.signals.outbound.notified().await;
     }
 
     /// Wakes this process's deliverer without the database (an answer a

@@ -608,7 +608,7 @@ async fn a_session_is_stored_line_by_line_with_its_answer_and_a_stale_or_unlease
     let pg = cluster_or_skip!();
     let a = store(&pg, "sessions", "process-a").await;
     let b = a.with_holder("process-b");
-    let lines = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let lines = |l: &[&str]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
     let first = SessionWrite {
         session: "gw-web-7".into(),
         seen: None,
@@ -853,7 +853,7 @@ async fn the_store_works_again_by_itself_when_the_database_comes_back() {
 async fn wait_for<T, F, Fut>(mut f: F) -> T
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
+    Fut: Future<Output = Option<T>>,
 {
     for _ in 0..600 {
         if let Some(v) = f().await {

@@ -1,6 +1,9 @@
-//! RFC 3339 UTC timestamps for task files, without a date crate.
+//! RFC 3339 UTC timestamps for task files (chrono's calendar, as
+//! `ferroclaw_core::clock` uses).
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use chrono::DateTime;
 
 /// The current time, e.g. `2026-05-01T12:30:00Z`.
 pub(crate) fn now() -> String {
@@ -10,29 +13,8 @@ pub(crate) fn now() -> String {
 
 /// `secs` after the Unix epoch as RFC 3339 UTC, to the second.
 pub(crate) fn rfc3339(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, for non-negative days).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    let time = i64::try_from(secs).ok().and_then(|s| DateTime::from_timestamp(s, 0));
+    time.unwrap_or_default().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]

@@ -340,7 +340,7 @@ impl WorktreeManager {
         match (complete_task, task_id) {
             (false, _) => {}
             (true, None) => {
-                removal.notes.push("no task is bound to it, so none was completed".into())
+                removal.notes.push("no task is bound to it, so none was completed".into());
             }
             (true, Some(id)) => {
                 let done = TaskUpdate { status: Some(TaskStatus::Completed), ..Default::default() };

@@ -59,7 +59,7 @@ impl Canary {
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .into_iter()
-            .chain(std::env::var_os("HOME").map(std::path::PathBuf::from))
+            .chain(std::env::var_os("HOME").map(PathBuf::from))
             .filter(|p| !in_temp(p))
             .find_map(|base| {
                 let made = tempfile::Builder::new().prefix("canary-").tempdir_in(&base);

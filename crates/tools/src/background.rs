@@ -127,7 +127,7 @@ pub struct JobOptions {
     /// Keep running after the session ends (output goes to a log file).
     pub detached: bool,
     /// Landlock write confinement for the job (see [`ToolContext::write_confinement`](crate::ToolContext::write_confinement)).
-    pub confinement: Option<std::sync::Arc<crate::landlock::WriteConfinement>>,
+    pub confinement: Option<Arc<crate::landlock::WriteConfinement>>,
     /// The job's whole environment (see [`crate::SandboxPolicy::child_env`]);
     /// `None` = the allow-list of [`crate::child_env::PASSED_ENV`] alone.
     pub env: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,

@@ -70,7 +70,7 @@ enum End {
 
 /// Locks `m`, ignoring poisoning (a panicking holder leaves valid data here).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// What the supervisor of a job owns: the shell, its group and its pipe.

@@ -159,7 +159,7 @@ impl BashTool {
     /// exists inside the sandbox, else the workspace.
     fn current_dir(&self, sandbox: &Sandbox, notes: &mut Vec<String>) -> PathBuf {
         let workspace = sandbox.workspace().to_path_buf();
-        let mut slot = self.cwd.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self.cwd.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match slot.as_ref() {
             Some(dir) if dir.is_dir() && sandbox.contains(dir) => dir.clone(),
             Some(dir) => {
@@ -189,7 +189,7 @@ impl BashTool {
         if dir.as_os_str().is_empty() {
             return;
         }
-        let mut slot = self.cwd.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self.cwd.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let protected = sandbox.roots().iter().find_map(|root| {
             let rel = dir.strip_prefix(root).ok()?;
             rel.components().find(|c| {

@@ -412,13 +412,7 @@ fn openat2(dirfd: i32, path: &CString, flags: i32, mode: u32) -> std::io::Result
     };
     // SAFETY: how is a valid open_how of the size passed; path is NUL-terminated.
     let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dirfd,
-            path.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
+        libc::syscall(libc::SYS_openat2, dirfd, path.as_ptr(), &raw const how, size_of::<OpenHow>())
     };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
@@ -456,7 +450,7 @@ fn fstatat_nofollow(dir: BorrowedFd<'_>, name: &CString) -> std::io::Result<libc
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: valid descriptor, name and out pointer.
     let r = unsafe {
-        libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW)
+        libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &raw mut st, libc::AT_SYMLINK_NOFOLLOW)
     };
     if r != 0 {
         return Err(std::io::Error::last_os_error());

@@ -287,7 +287,7 @@ fn check_script_code(code: &str, here: &Here) -> Option<String> {
         let rest = &code[at + "os.system(".len()..];
         let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
         if let Some(end) = rest[1..].find(quote)
-            && let Some(reason) = dangerous_command(&rest[1..1 + end], here.workspace, here.cwd)
+            && let Some(reason) = dangerous_command(&rest[1..=end], here.workspace, here.cwd)
         {
             return Some(reason);
         }

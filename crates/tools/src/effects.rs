@@ -77,7 +77,7 @@ impl Effects {
     /// it words) no option that writes or runs at all.
     pub fn plain(&self) -> bool {
         let risky_when_fed =
-            self.fed && table().get(&self.program).is_some_and(|e| e.writes_or_runs_anything());
+            self.fed && table().get(&self.program).is_some_and(Entry::writes_or_runs_anything);
         self.writes.is_empty()
             && self.opaque.is_empty()
             && self.unknown.is_empty()
@@ -403,7 +403,7 @@ fn apply(
     match (class, value) {
         (Class::Write, Some(v)) if is_harmless_target(&v.text) => {}
         (Class::Write, Some(v)) => {
-            fx.writes.push(Write { path: v.text, dynamic: v.dynamic, by: name.to_string() })
+            fx.writes.push(Write { path: v.text, dynamic: v.dynamic, by: name.to_string() });
         }
         (Class::Write, None) => fx.opaque.push(format!("{name} without a file")),
         (Class::Run | Class::ShellString, Some(v)) => fx.runs.push(v),

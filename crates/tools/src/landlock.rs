@@ -203,19 +203,10 @@ impl WriteConfinement {
         }
         let attr = RulesetAttr { handled_access_fs: access, handled_access_net: handled_net };
         // The first field alone is ABI 1's struct; pass the net field only when used.
-        let size = if handled_net == 0 {
-            std::mem::size_of::<u64>()
-        } else {
-            std::mem::size_of::<RulesetAttr>()
-        };
+        let size = if handled_net == 0 { size_of::<u64>() } else { size_of::<RulesetAttr>() };
         // SAFETY: attr is a valid, initialised struct at least `size` bytes long.
         let fd = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_create_ruleset,
-                &attr as *const RulesetAttr,
-                size,
-                0u32,
-            )
+            libc::syscall(libc::SYS_landlock_create_ruleset, &raw const attr, size, 0u32)
         };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
@@ -229,10 +220,9 @@ impl WriteConfinement {
             };
             let allowed = if is_dir { access } else { access & FILE_RIGHTS };
             let rule = PathBeneathAttr { allowed_access: allowed, parent_fd: fd.as_raw_fd() };
-            add_rule(&ruleset, RULE_PATH_BENEATH, &rule as *const PathBeneathAttr as *const u8)
-                .map_err(|e| {
-                    std::io::Error::other(format!("landlock rule for {}: {e}", root.display()))
-                })?;
+            add_rule(&ruleset, RULE_PATH_BENEATH, &raw const rule as *const u8).map_err(|e| {
+                std::io::Error::other(format!("landlock rule for {}: {e}", root.display()))
+            })?;
             added.push(root.clone());
         }
         for root in reads.unwrap_or_default() {
@@ -242,10 +232,9 @@ impl WriteConfinement {
             let allowed =
                 if is_dir { READ_RIGHTS } else { ACCESS_FS_READ_FILE | ACCESS_FS_EXECUTE };
             let rule = PathBeneathAttr { allowed_access: allowed, parent_fd: fd.as_raw_fd() };
-            add_rule(&ruleset, RULE_PATH_BENEATH, &rule as *const PathBeneathAttr as *const u8)
-                .map_err(|e| {
-                    std::io::Error::other(format!("landlock rule for {}: {e}", root.display()))
-                })?;
+            add_rule(&ruleset, RULE_PATH_BENEATH, &raw const rule as *const u8).map_err(|e| {
+                std::io::Error::other(format!("landlock rule for {}: {e}", root.display()))
+            })?;
         }
         let ports = [(ACCESS_NET_CONNECT_TCP, &tcp.connect), (ACCESS_NET_BIND_TCP, &tcp.bind)];
         for (right, list) in ports {
@@ -254,10 +243,9 @@ impl WriteConfinement {
             };
             for port in list {
                 let rule = NetPortAttr { allowed_access: right, port: u64::from(*port) };
-                add_rule(&ruleset, RULE_NET_PORT, &rule as *const NetPortAttr as *const u8)
-                    .map_err(|e| {
-                        std::io::Error::other(format!("landlock rule for port {port}: {e}"))
-                    })?;
+                add_rule(&ruleset, RULE_NET_PORT, &raw const rule as *const u8).map_err(|e| {
+                    std::io::Error::other(format!("landlock rule for port {port}: {e}"))
+                })?;
             }
         }
         Ok(Some(Self {
@@ -310,12 +298,6 @@ impl WriteConfinement {
     /// Whether reads are limited to named folders.
     pub fn reads_limited(&self) -> bool {
         self.reads_limited
-    }
-
-    /// The protected files commands see read-only (empty when none exists
-    /// or namespaces are unavailable).
-    pub fn read_only_files(&self) -> Vec<PathBuf> {
-        self.mounts.as_ref().map(ProtectedMounts::read_only_paths).unwrap_or_default()
     }
 
     /// Confines the calling process. Only for the child between fork and

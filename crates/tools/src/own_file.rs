@@ -83,7 +83,7 @@ pub fn read_capped(file: File, path: &Path, max: u64) -> std::io::Result<Vec<u8>
 /// The refusal of file `path`, `len` bytes (or more), over the cap `max`:
 /// it names the file, its size and the cap, so whoever shows it (a config
 /// error, an MCP problem, a skill warning) says why the file was left out.
-pub fn over_cap(path: &Path, len: u64, max: u64) -> std::io::Error {
+pub fn over_cap(path: &Path, len: u64, max: u64) -> Error {
     Error::new(
         ErrorKind::InvalidInput,
         format!(

@@ -207,7 +207,7 @@ unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
 fn existing_protected(roots: &[PathBuf]) -> Vec<(PathBuf, bool)> {
     let mut files = Vec::new();
     for root in roots {
-        let mut names: Vec<String> = PROTECTED_PATHS.iter().map(|p| p.to_string()).collect();
+        let mut names: Vec<String> = PROTECTED_PATHS.iter().map(ToString::to_string).collect();
         // Claude Code reads any `.claude/settings*.json`.
         if let Ok(entries) = std::fs::read_dir(root.join(".claude")) {
             for entry in entries.flatten() {
@@ -286,7 +286,7 @@ fn locked_flags(path: &Path) -> libc::c_ulong {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else { return 0 };
     // SAFETY: c is NUL-terminated; st is written by the call.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+    if unsafe { libc::statvfs(c.as_ptr(), &raw mut st) } != 0 {
         return 0;
     }
     let mut flags = 0;
@@ -337,7 +337,7 @@ fn probe() -> Result<(), String> {
     }
     let mut status = 0;
     // SAFETY: pid is our child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
+    unsafe { libc::waitpid(pid, &raw mut status, 0) };
     match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
         Some(0) => Ok(()),
         Some(1) => Err("unprivileged user namespaces are not available (kernel.unprivileged_userns_clone, user.max_user_namespaces, an AppArmor or seccomp policy)".into()),

@@ -176,7 +176,7 @@ impl ReadLedger {
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Ledger> {
         // The ledger holds no invariant a panic elsewhere could break.
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

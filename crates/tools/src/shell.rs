@@ -321,12 +321,12 @@ impl Walker {
             }
             "declaration_command" | "unset_command" | "test_command" => {
                 self.arithmetic = true;
-                self.builtin_like(node, src, depth)
+                self.builtin_like(node, src, depth);
             }
             "compound_statement" | "c_style_for_statement" | "subscript" => {
                 self.arithmetic |=
                     node.kind() != "compound_statement" || text(node, src).starts_with("((");
-                self.children(node, src, depth)
+                self.children(node, src, depth);
             }
             "file_redirect" | "herestring_redirect" => self.redirect(node, src, depth),
             "heredoc_body" => {
@@ -351,7 +351,7 @@ impl Walker {
             "function_definition" => self.function(node, src, depth),
             "comment" => {}
             "command_substitution" | "process_substitution" | "subshell" => {
-                self.children(node, src, depth)
+                self.children(node, src, depth);
             }
             "word"
             | "string"
@@ -458,7 +458,7 @@ impl Walker {
                         }
                     }
                     ShellInput::Command(_) => {
-                        self.script.unknown.push(format!("{shell} -c with a computed script"))
+                        self.script.unknown.push(format!("{shell} -c with a computed script"));
                     }
                     ShellInput::Hidden | ShellInput::Nothing => {}
                 }
@@ -768,7 +768,7 @@ mod tests {
     fn characters_that_crash_the_grammars_scanner_are_parsed_safely() {
         // Found by tests/shell_fuzz.rs: `{` then U+F0000 was a SIGSEGV.
         let script = parse("{\u{f0000}\u{10ffff} ; echo \u{a1590}x");
-        let texts: Vec<String> = script.commands.iter().map(|c| c.text()).collect();
+        let texts: Vec<String> = script.commands.iter().map(SimpleCommand::text).collect();
         assert!(texts.iter().any(|t| t == "echo \u{a1590}x"), "{texts:?}");
         assert_eq!(scanner_safe("a\u{a1590}b").len(), "a\u{a1590}b".len());
     }

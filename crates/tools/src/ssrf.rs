@@ -118,7 +118,7 @@ impl PrivateAllowList {
                     list.nets.push((ip, bits));
                 }
                 Err(_) if bits.is_none() && !text.is_empty() && !text.contains(['/', ' ']) => {
-                    list.hosts.push(text.to_ascii_lowercase())
+                    list.hosts.push(text.to_ascii_lowercase());
                 }
                 Err(_) => {
                     return Err(format!(

@@ -87,7 +87,7 @@ proptest! {
         sep in proptest::sample::select(&["; ", " && ", " || ", " | ", " & ", "\n"][..]),
     ) {
         let script = parse(&format!("{first}{sep}touch pwned"));
-        let texts: Vec<String> = script.commands.iter().map(|c| c.text()).collect();
+        let texts: Vec<String> = script.commands.iter().map(ferroclaw_tools::shell::SimpleCommand::text).collect();
         prop_assert!(texts.iter().any(|t| t == "touch pwned"), "{texts:?}");
     }
 }

@@ -102,7 +102,7 @@ pub fn write(
     for d in found {
         match old.iter().find(|k| k.matches(d)) {
             Some(k) if !kept.iter().any(|e| e.scenario == k.scenario && e.key == k.key) => {
-                kept.push(k.clone())
+                kept.push(k.clone());
             }
             Some(_) => {}
             None => new.push(d),

@@ -69,7 +69,7 @@ pub fn run_measured(mut cmd: Command, on_start: impl FnOnce(u32)) -> Measured {
     // SAFETY: a zeroed rusage is valid; wait4 on our own child, which
     // `child` never waits for (it is dropped without a wait).
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let reaped = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut usage) };
+    let reaped = unsafe { libc::wait4(pid as i32, &raw mut status, 0, &raw mut usage) };
     assert_eq!(reaped, pid as i32, "wait4: {}", std::io::Error::last_os_error());
     let _ = done.send(());
     assert!(!watchdog.join().unwrap(), "the run did not end within {RUN_GUARD:?}");
@@ -150,7 +150,7 @@ impl TinyDisk {
         let path = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a zeroed statvfs is valid; the path is NUL-terminated.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut st) }, 0);
+        assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &raw mut st) }, 0);
         st.f_bavail * st.f_frsize
     }
 

@@ -136,7 +136,7 @@ pub fn request(
 ) -> Option<(u16, String)> {
     let mut tcp = TcpStream::connect(("127.0.0.1", port)).ok()?;
     tcp.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let body = body.map(ToString::to_string).unwrap_or_default();
     let auth = token.map(|t| format!("authorization: Bearer {t}\r\n")).unwrap_or_default();
     write!(
         tcp,

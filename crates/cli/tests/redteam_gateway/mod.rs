@@ -153,7 +153,7 @@ pub fn run(case: &Value, shared: &SharedGateway) -> Result<(), String> {
                 let end = tokio::time::timeout(Duration::from_secs(20), async {
                     loop {
                         match socket.next().await {
-                            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+                            None | Some(Err(_) | Ok(Message::Close(_))) => break,
                             Some(Ok(_)) => {}
                         }
                     }

@@ -50,11 +50,6 @@ impl Agent {
         self.checkpoints = checkpoints;
     }
 
-    /// True when requests are checkpointed.
-    pub fn has_checkpoints(&self) -> bool {
-        self.checkpoints.is_some()
-    }
-
     /// Arms the checkpoint of the request about to start (before its
     /// message is recorded): it is taken only if a call of the request may
     /// change files, just before that call runs (see
@@ -208,7 +203,7 @@ impl Agent {
         let rewound =
             checkpoint::rewind::rewind(checkpoints, &mut self.session, target, what).await?;
         if rewound.restored != Restore::Code {
-            self.messages = std::sync::Arc::new(self.session.conversation(RESUME_TAIL_BYTES)?);
+            self.messages = Arc::new(self.session.conversation(RESUME_TAIL_BYTES)?);
             if let Some(learner) = &mut self.remembering.learner {
                 learner.restart_at(self.messages.len());
             }

@@ -219,7 +219,7 @@ impl Agent {
     }
 
     /// Adds a tool shared with other agents.
-    pub fn add_tool_arc(&mut self, tool: std::sync::Arc<dyn Tool>) {
+    pub fn add_tool_arc(&mut self, tool: Arc<dyn Tool>) {
         self.tools.register_arc(tool);
     }
 
@@ -232,11 +232,6 @@ impl Agent {
     /// loaded mid-session may then import files from outside the project.
     pub fn trust_instructions(&mut self, trusted: bool) {
         self.trusted_instructions = trusted;
-    }
-
-    /// Sets what runs before each model request.
-    pub fn set_turn_hook(&mut self, hook: Option<Arc<dyn TurnHook>>) {
-        self.turn_hook = hook;
     }
 
     /// Sets what adds outside messages (an inbox) before each model request.

@@ -84,7 +84,7 @@ impl Agent {
                     tracing::warn!(
                         "memory update refused: {}",
                         done.memory_refused.unwrap_or_default()
-                    )
+                    );
                 }
                 Ok(_) => tracing::info!("older messages consolidated into memory"),
                 Err(e) => tracing::warn!("memory consolidation failed: {e}"),

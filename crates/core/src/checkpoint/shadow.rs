@@ -332,7 +332,7 @@ impl ShadowRepo {
             let notes: Vec<String> = err
                 .lines()
                 .filter(|l| l.starts_with("error:") || l.starts_with("warning:"))
-                .map(|l| l.to_string())
+                .map(ToString::to_string)
                 .collect();
             if notes.is_empty() {
                 return Err(CheckpointError::Git { args: args.join(" "), stderr: err });

@@ -128,7 +128,7 @@ fn a_rewound_conversation_is_the_history_at_its_checkpoint_and_an_undo_brings_it
         log.conversation(crate::session::RESUME_TAIL_BYTES)
             .unwrap()
             .iter()
-            .map(|m| m.text())
+            .map(Message::text)
             .collect()
     };
     checkpoint(&mut log, "u1", CheckpointKind::Rewind);
@@ -144,7 +144,7 @@ fn a_rewound_conversation_is_the_history_at_its_checkpoint_and_an_undo_brings_it
     let path = log.path().to_path_buf();
     drop(log);
     let resumed = crate::session::SessionLog::resume(&path, 10).unwrap();
-    let texts: Vec<String> = resumed.messages.iter().map(|m| m.text()).collect();
+    let texts: Vec<String> = resumed.messages.iter().map(Message::text).collect();
     assert_eq!(texts, ["first", "one", "second", "two"]);
 }
 
@@ -162,7 +162,7 @@ fn a_rewind_to_before_a_compaction_brings_back_the_full_history() {
         log.conversation(crate::session::RESUME_TAIL_BYTES)
             .unwrap()
             .iter()
-            .map(|m| m.text())
+            .map(Message::text)
             .collect()
     };
     assert_eq!(texts(&log), ["summary"]);
@@ -189,7 +189,7 @@ fn a_checkpoint_taken_mid_request_rewinds_the_conversation_to_where_the_request_
         .conversation(crate::session::RESUME_TAIL_BYTES)
         .unwrap()
         .iter()
-        .map(|m| m.text())
+        .map(Message::text)
         .collect();
     assert_eq!(texts, ["first", "one"]);
 }

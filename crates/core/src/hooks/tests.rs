@@ -235,7 +235,7 @@ async fn an_http_hook_gets_the_event_as_json_and_its_answer_counts() {
     let ws = tempfile::tempdir().unwrap();
     let (url, served) =
         one_http_answer(r#"{"decision": "block", "reason": "the server says no"}"#).await;
-    let table: settings::HookTable = serde_json::from_value(json!({
+    let table: HookTable = serde_json::from_value(json!({
         "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "http", "url": url}]}]
     }))
     .unwrap();
@@ -252,7 +252,7 @@ async fn an_http_hook_gets_the_event_as_json_and_its_answer_counts() {
 #[tokio::test]
 async fn a_once_hook_runs_once_and_an_async_hook_blocks_nothing() {
     let ws = tempfile::tempdir().unwrap();
-    let table: settings::HookTable = serde_json::from_value(json!({
+    let table: HookTable = serde_json::from_value(json!({
         "PreToolUse": [{"hooks": [
             {"type": "command", "command": "echo run >> once.log", "once": true},
             {"type": "command", "command": "exit 2", "async": true}

@@ -189,7 +189,7 @@ impl SkillStore {
     pub fn save_draft(&self, mut draft: Draft) -> Result<Draft, LearningError> {
         if draft.id.is_empty() {
             let stamp: String =
-                draft.created.chars().filter(|c| c.is_ascii_digit()).take(14).collect();
+                draft.created.chars().filter(char::is_ascii_digit).take(14).collect();
             draft.id = format!("{stamp}-{}-{}-{:04x}", draft.action, draft.name, fastrand::u16(..));
         }
         let path = self.drafts_dir(draft.scope).join(format!("{}.json", draft.id));

@@ -78,7 +78,7 @@ pub(super) fn command_allowed(cmd: &SimpleCommand, allow: &[&Rule]) -> bool {
     let fx = effects::of(&cmd.words);
     // Words from stdin (`xargs`) may be any option: only a program none of
     // whose options writes or runs is safe to feed.
-    if fx.fed && table.get(&fx.program).is_none_or(|e| e.writes_or_runs_anything()) {
+    if fx.fed && table.get(&fx.program).is_none_or(effects::Entry::writes_or_runs_anything) {
         return false;
     }
     if exact(rule) {

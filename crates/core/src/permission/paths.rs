@@ -57,7 +57,7 @@ fn follow_links(path: &Path) -> PathBuf {
             }
             return ferroclaw_tools::normalize_path(&out);
         }
-        match (current.file_name().map(|n| n.to_os_string()), current.parent()) {
+        match (current.file_name().map(std::ffi::OsStr::to_os_string), current.parent()) {
             (Some(name), Some(parent)) => {
                 missing.push(name);
                 current = parent.to_path_buf();

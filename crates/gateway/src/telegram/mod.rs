@@ -9,6 +9,7 @@ mod format;
 
 pub use format::{MAX_MESSAGE_CHARS, split_for_telegram, to_html};
 
+use crate::backoff::Backoff;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -248,7 +249,7 @@ impl Channel for TelegramChannel {
         shutdown: CancellationToken,
     ) -> Result<(), ChannelError> {
         let mut offset: i64 = 0;
-        let mut backoff = Duration::from_secs(1);
+        let mut backoff = Backoff::new(Duration::from_secs(1), MAX_BACKOFF);
         loop {
             let body = json!({"offset": offset, "timeout": self.poll_timeout_secs, "allowed_updates": ["message", "edited_message", "callback_query"]});
             let updates = tokio::select! {
@@ -257,18 +258,18 @@ impl Channel for TelegramChannel {
             };
             let updates = match updates {
                 Ok(u) => {
-                    backoff = Duration::from_secs(1);
+                    backoff.reset();
                     bus.connections().set("telegram", State::Connected);
                     u
                 }
                 Err(e) => {
-                    tracing::warn!("{e}; retrying in {}s", backoff.as_secs());
+                    backoff.fail();
+                    tracing::warn!("{e}; retrying in {}s", backoff.delay().as_secs());
                     bus.connections().set("telegram", State::Reconnecting { error: e.to_string() });
-                    tokio::select! {
-                        () = shutdown.cancelled() => return Ok(()),
-                        () = tokio::time::sleep(backoff) => {}
+                    backoff.sleep(&shutdown).await;
+                    if shutdown.is_cancelled() {
+                        return Ok(());
                     }
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
                     continue;
                 }
             };

@@ -11,6 +11,7 @@
 
 mod api;
 mod assets;
+mod frames;
 mod limits;
 mod openai;
 mod openai_media;
@@ -45,6 +46,7 @@ use crate::config::{
     DEFAULT_REQUESTS_PER_MINUTE,
 };
 use crate::gateway::Shared;
+use frames::{Answer, Refusal, ServerFrame};
 use limits::{BUSY_RETRY_AFTER_SECS, DRAIN_RETRY_AFTER_SECS};
 pub use limits::{MAX_BODY_BYTES, Rate, RateLimiter};
 pub use queue::MAX_QUEUED_BYTES;
@@ -282,17 +284,6 @@ impl WebState {
     }
 }
 
-/// The frame that shows an approval request on a chat page.
-fn approval_frame(prompt: &ApprovalPrompt) -> Value {
-    json!({
-        "type": "approval",
-        "id": prompt.id,
-        "tool": prompt.tool,
-        "input": prompt.input,
-        "summary": prompt.summary,
-    })
-}
-
 /// Refuses API requests without the bearer token, before their body is read.
 async fn require_token(State(app): State<App>, request: Request, next: Next) -> Response {
     if !app.web.bearer_ok(request.headers()) {
@@ -406,7 +397,7 @@ impl Channel for WebChannel {
         chat_id: &str,
         prompt: &ApprovalPrompt,
     ) -> Result<(), ChannelError> {
-        if socket::send_to_chat(&self.state, chat_id, &approval_frame(prompt)) {
+        if socket::send_to_chat(&self.state, chat_id, &ServerFrame::approval(prompt)) {
             Ok(())
         } else {
             Err(ChannelError::UnknownChat { channel: "web".into(), chat_id: chat_id.into() })
@@ -421,7 +412,7 @@ impl Channel for WebChannel {
         }
         shown.insert(chat_id.to_string(), seen);
         let jobs: Vec<Value> = jobs.iter().map(api::job_json).collect();
-        socket::send_to_chat(&self.state, chat_id, &json!({"type": "jobs", "jobs": jobs}));
+        socket::send_to_chat(&self.state, chat_id, &ServerFrame::Jobs { jobs });
     }
 
     async fn approval_resolved(
@@ -430,8 +421,7 @@ impl Channel for WebChannel {
         id: &str,
         outcome: &str,
     ) -> Result<(), ChannelError> {
-        let frame = json!({"type": "approval_resolved", "id": id, "outcome": outcome});
-        socket::send_to_chat(&self.state, chat_id, &frame);
+        socket::send_to_chat(&self.state, chat_id, &ServerFrame::ApprovalResolved { id, outcome });
         Ok(())
     }
 
@@ -443,8 +433,7 @@ impl Channel for WebChannel {
     ) -> Result<(), ChannelError> {
         // A decision taken shows as `approval_resolved`; a refused one as an error.
         if !matches!(decided, Decided::Done { .. }) {
-            let frame = json!({"type": "error", "message": text});
-            socket::send_to_chat(&self.state, &decision.chat_id, &frame);
+            socket::send_to_chat(&self.state, &decision.chat_id, &ServerFrame::error(text));
         }
         Ok(())
     }
@@ -459,11 +448,6 @@ impl Channel for WebChannel {
                 return Ok(());
             }
         }
-        let kind = match (&message.reply_to, message.failure) {
-            (Some(_), Some(_)) => "error",
-            (Some(_), None) => "reply",
-            (None, _) => "message",
-        };
         // Files by their path in the workspace: what any gateway serves.
         let media: Vec<String> = match web.gateway.get() {
             Some(gw) => message
@@ -473,20 +457,19 @@ impl Channel for WebChannel {
                 .collect(),
             None => message.media.clone(),
         };
-        let frame = json!({
-            "type": kind,
-            "message": message.content,
-            "content": message.content,
-            "media": media,
-            "reply_to": message.reply_to,
-        });
-        let mut sockets = web.sockets.lock().unwrap_or_else(PoisonError::into_inner);
-        let open = sockets.get_mut(&message.chat_id).map(|list| {
-            let text = frame.to_string();
-            list.retain(|queue| queue.push(text.clone(), text.len()));
-            !list.is_empty()
-        });
-        if open == Some(true) {
+        let answer = Answer {
+            message: &message.content,
+            content: &message.content,
+            media: &media,
+            reply_to: message.reply_to.as_deref(),
+        };
+        let frame = match (&message.reply_to, message.failure) {
+            (Some(_), Some(_)) => ServerFrame::Error(Refusal::failed(answer)),
+            (Some(_), None) => ServerFrame::Reply(answer),
+            (None, _) => ServerFrame::Message(answer),
+        };
+        let open = socket::send_to_chat(web, &message.chat_id, &frame);
+        if open {
             Ok(())
         } else {
             Err(ChannelError::UnknownChat { channel: "web".into(), chat_id: message.chat_id })

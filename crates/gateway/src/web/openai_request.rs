@@ -240,7 +240,7 @@ fn parts_of(content: &Value, param: &str) -> Result<Vec<Part>, ApiError> {
         let here = format!("{param}[{j}]");
         match part["type"].as_str().unwrap_or_default() {
             "text" | "input_text" => {
-                parts.push(Part::Text(part["text"].as_str().unwrap_or_default().to_string()))
+                parts.push(Part::Text(part["text"].as_str().unwrap_or_default().to_string()));
             }
             "image_url" => {
                 // `{"image_url": {"url": ...}}`, or the URL itself as some clients send it.

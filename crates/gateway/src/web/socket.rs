@@ -38,6 +38,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::frames::{ClientFrame, PastedImage, ServerFrame};
 use super::limits::{MAX_WS_FRAME_BYTES, MAX_WS_MESSAGE_BYTES, Rate, WS_IDLE_TIMEOUT};
 use super::queue::{OutQueue, out_queue};
 use super::{App, OWNER, WebState};
@@ -150,15 +151,18 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
     };
     let running = turns(&app.web, &chat, |t| !t.unanswered.is_empty());
     let models = page_models(&app.web.options, gateway.as_deref());
-    send(
-        &out,
-        json!({"type": "ready", "chat": chat, "session": session, "history": history,
-               "running": running, "models": models}),
-    );
+    let ready = ServerFrame::Ready {
+        chat: &chat,
+        session: session.as_deref(),
+        history,
+        running,
+        models: &models,
+    };
+    send(&out, &ready);
     // What waits for an answer here is shown again (a reload, another tab).
     if let Some(gw) = &gateway {
         for prompt in gw.approvals.waiting_in("web", &chat).await {
-            send(&out, super::approval_frame(&prompt));
+            send(&out, &ServerFrame::approval(&prompt));
         }
     }
     loop {
@@ -179,26 +183,26 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         };
         let mut images = Vec::new();
         let mut model = None;
-        let content = match serde_json::from_str::<Value>(&text) {
-            Ok(v) if v["type"] == "message" => {
-                match pasted_images(&v["images"]) {
+        let content = match ClientFrame::parse(&text) {
+            Ok(ClientFrame::Message(frame)) => {
+                match pasted_images(&frame.images) {
                     Ok(found) => images = found,
                     Err(why) => {
-                        send(&out, json!({"type": "error", "message": why}));
+                        send(&out, &ServerFrame::error(&why));
                         continue;
                     }
                 }
-                match chosen_model(&app.web.options, v["model"].as_str()) {
+                match chosen_model(&app.web.options, frame.model.as_deref()) {
                     Ok(turn) => model = turn,
                     Err(why) => {
-                        send(&out, json!({"type": "error", "message": why}));
+                        send(&out, &ServerFrame::error(&why));
                         continue;
                     }
                 }
-                v["content"].as_str().unwrap_or_default().to_string()
+                frame.content.unwrap_or_default()
             }
             // Stop: cancel the turns the chat's pages asked for (running or waiting).
-            Ok(v) if v["type"] == "stop" => {
+            Ok(ClientFrame::Stop) => {
                 turns(&app.web, &chat, |t| {
                     t.stop.cancel();
                     t.stop = CancellationToken::new();
@@ -207,24 +211,20 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             }
             // An answer travels as the command it stands for, so it is
             // checked like one typed in any chat (this chat, its owner).
-            Ok(v) if v["type"] == "approve" => {
-                let (id, choice) = (v["id"].as_str().unwrap_or_default(), v["choice"].as_str());
-                let valid = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric());
-                match choice.filter(|c| ["once", "chat", "project", "deny"].contains(c)) {
-                    Some(choice) if valid => {
-                        let reason = v["reason"].as_str().unwrap_or_default().replace('\n', " ");
-                        format!("{} {reason}", button_command(id, choice)).trim().to_string()
-                    }
-                    _ => {
-                        let expected = "expected {\"type\":\"approve\",\"id\":...,\"choice\":\"once\"|\"chat\"|\"project\"|\"deny\"}";
-                        send(&out, json!({"type": "error", "message": expected}));
-                        continue;
-                    }
+            Ok(ClientFrame::Approve(answer)) => {
+                let id = &answer.id;
+                if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+                    send(
+                        &out,
+                        &ServerFrame::error("id: expected an approval id (letters and digits)"),
+                    );
+                    continue;
                 }
+                let reason = answer.reason.unwrap_or_default().replace('\n', " ");
+                format!("{} {reason}", button_command(id, answer.choice.word())).trim().to_string()
             }
-            _ => {
-                let expected = "expected {\"type\":\"message\",\"content\":...}";
-                send(&out, json!({"type": "error", "message": expected}));
+            Err(why) => {
+                send(&out, &ServerFrame::error(&why));
                 continue;
             }
         };
@@ -233,7 +233,7 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         }
         if let Rate::Limited { retry_after_secs, .. } = app.web.per_address.check(&address) {
             let message = format!("too many messages; try again in {retry_after_secs} s");
-            send(&out, json!({"type": "error", "message": message}));
+            send(&out, &ServerFrame::error(&message));
             continue;
         }
         // Events go to the queues of the chat's pages, the answer after
@@ -254,7 +254,7 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             if matches!(event, ferroclaw_protocol::AgentEvent::Finished { .. }) {
                 turns(&web, &to, |t| t.unanswered.remove(&id));
             }
-            send_to_chat(&web, &to, &json!({"type": "event", "event": event}));
+            send_to_chat(&web, &to, &ServerFrame::Event { event });
         });
         message = message.with_tap(tap).with_cancel(stop);
         for image in &images {
@@ -266,7 +266,7 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
         let id = message.id.clone();
         if let Err(e) = app.bus.publish(message) {
             turns(&app.web, &chat, |t| t.unanswered.remove(&id));
-            send(&out, json!({"type": "error", "message": e.to_string()}));
+            send(&out, &ServerFrame::error(&e.to_string()));
         }
     }
     writer.abort();
@@ -342,21 +342,19 @@ pub(super) struct ChatTurns {
     pub unanswered: std::collections::HashSet<String>,
 }
 
-/// The images of a message frame (`[{"media_type", "data": base64}]`):
-/// only PNG, JPEG, GIF and WebP, checked by their bytes.
-fn pasted_images(list: &Value) -> Result<Vec<crate::media::Attachment>, String> {
+/// The images of a message frame: only PNG, JPEG, GIF and WebP, checked by
+/// their bytes.
+fn pasted_images(list: &[PastedImage]) -> Result<Vec<crate::media::Attachment>, String> {
     use base64::Engine;
-    let Some(list) = list.as_array() else { return Ok(Vec::new()) };
     list.iter()
         .enumerate()
         .map(|(i, image)| {
-            let data = image["data"].as_str().unwrap_or_default();
             let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data)
+                .decode(&image.data)
                 .map_err(|_| format!("image {}: data is not base64", i + 1))?;
             let file = crate::media::Attachment {
                 name: format!("pasted-{}", i + 1),
-                media_type: image["media_type"].as_str().unwrap_or_default().to_string(),
+                media_type: image.media_type.clone(),
                 bytes,
             };
             match file.image_type() {
@@ -368,9 +366,9 @@ fn pasted_images(list: &Value) -> Result<Vec<crate::media::Attachment>, String> 
 }
 
 /// Queues a frame for every page open on `chat`; false when none is.
-pub(super) fn send_to_chat(app: &WebState, chat: &str, frame: &Value) -> bool {
+pub(super) fn send_to_chat(app: &WebState, chat: &str, frame: &ServerFrame<'_>) -> bool {
     let mut sockets = app.sockets.lock().unwrap_or_else(PoisonError::into_inner);
-    let text = frame.to_string();
+    let text = frame.text();
     sockets.get_mut(chat).is_some_and(|list| {
         list.retain(|queue| queue.push(text.clone(), text.len()));
         !list.is_empty()
@@ -378,8 +376,8 @@ pub(super) fn send_to_chat(app: &WebState, chat: &str, frame: &Value) -> bool {
 }
 
 /// Queues a frame for the page; a page too far behind is being disconnected.
-fn send(out: &OutQueue<String>, frame: Value) {
-    let text = frame.to_string();
+fn send(out: &OutQueue<String>, frame: &ServerFrame<'_>) {
+    let text = frame.text();
     let bytes = text.len();
     out.push(text, bytes);
 }

@@ -248,3 +248,32 @@ fn an_error_body_decodes_to_an_api_error() {
         Err(DecodeError::Api { kind: "invalid_request_error".into(), message: "bad".into() })
     );
 }
+
+#[tokio::test]
+async fn an_event_field_of_the_wrong_type_is_malformed_naming_its_path() {
+    let body = "event: content_block_start\n\
+data: {\"type\":\"content_block_start\",\"index\":\"zero\",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n";
+    let (_, err) = decode_chunks(WireFormat::Anthropic, chunked(body, 9)).await;
+    let Some(DecodeError::Malformed { detail, .. }) = err else {
+        panic!("not malformed: {err:?}");
+    };
+    assert!(detail.contains("index: invalid type: string \"zero\", expected u64"), "{detail}");
+}
+
+#[tokio::test]
+async fn unknown_events_blocks_deltas_and_fields_are_skipped() {
+    let body = "event: content_block_start\n\
+data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"s1\"}}\n\n\
+event: content_block_delta\n\
+data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"citations_delta\",\"citation\":{}}}\n\n\
+event: content_block_start\n\
+data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"hi\",\"citations\":[]}}\n\n\
+event: future_event\ndata: {\"type\":\"future_event\",\"what\":1}\n\n\
+event: message_stop\ndata: {\"type\":\"message_stop\",\"extra\":true}\n\n";
+    let (events, err) = decode_chunks(WireFormat::Anthropic, chunked(body, 11)).await;
+    assert_eq!(err, None);
+    assert_eq!(
+        events,
+        vec![ProviderEvent::TextDelta("hi".into()), ProviderEvent::Stop(StopReason::EndTurn)]
+    );
+}

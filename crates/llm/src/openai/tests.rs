@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::WireFormat;
+use crate::decode::str_field;
 use crate::decode::tests::{chunked, decode_chunks};
 use ferroclaw_protocol::{ContentBlock, Message, ResultPart, Role, ToolSpec};
 use serde_json::json;
@@ -384,4 +385,30 @@ fn a_whole_turn_is_written_as_the_wire_expects_with_text_escaped() {
             "stream": false,
         })
     );
+}
+
+/// The detail of a malformed-answer error, or `""`.
+fn malformed_detail(err: Option<DecodeError>) -> String {
+    match err {
+        Some(DecodeError::Malformed { detail, .. }) => detail,
+        other => format!("not malformed: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_chunk_field_of_the_wrong_type_is_malformed_naming_its_path() {
+    let chunk = json!({"choices": [{"delta": {"tool_calls": [{"index": "first", "id": "c1"}]}}]});
+    let (_, err) = decode_chunks(WireFormat::OpenAi, chunked(&sse(&[chunk]), 7)).await;
+    let detail = malformed_detail(err);
+    assert!(detail.contains("choices[0].delta.tool_calls[0].index: invalid type"), "{detail}");
+}
+
+#[tokio::test]
+async fn unknown_fields_and_content_parts_are_tolerated() {
+    let body = sse(&[
+        json!({"id": "x", "system_fingerprint": "fp", "choices": [{"index": 0, "logprobs": null,
+               "delta": {"content": [{"type": "thinking", "thinking": "hm"}], "refusal": null}}]}),
+        json!({"choices": [{"delta": {"content": "ok", "annotations": []}, "finish_reason": "stop"}]}),
+    ]);
+    assert_eq!(decode(&body).await, vec![text("ok"), ProviderEvent::Stop(StopReason::EndTurn)]);
 }

@@ -219,7 +219,7 @@ fn a_failed_command_reads_as_claude_codes_exit_code_line() {
 fn a_sub_agents_response_is_its_answer_with_the_totals_of_our_summary() {
     let input = json!({"prompt": "look", "subagent_type": "Explore"});
     let text = "Found it.\n\n[explore sub-agent: 2 turns, 3 tool calls, 120 tokens, 1.5 s; transcript /t.jsonl]";
-    let r = response::tool_response("task", &input, text, None);
+    let r = tool_response("task", &input, text, None);
     assert_eq!(r["content"], json!([{"type": "text", "text": "Found it."}]));
     assert_eq!((r["agentType"].as_str(), r["prompt"].as_str()), (Some("Explore"), Some("look")));
     assert_eq!((r["totalToolUseCount"].as_u64(), r["totalTokens"].as_u64()), (Some(3), Some(120)));

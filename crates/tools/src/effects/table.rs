@@ -248,7 +248,7 @@ impl Entry {
 
     /// The entry of subcommand `name` (`log` of git).
     pub fn sub_entry(&self, name: &str) -> Option<&Entry> {
-        self.sub.get(name).map(|e| e.as_ref())
+        self.sub.get(name).map(AsRef::as_ref)
     }
 
     /// True when `-e`/`--expression` was given: operands are then files.
@@ -303,7 +303,7 @@ impl Table {
 
     /// The entry for `program` (a name without its folder).
     pub fn get(&self, program: &str) -> Option<&Entry> {
-        self.programs.get(program).map(|e| e.as_ref())
+        self.programs.get(program).map(AsRef::as_ref)
     }
 
     /// Every name the table knows, sorted.
