@@ -177,7 +177,7 @@ fn not_lean(schema: &serde_json::Value, at: &str, found: &mut Vec<String>) {
     for key in NOT_LEAN.iter().filter(|k| map.contains_key(**k)) {
         found.push(format!("{at}/{key}"));
     }
-    let types = map.get("type").map(|t| t.to_string()).unwrap_or_default();
+    let types = map.get("type").map(ToString::to_string).unwrap_or_default();
     if types.contains("null") {
         found.push(format!("{at}/type"));
     }

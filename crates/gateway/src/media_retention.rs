@@ -52,7 +52,12 @@ pub fn prune_inbox(workspace: &Path, keep: Duration) -> std::io::Result<usize> {
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: the folder's fd is open, `name` is NUL-terminated, `stat` is writable.
         let found = unsafe {
-            libc::fstatat(folder.as_raw_fd(), name.as_ptr(), &mut stat, libc::AT_SYMLINK_NOFOLLOW)
+            libc::fstatat(
+                folder.as_raw_fd(),
+                name.as_ptr(),
+                &raw mut stat,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
         };
         if found != 0 || stat.st_mode & libc::S_IFMT != libc::S_IFREG || stat.st_mtime >= cut {
             continue;

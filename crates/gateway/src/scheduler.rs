@@ -416,7 +416,7 @@ pub async fn run_housekeeping(shared: Arc<Shared>, stop: CancellationToken) {
         if let Some(link) = &shared.store {
             match link.store.prune(keep, PRUNE_BATCH).await {
                 Ok(Some(pruned)) if pruned.total() > 0 => {
-                    tracing::info!(?pruned, "housekeeping: old rows pruned from the database")
+                    tracing::info!(?pruned, "housekeeping: old rows pruned from the database");
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!("housekeeping: {e}"),

@@ -123,7 +123,7 @@ impl Tool for MessageTool {
         let mut media = Vec::new();
         for m in args.media.iter().flatten() {
             if crate::media::is_url(m) {
-                media.push(m.to_string());
+                media.push(m.clone());
                 continue;
             }
             match crate::media::resolve(&ctx.workspace, m) {

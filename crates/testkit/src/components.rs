@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn a_missing_component_fails_with_the_reason_and_the_way_out() {
         let failure = std::panic::catch_unwind(|| {
-            present::<()>(Component::TestModel, Err("/nowhere/m.gguf does not exist".into()))
+            present::<()>(Component::TestModel, Err("/nowhere/m.gguf does not exist".into()));
         })
         .expect_err("a missing component fails the test");
         let message = failure.downcast_ref::<String>().cloned().unwrap_or_default();

@@ -561,7 +561,7 @@ mod tests {
     #[test]
     fn the_home_folder_of_the_process_is_the_default() {
         let ws = Path::new(WS);
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let home = std::env::var_os("HOME").map(PathBuf::from);
         for command in ["rm -rf ~", "cd ~ && rm -rf ../home", "rm -rf ~/build"] {
             assert_eq!(
                 dangerous_command(command, ws, ws),

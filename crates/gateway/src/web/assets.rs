@@ -164,7 +164,7 @@ mod tests {
 
     #[test]
     fn the_whole_app_weighs_under_300_kb() {
-        let weight = super::page_weight();
+        let weight = page_weight();
         assert!(weight < 300 * 1024, "the web app weighs {weight} bytes");
     }
 
