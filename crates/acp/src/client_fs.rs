@@ -23,7 +23,7 @@ use crate::wire::ClientCan;
 
 /// Which session the requests name and who answers them.
 #[derive(Clone)]
-pub struct ClientFs {
+pub(crate) struct ClientFs {
     pub peer: Arc<Peer>,
     pub session_id: Arc<Mutex<String>>,
 }
@@ -53,7 +53,7 @@ impl ClientFs {
 
 /// `tools` with `read`, `write`, `edit` and `multi_edit` going through the
 /// client where it can (editing needs both `fs/*` methods).
-pub fn through_client(tools: &ToolRegistry, can: ClientCan, fs: &ClientFs) -> ToolRegistry {
+pub(crate) fn through_client(tools: &ToolRegistry, can: ClientCan, fs: &ClientFs) -> ToolRegistry {
     let mut out = ToolRegistry::new();
     for name in tools.names() {
         let Some(inner) = tools.get(name) else { continue };

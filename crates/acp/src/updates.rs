@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::wire;
 
 /// What the translation of one session's events needs to know.
-pub struct Translator {
+pub(crate) struct Translator {
     pub workspace: PathBuf,
     /// The model's context window, the `size` of `usage_update`.
     pub context_window: u64,
@@ -24,7 +24,7 @@ pub struct Translator {
 impl Translator {
     /// The updates for one event (often none: turn boundaries, retries of
     /// no interest to an editor).
-    pub fn updates(&self, event: &AgentEvent) -> Vec<Value> {
+    pub(crate) fn updates(&self, event: &AgentEvent) -> Vec<Value> {
         match event {
             AgentEvent::TextDelta { text } => vec![wire::chunk("agent_message_chunk", text)],
             AgentEvent::Retrying { attempt, reason, .. } => vec![wire::chunk(
@@ -113,7 +113,7 @@ impl Translator {
 
     /// A conversation as updates, for `session/load`: user text, the
     /// agent's text, and each tool call with its result.
-    pub fn history(&self, messages: &[Message]) -> Vec<Value> {
+    pub(crate) fn history(&self, messages: &[Message]) -> Vec<Value> {
         let mut out = Vec::new();
         for message in messages {
             for block in &message.content {

@@ -13,7 +13,7 @@ use crate::setup::{self, SetupError};
 
 /// Serves until the editor closes stdin; `after` are the flags given after
 /// `acp`.
-pub async fn run(after: &[String]) -> Result<i32, SetupError> {
+pub(crate) async fn run(after: &[String]) -> Result<i32, SetupError> {
     // An owned copy of the flags for the loader (parsed already, so this
     // parse succeeds the same way), with those after `acp` over them.
     let mut flags = Cli::parse_args();

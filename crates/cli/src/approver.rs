@@ -19,7 +19,7 @@ const QUESTION_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// in order with the tool lines); this only reads the answer. One question at
 /// a time: parallel sub-agents wait their turn. Esc or Ctrl-C at a question
 /// cancels the request.
-pub struct TerminalApprover {
+pub(crate) struct TerminalApprover {
     asking: tokio::sync::Mutex<()>,
     answers: Arc<keys::Answers>,
     /// Where "always" rules are scoped (the file's folder for edits).
@@ -28,7 +28,7 @@ pub struct TerminalApprover {
 
 impl TerminalApprover {
     /// An approver reading answers from `answers` when a key watcher runs.
-    pub fn new(answers: Arc<keys::Answers>, workspace: std::path::PathBuf) -> Self {
+    pub(crate) fn new(answers: Arc<keys::Answers>, workspace: std::path::PathBuf) -> Self {
         TerminalApprover { asking: Default::default(), answers, workspace }
     }
 }

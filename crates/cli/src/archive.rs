@@ -11,7 +11,7 @@ const MIN_MESSAGES: usize = 2;
 /// Starts consolidating `agent`'s conversation without waiting for it; the
 /// outcome is printed when it lands. A conversation left while this runs
 /// (e.g. by exiting at once) is not archived, but stays on disk.
-pub fn spawn(agent: &Agent, config: &Config) {
+pub(crate) fn spawn(agent: &Agent, config: &Config) {
     if agent.messages().len() < MIN_MESSAGES {
         return;
     }

@@ -11,7 +11,7 @@ use ferroclaw_core::PermissionMode;
 /// runs one request and prints the answer.
 #[derive(Debug, Parser)]
 #[command(name = "ferroclaw", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The request. With -p, read from stdin when absent or "-".
     pub prompt: Option<String>,
 
@@ -95,7 +95,7 @@ pub struct Cli {
 
 /// Formats of `-p` output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     Text,
     Json,
     StreamJson,
@@ -103,14 +103,14 @@ pub enum OutputFormat {
 
 /// Formats of `-p` input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum InputFormat {
+pub(crate) enum InputFormat {
     Text,
     StreamJson,
 }
 
 /// Event schemas of `--output-format stream-json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StreamFormat {
+pub(crate) enum StreamFormat {
     /// One `AgentEvent` per line (`text_delta`, `tool_call_started`, ...).
     Ferroclaw,
     /// Claude Code's schema: `system`/`init`, `assistant`, `user`, `result`.
@@ -120,14 +120,14 @@ pub enum StreamFormat {
 impl Cli {
     /// Parses the command line. With `-p`, what follows is the prompt, never a
     /// subcommand: `ferroclaw -p status` asks the model about "status".
-    pub fn parse_args() -> Cli {
+    pub(crate) fn parse_args() -> Cli {
         Cli::parse_from_args(
             std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
         )
     }
 
     /// [`Cli::parse_args`] for given arguments (the first is the program name).
-    pub fn parse_from_args(args: Vec<String>) -> Cli {
+    pub(crate) fn parse_from_args(args: Vec<String>) -> Cli {
         let first = Cli::try_parse_from(&args);
         if let Ok(cli) = &first
             && !(cli.print && cli.prompt.is_none() && cli.command.is_some())
@@ -157,14 +157,14 @@ impl Cli {
     }
 
     /// Allow and deny rules given with `--allowedTools` / `--disallowedTools`.
-    pub fn rules(&self) -> (Vec<String>, Vec<String>) {
+    pub(crate) fn rules(&self) -> (Vec<String>, Vec<String>) {
         (split_rules(&self.allowed_tools), split_rules(&self.disallowed_tools))
     }
 }
 
 /// Rule strings from flag values: separated by commas or spaces, except
 /// inside parentheses (`bash(git status:*)` stays one rule).
-pub fn split_rules(values: &[String]) -> Vec<String> {
+pub(crate) fn split_rules(values: &[String]) -> Vec<String> {
     let mut rules = Vec::new();
     for value in values {
         let mut depth = 0usize;
@@ -192,7 +192,7 @@ pub fn split_rules(values: &[String]) -> Vec<String> {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Write a commented config to $FERROCLAW_HOME/config.toml.
     Init {
         /// Overwrite an existing config.
@@ -287,7 +287,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum SessionsAction {
+pub(crate) enum SessionsAction {
     /// This project's conversations, newest first.
     List,
     /// Print a conversation.

@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use ferroclaw_protocol::{ContentBlock, Message};
 
 /// Most bytes of one mentioned text file included; the rest is cut with a note.
-pub const MAX_FILE_BYTES: usize = 100 * 1024;
+pub(crate) const MAX_FILE_BYTES: usize = 100 * 1024;
 /// Most text files included from one prompt.
-pub const MAX_FILES: usize = 10;
+pub(crate) const MAX_FILES: usize = 10;
 
 /// Characters that may end a mention without being part of the path.
 const TRAILING: &[char] = &[',', '.', ';', ':', '!', '?', ')', ']', '}', '"', '\''];
 
 /// The user message for `text`: images attached, then mentioned text files.
-pub fn user_message(text: &str, workspace: &Path) -> Message {
+pub(crate) fn user_message(text: &str, workspace: &Path) -> Message {
     let mut message = ferroclaw_core::mentions::user_message(text, workspace);
     for block in text_files(text, workspace) {
         message.content.push(ContentBlock::text(block));
@@ -24,7 +24,7 @@ pub fn user_message(text: &str, workspace: &Path) -> Message {
 }
 
 /// `<file>` blocks for the text files mentioned with `@`.
-pub fn text_files(text: &str, workspace: &Path) -> Vec<String> {
+pub(crate) fn text_files(text: &str, workspace: &Path) -> Vec<String> {
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut out = Vec::new();
     for raw in ferroclaw_core::mentions::mentions(text) {
@@ -67,7 +67,7 @@ fn read_head(path: &Path) -> Option<(Vec<u8>, u64)> {
 /// The `@` mentions that look like a file (a `.` or `/` in them) but name
 /// none, so a mistyped name is said instead of silently sent as text; a
 /// mention of someone (`@bob`) is left alone.
-pub fn missing_files(text: &str, workspace: &Path) -> Vec<String> {
+pub(crate) fn missing_files(text: &str, workspace: &Path) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for raw in ferroclaw_core::mentions::mentions(text) {
         let name = raw.trim_end_matches(TRAILING);
@@ -86,7 +86,7 @@ pub fn missing_files(text: &str, workspace: &Path) -> Vec<String> {
 }
 
 /// Says on stderr which `@` mentions name no file (see [`missing_files`]).
-pub fn warn_missing_files(text: &str, workspace: &Path) {
+pub(crate) fn warn_missing_files(text: &str, workspace: &Path) {
     for name in missing_files(text, workspace) {
         let line = format!(
             "⎘ @{}: no such file in {}; sent as plain text",

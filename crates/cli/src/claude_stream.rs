@@ -30,7 +30,7 @@ use crate::oneshot::Denial;
 use crate::tool_log::ToolLog;
 
 /// The `system`/`init` event's fields, taken before the run.
-pub struct Init {
+pub(crate) struct Init {
     event: Value,
     session_id: String,
     model: String,
@@ -38,17 +38,17 @@ pub struct Init {
 }
 
 /// Claude Code's name of a permission mode (`bypassPermissions`, ...).
-pub fn mode_name(mode: PermissionMode) -> &'static str {
+pub(crate) fn mode_name(mode: PermissionMode) -> &'static str {
     ferroclaw_core::plan::claude_mode_name(mode)
 }
 
 /// The model as Claude Code names it: without ferroclaw's `provider/`.
-pub fn model_name(spec: &str) -> &str {
+pub(crate) fn model_name(spec: &str) -> &str {
     spec.split_once('/').map_or(spec, |(_, model)| model)
 }
 
 /// A fresh random id in the UUID v4 form Claude Code gives its messages.
-pub fn uuid() -> String {
+pub(crate) fn uuid() -> String {
     let (a, b) = (fastrand::u64(..), fastrand::u64(..));
     let hex = format!("{a:016x}{b:016x}");
     format!(
@@ -63,7 +63,7 @@ pub fn uuid() -> String {
 }
 
 /// The init event for this agent.
-pub fn init(agent: &Agent, config: &Config) -> Init {
+pub(crate) fn init(agent: &Agent, config: &Config) -> Init {
     let session_id = agent.session().meta().id.clone();
     let mut tools: Vec<String> = Vec::new();
     for name in agent.tools().names() {
@@ -90,7 +90,7 @@ pub fn init(agent: &Agent, config: &Config) -> Init {
 }
 
 /// Writes the run's events in Claude Code's schema until the channel closes.
-pub async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<ToolLog>) {
+pub(crate) async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<ToolLog>) {
     let mut out = std::io::stdout();
     let mut line = |value: Value| {
         let _ = writeln!(out, "{value}");
@@ -374,7 +374,7 @@ fn file_now(input: &Value) -> Option<String> {
 /// The result object of `--output-format json` (and the last line of
 /// Claude-style stream-json), with Claude Code's fields; `num_turns` is
 /// counted as Claude Code counts it.
-pub fn result(
+pub(crate) fn result(
     report: &Report,
     num_turns: u32,
     session_id: &str,
@@ -434,7 +434,7 @@ pub fn result(
 /// The `system`/`informational` message Claude Code prints before the
 /// result when a UserPromptSubmit hook blocked the prompt (`text` is the
 /// report's: the reason and the original prompt).
-pub fn prompt_blocked(text: &str, session_id: &str) -> Value {
+pub(crate) fn prompt_blocked(text: &str, session_id: &str) -> Value {
     let reason = text
         .split_once('\n')
         .map_or(text, |(_, rest)| rest.split("\n\nOriginal prompt: ").next().unwrap_or(rest));
@@ -451,7 +451,7 @@ pub fn prompt_blocked(text: &str, session_id: &str) -> Value {
 }
 
 /// Token counts with Claude Code's names.
-pub fn usage(u: &Usage) -> Value {
+pub(crate) fn usage(u: &Usage) -> Value {
     json!({
         "input_tokens": u.input_tokens,
         "cache_creation_input_tokens": u.cache_write_tokens,

@@ -15,7 +15,7 @@ use crate::setup::{self, SetupError};
 
 /// `ferroclaw code ...`.
 #[derive(Debug, Subcommand)]
-pub enum CodeAction {
+pub(crate) enum CodeAction {
     /// A file's symbols, nested, with line ranges and signatures.
     Outline {
         /// File path relative to the project.
@@ -64,7 +64,7 @@ pub enum CodeAction {
 
 /// Paging of an answer.
 #[derive(Debug, Args)]
-pub struct PageArgs {
+pub(crate) struct PageArgs {
     /// Lines to skip.
     #[arg(long, default_value_t = 0)]
     offset: usize,
@@ -80,7 +80,7 @@ fn open(cli: &Cli) -> Result<CodeIndex, SetupError> {
 }
 
 /// `ferroclaw index`: builds or updates the index and says what it did.
-pub fn index(cli: &Cli) -> Result<i32, SetupError> {
+pub(crate) fn index(cli: &Cli) -> Result<i32, SetupError> {
     let started = Instant::now();
     let mut index = open(cli)?;
     let stats = index.update().map_err(|e| SetupError::Other(e.to_string()))?;
@@ -114,7 +114,7 @@ pub fn index(cli: &Cli) -> Result<i32, SetupError> {
 }
 
 /// `ferroclaw code ...`: updates the index (only changed files are parsed), then answers.
-pub fn code(cli: &Cli, action: &CodeAction) -> Result<i32, SetupError> {
+pub(crate) fn code(cli: &Cli, action: &CodeAction) -> Result<i32, SetupError> {
     let mut index = open(cli)?;
     let stale = match index.update() {
         Ok(_) => Staleness { changed: Vec::new(), age_secs: Some(0) },

@@ -20,7 +20,7 @@ use ferroclaw_runtime::{Resume, Runtime, SessionOptions};
 const NO_MODEL_STAND_IN: &str = "ollama/none";
 
 /// Prints the assembled prompt (exactly, with `raw`) and a size table.
-pub async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
+pub(crate) async fn run(config: &Config, raw: bool) -> Result<i32, SetupError> {
     // No model configured: show the full profile, which any key would get.
     let profile = config.model_spec().map_or(PromptProfile::Full, |s| config.prompt_profile(&s));
     let context = ContextBuilder::for_config(config)

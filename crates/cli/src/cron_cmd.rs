@@ -13,7 +13,7 @@ use crate::exit;
 use crate::setup::SetupError;
 
 #[derive(Debug, Subcommand)]
-pub enum CronAction {
+pub(crate) enum CronAction {
     /// Every job with its schedule, next run and last status.
     List,
     /// Add a job: exactly one of --every, --cron, --at.
@@ -62,7 +62,7 @@ fn check_channel(home: &std::path::Path, channel: &str) -> Result<(), SetupError
 }
 
 /// Runs `ferroclaw cron ACTION`.
-pub async fn run(action: &CronAction) -> Result<i32, SetupError> {
+pub(crate) async fn run(action: &CronAction) -> Result<i32, SetupError> {
     let home = Config::default_home();
     let mut store = CronStore::new(&home);
     // Several gateways: the jobs are in their database.

@@ -11,7 +11,7 @@ use crate::setup::SetupError;
 
 /// The configured database, connected (and migrated unless `store_migrate
 /// = false`); `None` when the gateway runs on files.
-pub async fn shared_store(home: &std::path::Path) -> Result<Option<PgStore>, SetupError> {
+pub(crate) async fn shared_store(home: &std::path::Path) -> Result<Option<PgStore>, SetupError> {
     let config = Config::load(home.to_path_buf(), home.join("workspace"), &Overrides::default())?;
     let settings = GatewaySettings::parse(config.file.gateway.as_ref())
         .map_err(|e| SetupError::Other(e.to_string()))?;
@@ -19,7 +19,7 @@ pub async fn shared_store(home: &std::path::Path) -> Result<Option<PgStore>, Set
 }
 
 /// The database `settings` (and the environment) name, connected.
-pub async fn store_of(settings: &GatewaySettings) -> Result<Option<PgStore>, SetupError> {
+pub(crate) async fn store_of(settings: &GatewaySettings) -> Result<Option<PgStore>, SetupError> {
     let env = std::env::var(DATABASE_URL_ENV).ok();
     let other = |e: ferroclaw_store::StoreError| SetupError::Other(e.to_string());
     let Some(url) = Backend::choose(settings.store.as_deref(), env.as_deref()).map_err(other)?

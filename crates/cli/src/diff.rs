@@ -12,15 +12,15 @@ use crate::style::Style;
 use crate::tool_log::{input_path, read_text};
 
 /// Lines of diff shown before "… N more lines".
-pub const MAX_DIFF_LINES: usize = 40;
+pub(crate) const MAX_DIFF_LINES: usize = 40;
 /// Lines of a new file shown.
-pub const NEW_FILE_HEAD_LINES: usize = 10;
+pub(crate) const NEW_FILE_HEAD_LINES: usize = 10;
 /// Unchanged lines shown around each change.
 const CONTEXT_LINES: usize = 3;
 
 /// The diff of `before` (`None`: the file is new) to `after`, indented for
 /// the tool block, at most [`MAX_DIFF_LINES`] lines. Empty when nothing changes.
-pub fn render(before: Option<&str>, after: &str, style: Style) -> String {
+pub(crate) fn render(before: Option<&str>, after: &str, style: Style) -> String {
     let mut lines: Vec<String> = Vec::new();
     let Some(before) = before else {
         let total = after.lines().count();
@@ -62,7 +62,11 @@ pub fn render(before: Option<&str>, after: &str, style: Style) -> String {
 
 /// What a file tool call would do, as (before, after), read from the file
 /// now: for the approval question. `None` for other tools or unreadable files.
-pub fn proposed(name: &str, input: &Value, workspace: &Path) -> Option<(Option<String>, String)> {
+pub(crate) fn proposed(
+    name: &str,
+    input: &Value,
+    workspace: &Path,
+) -> Option<(Option<String>, String)> {
     let path = input_path(input, workspace)?;
     let current = read_text(&path);
     match name {

@@ -42,7 +42,7 @@ impl Checks {
 }
 
 /// Runs every check; exit code 1 when something is broken.
-pub async fn run(cli: &Cli) -> Result<i32, SetupError> {
+pub(crate) async fn run(cli: &Cli) -> Result<i32, SetupError> {
     println!("ferroclaw {}", env!("CARGO_PKG_VERSION"));
     let mut checks = Checks::default();
     match setup::load_config(cli) {

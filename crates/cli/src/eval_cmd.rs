@@ -23,16 +23,16 @@ use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
 /// Model round-trips allowed per task: a call, its result, an answer, with
 /// room for one wrong step.
-pub const EVAL_MAX_TURNS: u32 = 6;
+pub(crate) const EVAL_MAX_TURNS: u32 = 6;
 
 /// Characters of a failed task's answer shown in its line.
 const NOTE_CHARS: usize = 60;
 
 /// Longest a task may take before it counts as failed.
-pub const TASK_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const TASK_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Subcommand)]
-pub enum EvalAction {
+pub(crate) enum EvalAction {
     /// Twenty small tool-use tasks, each checked on the files or the answer.
     Tools {
         /// The model to evaluate (default: the configured one).
@@ -57,7 +57,7 @@ pub enum EvalAction {
 type Check = fn(&Path, &str) -> bool;
 
 /// One task: its files, the request, and how to judge the result.
-pub struct Task {
+pub(crate) struct Task {
     pub name: &'static str,
     pub files: &'static [(&'static str, &'static str)],
     pub prompt: &'static str,
@@ -74,7 +74,7 @@ fn has_all(answer: &str, words: &[&str]) -> bool {
 }
 
 /// The tasks, in order.
-pub const TASKS: [Task; 20] = [
+pub(crate) const TASKS: [Task; 20] = [
     Task {
         name: "list-files",
         files: &[("alpha.txt", "a\n"), ("beta.md", "b\n"), ("gamma.rs", "fn main() {}\n")],
@@ -230,7 +230,7 @@ struct Outcome {
 }
 
 /// Runs `eval` subcommands.
-pub async fn run(action: &EvalAction, config: &Config) -> Result<i32, SetupError> {
+pub(crate) async fn run(action: &EvalAction, config: &Config) -> Result<i32, SetupError> {
     let (model, tasks) = match action {
         EvalAction::Tools { model, tasks } => (model, tasks),
         EvalAction::Learning { dataset, model } => {

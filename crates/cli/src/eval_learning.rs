@@ -147,7 +147,11 @@ fn read_cases(dataset: &Path) -> Result<Vec<(String, Case)>, SetupError> {
 }
 
 /// Runs the dataset; returns the exit code (0 however accurate the model).
-pub async fn run(dataset: &Path, model: Option<&str>, config: &Config) -> Result<i32, SetupError> {
+pub(crate) async fn run(
+    dataset: &Path,
+    model: Option<&str>,
+    config: &Config,
+) -> Result<i32, SetupError> {
     let cases = read_cases(dataset)?;
     let mut learning = LearningConfig::from_section(config.file.learning.as_ref());
     learning.mode = Mode::Auto;

@@ -33,7 +33,7 @@ const UNIT_NOFILE: u64 = 65_536;
 
 /// Flags of `ferroclaw gateway` itself (they win over `[gateway]`).
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct ServeFlags {
+pub(crate) struct ServeFlags {
     /// The web channel's port (default `[gateway] port`, else 18790).
     #[arg(long, value_name = "N")]
     pub port: Option<u16>,
@@ -43,7 +43,7 @@ pub struct ServeFlags {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum GatewayAction {
+pub(crate) enum GatewayAction {
     /// Run the gateway in the foreground (the default).
     Run,
     /// Create or upgrade the shared database's schema (`[gateway] store` or
@@ -68,12 +68,12 @@ pub enum GatewayAction {
 }
 
 /// True when this command runs the gateway itself (it sets up its own logging and runtime).
-pub fn is_server(action: &Option<GatewayAction>) -> bool {
+pub(crate) fn is_server(action: &Option<GatewayAction>) -> bool {
     matches!(action, None | Some(GatewayAction::Run))
 }
 
 /// Runs `ferroclaw gateway [ACTION]`.
-pub async fn run(
+pub(crate) async fn run(
     cli: &Cli,
     flags: &ServeFlags,
     action: &Option<GatewayAction>,
@@ -93,7 +93,7 @@ pub async fn run(
 }
 
 /// Loads the config with the gateway's workspace and permission mode.
-pub fn gateway_config(cli: &Cli) -> Result<(Config, GatewaySettings), SetupError> {
+pub(crate) fn gateway_config(cli: &Cli) -> Result<(Config, GatewaySettings), SetupError> {
     let home = Config::default_home();
     let plain = Config::load(home.clone(), home.join("workspace"), &Overrides::default())?;
     // Unknown keys in [gateway] and [channels.*] name their line, as the top level's do.

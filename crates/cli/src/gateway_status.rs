@@ -10,7 +10,7 @@ use crate::gateway_cmd::{database_url, gateway_config};
 use crate::setup::SetupError;
 
 /// Prints the live gateways of the shared database.
-pub async fn run(cli: &Cli) -> Result<i32, SetupError> {
+pub(crate) async fn run(cli: &Cli) -> Result<i32, SetupError> {
     let (_, settings) = gateway_config(cli)?;
     let Some(url) = database_url(&settings)? else {
         let mut out = std::io::stdout().lock();

@@ -32,7 +32,7 @@ use crate::setup::SetupError;
 
 /// Which way the data goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub(crate) enum Direction {
     /// Files into the database.
     Import,
     /// The database into files.
@@ -55,7 +55,7 @@ impl Tally {
 }
 
 /// Runs `ferroclaw gateway import` or `export`.
-pub async fn run(cli: &Cli, direction: Direction) -> Result<i32, SetupError> {
+pub(crate) async fn run(cli: &Cli, direction: Direction) -> Result<i32, SetupError> {
     let (config, settings) = gateway_config(cli)?;
     let Some(url) = database_url(&settings)? else {
         return Err(SetupError::Other(format!(

@@ -133,7 +133,7 @@ fn syntax(lang: &str) -> Option<&'static Syntax> {
 }
 
 /// One line of code in `lang`, coloured; `None` for a language not known here.
-pub fn line(lang: &str, code: &str) -> Option<String> {
+pub(crate) fn line(lang: &str, code: &str) -> Option<String> {
     let syntax = syntax(lang)?;
     let chars: Vec<char> = code.chars().collect();
     let mut out = String::with_capacity(code.len() + 16);

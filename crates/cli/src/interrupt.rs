@@ -30,7 +30,7 @@ static REGISTRATIONS: AtomicU64 = AtomicU64::new(0);
 static TERMINATED: AtomicI32 = AtomicI32::new(0);
 
 /// The exit code a SIGTERM/SIGHUP asked for, once one came.
-pub fn terminated() -> Option<i32> {
+pub(crate) fn terminated() -> Option<i32> {
     Some(TERMINATED.load(Ordering::SeqCst)).filter(|c| *c != 0)
 }
 
@@ -38,7 +38,7 @@ pub fn terminated() -> Option<i32> {
 /// anything long runs). The handler runs on a thread of its own, so a main
 /// thread stuck in a blocking read (a pipe on stdin that never ends, a hung
 /// network file system) still hears the signal and ends the process.
-pub fn install_termination_handler() {
+pub(crate) fn install_termination_handler() {
     let (installed, told) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new().name("ferroclaw-signals".into()).spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
@@ -95,7 +95,7 @@ async fn handle_termination(
 /// second press (before the request ends) exits the process at once. Abort
 /// the returned handle when the request is over: if a termination signal
 /// came meanwhile, the process then exits with its code.
-pub fn watch(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+pub(crate) fn watch(cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
     let number = REGISTRATIONS.fetch_add(1, Ordering::SeqCst);
     if let Ok(mut slot) = IN_FLIGHT.lock() {
         *slot = Some((number, cancel.clone()));
@@ -137,7 +137,7 @@ impl Drop for InFlight {
 /// and Ctrl-C all cancel `shutdown`, which drains: no new messages, turns
 /// in flight finish, exit 0. Signals during the drain are noted and change
 /// nothing. Call inside the runtime, before anything long runs.
-pub fn drain_on_signals(shutdown: CancellationToken) {
+pub(crate) fn drain_on_signals(shutdown: CancellationToken) {
     let signals = [
         (SignalKind::terminate(), "SIGTERM"),
         (SignalKind::hangup(), "SIGHUP"),

@@ -21,7 +21,7 @@ const CTRL_H: u8 = 0x08;
 
 /// What the approver reads while a question is open.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// A line the user typed and ended with Enter.
     Line(String),
     /// Esc or Ctrl-C: the request is cancelled.
@@ -30,7 +30,7 @@ pub enum Answer {
 
 /// Answers typed at approval questions; shared by the REPL and its approver.
 #[derive(Debug)]
-pub struct Answers {
+pub(crate) struct Answers {
     /// True while a question waits for its answer.
     asking: AtomicBool,
     tx: UnboundedSender<Answer>,
@@ -56,12 +56,12 @@ impl Default for Answers {
 
 impl Answers {
     /// True when answers come from the key watcher (else read stdin lines).
-    pub fn watched(&self) -> bool {
+    pub(crate) fn watched(&self) -> bool {
         self.watching.load(Ordering::SeqCst)
     }
 
     /// Waits for the answer to the question just printed.
-    pub async fn next(&self) -> Answer {
+    pub(crate) async fn next(&self) -> Answer {
         let mut rx = self.rx.lock().await;
         while rx.try_recv().is_ok() {}
         self.asking.store(true, Ordering::SeqCst);
@@ -72,7 +72,7 @@ impl Answers {
 }
 
 /// The keyboard watcher of one request; [`KeyWatch::stop`] restores the terminal.
-pub struct KeyWatch {
+pub(crate) struct KeyWatch {
     saved: libc::termios,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -82,7 +82,7 @@ pub struct KeyWatch {
 
 impl KeyWatch {
     /// Starts watching when stdin is a terminal; `None` otherwise.
-    pub fn start(cancel: CancellationToken, answers: Arc<Answers>) -> Option<KeyWatch> {
+    pub(crate) fn start(cancel: CancellationToken, answers: Arc<Answers>) -> Option<KeyWatch> {
         let fd = std::io::stdin().as_raw_fd();
         // SAFETY: isatty/tcgetattr/tcsetattr only read and write the struct we own.
         let saved = unsafe {
@@ -114,7 +114,7 @@ impl KeyWatch {
 
     /// Stops watching, restores the terminal, and returns what was typed
     /// meanwhile (for the next prompt).
-    pub fn stop(mut self) -> String {
+    pub(crate) fn stop(mut self) -> String {
         self.release();
         let typed = std::mem::take(&mut *self.typed.lock().unwrap_or_else(PoisonError::into_inner));
         String::from_utf8_lossy(&typed).into_owned()

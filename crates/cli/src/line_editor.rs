@@ -17,7 +17,7 @@ use crate::repl::COMMANDS;
 const MAX_FILE_CANDIDATES: usize = 200;
 
 /// The REPL's helper for rustyline.
-pub struct ReplHelper {
+pub(crate) struct ReplHelper {
     /// `/name` of each custom command.
     custom: Vec<String>,
     /// The line being typed.
@@ -27,7 +27,11 @@ pub struct ReplHelper {
 }
 
 impl ReplHelper {
-    pub fn new(custom: Vec<String>, typed: Arc<Mutex<String>>, workspace: PathBuf) -> ReplHelper {
+    pub(crate) fn new(
+        custom: Vec<String>,
+        typed: Arc<Mutex<String>>,
+        workspace: PathBuf,
+    ) -> ReplHelper {
         ReplHelper { custom, typed, workspace }
     }
 

@@ -16,7 +16,7 @@ const MAX_LINK_CHARS: usize = 500;
 
 /// Turns streamed Markdown into styled terminal text.
 #[derive(Debug, Default)]
-pub struct MarkdownStream {
+pub(crate) struct MarkdownStream {
     /// Characters of the current line held until their meaning is known.
     pending: String,
     at_line_start: bool,
@@ -40,12 +40,12 @@ pub struct MarkdownStream {
 
 impl MarkdownStream {
     /// A renderer at the start of a line.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self { at_line_start: true, ..Self::default() }
     }
 
     /// Feeds a piece of text; returns what can be printed now.
-    pub fn push(&mut self, text: &str) -> String {
+    pub(crate) fn push(&mut self, text: &str) -> String {
         let mut out = String::new();
         for c in text.chars() {
             self.push_char(c, &mut out);
@@ -54,7 +54,7 @@ impl MarkdownStream {
     }
 
     /// Ends the stream: prints anything held back and resets styles.
-    pub fn finish(&mut self) -> String {
+    pub(crate) fn finish(&mut self) -> String {
         let mut out = String::new();
         if self.at_line_start && self.pending.trim_start().starts_with('|') && !self.in_fence {
             self.table.push(std::mem::take(&mut self.pending));

@@ -25,7 +25,7 @@ use crate::setup::SetupError;
 
 /// `ferroclaw mcp` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum McpAction {
+pub(crate) enum McpAction {
     /// Every configured server: connects to each and shows its status.
     List,
     /// Connects to one server and lists its tools.
@@ -86,13 +86,13 @@ pub enum McpAction {
 
 /// Which file `add` and `remove` edit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Scope {
+pub(crate) enum Scope {
     Project,
     User,
 }
 
 /// Runs `ferroclaw mcp ACTION`.
-pub async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError> {
+pub(crate) async fn run(action: &McpAction, config: &Config) -> Result<i32, SetupError> {
     match action {
         McpAction::List => list(config).await,
         McpAction::Get { name } => get(config, name).await,
@@ -378,7 +378,10 @@ fn serve_token() -> Result<String, SetupError> {
 
 /// The REPL's MCP commands. `None`: not one of them; `Some(Ok(Some(text)))`:
 /// a prompt whose text is to be sent as the next request.
-pub async fn repl_command(input: &str, hub: &McpHub) -> Option<Result<Option<String>, String>> {
+pub(crate) async fn repl_command(
+    input: &str,
+    hub: &McpHub,
+) -> Option<Result<Option<String>, String>> {
     let (name, arg) = input.split_once(char::is_whitespace).unwrap_or((input, ""));
     if name == "/mcp" {
         let statuses = hub.statuses().await;
@@ -436,7 +439,7 @@ pub async fn repl_command(input: &str, hub: &McpHub) -> Option<Result<Option<Str
 /// provider after the user agrees; more OAuth scopes (a server's 403
 /// `insufficient_scope`) granted in the browser, after saying which and why. The servers start before the agent is
 /// opened: set the model to sample with on the [`SamplingModel`] then.
-pub fn terminal_hooks() -> (ClientHooks, SamplingModel) {
+pub(crate) fn terminal_hooks() -> (ClientHooks, SamplingModel) {
     let model = SamplingModel::default();
     let hooks = ClientHooks {
         elicitor: Some(Arc::new(TerminalElicitor)),
@@ -448,11 +451,11 @@ pub fn terminal_hooks() -> (ClientHooks, SamplingModel) {
 
 /// The provider and model MCP sampling requests go to: the agent's.
 #[derive(Clone, Default)]
-pub struct SamplingModel(Arc<std::sync::OnceLock<(Arc<dyn Provider>, String)>>);
+pub(crate) struct SamplingModel(Arc<std::sync::OnceLock<(Arc<dyn Provider>, String)>>);
 
 impl SamplingModel {
     /// Sampling uses `provider` and `model` from now on.
-    pub fn set(&self, provider: Arc<dyn Provider>, model: String) {
+    pub(crate) fn set(&self, provider: Arc<dyn Provider>, model: String) {
         let _ = self.0.set((provider, model));
     }
 }

@@ -49,7 +49,7 @@ const ALIASES: &[Alias] = &[
 /// The spec for what the user typed: a full `PROVIDER/MODEL` stays as it
 /// is; an alias becomes the spec on the configured provider when that
 /// provider serves the family (OpenRouter serves all), else on the family's own.
-pub fn resolve(typed: &str, config: &Config) -> String {
+pub(crate) fn resolve(typed: &str, config: &Config) -> String {
     let Some(alias) = ALIASES.iter().find(|a| a.name.eq_ignore_ascii_case(typed.trim())) else {
         return typed.to_string();
     };
@@ -82,7 +82,7 @@ fn configured_provider(config: &Config) -> Option<String> {
 /// `error` with the aliases named when it says a model is not
 /// `PROVIDER/MODEL`: someone who typed `--model claude` learns that
 /// `sonnet` would have done.
-pub fn explain(error: &ferroclaw_runtime::RuntimeError) -> String {
+pub(crate) fn explain(error: &ferroclaw_runtime::RuntimeError) -> String {
     let text = error.to_string();
     match error {
         ferroclaw_runtime::RuntimeError::Config(ferroclaw_core::ConfigError::BadModelSpec {
@@ -96,7 +96,7 @@ pub fn explain(error: &ferroclaw_runtime::RuntimeError) -> String {
 }
 
 /// True for a name in the alias table.
-pub fn is_alias(name: &str) -> bool {
+pub(crate) fn is_alias(name: &str) -> bool {
     ALIASES.iter().any(|a| a.name.eq_ignore_ascii_case(name.trim()))
 }
 

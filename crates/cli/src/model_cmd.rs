@@ -16,7 +16,7 @@ use crate::setup::SetupError;
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(150);
 
 #[derive(Debug, Subcommand)]
-pub enum ModelAction {
+pub(crate) enum ModelAction {
     /// Installed models, then the catalogue of models to pull.
     List,
     /// Download a model: a catalogue name, or the URL of a GGUF file.
@@ -42,7 +42,7 @@ pub enum ModelAction {
 }
 
 /// Runs a `model` subcommand.
-pub async fn run(action: &ModelAction, config: &Config) -> Result<i32, SetupError> {
+pub(crate) async fn run(action: &ModelAction, config: &Config) -> Result<i32, SetupError> {
     let store = ModelStore::new(&config.home);
     let local = |e: ferroclaw_local::LocalError| SetupError::Other(e.to_string());
     match action {

@@ -25,7 +25,7 @@ use ferroclaw_runtime::{InputRules, Runtime, Turn};
 
 /// A tool call refused in this run, as Claude Code's `permission_denials`.
 #[derive(Debug, Clone)]
-pub struct Denial {
+pub(crate) struct Denial {
     pub tool_name: String,
     pub tool_use_id: String,
     pub tool_input: Value,
@@ -33,7 +33,7 @@ pub struct Denial {
 }
 
 /// Runs one request; returns the process exit code.
-pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
+pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let started = Instant::now();
     let prompts = match cli.input_format {
         InputFormat::Text => vec![prompt(cli)?],
@@ -310,7 +310,7 @@ fn subject_of(input: &Value) -> String {
 /// "always" answer would add (on the resolved tool name: a prefix per simple
 /// command for `bash`, the file's folder for edits, the domain for
 /// web_fetch). Empty when the call is too complex to generalise.
-pub fn allow_rules(workspace: &std::path::Path, tool: &str, input: &Value) -> Vec<String> {
+pub(crate) fn allow_rules(workspace: &std::path::Path, tool: &str, input: &Value) -> Vec<String> {
     ferroclaw_core::permission::always_rules(workspace, tool, input)
         .iter()
         .map(ToString::to_string)
@@ -321,7 +321,7 @@ pub fn allow_rules(workspace: &std::path::Path, tool: &str, input: &Value) -> Ve
 /// key): with `--output-format json` or `stream-json` stdout still gets the
 /// object that ends a normal run (the result, or the `finished` event of
 /// ferroclaw's stream), marked `is_error`, with `message` as its result.
-pub fn print_setup_error(cli: &Cli, message: &str) {
+pub(crate) fn print_setup_error(cli: &Cli, message: &str) {
     let line = match (cli.output_format, cli.stream_format) {
         (OutputFormat::Text, _) => return,
         (OutputFormat::StreamJson, StreamFormat::Ferroclaw) => json!(AgentEvent::Finished {

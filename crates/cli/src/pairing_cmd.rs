@@ -12,7 +12,7 @@ use crate::exit;
 use crate::setup::SetupError;
 
 #[derive(Debug, Subcommand)]
-pub enum PairingAction {
+pub(crate) enum PairingAction {
     /// Pending codes and approved senders of every channel.
     List,
     /// Let in the sender who was given CODE on CHANNEL.
@@ -22,7 +22,7 @@ pub enum PairingAction {
 }
 
 /// Runs `ferroclaw pairing ACTION`.
-pub async fn run(action: &PairingAction) -> Result<i32, SetupError> {
+pub(crate) async fn run(action: &PairingAction) -> Result<i32, SetupError> {
     let home = Config::default_home();
     let mut store = PairingStore::new(&home);
     // Several gateways: pairing is in their database.

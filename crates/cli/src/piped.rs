@@ -14,7 +14,7 @@ use std::path::Path;
 use ferroclaw_protocol::{ContentBlock, Message};
 
 /// Most bytes of piped text added to the prompt; the rest is cut with a note.
-pub const MAX_STDIN_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_STDIN_BYTES: usize = 256 * 1024;
 /// Most bytes of piped stdin read past what is kept, to say how much was
 /// cut; a stream longer than that (`yes | ferroclaw -p ...`, `tail -f`) is
 /// left unread instead of waited for forever.
@@ -22,7 +22,7 @@ const MAX_STDIN_COUNTED: u64 = 64 * 1024 * 1024;
 
 /// One request of a `-p` run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Prompt {
+pub(crate) struct Prompt {
     /// The whole text sent (the argument and the piped text).
     pub text: String,
     /// The part the user typed, where `@file` mentions count.
@@ -33,13 +33,13 @@ pub struct Prompt {
 
 impl Prompt {
     /// A prompt the user typed whole (a stream-json message).
-    pub fn typed(text: String) -> Self {
+    pub(crate) fn typed(text: String) -> Self {
         Prompt { typed: text.clone(), text, image: None }
     }
 
     /// The user message: images mentioned in the typed part, the piped
     /// image, the text, then the text files mentioned in the typed part.
-    pub fn message(&self, workspace: &Path) -> Message {
+    pub(crate) fn message(&self, workspace: &Path) -> Message {
         let mut message = crate::attach::user_message(&self.typed, workspace);
         let typed_block = ContentBlock::text(self.typed.as_str());
         if let Some(block) = message.content.iter_mut().find(|b| **b == typed_block) {
@@ -54,7 +54,7 @@ impl Prompt {
 
 /// What came on stdin.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Piped {
+pub(crate) enum Piped {
     /// Text (cut at [`MAX_STDIN_BYTES`], with a note).
     Text(String),
     /// An image, attached as it is.
@@ -65,7 +65,7 @@ pub enum Piped {
 
 /// The prompt from the argument `arg` and what was piped (`None`: stdin is
 /// a terminal). `None` when there is neither.
-pub fn prompt(arg: Option<&str>, piped: Option<Piped>) -> Option<Prompt> {
+pub(crate) fn prompt(arg: Option<&str>, piped: Option<Piped>) -> Option<Prompt> {
     let (text, image) = match piped {
         None => (None, None),
         Some(Piped::Text(t)) if t.trim().is_empty() => (None, None),
@@ -93,7 +93,7 @@ pub fn prompt(arg: Option<&str>, piped: Option<Piped>) -> Option<Prompt> {
 
 /// Reads stdin: text up to [`MAX_STDIN_BYTES`] (a note, here and on stderr,
 /// when cut), an image up to the image limit, or a note for other bytes.
-pub fn read(mut stdin: impl Read) -> std::io::Result<Piped> {
+pub(crate) fn read(mut stdin: impl Read) -> std::io::Result<Piped> {
     let mut kept = Vec::new();
     (&mut stdin).take(MAX_STDIN_BYTES as u64).read_to_end(&mut kept)?;
     let media_type = ferroclaw_tools::image_media_type(&kept[..kept.len().min(12)]);

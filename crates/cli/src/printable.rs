@@ -16,7 +16,7 @@ use std::borrow::Cow;
 /// visibly: C0 as caret notation (`ESC` is `^[`, a lone `\r` is `^M`; a
 /// `\r\n` line end stays), DEL as `^?`, C1 and bidirectional controls as
 /// `\u{..}`. Borrowed when there is nothing to change.
-pub fn printable(text: &str) -> Cow<'_, str> {
+pub(crate) fn printable(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_escape) {
         return Cow::Borrowed(text);
     }

@@ -20,11 +20,11 @@ use crate::tool_log::{FILE_TOOLS, ToolLog, read_text};
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 /// Lines of a tool's output shown after it runs; `/expand` shows the rest.
-pub const OUTPUT_HEAD_LINES: usize = 5;
+pub(crate) const OUTPUT_HEAD_LINES: usize = 5;
 
 /// What to show besides the answer.
 #[derive(Debug, Clone)]
-pub struct RenderOptions {
+pub(crate) struct RenderOptions {
     /// Print the answer text (REPL) or leave it to the caller (one-shot).
     pub answer: bool,
     /// Show spinner, tool lines and usage on stderr.
@@ -43,7 +43,11 @@ pub struct RenderOptions {
 }
 
 /// Draws events until the channel closes. Returns when the sender is dropped.
-pub async fn render(mut events: UnboundedReceiver<AgentEvent>, model: String, opts: RenderOptions) {
+pub(crate) async fn render(
+    mut events: UnboundedReceiver<AgentEvent>,
+    model: String,
+    opts: RenderOptions,
+) {
     let color = std::io::stdout().is_terminal();
     let st = Style::for_stderr();
     let status_tty = opts.status && std::io::stderr().is_terminal();
@@ -357,7 +361,7 @@ fn finished_block(
 
 /// The first [`OUTPUT_HEAD_LINES`] lines of a tool's output, then how many
 /// more there are and how to see them.
-pub fn output_head(
+pub(crate) fn output_head(
     output: &str,
     is_error: bool,
     duration_ms: u64,
@@ -428,7 +432,7 @@ fn tokens(n: u64) -> String {
 }
 
 /// One line of at most `max` characters, safe to print (see [`printable`]).
-pub fn shorten(s: &str, max: usize) -> String {
+pub(crate) fn shorten(s: &str, max: usize) -> String {
     let line = printable(s.lines().next().unwrap_or_default());
     let mut out: String = line.chars().take(max).collect();
     if line.chars().count() > max || s.lines().nth(1).is_some() {
@@ -440,7 +444,7 @@ pub fn shorten(s: &str, max: usize) -> String {
 /// What to do about a provider error that the retries could not cure, when
 /// the error says enough: a refused key, a rate limit, a server that is not
 /// there.
-pub fn error_hint(message: &str) -> Option<&'static str> {
+pub(crate) fn error_hint(message: &str) -> Option<&'static str> {
     if message.contains("HTTP 401") || message.contains("HTTP 403") {
         Some(
             "hint: the provider refused the API key: check the key variable (ANTHROPIC_API_KEY, \

@@ -93,7 +93,7 @@ struct Repl {
 }
 
 /// Runs the REPL until the user leaves; returns the exit code.
-pub async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
+pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let answers = Arc::new(keys::Answers::default());
     let approver: Arc<dyn Approver> =
         Arc::new(crate::approver::TerminalApprover::new(answers.clone(), config.workspace.clone()));

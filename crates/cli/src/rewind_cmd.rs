@@ -11,7 +11,7 @@ use crate::setup::SetupError;
 
 /// `ferroclaw rewind [N] [--list] [--code|--conversation|--both] [--undo]`.
 #[derive(Debug, Args)]
-pub struct RewindArgs {
+pub(crate) struct RewindArgs {
     /// The checkpoint to rewind to (see --list); without it, the list.
     pub number: Option<usize>,
     /// The session (id or unique prefix); default: this project's latest.
@@ -45,7 +45,7 @@ impl RewindArgs {
 }
 
 /// Runs `ferroclaw rewind` on the latest (or the named) session.
-pub async fn run(cli: &Cli, args: &RewindArgs) -> Result<i32, SetupError> {
+pub(crate) async fn run(cli: &Cli, args: &RewindArgs) -> Result<i32, SetupError> {
     let config = crate::setup::load_config(cli)?;
     let store = SessionStore::new(&config.home);
     let path = match &args.session {
@@ -77,7 +77,7 @@ pub async fn run(cli: &Cli, args: &RewindArgs) -> Result<i32, SetupError> {
 }
 
 /// `/rewind [N [code|conversation|both] | undo]` in the REPL.
-pub async fn repl(agent: &mut Agent, arg: &str) -> Result<(), String> {
+pub(crate) async fn repl(agent: &mut Agent, arg: &str) -> Result<(), String> {
     let mut words = arg.split_whitespace();
     let target = match words.next() {
         None | Some("list") => {

@@ -17,7 +17,7 @@ use crate::render::shorten;
 use crate::setup::SetupError;
 
 /// Runs a `sessions` subcommand.
-pub async fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
+pub(crate) async fn run(action: &SessionsAction, config: &Config) -> Result<(), SetupError> {
     let store = SessionStore::new(&config.home);
     let shared = gateway_history(config).await?;
     match action {
@@ -104,7 +104,7 @@ const ID_WIDTH: usize = 20;
 const CREATED_WIDTH: usize = 20;
 
 /// The column names above [`print_list`]'s lines, each over its column.
-pub fn header() -> String {
+pub(crate) fn header() -> String {
     columns("ID", "CREATED", "SIZE", "MODEL", "FIRST REQUEST")
 }
 
@@ -113,7 +113,7 @@ fn columns(id: &str, created: &str, size: &str, model: &str, title: &str) -> Str
 }
 
 /// One line per session: id, created, size, model, first request.
-pub fn print_list(list: &[SessionSummary]) {
+pub(crate) fn print_list(list: &[SessionSummary]) {
     for s in list {
         println!("{}", line(s, 0));
     }
@@ -126,7 +126,7 @@ const TITLE_MIN_WIDTH: usize = 12;
 
 /// One session's line; `indent` characters go before it. On a terminal the
 /// first request is cut so the line fits its width instead of wrapping.
-pub fn line(s: &SessionSummary, indent: usize) -> String {
+pub(crate) fn line(s: &SessionSummary, indent: usize) -> String {
     let fixed = columns("", "", "", "", "").chars().count() + indent;
     let title_width = match terminal_columns() {
         // `shorten` adds an ellipsis after the characters it keeps.
@@ -152,7 +152,7 @@ fn terminal_columns() -> Option<usize> {
 
 /// Page `page` (from 1) of the list, `per_page` lines, with a header and
 /// where the next page is.
-pub fn print_page(list: &[SessionSummary], page: usize, per_page: usize) {
+pub(crate) fn print_page(list: &[SessionSummary], page: usize, per_page: usize) {
     if list.is_empty() {
         println!("no sessions yet");
         return;

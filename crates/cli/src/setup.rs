@@ -10,10 +10,10 @@ use ferroclaw_runtime::{Resume, SessionOptions};
 use crate::args::Cli;
 
 /// Errors before the agent exists: all are the user's to fix (exit code 2).
-pub use ferroclaw_runtime::RuntimeError as SetupError;
+pub(crate) use ferroclaw_runtime::RuntimeError as SetupError;
 
 /// Which conversation to open, from `--continue` / `--resume ID`.
-pub fn resume_from_cli(cli: &Cli) -> Resume {
+pub(crate) fn resume_from_cli(cli: &Cli) -> Resume {
     match (&cli.resume, cli.continue_) {
         (Some(id), _) if id.is_empty() => Resume::Pick,
         (Some(id), _) => Resume::Id(id.clone()),
@@ -23,7 +23,7 @@ pub fn resume_from_cli(cli: &Cli) -> Resume {
 }
 
 /// The workspace: `--cwd`, else the current directory, made absolute.
-pub fn workspace(cli: &Cli) -> Result<PathBuf, SetupError> {
+pub(crate) fn workspace(cli: &Cli) -> Result<PathBuf, SetupError> {
     let dir = match &cli.cwd {
         Some(d) => d.clone(),
         None => std::env::current_dir()
@@ -33,13 +33,13 @@ pub fn workspace(cli: &Cli) -> Result<PathBuf, SetupError> {
 }
 
 /// Loads the config for the flags given.
-pub fn load_config(cli: &Cli) -> Result<Config, SetupError> {
+pub(crate) fn load_config(cli: &Cli) -> Result<Config, SetupError> {
     load_config_in(cli, workspace(cli)?)
 }
 
 /// Loads the config for the flags given, for the project in `workspace`
 /// (an ACP session's folder).
-pub fn load_config_in(cli: &Cli, workspace: PathBuf) -> Result<Config, SetupError> {
+pub(crate) fn load_config_in(cli: &Cli, workspace: PathBuf) -> Result<Config, SetupError> {
     let mut mode = cli.permission_mode;
     if cli.yes {
         mode = Some(PermissionMode::Bypass);
@@ -81,7 +81,7 @@ pub fn load_config_in(cli: &Cli, workspace: PathBuf) -> Result<Config, SetupErro
 /// Stops with the reason when no model can be used (none configured, an
 /// unknown provider, a missing key), before anything starts: MCP servers,
 /// the recall index, a trust question.
-pub fn check_model(config: &Config) -> Result<(), SetupError> {
+pub(crate) fn check_model(config: &Config) -> Result<(), SetupError> {
     let spec = config.model_spec()?;
     if ferroclaw_local::LocalTarget::parse(&spec).is_none() {
         config.resolve_model(&spec)?;
@@ -91,7 +91,7 @@ pub fn check_model(config: &Config) -> Result<(), SetupError> {
 
 /// The options of a session opened for these flags: `--append-system-prompt`;
 /// checkpoints on (see `ferroclaw rewind`).
-pub fn session_options(cli: &Cli) -> SessionOptions {
+pub(crate) fn session_options(cli: &Cli) -> SessionOptions {
     SessionOptions {
         append_system_prompt: cli.append_system_prompt.clone(),
         checkpoints: true,

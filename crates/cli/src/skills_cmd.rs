@@ -15,7 +15,7 @@ use crate::setup::SetupError;
 
 /// `ferroclaw skills ...`.
 #[derive(Debug, Subcommand)]
-pub enum SkillsAction {
+pub(crate) enum SkillsAction {
     /// Every skill: name, source, status, description.
     List {
         /// List retired (archived) skills instead.
@@ -69,7 +69,7 @@ pub enum SkillsAction {
 }
 
 /// Runs a `skills` subcommand; returns the exit code.
-pub fn run(action: &SkillsAction, config: &Config) -> Result<i32, SetupError> {
+pub(crate) fn run(action: &SkillsAction, config: &Config) -> Result<i32, SetupError> {
     let set = SkillSet::discover(&config.workspace, &config.home);
     match action {
         SkillsAction::List { archived: true } => crate::skills_learn::list_archived(config),

@@ -26,7 +26,11 @@ fn fail(e: impl std::fmt::Display) -> SetupError {
 }
 
 /// Runs `review`, `history`, `rollback`, `retire`, `stats` or `upkeep`.
-pub fn run(action: &SkillsAction, config: &Config, set: &SkillSet) -> Result<i32, SetupError> {
+pub(crate) fn run(
+    action: &SkillsAction,
+    config: &Config,
+    set: &SkillSet,
+) -> Result<i32, SetupError> {
     let store = store(config);
     match action {
         SkillsAction::Review { list, show, approve, reject, force } => {
@@ -210,7 +214,7 @@ fn interactive(store: &SkillStore) -> Result<i32, SetupError> {
 }
 
 /// `skills list --archived`.
-pub fn list_archived(config: &Config) -> Result<i32, SetupError> {
+pub(crate) fn list_archived(config: &Config) -> Result<i32, SetupError> {
     let archived = store(config).archived();
     if archived.is_empty() {
         println!("no archived skills");
@@ -228,7 +232,7 @@ pub fn list_archived(config: &Config) -> Result<i32, SetupError> {
 
 /// `skills check PATH`: the standard's rules and the safety scan on a skill
 /// folder (or a folder of skills); exits 1 on any error or finding.
-pub fn check_path(path: &Path) -> Result<i32, SetupError> {
+pub(crate) fn check_path(path: &Path) -> Result<i32, SetupError> {
     if !path.is_dir() {
         return Err(fail(format!("{}: not a folder", path.display())));
     }

@@ -14,7 +14,7 @@ use crate::setup::SetupError;
 const SESSIONS_SHOWN: usize = 10;
 
 /// Runs `ferroclaw status`.
-pub async fn run(cli: &Cli) -> Result<i32, SetupError> {
+pub(crate) async fn run(cli: &Cli) -> Result<i32, SetupError> {
     let (config, settings) = crate::gateway_cmd::gateway_config(cli)?;
     let home = &config.home;
     println!("home       {}", home.display());

@@ -9,7 +9,7 @@ use std::io::BufRead;
 use serde_json::Value;
 
 /// The user messages' texts, in order; an error names the line that is not JSON.
-pub fn prompts(input: impl BufRead) -> Result<Vec<String>, String> {
+pub(crate) fn prompts(input: impl BufRead) -> Result<Vec<String>, String> {
     let mut prompts = Vec::new();
     for (n, line) in input.lines().enumerate() {
         let line = line.map_err(|e| format!("cannot read stdin: {e}"))?;

@@ -4,25 +4,25 @@ use std::io::IsTerminal;
 
 /// Whether to colour text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Style {
+pub(crate) struct Style {
     color: bool,
 }
 
 impl Style {
     /// Colours when stderr (where status lines go) is a terminal.
-    pub fn for_stderr() -> Style {
+    pub(crate) fn for_stderr() -> Style {
         Style { color: std::io::stderr().is_terminal() }
     }
 
     /// No escape codes.
     #[cfg(test)]
-    pub fn plain() -> Style {
+    pub(crate) fn plain() -> Style {
         Style { color: false }
     }
 
     /// Always colour.
     #[cfg(test)]
-    pub fn color() -> Style {
+    pub(crate) fn color() -> Style {
         Style { color: true }
     }
 
@@ -30,19 +30,19 @@ impl Style {
         if self.color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
     }
 
-    pub fn bold(self, text: &str) -> String {
+    pub(crate) fn bold(self, text: &str) -> String {
         self.paint("1", text)
     }
-    pub fn dim(self, text: &str) -> String {
+    pub(crate) fn dim(self, text: &str) -> String {
         self.paint("2", text)
     }
-    pub fn red(self, text: &str) -> String {
+    pub(crate) fn red(self, text: &str) -> String {
         self.paint("31", text)
     }
-    pub fn green(self, text: &str) -> String {
+    pub(crate) fn green(self, text: &str) -> String {
         self.paint("32", text)
     }
-    pub fn yellow(self, text: &str) -> String {
+    pub(crate) fn yellow(self, text: &str) -> String {
         self.paint("33", text)
     }
 }

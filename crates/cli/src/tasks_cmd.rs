@@ -9,7 +9,7 @@ use crate::setup::{self, SetupError};
 
 /// Prints the board of the workspace; a board that cannot be read is an
 /// error, single unreadable task files are listed with the rest.
-pub fn run(cli: &Cli) -> Result<i32, SetupError> {
+pub(crate) fn run(cli: &Cli) -> Result<i32, SetupError> {
     let board = TaskBoard::open(setup::workspace(cli)?);
     match board.list() {
         Ok(listing) => {
@@ -24,7 +24,7 @@ pub fn run(cli: &Cli) -> Result<i32, SetupError> {
 }
 
 /// Prints the team of the workspace.
-pub fn team(cli: &Cli) -> Result<i32, SetupError> {
+pub(crate) fn team(cli: &Cli) -> Result<i32, SetupError> {
     let team = Team::open(setup::workspace(cli)?);
     match render_team(
         &team,

@@ -18,7 +18,7 @@ use crate::setup::SetupError;
 
 /// Makes `agent` the team's lead when teams are on (`[team]` in the config,
 /// or a team already in the workspace); reattaches its teammates.
-pub fn attach(
+pub(crate) fn attach(
     runtime: &Arc<Runtime>,
     agent: &mut Agent,
 ) -> Result<Option<Arc<TeamRunner>>, SetupError> {
@@ -38,7 +38,7 @@ const TEAM_POLL: Duration = Duration::from_millis(50);
 /// are waited for with a line on stderr naming them, and idle ones are shut
 /// down at once. Returns the lead's last report. An interrupt stops every
 /// teammate at once (their status stays on disk for `--continue`).
-pub async fn finish_one_shot(
+pub(crate) async fn finish_one_shot(
     team: &TeamRunner,
     agent: &mut Agent,
     events: &EventSink,
@@ -89,7 +89,7 @@ const INBOX_POLL: Duration = Duration::from_millis(250);
 /// [`InboxWake::take_woken`] tells the two apart. Only on a terminal, and
 /// never while the user is typing: a half-typed line waits, and the
 /// messages go with it.
-pub struct InboxWake {
+pub(crate) struct InboxWake {
     /// The line being typed, kept up to date by the line editor's hinter.
     pub line: Arc<Mutex<String>>,
     wait: Arc<Wait>,
@@ -103,7 +103,7 @@ pub struct InboxWake {
 
 /// One wait at the prompt, shared by the waiting thread and the watcher.
 #[derive(Default)]
-pub struct Wait {
+pub(crate) struct Wait {
     /// True while the line editor waits (its SIGINT handler is installed
     /// only then).
     reading: Mutex<bool>,
@@ -113,14 +113,14 @@ pub struct Wait {
 
 impl Wait {
     /// Call on the waiting thread right before the line editor's call.
-    pub fn begin(&self) {
+    pub(crate) fn begin(&self) {
         let mut reading = self.reading.lock().unwrap_or_else(PoisonError::into_inner);
         self.woke.store(false, Ordering::SeqCst);
         *reading = true;
     }
 
     /// Call on the waiting thread right after it.
-    pub fn end(&self) {
+    pub(crate) fn end(&self) {
         *self.reading.lock().unwrap_or_else(PoisonError::into_inner) = false;
     }
 }
@@ -128,7 +128,7 @@ impl Wait {
 impl InboxWake {
     /// Starts watching the lead's inbox; `None` when there is no team or no
     /// terminal (piped input: the messages go with the next request).
-    pub fn start<H: rustyline::Helper, I: rustyline::history::History>(
+    pub(crate) fn start<H: rustyline::Helper, I: rustyline::history::History>(
         team: &Option<Arc<TeamRunner>>,
         editor: &mut rustyline::Editor<H, I>,
         line: Arc<Mutex<String>>,
@@ -170,12 +170,12 @@ impl InboxWake {
 
     /// The wait to [`Wait::begin`] and [`Wait::end`] around the line
     /// editor's call.
-    pub fn wait(&self) -> Arc<Wait> {
+    pub(crate) fn wait(&self) -> Arc<Wait> {
         self.wait.clone()
     }
 
     /// True when the last wait was ended by a message, not by Ctrl-C.
-    pub fn take_woken(&self) -> bool {
+    pub(crate) fn take_woken(&self) -> bool {
         self.wait.woke.swap(false, Ordering::SeqCst)
     }
 }
@@ -188,7 +188,7 @@ impl Drop for InboxWake {
 
 /// The lead's unread messages, marked handed out (its session records them
 /// with the turn they start), and the lines that show them to the user.
-pub fn take_inbox(team: &TeamRunner) -> Option<(String, Vec<String>)> {
+pub(crate) fn take_inbox(team: &TeamRunner) -> Option<(String, Vec<String>)> {
     let batch = match team.lead_seat().reader.read() {
         Ok(batch) if !batch.messages.is_empty() => batch,
         Ok(_) => return None,

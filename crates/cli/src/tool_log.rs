@@ -16,14 +16,14 @@ use ferroclaw_tools::{Around, Tool, ToolContext, ToolError, ToolOutput, ToolRegi
 use serde_json::Value;
 
 /// Largest file kept as the "before" of a diff; bigger files get no diff.
-pub const MAX_SNAPSHOT_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_SNAPSHOT_BYTES: u64 = 1024 * 1024;
 
 /// Tools whose calls change one file named by `path`.
-pub const FILE_TOOLS: &[&str] = &["write", "edit", "multi_edit"];
+pub(crate) const FILE_TOOLS: &[&str] = &["write", "edit", "multi_edit"];
 
 /// One finished call, as recorded.
 #[derive(Debug, Clone, Default)]
-pub struct Record {
+pub(crate) struct Record {
     /// The file the call changed, absolute (file tools only).
     pub path: Option<PathBuf>,
     /// The file's text before the call; `None` when it did not exist (or
@@ -35,32 +35,32 @@ pub struct Record {
 
 /// Records of this process's tool calls by call id, and the latest one.
 #[derive(Debug, Default)]
-pub struct ToolLog {
+pub(crate) struct ToolLog {
     records: Mutex<HashMap<String, Record>>,
     last: Mutex<Option<String>>,
 }
 
 impl ToolLog {
     /// The record of call `id`, if it ran.
-    pub fn get(&self, id: &str) -> Option<Record> {
+    pub(crate) fn get(&self, id: &str) -> Option<Record> {
         self.records.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
     }
 
     /// The most recent call's record (for `/expand`).
-    pub fn last(&self) -> Option<Record> {
+    pub(crate) fn last(&self) -> Option<Record> {
         let id = self.last.lock().unwrap_or_else(PoisonError::into_inner).clone()?;
         self.get(&id)
     }
 
     /// Records call `id` as the latest.
-    pub fn put(&self, id: &str, record: Record) {
+    pub(crate) fn put(&self, id: &str, record: Record) {
         self.records.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), record);
         *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.to_string());
     }
 }
 
 /// The registry with every tool wrapped to record into `log`.
-pub fn observe(tools: &ToolRegistry, log: &Arc<ToolLog>) -> ToolRegistry {
+pub(crate) fn observe(tools: &ToolRegistry, log: &Arc<ToolLog>) -> ToolRegistry {
     let mut out = ToolRegistry::new();
     for name in tools.names() {
         if let Some(inner) = tools.get(name) {
@@ -71,12 +71,12 @@ pub fn observe(tools: &ToolRegistry, log: &Arc<ToolLog>) -> ToolRegistry {
 }
 
 /// A file's text if it exists, is small enough and is UTF-8.
-pub fn read_text(path: &Path) -> Option<String> {
+pub(crate) fn read_text(path: &Path) -> Option<String> {
     ferroclaw_tools::own_file::read_text(path, MAX_SNAPSHOT_BYTES).ok()
 }
 
 /// The absolute path a file tool's input names.
-pub fn input_path(input: &Value, workspace: &Path) -> Option<PathBuf> {
+pub(crate) fn input_path(input: &Value, workspace: &Path) -> Option<PathBuf> {
     let raw = input["path"].as_str().or_else(|| input["file_path"].as_str())?;
     let raw = match raw.strip_prefix("~/") {
         Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),

@@ -12,7 +12,7 @@ use crate::setup::{self, SetupError};
 
 /// `ferroclaw trust`: trusts this project's files as they are now, or lists
 /// or revokes trusted projects.
-pub fn run(cli: &Cli, list: bool, revoke: bool) -> Result<i32, SetupError> {
+pub(crate) fn run(cli: &Cli, list: bool, revoke: bool) -> Result<i32, SetupError> {
     let home = Config::default_home();
     let store = TrustStore::new(&home);
     let fail = |e: ferroclaw_core::trust::TrustError| SetupError::Other(e.to_string());
@@ -79,7 +79,7 @@ fn ignored_note(config: &Config) -> String {
 
 /// For one-shot runs and the gateway: says on stderr what was ignored and
 /// how to trust the project.
-pub fn warn_ignored(config: &Config) {
+pub(crate) fn warn_ignored(config: &Config) {
     if !config.ignored.is_empty() {
         eprint!("ferroclaw: {}", ignored_note(config));
         eprintln!("ferroclaw: run `ferroclaw trust` in this folder to apply them");
@@ -88,7 +88,7 @@ pub fn warn_ignored(config: &Config) {
 
 /// For the REPL: asks once (at a terminal) whether to trust the project's
 /// files; a yes is remembered and the config reloaded with them.
-pub fn ask_if_untrusted(cli: &Cli, config: Config) -> Result<Config, SetupError> {
+pub(crate) fn ask_if_untrusted(cli: &Cli, config: Config) -> Result<Config, SetupError> {
     if config.ignored.is_empty() {
         return Ok(config);
     }

@@ -13,7 +13,7 @@ use crate::setup::{self, SetupError};
 const RECENT_EVENTS: usize = 20;
 
 /// Prints the index and the latest events; an unreadable index is an error.
-pub fn run(cli: &Cli) -> Result<i32, SetupError> {
+pub(crate) fn run(cli: &Cli) -> Result<i32, SetupError> {
     let workspace = setup::workspace(cli)?;
     if !ferroclaw_team::worktree::in_git_repo(&workspace) {
         println!("{} is not in a git repository; worktrees need one.", workspace.display());
@@ -36,7 +36,7 @@ pub fn run(cli: &Cli) -> Result<i32, SetupError> {
 
 /// Prints each worktree event of this process on stderr as it happens,
 /// until the bus closes.
-pub async fn print_events(mut events: broadcast::Receiver<WorktreeEvent>) {
+pub(crate) async fn print_events(mut events: broadcast::Receiver<WorktreeEvent>) {
     let style = crate::style::Style::for_stderr();
     loop {
         match events.recv().await {

@@ -161,7 +161,7 @@ const DEFINES_TYPE: &[&str] = &[
 const MAX_SIGNATURE_CHARS: usize = 200;
 
 /// Parses `source` as `lang`; `None` when tree-sitter gives up.
-pub fn parse(parser: &mut Parser, lang: Lang, source: &str) -> Option<Parsed> {
+pub(crate) fn parse(parser: &mut Parser, lang: Lang, source: &str) -> Option<Parsed> {
     parser.set_language(&lang.grammar()).ok()?;
     let tree = parser.parse(source, None)?;
     let mut walk = Walk {

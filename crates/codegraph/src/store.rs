@@ -98,7 +98,7 @@ pub fn db_path(home: &Path, workspace: &Path) -> PathBuf {
 }
 
 /// Opens (creating when `create`) the database at `path` with the schema in place.
-pub fn open(path: &Path, create: bool) -> Result<Connection, Error> {
+pub(crate) fn open(path: &Path, create: bool) -> Result<Connection, Error> {
     if !create && !path.exists() {
         return Err(Error::NoIndex(path.to_path_buf()));
     }

@@ -8,7 +8,7 @@
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     /// The `event:` field; empty when the frame had none (the spec's "message").
     pub event: String,
     /// The `data:` lines joined with `\n`.
@@ -18,7 +18,7 @@ pub struct SseEvent {
 /// Incremental parser: feed chunks with [`SseParser::push`], then call
 /// [`SseParser::finish`] at the end of the body.
 #[derive(Debug, Default)]
-pub struct SseParser {
+pub(crate) struct SseParser {
     /// Bytes not yet split into lines.
     buf: Vec<u8>,
     /// How far `buf` has been searched for a line ending.
@@ -33,12 +33,12 @@ pub struct SseParser {
 
 impl SseParser {
     /// A parser at the start of a stream.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self { at_start: true, ..Self::default() }
     }
 
     /// Feeds one chunk; returns the events it completed, in order.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         self.buf.extend_from_slice(chunk);
         if self.at_start {
             if self.buf.len() < 3 && b"\xEF\xBB\xBF".starts_with(&self.buf) {
@@ -80,7 +80,7 @@ impl SseParser {
     /// Ends the stream: a final event whose blank line never came is still
     /// dispatched, but an unterminated last line is dropped (the body was cut
     /// inside it).
-    pub fn finish(&mut self) -> Option<SseEvent> {
+    pub(crate) fn finish(&mut self) -> Option<SseEvent> {
         let mut out = Vec::new();
         if self.buf.ends_with(b"\r") {
             // A lone `\r` ends a line; only `\r\n` was still possible.

@@ -21,7 +21,7 @@ use crate::sampling::Sampling;
 use crate::toolcall::{CALL_OPEN, CallSplitter, RESULT_OPEN, Segment, parse_call};
 
 /// Where a request's events go.
-pub type EventSender = tokio::sync::mpsc::Sender<Result<ProviderEvent, LlmError>>;
+pub(crate) type EventSender = tokio::sync::mpsc::Sender<Result<ProviderEvent, LlmError>>;
 
 /// Name used in errors and messages.
 const PROVIDER: &str = "local";
@@ -30,12 +30,12 @@ const PROVIDER: &str = "local";
 static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 
 /// A stream error from the local provider.
-pub fn stream_error(message: impl Into<String>) -> LlmError {
+pub(crate) fn stream_error(message: impl Into<String>) -> LlmError {
     LlmError::Stream { provider: PROVIDER.into(), message: message.into() }
 }
 
 /// One answer being produced.
-pub struct Chat {
+pub(crate) struct Chat {
     pub events: EventSender,
     /// The rendered prompt, tokenized.
     pub tokens: Vec<LlamaToken>,
@@ -84,7 +84,7 @@ pub struct Chat {
 
 /// What a chat does after a step.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Go on: decode [`Chat::next`] in the next step.
     Continue,
     /// The answer is complete (events sent, usage and stop included).
@@ -98,7 +98,7 @@ pub enum Next {
 
 impl Chat {
     /// A chat for a prompt with `budget` tokens of answer at most.
-    pub fn new(
+    pub(crate) fn new(
         events: EventSender,
         tokens: Vec<LlamaToken>,
         budget: usize,
@@ -133,13 +133,13 @@ impl Chat {
     }
 
     /// True once the caller dropped the stream.
-    pub fn cancelled(&self) -> bool {
+    pub(crate) fn cancelled(&self) -> bool {
         self.events.is_closed()
     }
 
     /// Samples from the logits at `self.logits_at`, streams what it means,
     /// and says whether to go on.
-    pub fn step(&mut self, model: &LlamaModel, ctx: &LlamaContext<'_>) -> Next {
+    pub(crate) fn step(&mut self, model: &LlamaModel, ctx: &LlamaContext<'_>) -> Next {
         let Some(at) = self.logits_at.take() else {
             return Next::Continue;
         };
@@ -212,7 +212,7 @@ impl Chat {
     /// Starts the answer again with the redo samplers (the tool-call
     /// grammar forced). The engine has dropped the generated tokens from
     /// the sequence and re-reads the prompt's last token for fresh logits.
-    pub fn start_redo(&mut self) {
+    pub(crate) fn start_redo(&mut self) {
         let Some(sampler) = self.redo.take() else { return };
         self.sampler = sampler;
         self.discarded += self.generated;
@@ -313,10 +313,10 @@ impl Chat {
 }
 
 /// Why an event could not be sent.
-pub struct Gone;
+pub(crate) struct Gone;
 
 /// Sends one event; `Err` when the receiver is gone.
-pub fn send(events: &EventSender, event: ProviderEvent) -> Result<(), Gone> {
+pub(crate) fn send(events: &EventSender, event: ProviderEvent) -> Result<(), Gone> {
     events.blocking_send(Ok(event)).map_err(|_| Gone)
 }
 

@@ -25,7 +25,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 
-pub use crate::chat::EventSender;
+pub(crate) use crate::chat::EventSender;
 use crate::chat::{Chat, Next, stream_error};
 use crate::kvcache::PrefixCache;
 use crate::options::{LocalOptions, ToolChoice};
@@ -39,7 +39,7 @@ use crate::{LocalError, grammar, prompt};
 const BATCH_TOKENS: u32 = 512;
 
 /// One loaded model and the queue of its worker.
-pub struct Engine {
+pub(crate) struct Engine {
     /// The GGUF file.
     pub path: PathBuf,
     /// Context size in tokens the worker was given (shared by its chats).
@@ -74,7 +74,7 @@ fn backend() -> Result<&'static LlamaBackend, LocalError> {
 /// The engine for a model file: loaded on first use, then shared by every
 /// caller in the process. Threads, context size and parallel chats of the
 /// first caller win; sampling settings travel with each request.
-pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalError> {
+pub(crate) fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalError> {
     let key = path
         .canonicalize()
         .map_err(|source| LocalError::ModelFile { path: path.to_path_buf(), source })?;
@@ -117,7 +117,7 @@ pub fn open(path: &Path, options: &LocalOptions) -> Result<Arc<Engine>, LocalErr
 
 impl Engine {
     /// Queues a request; its events arrive on `events`.
-    pub fn submit(&self, request: ChatRequest, options: LocalOptions, events: EventSender) {
+    pub(crate) fn submit(&self, request: ChatRequest, options: LocalOptions, events: EventSender) {
         let job = Job { request, options, events };
         let sent = self.jobs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).send(job);
         if let Err(mpsc::SendError(job)) = sent {

@@ -18,13 +18,13 @@ enum Expr {
 }
 
 /// A parsed grammar.
-pub struct Gbnf {
+pub(crate) struct Gbnf {
     rules: HashMap<String, Expr>,
 }
 
 impl Gbnf {
     /// Reads `text`; an error says what and where.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let mut rules = HashMap::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -66,7 +66,7 @@ impl Gbnf {
     }
 
     /// True when `root` matches all of `text`.
-    pub fn matches(&self, text: &str) -> bool {
+    pub(crate) fn matches(&self, text: &str) -> bool {
         let input: Vec<char> = text.chars().collect();
         let mut m = Matcher { g: self, input: &input, memo: HashMap::new() };
         m.ends(&Expr::Rule("root".into()), 0).contains(&input.len())

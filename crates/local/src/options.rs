@@ -8,39 +8,39 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// ferroclaw's system prompt and tool list with room for a conversation;
 /// the KV cache for it is small for the models in the catalogue (~100 MB for
 /// a 1.7B model).
-pub const DEFAULT_CONTEXT_TOKENS: u32 = 8192;
+pub(crate) const DEFAULT_CONTEXT_TOKENS: u32 = 8192;
 
 /// Sampling temperature when a request sets none: low, because small models
 /// wander at higher values (SmolLM2's model card suggests 0.2).
-pub const DEFAULT_TEMPERATURE: f32 = 0.2;
+pub(crate) const DEFAULT_TEMPERATURE: f32 = 0.2;
 
 /// Most threads used by default. Token generation is memory-bound: past the
 /// physical cores, extra threads only contend (measured: on a busy 2-core
 /// machine, 2+ threads fell from ~145 to 12-26 tokens/s for SmolLM2-135M).
-pub const MAX_DEFAULT_THREADS: u32 = 8;
+pub(crate) const MAX_DEFAULT_THREADS: u32 = 8;
 
 /// Chats one model answers at once by default (each in its own sequence
 /// of one context; more wait in a queue). Four keeps a gateway's chats and
 /// an agent's sub-agents from waiting for each other's whole answers while
 /// the batch stays small enough for a laptop CPU.
-pub const DEFAULT_PARALLEL: u32 = 4;
+pub(crate) const DEFAULT_PARALLEL: u32 = 4;
 /// Most chats at once that may be configured.
-pub const MAX_PARALLEL: u32 = 64;
+pub(crate) const MAX_PARALLEL: u32 = 64;
 
 /// Variable overriding the thread count.
-pub const THREADS_ENV: &str = "FERROCLAW_LOCAL_THREADS";
+pub(crate) const THREADS_ENV: &str = "FERROCLAW_LOCAL_THREADS";
 /// Variable overriding the context size.
-pub const CONTEXT_ENV: &str = "FERROCLAW_LOCAL_CONTEXT";
+pub(crate) const CONTEXT_ENV: &str = "FERROCLAW_LOCAL_CONTEXT";
 /// Variable overriding the default temperature.
-pub const TEMPERATURE_ENV: &str = "FERROCLAW_LOCAL_TEMPERATURE";
+pub(crate) const TEMPERATURE_ENV: &str = "FERROCLAW_LOCAL_TEMPERATURE";
 /// Variable fixing the sampling seed (for reproducible runs).
-pub const SEED_ENV: &str = "FERROCLAW_LOCAL_SEED";
+pub(crate) const SEED_ENV: &str = "FERROCLAW_LOCAL_SEED";
 /// Variable choosing the [`ToolChoice`]: `auto`, `free` or `first`.
-pub const TOOL_CHOICE_ENV: &str = "FERROCLAW_LOCAL_TOOL_CHOICE";
+pub(crate) const TOOL_CHOICE_ENV: &str = "FERROCLAW_LOCAL_TOOL_CHOICE";
 /// Variable capping the saved prompt states, in MB (0 turns saving off).
-pub const KV_CACHE_MB_ENV: &str = "FERROCLAW_LOCAL_KV_CACHE_MB";
+pub(crate) const KV_CACHE_MB_ENV: &str = "FERROCLAW_LOCAL_KV_CACHE_MB";
 /// Variable setting how many chats one model answers at once.
-pub const PARALLEL_ENV: &str = "FERROCLAW_LOCAL_PARALLEL";
+pub(crate) const PARALLEL_ENV: &str = "FERROCLAW_LOCAL_PARALLEL";
 
 /// When the model must call a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -168,7 +168,7 @@ impl LocalOptions {
 
 /// Half the logical CPUs (physical cores on most machines), 1 to
 /// [`MAX_DEFAULT_THREADS`].
-pub fn default_threads() -> u32 {
+pub(crate) fn default_threads() -> u32 {
     let logical = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     (logical / 2).clamp(1, MAX_DEFAULT_THREADS)
 }

@@ -23,13 +23,13 @@ const TOP_P: f32 = 0.95;
 /// less likely by this factor. 1.1 is llama.cpp's long-standing suggestion
 /// for small models; the window stays short so that words a good answer
 /// needs again (a file name, `"`) are not pushed away for long.
-pub const REPEAT_PENALTY: f32 = 1.1;
+pub(crate) const REPEAT_PENALTY: f32 = 1.1;
 /// Tokens the repetition penalty looks back over.
-pub const PENALTY_LAST_N: i32 = 64;
+pub(crate) const PENALTY_LAST_N: i32 = 64;
 
 /// How the tool-call grammar applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GrammarMode {
+pub(crate) enum GrammarMode {
     /// Only once the model opens a call (on the `<tool_call>` token where
     /// the vocabulary has one, else on the text).
     Lazy,
@@ -38,7 +38,7 @@ pub enum GrammarMode {
 }
 
 /// The samplers of one answer.
-pub struct Sampling {
+pub(crate) struct Sampling {
     grammar: Option<LlamaSampler>,
     chain: LlamaSampler,
     /// Tokens the grammar rejected on the fast path (for the log).
@@ -47,7 +47,7 @@ pub struct Sampling {
 
 impl Sampling {
     /// Samplers for one answer; `grammar` is the GBNF of the tool calls.
-    pub fn new(
+    pub(crate) fn new(
         model: &LlamaModel,
         grammar: Option<(&str, GrammarMode)>,
         temperature: f32,
@@ -92,7 +92,7 @@ impl Sampling {
     /// The next token from the logits at index `at` of the batch just
     /// decoded, accepted by every sampler (so the grammar and the penalty
     /// window move on).
-    pub fn sample(&mut self, ctx: &LlamaContext<'_>, at: i32) -> LlamaToken {
+    pub(crate) fn sample(&mut self, ctx: &LlamaContext<'_>, at: i32) -> LlamaToken {
         let mut candidates = ctx.token_data_array_ith(at);
         candidates.apply_sampler(&mut self.chain);
         let mut token = candidates.selected_token().unwrap_or(LlamaToken::new(0));

@@ -3,12 +3,12 @@
 //! start from, and how one step's batch is shared among the chats.
 
 /// How many leading items two slices share.
-pub fn common_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+pub(crate) fn common_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// A free sequence as the scheduler sees it.
-pub struct FreeSlot<'a, T> {
+pub(crate) struct FreeSlot<'a, T> {
     pub index: usize,
     /// What its KV cells hold (left by the chat it served last).
     pub cached: &'a [T],
@@ -19,7 +19,7 @@ pub struct FreeSlot<'a, T> {
 /// The free slot for a new prompt: the one whose cache shares the longest
 /// start with it (the previous turn of the same conversation), else the one
 /// unused longest. `None` when no slot is free.
-pub fn pick_slot<T: PartialEq>(free: &[FreeSlot<'_, T>], prompt: &[T]) -> Option<usize> {
+pub(crate) fn pick_slot<T: PartialEq>(free: &[FreeSlot<'_, T>], prompt: &[T]) -> Option<usize> {
     free.iter()
         .max_by_key(|s| (common_prefix(s.cached, prompt), std::cmp::Reverse(s.last_used)))
         .map(|s| s.index)
@@ -27,7 +27,7 @@ pub fn pick_slot<T: PartialEq>(free: &[FreeSlot<'_, T>], prompt: &[T]) -> Option
 
 /// What one chat wants from the next decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Want {
+pub(crate) enum Want {
     /// Nothing this step (waiting to copy another chat's prompt start).
     Nothing,
     /// One token: the one it sampled last.
@@ -41,7 +41,7 @@ pub enum Want {
 /// order given. Generating chats go first, one token each, so a long
 /// prompt being read never stalls the answers already streaming; prompts
 /// share what is left, first come first served.
-pub fn plan_batch(wants: &[Want], room: usize) -> Vec<usize> {
+pub(crate) fn plan_batch(wants: &[Want], room: usize) -> Vec<usize> {
     let mut plan = vec![0; wants.len()];
     let mut left = room;
     for (i, w) in wants.iter().enumerate() {

@@ -41,7 +41,7 @@ pub struct Catalog {
 }
 
 /// The biggest resource read in full (a longer transcript is cut at its head).
-pub const MAX_RESOURCE_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_RESOURCE_BYTES: u64 = 4 * 1024 * 1024;
 /// Completion values returned at most (the protocol's cap).
 const MAX_COMPLETIONS: usize = 100;
 

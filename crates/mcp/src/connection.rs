@@ -89,7 +89,7 @@ enum Failure {
 
 impl Connection {
     /// Starts the server; the error says why it could not.
-    pub async fn start(
+    pub(crate) async fn start(
         config: ServerConfig,
         workspace: &Path,
         sandbox: SandboxPolicy,
@@ -121,12 +121,12 @@ impl Connection {
         }
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.config.name
     }
 
     /// Why the server is unusable, when it is.
-    pub async fn failure(&self) -> Option<String> {
+    pub(crate) async fn failure(&self) -> Option<String> {
         match &*self.life.lock().await {
             Life::Failed(reason) => Some(reason.clone()),
             _ => None,
@@ -138,7 +138,7 @@ impl Connection {
     /// it fail with [`McpError::Crashed`]. An HTTP server that refuses it
     /// with 403 `insufficient_scope` gets a scope step-up and the request
     /// once more (see [`crate::step_up`]).
-    pub async fn request<T, F, Fut>(&self, what: &str, send: F) -> Result<T, McpError>
+    pub(crate) async fn request<T, F, Fut>(&self, what: &str, send: F) -> Result<T, McpError>
     where
         F: FnOnce(Peer<RoleClient>) -> Fut + Clone,
         Fut: Future<Output = Result<T, ServiceError>>,
@@ -296,7 +296,7 @@ impl Connection {
 
     /// Why a server that died while starting did: `what` and the last lines
     /// of its stderr (waiting briefly for them to arrive).
-    pub async fn died_starting(&self, what: &str) -> String {
+    pub(crate) async fn died_starting(&self, what: &str) -> String {
         let _ = tokio::time::timeout(STDERR_SETTLE, self.stderr_closed.notified()).await;
         let tail: Vec<String> = self
             .stderr_tail
@@ -310,7 +310,7 @@ impl Connection {
     }
 
     /// Stops the server: closes its input, waits briefly, kills its group.
-    pub async fn shutdown(&self) {
+    pub(crate) async fn shutdown(&self) {
         let mut life = self.life.lock().await;
         if let Life::Up(mut live) = std::mem::replace(&mut *life, Life::Failed("shut down".into()))
         {
@@ -448,7 +448,7 @@ impl Connection {
     }
 
     /// The `capabilities` of the server's handshake, while it is up.
-    pub async fn server_capabilities(&self) -> Option<serde_json::Value> {
+    pub(crate) async fn server_capabilities(&self) -> Option<serde_json::Value> {
         match &*self.life.lock().await {
             Life::Up(live) => live
                 .client
@@ -461,7 +461,7 @@ impl Connection {
     }
 
     /// Takes the "tools changed" flag.
-    pub fn take_tools_changed(&self) -> bool {
+    pub(crate) fn take_tools_changed(&self) -> bool {
         self.tools_changed.swap(false, Ordering::SeqCst)
     }
 }

@@ -35,7 +35,7 @@ pub(crate) struct ScopeChallenge {
 impl ScopeChallenge {
     /// The challenge of a request to `url` that failed on 403
     /// `insufficient_scope`; `None` for any other failure (a 401 included).
-    pub fn of(e: &ServiceError, url: &str) -> Option<ScopeChallenge> {
+    pub(crate) fn of(e: &ServiceError, url: &str) -> Option<ScopeChallenge> {
         let header = e.auth_challenge()?;
         let base = reqwest::Url::parse(url).ok()?;
         let params = WWWAuthenticateParams::parse(header, &base);
@@ -92,7 +92,7 @@ pub(crate) struct StepUps {
 impl StepUps {
     /// Gets (and saves) a token with the scopes `challenge` demands on top
     /// of those granted, or says why it cannot.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         target: &Target<'_>,
         what: &str,
@@ -138,7 +138,7 @@ impl StepUps {
 
     /// The error for a server that refused `challenge`'s scopes again after
     /// a step-up; that set is not asked for again on this connection.
-    pub fn refused_again(
+    pub(crate) fn refused_again(
         &self,
         target: &Target<'_>,
         what: &str,

@@ -42,7 +42,7 @@ pub(crate) struct McpTool {
 
 impl McpTool {
     /// From a `tools/list` entry (as JSON); `None` when it cannot be named.
-    pub fn from_listing(conn: &Arc<Connection>, tool: &Value) -> Option<McpTool> {
+    pub(crate) fn from_listing(conn: &Arc<Connection>, tool: &Value) -> Option<McpTool> {
         let remote_name = tool["name"].as_str()?.to_string();
         let Some(name) = exposed_name(conn.name(), &remote_name) else {
             tracing::warn!(

@@ -58,7 +58,7 @@ pub fn tool_server(config: &Config, mode: PermissionMode) -> Result<ToolServer, 
 }
 
 /// The skills as prompts, memory files and session transcripts as resources.
-pub fn catalog(config: &Config) -> Catalog {
+pub(crate) fn catalog(config: &Config) -> Catalog {
     let skills = SkillSet::discover(&config.workspace, &config.home);
     let prompts = skills.skills().iter().filter(|s| s.unavailable.is_none()).map(prompt).collect();
     let own = ferroclaw_core::memory::workspace_dir(&config.home);

@@ -30,7 +30,7 @@ use crate::{PgStore, StoreError};
 
 /// The advisory-lock namespace of gateway liveness locks ("fcgw"); the
 /// second key is `hashtext(holder)`.
-pub const LIVENESS_LOCK_SPACE: i32 = 0x6663_6777;
+pub(crate) const LIVENESS_LOCK_SPACE: i32 = 0x6663_6777;
 /// Seconds of silence before the server probes a gateway's liveness
 /// connection, and between probes (3 unanswered probes end it): a machine
 /// that disappears without closing its sockets is seen dead within about

@@ -103,11 +103,14 @@ pub struct TaskUpdate {
 mod empty_is_none {
     use super::*;
 
-    pub fn serialize<S: Serializer>(value: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<String>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_str(value.as_deref().unwrap_or(""))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
         let value: Option<String> = Option::deserialize(d)?;
         Ok(value.filter(|s| !s.is_empty()))
     }

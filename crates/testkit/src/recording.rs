@@ -50,7 +50,7 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     /// An empty log; `sink` receives one JSON line per request once its response ends.
-    pub fn new(sink: Option<File>, keep: bool) -> Recorder {
+    pub(crate) fn new(sink: Option<File>, keep: bool) -> Recorder {
         Recorder {
             started_at: Instant::now(),
             requests: Mutex::new(Vec::new()),
@@ -60,19 +60,19 @@ impl Recorder {
     }
 
     /// True when recorded bodies are read: kept for a test, or written to a sink.
-    pub fn wants_bodies(&self) -> bool {
+    pub(crate) fn wants_bodies(&self) -> bool {
         self.keep || self.sink.is_some()
     }
 
     /// Appends a request and returns a guard that completes its record.
-    pub fn push(self: &Arc<Self>, request: RecordedRequest) -> Completion {
+    pub(crate) fn push(self: &Arc<Self>, request: RecordedRequest) -> Completion {
         let mut requests = lock(&self.requests);
         requests.push(Some(request));
         Completion { recorder: Arc::clone(self), index: requests.len() - 1 }
     }
 
     /// A copy of the log in arrival order.
-    pub fn snapshot(&self) -> Vec<RecordedRequest> {
+    pub(crate) fn snapshot(&self) -> Vec<RecordedRequest> {
         lock(&self.requests).iter().flatten().cloned().collect()
     }
 
@@ -104,7 +104,7 @@ pub(crate) struct Completion {
 
 impl Completion {
     /// Marks the response as completely handed to the connection, now (first call wins).
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         let now = Instant::now();
         if let Some(Some(request)) = lock(&self.recorder.requests).get_mut(self.index) {
             request.finished_at.get_or_insert(now);

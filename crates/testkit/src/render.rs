@@ -40,7 +40,7 @@ pub(crate) struct Exchange<'a> {
 
 impl<'a> Exchange<'a> {
     /// Reads the relevant request fields.
-    pub fn new(seq: usize, body: &Value, options: &'a ServerOptions) -> Exchange<'a> {
+    pub(crate) fn new(seq: usize, body: &Value, options: &'a ServerOptions) -> Exchange<'a> {
         Exchange {
             seq,
             model: body["model"].as_str().unwrap_or("scripted-model").to_string(),
@@ -53,7 +53,7 @@ impl<'a> Exchange<'a> {
 
 impl Wire {
     /// An error response in this format.
-    pub fn error(self, status: StatusCode, message: Option<&str>) -> Reply {
+    pub(crate) fn error(self, status: StatusCode, message: Option<&str>) -> Reply {
         Reply::json(status, &self.error_body(status.as_u16(), message))
     }
 
@@ -105,7 +105,7 @@ impl Wire {
     }
 
     /// Plays one step.
-    pub fn render(self, step: &Step, ex: &Exchange) -> Reply {
+    pub(crate) fn render(self, step: &Step, ex: &Exchange) -> Reply {
         let fault = match step {
             Step::Reply(turn) => return self.answer(turn, ex),
             Step::Fault(fault) => fault,

@@ -40,12 +40,12 @@ pub(crate) struct Reply {
 
 impl Reply {
     /// A complete JSON response.
-    pub fn json(status: StatusCode, body: &Value) -> Reply {
+    pub(crate) fn json(status: StatusCode, body: &Value) -> Reply {
         Reply::raw_json(status, body.to_string(), Ending::Complete)
     }
 
     /// A JSON-typed response whose body is sent verbatim (possibly not JSON at all).
-    pub fn raw_json(status: StatusCode, body: impl Into<Bytes>, ending: Ending) -> Reply {
+    pub(crate) fn raw_json(status: StatusCode, body: impl Into<Bytes>, ending: Ending) -> Reply {
         Reply {
             status,
             content_type: "application/json",
@@ -57,7 +57,7 @@ impl Reply {
     }
 
     /// A 200 `text/event-stream` response.
-    pub fn sse(frames: Vec<Bytes>, ending: Ending) -> Reply {
+    pub(crate) fn sse(frames: Vec<Bytes>, ending: Ending) -> Reply {
         Reply {
             content_type: "text/event-stream",
             frames,
@@ -66,7 +66,7 @@ impl Reply {
     }
 
     /// Turns the plan into a response whose body reports to `completion` when fully handed over.
-    pub fn into_response(self, completion: Completion) -> Response {
+    pub(crate) fn into_response(self, completion: Completion) -> Response {
         let length = (self.ending == Ending::Complete && self.content_type != "text/event-stream")
             .then(|| self.frames.iter().map(Bytes::len).sum::<usize>());
         let state = Some((self.frames.into_iter(), self.ending, completion));

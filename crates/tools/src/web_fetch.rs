@@ -23,7 +23,7 @@ use crate::{Tool, ToolContext, ToolError, ToolOutput};
 /// Characters returned when no `max_chars` is given (as OpenClaw's web_fetch).
 pub const DEFAULT_MAX_CHARS: usize = 20_000;
 /// The most characters a call may ask for.
-pub const MAX_MAX_CHARS: u64 = 200_000;
+pub(crate) const MAX_MAX_CHARS: u64 = 200_000;
 /// Response bodies are read up to this size, then cut.
 pub const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
 /// Redirects followed at most.

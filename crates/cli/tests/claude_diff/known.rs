@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 /// A difference seen in one scenario at one aspect path.
 #[derive(Clone, Debug)]
-pub struct Difference {
+pub(super) struct Difference {
     pub scenario: String,
     pub key: String,
     pub claude: Option<String>,
@@ -22,7 +22,7 @@ pub struct Difference {
 /// A difference with its explanation.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
-pub struct Known {
+pub(super) struct Known {
     /// A scenario's name, or `*` for every scenario.
     pub scenario: String,
     /// An aspect path; a trailing `*` matches every path it begins.
@@ -39,14 +39,14 @@ struct KnownFile {
 }
 
 impl Known {
-    pub fn matches(&self, d: &Difference) -> bool {
+    pub(super) fn matches(&self, d: &Difference) -> bool {
         let scenario = self.scenario == "*" || self.scenario == d.scenario;
         scenario && key_matches(&self.key, &d.key)
     }
 }
 
 /// Every path where the two sides' facts differ.
-pub fn differences(
+pub(super) fn differences(
     scenario: &str,
     claude: &BTreeMap<String, String>,
     ferroclaw: &BTreeMap<String, String>,
@@ -65,7 +65,7 @@ pub fn differences(
         .collect()
 }
 
-pub fn load(path: &Path) -> Vec<Known> {
+pub(super) fn load(path: &Path) -> Vec<Known> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let file: KnownFile =
         toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -88,7 +88,7 @@ const EVERYWHERE: usize = 4;
 /// class and reason; new ones get a first classification by aspect.
 /// With `partial` (a run of some scenarios), the entries of the others and
 /// those for every scenario are kept as they are.
-pub fn write(
+pub(super) fn write(
     path: &Path,
     old: &[Known],
     found: &[Difference],

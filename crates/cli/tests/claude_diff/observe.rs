@@ -34,10 +34,10 @@ const VOLATILE: &[&str] = &[
 ];
 
 /// Facts observed on one side: aspect path → normalised value.
-pub type Facts = BTreeMap<String, String>;
+pub(super) type Facts = BTreeMap<String, String>;
 
 /// Runs `scenario` on `side` and returns its facts and its stderr (for reports).
-pub fn observe(scenario: &Scenario, side: Side, claude: &Path) -> (Facts, String) {
+pub(super) fn observe(scenario: &Scenario, side: Side, claude: &Path) -> (Facts, String) {
     let layout = lay_out(scenario);
     let server = ScriptedServer::start(steps(scenario, &layout, side));
     let mut cmd = match side {

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 /// Every hook event Claude Code documents; `dump_hooks = ["*"]` installs a
 /// recording hook for each.
-pub const ALL_EVENTS: &[&str] = &[
+pub(super) const ALL_EVENTS: &[&str] = &[
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -33,14 +33,14 @@ pub const ALL_EVENTS: &[&str] = &[
 /// One themed file of scenarios (`scenarios/*.toml`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScenarioFile {
+pub(super) struct ScenarioFile {
     pub scenario: Vec<Scenario>,
 }
 
 /// One scenario: the project, the prompt, the model's script.
 #[derive(Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
-pub struct Scenario {
+pub(super) struct Scenario {
     pub name: String,
     /// The user's request (`-p PROMPT`); `/cmd args` runs a custom command.
     pub prompt: String,
@@ -87,7 +87,7 @@ pub struct Scenario {
 /// One scripted answer: text, then tool calls in Claude Code's shape.
 #[derive(Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptTurn {
+pub(super) struct ScriptTurn {
     #[serde(default)]
     pub text: String,
     #[serde(default)]
@@ -97,7 +97,7 @@ pub struct ScriptTurn {
 /// A tool call: Claude Code's tool name and input.
 #[derive(Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptCall {
+pub(super) struct ScriptCall {
     pub name: String,
     #[serde(default = "empty_object")]
     pub input: Value,
@@ -115,31 +115,31 @@ fn empty_object() -> Value {
 
 /// Which program a side runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Side {
+pub(super) enum Side {
     Claude,
     Ferroclaw,
 }
 
 /// One side's throw-away folders: `DIR/project`, `DIR/home`, `DIR/hooks.jsonl`.
-pub struct Layout {
+pub(super) struct Layout {
     pub dir: tempfile::TempDir,
 }
 
 impl Layout {
-    pub fn root(&self) -> PathBuf {
+    pub(super) fn root(&self) -> PathBuf {
         self.dir.path().join("project")
     }
-    pub fn home(&self) -> PathBuf {
+    pub(super) fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }
-    pub fn hook_log(&self) -> PathBuf {
+    pub(super) fn hook_log(&self) -> PathBuf {
         self.dir.path().join("hooks.jsonl")
     }
-    pub fn cwd(&self, scenario: &Scenario) -> PathBuf {
+    pub(super) fn cwd(&self, scenario: &Scenario) -> PathBuf {
         scenario.cwd.as_ref().map_or_else(|| self.root(), |sub| self.root().join(sub))
     }
     /// `{{root}}` and `{{home}}` filled in for this side.
-    pub fn fill(&self, text: &str) -> String {
+    pub(super) fn fill(&self, text: &str) -> String {
         text.replace("{{root}}", &self.root().to_string_lossy())
             .replace("{{home}}", &self.home().to_string_lossy())
     }
@@ -157,7 +157,7 @@ with open(sys.argv[1], "a") as log:
 "#;
 
 /// Lays out one side: project (a git repository), HOME, the recording hook.
-pub fn lay_out(scenario: &Scenario) -> Layout {
+pub(super) fn lay_out(scenario: &Scenario) -> Layout {
     let layout = Layout { dir: tempfile::Builder::new().prefix("claude-diff-").tempdir().unwrap() };
     let (root, home) = (layout.root(), layout.home());
     std::fs::create_dir_all(&root).unwrap();
@@ -213,7 +213,7 @@ fn add_dump_hooks(layout: &Layout, scenario: &Scenario) {
 }
 
 /// The model script for one side, with deterministic tool-use ids.
-pub fn steps(scenario: &Scenario, layout: &Layout, side: Side) -> Vec<Step> {
+pub(super) fn steps(scenario: &Scenario, layout: &Layout, side: Side) -> Vec<Step> {
     let everywhere_raw = std::env::var("FERROCLAW_CLAUDE_DIFF_RAW_INPUTS").is_ok_and(|v| v == "1");
     let translate = side == Side::Ferroclaw && !scenario.raw_inputs && !everywhere_raw;
     let turns = scenario.script.iter().enumerate().map(|(n, turn)| {
@@ -235,12 +235,12 @@ pub fn steps(scenario: &Scenario, layout: &Layout, side: Side) -> Vec<Step> {
 /// Answers after the script's own, so that extra requests end the turn.
 const SPARE_TURNS: usize = 4;
 /// What the spare answers say.
-pub const SCRIPT_OVER: &str = "(the script is over)";
+pub(super) const SCRIPT_OVER: &str = "(the script is over)";
 
 /// Claude Code's input keys renamed to the ones today's ferroclaw tools take
 /// (`file_path` → `path`); everything else, tool names included, unchanged
 /// (ferroclaw maps Claude's tool names itself).
-pub fn for_ferroclaw(input: Value) -> Value {
+pub(super) fn for_ferroclaw(input: Value) -> Value {
     let Value::Object(map) = input else { return input };
     let renamed = map.into_iter().map(|(key, value)| match key.as_str() {
         "file_path" => ("path".to_string(), value),
@@ -250,7 +250,7 @@ pub fn for_ferroclaw(input: Value) -> Value {
 }
 
 /// Every scenario, from every file under `scenarios/`, in file then file order.
-pub fn load_all(dir: &Path) -> Vec<Scenario> {
+pub(super) fn load_all(dir: &Path) -> Vec<Scenario> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -9,13 +9,13 @@ use ferroclaw_testkit::{ScriptedServer, ServerOptions, Step};
 
 /// Which wire format a test drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
+pub(crate) enum Wire {
     Anthropic,
     OpenAi,
 }
 
 /// A temp home + workspace + scripted server.
-pub struct Env {
+pub(crate) struct Env {
     pub home: tempfile::TempDir,
     pub workspace: tempfile::TempDir,
     pub server: ScriptedServer,
@@ -23,11 +23,11 @@ pub struct Env {
 }
 
 impl Env {
-    pub fn new(wire: Wire, script: Vec<Step>) -> Env {
+    pub(crate) fn new(wire: Wire, script: Vec<Step>) -> Env {
         Self::with_options(wire, script, ServerOptions::default())
     }
 
-    pub fn with_options(wire: Wire, script: Vec<Step>, options: ServerOptions) -> Env {
+    pub(crate) fn with_options(wire: Wire, script: Vec<Step>, options: ServerOptions) -> Env {
         let env = Env {
             home: tempfile::tempdir().unwrap(),
             workspace: tempfile::tempdir().unwrap(),
@@ -40,15 +40,15 @@ impl Env {
     }
 
     /// Writes `$FERROCLAW_HOME/config.toml`.
-    pub fn write_home_config(&self, text: &str) {
+    pub(crate) fn write_home_config(&self, text: &str) {
         std::fs::write(self.home.path().join("config.toml"), text).unwrap();
     }
 
-    pub fn ws(&self) -> &Path {
+    pub(crate) fn ws(&self) -> &Path {
         self.workspace.path()
     }
 
-    pub fn model(&self) -> &'static str {
+    pub(crate) fn model(&self) -> &'static str {
         match self.wire {
             Wire::Anthropic => "anthropic/claude-test",
             Wire::OpenAi => "openai/gpt-test",
@@ -56,14 +56,14 @@ impl Env {
     }
 
     /// The binary with only the variables this test sets.
-    pub fn cmd(&self) -> Command {
+    pub(crate) fn cmd(&self) -> Command {
         let mut cmd = Command::from_std(self.std_cmd());
         cmd.timeout(std::time::Duration::from_secs(60));
         cmd
     }
 
     /// The same, as a plain `std::process::Command` (for tests that signal it).
-    pub fn std_cmd(&self) -> std::process::Command {
+    pub(crate) fn std_cmd(&self) -> std::process::Command {
         // FERROCLAW_BIN runs another build (the red-team suite against an
         // older binary: `FERROCLAW_BIN=/path/ferroclaw cargo test --test redteam`).
         let bin = std::env::var_os("FERROCLAW_BIN")
@@ -91,14 +91,14 @@ impl Env {
     }
 
     /// `ferroclaw -p PROMPT ARGS...`
-    pub fn oneshot(&self, prompt: &str, args: &[&str]) -> Command {
+    pub(crate) fn oneshot(&self, prompt: &str, args: &[&str]) -> Command {
         let mut cmd = self.cmd();
         cmd.arg("-p").arg(prompt).args(args);
         cmd
     }
 
     /// Every session file of this home.
-    pub fn session_files(&self) -> Vec<PathBuf> {
+    pub(crate) fn session_files(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         for dir in
             std::fs::read_dir(self.home.path().join("sessions")).into_iter().flatten().flatten()
@@ -111,13 +111,13 @@ impl Env {
     }
 
     /// The messages sent in request `i`, in the wire's own shape.
-    pub fn request_body(&self, i: usize) -> serde_json::Value {
+    pub(crate) fn request_body(&self, i: usize) -> serde_json::Value {
         self.server.requests()[i].body.clone()
     }
 }
 
 /// Runs `cmd` and returns (exit code, stdout, stderr).
-pub fn run(cmd: &mut Command) -> (i32, String, String) {
+pub(crate) fn run(cmd: &mut Command) -> (i32, String, String) {
     let out = cmd.output().unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -127,7 +127,7 @@ pub fn run(cmd: &mut Command) -> (i32, String, String) {
 }
 
 /// The text of every tool result in a request body, either wire format.
-pub fn tool_results(body: &serde_json::Value) -> Vec<(String, bool)> {
+pub(crate) fn tool_results(body: &serde_json::Value) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     for m in body["messages"].as_array().into_iter().flatten() {
         if m["role"] == "tool" {

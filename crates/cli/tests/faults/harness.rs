@@ -18,7 +18,7 @@ const RUN_GUARD: Duration = Duration::from_secs(120);
 
 /// What a run of the binary left: exit code (`-SIGNAL` when killed by one),
 /// output, and the peak resident memory the kernel measured (`ru_maxrss`).
-pub struct Measured {
+pub(super) struct Measured {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -27,12 +27,12 @@ pub struct Measured {
 
 impl Measured {
     /// The `--output-format json` result object, if stdout holds one.
-    pub fn json(&self) -> Option<serde_json::Value> {
+    pub(super) fn json(&self) -> Option<serde_json::Value> {
         serde_json::from_str(self.stdout.trim()).ok()
     }
 
     /// Peak RSS in MiB, for messages.
-    pub fn peak_mib(&self) -> u64 {
+    pub(super) fn peak_mib(&self) -> u64 {
         self.peak_rss_kib / 1024
     }
 }
@@ -42,7 +42,7 @@ impl Measured {
 /// so the peak is exact however briefly it lasted. `on_start` gets the pid
 /// once the child runs (to kill it at a chosen moment).
 #[allow(clippy::zombie_processes, reason = "reaped with wait4, which also gives its rusage")]
-pub fn run_measured(mut cmd: Command, on_start: impl FnOnce(u32)) -> Measured {
+pub(super) fn run_measured(mut cmd: Command, on_start: impl FnOnce(u32)) -> Measured {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("the binary starts");
     let pid = child.id();
@@ -84,7 +84,7 @@ pub fn run_measured(mut cmd: Command, on_start: impl FnOnce(u32)) -> Measured {
 }
 
 /// Kills `pid` with SIGKILL (kill -9).
-pub fn kill_9(pid: u32) {
+pub(super) fn kill_9(pid: u32) {
     // SAFETY: kill(2); the pid is our unreaped child.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
 }
@@ -92,7 +92,7 @@ pub fn kill_9(pid: u32) {
 /// Prints one line of the suite's tally straight to the test's stderr,
 /// past the test harness's capture, so CI logs show what was tried and what
 /// held even when every test passes.
-pub fn report(line: &str) {
+pub(super) fn report(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "fault suite: {line}");
 }
 
@@ -100,14 +100,14 @@ pub fn report(line: &str) {
 /// without it the test fails; false only when the developer opted out
 /// (`FERROCLAW_TEST_SKIP=strace`), and the cases that need it do not run.
 #[track_caller]
-pub fn strace() -> bool {
+pub(super) fn strace() -> bool {
     components::require(Component::Strace, components::strace()).is_some()
 }
 
 /// `cmd` run under `strace -f` with `args` (the `-e inject=...` and `-P`
 /// filters), its trace thrown away: the program, arguments, environment
 /// and folder of `cmd` are kept.
-pub fn under_strace(cmd: &Command, args: &[String]) -> Command {
+pub(super) fn under_strace(cmd: &Command, args: &[String]) -> Command {
     let mut traced = Command::new("strace");
     traced.args(["-f", "-qq", "-o", "/dev/null"]).args(args).arg("--").arg(cmd.get_program());
     traced.args(cmd.get_args());
@@ -124,13 +124,13 @@ pub fn under_strace(cmd: &Command, args: &[String]) -> Command {
 }
 
 /// A tmpfs mounted on a folder for one test, unmounted when dropped.
-pub struct TinyDisk(PathBuf);
+pub(super) struct TinyDisk(PathBuf);
 
 impl TinyDisk {
     /// Mounts a tmpfs of `size` (`mount -o size=`) on `dir`; `None`, after a
     /// loud skip line, where this process may not mount (not root, no
     /// CAP_SYS_ADMIN).
-    pub fn mount(dir: &Path, size: &str) -> Option<TinyDisk> {
+    pub(super) fn mount(dir: &Path, size: &str) -> Option<TinyDisk> {
         let ok = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(dir)
@@ -146,7 +146,7 @@ impl TinyDisk {
     }
 
     /// Bytes still free for files.
-    pub fn free(&self) -> u64 {
+    pub(super) fn free(&self) -> u64 {
         let path = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a zeroed statvfs is valid; the path is NUL-terminated.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -155,7 +155,7 @@ impl TinyDisk {
     }
 
     /// Fills the disk with `filler` until only about `leave` bytes are free.
-    pub fn fill_leaving(&self, filler: &Path, leave: u64) {
+    pub(super) fn fill_leaving(&self, filler: &Path, leave: u64) {
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(filler).unwrap();
         let page = [b'f'; 4096];
         while self.free() > leave + 4096 {
@@ -174,7 +174,7 @@ impl Drop for TinyDisk {
 
 /// The lines of session file `path` that are not whole JSON lines: a torn
 /// fragment or a bad line anywhere, or a last line without its newline.
-pub fn broken_lines(path: &Path) -> Vec<String> {
+pub(super) fn broken_lines(path: &Path) -> Vec<String> {
     let bytes = std::fs::read(path).unwrap_or_default();
     let mut broken = Vec::new();
     for (i, line) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
@@ -190,19 +190,19 @@ pub fn broken_lines(path: &Path) -> Vec<String> {
 
 /// Every request the server got that the real APIs would refuse for its
 /// tool pairing, with why.
-pub fn inconsistent_requests(server: &ScriptedServer) -> Vec<String> {
+pub(super) fn inconsistent_requests(server: &ScriptedServer) -> Vec<String> {
     server.requests().iter().filter_map(request_problem).collect()
 }
 
 /// A deterministic choice from the suite's seed (`FERROCLAW_FAULT_SEED`,
 /// default fixed), so a failing point is replayed by its seed.
-pub fn seed() -> u64 {
+pub(super) fn seed() -> u64 {
     std::env::var("FERROCLAW_FAULT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(30)
 }
 
 /// A count from the environment (`FERROCLAW_FAULT_<NAME>`), else `default`:
 /// a longer run than CI's (`FERROCLAW_FAULT_KILLS=200`).
-pub fn count(name: &str, default: usize) -> usize {
+pub(super) fn count(name: &str, default: usize) -> usize {
     std::env::var(format!("FERROCLAW_FAULT_{name}"))
         .ok()
         .and_then(|s| s.parse().ok())

@@ -12,7 +12,7 @@ type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A headless Chromium with one page; killed when dropped.
-pub struct Browser {
+pub(crate) struct Browser {
     child: Child,
     _profile: tempfile::TempDir,
     rt: tokio::runtime::Runtime,
@@ -28,7 +28,7 @@ const PAGE_WAIT: Duration = Duration::from_secs(30);
 
 impl Browser {
     /// Starts `chromium` (headless) and attaches to its first page.
-    pub fn launch(chromium: &std::path::Path) -> Browser {
+    pub(crate) fn launch(chromium: &std::path::Path) -> Browser {
         let profile = tempfile::tempdir().unwrap();
         let child = Command::new(chromium)
             .args([
@@ -79,7 +79,7 @@ impl Browser {
     }
 
     /// Calls a DevTools method; its result.
-    pub fn call(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn call(&mut self, method: &str, params: Value) -> Value {
         match self.try_call(method, params) {
             Ok(result) => result,
             Err(error) => panic!("{method}: {error}"),
@@ -116,14 +116,14 @@ impl Browser {
     /// Records from now on what the page writes to its console, its
     /// uncaught exceptions and the browser's own errors (a resource that
     /// answered 404, a socket refused): see [`Browser::console_errors`].
-    pub fn watch_console(&mut self) {
+    pub(crate) fn watch_console(&mut self) {
         self.call("Runtime.enable", json!({}));
         self.call("Log.enable", json!({}));
     }
 
     /// The errors the console showed since [`Browser::watch_console`], as
     /// a person would read them in the browser's developer tools.
-    pub fn console_errors(&mut self) -> Vec<String> {
+    pub(crate) fn console_errors(&mut self) -> Vec<String> {
         self.eval("0"); // takes in the events sent before this answer
         self.events
             .iter()
@@ -149,12 +149,12 @@ impl Browser {
     }
 
     /// Opens `url` in the page.
-    pub fn navigate(&mut self, url: &str) {
+    pub(crate) fn navigate(&mut self, url: &str) {
         self.call("Page.navigate", json!({"url": url}));
     }
 
     /// The value of a JavaScript expression (awaited when a promise).
-    pub fn eval(&mut self, expr: &str) -> Value {
+    pub(crate) fn eval(&mut self, expr: &str) -> Value {
         let r = self.call(
             "Runtime.evaluate",
             json!({"expression": expr, "returnByValue": true, "awaitPromise": true}),
@@ -164,7 +164,7 @@ impl Browser {
     }
 
     /// Waits until `expr` is truthy in the page.
-    pub fn wait_for(&mut self, what: &str, expr: &str) {
+    pub(crate) fn wait_for(&mut self, what: &str, expr: &str) {
         let deadline = Instant::now() + PAGE_WAIT;
         loop {
             // While the page reloads there is no page to ask: Chromium says
@@ -184,7 +184,7 @@ impl Browser {
     }
 
     /// Clicks the element `selector` finds.
-    pub fn click(&mut self, selector: &str) {
+    pub(crate) fn click(&mut self, selector: &str) {
         let found = self.eval(&format!(
             "(() => {{ const e = document.querySelector({selector:?}); if (e) e.click(); return !!e; }})()"
         ));
@@ -192,7 +192,7 @@ impl Browser {
     }
 
     /// Sets the value of the input `selector` finds and tells the page.
-    pub fn fill(&mut self, selector: &str, text: &str) {
+    pub(crate) fn fill(&mut self, selector: &str, text: &str) {
         let text = serde_json::to_string(text).unwrap();
         let found = self.eval(&format!(
             "(() => {{ const e = document.querySelector({selector:?}); if (!e) return false; e.value = {text}; \
@@ -202,7 +202,7 @@ impl Browser {
     }
 
     /// Sizes the page as a desktop window or a phone (`mobile`).
-    pub fn viewport(&mut self, width: u32, height: u32, mobile: bool) {
+    pub(crate) fn viewport(&mut self, width: u32, height: u32, mobile: bool) {
         let scale = if mobile { 2 } else { 1 };
         self.call(
             "Emulation.setDeviceMetricsOverride",
@@ -211,7 +211,7 @@ impl Browser {
     }
 
     /// Saves a PNG of the page at `path`.
-    pub fn screenshot(&mut self, path: &std::path::Path) {
+    pub(crate) fn screenshot(&mut self, path: &std::path::Path) {
         let r = self.call("Page.captureScreenshot", json!({"format": "png"}));
         let png = decode_base64(r["data"].as_str().unwrap());
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -227,7 +227,7 @@ impl Drop for Browser {
 }
 
 /// Standard base64, as DevTools sends screenshots.
-pub fn decode_base64(text: &str) -> Vec<u8> {
+pub(crate) fn decode_base64(text: &str) -> Vec<u8> {
     let value = |c: u8| -> u32 {
         match c {
             b'A'..=b'Z' => (c - b'A') as u32,

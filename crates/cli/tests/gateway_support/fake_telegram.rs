@@ -29,13 +29,13 @@ struct Shared {
 
 /// The fake; its thread runs for the life of the test.
 #[derive(Clone)]
-pub struct FakeTelegram {
+pub(crate) struct FakeTelegram {
     shared: Arc<Mutex<Shared>>,
     pub base: String,
 }
 
 impl FakeTelegram {
-    pub fn start() -> FakeTelegram {
+    pub(crate) fn start() -> FakeTelegram {
         let shared = Arc::new(Mutex::new(Shared { next_update: 1, ..Default::default() }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -58,12 +58,12 @@ impl FakeTelegram {
 
     /// From now on, an update is gone once a `getUpdates` asks past it
     /// (its offset is higher), as on the real Bot API.
-    pub fn forget_confirmed(&self) {
+    pub(crate) fn forget_confirmed(&self) {
         self.shared.lock().unwrap().forgetting = true;
     }
 
     /// A user writes `text` in a private chat.
-    pub fn user_says(&self, user_id: i64, name: &str, text: &str) {
+    pub(crate) fn user_says(&self, user_id: i64, name: &str, text: &str) {
         let mut s = self.shared.lock().unwrap();
         let id = s.next_update;
         s.next_update += 1;
@@ -80,7 +80,7 @@ impl FakeTelegram {
     }
 
     /// `user_id` presses the inline button carrying `data` under a message in `chat_id`.
-    pub fn user_presses(&self, user_id: i64, chat_id: i64, data: &str) {
+    pub(crate) fn user_presses(&self, user_id: i64, chat_id: i64, data: &str) {
         let mut s = self.shared.lock().unwrap();
         let id = s.next_update;
         s.next_update += 1;
@@ -97,7 +97,7 @@ impl FakeTelegram {
     }
 
     /// A user sends a photo (`bytes`) with `caption` in a private chat.
-    pub fn user_sends_photo(&self, user_id: i64, caption: &str, bytes: &[u8]) {
+    pub(crate) fn user_sends_photo(&self, user_id: i64, caption: &str, bytes: &[u8]) {
         let mut s = self.shared.lock().unwrap();
         let id = s.next_update;
         s.next_update += 1;
@@ -119,7 +119,7 @@ impl FakeTelegram {
     }
 
     /// A user sends a document that claims no size and never ends.
-    pub fn user_sends_endless_document(&self, user_id: i64) {
+    pub(crate) fn user_sends_endless_document(&self, user_id: i64) {
         let mut s = self.shared.lock().unwrap();
         let id = s.next_update;
         s.next_update += 1;
@@ -138,7 +138,7 @@ impl FakeTelegram {
     }
 
     /// A user sends a voice note (`bytes`, Ogg) in a private chat.
-    pub fn user_sends_voice(&self, user_id: i64, bytes: &[u8]) {
+    pub(crate) fn user_sends_voice(&self, user_id: i64, bytes: &[u8]) {
         let mut s = self.shared.lock().unwrap();
         let id = s.next_update;
         s.next_update += 1;
@@ -156,27 +156,27 @@ impl FakeTelegram {
     }
 
     /// (method, raw multipart body) of each photo or document the bot sent.
-    pub fn uploads(&self) -> Vec<(String, String)> {
+    pub(crate) fn uploads(&self) -> Vec<(String, String)> {
         self.shared.lock().unwrap().uploads.clone()
     }
 
     /// The sendMessage bodies that carried an inline keyboard.
-    pub fn keyboards(&self) -> Vec<Value> {
+    pub(crate) fn keyboards(&self) -> Vec<Value> {
         self.sent().into_iter().filter(|m| m.get("reply_markup").is_some()).collect()
     }
 
     /// Every editMessageText body.
-    pub fn edited(&self) -> Vec<Value> {
+    pub(crate) fn edited(&self) -> Vec<Value> {
         self.shared.lock().unwrap().edited.clone()
     }
 
     /// Every answerCallbackQuery body.
-    pub fn answered(&self) -> Vec<Value> {
+    pub(crate) fn answered(&self) -> Vec<Value> {
         self.shared.lock().unwrap().answered.clone()
     }
 
     /// Texts the bot sent to `chat_id`, in order.
-    pub fn sent_to(&self, chat_id: i64) -> Vec<String> {
+    pub(crate) fn sent_to(&self, chat_id: i64) -> Vec<String> {
         self.shared
             .lock()
             .unwrap()
@@ -188,7 +188,7 @@ impl FakeTelegram {
     }
 
     /// Every sendMessage body.
-    pub fn sent(&self) -> Vec<Value> {
+    pub(crate) fn sent(&self) -> Vec<Value> {
         self.shared.lock().unwrap().sent.clone()
     }
 }

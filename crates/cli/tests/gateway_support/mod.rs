@@ -2,8 +2,8 @@
 //! on a free port, a tiny blocking HTTP client, and a fake Telegram Bot API.
 #![allow(dead_code)]
 
-pub mod browser;
-pub mod fake_telegram;
+pub(crate) mod browser;
+pub(crate) mod fake_telegram;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -18,22 +18,22 @@ use ferroclaw_testkit::{LAST_USER, ServerOptions, Turn};
 use crate::common::{Env, Wire};
 
 /// The web token of test gateways.
-pub const TOKEN: &str = "test-token";
+pub(crate) const TOKEN: &str = "test-token";
 
 /// A test home whose model answers every message with `echo: ` and the
 /// message's text (OpenAI wire), as often as it is asked.
-pub fn echo_env() -> Env {
+pub(crate) fn echo_env() -> Env {
     let options = ServerOptions { repeat: true, ..Default::default() };
     Env::with_options(Wire::OpenAi, vec![Turn::text(format!("echo: {LAST_USER}")).into()], options)
 }
 
 /// A free local port.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A gateway process; killed when dropped.
-pub struct Gateway {
+pub(crate) struct Gateway {
     pub child: Child,
     pub port: u16,
     /// Where its stderr goes (a pipe nobody reads would fill and block it).
@@ -42,7 +42,7 @@ pub struct Gateway {
 
 impl Gateway {
     /// Writes the home config (`extra` appended) and starts the gateway; returns once `/health` answers.
-    pub fn start(env: &Env, extra: &str) -> Gateway {
+    pub(crate) fn start(env: &Env, extra: &str) -> Gateway {
         let port = free_port();
         env.write_home_config(&format!(
             "[retry]\nmax_attempts = 2\nbase_delay_ms = 10\nmax_delay_ms = 50\n\n[gateway]\nport = {port}\ntoken = \"{TOKEN}\"\n{extra}"
@@ -52,17 +52,17 @@ impl Gateway {
 
     /// Starts `ferroclaw gateway --port PORT` with the config already
     /// written; returns once `/health` answers.
-    pub fn spawn(env: &Env, port: u16) -> Gateway {
+    pub(crate) fn spawn(env: &Env, port: u16) -> Gateway {
         Gateway::spawn_in(env, env.home.path(), port)
     }
 
     /// The same with `home` as its `FERROCLAW_HOME` (another machine's, say).
-    pub fn spawn_in(env: &Env, home: &std::path::Path, port: u16) -> Gateway {
+    pub(crate) fn spawn_in(env: &Env, home: &std::path::Path, port: u16) -> Gateway {
         Gateway::spawn_with(env, home, port, &[])
     }
 
     /// The same with more environment variables (`vars`) set.
-    pub fn spawn_with(
+    pub(crate) fn spawn_with(
         env: &Env,
         home: &std::path::Path,
         port: u16,
@@ -95,12 +95,12 @@ impl Gateway {
     }
 
     /// `http://127.0.0.1:PORT`.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// Sends SIGTERM and waits for the exit code; returns (code, stderr).
-    pub fn terminate(mut self) -> (i32, String) {
+    pub(crate) fn terminate(mut self) -> (i32, String) {
         let pid = self.child.id().to_string();
         std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         let status = self.child.wait().unwrap();
@@ -109,7 +109,7 @@ impl Gateway {
     }
 
     /// The gateway's resident memory in KiB.
-    pub fn rss_kib(&self) -> u64 {
+    pub(crate) fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
         status
             .lines()
@@ -127,7 +127,7 @@ impl Drop for Gateway {
 }
 
 /// A blocking HTTP/1.1 request; (status, body) or `None` when nothing answers.
-pub fn request(
+pub(crate) fn request(
     port: u16,
     method: &str,
     path: &str,
@@ -191,12 +191,12 @@ fn dechunk(mut body: &str) -> String {
 }
 
 /// `GET path` without a token.
-pub fn get(port: u16, path: &str) -> Option<(u16, String)> {
+pub(crate) fn get(port: u16, path: &str) -> Option<(u16, String)> {
     request(port, "GET", path, None, None)
 }
 
 /// A non-streamed chat completion as `user`; returns (status, answer text or error body).
-pub fn chat(port: u16, user: &str, text: &str) -> (u16, String) {
+pub(crate) fn chat(port: u16, user: &str, text: &str) -> (u16, String) {
     let body = serde_json::json!({"model": "ferroclaw", "user": user, "messages": [{"role": "user", "content": text}]});
     let (status, body) =
         request(port, "POST", "/v1/chat/completions", Some(TOKEN), Some(&body)).expect("no answer");
@@ -208,7 +208,7 @@ pub fn chat(port: u16, user: &str, text: &str) -> (u16, String) {
 }
 
 /// Waits until `f` holds, up to `secs`.
-pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+pub(crate) fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -220,19 +220,19 @@ pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
 /// installs it): without it the test fails; false only when the developer
 /// opted out (`FERROCLAW_TEST_SKIP=python-openai`), and the test returns.
 #[track_caller]
-pub fn python_openai() -> bool {
+pub(crate) fn python_openai() -> bool {
     components::require(Component::PythonOpenAi, components::python_openai()).is_some()
 }
 
 /// Headless Chromium (scripts/test installs it): without it the test fails;
 /// `None` only when the developer opted out (`FERROCLAW_TEST_SKIP=chromium`).
 #[track_caller]
-pub fn chromium() -> Option<std::path::PathBuf> {
+pub(crate) fn chromium() -> Option<std::path::PathBuf> {
     components::require(Component::Chromium, components::chromium())
 }
 
 /// A POST with the bearer token; the raw response (status line, headers, body).
-pub fn request_raw(port: u16, path: &str, token: &str, body: &Value) -> String {
+pub(crate) fn request_raw(port: u16, path: &str, token: &str, body: &Value) -> String {
     let mut tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let body = body.to_string();
@@ -249,7 +249,7 @@ pub fn request_raw(port: u16, path: &str, token: &str, body: &Value) -> String {
 
 /// Sends `head` (and no more) and returns what comes back before the server
 /// closes or `wait` passes.
-pub fn send_head(port: u16, head: &str, wait: Duration) -> String {
+pub(crate) fn send_head(port: u16, head: &str, wait: Duration) -> String {
     let Ok(mut tcp) = TcpStream::connect(("127.0.0.1", port)) else { return String::new() };
     let _ = tcp.set_read_timeout(Some(wait));
     if tcp.write_all(head.as_bytes()).is_err() {

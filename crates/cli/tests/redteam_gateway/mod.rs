@@ -34,12 +34,12 @@ const MAX_WEBSOCKETS: usize = 2;
 const REQUESTS_PER_MINUTE: usize = 120;
 
 /// The shared gateway, started on first use.
-pub struct SharedGateway {
+pub(crate) struct SharedGateway {
     started: std::sync::OnceLock<(Env, Gateway)>,
 }
 
 impl SharedGateway {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         SharedGateway { started: std::sync::OnceLock::new() }
     }
 
@@ -63,7 +63,7 @@ impl SharedGateway {
 }
 
 /// Runs one `gateway` case.
-pub fn run(case: &Value, shared: &SharedGateway) -> Result<(), String> {
+pub(crate) fn run(case: &Value, shared: &SharedGateway) -> Result<(), String> {
     let port = shared.get().port;
     let fill =
         |s: &str| s.replace("{port}", &port.to_string()).replace("{pad}", &"a".repeat(100_000));

@@ -17,7 +17,7 @@ use crate::skills::SkillSet;
 
 /// User requests a segment keeps at most: a confirmation or "remember how
 /// to do this" refers to the last few requests, not to the whole session.
-pub const MAX_SEGMENT_REQUESTS: usize = 4;
+pub(super) const MAX_SEGMENT_REQUESTS: usize = 4;
 
 /// The learning state of one conversation.
 pub struct Learner {
@@ -121,7 +121,7 @@ impl Agent {
 
 /// Reviews one segment and files the outcome as a draft (approved at once
 /// under `auto_approve` when the scan finds nothing).
-pub async fn review_segment(
+pub(super) async fn review_segment(
     provider: Arc<dyn Provider>,
     model: &str,
     store: &SkillStore,

@@ -21,37 +21,39 @@ where
 }
 
 /// `max_turns`: 0 would stop every request before its first model call.
-pub fn max_turns<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+pub(super) fn max_turns<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     at_least_one(d, "max_turns", "it caps the model round-trips of a request")
 }
 
 /// `max_tokens`: 0 leaves the model no room to answer.
-pub fn max_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+pub(super) fn max_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     at_least_one(d, "max_tokens", "it caps the tokens of one answer")
 }
 
 /// `max_file_bytes`: 0 would refuse every file that is not empty.
-pub fn max_file_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(super) fn max_file_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     at_least_one(d, "max_file_bytes", "the bytes a file may have for the file tools to open it")
 }
 
 /// `context_window`: the model's window in tokens.
-pub fn context_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(super) fn context_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     at_least_one(d, "context_window", "the model's context window in tokens")
 }
 
 /// `[timeouts] connect_secs`: 0 would fail every connection at once.
-pub fn connect_secs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(super) fn connect_secs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     at_least_one(d, "connect_secs", "seconds to wait for a connection")
 }
 
 /// `[timeouts] idle_secs`: 0 would call every stream broken before its first byte.
-pub fn idle_secs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(super) fn idle_secs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     at_least_one(d, "idle_secs", "seconds a stream may stay silent before it counts as broken")
 }
 
 /// `compaction_threshold`: a share of the context window, above 0 and at most 1.
-pub fn compaction_threshold<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+pub(super) fn compaction_threshold<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<f64>, D::Error> {
     let value = f64::deserialize(d)?;
     if !(value > 0.0 && value <= 1.0) {
         return Err(D::Error::custom(format!(
@@ -63,7 +65,7 @@ pub fn compaction_threshold<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f6
 }
 
 /// Serde's names for number types (`expected u32`) in words a user reads.
-pub fn plain_number_words(message: &str) -> String {
+pub(super) fn plain_number_words(message: &str) -> String {
     let mut out = message.to_string();
     for (rust, words) in [
         ("expected u8", "expected a whole number (0 or more)"),

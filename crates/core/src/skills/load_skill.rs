@@ -15,9 +15,9 @@ use serde_json::Value;
 use super::{Skill, SkillSet};
 
 /// Most resource files listed for one skill.
-pub const MAX_LISTED_RESOURCES: usize = 100;
+pub(super) const MAX_LISTED_RESOURCES: usize = 100;
 /// Longest resource file returned, in characters (about 25k tokens).
-pub const MAX_RESOURCE_CHARS: usize = 100_000;
+pub(super) const MAX_RESOURCE_CHARS: usize = 100_000;
 
 /// `load_skill`'s input.
 #[derive(Deserialize, JsonSchema)]

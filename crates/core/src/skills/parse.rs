@@ -36,7 +36,7 @@ const KNOWN_EXTRA_FIELDS: &[&str] = &[
 ];
 
 /// A parsed skill and the warnings about it, or why it was skipped.
-pub type Parsed = Result<(Skill, Vec<SkillProblem>), SkillProblem>;
+pub(super) type Parsed = Result<(Skill, Vec<SkillProblem>), SkillProblem>;
 
 /// Checks a name against the standard: 1-64 characters of `a-z`, `0-9` and
 /// single hyphens, neither first nor last.
@@ -60,7 +60,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
 
 /// Every skill file directly in `dir` (a missing folder holds none), in
 /// name order.
-pub fn read_root(dir: &Path, source: SkillSource) -> Vec<Parsed> {
+pub(super) fn read_root(dir: &Path, source: SkillSource) -> Vec<Parsed> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -116,7 +116,7 @@ fn warning(path: &Path, message: impl Into<String>) -> SkillProblem {
 }
 
 /// A built-in skill (compiled in; `name` is its folder).
-pub fn parse_builtin(name: &str, text: &str) -> Parsed {
+pub(super) fn parse_builtin(name: &str, text: &str) -> Parsed {
     let path = PathBuf::from(format!("builtin:{name}/SKILL.md"));
     parse_skill_md(&path, name, text, SkillSource::Builtin)
 }

@@ -10,7 +10,7 @@ const fn p(name: &'static str, args: &'static [&'static str]) -> Program {
 }
 
 /// The programs and their argument lists; only installed ones are used.
-pub const PROGRAMS: &[Program] = &[
+pub(super) const PROGRAMS: &[Program] = &[
     p(
         "ls",
         &["", "-la", "-l src", "-R", "--color=never -1", "-d emptydir", "-lt --time-style=iso"],
@@ -268,7 +268,7 @@ impl Rng {
 }
 
 /// `count` spellings over `programs`, the same for the same seed.
-pub fn generate(programs: &[&Program], count: usize, seed: u64) -> Vec<String> {
+pub(crate) fn generate(programs: &[&Program], count: usize, seed: u64) -> Vec<String> {
     let mut rng = Rng(seed | 1);
     let mut out = Vec::with_capacity(count);
     while out.len() < count {

@@ -4,8 +4,8 @@
 mod grammar;
 mod strace;
 
-pub use grammar::generate;
-pub use strace::observe;
+pub(crate) use grammar::generate;
+pub(crate) use strace::observe;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -15,27 +15,27 @@ use ferroclaw_tools::shell::{self, basename};
 
 /// A program of the oracle with argument lists to try, some of which write
 /// or run (so the gate must ask for them or report what they do).
-pub struct Program {
+pub(crate) struct Program {
     pub name: &'static str,
     pub args: &'static [&'static str],
 }
 
 /// The template folder every spelling starts from: a few files, a folder,
 /// an archive and a git repository with one commit.
-pub struct Fixture {
+pub(crate) struct Fixture {
     template: tempfile::TempDir,
 }
 
 /// One throw-away copy of the fixture: `ws` (the workspace and working
 /// folder), `home` (HOME) and `tmp` (TMPDIR) beside it.
-pub struct Workspace {
+pub(crate) struct Workspace {
     dir: tempfile::TempDir,
     root: PathBuf,
 }
 
 impl Workspace {
     /// The workspace folder (canonical, as strace reports paths).
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
     fn home(&self) -> PathBuf {
@@ -47,7 +47,7 @@ impl Workspace {
 }
 
 impl Fixture {
-    pub fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let template = tempfile::tempdir().unwrap();
         let ws = template.path();
         for (name, text) in [
@@ -80,7 +80,7 @@ impl Fixture {
     }
 
     /// The oracle's programs that are installed here.
-    pub fn programs(&self) -> Vec<&'static Program> {
+    pub(crate) fn programs(&self) -> Vec<&'static Program> {
         let path = std::env::var("PATH").unwrap_or_default();
         grammar::PROGRAMS
             .iter()
@@ -89,7 +89,7 @@ impl Fixture {
     }
 
     /// A fresh copy of the template.
-    pub fn copy(&self) -> Workspace {
+    pub(crate) fn copy(&self) -> Workspace {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         copy_tree(self.template.path(), &root);
@@ -114,7 +114,7 @@ fn copy_tree(from: &Path, to: &Path) {
 
 /// What a command did under strace.
 #[derive(Debug, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// Programs executed (as named to execve), after the outer bash.
     pub execs: Vec<String>,
     /// Files written, created, renamed, linked or removed.
@@ -123,7 +123,7 @@ pub struct Seen {
 
 /// What the gate's model says a command runs and writes.
 #[derive(Debug, Default)]
-pub struct Model {
+pub(crate) struct Model {
     programs: BTreeSet<String>,
     writes: Vec<PathBuf>,
     /// An interpreter runs code the gate does not read: whatever it runs
@@ -132,7 +132,7 @@ pub struct Model {
 }
 
 /// The gate's model of `command` run in `ws`.
-pub fn reported(command: &str, ws: &Path) -> Model {
+pub(crate) fn reported(command: &str, ws: &Path) -> Model {
     let script = shell::parse(command);
     let mut model = Model::default();
     let table = effects::table();
@@ -175,7 +175,7 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 /// A command that did something the gate did not report.
-pub struct Miss {
+pub(crate) struct Miss {
     command: String,
     what: Vec<String>,
     programs: Vec<String>,
@@ -183,7 +183,7 @@ pub struct Miss {
 
 impl Miss {
     /// The miss as a red-team case that fails until the gate asks for it.
-    pub fn as_case(&self) -> String {
+    pub(crate) fn as_case(&self) -> String {
         let rules: Vec<String> = self.programs.iter().map(|p| format!("\"bash({p}:*)\"")).collect();
         format!(
             "# exec oracle miss: {}\n[[case]]\nname = {:?}\ncategory = \"exec oracle\"\nkind = \"permission\"\n\
@@ -198,7 +198,7 @@ impl Miss {
 
 impl Model {
     /// What `seen` did beyond the model, as a miss.
-    pub fn misses(&self, seen: &Seen, command: &str, ws: &Path) -> Option<Miss> {
+    pub(crate) fn misses(&self, seen: &Seen, command: &str, ws: &Path) -> Option<Miss> {
         if self.anything {
             return None;
         }

@@ -12,7 +12,7 @@ const TRACED: &str = "trace=execve,execveat,openat,open,creat,rename,renameat,re
 unlinkat,mkdir,mkdirat,symlink,symlinkat,link,linkat,truncate";
 
 /// Runs `command` with `bash -c` in `ws` under strace and returns what it did.
-pub fn observe(ws: &Workspace, command: &str) -> Seen {
+pub(crate) fn observe(ws: &Workspace, command: &str) -> Seen {
     let log = ws.dir.path().join("strace.log");
     let status = Command::new("timeout")
         .args(["-k", "2", "10", "strace", "-f", "-qq", "-y", "--seccomp-bpf", "-e", TRACED, "-o"])

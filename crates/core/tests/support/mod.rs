@@ -19,14 +19,14 @@ use ferroclaw_tools::ToolRegistry;
 /// `tools`, in bypass mode with nobody to ask, a new session under `home`
 /// and `home` as its workspace. Override a field with
 /// `AgentParts { approver, ..parts(...) }`.
-pub fn parts(server: &ScriptedServer, home: &Path, tools: ToolRegistry) -> AgentParts {
+pub(crate) fn parts(server: &ScriptedServer, home: &Path, tools: ToolRegistry) -> AgentParts {
     let session = SessionStore::new(home).create(home, "anthropic/m").unwrap();
     parts_with_session(server, home, tools, session)
 }
 
 /// An agent on `server` with `tools` in permission `mode`, asking
 /// `approver` when a call needs approval (the rest as [`parts`]).
-pub fn agent(
+pub(crate) fn agent(
     server: &ScriptedServer,
     home: &Path,
     tools: ToolRegistry,
@@ -42,12 +42,12 @@ pub fn agent(
 
 /// The agent most tests want: default permission mode, nobody to ask (a
 /// call that needs approval is refused).
-pub fn default_agent(server: &ScriptedServer, home: &Path, tools: ToolRegistry) -> Agent {
+pub(crate) fn default_agent(server: &ScriptedServer, home: &Path, tools: ToolRegistry) -> Agent {
     agent(server, home, tools, PermissionMode::Default, Arc::new(NoOneToAsk))
 }
 
 /// [`parts`] writing to an existing `session` (a resumed one, say).
-pub fn parts_with_session(
+pub(crate) fn parts_with_session(
     server: &ScriptedServer,
     home: &Path,
     tools: ToolRegistry,
@@ -79,6 +79,6 @@ pub fn parts_with_session(
 }
 
 /// Permissions in `mode` with no allow or deny rules.
-pub fn permissions(mode: PermissionMode) -> Arc<Permissions> {
+pub(crate) fn permissions(mode: PermissionMode) -> Arc<Permissions> {
     Arc::new(Permissions::new(mode, &[], &[]).unwrap())
 }

@@ -27,7 +27,7 @@ const ERROR_BODY_CHARS: usize = 300;
 
 /// An authenticated client for one bot's REST calls.
 #[derive(Clone)]
-pub struct Rest {
+pub(super) struct Rest {
     http: reqwest::Client,
     api_base: String,
     token: String,
@@ -41,7 +41,7 @@ struct RateLimited {
 
 impl Rest {
     /// A client for `api_base` (e.g. `https://discord.com/api/v10`) with bot `token`.
-    pub fn new(api_base: &str, token: &str) -> Result<Self, ChannelError> {
+    pub(super) fn new(api_base: &str, token: &str) -> Result<Self, ChannelError> {
         // Ignore the error: another crate or an earlier call installed one.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
@@ -57,7 +57,7 @@ impl Rest {
     }
 
     /// The Gateway WebSocket URL from `GET /gateway/bot`.
-    pub async fn gateway_url(&self) -> Result<String, ChannelError> {
+    pub(super) async fn gateway_url(&self) -> Result<String, ChannelError> {
         #[derive(Deserialize)]
         struct GatewayBot {
             url: String,
@@ -83,13 +83,17 @@ impl Rest {
 
     /// Posts `content` (at most 2,000 characters) to channel `chat_id`,
     /// waiting out rate limits up to [`MAX_RATE_LIMIT_RETRIES`] times.
-    pub async fn create_message(&self, chat_id: &str, content: &str) -> Result<(), ChannelError> {
+    pub(super) async fn create_message(
+        &self,
+        chat_id: &str,
+        content: &str,
+    ) -> Result<(), ChannelError> {
         let body = json!({ "content": content, "allowed_mentions": { "parse": [] } });
         self.create_message_with(chat_id, &body).await
     }
 
     /// Posts a message whose whole body is `body` (content, components, ...).
-    pub async fn create_message_with(
+    pub(super) async fn create_message_with(
         &self,
         chat_id: &str,
         body: &Value,
@@ -99,7 +103,7 @@ impl Rest {
     }
 
     /// Answers an interaction (a button press) with `body`.
-    pub async fn interaction_callback(
+    pub(super) async fn interaction_callback(
         &self,
         id: &str,
         token: &str,
@@ -109,7 +113,7 @@ impl Rest {
     }
 
     /// Posts a message with one attached file (`multipart/form-data`).
-    pub async fn create_message_with_file(
+    pub(super) async fn create_message_with_file(
         &self,
         chat_id: &str,
         form: &crate::multipart::Form,
@@ -119,7 +123,7 @@ impl Rest {
     }
 
     /// Downloads an attachment (from Discord's CDN: no token is sent), at most `max` bytes.
-    pub async fn download(&self, url: &str, max: usize) -> Result<Vec<u8>, String> {
+    pub(super) async fn download(&self, url: &str, max: usize) -> Result<Vec<u8>, String> {
         crate::media::download(self.http.get(url), max).await.map_err(|e| e.to_string())
     }
 

@@ -25,9 +25,9 @@ use super::{CHANNEL_NAME, INTENTS};
 use crate::channel::ChannelError;
 
 /// How long connecting (TCP, TLS, WebSocket handshake) may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long to wait for HELLO after connecting; Discord sends it at once.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
+pub(super) const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long closing a connection may take before it is simply dropped.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The close code this client uses when it drops a connection to resume it:
@@ -38,22 +38,22 @@ const INVALID_SESSION_WAIT_MS: std::ops::Range<u64> = 1000..5000;
 
 /// Gateway opcodes (Discord developer docs, "Gateway Opcodes").
 mod op {
-    pub const DISPATCH: u8 = 0;
-    pub const HEARTBEAT: u8 = 1;
-    pub const IDENTIFY: u8 = 2;
-    pub const RESUME: u8 = 6;
-    pub const RECONNECT: u8 = 7;
-    pub const INVALID_SESSION: u8 = 9;
-    pub const HELLO: u8 = 10;
-    pub const HEARTBEAT_ACK: u8 = 11;
+    pub(super) const DISPATCH: u8 = 0;
+    pub(super) const HEARTBEAT: u8 = 1;
+    pub(super) const IDENTIFY: u8 = 2;
+    pub(super) const RESUME: u8 = 6;
+    pub(super) const RECONNECT: u8 = 7;
+    pub(super) const INVALID_SESSION: u8 = 9;
+    pub(super) const HELLO: u8 = 10;
+    pub(super) const HEARTBEAT_ACK: u8 = 11;
 }
 
 /// A Gateway WebSocket connection.
-pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// What outlives one connection: enough to resume, and the bot's own id.
 #[derive(Debug, Default, Clone)]
-pub struct SessionState {
+pub(super) struct SessionState {
     /// The bot's user id (from READY), to skip its own messages and spot mentions.
     pub bot_id: Option<String>,
     /// The session to resume (from READY).
@@ -68,12 +68,12 @@ pub struct SessionState {
 
 impl SessionState {
     /// True when a dropped connection can be resumed rather than identified anew.
-    pub fn can_resume(&self) -> bool {
+    pub(super) fn can_resume(&self) -> bool {
         self.session_id.is_some() && self.resume_url.is_some()
     }
 
     /// Forgets the session, so the next connection identifies anew.
-    pub fn forget(&mut self) {
+    pub(super) fn forget(&mut self) {
         self.session_id = None;
         self.resume_url = None;
         self.seq = None;
@@ -82,7 +82,7 @@ impl SessionState {
 
 /// How a connection ended.
 #[derive(Debug)]
-pub enum SessionEnd {
+pub(super) enum SessionEnd {
     /// Shutdown was requested.
     Shutdown,
     /// The connection dropped or Discord asked for a new one: connect again.
@@ -104,7 +104,7 @@ struct Payload {
 }
 
 /// Opens a WebSocket to `url`.
-pub async fn connect(url: &str) -> Result<Socket, String> {
+pub(super) async fn connect(url: &str) -> Result<Socket, String> {
     match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(url)).await {
         Ok(Ok((socket, _))) => Ok(socket),
         Ok(Err(e)) => Err(format!("cannot connect to {url}: {e}")),
@@ -117,7 +117,7 @@ pub async fn connect(url: &str) -> Result<Socket, String> {
 /// Runs one connection until it ends, passing every dispatch other than
 /// READY and RESUMED to `on_dispatch` with the event name, its data and the
 /// bot's id; READY and RESUMED report the channel connected in `connections`.
-pub async fn run(
+pub(super) async fn run(
     mut ws: Socket,
     token: &str,
     state: &mut SessionState,

@@ -31,7 +31,7 @@ const CHAT_ERRORS: [&str; 3] = ["channel_not_found", "not_in_channel", "is_archi
 
 /// A client for the Web API at one base URL, with both tokens.
 #[derive(Clone)]
-pub struct SlackApi {
+pub(super) struct SlackApi {
     http: reqwest::Client,
     api_base: String,
     app_token: String,
@@ -40,7 +40,11 @@ pub struct SlackApi {
 
 impl SlackApi {
     /// A client for `api_base` (e.g. `https://slack.com/api`).
-    pub fn new(api_base: &str, app_token: &str, bot_token: &str) -> Result<Self, ChannelError> {
+    pub(super) fn new(
+        api_base: &str,
+        app_token: &str,
+        bot_token: &str,
+    ) -> Result<Self, ChannelError> {
         // Ignore the error: another crate or an earlier call installed one.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
@@ -56,7 +60,7 @@ impl SlackApi {
     }
 
     /// A fresh Socket Mode WebSocket URL (each is good for one connection).
-    pub async fn open_connection(&self) -> Result<String, ChannelError> {
+    pub(super) async fn open_connection(&self) -> Result<String, ChannelError> {
         let answer = self.call("apps.connections.open", &self.app_token, None).await?;
         answer["url"]
             .as_str()
@@ -65,7 +69,7 @@ impl SlackApi {
     }
 
     /// The bot's own user id (to spot mentions and skip its own messages).
-    pub async fn bot_user_id(&self) -> Result<String, ChannelError> {
+    pub(super) async fn bot_user_id(&self) -> Result<String, ChannelError> {
         let answer = self.call("auth.test", &self.bot_token, None).await?;
         answer["user_id"]
             .as_str()
@@ -74,7 +78,7 @@ impl SlackApi {
     }
 
     /// Posts `text` (mrkdwn) to `channel`, in the thread `thread_ts` when given.
-    pub async fn post_message(
+    pub(super) async fn post_message(
         &self,
         channel: &str,
         text: &str,
@@ -96,12 +100,12 @@ impl SlackApi {
     }
 
     /// Posts a message whose whole body is `body` (text, blocks, ...).
-    pub async fn post_with(&self, body: &Value) -> Result<(), ChannelError> {
+    pub(super) async fn post_with(&self, body: &Value) -> Result<(), ChannelError> {
         self.call("chat.postMessage", &self.bot_token, Some(body)).await.map(|_| ())
     }
 
     /// Downloads a file a person shared (`url_private`: needs the bot token), at most `max` bytes.
-    pub async fn download(&self, url: &str, max: usize) -> Result<Vec<u8>, String> {
+    pub(super) async fn download(&self, url: &str, max: usize) -> Result<Vec<u8>, String> {
         let request = self.http.get(url).bearer_auth(&self.bot_token);
         crate::media::download(request, max).await.map_err(|e| e.to_string())
     }
@@ -109,7 +113,7 @@ impl SlackApi {
     /// Uploads `file` to `channel` (in `thread_ts` when given) the way Slack
     /// asks: `files.getUploadURLExternal`, the bytes to that URL, then
     /// `files.completeUploadExternal`.
-    pub async fn upload(
+    pub(super) async fn upload(
         &self,
         channel: &str,
         thread_ts: Option<&str>,
@@ -152,7 +156,7 @@ impl SlackApi {
     }
 
     /// Shows `text` to `user` alone in `channel` (`chat.postEphemeral`).
-    pub async fn post_ephemeral(
+    pub(super) async fn post_ephemeral(
         &self,
         channel: &str,
         user: &str,

@@ -36,7 +36,7 @@ pub fn to_mrkdwn(markdown: &str) -> String {
 const RULE: &str = "──────────";
 
 /// Escapes the three characters Slack treats as control characters.
-pub fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::CHANNEL_NAME;
 
 /// How long connecting (TCP, TLS, WebSocket handshake) may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often the client pings Slack to check that the connection is alive.
 pub const PING_INTERVAL: Duration = Duration::from_secs(30);
 /// A connection with nothing received for this long (pings unanswered) is
@@ -29,11 +29,11 @@ pub const STALE_AFTER: Duration = Duration::from_secs(90);
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A Socket Mode WebSocket connection.
-pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// How a connection ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum SocketEnd {
+pub(super) enum SocketEnd {
     /// Shutdown was requested.
     Shutdown,
     /// Slack asked for a new connection, or this one dropped or went quiet.
@@ -41,7 +41,7 @@ pub enum SocketEnd {
 }
 
 /// Opens the WebSocket at `url` (from `apps.connections.open`).
-pub async fn connect(url: &str) -> Result<Socket, String> {
+pub(super) async fn connect(url: &str) -> Result<Socket, String> {
     // The URL carries a one-time ticket: keep it out of messages.
     let shown = url.split('?').next().unwrap_or(url);
     match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(url)).await {
@@ -56,7 +56,7 @@ pub async fn connect(url: &str) -> Result<Socket, String> {
 /// Runs one connection until it ends, passing every `events_api` event to
 /// `on_event`. `hello` is set (and the channel reported connected in
 /// `connections`) once Slack greets the connection.
-pub async fn run(
+pub(super) async fn run(
     mut ws: Socket,
     shutdown: &CancellationToken,
     hello: &mut bool,

@@ -6,7 +6,7 @@
 pub const MAX_MESSAGE_CHARS: usize = 4096;
 
 /// Escapes the three characters Telegram's HTML mode requires.
-pub fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 

@@ -10,21 +10,21 @@ use std::time::{Duration, Instant};
 /// Largest request body accepted (a long pasted document).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// How long a request body may take to arrive once the headers are in.
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest request head (request line and headers); larger ones get 431.
-pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+pub(super) const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// Largest WebSocket message from a chat page (a long pasted text, or a
 /// pasted image: a 5 MB picture is about 6.7 MB as base64).
-pub const MAX_WS_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+pub(super) const MAX_WS_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 /// Largest single WebSocket frame.
-pub const MAX_WS_FRAME_BYTES: usize = 256 * 1024;
+pub(super) const MAX_WS_FRAME_BYTES: usize = 256 * 1024;
 /// How long a chat page's socket may stay silent (pages reconnect on their own).
-pub const WS_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+pub(super) const WS_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// Seconds a client is told to wait when a chat's queue is full.
-pub const BUSY_RETRY_AFTER_SECS: u64 = 2;
+pub(super) const BUSY_RETRY_AFTER_SECS: u64 = 2;
 /// Seconds a client is told to wait while the gateway drains: about what a
 /// restart takes (systemd's `RestartSec=5` plus the start).
-pub const DRAIN_RETRY_AFTER_SECS: u64 = 10;
+pub(super) const DRAIN_RETRY_AFTER_SECS: u64 = 10;
 /// Addresses remembered by a rate limiter before idle ones are forgotten.
 const MAX_TRACKED_KEYS: usize = 10_000;
 

@@ -37,9 +37,9 @@ use crate::gateway::Shared;
 use crate::idempotency::{self, Begun, FirstRequest, RecordedAnswer, Requests, Waited};
 
 /// The header that picks the session when the body has no `user`.
-pub const USER_HEADER: &str = "x-ferroclaw-user";
+pub(super) const USER_HEADER: &str = "x-ferroclaw-user";
 /// The header naming a request, so that a retry returns its answer.
-pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+pub(super) const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 /// How long a retry waits for the answer of the request it repeats.
 const RETRY_WAIT: Duration = Duration::from_secs(600);
 /// How often a retry looks for that answer.

@@ -17,7 +17,7 @@ use crate::media::{Attachment, MAX_INBOUND_BYTES};
 const MAX_IMAGE_BYTES: usize = MAX_INBOUND_BYTES;
 
 /// The picture at `url` (the part at `param`).
-pub async fn fetch_image(
+pub(super) async fn fetch_image(
     url: &str,
     param: &str,
     fetcher: &WebFetchTool,
@@ -56,7 +56,7 @@ pub async fn fetch_image(
 }
 
 /// The pictures of the last user message, in order.
-pub async fn input_images(
+pub(super) async fn input_images(
     parts: &[Part],
     fetcher: &WebFetchTool,
 ) -> Result<Vec<Attachment>, ApiError> {
@@ -71,7 +71,7 @@ pub async fn input_images(
 
 /// The messages before the last user message as the model gets them,
 /// their pictures as image blocks.
-pub async fn conversation(
+pub(super) async fn conversation(
     history: &[ClientMessage],
     fetcher: &WebFetchTool,
 ) -> Result<Vec<Message>, ApiError> {

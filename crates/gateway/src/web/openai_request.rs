@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 /// An OpenAI-style error: `{"error": {"message", "type", "param", "code"}}`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
+pub(super) struct ApiError {
     pub status: StatusCode,
     pub message: String,
     /// `invalid_request_error`, `rate_limit_error`, `server_error`, ...
@@ -24,7 +24,7 @@ pub struct ApiError {
 
 impl ApiError {
     /// A 400 about `param`.
-    pub fn invalid(
+    pub(super) fn invalid(
         param: impl Into<String>,
         code: &'static str,
         message: impl Into<String>,
@@ -39,7 +39,7 @@ impl ApiError {
     }
 
     /// The error for `status` with the type and code OpenAI uses for it.
-    pub fn status(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(super) fn status(status: StatusCode, message: impl Into<String>) -> Self {
         let (kind, code) = match status {
             StatusCode::UNAUTHORIZED => ("invalid_request_error", "invalid_api_key"),
             StatusCode::NOT_FOUND => ("invalid_request_error", "not_found"),
@@ -56,7 +56,7 @@ impl ApiError {
     }
 
     /// The JSON body.
-    pub fn body(&self) -> Value {
+    pub(super) fn body(&self) -> Value {
         json!({"error": {
             "message": self.message,
             "type": self.kind,
@@ -74,7 +74,7 @@ impl IntoResponse for ApiError {
 
 /// A part of a message as the client sent it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Part {
+pub(super) enum Part {
     Text(String),
     /// An `image_url` part: its URL, and where it was in the request.
     Image {
@@ -85,14 +85,14 @@ pub enum Part {
 
 /// A message of the conversation the client sent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClientMessage {
+pub(super) struct ClientMessage {
     pub role: Role,
     pub parts: Vec<Part>,
 }
 
 /// What a chat completion request asks for.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatRequest {
+pub(super) struct ChatRequest {
     /// The model as the client named it (`None`: not given).
     pub model: Option<String>,
     pub stream: bool,
@@ -109,13 +109,13 @@ pub struct ChatRequest {
 
 impl ChatRequest {
     /// The text of the last user message.
-    pub fn input_text(&self) -> String {
+    pub(super) fn input_text(&self) -> String {
         texts(&self.input)
     }
 }
 
 /// The text parts of `parts`, one per line.
-pub fn texts(parts: &[Part]) -> String {
+pub(super) fn texts(parts: &[Part]) -> String {
     let texts: Vec<&str> = parts
         .iter()
         .filter_map(|p| match p {
@@ -127,7 +127,7 @@ pub fn texts(parts: &[Part]) -> String {
 }
 
 /// Checks and takes apart `body`; `header_user` is the session header's value.
-pub fn parse(body: &Value, header_user: Option<&str>) -> Result<ChatRequest, ApiError> {
+pub(super) fn parse(body: &Value, header_user: Option<&str>) -> Result<ChatRequest, ApiError> {
     if !body.is_object() {
         return Err(ApiError::invalid("", "invalid_request", "the body must be a JSON object"));
     }

@@ -11,16 +11,16 @@ use serde_json::Value;
 const WAIT: Duration = Duration::from_secs(5);
 
 /// The `Authorization` header, or empty.
-pub fn auth(headers: &HeaderMap) -> String {
+pub(crate) fn auth(headers: &HeaderMap) -> String {
     headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
 }
 
-pub async fn send(ws: &mut WebSocket, payload: Value) {
+pub(crate) async fn send(ws: &mut WebSocket, payload: Value) {
     ws.send(Message::Text(payload.to_string().into())).await.unwrap();
 }
 
 /// The next JSON payload from the client.
-pub async fn recv(ws: &mut WebSocket) -> Value {
+pub(crate) async fn recv(ws: &mut WebSocket) -> Value {
     loop {
         match tokio::time::timeout(WAIT, ws.recv()).await.expect("client sent nothing") {
             Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).unwrap(),

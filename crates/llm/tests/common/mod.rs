@@ -11,7 +11,7 @@ use ferroclaw_testkit::ScriptedServer;
 use futures_util::StreamExt;
 
 /// Every combination of wire format and streaming.
-pub const MODES: [(WireFormat, bool); 4] = [
+pub(crate) const MODES: [(WireFormat, bool); 4] = [
     (WireFormat::Anthropic, true),
     (WireFormat::Anthropic, false),
     (WireFormat::OpenAi, true),
@@ -22,7 +22,7 @@ pub const MODES: [(WireFormat, bool); 4] = [
 const HANG_GUARD: Duration = Duration::from_secs(20);
 
 /// A config for the scripted server, with a key and fast retries.
-pub fn config(server: &ScriptedServer, wire: WireFormat, stream: bool) -> ProviderConfig {
+pub(crate) fn config(server: &ScriptedServer, wire: WireFormat, stream: bool) -> ProviderConfig {
     let (name, base_url) = match wire {
         WireFormat::Anthropic => ("scripted-anthropic", server.url()),
         WireFormat::OpenAi => ("scripted-openai", server.openai_base_url()),
@@ -40,20 +40,20 @@ pub fn config(server: &ScriptedServer, wire: WireFormat, stream: bool) -> Provid
 }
 
 /// A request with one user message.
-pub fn ask(text: &str) -> ChatRequest {
+pub(crate) fn ask(text: &str) -> ChatRequest {
     ChatRequest::new("scripted-model", vec![Message::user(text)])
 }
 
 /// What a stream produced: its events, and the error that ended it, if any.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub events: Vec<ProviderEvent>,
     pub error: Option<LlmError>,
 }
 
 impl Outcome {
     /// All text deltas joined.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.events
             .iter()
             .filter_map(|e| match e {
@@ -64,7 +64,7 @@ impl Outcome {
     }
 
     /// The `Retrying` events, as (attempt, delay_ms, reason).
-    pub fn retries(&self) -> Vec<(u32, u64, String)> {
+    pub(crate) fn retries(&self) -> Vec<(u32, u64, String)> {
         self.events
             .iter()
             .filter_map(|e| match e {
@@ -77,7 +77,7 @@ impl Outcome {
     }
 
     /// The stop reason, if the answer completed.
-    pub fn stop(&self) -> Option<&StopReason> {
+    pub(crate) fn stop(&self) -> Option<&StopReason> {
         self.events.iter().find_map(|e| match e {
             ProviderEvent::Stop(reason) => Some(reason),
             _ => None,
@@ -85,13 +85,13 @@ impl Outcome {
     }
 
     /// The error's message, or "" when the stream ended cleanly.
-    pub fn error_text(&self) -> String {
+    pub(crate) fn error_text(&self) -> String {
         self.error.as_ref().map(ToString::to_string).unwrap_or_default()
     }
 }
 
 /// Runs a request to completion; panics if the stream hangs or yields after an error.
-pub async fn run(config: ProviderConfig, request: ChatRequest) -> Outcome {
+pub(crate) async fn run(config: ProviderConfig, request: ChatRequest) -> Outcome {
     let provider = connect(config);
     let mut stream = provider.stream(request);
     let collect = async {

@@ -8,6 +8,6 @@ use ferroclaw_testkit::components::{self, Component};
 /// it the test fails and says how to install it; `None` only when the
 /// developer opted out (`FERROCLAW_TEST_SKIP=mcp-servers`).
 #[track_caller]
-pub fn npm_server(bin: &str) -> Option<PathBuf> {
+pub(crate) fn npm_server(bin: &str) -> Option<PathBuf> {
     components::require(Component::McpServers, components::mcp_server(bin))
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// What came back, byte for byte, decoded from chunked encoding when needed.
 #[derive(Debug)]
-pub struct RawResponse {
+pub(crate) struct RawResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: String,
@@ -22,16 +22,16 @@ pub struct RawResponse {
 }
 
 impl RawResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 
     /// SSE frames as (event name, data line).
-    pub fn events(&self) -> Vec<(Option<String>, String)> {
+    pub(crate) fn events(&self) -> Vec<(Option<String>, String)> {
         let frames = self.body.split("\n\n").filter(|frame| !frame.is_empty());
         frames
             .map(|frame| {
@@ -44,19 +44,19 @@ impl RawResponse {
     }
 
     /// The data lines parsed as JSON (skipping `[DONE]`).
-    pub fn data(&self) -> Vec<Value> {
+    pub(crate) fn data(&self) -> Vec<Value> {
         let events = self.events().into_iter().filter(|(_, data)| data != "[DONE]");
         events.map(|(_, data)| serde_json::from_str(&data).expect("data line is JSON")).collect()
     }
 }
 
 /// POSTs a JSON body to `base` (an `http://host:port` URL) + `path`.
-pub fn post(base: &str, path: &str, body: &str) -> RawResponse {
+pub(crate) fn post(base: &str, path: &str, body: &str) -> RawResponse {
     request(base, "POST", path, &[], body, Duration::from_secs(10))
 }
 
 /// Sends one request with `connection: close` and reads until EOF or `timeout`.
-pub fn request(
+pub(crate) fn request(
     base: &str,
     method: &str,
     path: &str,

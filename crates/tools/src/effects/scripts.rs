@@ -5,7 +5,7 @@
 
 /// What a script does beyond printing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Found {
+pub(super) struct Found {
     /// Files it writes (`w FILE`, `s/a/b/w FILE`).
     pub writes: Vec<String>,
     /// Command lines it runs (`e CMD`).
@@ -15,7 +15,7 @@ pub struct Found {
 }
 
 /// Reads a sed script.
-pub fn sed(script: &str) -> Found {
+pub(super) fn sed(script: &str) -> Found {
     let mut found = Found::default();
     let s: Vec<char> = script.chars().collect();
     let mut i = 0;
@@ -181,7 +181,7 @@ fn skip_delimited(s: &[char], i: &mut usize, delim: char) -> bool {
 /// Reads an awk program: string literals are set aside, then `system`,
 /// `|` (a pipe to or from a command, not `||`), `@load`/`@include`, and a
 /// `print`/`printf` with `>` in the same statement make it opaque.
-pub fn awk(program: &str) -> Found {
+pub(super) fn awk(program: &str) -> Found {
     let mut found = Found::default();
     let mut code = String::with_capacity(program.len());
     let mut chars = program.chars();

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// True while process `pid` exists and is not a zombie.
-pub fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
         Err(_) => false,
@@ -11,7 +11,7 @@ pub fn alive(pid: i32) -> bool {
 }
 
 /// Waits up to 3 s for `pid` to be gone.
-pub async fn gone(pid: i32) -> bool {
+pub(crate) async fn gone(pid: i32) -> bool {
     for _ in 0..30 {
         if !alive(pid) {
             return true;
