@@ -13,15 +13,14 @@
 //! is the `model`, its provider's wire format and base URL (as resolved:
 //! config, environment, preset), and `max_tokens`.
 
-use std::time::Duration;
-
 use ferroclaw_core::Config;
 use ferroclaw_store::{Claim, Liveness, Registration};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::scaleout::StoreLink;
+use crate::backoff::Backoff;
+use crate::scaleout::{RETRY_FIRST, RETRY_MAX, StoreLink};
 
 /// What a gateway does when the database serves another model config
 /// (`[gateway] model_config_check`).
@@ -41,8 +40,6 @@ pub enum ModelConfigCheck {
 
 /// Hex digits of the model config's digest that are stored and shown.
 const DIGEST_CHARS: usize = 16;
-/// The longest wait between tries to register while the database is away.
-const REGISTER_RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// This process's registration, held for its life.
 pub struct Registered {
@@ -96,17 +93,16 @@ pub async fn register(
         model_digest: model_digest.clone(),
         adopt: check == ModelConfigCheck::Adopt,
     };
-    let mut wait = Duration::from_millis(100);
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     let (liveness, served) = loop {
         match link.store.register(&me).await {
             Ok(done) => break done,
             Err(e) => {
                 tracing::warn!("cannot register this gateway in the database ({e}); trying again");
-                tokio::select! {
-                    () = stop.cancelled() => return None,
-                    () = tokio::time::sleep(wait) => {}
+                backoff.wait(stop).await;
+                if stop.is_cancelled() {
+                    return None;
                 }
-                wait = (wait * 2).min(REGISTER_RETRY_MAX);
             }
         }
     };
@@ -143,14 +139,12 @@ pub async fn register(
 /// instead of when the lease runs out.
 pub async fn give_back(link: &StoreLink, claim: &Claim) {
     let give_up = tokio::time::Instant::now() + link.leases.chat;
-    let mut wait = Duration::from_millis(100);
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
+    let never = CancellationToken::new();
     while tokio::time::Instant::now() < give_up {
         match link.store.release(claim).await {
             Ok(_) => return,
-            Err(_) => {
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(REGISTER_RETRY_MAX);
-            }
+            Err(_) => backoff.wait(&never).await,
         }
     }
 }

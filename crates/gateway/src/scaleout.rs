@@ -81,8 +81,8 @@ const STORE_BATCH: usize = 64;
 /// of acknowledging what could not be kept.
 pub const STORE_BUFFER: usize = DEFAULT_QUEUE_CAPACITY;
 /// The first and the longest wait before asking an unreachable database again.
-const RETRY_FIRST: Duration = Duration::from_millis(100);
-const RETRY_MAX: Duration = Duration::from_secs(2);
+pub(crate) const RETRY_FIRST: Duration = Duration::from_millis(100);
+pub(crate) const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// A test's shorter chat lease (`FERROCLAW_TEST_CHAT_LEASE_MS`, at least
 /// 300), which wins over `[gateway] chat_lease_secs`.
