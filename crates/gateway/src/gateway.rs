@@ -386,8 +386,8 @@ impl Gateway {
         // Several gateways: pairing, cron jobs and approvals live in the database.
         if let (Some(store), Some(link)) = (&self.store, &link) {
             approvals = approvals.with_database(store.clone(), link.approval_changes());
-            cron = cron.with_database(store.clone());
-            pairing = pairing.with_database(store.clone());
+            cron = CronStore::database(store.clone());
+            pairing = PairingStore::database(store.clone());
         }
         let approvals = Arc::new(approvals);
         let (admissions, admissions_rx) = mpsc::channel(crate::bus::DEFAULT_QUEUE_CAPACITY);
