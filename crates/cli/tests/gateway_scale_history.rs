@@ -293,7 +293,7 @@ fn import_and_export_carry_the_titles_people_gave_and_the_files_the_agent_sent()
     let (id, _) = listed(alone.port).pop().expect("the conversation");
     alone.terminate();
     let titles = ferroclaw_gateway::sessions::SessionTitles::load(env.home.path());
-    titles.set(&id, "Q3 chart").unwrap();
+    crate::gateway_scale::files_now(titles.set(&id, "Q3 chart")).unwrap();
 
     let (ok, out, err) = crate::gateway_scale::transfer(&env, env.home.path(), &url, "import");
     assert!(ok, "{err}");
@@ -321,7 +321,8 @@ fn import_and_export_carry_the_titles_people_gave_and_the_files_the_agent_sent()
     assert!(ok, "{err}");
     assert!(out.contains("session titles: 1 written, 0 already there"), "{out}");
     assert!(out.contains("files sent to chats: 1 written, 0 already there"), "{out}");
-    let title = ferroclaw_gateway::sessions::SessionTitles::load(third.path()).get(&id);
+    let titles = ferroclaw_gateway::sessions::SessionTitles::load(third.path());
+    let title = crate::gateway_scale::files_now(titles.get(&id)).unwrap();
     assert_eq!(title.as_deref(), Some("Q3 chart"));
     let chart = third.path().join("workspace").join("charts").join("q3.png");
     assert_eq!(std::fs::read(&chart).unwrap(), PNG_BYTES);

@@ -383,11 +383,16 @@ impl Gateway {
         );
         let mut cron = CronStore::new(&self.home);
         let mut pairing = PairingStore::new(&self.home);
-        // Several gateways: pairing, cron jobs and approvals live in the database.
+        let mut names = SessionNames::load(&self.home);
+        let mut titles = SessionTitles::load(&self.home);
+        // Several gateways: pairing, cron jobs, approvals, chats' sessions
+        // and titles live in the database.
         if let (Some(store), Some(link)) = (&self.store, &link) {
             approvals = approvals.with_database(store.clone(), link.approval_changes());
             cron = CronStore::database(store.clone());
             pairing = PairingStore::database(store.clone());
+            names = SessionNames::database(store.clone(), Some(&self.home));
+            titles = SessionTitles::database(store.clone());
         }
         let approvals = Arc::new(approvals);
         let (admissions, admissions_rx) = mpsc::channel(crate::bus::DEFAULT_QUEUE_CAPACITY);
@@ -396,8 +401,8 @@ impl Gateway {
             approvals,
             outbox,
             workspace: self.settings.workspace(&self.home),
-            names: SessionNames::load(&self.home),
-            titles: SessionTitles::load(&self.home),
+            names,
+            titles,
             cron,
             pairing,
             admissions,
