@@ -161,7 +161,8 @@ impl ApprovalBroker {
         if let Err(refused) = show(channel.as_ref(), &key.chat_id, &prompt, &recorded).await {
             return refused;
         }
-        let waiting = Waiting { channel: channel.as_ref(), key, prompt: &prompt, recorded: &recorded };
+        let waiting =
+            Waiting { channel: channel.as_ref(), key, prompt: &prompt, recorded: &recorded };
         self.wait_for_answer(waiting, answer, cancel).await
     }
 

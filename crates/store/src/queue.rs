@@ -404,29 +404,6 @@ impl PgStore {
         Ok(row.get::<_, i64>(0) == 1)
     }
 
-    /// Stores a message the agent sends on its own (the `message` tool,
-    /// cron), once per key.
-    pub async fn send_later(&self, message: &Outbound) -> Result<bool, StoreError> {
-        let client = self.pool.get().await?;
-        let n = client
-            .execute(
-                "WITH stored AS (
-                     INSERT INTO outbound (key, channel, chat, origin, body) VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (key) DO NOTHING RETURNING 1)
-                 SELECT pg_notify($6, '') FROM stored",
-                &[
-                    &message.key,
-                    &message.channel,
-                    &message.chat,
-                    &message.origin,
-                    &message.body,
-                    &OUTBOUND_CHANNEL,
-                ],
-            )
-            .await?;
-        Ok(n == 1)
-    }
-
     /// Takes up to `limit` undelivered answers this process may send (its
     /// own and those anyone may send), marking them delivered: each is
     /// handed out once, to one process. Answers this process's workers send

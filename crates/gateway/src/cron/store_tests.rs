@@ -54,8 +54,7 @@ async fn the_jobs_file_keeps_jobs() {
 async fn the_database_keeps_jobs() {
     let Some(pg) = ferroclaw_testkit::PgCluster::shared() else { return };
     let url = pg.database("cron_store");
-    let open = || async { 
-        CronStore::database(PgStore::connect(&url, Default::default()).await.unwrap())
-    };
+    let open =
+        || async { CronStore::database(PgStore::connect(&url, Default::default()).await.unwrap()) };
     keeps_jobs(&open().await, &open().await).await;
 }

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use ferroclaw_store::{CodeRequest, PairingRequest, PgStore, StoreError};
 
 use super::{
-    ApprovedSender, CODE_TTL, CODE_TTL_MS, MAX_PENDING, PairingError, PairingRecords,
-    PairingState, PendingPairing, new_code,
+    ApprovedSender, CODE_TTL, CODE_TTL_MS, MAX_PENDING, PairingError, PairingRecords, PairingState,
+    PendingPairing, new_code,
 };
 use crate::files::now_ms;
 

@@ -6,7 +6,12 @@ use ferroclaw_store::PgStore;
 use super::*;
 
 fn settings(policy: DmPolicy) -> ChannelSettings {
-    ChannelSettings { name: "telegram".into(), enabled: true, dm_policy: policy, ..Default::default() }
+    ChannelSettings {
+        name: "telegram".into(),
+        enabled: true,
+        dm_policy: policy,
+        ..Default::default()
+    }
 }
 
 fn senders(state: &PairingState) -> Vec<&str> {
