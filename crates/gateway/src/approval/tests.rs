@@ -78,7 +78,7 @@ async fn asking(
 async fn asks_in_the_chat_and_takes_the_owners_answer(b: Arc<ApprovalBroker>, rec: &Recorder) {
     let (task, id) = asking(&b, rec, "c", CancellationToken::new()).await;
     let listed: Vec<String> = b.waiting_in("rec", "c").await.into_iter().map(|p| p.id).collect();
-    assert_eq!(listed, [id.clone()]);
+    assert_eq!(listed, [id.as_str()]);
     let from = |sender: &str, chat: &str| InboundMessage::new("rec", sender, chat, "/approve");
     assert_eq!(b.answer(&from("mallory", "c"), &id, Choice::Once).await, Decided::NotAllowed);
     assert_eq!(b.answer(&from("ann", "d"), &id, Choice::Once).await, Decided::Unknown);
