@@ -27,47 +27,27 @@
 //!   from the database too ([`crate::history`], [`crate::shared_media`]).
 
 use crate::backoff::Backoff;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use ferroclaw_store::{
-    Changes, Claim, Enqueued, Incoming, LookAgain, Outbound, PgStore, SendIt, Wakeups,
-};
+use ferroclaw_store::{Claim, Enqueued, Incoming, LookAgain, Outbound, SendIt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use crate::bus::{
-    BusError, DEFAULT_QUEUE_CAPACITY, EventTap, Failure, InboundMessage, MessageBus,
-    OutboundMessage,
-};
+use crate::bus::{Failure, InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::Channel;
-use crate::gateway::Shared;
+use crate::chats::Chats;
 use crate::sessions::SessionKey;
 use crate::worker::{Delivery, Work, WorkResult};
 
 /// The turn journal in the database.
 pub use crate::pg_journal::PgJournal;
+pub use crate::store_link::{
+    CHANNEL_LEASE, CHAT_LEASE, Leases, SAFETY_POLL, SINGLE_HOLDER_CHANNELS, STORE_BUFFER,
+    StoreLink, safety_poll,
+};
+use crate::store_link::{RETRY_FIRST, RETRY_MAX};
 
-/// How long a worker holds a chat without renewing: a process that dies
-/// mid-turn delays that chat by at most this long. Renewed every third of it.
-pub const CHAT_LEASE: Duration = Duration::from_secs(30);
-/// Tests only: the chat lease in milliseconds, so a test of a killed
-/// process need not wait [`CHAT_LEASE`] for the takeover.
-const CHAT_LEASE_TEST_ENV: &str = "FERROCLAW_TEST_CHAT_LEASE_MS";
-/// How long a process holds a single-holder channel without renewing: the
-/// longest a channel is silent after its process dies (the target is
-/// a failover under 10 s). Renewed every third of it.
-pub const CHANNEL_LEASE: Duration = Duration::from_secs(6);
-/// How often the claim and delivery loops, the cron loop and the approvals
-/// look at the database when no notification came: a notification says at
-/// once that a message or an answer is waiting or that jobs or requests
-/// changed, so this only bounds what a lost one costs.
-pub const SAFETY_POLL: Duration = Duration::from_secs(30);
-/// Tests only: [`SAFETY_POLL`] in milliseconds (a test that must not pass
-/// by polling sets it to an hour).
-const SAFETY_POLL_TEST_ENV: &str = "FERROCLAW_TEST_SAFETY_POLL_MS";
 /// How long after a chat lease's end the claim loop looks again, so that
 /// it has ended by the database's clock too.
 const LEASE_END_MARGIN: Duration = Duration::from_millis(50);
@@ -75,139 +55,6 @@ const LEASE_END_MARGIN: Duration = Duration::from_millis(50);
 const DELIVERY_BATCH: i64 = 64;
 /// Messages written to the database in one statement, at most.
 const STORE_BATCH: usize = 64;
-/// Messages admitted and not yet stored, at most: while the database is
-/// away they wait here (in arrival order); when this is full, channels are
-/// told "busy, try again" (the API answers 429 with `Retry-After`) instead
-/// of acknowledging what could not be kept.
-pub const STORE_BUFFER: usize = DEFAULT_QUEUE_CAPACITY;
-/// The first and the longest wait before asking an unreachable database again.
-pub(crate) const RETRY_FIRST: Duration = Duration::from_millis(100);
-pub(crate) const RETRY_MAX: Duration = Duration::from_secs(2);
-
-/// A test's shorter chat lease (`FERROCLAW_TEST_CHAT_LEASE_MS`, at least
-/// 300), which wins over `[gateway] chat_lease_secs`.
-fn test_chat_lease() -> Option<Duration> {
-    std::env::var(CHAT_LEASE_TEST_ENV)
-        .ok()
-        .and_then(|ms| ms.parse::<u64>().ok())
-        .filter(|&ms| ms >= 300)
-        .map(Duration::from_millis)
-}
-
-/// [`SAFETY_POLL`], or a test's (`FERROCLAW_TEST_SAFETY_POLL_MS`).
-pub fn safety_poll() -> Duration {
-    std::env::var(SAFETY_POLL_TEST_ENV)
-        .ok()
-        .and_then(|ms| ms.parse::<u64>().ok())
-        .filter(|&ms| ms > 0)
-        .map_or(SAFETY_POLL, Duration::from_millis)
-}
-
-/// Channels that must run in one process at a time.
-pub const SINGLE_HOLDER_CHANNELS: [&str; 3] = ["telegram", "discord", "slack"];
-
-/// How long leases last and how often they are renewed (`[gateway]
-/// chat_lease_secs`, `channel_lease_secs`, `channel_lease_renew_secs`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Leases {
-    /// A chat's lease; renewed every third of it.
-    pub chat: Duration,
-    /// A single-holder channel's lease.
-    pub channel: Duration,
-    /// How often the channel's holder renews it (less than `channel`).
-    pub channel_renew: Duration,
-}
-
-impl Default for Leases {
-    fn default() -> Self {
-        Leases { chat: CHAT_LEASE, channel: CHANNEL_LEASE, channel_renew: CHANNEL_LEASE / 3 }
-    }
-}
-
-/// What of a message cannot be stored: its event tap and its stop button.
-type LiveParts = (Option<EventTap>, Option<CancellationToken>);
-
-/// This process's link to the shared database.
-pub struct StoreLink {
-    pub store: PgStore,
-    wakeups: Wakeups,
-    /// The live parts (event tap, stop button) of messages received here and
-    /// not yet answered, by message id: they cannot travel through the database.
-    live: Mutex<HashMap<String, LiveParts>>,
-    /// Admitted messages on their way into the database, in arrival order.
-    incoming: mpsc::Sender<InboundMessage>,
-    /// The claimed messages running here (shutdown waits for them).
-    pub claims: TaskTracker,
-    /// Lease lengths.
-    pub leases: Leases,
-    /// This process's registration (set once, when the claim loop starts).
-    pub registered: std::sync::OnceLock<crate::liveness::Registered>,
-    /// Held by the delivery loop from a take until its answers are sent, and
-    /// by a worker sending its own answer: an answer a worker sends itself
-    /// never overtakes an earlier one of its chat the loop took.
-    sending: tokio::sync::Mutex<()>,
-}
-
-impl StoreLink {
-    /// A link over `store`, and the receiving end of its incoming queue (for [`store_loop`]).
-    pub fn new(
-        store: PgStore,
-        mut leases: Leases,
-    ) -> (Arc<StoreLink>, mpsc::Receiver<InboundMessage>) {
-        if let Some(chat) = test_chat_lease() {
-            leases.chat = chat;
-        }
-        let (incoming, rx) = mpsc::channel(STORE_BUFFER);
-        let wakeups = store.listen();
-        let link = StoreLink {
-            store,
-            wakeups,
-            live: Mutex::new(HashMap::new()),
-            incoming,
-            claims: TaskTracker::new(),
-            leases,
-            registered: std::sync::OnceLock::new(),
-            sending: tokio::sync::Mutex::new(()),
-        };
-        (Arc::new(link), rx)
-    }
-
-    /// Queues an admitted message for the database; a full queue is busy.
-    pub(crate) fn accept(&self, mut message: InboundMessage) -> Result<(), BusError> {
-        let live = (message.tap.take(), message.cancel.take());
-        let id = message.id.clone();
-        if live.0.is_some() || live.1.is_some() {
-            self.live().insert(id.clone(), live);
-        }
-        self.incoming.try_send(message).map_err(|e| {
-            self.live().remove(&id);
-            match e {
-                mpsc::error::TrySendError::Full(_) => BusError::Busy,
-                mpsc::error::TrySendError::Closed(_) => BusError::Closed,
-            }
-        })
-    }
-
-    /// Whether this process takes turns (registered, and serving the
-    /// database's model config): cron runs and heartbeats ask this.
-    pub fn takes_turns(&self) -> bool {
-        self.registered.get().is_some_and(|r| r.takes_turns)
-    }
-
-    /// Changes to cron jobs, in any process, from now on.
-    pub fn cron_changes(&self) -> Changes {
-        self.wakeups.cron()
-    }
-
-    /// Changes to approval requests, in any process, from now on.
-    pub fn approval_changes(&self) -> Changes {
-        self.wakeups.approvals()
-    }
-
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, LiveParts>> {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 /// The key that makes a message unique: the platform's id where it has one
 /// ([`crate::resume::platform_id`]: Telegram's update id, so a button press
@@ -227,7 +74,7 @@ fn platform_id(message: &InboundMessage, holder: &str) -> String {
 /// queue ([`STORE_BUFFER`]) and are written, in order, once it is back:
 /// nothing is answered or acknowledged before it is stored.
 pub async fn store_loop(
-    shared: Arc<Shared>,
+    chats: Arc<Chats>,
     link: Arc<StoreLink>,
     mut rx: mpsc::Receiver<InboundMessage>,
     stop: CancellationToken,
@@ -298,7 +145,7 @@ pub async fn store_loop(
                         "I can't take messages right now (my database is unreachable); try again shortly.",
                     )
                     .failed(Failure::Busy);
-                    if let Err(e) = shared.outbox.send(reply).await {
+                    if let Err(e) = chats.outbox.send(reply).await {
                         tracing::warn!("reply not delivered: {e}");
                     }
                 }
@@ -319,15 +166,15 @@ pub async fn store_loop(
 /// free, in one statement) and runs each in its chat's worker, until `stop`.
 /// An unreachable database is asked again with a growing wait; the work
 /// resumes by itself when it is back.
-pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
-    let check = shared.settings.model_config_check;
-    let config = shared.runtime.config();
+pub async fn claim_loop(chats: Arc<Chats>, link: Arc<StoreLink>, stop: CancellationToken) {
+    let check = chats.settings.model_config_check;
+    let config = chats.runtime.config();
     let Some(registered) = crate::liveness::register(&link, config, check, &stop).await else {
         return;
     };
     let registered = link.registered.get_or_init(|| registered);
     let gate = registered.gate.as_deref();
-    let permits = Arc::new(Semaphore::new(shared.settings.max_concurrent_turns));
+    let permits = Arc::new(Semaphore::new(chats.settings.max_concurrent_turns));
     let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     loop {
         // Claims are taken only while this process is seen alive (its
@@ -358,9 +205,9 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
                 backoff.reset();
                 let got = claims.len() as i64;
                 for (claim, permit) in claims.into_iter().zip(free.drain(..)) {
-                    let (shared, running) = (shared.clone(), link.clone());
+                    let (chats, running) = (chats.clone(), link.clone());
                     link.claims.spawn(async move {
-                        run_claim(&shared, &running, claim).await;
+                        run_claim(&chats, &running, claim).await;
                         drop(permit);
                     });
                 }
@@ -463,7 +310,7 @@ async fn finish_claim(
 
 /// Runs one claimed message in its chat's worker, keeping the chat's lease,
 /// then stores the answer and finishes the message.
-async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
+async fn run_claim(chats: &Arc<Chats>, link: &StoreLink, claim: Claim) {
     let mut message: InboundMessage = match serde_json::from_value(claim.body.clone()) {
         Ok(m) => m,
         Err(e) => {
@@ -484,7 +331,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
     // The session as the database has it, before the agent opens it. When
     // that cannot be done the message is left to run again (its lease runs out).
     let synced = match crate::shared_sessions::before_turn(
-        shared,
+        chats,
         &link.store,
         &key,
         claim.attempts == 0,
@@ -505,7 +352,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         quiet_if_ok: false,
         done: Some(done),
     };
-    let outcome = match shared.enqueue(key.clone(), work) {
+    let outcome = match chats.enqueue(key.clone(), work) {
         Err(e) => Err(e),
         Ok(()) => {
             tokio::pin!(result);
@@ -555,7 +402,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         link.live().remove(&message.id);
     }
     // The turn's lines are stored with its answer, or neither is.
-    let added = match crate::shared_sessions::after_turn(shared, &key, &synced) {
+    let added = match crate::shared_sessions::after_turn(chats, &key, &synced) {
         Ok(added) => added,
         Err(e) => {
             tracing::error!(chat = %claim.chat, "session not read ({e}); the message will run again");
@@ -575,7 +422,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
         match link.store.sent_by_worker(&answer.key) {
             SendIt::Now => {
                 let _in_order = link.sending.lock().await;
-                deliver(shared, link, answer).await;
+                deliver(chats, link, answer).await;
             }
             SendIt::ByTheLoop => link.wakeups.wake_outbound(),
         }
@@ -583,7 +430,7 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
 }
 
 /// Sends the answers this process may send, each once, until `stop`.
-pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
+pub async fn delivery_loop(chats: Arc<Chats>, link: Arc<StoreLink>, stop: CancellationToken) {
     let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     loop {
         let sending = link.sending.lock().await;
@@ -592,7 +439,7 @@ pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Canc
             Ok((batch, full)) => {
                 backoff.reset();
                 for answer in batch {
-                    deliver(&shared, &link, answer).await;
+                    deliver(&chats, &link, answer).await;
                 }
                 drop(sending);
                 full
@@ -624,7 +471,7 @@ pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Canc
     }
 }
 
-async fn deliver(shared: &Shared, link: &StoreLink, answer: Outbound) {
+async fn deliver(chats: &Chats, link: &StoreLink, answer: Outbound) {
     let message: OutboundMessage = match serde_json::from_value(answer.body) {
         Ok(m) => m,
         Err(e) => {
@@ -635,7 +482,7 @@ async fn deliver(shared: &Shared, link: &StoreLink, answer: Outbound) {
     if let Some(id) = &message.reply_to {
         link.live().remove(id);
     }
-    if let Err(e) = shared.outbox.send(message).await {
+    if let Err(e) = chats.outbox.send(message).await {
         tracing::warn!(key = %answer.key, "answer not delivered: {e}");
     }
 }

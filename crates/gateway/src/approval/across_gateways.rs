@@ -103,7 +103,7 @@ impl ApprovalBroker {
                 }
                 Err(_) => {}
             }
-            let wait = if failing { RETRY } else { crate::scaleout::safety_poll() };
+            let wait = if failing { RETRY } else { crate::store_link::safety_poll() };
             tokio::select! {
                 () = stop.cancelled() => return,
                 _ = changes.wait(wait) => {}
@@ -167,7 +167,7 @@ impl<'a> Recorded<'a> {
             {
                 return choice;
             }
-            changes.wait(crate::scaleout::safety_poll()).await;
+            changes.wait(crate::store_link::safety_poll()).await;
         }
     }
 

@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use super::frames::{ClientFrame, PastedImage, ServerFrame};
 use super::limits::{MAX_WS_FRAME_BYTES, MAX_WS_MESSAGE_BYTES, Rate, WS_IDLE_TIMEOUT};
 use super::queue::{OutQueue, out_queue};
-use super::{App, OWNER, WebState};
+use super::{App, OWNER, WebContext, WebState};
 use crate::approval::button_command;
 use crate::bus::{EventTap, InboundMessage};
 use crate::sessions::SessionKey;
@@ -134,7 +134,7 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
     // The session as the store every gateway writes has it.
     let (session, history) = match &gateway {
         Some(gw) => {
-            let history = crate::history::History::of(gw);
+            let history = gw.history();
             let session = history
                 .current_session(&SessionKey::new("web", &chat))
                 .await
@@ -281,7 +281,7 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
 
 /// The models a page may pick for its messages: the gateway's own (first)
 /// and the aliases of `[channels.web] models`, each with what it stands for.
-fn page_models(options: &super::WebOptions, gateway: Option<&crate::gateway::Shared>) -> Value {
+fn page_models(options: &super::WebOptions, gateway: Option<&WebContext>) -> Value {
     let own = gateway.and_then(|gw| gw.runtime.config().model_spec().ok()).unwrap_or_default();
     let mut list = vec![json!({"id": options.model_name, "spec": own})];
     for (alias, spec) in options.models.iter().filter(|(a, _)| **a != options.model_name) {
