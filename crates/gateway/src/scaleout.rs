@@ -31,10 +31,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferroclaw_store::{Claim, Enqueued, Incoming, LookAgain, Outbound, SendIt};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::bus::{Failure, InboundMessage, MessageBus, OutboundMessage};
+use crate::bus::{BusError, Failure, InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::Channel;
 use crate::chats::Chats;
 use crate::sessions::SessionKey;
@@ -98,57 +98,20 @@ pub async fn store_loop(
                 Err(_) => break,
             }
         }
-        let mut rows = Vec::with_capacity(batch.len());
-        batch.retain(|message| match serde_json::to_value(message) {
-            Ok(body) => {
-                let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
-                rows.push(Incoming {
-                    channel: message.channel.clone(),
-                    platform_id: platform_id(message, &holder),
-                    chat: key.address(),
-                    origin: Some(holder.clone()),
-                    body,
-                });
-                true
-            }
-            Err(e) => {
-                tracing::error!("message not stored: {e}");
-                link.live().remove(&message.id);
-                false
-            }
-        });
+        let rows = rows_of(&mut batch, &link, &holder);
         match link.store.enqueue_many(&rows).await {
             Ok(stored) => {
                 if !backoff.fresh() {
                     tracing::info!(url = %link.store.url(), "the database is back; messages stored");
                 }
                 backoff.reset();
-                for (mut message, stored) in batch.drain(..).zip(stored) {
-                    // Stored: the channel may confirm it to its platform now.
-                    if let Some(receipt) = message.receipt.take() {
-                        receipt.confirm();
-                    }
-                    if stored == Enqueued::Duplicate {
-                        tracing::info!(channel = %message.channel, "message received again; answered once");
-                        link.live().remove(&message.id);
-                    }
-                }
+                confirm_stored(&link, batch.drain(..).zip(stored));
             }
             // Stopping with the database away: these were never stored, so
             // their senders are told so rather than left waiting.
             Err(e) if stop.is_cancelled() => {
                 tracing::error!("{} message(s) not stored before stopping: {e}", batch.len());
-                for message in batch.drain(..) {
-                    link.live().remove(&message.id);
-                    let reply = OutboundMessage::reply(
-                        &message,
-                        "I can't take messages right now (my database is unreachable); try again shortly.",
-                    )
-                    .failed(Failure::Busy);
-                    if let Err(e) = chats.outbox.send(reply).await {
-                        tracing::warn!("reply not delivered: {e}");
-                    }
-                }
+                refuse_unstored(&chats, &link, batch.drain(..)).await;
             }
             Err(e) => {
                 if backoff.fresh() {
@@ -158,6 +121,64 @@ pub async fn store_loop(
                 }
                 backoff.wait(&stop).await;
             }
+        }
+    }
+}
+
+/// The database rows of `batch`; a message that cannot be written as one is
+/// dropped from it (and logged).
+fn rows_of(batch: &mut Vec<InboundMessage>, link: &StoreLink, holder: &str) -> Vec<Incoming> {
+    let mut rows = Vec::with_capacity(batch.len());
+    batch.retain(|message| match serde_json::to_value(message) {
+        Ok(body) => {
+            let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
+            rows.push(Incoming {
+                channel: message.channel.clone(),
+                platform_id: platform_id(message, holder),
+                chat: key.address(),
+                origin: Some(holder.to_string()),
+                body,
+            });
+            true
+        }
+        Err(e) => {
+            tracing::error!("message not stored: {e}");
+            link.live().remove(&message.id);
+            false
+        }
+    });
+    rows
+}
+
+/// Stored: each channel may confirm its message to its platform now; a
+/// message received again is answered once (its first copy's turn).
+fn confirm_stored(link: &StoreLink, stored: impl Iterator<Item = (InboundMessage, Enqueued)>) {
+    for (mut message, stored) in stored {
+        if let Some(receipt) = message.receipt.take() {
+            receipt.confirm();
+        }
+        if stored == Enqueued::Duplicate {
+            tracing::info!(channel = %message.channel, "message received again; answered once");
+            link.live().remove(&message.id);
+        }
+    }
+}
+
+/// Tells the senders of messages that were never stored to try again.
+async fn refuse_unstored(
+    chats: &Chats,
+    link: &StoreLink,
+    messages: impl Iterator<Item = InboundMessage>,
+) {
+    for message in messages {
+        link.live().remove(&message.id);
+        let reply = OutboundMessage::reply(
+            &message,
+            "I can't take messages right now (my database is unreachable); try again shortly.",
+        )
+        .failed(Failure::Busy);
+        if let Err(e) = chats.outbox.send(reply).await {
+            tracing::warn!("reply not delivered: {e}");
         }
     }
 }
@@ -185,47 +206,17 @@ pub async fn claim_loop(chats: Arc<Chats>, link: Arc<StoreLink>, stop: Cancellat
                 () = registered.liveness.wait_alive() => {}
             }
         }
-        let first = tokio::select! {
-            () = stop.cancelled() => return,
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => return,
-            },
-        };
-        let mut free = vec![first];
-        while let Ok(p) = permits.clone().try_acquire_owned() {
-            free.push(p);
-        }
-        let wanted = free.len() as i64;
-        match link.store.claim_serving(link.leases.chat, wanted, gate).await {
+        let Some(free) = free_turns(&permits, &stop).await else { return };
+        let wanted = free.len();
+        let got = match link.store.claim_serving(link.leases.chat, wanted as i64, gate).await {
             Ok(claims) => {
                 if !backoff.fresh() {
                     tracing::info!(url = %link.store.url(), "the database is back; taking messages again");
                 }
                 backoff.reset();
-                let got = claims.len() as i64;
-                for (claim, permit) in claims.into_iter().zip(free.drain(..)) {
-                    let (chats, running) = (chats.clone(), link.clone());
-                    link.claims.spawn(async move {
-                        run_claim(&chats, &running, claim).await;
-                        drop(permit);
-                    });
-                }
-                drop(free);
-                // As many as asked for: there may be more waiting.
-                if got == wanted {
-                    continue;
-                }
-                // Some taken: their ends notify, and a dead process's chats
-                // are looked for again within the liveness check.
-                if got > 0 {
-                    tokio::select! {
-                        () = stop.cancelled() => return,
-                        () = link.wakeups.inbound() => {}
-                        () = tokio::time::sleep(ferroclaw_store::LIVENESS_CHECK) => {}
-                    }
-                    continue;
-                }
+                let got = claims.len();
+                start_claims(&chats, &link, claims, free);
+                got
             }
             Err(e) => {
                 drop(free);
@@ -235,30 +226,81 @@ pub async fn claim_loop(chats: Arc<Chats>, link: Arc<StoreLink>, stop: Cancellat
                 backoff.wait(&stop).await;
                 continue;
             }
-        }
-        // A gateway that does not serve the database's model config only
-        // looks now and then (another gateway may adopt its config).
-        if !registered.takes_turns {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(safety_poll()) => {}
-            }
-            continue;
-        }
-        // A message behind a dead worker's lease can be taken once the lease
-        // runs out, and nothing notifies that: look again then.
-        let wait = match link.store.look_again(link.leases.chat).await {
-            Ok(LookAgain::LeaseEnds(end)) => (end + LEASE_END_MARGIN).min(safety_poll()),
-            Ok(LookAgain::Soon) => RETRY_FIRST,
-            Ok(LookAgain::OnNotification) => safety_poll(),
-            Err(_) => RETRY_MAX,
         };
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = link.wakeups.inbound() => {}
-            () = tokio::time::sleep(wait) => {}
+        // As many as asked for: there may be more waiting.
+        let go_on = match got {
+            _ if got == wanted => true,
+            // Some taken: their ends notify, and a dead process's chats
+            // are looked for again within the liveness check.
+            1.. => wait_or_stop(&link, ferroclaw_store::LIVENESS_CHECK, &stop).await,
+            0 => wait_for_work(&link, registered.takes_turns, &stop).await,
+        };
+        if !go_on {
+            return;
         }
     }
+}
+
+/// Every turn this process has free now, waiting for the first; `None` when stopped.
+async fn free_turns(
+    permits: &Arc<Semaphore>,
+    stop: &CancellationToken,
+) -> Option<Vec<OwnedSemaphorePermit>> {
+    let first = tokio::select! {
+        () = stop.cancelled() => return None,
+        permit = permits.clone().acquire_owned() => permit.ok()?,
+    };
+    let mut free = vec![first];
+    while let Ok(p) = permits.clone().try_acquire_owned() {
+        free.push(p);
+    }
+    Some(free)
+}
+
+/// Runs each claim in its chat's worker, holding one of `free` while it runs.
+fn start_claims(
+    chats: &Arc<Chats>,
+    link: &Arc<StoreLink>,
+    claims: Vec<Claim>,
+    free: Vec<OwnedSemaphorePermit>,
+) {
+    for (claim, permit) in claims.into_iter().zip(free) {
+        let (chats, running) = (chats.clone(), link.clone());
+        link.claims.spawn(async move {
+            run_claim(&chats, &running, claim).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Waits for a notification of a waiting message, or `wait`; false when stopped.
+async fn wait_or_stop(link: &StoreLink, wait: Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = link.wakeups.inbound() => true,
+        () = tokio::time::sleep(wait) => true,
+    }
+}
+
+/// Nothing to claim: waits until there may be. A gateway that does not
+/// serve the database's model config only looks now and then (another
+/// gateway may adopt its config); else a message behind a dead worker's
+/// lease can be taken once the lease runs out, and nothing notifies that:
+/// it looks again then. False when stopped.
+async fn wait_for_work(link: &StoreLink, takes_turns: bool, stop: &CancellationToken) -> bool {
+    if !takes_turns {
+        return tokio::select! {
+            () = stop.cancelled() => false,
+            () = tokio::time::sleep(safety_poll()) => true,
+        };
+    }
+    let wait = match link.store.look_again(link.leases.chat).await {
+        Ok(LookAgain::LeaseEnds(end)) => (end + LEASE_END_MARGIN).min(safety_poll()),
+        Ok(LookAgain::Soon) => RETRY_FIRST,
+        Ok(LookAgain::OnNotification) => safety_poll(),
+        Err(_) => RETRY_MAX,
+    };
+    wait_or_stop(link, wait, stop).await
 }
 
 /// Finishes `claim` with `answer`, trying again for as long as the
@@ -311,7 +353,7 @@ async fn finish_claim(
 /// Runs one claimed message in its chat's worker, keeping the chat's lease,
 /// then stores the answer and finishes the message.
 async fn run_claim(chats: &Arc<Chats>, link: &StoreLink, claim: Claim) {
-    let mut message: InboundMessage = match serde_json::from_value(claim.body.clone()) {
+    let message = match claimed_message(link, &claim) {
         Ok(m) => m,
         Err(e) => {
             tracing::error!(id = claim.id, "stored message does not parse ({e}); dropped");
@@ -319,25 +361,11 @@ async fn run_claim(chats: &Arc<Chats>, link: &StoreLink, claim: Claim) {
             return;
         }
     };
-    if claim.attempts == 0 {
-        message.metadata.insert(crate::resume::FIRST_CLAIM_KEY.into(), true.into());
-    }
-    let mine = claim.origin.as_deref() == Some(link.store.holder());
-    if mine && let Some((tap, cancel)) = link.live().get(&message.id).cloned() {
-        message.tap = tap;
-        message.cancel = cancel;
-    }
     let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
     // The session as the database has it, before the agent opens it. When
     // that cannot be done the message is left to run again (its lease runs out).
-    let synced = match crate::shared_sessions::before_turn(
-        chats,
-        &link.store,
-        &key,
-        claim.attempts == 0,
-    )
-    .await
-    {
+    let first = claim.attempts == 0;
+    let synced = match crate::shared_sessions::before_turn(chats, &link.store, &key, first).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(chat = %claim.chat, "session not brought up to date ({e}); the message will run again");
@@ -345,59 +373,9 @@ async fn run_claim(chats: &Arc<Chats>, link: &StoreLink, claim: Claim) {
             return;
         }
     };
-    let (done, result) = oneshot::channel();
-    let work = Work {
-        message: message.clone(),
-        delivery: Delivery::Nowhere,
-        quiet_if_ok: false,
-        done: Some(done),
-    };
-    let outcome = match chats.enqueue(key.clone(), work) {
-        Err(e) => Err(e),
-        Ok(()) => {
-            tokio::pin!(result);
-            loop {
-                tokio::select! {
-                    r = &mut result => break Ok(r.unwrap_or(WorkResult::Failed("the gateway stopped".into()))),
-                    () = tokio::time::sleep(link.leases.chat / 3) => {
-                        match link.store.renew(&claim, link.leases.chat).await {
-                            Ok(true) => {}
-                            Ok(false) => tracing::warn!(chat = %claim.chat, "lost the chat's lease; another process took the message over"),
-                            Err(e) => tracing::warn!(chat = %claim.chat, "cannot renew the chat's lease: {e}"),
-                        }
-                    }
-                }
-            }
-        }
-    };
-    let reply = match outcome {
-        Ok(WorkResult::Answered(text)) if text.trim().is_empty() => None,
-        // What a cron job or the heartbeat said goes out as a message of its own.
-        Ok(WorkResult::Answered(text)) if crate::handover::handed(&message).is_some() => {
-            Some(OutboundMessage { reply_to: None, ..OutboundMessage::reply(&message, text) })
-        }
-        Ok(WorkResult::Answered(text)) => Some(OutboundMessage::reply(&message, text)),
-        Ok(WorkResult::Failed(e)) => Some(
-            OutboundMessage::reply(&message, format!("Sorry, that failed: {e}"))
-                .failed(Failure::Failed),
-        ),
-        Err(e) => Some(OutboundMessage::reply(&message, e.to_string()).failed(Failure::from(&e))),
-    };
-    let answer = match reply.map(|r| serde_json::to_value(&r)) {
-        Some(Ok(body)) => Some(Outbound {
-            key: format!("reply:{}", claim.id),
-            channel: claim.channel.clone(),
-            chat: claim.chat.clone(),
-            // Web chats and API requests are answered through their connection.
-            origin: if claim.channel == "web" { claim.origin.clone() } else { None },
-            body,
-        }),
-        Some(Err(e)) => {
-            tracing::error!("answer not stored: {e}");
-            None
-        }
-        None => None,
-    };
+    let outcome = run_in_worker(chats, link, &claim, &message, &key).await;
+    let answer = stored_answer(&claim, &message, outcome);
+    let mine = claim.origin.as_deref() == Some(link.store.holder());
     if answer.is_none() && mine {
         link.live().remove(&message.id);
     }
@@ -417,14 +395,95 @@ async fn run_claim(chats: &Arc<Chats>, link: &StoreLink, claim: Claim) {
     if let Some(answer) = here {
         link.store.send_myself(&answer.key);
     }
+    let here = here.is_some();
     finish_claim(link, &claim, answer.as_ref(), added.write.as_ref(), current).await;
-    if let Some(answer) = answer.filter(|a| a.origin.as_deref() == Some(link.store.holder())) {
+    if here && let Some(answer) = answer {
         match link.store.sent_by_worker(&answer.key) {
             SendIt::Now => {
                 let _in_order = link.sending.lock().await;
                 deliver(chats, link, answer).await;
             }
             SendIt::ByTheLoop => link.wakeups.wake_outbound(),
+        }
+    }
+}
+
+/// The message `claim` holds, with its live parts when it was received here.
+fn claimed_message(link: &StoreLink, claim: &Claim) -> Result<InboundMessage, serde_json::Error> {
+    let mut message: InboundMessage = serde_json::from_value(claim.body.clone())?;
+    if claim.attempts == 0 {
+        message.metadata.insert(crate::resume::FIRST_CLAIM_KEY.into(), true.into());
+    }
+    let mine = claim.origin.as_deref() == Some(link.store.holder());
+    if mine && let Some((tap, cancel)) = link.live().get(&message.id).cloned() {
+        message.tap = tap;
+        message.cancel = cancel;
+    }
+    Ok(message)
+}
+
+/// Runs `message` in its chat's worker, renewing the chat's lease while it runs.
+async fn run_in_worker(
+    chats: &Arc<Chats>,
+    link: &StoreLink,
+    claim: &Claim,
+    message: &InboundMessage,
+    key: &SessionKey,
+) -> Result<WorkResult, BusError> {
+    let (done, result) = oneshot::channel();
+    let work = Work {
+        message: message.clone(),
+        delivery: Delivery::Nowhere,
+        quiet_if_ok: false,
+        done: Some(done),
+    };
+    chats.enqueue(key.clone(), work)?;
+    tokio::pin!(result);
+    loop {
+        tokio::select! {
+            r = &mut result => return Ok(r.unwrap_or(WorkResult::Failed("the gateway stopped".into()))),
+            () = tokio::time::sleep(link.leases.chat / 3) => {
+                match link.store.renew(claim, link.leases.chat).await {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(chat = %claim.chat, "lost the chat's lease; another process took the message over"),
+                    Err(e) => tracing::warn!(chat = %claim.chat, "cannot renew the chat's lease: {e}"),
+                }
+            }
+        }
+    }
+}
+
+/// The answer to store with the finished message (none for an empty one).
+fn stored_answer(
+    claim: &Claim,
+    message: &InboundMessage,
+    outcome: Result<WorkResult, BusError>,
+) -> Option<Outbound> {
+    let reply = match outcome {
+        Ok(WorkResult::Answered(text)) if text.trim().is_empty() => return None,
+        // What a cron job or the heartbeat said goes out as a message of its own.
+        Ok(WorkResult::Answered(text)) if crate::handover::handed(message).is_some() => {
+            OutboundMessage { reply_to: None, ..OutboundMessage::reply(message, text) }
+        }
+        Ok(WorkResult::Answered(text)) => OutboundMessage::reply(message, text),
+        Ok(WorkResult::Failed(e)) => {
+            OutboundMessage::reply(message, format!("Sorry, that failed: {e}"))
+                .failed(Failure::Failed)
+        }
+        Err(e) => OutboundMessage::reply(message, e.to_string()).failed(Failure::from(&e)),
+    };
+    match serde_json::to_value(&reply) {
+        Ok(body) => Some(Outbound {
+            key: format!("reply:{}", claim.id),
+            channel: claim.channel.clone(),
+            chat: claim.chat.clone(),
+            // Web chats and API requests are answered through their connection.
+            origin: if claim.channel == "web" { claim.origin.clone() } else { None },
+            body,
+        }),
+        Err(e) => {
+            tracing::error!("answer not stored: {e}");
+            None
         }
     }
 }

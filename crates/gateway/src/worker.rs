@@ -175,6 +175,30 @@ async fn handle(
         // Before the answer goes out: it goes out at most once.
         journalled.finish().await;
     }
+    send_answer(key, &work, &result, delivered, chats).await;
+    // Several gateways: the chat's next message may run in another process
+    // as soon as this answer is handed on, so the session is let go (its lock
+    // released) first, and this process reopens the session file next time.
+    if chats.store.is_some()
+        && let Some(mut done) = agent.take()
+    {
+        chats.forget_jobs(key);
+        Box::pin(done.finish()).await;
+    }
+    if let Some(done) = work.done {
+        let _ = done.send(result);
+    }
+}
+
+/// Sends the answer where the work says (a heartbeat's "nothing to report"
+/// stays quiet; another chat's answer is handed over to that chat).
+async fn send_answer(
+    key: &SessionKey,
+    work: &Work,
+    result: &WorkResult,
+    delivered: bool,
+    chats: &Arc<Chats>,
+) {
     let text = match &result {
         WorkResult::Answered(t) => t.clone(),
         WorkResult::Failed(e) => {
@@ -218,18 +242,6 @@ async fn handle(
                 e => tracing::warn!(session = %key.address(), "answer not delivered: {e}"),
             }
         }
-    }
-    // Several gateways: the chat's next message may run in another process
-    // as soon as this answer is handed on, so the session is let go (its lock
-    // released) first, and this process reopens the session file next time.
-    if chats.store.is_some()
-        && let Some(mut done) = agent.take()
-    {
-        chats.forget_jobs(key);
-        Box::pin(done.finish()).await;
-    }
-    if let Some(done) = work.done {
-        let _ = done.send(result);
     }
 }
 
