@@ -245,7 +245,9 @@ async fn serve(cli: &Cli, flags: &ServeFlags) -> Result<i32, SetupError> {
                 options.allowed_origins = settings.allowed_origins.clone();
                 options.header_timeout =
                     std::time::Duration::from_secs(settings.header_timeout_secs);
-                Arc::new(WebChannel::new(options))
+                let web = Arc::new(WebChannel::new(options));
+                gateway.set_web(web.clone());
+                web
             }
             "telegram" => {
                 channel_settings.check_options(&["poll_timeout_secs"]).map_err(other)?;

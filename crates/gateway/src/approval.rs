@@ -40,10 +40,10 @@ use tokio_util::sync::CancellationToken;
 
 mod across_gateways;
 mod one_process;
-mod prompt;
+pub mod prompt;
 mod records;
 
-pub use prompt::{ApprovalPrompt, BUTTONS, Choice, button_command, summary};
+pub use prompt::{ApprovalPrompt, BUTTONS, Choice, Decided, button_command, summary};
 pub use records::ApprovalRecords;
 use records::Recorded;
 
@@ -59,21 +59,6 @@ pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
 /// Random bytes in a request id (hex in the id: 24 characters, short enough
 /// for Telegram's 64-byte button data).
 const ID_BYTES: usize = 12;
-
-/// What became of a decision.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decided {
-    /// The request is answered; the outcome as people read it.
-    Done { tool: String, outcome: String },
-    /// No such request waits in this chat (never was, answered, timed out,
-    /// or another chat's).
-    Unknown,
-    /// The request waits, but this sender may not answer it.
-    NotAllowed,
-    /// No id was given and several requests wait in this chat: their ids
-    /// and summaries.
-    Which(Vec<(String, String)>),
-}
 
 struct Pending {
     key: SessionKey,

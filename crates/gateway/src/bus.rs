@@ -28,6 +28,8 @@ pub const ANY_CHANNEL: &str = "*";
 /// The channel of the gateway's own messages (finished background jobs and
 /// sub-agents); their `chat_id` is `CHANNEL:CHAT_ID` of the chat to report to.
 pub const SYSTEM_CHANNEL: &str = "system";
+/// The sender id of whoever holds the web token (the web chat's owner).
+pub const OWNER: &str = "owner";
 
 /// Where the events of the turn that answers a message are copied, for
 /// channels that show the answer as it is written (web chat, streamed API).

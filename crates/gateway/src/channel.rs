@@ -6,14 +6,11 @@
 //! every inbound message against the channel's `dm_policy` and allow-list
 //! before it reaches a model) and does not run agents.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{ApprovalPrompt, Decided};
+use crate::approval::prompt::{ApprovalPrompt, Decided};
 use crate::bus::{InboundMessage, MessageBus, OutboundMessage};
-use crate::gateway::Shared;
 
 /// Why a channel could not start or deliver.
 #[derive(Debug, thiserror::Error)]
@@ -45,11 +42,6 @@ pub trait Channel: Send + Sync {
     /// an error means the channel could not run at all.
     async fn start(&self, bus: MessageBus, shutdown: CancellationToken)
     -> Result<(), ChannelError>;
-
-    /// Called once before `start` with the running gateway's state, for
-    /// channels that show more than chats (the web app's sessions, cron
-    /// and pairing views). Most channels need nothing from it.
-    fn attach(&self, _gateway: &Arc<Shared>) {}
 
     /// Shows `chat_id`'s background jobs, now that they changed (one started,
     /// finished or was stopped), where the channel can show them live (the

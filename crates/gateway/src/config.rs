@@ -75,9 +75,13 @@ pub const GATEWAY_KEYS: [&str; 28] = [
 pub const CHANNEL_KEYS: [(&str, &[&str]); 4] = [
     ("web", &["openai_api", "models"]),
     ("telegram", &["poll_timeout_secs"]),
-    ("discord", &crate::discord::OPTION_KEYS),
-    ("slack", &crate::slack::OPTION_KEYS),
+    ("discord", &DISCORD_KEYS),
+    ("slack", &SLACK_KEYS),
 ];
+/// Keys of `[channels.discord]` besides the common ones.
+pub const DISCORD_KEYS: [&str; 2] = ["gateway_url", "channels"];
+/// Keys of `[channels.slack]` besides the common ones.
+pub const SLACK_KEYS: [&str; 4] = ["app_token", "app_token_env", "bot_token_env", "channels"];
 
 /// A configuration problem in `[gateway]` or `[channels.*]`.
 #[derive(Debug, thiserror::Error)]
@@ -190,9 +194,9 @@ impl Default for GatewaySettings {
             header_timeout_secs: DEFAULT_HEADER_TIMEOUT_SECS,
             store: None,
             store_migrate: true,
-            chat_lease_secs: crate::scaleout::CHAT_LEASE.as_secs_f64(),
-            channel_lease_secs: crate::scaleout::CHANNEL_LEASE.as_secs_f64(),
-            channel_lease_renew_secs: crate::scaleout::CHANNEL_LEASE.as_secs_f64() / 3.0,
+            chat_lease_secs: crate::store_link::CHAT_LEASE.as_secs_f64(),
+            channel_lease_secs: crate::store_link::CHANNEL_LEASE.as_secs_f64(),
+            channel_lease_renew_secs: crate::store_link::CHANNEL_LEASE.as_secs_f64() / 3.0,
             store_keep_days: DEFAULT_STORE_KEEP_DAYS,
             media_keep_days: crate::media_retention::DEFAULT_MEDIA_KEEP_DAYS,
             model_config_check: Default::default(),
@@ -270,8 +274,8 @@ impl GatewaySettings {
     }
 
     /// The database store's lease lengths.
-    pub fn leases(&self) -> crate::scaleout::Leases {
-        crate::scaleout::Leases {
+    pub fn leases(&self) -> crate::store_link::Leases {
+        crate::store_link::Leases {
             chat: Duration::from_secs_f64(self.chat_lease_secs),
             channel: Duration::from_secs_f64(self.channel_lease_secs),
             channel_renew: Duration::from_secs_f64(self.channel_lease_renew_secs),
@@ -572,7 +576,7 @@ mod tests {
     #[test]
     fn lease_lengths_default_to_todays_and_a_renewal_must_come_before_the_lease_ends() {
         let s = GatewaySettings::parse(None).unwrap();
-        assert_eq!(s.leases(), crate::scaleout::Leases::default());
+        assert_eq!(s.leases(), crate::store_link::Leases::default());
         assert_eq!(s.leases().channel_renew, Duration::from_secs(2));
         assert_eq!(s.store_keep(), Duration::from_secs(7 * 86_400));
         assert_eq!(s.media_keep(), Some(Duration::from_secs(30 * 86_400)));

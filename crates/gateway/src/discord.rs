@@ -78,7 +78,7 @@ pub const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(60);
 /// bot identifies anew instead of resuming.
 pub const RESUME_ATTEMPTS: u32 = 3;
 /// Keys of `[channels.discord]` besides the common ones.
-pub const OPTION_KEYS: [&str; 2] = ["gateway_url", "channels"];
+pub use crate::config::DISCORD_KEYS as OPTION_KEYS;
 /// Message types the agent answers: DEFAULT (0) and REPLY (19); the others
 /// are system notices (joins, pins, boosts).
 const PERSON_MESSAGE_TYPES: [u64; 2] = [0, 19];

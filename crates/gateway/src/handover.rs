@@ -6,7 +6,8 @@
 //! its page shows it when it opens, even if none was open when it was sent,
 //! and its model knows it was said) and, for answers, sends it on. Several
 //! gateways: the hand-over goes through the shared queue like a message, so
-//! the process that holds the chat records it and the database keeps it.
+//! the process that holds the chat records it and the database keeps it
+//! (`Chats::hand_over`).
 //!
 //! ```
 //! use ferroclaw_gateway::handover::{Handed, conversation};
@@ -16,18 +17,13 @@
 //! assert_eq!(conversation(&file, "m1").len(), 2, "a `message` call and its result");
 //! ```
 
-use std::sync::Arc;
-
 use ferroclaw_protocol::{ContentBlock, Message, ResultPart, Role, ToolCall};
 use serde_json::json;
 
 use crate::bus::InboundMessage;
-use crate::gateway::Shared;
-use crate::sessions::SessionKey;
-use crate::worker::{Delivery, Work};
 
 /// The metadata key of a handed-over message: what it carries.
-const HANDED: &str = "handed_over";
+pub(crate) const HANDED: &str = "handed_over";
 
 /// What a session hands to another chat.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -45,24 +41,6 @@ pub struct Handed {
 /// What `message` carries, if it is a hand-over.
 pub fn handed(message: &InboundMessage) -> Option<Handed> {
     serde_json::from_value(message.metadata.get(HANDED)?.clone()).ok()
-}
-
-/// Gives `handed` to chat `to`'s worker (see the module's documentation).
-pub fn hand_over(shared: &Arc<Shared>, to: &SessionKey, handed: Handed) {
-    let from = handed.from.clone();
-    let mut message =
-        InboundMessage::new(to.channel.clone(), &from, to.chat_id.clone(), handed.text.clone());
-    message.metadata.insert(HANDED.into(), json!(handed));
-    let queued = match &shared.store {
-        Some(link) => link.accept(message),
-        None => {
-            let delivery = Delivery::To(to.clone());
-            shared.enqueue(to.clone(), Work { message, delivery, quiet_if_ok: false, done: None })
-        }
-    };
-    if let Err(e) = queued {
-        tracing::warn!(chat = %to.address(), "what {from} said here was not delivered: {e}");
-    }
 }
 
 /// The messages that record `handed` in the receiving chat's conversation:

@@ -4,7 +4,7 @@
 //! the session a chat talks in now, and the titles people gave them.
 //!
 //! One gateway on its own files reads its session files, as it writes them.
-//! Several gateways on one database ([`crate::scaleout`]) read the database
+//! Several gateways on one database (`[gateway] store`) read the database
 //! they write ([`ferroclaw_store::PgStore`]): never this process's copy of a
 //! session, which is brought up to date only when a turn of that chat runs
 //! here and so can lag behind what other processes stored. A gateway that
@@ -18,9 +18,9 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use ferroclaw_core::SessionStore;
 use ferroclaw_core::session::{Entry, SessionError, SessionSummary, for_each_entry};
 use ferroclaw_protocol::ContentBlock;
+use ferroclaw_runtime::Runtime;
 use ferroclaw_store::{PgStore, StoreError, StoredConversation};
 
-use crate::gateway::Shared;
 use crate::sessions::{SessionKey, SessionNames, SessionRecordError, SessionTitles, chat_of_in};
 
 /// The prefix of the gateway's conversations' ids (sub-agents' transcripts
@@ -74,16 +74,22 @@ pub struct History {
 }
 
 impl History {
-    /// The running gateway's: its database when it shares one, else its files.
-    pub fn of(shared: &Shared) -> History {
-        let source = match &shared.store {
-            Some(link) => Source::Store(Box::new(link.store.clone())),
+    /// A running gateway's: its database (`store`) when it shares one, else
+    /// its files (`runtime`'s sessions); its chats' `names` and `titles`.
+    pub fn of(
+        store: Option<&PgStore>,
+        runtime: &Runtime,
+        titles: &SessionTitles,
+        names: &SessionNames,
+    ) -> History {
+        let source = match store {
+            Some(store) => Source::Store(Box::new(store.clone())),
             None => Source::Files {
-                sessions: shared.runtime.sessions().clone(),
-                workspace: shared.runtime.config().workspace.clone(),
+                sessions: runtime.sessions().clone(),
+                workspace: runtime.config().workspace.clone(),
             },
         };
-        History { source, names: shared.names.clone(), titles: shared.titles.clone() }
+        History { source, names: names.clone(), titles: titles.clone() }
     }
 
     /// The database's, for commands that run beside the gateways

@@ -22,7 +22,6 @@ use sha2::{Digest, Sha256};
 use crate::api_turn::ApiTurn;
 use crate::bus::{Failure, InboundMessage};
 use crate::files::{now_ms, read_json, write_json_atomically};
-use crate::gateway::Shared;
 
 /// How long a key is remembered (as Stripe's API keeps them).
 pub const KEEP: Duration = Duration::from_secs(24 * 3600);
@@ -123,17 +122,18 @@ struct FileRecord {
 static FILES_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The records, where this gateway keeps them.
+#[derive(Clone)]
 pub enum Requests {
     Files(PathBuf),
     Database(Box<PgStore>),
 }
 
 impl Requests {
-    /// The records of `shared`'s gateway: its database's, else its home's.
-    pub fn of(shared: &Shared) -> Requests {
-        match &shared.store {
-            Some(link) => Requests::Database(Box::new(link.store.clone())),
-            None => Requests::Files(shared.home.join("gateway").join("api-requests")),
+    /// A gateway's records: its database's (`store`), else its home's.
+    pub fn of(store: Option<&PgStore>, home: &std::path::Path) -> Requests {
+        match store {
+            Some(store) => Requests::Database(Box::new(store.clone())),
+            None => Requests::Files(home.join("gateway").join("api-requests")),
         }
     }
 
@@ -306,9 +306,12 @@ fn begun_from(record: RecordedRequest, fingerprint: &str) -> Begun {
 /// After the turn that answered `message`: records the answer under the
 /// request's key, or forgets the key when the turn failed (so a retry
 /// runs again). Called before the answer goes out.
-pub async fn after_turn(shared: &Shared, message: &InboundMessage, answer: Result<&str, Failure>) {
+pub async fn after_turn(
+    requests: &Requests,
+    message: &InboundMessage,
+    answer: Result<&str, Failure>,
+) {
     let Some(key) = ApiTurn::of(message).and_then(|t| t.idempotency_key) else { return };
-    let requests = Requests::of(shared);
     let done = match answer {
         Ok(content) => requests.record(&key, &RecordedAnswer { content: content.into() }).await,
         Err(_) => requests.forget(&key).await,

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
-use crate::scaleout::{RETRY_FIRST, RETRY_MAX, StoreLink};
+use crate::store_link::{RETRY_FIRST, RETRY_MAX, StoreLink};
 
 /// What a gateway does when the database serves another model config
 /// (`[gateway] model_config_check`).

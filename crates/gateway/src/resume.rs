@@ -3,7 +3,7 @@
 //! turn id that anyone holding the message computes alike ([`turn_id`]):
 //! the first step of the journal keeps the message itself. When a gateway
 //! is killed mid-turn, the next one to start takes up each unfinished turn
-//! ([`resume_interrupted`]) and its agent replays the finished steps
+//! ([`interrupted`]) and its agent replays the finished steps
 //! instead of asking the model again (tools whose result was not recorded
 //! run again: at-least-once for tools, exactly-once for the model).
 //!
@@ -17,9 +17,7 @@ use std::sync::Arc;
 use ferroclaw_core::journal::TurnJournal;
 
 use crate::bus::{InboundMessage, SYSTEM_CHANNEL};
-use crate::gateway::Shared;
-use crate::sessions::SessionKey;
-use crate::worker::Work;
+use crate::sessions::{SessionKey, SessionNames};
 
 /// The metadata key under which a message carries its turn id once named.
 pub const TURN_KEY: &str = "turn";
@@ -91,13 +89,18 @@ impl JournalledTurn {
 }
 
 /// Names `message`'s turn and looks it up in the journal.
-pub async fn claim(key: &SessionKey, message: &mut InboundMessage, shared: &Shared) -> Claim {
-    let Some(journal) = shared.journal.clone() else { return Claim::Off };
+pub async fn claim(
+    key: &SessionKey,
+    message: &mut InboundMessage,
+    journal: Option<&Arc<dyn TurnJournal>>,
+    names: &SessionNames,
+) -> Claim {
+    let Some(journal) = journal.cloned() else { return Claim::Off };
     if message.channel == SYSTEM_CHANNEL {
         return Claim::Off;
     }
     let turn = turn_id(message);
-    let session = shared.names.current(key);
+    let session = names.current(key);
     // Several gateways: a message claimed for the first time has nothing
     // in the journal (one round trip fewer).
     if message.metadata.remove(FIRST_CLAIM_KEY).is_some() {
@@ -117,17 +120,18 @@ pub async fn claim(key: &SessionKey, message: &mut InboundMessage, shared: &Shar
     }
 }
 
-/// Queues every turn the journal holds unfinished (its gateway died), each
-/// to its chat, before any new message: the chat's worker replays it.
-pub async fn resume_interrupted(shared: &Arc<Shared>) {
-    let Some(journal) = &shared.journal else { return };
+/// The messages of every turn the journal holds unfinished (its gateway
+/// died), each with its chat, to be queued before any new message: the
+/// chat's worker replays it.
+pub async fn interrupted(journal: &dyn TurnJournal) -> Vec<(SessionKey, InboundMessage)> {
     let turns = match journal.unfinished().await {
         Ok(turns) => turns,
         Err(e) => {
             tracing::error!("cannot read the turn journal: {e}");
-            return;
+            return Vec::new();
         }
     };
+    let mut found = Vec::new();
     for turn in turns {
         let message: InboundMessage = match serde_json::from_value(turn.origin) {
             Ok(m) => m,
@@ -138,10 +142,9 @@ pub async fn resume_interrupted(shared: &Arc<Shared>) {
         };
         let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
         tracing::info!(session = %turn.session, turn = %turn.turn, chat = %key.address(), "resuming an interrupted turn");
-        if let Err(e) = shared.enqueue(key, Work::reply(message)) {
-            tracing::warn!(turn = %turn.turn, "interrupted turn not resumed: {e}");
-        }
+        found.push((key, message));
     }
+    found
 }
 
 #[cfg(test)]

@@ -27,47 +27,27 @@
 //!   from the database too ([`crate::history`], [`crate::shared_media`]).
 
 use crate::backoff::Backoff;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use ferroclaw_store::{
-    Changes, Claim, Enqueued, Incoming, LookAgain, Outbound, PgStore, SendIt, Wakeups,
-};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use ferroclaw_store::{Claim, Enqueued, Incoming, LookAgain, Outbound, SendIt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use crate::bus::{
-    BusError, DEFAULT_QUEUE_CAPACITY, EventTap, Failure, InboundMessage, MessageBus,
-    OutboundMessage,
-};
+use crate::bus::{BusError, Failure, InboundMessage, MessageBus, OutboundMessage};
 use crate::channel::Channel;
-use crate::gateway::Shared;
+use crate::chats::Chats;
 use crate::sessions::SessionKey;
 use crate::worker::{Delivery, Work, WorkResult};
 
 /// The turn journal in the database.
 pub use crate::pg_journal::PgJournal;
+pub use crate::store_link::{
+    CHANNEL_LEASE, CHAT_LEASE, Leases, SAFETY_POLL, SINGLE_HOLDER_CHANNELS, STORE_BUFFER,
+    StoreLink, safety_poll,
+};
+use crate::store_link::{RETRY_FIRST, RETRY_MAX};
 
-/// How long a worker holds a chat without renewing: a process that dies
-/// mid-turn delays that chat by at most this long. Renewed every third of it.
-pub const CHAT_LEASE: Duration = Duration::from_secs(30);
-/// Tests only: the chat lease in milliseconds, so a test of a killed
-/// process need not wait [`CHAT_LEASE`] for the takeover.
-const CHAT_LEASE_TEST_ENV: &str = "FERROCLAW_TEST_CHAT_LEASE_MS";
-/// How long a process holds a single-holder channel without renewing: the
-/// longest a channel is silent after its process dies (the target is
-/// a failover under 10 s). Renewed every third of it.
-pub const CHANNEL_LEASE: Duration = Duration::from_secs(6);
-/// How often the claim and delivery loops, the cron loop and the approvals
-/// look at the database when no notification came: a notification says at
-/// once that a message or an answer is waiting or that jobs or requests
-/// changed, so this only bounds what a lost one costs.
-pub const SAFETY_POLL: Duration = Duration::from_secs(30);
-/// Tests only: [`SAFETY_POLL`] in milliseconds (a test that must not pass
-/// by polling sets it to an hour).
-const SAFETY_POLL_TEST_ENV: &str = "FERROCLAW_TEST_SAFETY_POLL_MS";
 /// How long after a chat lease's end the claim loop looks again, so that
 /// it has ended by the database's clock too.
 const LEASE_END_MARGIN: Duration = Duration::from_millis(50);
@@ -75,139 +55,6 @@ const LEASE_END_MARGIN: Duration = Duration::from_millis(50);
 const DELIVERY_BATCH: i64 = 64;
 /// Messages written to the database in one statement, at most.
 const STORE_BATCH: usize = 64;
-/// Messages admitted and not yet stored, at most: while the database is
-/// away they wait here (in arrival order); when this is full, channels are
-/// told "busy, try again" (the API answers 429 with `Retry-After`) instead
-/// of acknowledging what could not be kept.
-pub const STORE_BUFFER: usize = DEFAULT_QUEUE_CAPACITY;
-/// The first and the longest wait before asking an unreachable database again.
-pub(crate) const RETRY_FIRST: Duration = Duration::from_millis(100);
-pub(crate) const RETRY_MAX: Duration = Duration::from_secs(2);
-
-/// A test's shorter chat lease (`FERROCLAW_TEST_CHAT_LEASE_MS`, at least
-/// 300), which wins over `[gateway] chat_lease_secs`.
-fn test_chat_lease() -> Option<Duration> {
-    std::env::var(CHAT_LEASE_TEST_ENV)
-        .ok()
-        .and_then(|ms| ms.parse::<u64>().ok())
-        .filter(|&ms| ms >= 300)
-        .map(Duration::from_millis)
-}
-
-/// [`SAFETY_POLL`], or a test's (`FERROCLAW_TEST_SAFETY_POLL_MS`).
-pub fn safety_poll() -> Duration {
-    std::env::var(SAFETY_POLL_TEST_ENV)
-        .ok()
-        .and_then(|ms| ms.parse::<u64>().ok())
-        .filter(|&ms| ms > 0)
-        .map_or(SAFETY_POLL, Duration::from_millis)
-}
-
-/// Channels that must run in one process at a time.
-pub const SINGLE_HOLDER_CHANNELS: [&str; 3] = ["telegram", "discord", "slack"];
-
-/// How long leases last and how often they are renewed (`[gateway]
-/// chat_lease_secs`, `channel_lease_secs`, `channel_lease_renew_secs`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Leases {
-    /// A chat's lease; renewed every third of it.
-    pub chat: Duration,
-    /// A single-holder channel's lease.
-    pub channel: Duration,
-    /// How often the channel's holder renews it (less than `channel`).
-    pub channel_renew: Duration,
-}
-
-impl Default for Leases {
-    fn default() -> Self {
-        Leases { chat: CHAT_LEASE, channel: CHANNEL_LEASE, channel_renew: CHANNEL_LEASE / 3 }
-    }
-}
-
-/// What of a message cannot be stored: its event tap and its stop button.
-type LiveParts = (Option<EventTap>, Option<CancellationToken>);
-
-/// This process's link to the shared database.
-pub struct StoreLink {
-    pub store: PgStore,
-    wakeups: Wakeups,
-    /// The live parts (event tap, stop button) of messages received here and
-    /// not yet answered, by message id: they cannot travel through the database.
-    live: Mutex<HashMap<String, LiveParts>>,
-    /// Admitted messages on their way into the database, in arrival order.
-    incoming: mpsc::Sender<InboundMessage>,
-    /// The claimed messages running here (shutdown waits for them).
-    pub claims: TaskTracker,
-    /// Lease lengths.
-    pub leases: Leases,
-    /// This process's registration (set once, when the claim loop starts).
-    pub registered: std::sync::OnceLock<crate::liveness::Registered>,
-    /// Held by the delivery loop from a take until its answers are sent, and
-    /// by a worker sending its own answer: an answer a worker sends itself
-    /// never overtakes an earlier one of its chat the loop took.
-    sending: tokio::sync::Mutex<()>,
-}
-
-impl StoreLink {
-    /// A link over `store`, and the receiving end of its incoming queue (for [`store_loop`]).
-    pub fn new(
-        store: PgStore,
-        mut leases: Leases,
-    ) -> (Arc<StoreLink>, mpsc::Receiver<InboundMessage>) {
-        if let Some(chat) = test_chat_lease() {
-            leases.chat = chat;
-        }
-        let (incoming, rx) = mpsc::channel(STORE_BUFFER);
-        let wakeups = store.listen();
-        let link = StoreLink {
-            store,
-            wakeups,
-            live: Mutex::new(HashMap::new()),
-            incoming,
-            claims: TaskTracker::new(),
-            leases,
-            registered: std::sync::OnceLock::new(),
-            sending: tokio::sync::Mutex::new(()),
-        };
-        (Arc::new(link), rx)
-    }
-
-    /// Queues an admitted message for the database; a full queue is busy.
-    pub(crate) fn accept(&self, mut message: InboundMessage) -> Result<(), BusError> {
-        let live = (message.tap.take(), message.cancel.take());
-        let id = message.id.clone();
-        if live.0.is_some() || live.1.is_some() {
-            self.live().insert(id.clone(), live);
-        }
-        self.incoming.try_send(message).map_err(|e| {
-            self.live().remove(&id);
-            match e {
-                mpsc::error::TrySendError::Full(_) => BusError::Busy,
-                mpsc::error::TrySendError::Closed(_) => BusError::Closed,
-            }
-        })
-    }
-
-    /// Whether this process takes turns (registered, and serving the
-    /// database's model config): cron runs and heartbeats ask this.
-    pub fn takes_turns(&self) -> bool {
-        self.registered.get().is_some_and(|r| r.takes_turns)
-    }
-
-    /// Changes to cron jobs, in any process, from now on.
-    pub fn cron_changes(&self) -> Changes {
-        self.wakeups.cron()
-    }
-
-    /// Changes to approval requests, in any process, from now on.
-    pub fn approval_changes(&self) -> Changes {
-        self.wakeups.approvals()
-    }
-
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, LiveParts>> {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 /// The key that makes a message unique: the platform's id where it has one
 /// ([`crate::resume::platform_id`]: Telegram's update id, so a button press
@@ -227,7 +74,7 @@ fn platform_id(message: &InboundMessage, holder: &str) -> String {
 /// queue ([`STORE_BUFFER`]) and are written, in order, once it is back:
 /// nothing is answered or acknowledged before it is stored.
 pub async fn store_loop(
-    shared: Arc<Shared>,
+    chats: Arc<Chats>,
     link: Arc<StoreLink>,
     mut rx: mpsc::Receiver<InboundMessage>,
     stop: CancellationToken,
@@ -251,57 +98,20 @@ pub async fn store_loop(
                 Err(_) => break,
             }
         }
-        let mut rows = Vec::with_capacity(batch.len());
-        batch.retain(|message| match serde_json::to_value(message) {
-            Ok(body) => {
-                let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
-                rows.push(Incoming {
-                    channel: message.channel.clone(),
-                    platform_id: platform_id(message, &holder),
-                    chat: key.address(),
-                    origin: Some(holder.clone()),
-                    body,
-                });
-                true
-            }
-            Err(e) => {
-                tracing::error!("message not stored: {e}");
-                link.live().remove(&message.id);
-                false
-            }
-        });
+        let rows = rows_of(&mut batch, &link, &holder);
         match link.store.enqueue_many(&rows).await {
             Ok(stored) => {
                 if !backoff.fresh() {
                     tracing::info!(url = %link.store.url(), "the database is back; messages stored");
                 }
                 backoff.reset();
-                for (mut message, stored) in batch.drain(..).zip(stored) {
-                    // Stored: the channel may confirm it to its platform now.
-                    if let Some(receipt) = message.receipt.take() {
-                        receipt.confirm();
-                    }
-                    if stored == Enqueued::Duplicate {
-                        tracing::info!(channel = %message.channel, "message received again; answered once");
-                        link.live().remove(&message.id);
-                    }
-                }
+                confirm_stored(&link, batch.drain(..).zip(stored));
             }
             // Stopping with the database away: these were never stored, so
             // their senders are told so rather than left waiting.
             Err(e) if stop.is_cancelled() => {
                 tracing::error!("{} message(s) not stored before stopping: {e}", batch.len());
-                for message in batch.drain(..) {
-                    link.live().remove(&message.id);
-                    let reply = OutboundMessage::reply(
-                        &message,
-                        "I can't take messages right now (my database is unreachable); try again shortly.",
-                    )
-                    .failed(Failure::Busy);
-                    if let Err(e) = shared.outbox.send(reply).await {
-                        tracing::warn!("reply not delivered: {e}");
-                    }
-                }
+                refuse_unstored(&chats, &link, batch.drain(..)).await;
             }
             Err(e) => {
                 if backoff.fresh() {
@@ -315,19 +125,77 @@ pub async fn store_loop(
     }
 }
 
+/// The database rows of `batch`; a message that cannot be written as one is
+/// dropped from it (and logged).
+fn rows_of(batch: &mut Vec<InboundMessage>, link: &StoreLink, holder: &str) -> Vec<Incoming> {
+    let mut rows = Vec::with_capacity(batch.len());
+    batch.retain(|message| match serde_json::to_value(message) {
+        Ok(body) => {
+            let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
+            rows.push(Incoming {
+                channel: message.channel.clone(),
+                platform_id: platform_id(message, holder),
+                chat: key.address(),
+                origin: Some(holder.to_string()),
+                body,
+            });
+            true
+        }
+        Err(e) => {
+            tracing::error!("message not stored: {e}");
+            link.live().remove(&message.id);
+            false
+        }
+    });
+    rows
+}
+
+/// Stored: each channel may confirm its message to its platform now; a
+/// message received again is answered once (its first copy's turn).
+fn confirm_stored(link: &StoreLink, stored: impl Iterator<Item = (InboundMessage, Enqueued)>) {
+    for (mut message, stored) in stored {
+        if let Some(receipt) = message.receipt.take() {
+            receipt.confirm();
+        }
+        if stored == Enqueued::Duplicate {
+            tracing::info!(channel = %message.channel, "message received again; answered once");
+            link.live().remove(&message.id);
+        }
+    }
+}
+
+/// Tells the senders of messages that were never stored to try again.
+async fn refuse_unstored(
+    chats: &Chats,
+    link: &StoreLink,
+    messages: impl Iterator<Item = InboundMessage>,
+) {
+    for message in messages {
+        link.live().remove(&message.id);
+        let reply = OutboundMessage::reply(
+            &message,
+            "I can't take messages right now (my database is unreachable); try again shortly.",
+        )
+        .failed(Failure::Busy);
+        if let Err(e) = chats.outbox.send(reply).await {
+            tracing::warn!("reply not delivered: {e}");
+        }
+    }
+}
+
 /// Claims waiting messages (as many at once as this process has turns
 /// free, in one statement) and runs each in its chat's worker, until `stop`.
 /// An unreachable database is asked again with a growing wait; the work
 /// resumes by itself when it is back.
-pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
-    let check = shared.settings.model_config_check;
-    let config = shared.runtime.config();
+pub async fn claim_loop(chats: Arc<Chats>, link: Arc<StoreLink>, stop: CancellationToken) {
+    let check = chats.settings.model_config_check;
+    let config = chats.runtime.config();
     let Some(registered) = crate::liveness::register(&link, config, check, &stop).await else {
         return;
     };
     let registered = link.registered.get_or_init(|| registered);
     let gate = registered.gate.as_deref();
-    let permits = Arc::new(Semaphore::new(shared.settings.max_concurrent_turns));
+    let permits = Arc::new(Semaphore::new(chats.settings.max_concurrent_turns));
     let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     loop {
         // Claims are taken only while this process is seen alive (its
@@ -338,47 +206,17 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
                 () = registered.liveness.wait_alive() => {}
             }
         }
-        let first = tokio::select! {
-            () = stop.cancelled() => return,
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => return,
-            },
-        };
-        let mut free = vec![first];
-        while let Ok(p) = permits.clone().try_acquire_owned() {
-            free.push(p);
-        }
-        let wanted = free.len() as i64;
-        match link.store.claim_serving(link.leases.chat, wanted, gate).await {
+        let Some(free) = free_turns(&permits, &stop).await else { return };
+        let wanted = free.len();
+        let got = match link.store.claim_serving(link.leases.chat, wanted as i64, gate).await {
             Ok(claims) => {
                 if !backoff.fresh() {
                     tracing::info!(url = %link.store.url(), "the database is back; taking messages again");
                 }
                 backoff.reset();
-                let got = claims.len() as i64;
-                for (claim, permit) in claims.into_iter().zip(free.drain(..)) {
-                    let (shared, running) = (shared.clone(), link.clone());
-                    link.claims.spawn(async move {
-                        run_claim(&shared, &running, claim).await;
-                        drop(permit);
-                    });
-                }
-                drop(free);
-                // As many as asked for: there may be more waiting.
-                if got == wanted {
-                    continue;
-                }
-                // Some taken: their ends notify, and a dead process's chats
-                // are looked for again within the liveness check.
-                if got > 0 {
-                    tokio::select! {
-                        () = stop.cancelled() => return,
-                        () = link.wakeups.inbound() => {}
-                        () = tokio::time::sleep(ferroclaw_store::LIVENESS_CHECK) => {}
-                    }
-                    continue;
-                }
+                let got = claims.len();
+                start_claims(&chats, &link, claims, free);
+                got
             }
             Err(e) => {
                 drop(free);
@@ -388,30 +226,81 @@ pub async fn claim_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Cancell
                 backoff.wait(&stop).await;
                 continue;
             }
-        }
-        // A gateway that does not serve the database's model config only
-        // looks now and then (another gateway may adopt its config).
-        if !registered.takes_turns {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(safety_poll()) => {}
-            }
-            continue;
-        }
-        // A message behind a dead worker's lease can be taken once the lease
-        // runs out, and nothing notifies that: look again then.
-        let wait = match link.store.look_again(link.leases.chat).await {
-            Ok(LookAgain::LeaseEnds(end)) => (end + LEASE_END_MARGIN).min(safety_poll()),
-            Ok(LookAgain::Soon) => RETRY_FIRST,
-            Ok(LookAgain::OnNotification) => safety_poll(),
-            Err(_) => RETRY_MAX,
         };
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = link.wakeups.inbound() => {}
-            () = tokio::time::sleep(wait) => {}
+        // As many as asked for: there may be more waiting.
+        let go_on = match got {
+            _ if got == wanted => true,
+            // Some taken: their ends notify, and a dead process's chats
+            // are looked for again within the liveness check.
+            1.. => wait_or_stop(&link, ferroclaw_store::LIVENESS_CHECK, &stop).await,
+            0 => wait_for_work(&link, registered.takes_turns, &stop).await,
+        };
+        if !go_on {
+            return;
         }
     }
+}
+
+/// Every turn this process has free now, waiting for the first; `None` when stopped.
+async fn free_turns(
+    permits: &Arc<Semaphore>,
+    stop: &CancellationToken,
+) -> Option<Vec<OwnedSemaphorePermit>> {
+    let first = tokio::select! {
+        () = stop.cancelled() => return None,
+        permit = permits.clone().acquire_owned() => permit.ok()?,
+    };
+    let mut free = vec![first];
+    while let Ok(p) = permits.clone().try_acquire_owned() {
+        free.push(p);
+    }
+    Some(free)
+}
+
+/// Runs each claim in its chat's worker, holding one of `free` while it runs.
+fn start_claims(
+    chats: &Arc<Chats>,
+    link: &Arc<StoreLink>,
+    claims: Vec<Claim>,
+    free: Vec<OwnedSemaphorePermit>,
+) {
+    for (claim, permit) in claims.into_iter().zip(free) {
+        let (chats, running) = (chats.clone(), link.clone());
+        link.claims.spawn(async move {
+            run_claim(&chats, &running, claim).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Waits for a notification of a waiting message, or `wait`; false when stopped.
+async fn wait_or_stop(link: &StoreLink, wait: Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = link.wakeups.inbound() => true,
+        () = tokio::time::sleep(wait) => true,
+    }
+}
+
+/// Nothing to claim: waits until there may be. A gateway that does not
+/// serve the database's model config only looks now and then (another
+/// gateway may adopt its config); else a message behind a dead worker's
+/// lease can be taken once the lease runs out, and nothing notifies that:
+/// it looks again then. False when stopped.
+async fn wait_for_work(link: &StoreLink, takes_turns: bool, stop: &CancellationToken) -> bool {
+    if !takes_turns {
+        return tokio::select! {
+            () = stop.cancelled() => false,
+            () = tokio::time::sleep(safety_poll()) => true,
+        };
+    }
+    let wait = match link.store.look_again(link.leases.chat).await {
+        Ok(LookAgain::LeaseEnds(end)) => (end + LEASE_END_MARGIN).min(safety_poll()),
+        Ok(LookAgain::Soon) => RETRY_FIRST,
+        Ok(LookAgain::OnNotification) => safety_poll(),
+        Err(_) => RETRY_MAX,
+    };
+    wait_or_stop(link, wait, stop).await
 }
 
 /// Finishes `claim` with `answer`, trying again for as long as the
@@ -463,8 +352,8 @@ async fn finish_claim(
 
 /// Runs one claimed message in its chat's worker, keeping the chat's lease,
 /// then stores the answer and finishes the message.
-async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
-    let mut message: InboundMessage = match serde_json::from_value(claim.body.clone()) {
+async fn run_claim(chats: &Arc<Chats>, link: &StoreLink, claim: Claim) {
+    let message = match claimed_message(link, &claim) {
         Ok(m) => m,
         Err(e) => {
             tracing::error!(id = claim.id, "stored message does not parse ({e}); dropped");
@@ -472,25 +361,11 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
             return;
         }
     };
-    if claim.attempts == 0 {
-        message.metadata.insert(crate::resume::FIRST_CLAIM_KEY.into(), true.into());
-    }
-    let mine = claim.origin.as_deref() == Some(link.store.holder());
-    if mine && let Some((tap, cancel)) = link.live().get(&message.id).cloned() {
-        message.tap = tap;
-        message.cancel = cancel;
-    }
     let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
     // The session as the database has it, before the agent opens it. When
     // that cannot be done the message is left to run again (its lease runs out).
-    let synced = match crate::shared_sessions::before_turn(
-        shared,
-        &link.store,
-        &key,
-        claim.attempts == 0,
-    )
-    .await
-    {
+    let first = claim.attempts == 0;
+    let synced = match crate::shared_sessions::before_turn(chats, &link.store, &key, first).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(chat = %claim.chat, "session not brought up to date ({e}); the message will run again");
@@ -498,64 +373,14 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
             return;
         }
     };
-    let (done, result) = oneshot::channel();
-    let work = Work {
-        message: message.clone(),
-        delivery: Delivery::Nowhere,
-        quiet_if_ok: false,
-        done: Some(done),
-    };
-    let outcome = match shared.enqueue(key.clone(), work) {
-        Err(e) => Err(e),
-        Ok(()) => {
-            tokio::pin!(result);
-            loop {
-                tokio::select! {
-                    r = &mut result => break Ok(r.unwrap_or(WorkResult::Failed("the gateway stopped".into()))),
-                    () = tokio::time::sleep(link.leases.chat / 3) => {
-                        match link.store.renew(&claim, link.leases.chat).await {
-                            Ok(true) => {}
-                            Ok(false) => tracing::warn!(chat = %claim.chat, "lost the chat's lease; another process took the message over"),
-                            Err(e) => tracing::warn!(chat = %claim.chat, "cannot renew the chat's lease: {e}"),
-                        }
-                    }
-                }
-            }
-        }
-    };
-    let reply = match outcome {
-        Ok(WorkResult::Answered(text)) if text.trim().is_empty() => None,
-        // What a cron job or the heartbeat said goes out as a message of its own.
-        Ok(WorkResult::Answered(text)) if crate::handover::handed(&message).is_some() => {
-            Some(OutboundMessage { reply_to: None, ..OutboundMessage::reply(&message, text) })
-        }
-        Ok(WorkResult::Answered(text)) => Some(OutboundMessage::reply(&message, text)),
-        Ok(WorkResult::Failed(e)) => Some(
-            OutboundMessage::reply(&message, format!("Sorry, that failed: {e}"))
-                .failed(Failure::Failed),
-        ),
-        Err(e) => Some(OutboundMessage::reply(&message, e.to_string()).failed(Failure::from(&e))),
-    };
-    let answer = match reply.map(|r| serde_json::to_value(&r)) {
-        Some(Ok(body)) => Some(Outbound {
-            key: format!("reply:{}", claim.id),
-            channel: claim.channel.clone(),
-            chat: claim.chat.clone(),
-            // Web chats and API requests are answered through their connection.
-            origin: if claim.channel == "web" { claim.origin.clone() } else { None },
-            body,
-        }),
-        Some(Err(e)) => {
-            tracing::error!("answer not stored: {e}");
-            None
-        }
-        None => None,
-    };
+    let outcome = run_in_worker(chats, link, &claim, &message, &key).await;
+    let answer = stored_answer(&claim, &message, outcome);
+    let mine = claim.origin.as_deref() == Some(link.store.holder());
     if answer.is_none() && mine {
         link.live().remove(&message.id);
     }
     // The turn's lines are stored with its answer, or neither is.
-    let added = match crate::shared_sessions::after_turn(shared, &key, &synced) {
+    let added = match crate::shared_sessions::after_turn(chats, &key, &synced) {
         Ok(added) => added,
         Err(e) => {
             tracing::error!(chat = %claim.chat, "session not read ({e}); the message will run again");
@@ -570,20 +395,101 @@ async fn run_claim(shared: &Arc<Shared>, link: &StoreLink, claim: Claim) {
     if let Some(answer) = here {
         link.store.send_myself(&answer.key);
     }
+    let here = here.is_some();
     finish_claim(link, &claim, answer.as_ref(), added.write.as_ref(), current).await;
-    if let Some(answer) = answer.filter(|a| a.origin.as_deref() == Some(link.store.holder())) {
+    if here && let Some(answer) = answer {
         match link.store.sent_by_worker(&answer.key) {
             SendIt::Now => {
                 let _in_order = link.sending.lock().await;
-                deliver(shared, link, answer).await;
+                deliver(chats, link, answer).await;
             }
             SendIt::ByTheLoop => link.wakeups.wake_outbound(),
         }
     }
 }
 
+/// The message `claim` holds, with its live parts when it was received here.
+fn claimed_message(link: &StoreLink, claim: &Claim) -> Result<InboundMessage, serde_json::Error> {
+    let mut message: InboundMessage = serde_json::from_value(claim.body.clone())?;
+    if claim.attempts == 0 {
+        message.metadata.insert(crate::resume::FIRST_CLAIM_KEY.into(), true.into());
+    }
+    let mine = claim.origin.as_deref() == Some(link.store.holder());
+    if mine && let Some((tap, cancel)) = link.live().get(&message.id).cloned() {
+        message.tap = tap;
+        message.cancel = cancel;
+    }
+    Ok(message)
+}
+
+/// Runs `message` in its chat's worker, renewing the chat's lease while it runs.
+async fn run_in_worker(
+    chats: &Arc<Chats>,
+    link: &StoreLink,
+    claim: &Claim,
+    message: &InboundMessage,
+    key: &SessionKey,
+) -> Result<WorkResult, BusError> {
+    let (done, result) = oneshot::channel();
+    let work = Work {
+        message: message.clone(),
+        delivery: Delivery::Nowhere,
+        quiet_if_ok: false,
+        done: Some(done),
+    };
+    chats.enqueue(key.clone(), work)?;
+    tokio::pin!(result);
+    loop {
+        tokio::select! {
+            r = &mut result => return Ok(r.unwrap_or(WorkResult::Failed("the gateway stopped".into()))),
+            () = tokio::time::sleep(link.leases.chat / 3) => {
+                match link.store.renew(claim, link.leases.chat).await {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(chat = %claim.chat, "lost the chat's lease; another process took the message over"),
+                    Err(e) => tracing::warn!(chat = %claim.chat, "cannot renew the chat's lease: {e}"),
+                }
+            }
+        }
+    }
+}
+
+/// The answer to store with the finished message (none for an empty one).
+fn stored_answer(
+    claim: &Claim,
+    message: &InboundMessage,
+    outcome: Result<WorkResult, BusError>,
+) -> Option<Outbound> {
+    let reply = match outcome {
+        Ok(WorkResult::Answered(text)) if text.trim().is_empty() => return None,
+        // What a cron job or the heartbeat said goes out as a message of its own.
+        Ok(WorkResult::Answered(text)) if crate::handover::handed(message).is_some() => {
+            OutboundMessage { reply_to: None, ..OutboundMessage::reply(message, text) }
+        }
+        Ok(WorkResult::Answered(text)) => OutboundMessage::reply(message, text),
+        Ok(WorkResult::Failed(e)) => {
+            OutboundMessage::reply(message, format!("Sorry, that failed: {e}"))
+                .failed(Failure::Failed)
+        }
+        Err(e) => OutboundMessage::reply(message, e.to_string()).failed(Failure::from(&e)),
+    };
+    match serde_json::to_value(&reply) {
+        Ok(body) => Some(Outbound {
+            key: format!("reply:{}", claim.id),
+            channel: claim.channel.clone(),
+            chat: claim.chat.clone(),
+            // Web chats and API requests are answered through their connection.
+            origin: if claim.channel == "web" { claim.origin.clone() } else { None },
+            body,
+        }),
+        Err(e) => {
+            tracing::error!("answer not stored: {e}");
+            None
+        }
+    }
+}
+
 /// Sends the answers this process may send, each once, until `stop`.
-pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: CancellationToken) {
+pub async fn delivery_loop(chats: Arc<Chats>, link: Arc<StoreLink>, stop: CancellationToken) {
     let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     loop {
         let sending = link.sending.lock().await;
@@ -592,7 +498,7 @@ pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Canc
             Ok((batch, full)) => {
                 backoff.reset();
                 for answer in batch {
-                    deliver(&shared, &link, answer).await;
+                    deliver(&chats, &link, answer).await;
                 }
                 drop(sending);
                 full
@@ -624,7 +530,7 @@ pub async fn delivery_loop(shared: Arc<Shared>, link: Arc<StoreLink>, stop: Canc
     }
 }
 
-async fn deliver(shared: &Shared, link: &StoreLink, answer: Outbound) {
+async fn deliver(chats: &Chats, link: &StoreLink, answer: Outbound) {
     let message: OutboundMessage = match serde_json::from_value(answer.body) {
         Ok(m) => m,
         Err(e) => {
@@ -635,7 +541,7 @@ async fn deliver(shared: &Shared, link: &StoreLink, answer: Outbound) {
     if let Some(id) = &message.reply_to {
         link.live().remove(id);
     }
-    if let Err(e) = shared.outbox.send(message).await {
+    if let Err(e) = chats.outbox.send(message).await {
         tracing::warn!(key = %answer.key, "answer not delivered: {e}");
     }
 }

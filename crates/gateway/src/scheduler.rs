@@ -17,12 +17,12 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::InboundMessage;
+use crate::chats::Chats;
 use crate::cron::{CronJob, ScheduleKind};
 use crate::files::now_ms;
-use crate::gateway::Shared;
 use crate::heartbeat::{self, HEARTBEAT_FILE};
-use crate::scaleout::StoreLink;
 use crate::sessions::SessionKey;
+use crate::store_link::StoreLink;
 use crate::worker::{Delivery, Work, WorkResult};
 use ferroclaw_tools::repo_file::{MAX_REPO_FILE_BYTES, read_repo_text};
 
@@ -68,13 +68,13 @@ impl Running {
 /// change to the jobs (a notification), a run of this process ending, the
 /// liveness check while a job runs elsewhere, or the safety poll, whichever
 /// is first.
-pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
+pub async fn run_cron(chats: Arc<Chats>, stop: CancellationToken) {
     let running: Arc<Running> = Arc::default();
     // The last problem reported: the same one is logged once, not every tick.
     let mut last_problem: Option<String> = None;
     let mut tick = tokio::time::interval(CRON_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut changes: Option<Changes> = shared.store.as_ref().map(|link| link.cron_changes());
+    let mut changes: Option<Changes> = chats.store.as_ref().map(|link| link.cron_changes());
     let mut sleep = Duration::ZERO;
     loop {
         match &mut changes {
@@ -90,11 +90,11 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
         }
         // Several gateways: one that does not serve the database's model
         // config (or has not registered yet) runs no jobs.
-        if shared.store.as_ref().is_some_and(|link| !link.takes_turns()) {
+        if chats.store.as_ref().is_some_and(|link| !link.takes_turns()) {
             sleep = Duration::from_secs(1);
             continue;
         }
-        let (due, next_due) = match claim_due_jobs(&shared, &running).await {
+        let (due, next_due) = match claim_due_jobs(&chats, &running).await {
             Ok(found) => {
                 if last_problem.take().is_some() {
                     tracing::info!("cron: the jobs file is readable again");
@@ -111,18 +111,18 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
                 continue;
             }
         };
-        let Some(link) = shared.store.clone() else {
+        let Some(link) = chats.store.clone() else {
             for job in due {
-                start_job(&shared, job, running.clone(), None);
+                start_job(&chats, job, running.clone(), None);
             }
             continue;
         };
         for job in due {
-            claim_and_start(&shared, &link, job, &running);
+            claim_and_start(&chats, &link, job, &running);
         }
-        let expiry = retry_runs_of_dead_processes(&shared, &link, &running).await;
+        let expiry = retry_runs_of_dead_processes(&chats, &link, &running).await;
         let until_due = next_due.map(|at| Duration::from_millis(at.saturating_sub(now_ms())));
-        sleep = [Some(crate::scaleout::safety_poll()), until_due, expiry]
+        sleep = [Some(crate::store_link::safety_poll()), until_due, expiry]
             .into_iter()
             .flatten()
             .min()
@@ -132,16 +132,16 @@ pub async fn run_cron(shared: Arc<Shared>, stop: CancellationToken) {
 
 /// Several gateways: the one that claims the slot runs the job.
 fn claim_and_start(
-    shared: &Arc<Shared>,
+    chats: &Arc<Chats>,
     link: &Arc<StoreLink>,
     job: CronJob,
     running: &Arc<Running>,
 ) {
-    let (shared, link, running) = (shared.clone(), link.clone(), running.clone());
+    let (chats, link, running) = (chats.clone(), link.clone(), running.clone());
     tokio::spawn(async move {
         let slot = job.state.last_run_at_ms.unwrap_or_default() as i64;
         match link.store.claim_cron_run(&job.id, slot, link.leases.chat).await {
-            Ok(Some(claim)) => start_job(&shared, job, running, Some((link.clone(), claim))),
+            Ok(Some(claim)) => start_job(&chats, job, running, Some((link.clone(), claim))),
             Ok(None) => tracing::info!(
                 job = %job.id,
                 "cron slot run by another gateway, or the job still runs there; skipped here"
@@ -156,7 +156,7 @@ fn claim_and_start(
 /// again while a run goes on elsewhere: within the liveness check (its
 /// process may die meanwhile), or when its lease runs out if that is sooner.
 async fn retry_runs_of_dead_processes(
-    shared: &Arc<Shared>,
+    chats: &Arc<Chats>,
     link: &Arc<StoreLink>,
     running: &Arc<Running>,
 ) -> Option<Duration> {
@@ -168,7 +168,7 @@ async fn retry_runs_of_dead_processes(
         }
     };
     if !taken.runs.is_empty() {
-        let jobs = match shared.cron.load().await {
+        let jobs = match chats.cron.load().await {
             Ok(file) => file.jobs,
             Err(e) => {
                 tracing::warn!("cron: {e}");
@@ -179,7 +179,7 @@ async fn retry_runs_of_dead_processes(
             match jobs.iter().find(|j| j.id == claim.job) {
                 Some(job) => {
                     tracing::warn!(job = %claim.job, "cron run of a gateway that is gone or stopped renewing it; running it again here");
-                    start_job(shared, job.clone(), running.clone(), Some((link.clone(), claim)));
+                    start_job(chats, job.clone(), running.clone(), Some((link.clone(), claim)));
                 }
                 None => {
                     if let Err(e) = link.store.finish_cron_run(&claim, "error: job removed").await {
@@ -197,19 +197,19 @@ async fn retry_runs_of_dead_processes(
 /// one, and saves that before anything runs: a restart never repeats a slot.
 /// Also returns when the next slot of a job not running here comes (ms).
 async fn claim_due_jobs(
-    shared: &Shared,
+    chats: &Chats,
     running: &Running,
 ) -> Result<(Vec<CronJob>, Option<u64>), crate::cron::CronError> {
     let now = now_ms();
     let running = running.ids();
-    let file = shared.cron.load().await?;
+    let file = chats.cron.load().await?;
     let needs_claim = file.jobs.iter().any(|j| {
         j.enabled && !running.contains(&j.id) && j.state.next_run_at_ms.is_none_or(|t| t <= now)
     });
     if !needs_claim {
         return Ok((Vec::new(), next_slot(&file.jobs, &running)));
     }
-    shared
+    chats
         .cron
         .update(|file| {
             let mut due = Vec::new();
@@ -250,7 +250,7 @@ fn next_slot(jobs: &[CronJob], running: &HashSet<String>) -> Option<u64> {
 /// With a shared database, `record` is the run's claim: its lease is renewed
 /// while the job runs, and its run record is finished with the outcome.
 fn start_job(
-    shared: &Arc<Shared>,
+    chats: &Arc<Chats>,
     job: CronJob,
     running: Arc<Running>,
     record: Option<(Arc<StoreLink>, CronClaim)>,
@@ -268,8 +268,8 @@ fn start_job(
     let (done, result) = oneshot::channel();
     let work = Work { message, delivery, quiet_if_ok: false, done: Some(done) };
     tracing::info!(job = %job.id, name = %job.name, "cron job due");
-    let queued = shared.enqueue(key, work);
-    let shared = shared.clone();
+    let queued = chats.enqueue(key, work);
+    let chats = chats.clone();
     tokio::spawn(async move {
         let outcome = match (queued, &record) {
             (Err(e), _) => WorkResult::Failed(e.to_string()),
@@ -278,7 +278,7 @@ fn start_job(
             }
             (Ok(()), Some((link, claim))) => hold_run(link, claim, result).await,
         };
-        let recorded = shared.cron.update(|file| {
+        let recorded = chats.cron.update(|file| {
             if let Some(i) = file.jobs.iter().position(|j| j.id == job.id) {
                 let j = &mut file.jobs[i];
                 match &outcome {
@@ -340,8 +340,8 @@ async fn hold_run(
 }
 
 /// Beats every `heartbeat_minutes` until `stop`.
-pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: CancellationToken) {
-    let Some(interval) = shared.settings.heartbeat_interval() else { return };
+pub async fn run_heartbeat(chats: Arc<Chats>, workspace: PathBuf, stop: CancellationToken) {
+    let Some(interval) = chats.settings.heartbeat_interval() else { return };
     let path = workspace.join(HEARTBEAT_FILE);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -359,7 +359,7 @@ pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: Cancel
         }
         let Ok(content) = read_repo_text(&path, MAX_REPO_FILE_BYTES) else { continue };
         // Several gateways: one beat per interval, by whoever claims it.
-        if let Some(link) = &shared.store {
+        if let Some(link) = &chats.store {
             if !link.takes_turns() {
                 continue;
             }
@@ -369,18 +369,18 @@ pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: Cancel
             }
         }
         let Some(prompt) = heartbeat::prompt(&path, &content) else { continue };
-        let target = shared
+        let target = chats
             .settings
             .heartbeat_to
             .as_deref()
             .and_then(SessionKey::parse_address)
-            .or_else(|| shared.last_chat());
+            .or_else(|| chats.last_chat());
         let delivery = target.map_or(Delivery::Nowhere, Delivery::To);
         let (done, result) = oneshot::channel();
         let message = InboundMessage::new("heartbeat", "heartbeat", "main", prompt);
         let work = Work { message, delivery, quiet_if_ok: true, done: Some(done) };
         tracing::info!("heartbeat");
-        match shared.enqueue(SessionKey::new("heartbeat", "main"), work) {
+        match chats.enqueue(SessionKey::new("heartbeat", "main"), work) {
             Ok(()) => beating = Some(result),
             Err(e) => tracing::warn!("heartbeat skipped: {e}"),
         }
@@ -391,10 +391,10 @@ pub async fn run_heartbeat(shared: Arc<Shared>, workspace: PathBuf, stop: Cancel
 /// database, and media older than `media_keep_days` (the workspace's inbox;
 /// the database's kept files), now and then, until `stop`. Every process
 /// runs this; one at a time prunes the rows (the others find the lock taken).
-pub async fn run_housekeeping(shared: Arc<Shared>, stop: CancellationToken) {
-    let keep = shared.settings.store_keep();
-    let media_keep = shared.settings.media_keep();
-    if shared.store.is_none() && media_keep.is_none() {
+pub async fn run_housekeeping(chats: Arc<Chats>, stop: CancellationToken) {
+    let keep = chats.settings.store_keep();
+    let media_keep = chats.settings.media_keep();
+    if chats.store.is_none() && media_keep.is_none() {
         return;
     }
     let test_period = std::env::var(HOUSEKEEPING_TEST_ENV)
@@ -413,7 +413,7 @@ pub async fn run_housekeeping(shared: Arc<Shared>, stop: CancellationToken) {
             () = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        if let Some(link) = &shared.store {
+        if let Some(link) = &chats.store {
             match link.store.prune(keep, PRUNE_BATCH).await {
                 Ok(Some(pruned)) if pruned.total() > 0 => {
                     tracing::info!(?pruned, "housekeeping: old rows pruned from the database");
@@ -423,15 +423,15 @@ pub async fn run_housekeeping(shared: Arc<Shared>, stop: CancellationToken) {
             }
         }
         if let Some(media_keep) = media_keep {
-            prune_media(&shared, media_keep).await;
+            prune_media(&chats, media_keep).await;
         }
     }
 }
 
 /// Deletes the media older than `keep`: files in the workspace's inbox, and
 /// the files kept in the shared database.
-async fn prune_media(shared: &Shared, keep: Duration) {
-    let workspace = shared.workspace.clone();
+async fn prune_media(chats: &Chats, keep: Duration) {
+    let workspace = chats.workspace.clone();
     let inbox =
         tokio::task::spawn_blocking(move || crate::media_retention::prune_inbox(&workspace, keep))
             .await;
@@ -441,7 +441,7 @@ async fn prune_media(shared: &Shared, keep: Duration) {
         Ok(Err(e)) => tracing::warn!("housekeeping: inbox not pruned: {e}"),
         Err(e) => tracing::warn!("housekeeping: inbox not pruned: {e}"),
     }
-    if let Some(link) = &shared.store {
+    if let Some(link) = &chats.store {
         match link.store.prune_media(keep, PRUNE_BATCH).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(files = n, "housekeeping: old media pruned from the database"),

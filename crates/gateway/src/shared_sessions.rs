@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use ferroclaw_store::{PgStore, SessionHead, SessionWrite, StoreError, storable_line};
 
-use crate::gateway::Shared;
+use crate::chats::Chats;
 use crate::sessions::SessionKey;
 
 /// Why a session could not be brought up to date or read.
@@ -66,15 +66,15 @@ pub struct Synced {
 /// One query finds the chat's session and how far the database has it; the
 /// file work runs on the blocking pool, off the async runtime.
 pub async fn before_turn(
-    shared: &Shared,
+    chats: &Chats,
     store: &PgStore,
     key: &SessionKey,
     first_attempt: bool,
 ) -> Result<Synced, SyncError> {
-    let here = shared.names.current(key);
+    let here = chats.names.current(key);
     // The local copy's length goes with the question, so that the check
     // that it agrees with the database's comes back in the same round trip.
-    let here_len = local_len(&session_path(shared, &here)).await?;
+    let here_len = local_len(&session_path(chats, &here)).await?;
     let asked = i64::try_from(here_len.unwrap_or(0)).unwrap_or(i64::MAX);
     let (recorded, seen, here_line) =
         store.chat_session_start(&key.address(), &here, asked).await?;
@@ -87,8 +87,8 @@ pub async fn before_turn(
         }
     };
     // The worker opens the session these names say.
-    shared.names.set(key, &session);
-    let path = session_path(shared, &session);
+    chats.names.set(key, &session);
+    let path = session_path(chats, &session);
     let (local, line) = match (talks_here, here_line) {
         (true, Some(line)) => (here_len, Some(line)),
         _ => (local_len(&path).await?, None),
@@ -145,7 +145,7 @@ pub struct Added {
 }
 
 /// What the turn added to the chat's session, read from its file.
-pub fn after_turn(shared: &Shared, key: &SessionKey, synced: &Synced) -> Result<Added, SyncError> {
+pub fn after_turn(chats: &Chats, key: &SessionKey, synced: &Synced) -> Result<Added, SyncError> {
     let write = match lines_from(&synced.path, synced.keep.bytes as u64)? {
         Tail::Missing => None,
         Tail::Lines(lines) => Some(SessionWrite {
@@ -162,14 +162,14 @@ pub fn after_turn(shared: &Shared, key: &SessionKey, synced: &Synced) -> Result<
             lines: read_lines(&synced.path).map_err(io(&synced.path))?.0,
         }),
     };
-    let now = shared.names.current(key);
+    let now = chats.names.current(key);
     let current = (now != synced.session || synced.record_current).then(|| (key.address(), now));
     Ok(Added { write, current })
 }
 
 /// Where this process keeps session `id`.
-pub fn session_path(shared: &Shared, id: &str) -> PathBuf {
-    shared.runtime.sessions().path_of(&shared.runtime.config().workspace, id)
+pub fn session_path(chats: &Chats, id: &str) -> PathBuf {
+    chats.runtime.sessions().path_of(&chats.runtime.config().workspace, id)
 }
 
 /// Brings the file at `path` (`len` bytes) up to the database's `head`.

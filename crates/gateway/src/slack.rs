@@ -89,7 +89,7 @@ pub const REMEMBERED_THREADS: usize = 1024;
 /// both `message` and `app_mention`.
 const RECENT_MESSAGES: usize = 256;
 /// Keys of `[channels.slack]` besides the common ones.
-pub const OPTION_KEYS: [&str; 4] = ["app_token", "app_token_env", "bot_token_env", "channels"];
+pub use crate::config::SLACK_KEYS as OPTION_KEYS;
 /// Message subtypes that are still a person writing to the agent.
 const PERSON_SUBTYPES: [&str; 2] = ["file_share", "thread_broadcast"];
 

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::api_turn::{ApiTurn, is_stateless_chat};
 use crate::approval::{ChatApprover, TurnSlot};
 use crate::bus::{Failure, InboundMessage, OutboundMessage, SYSTEM_CHANNEL};
+use crate::chats::Chats;
 use crate::commands::{ChatCommand, HELP};
-use crate::gateway::Shared;
 use crate::handover;
 use crate::heartbeat;
 use crate::media;
@@ -68,7 +68,7 @@ pub async fn run(
     key: SessionKey,
     number: u64,
     mut rx: mpsc::Receiver<Box<Work>>,
-    shared: Arc<Shared>,
+    chats: Arc<Chats>,
 ) {
     let mut agent: Option<Agent> = None;
     let slot = TurnSlot::default();
@@ -85,9 +85,9 @@ pub async fn run(
                 // Boxed, here and below: a turn's state is large, and an
                 // idle chat's worker should not keep room for it.
                 Some(work) => {
-                    Box::pin(handle(&key, &mut agent, &slot, *work, &shared)).await;
+                    Box::pin(handle(&key, &mut agent, &slot, *work, &chats)).await;
                     // A stateless API request's chat has nothing more to say.
-                    if is_stateless_chat(&key) && shared.retire(&key, number, &rx) {
+                    if is_stateless_chat(&key) && chats.retire(&key, number, &rx) {
                         break;
                     }
                     idle(&mut agent);
@@ -95,29 +95,29 @@ pub async fn run(
                 None => break,
             },
             () = job_finished => {
-                show_jobs(&shared, &key);
+                show_jobs(&chats, &key);
                 let message = InboundMessage::new(SYSTEM_CHANNEL, "system", key.address(), JOB_FINISHED_PROMPT);
-                let delivery = if shared.outbox.channel(&key.channel).is_some() {
+                let delivery = if chats.outbox.channel(&key.channel).is_some() {
                     Delivery::To(key.clone())
                 } else {
                     Delivery::Nowhere
                 };
                 let work = Work { message, delivery, quiet_if_ok: false, done: None };
-                Box::pin(handle(&key, &mut agent, &slot, work, &shared)).await;
+                Box::pin(handle(&key, &mut agent, &slot, work, &chats)).await;
                 idle(&mut agent);
             }
-            () = tokio::time::sleep(shared.settings.session_idle()) => {
+            () = tokio::time::sleep(chats.settings.session_idle()) => {
                 // Running jobs, or processes its commands left (`server &`),
                 // keep the agent: retiring it would kill them.
                 let busy = agent.as_ref().and_then(|a| a.jobs()).is_some_and(|j| !j.running().is_empty())
                     || agent.as_ref().is_some_and(|a| a.children().any_alive());
-                if !busy && shared.retire(&key, number, &rx) {
+                if !busy && chats.retire(&key, number, &rx) {
                     break;
                 }
             }
         }
     }
-    shared.forget_jobs(&key);
+    chats.forget_jobs(&key);
     if let Some(mut agent) = agent {
         Box::pin(agent.finish()).await;
     }
@@ -140,25 +140,29 @@ async fn handle(
     agent: &mut Option<Agent>,
     slot: &TurnSlot,
     mut work: Work,
-    shared: &Arc<Shared>,
+    chats: &Arc<Chats>,
 ) {
     let handed = handover::handed(&work.message);
     let delivered = handed.is_some();
     let (result, journalled) = match ChatCommand::parse(&work.message.content) {
         // What another session (a cron job, the heartbeat) said to this chat.
         _ if let Some(handed) = &handed => {
-            (record_handed(key, agent, slot, &work, handed, shared).await, None)
+            (record_handed(key, agent, slot, &work, handed, chats).await, None)
         }
         Some(command) if work.message.channel != SYSTEM_CHANNEL => {
-            (command_reply(key, agent, slot, command, &work, shared).await, None)
+            (command_reply(key, agent, slot, command, &work, chats).await, None)
         }
-        _ => match resume::claim(key, &mut work.message, shared).await {
-            Claim::Duplicate => return,
-            Claim::Off => (turn(key, agent, slot, &work, None, shared).await, None),
-            Claim::Turn(journalled) => {
-                (turn(key, agent, slot, &work, Some(&journalled), shared).await, Some(journalled))
+        _ => {
+            match resume::claim(key, &mut work.message, chats.journal.as_ref(), &chats.names).await
+            {
+                Claim::Duplicate => return,
+                Claim::Off => (turn(key, agent, slot, &work, None, chats).await, None),
+                Claim::Turn(journalled) => (
+                    turn(key, agent, slot, &work, Some(&journalled), chats).await,
+                    Some(journalled),
+                ),
             }
-        },
+        }
     };
     // An API request's answer is kept under its Idempotency-Key before the
     // turn counts as finished: a retry finds one or the other.
@@ -166,11 +170,35 @@ async fn handle(
         WorkResult::Answered(text) => Ok(text.as_str()),
         WorkResult::Failed(_) => Err(Failure::Failed),
     };
-    crate::idempotency::after_turn(shared, &work.message, answered).await;
+    crate::idempotency::after_turn(&chats.requests, &work.message, answered).await;
     if let Some(journalled) = journalled {
         // Before the answer goes out: it goes out at most once.
         journalled.finish().await;
     }
+    send_answer(key, &work, &result, delivered, chats).await;
+    // Several gateways: the chat's next message may run in another process
+    // as soon as this answer is handed on, so the session is let go (its lock
+    // released) first, and this process reopens the session file next time.
+    if chats.store.is_some()
+        && let Some(mut done) = agent.take()
+    {
+        chats.forget_jobs(key);
+        Box::pin(done.finish()).await;
+    }
+    if let Some(done) = work.done {
+        let _ = done.send(result);
+    }
+}
+
+/// Sends the answer where the work says (a heartbeat's "nothing to report"
+/// stays quiet; another chat's answer is handed over to that chat).
+async fn send_answer(
+    key: &SessionKey,
+    work: &Work,
+    result: &WorkResult,
+    delivered: bool,
+    chats: &Arc<Chats>,
+) {
     let text = match &result {
         WorkResult::Answered(t) => t.clone(),
         WorkResult::Failed(e) => {
@@ -190,7 +218,7 @@ async fn handle(
             Delivery::To(to) if to != key && !delivered => {
                 let from = work.message.channel.clone();
                 let handed = handover::Handed { from, text, media: Vec::new(), send: true };
-                handover::hand_over(shared, to, handed);
+                chats.hand_over(to, handed);
                 None
             }
             Delivery::To(to) => Some(OutboundMessage {
@@ -204,7 +232,7 @@ async fn handle(
             Delivery::Nowhere => None,
         };
         if let Some(message) = message
-            && let Err(e) = shared.outbox.send(message).await
+            && let Err(e) = chats.outbox.send(message).await
         {
             match e {
                 // In the chat's history: its page shows it when it opens.
@@ -214,18 +242,6 @@ async fn handle(
                 e => tracing::warn!(session = %key.address(), "answer not delivered: {e}"),
             }
         }
-    }
-    // Several gateways: the chat's next message may run in another process
-    // as soon as this answer is handed on, so the session is let go (its lock
-    // released) first, and this process reopens the session file next time.
-    if shared.store.is_some()
-        && let Some(mut done) = agent.take()
-    {
-        shared.forget_jobs(key);
-        Box::pin(done.finish()).await;
-    }
-    if let Some(done) = work.done {
-        let _ = done.send(result);
     }
 }
 
@@ -237,10 +253,10 @@ async fn record_handed(
     slot: &TurnSlot,
     work: &Work,
     handed: &handover::Handed,
-    shared: &Arc<Shared>,
+    chats: &Arc<Chats>,
 ) -> WorkResult {
     let text = if handed.send { handed.text.clone() } else { String::new() };
-    let agent = match open(key, agent, slot, &work.delivery, &work.message, shared).await {
+    let agent = match open(key, agent, slot, &work.delivery, &work.message, chats).await {
         Ok(a) => a,
         Err(e) => {
             tracing::warn!(chat = %key.address(), "not kept in the chat's history: {e}");
@@ -262,13 +278,13 @@ async fn turn(
     slot: &TurnSlot,
     work: &Work,
     journalled: Option<&JournalledTurn>,
-    shared: &Arc<Shared>,
+    chats: &Arc<Chats>,
 ) -> WorkResult {
-    let permit = match shared.turns.acquire().await {
+    let permit = match chats.turns.acquire().await {
         Ok(p) => p,
         Err(_) => return WorkResult::Failed("the gateway is stopping".into()),
     };
-    let agent = match open(key, agent, slot, &work.delivery, &work.message, shared).await {
+    let agent = match open(key, agent, slot, &work.delivery, &work.message, chats).await {
         Ok(a) => a,
         Err(e) => return WorkResult::Failed(e),
     };
@@ -281,10 +297,10 @@ async fn turn(
     // the sender's own stop (the web chat's button) cancels one.
     let cancel = work.message.cancel.clone().unwrap_or_default();
     slot.set(&turn_owner(key, &work.message), cancel.clone());
-    shared.turn_started();
+    chats.turn_started();
     let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
     let tap = work.message.tap.clone();
-    let (jobs_of, jobs_shared) = (key.clone(), shared.clone());
+    let (jobs_of, jobs_chats) = (key.clone(), chats.clone());
     let forward = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
             if let Some(tap) = &tap {
@@ -292,20 +308,20 @@ async fn turn(
             }
             // A tool call may have started, stopped or collected a job.
             if matches!(event, AgentEvent::ToolCallFinished { .. }) {
-                show_jobs(&jobs_shared, &jobs_of);
+                show_jobs(&jobs_chats, &jobs_of);
             }
         }
     });
     let rules =
         if work.message.channel == SYSTEM_CHANNEL { InputRules::SYSTEM } else { InputRules::CHAT };
-    let report = match shared.runtime.turn(&work.message.content, rules) {
+    let report = match chats.runtime.turn(&work.message.content, rules) {
         Turn::Command { command, args } => {
             let message = ferroclaw_core::mentions::user_message;
-            shared.runtime.run_command(agent, &command, args, message, &tx, &cancel).await
+            chats.runtime.run_command(agent, &command, args, message, &tx, &cancel).await
         }
         // A chat's message: its text and the files it carries, no `@path`.
         Turn::Shell(_) | Turn::Message { .. } => {
-            let turn = agent.run_turn(user_input(&work.message, shared).await, &tx, &cancel).await;
+            let turn = agent.run_turn(user_input(&work.message, chats).await, &tx, &cancel).await;
             // The wait for the disk (batched with other chats' turns) does
             // not hold a turn slot; the answer still waits for it.
             drop(permit);
@@ -315,8 +331,8 @@ async fn turn(
     drop(tx);
     // Every event reaches the tap before the answer is delivered (by the caller).
     let _ = forward.await;
-    show_jobs(shared, key);
-    shared.turn_finished();
+    show_jobs(chats, key);
+    chats.turn_finished();
     if report.is_error() {
         WorkResult::Failed(report.text)
     } else {
@@ -326,29 +342,29 @@ async fn turn(
 
 /// Shows the chat's background jobs live where its channel can (the web app),
 /// instead of the page asking for them.
-fn show_jobs(shared: &Shared, key: &SessionKey) {
-    let jobs = shared.jobs_of(key);
-    if let Some(channel) = shared.outbox.channel(&key.channel) {
+fn show_jobs(chats: &Chats, key: &SessionKey) {
+    let jobs = chats.jobs_of(key);
+    if let Some(channel) = chats.outbox.channel(&key.channel) {
         channel.show_jobs(&key.chat_id, &jobs);
     }
 }
 
 /// The message for the model: the text, with what was attached (images as
 /// image blocks, files saved in the workspace's inbox, voice transcribed).
-async fn user_input(message: &InboundMessage, shared: &Shared) -> Message {
+async fn user_input(message: &InboundMessage, chats: &Chats) -> Message {
     let files = media::attachments(message);
     if files.is_empty() {
         return Message::user(message.content.clone());
     }
     let mut transcripts = Vec::new();
-    if let Some(settings) = &shared.settings.transcription {
+    if let Some(settings) = &chats.settings.transcription {
         for (i, file) in files.iter().enumerate().filter(|(_, f)| f.is_audio()) {
             transcripts.push((i, media::transcribe(settings, file).await));
         }
     }
-    let workspace = shared.workspace.clone();
+    let workspace = chats.workspace.clone();
     let text = message.content.clone();
-    let model = shared.runtime.config().model_spec().unwrap_or_default();
+    let model = chats.runtime.config().model_spec().unwrap_or_default();
     let limits = media::ImageLimits::for_model(&model);
     // Decoding and scaling pictures is work for a blocking thread.
     tokio::task::block_in_place(|| {
@@ -364,7 +380,7 @@ fn turn_owner(key: &SessionKey, message: &InboundMessage) -> String {
         return message.sender.clone();
     }
     let target = SessionKey::parse_address(&message.chat_id).unwrap_or_else(|| key.clone());
-    if target.channel == "web" { crate::web::OWNER.to_string() } else { target.chat_id }
+    if target.channel == "web" { crate::bus::OWNER.to_string() } else { target.chat_id }
 }
 
 /// The chat's agent, opened (resumed from its session file) when needed.
@@ -374,14 +390,14 @@ async fn open<'a>(
     slot: &TurnSlot,
     delivery: &Delivery,
     message: &InboundMessage,
-    shared: &Arc<Shared>,
+    chats: &Arc<Chats>,
 ) -> Result<&'a mut Agent, String> {
     let api = ApiTurn::of(message);
     if agent.is_none() {
         // Several gateways: another process may have started a new session
         // for this chat (`/new`); the claim set the database's choice here
         // before the message came (see `shared_sessions::before_turn`).
-        let id = shared.names.current(key);
+        let id = chats.names.current(key);
         // The message and cron tools default to where this chat's answers go.
         let target = match delivery {
             Delivery::To(to) => to.clone(),
@@ -389,39 +405,39 @@ async fn open<'a>(
         };
         // Calls that need approval are asked for where this chat's answers go.
         let approver: Arc<dyn ferroclaw_core::Approver> = Arc::new(ChatApprover {
-            broker: shared.approvals.clone(),
+            broker: chats.approvals.clone(),
             chat: target.clone(),
             turn: slot.clone(),
         });
         let options = SessionOptions {
             extra_tools: vec![
                 Arc::new(MessageTool {
-                    outbox: shared.outbox.clone(),
+                    outbox: chats.outbox.clone(),
                     channel: target.channel.clone(),
                     chat_id: target.chat_id.clone(),
                     home: key.clone(),
-                    keep: Some(keep_in_history(shared)),
-                    store: shared.store.as_ref().map(|link| link.store.clone()),
+                    keep: Some(keep_in_history(chats)),
+                    store: chats.store.as_ref().map(|link| link.store.clone()),
                 }),
                 Arc::new(CronTool {
-                    store: shared.cron.clone(),
+                    store: chats.cron.clone(),
                     channel: target.channel,
                     chat_id: target.chat_id,
                 }),
             ],
-            journal: shared.journal.clone(),
+            journal: chats.journal.clone(),
             ..Default::default()
         };
         let mut options = options;
         if let Some(api) = &api {
-            let spec = api.model.clone().or_else(|| shared.runtime.config().model_spec().ok());
+            let spec = api.model.clone().or_else(|| chats.runtime.config().model_spec().ok());
             let limits = media::ImageLimits::for_model(&spec.unwrap_or_default());
             (options.append_system_prompt, options.conversation, options.private) =
                 api.options(limits);
         }
         // Opening reads files: let other tasks move to other threads meanwhile.
         let resume = Resume::Named(id.clone());
-        let opened = tokio::task::block_in_place(|| shared.runtime.open(resume, approver, options))
+        let opened = tokio::task::block_in_place(|| chats.runtime.open(resume, approver, options))
             .map_err(|e| {
                 tracing::error!("cannot open a chat: {e}");
                 format!("cannot open the chat: {e}")
@@ -429,7 +445,7 @@ async fn open<'a>(
             .agent;
         tracing::info!(session = %id, chat = %key.address(), "agent opened");
         if let Some(jobs) = opened.jobs() {
-            shared.watch_jobs(key, jobs.clone());
+            chats.watch_jobs(key, jobs.clone());
         }
         *agent = Some(opened);
     }
@@ -437,26 +453,26 @@ async fn open<'a>(
     if let Some(api) = &api {
         // The client's latest `system` message, and the model it asked for.
         api.relayer(opened);
-        api.use_model(opened, &shared.runtime)?;
+        api.use_model(opened, &chats.runtime)?;
     }
     Ok(opened)
 }
 
 /// What the `message` tool of a chat's agent calls for a message it sent
 /// to another chat: that chat keeps it in its history.
-fn keep_in_history(shared: &Arc<Shared>) -> crate::tools::KeepInHistory {
-    let shared = Arc::downgrade(shared);
+fn keep_in_history(chats: &Arc<Chats>) -> crate::tools::KeepInHistory {
+    let chats = Arc::downgrade(chats);
     Arc::new(move |to: &SessionKey, handed: handover::Handed| {
-        if let Some(shared) = shared.upgrade() {
-            handover::hand_over(&shared, to, handed);
+        if let Some(chats) = chats.upgrade() {
+            chats.hand_over(to, handed);
         }
     })
 }
 
 /// `/help`: the chat commands, then the custom ones (`.agent/commands/`, ...).
-fn help(shared: &Shared) -> String {
+fn help(chats: &Chats) -> String {
     let mut text = HELP.to_string();
-    for c in shared.runtime.custom_commands() {
+    for c in chats.runtime.custom_commands() {
         let hint = c.argument_hint.as_deref().map(|h| format!(" {h}")).unwrap_or_default();
         text.push_str(&format!("\n/{}{hint} — {}", c.name, c.description));
     }
@@ -470,27 +486,27 @@ async fn command_reply(
     slot: &TurnSlot,
     command: ChatCommand,
     work: &Work,
-    shared: &Arc<Shared>,
+    chats: &Arc<Chats>,
 ) -> WorkResult {
     match command {
-        ChatCommand::Help => WorkResult::Answered(help(shared)),
+        ChatCommand::Help => WorkResult::Answered(help(chats)),
         // The gateway answers these before they reach a worker.
         ChatCommand::Decide { .. } => WorkResult::Answered(String::new()),
         ChatCommand::New => {
             if let Some(mut old) = agent.take() {
                 old.finish().await;
             }
-            let id = shared.names.rotate(key);
+            let id = chats.names.rotate(key);
             WorkResult::Answered(format!("Started a new conversation (session {id})."))
         }
         ChatCommand::Status | ChatCommand::Usage | ChatCommand::Compact(_) => {
-            let a = match open(key, agent, slot, &work.delivery, &work.message, shared).await {
+            let a = match open(key, agent, slot, &work.delivery, &work.message, chats).await {
                 Ok(a) => a,
                 Err(e) => return WorkResult::Failed(e),
             };
             match command {
                 ChatCommand::Compact(focus) => {
-                    let _permit = shared.turns.acquire().await;
+                    let _permit = chats.turns.acquire().await;
                     let before = a.estimated_tokens();
                     let (tx, _rx) = mpsc::unbounded_channel();
                     match a.compact(focus.as_deref(), &tx, &CancellationToken::new()).await {

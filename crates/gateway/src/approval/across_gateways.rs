@@ -73,7 +73,7 @@ impl ApprovalRecords for ApprovalTable {
             {
                 return choice;
             }
-            changes.wait(crate::scaleout::safety_poll()).await;
+            changes.wait(crate::store_link::safety_poll()).await;
         }
     }
 
@@ -146,7 +146,7 @@ impl ApprovalRecords for ApprovalTable {
                 }
                 Err(_) => {}
             }
-            let wait = if failing { RETRY } else { crate::scaleout::safety_poll() };
+            let wait = if failing { RETRY } else { crate::store_link::safety_poll() };
             tokio::select! {
                 () = stop.cancelled() => return,
                 _ = changes.wait(wait) => {}

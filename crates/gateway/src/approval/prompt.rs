@@ -1,6 +1,7 @@
 //! What a chat is shown when a call needs approval ([`ApprovalPrompt`], with
 //! the call's one-line [`summary`]), and the answers people give
-//! ([`Choice`], from buttons or `/approve ID WORD`).
+//! ([`Choice`], from buttons or `/approve ID WORD`), and what became of them
+//! ([`Decided`]).
 
 use ferroclaw_core::Approval;
 use serde_json::Value;
@@ -118,4 +119,19 @@ pub fn summary(tool: &str, input: &Value) -> String {
         line = line.chars().take(SUMMARY_CHARS).collect::<String>() + "…";
     }
     line
+}
+
+/// What became of a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decided {
+    /// The request is answered; the outcome as people read it.
+    Done { tool: String, outcome: String },
+    /// No such request waits in this chat (never was, answered, timed out,
+    /// or another chat's).
+    Unknown,
+    /// The request waits, but this sender may not answer it.
+    NotAllowed,
+    /// No id was given and several requests wait in this chat: their ids
+    /// and summaries.
+    Which(Vec<(String, String)>),
 }

@@ -21,8 +21,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::App;
-use crate::gateway::Shared;
-use crate::history::{Conversation, History, HistoryError};
+use super::WebContext;
+use crate::history::{Conversation, HistoryError};
 use crate::sessions::{MAX_TITLE_CHARS, SessionKey};
 
 /// The largest file the page fetches (`/api/files`).
@@ -68,7 +68,7 @@ pub(super) type ApiResult = Result<Json<Value>, ApiError>;
 
 impl App {
     /// The running gateway's state (attached before the channel starts).
-    pub(super) fn gateway(&self) -> Result<Arc<Shared>, ApiError> {
+    pub(super) fn gateway(&self) -> Result<Arc<WebContext>, ApiError> {
         self.web.gateway.get().cloned().ok_or_else(|| {
             ApiError(StatusCode::SERVICE_UNAVAILABLE, "the gateway is starting".into())
         })
@@ -141,7 +141,7 @@ pub(super) async fn list_sessions(
     if q.chars().count() > 200 {
         return Err(bad("a search is at most 200 characters"));
     }
-    let history = History::of(&gw);
+    let history = gw.history();
     if q.trim().is_empty() {
         let all = history.conversations(MAX_LISTED).await.map_err(unread)?;
         let list: Vec<Value> = all.iter().map(listed).collect();
@@ -202,7 +202,7 @@ pub(super) async fn read_session(State(app): State<App>, Path(id): Path<String>)
     if !plain_id(&id) || !id.starts_with("gw-") {
         return Err(bad("not a conversation id"));
     }
-    let history = History::of(&gw);
+    let history = gw.history();
     let Some(entries) = history.entries(&id).await.map_err(unread)? else {
         return Err(ApiError(StatusCode::NOT_FOUND, format!("no conversation {id}")));
     };
@@ -226,7 +226,7 @@ pub(super) async fn read_image(
         return Err(bad("not a conversation id"));
     }
     let missing = || ApiError(StatusCode::NOT_FOUND, format!("no picture {n} in {id}"));
-    let (_, bytes) = History::of(&gw).picture(&id, n).await.map_err(unread)?.ok_or_else(missing)?;
+    let (_, bytes) = gw.history().picture(&id, n).await.map_err(unread)?.ok_or_else(missing)?;
     let media_type =
         ferroclaw_tools::image_media_type(&bytes[..bytes.len().min(16)]).ok_or_else(missing)?;
     let headers = [
@@ -347,7 +347,7 @@ pub(super) async fn rename_session(
     if body.title.chars().any(char::is_control) {
         return Err(bad("a title is one line of text"));
     }
-    let history = History::of(&gw);
+    let history = gw.history();
     if !history.exists(&id).await.map_err(unread)? {
         return Err(ApiError(StatusCode::NOT_FOUND, format!("no conversation {id}")));
     }
@@ -376,7 +376,7 @@ pub(super) async fn chat_state(State(app): State<App>, Path(chat): Path<String>)
     }
     let key = SessionKey::new("web", chat);
     let jobs: Vec<Value> = gw.jobs_of(&key).iter().map(job_json).collect();
-    let session = History::of(&gw).current_session(&key).await.map_err(unread)?;
+    let session = gw.history().current_session(&key).await.map_err(unread)?;
     Ok(Json(json!({"chat": key.chat_id, "session": session, "jobs": jobs})))
 }
 

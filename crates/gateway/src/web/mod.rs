@@ -11,8 +11,9 @@
 
 mod api;
 mod assets;
+pub mod context;
 mod frames;
-mod limits;
+pub mod limits;
 mod openai;
 mod openai_media;
 mod openai_request;
@@ -45,15 +46,14 @@ use crate::config::{
     DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_WEBSOCKETS,
     DEFAULT_REQUESTS_PER_MINUTE,
 };
-use crate::gateway::Shared;
 use frames::{Answer, Refusal, ServerFrame};
 use limits::{BUSY_RETRY_AFTER_SECS, DRAIN_RETRY_AFTER_SECS};
 pub use limits::{MAX_BODY_BYTES, Rate, RateLimiter};
 pub use queue::MAX_QUEUED_BYTES;
 use queue::OutQueue;
 
-/// The sender id of whoever holds the web token.
-pub const OWNER: &str = "owner";
+pub use crate::bus::OWNER;
+pub use context::{WebContext, WebParts};
 
 /// How the web channel is reached.
 #[derive(Debug, Clone)]
@@ -122,7 +122,7 @@ struct WebState {
     /// Requests by address.
     per_address: Arc<RateLimiter>,
     /// The running gateway, for the app's sessions and operate views.
-    gateway: OnceLock<Arc<Shared>>,
+    gateway: OnceLock<Arc<WebContext>>,
     /// The background jobs last shown to each chat (ids and states), so a
     /// page is told only of changes.
     shown_jobs: Mutex<HashMap<String, String>>,
@@ -140,6 +140,11 @@ struct App {
 }
 
 impl WebChannel {
+    /// Hands the web app the running gateway (once, before it starts).
+    pub fn attach(&self, gateway: Arc<WebContext>) {
+        let _ = self.state.gateway.set(gateway);
+    }
+
     /// A web channel; it listens once started.
     pub fn new(options: WebOptions) -> Self {
         let per_address = Arc::new(RateLimiter::new(options.requests_per_minute));
@@ -218,7 +223,7 @@ impl WebState {
 
     /// What fetches the pictures API requests link: `web_fetch`'s rules
     /// with its `[web_fetch] allow_private`.
-    fn image_fetcher(&self, gateway: &Shared) -> &ferroclaw_tools::WebFetchTool {
+    fn image_fetcher(&self, gateway: &WebContext) -> &ferroclaw_tools::WebFetchTool {
         self.images.get_or_init(|| {
             let config = gateway.runtime.config();
             let allowed = config.file.web_fetch.as_ref().map(|f| f.allow_private.clone());
@@ -356,10 +361,6 @@ fn failure_response(failure: Failure, message: &str) -> Response {
 impl Channel for WebChannel {
     fn name(&self) -> &str {
         "web"
-    }
-
-    fn attach(&self, gateway: &Arc<Shared>) {
-        let _ = self.state.gateway.set(gateway.clone());
     }
 
     async fn start(

@@ -25,6 +25,7 @@ use ferroclaw_protocol::{AgentEvent, Usage};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use super::WebContext;
 use super::limits::{BODY_READ_TIMEOUT, MAX_BODY_BYTES};
 use super::openai_media;
 use super::openai_request::{self, ApiError, ChatRequest};
@@ -33,7 +34,6 @@ use super::{App, OWNER, failure_response};
 use crate::api_turn::{ApiTurn, STATELESS_PREFIX};
 use crate::bus::{EventTap, Failure, InboundMessage, OutboundMessage};
 use crate::files::now_ms;
-use crate::gateway::Shared;
 use crate::idempotency::{self, Begun, FirstRequest, RecordedAnswer, Requests, Waited};
 
 /// The header that picks the session when the body has no `user`.
@@ -90,7 +90,7 @@ fn model_not_found(name: &str, param: &str) -> ApiError {
 /// target for an alias; anything else is 404 `model_not_found`.
 fn resolve_model(
     app: &App,
-    gateway: &Shared,
+    gateway: &WebContext,
     asked: Option<&str>,
 ) -> Result<Option<String>, ApiError> {
     let Some(name) = asked.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
@@ -206,7 +206,7 @@ async fn answer(app: App, request: Request<Body>) -> Result<Response, ApiError> 
     let Some(key) = turn.idempotency_key.clone() else {
         return Ok(run(&app, message(&first), first, shape, None).await);
     };
-    let requests = Requests::of(&gateway);
+    let requests = gateway.requests();
     let unreadable = |e: idempotency::IdempotencyError| {
         ApiError::status(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -33,7 +33,7 @@ pub(super) async fn status(State(app): State<App>) -> ApiResult {
     let open_pages = app.web.open_sockets.load(std::sync::atomic::Ordering::Relaxed);
     let mut channels: Vec<Value> = gw
         .channel_settings()
-        .into_iter()
+        .iter()
         .map(|c| {
             let entry = gw.connections.entry(&c.name);
             let connection = entry.as_ref().map_or(json!({"state": "connecting"}), |e| json!(e));
@@ -272,7 +272,7 @@ pub(super) async fn pairing_list(State(app): State<App>) -> ApiResult {
     let mut names = gw.pairing.channels().await.map_err(pairing_error)?;
     for c in gw.channel_settings() {
         if !names.contains(&c.name) {
-            names.push(c.name);
+            names.push(c.name.clone());
         }
     }
     names.sort();

@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use super::frames::{ClientFrame, PastedImage, ServerFrame};
 use super::limits::{MAX_WS_FRAME_BYTES, MAX_WS_MESSAGE_BYTES, Rate, WS_IDLE_TIMEOUT};
 use super::queue::{OutQueue, out_queue};
-use super::{App, OWNER, WebState};
+use super::{App, OWNER, WebContext, WebState};
 use crate::approval::button_command;
 use crate::bus::{EventTap, InboundMessage};
 use crate::sessions::SessionKey;
@@ -111,60 +111,9 @@ pub(super) fn valid_chat(chat: &str) -> bool {
 }
 
 async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
-    let (mut sink, mut stream) = socket.split();
-    let (out, mut out_rx) = out_queue::<String>(app.web.options.max_queued_bytes);
-    app.web
-        .sockets
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .entry(chat.clone())
-        .or_default()
-        .push(out.clone());
-    let writer = tokio::spawn(async move {
-        while let Some(text) = out_rx.recv().await {
-            tokio::select! {
-                biased;
-                // A page that stopped reading: give up the write it blocks.
-                () = out_rx.overflowed() => break,
-                sent = sink.send(Frame::Text(text.into())) => if sent.is_err() { break },
-            }
-        }
-    });
-    let gateway = app.web.gateway.get().cloned();
-    // The session as the store every gateway writes has it.
-    let (session, history) = match &gateway {
-        Some(gw) => {
-            let history = crate::history::History::of(gw);
-            let session = history
-                .current_session(&SessionKey::new("web", &chat))
-                .await
-                .inspect_err(|e| tracing::warn!(%chat, "web: {e}"))
-                .ok();
-            // A new chat has nothing to read: the page does not ask (no 404).
-            let kept = match &session {
-                Some(id) => history.exists(id).await.unwrap_or(true),
-                None => false,
-            };
-            (session, kept)
-        }
-        None => (None, false),
-    };
-    let running = turns(&app.web, &chat, |t| !t.unanswered.is_empty());
-    let models = page_models(&app.web.options, gateway.as_deref());
-    let ready = ServerFrame::Ready {
-        chat: &chat,
-        session: session.as_deref(),
-        history,
-        running,
-        models: &models,
-    };
-    send(&out, &ready);
-    // What waits for an answer here is shown again (a reload, another tab).
-    if let Some(gw) = &gateway {
-        for prompt in gw.approvals.waiting_in("web", &chat).await {
-            send(&out, &ServerFrame::approval(&prompt));
-        }
-    }
+    let (sink, mut stream) = socket.split();
+    let (out, writer) = open_queue(&app, &chat, sink);
+    greet(&app, &chat, &out).await;
     loop {
         // A page that says nothing for WS_IDLE_TIMEOUT is dropped (it
         // reconnects when used), and so is one that stopped reading.
@@ -181,54 +130,8 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             Frame::Close(_) => break,
             _ => continue,
         };
-        let mut images = Vec::new();
-        let mut model = None;
-        let content = match ClientFrame::parse(&text) {
-            Ok(ClientFrame::Message(frame)) => {
-                match pasted_images(&frame.images) {
-                    Ok(found) => images = found,
-                    Err(why) => {
-                        send(&out, &ServerFrame::error(&why));
-                        continue;
-                    }
-                }
-                match chosen_model(&app.web.options, frame.model.as_deref()) {
-                    Ok(turn) => model = turn,
-                    Err(why) => {
-                        send(&out, &ServerFrame::error(&why));
-                        continue;
-                    }
-                }
-                frame.content.unwrap_or_default()
-            }
-            // Stop: cancel the turns the chat's pages asked for (running or waiting).
-            Ok(ClientFrame::Stop) => {
-                turns(&app.web, &chat, |t| {
-                    t.stop.cancel();
-                    t.stop = CancellationToken::new();
-                });
-                continue;
-            }
-            // An answer travels as the command it stands for, so it is
-            // checked like one typed in any chat (this chat, its owner).
-            Ok(ClientFrame::Approve(answer)) => {
-                let id = &answer.id;
-                if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
-                    send(
-                        &out,
-                        &ServerFrame::error("id: expected an approval id (letters and digits)"),
-                    );
-                    continue;
-                }
-                let reason = answer.reason.unwrap_or_default().replace('\n', " ");
-                format!("{} {reason}", button_command(id, answer.choice.word())).trim().to_string()
-            }
-            Err(why) => {
-                send(&out, &ServerFrame::error(&why));
-                continue;
-            }
-        };
-        if content.trim().is_empty() && images.is_empty() {
+        let Some(said) = read_frame(&app, &chat, &out, &text) else { continue };
+        if said.content.trim().is_empty() && said.images.is_empty() {
             continue;
         }
         if let Rate::Limited { retry_after_secs, .. } = app.web.per_address.check(&address) {
@@ -236,52 +139,175 @@ async fn talk(socket: WebSocket, chat: String, address: String, app: App) {
             send(&out, &ServerFrame::error(&message));
             continue;
         }
-        // Events go to the queues of the chat's pages, the answer after
-        // them (the worker calls the tap for every event before it
-        // delivers the answer); a page opened meanwhile gets the rest.
-        let decision = is_decision(&content);
-        let mut message = InboundMessage::new("web", OWNER, chat.clone(), content);
-        let id = message.id.clone();
-        // Answers to approval requests get no reply of their own.
-        let stop = turns(&app.web, &chat, |t| {
-            if !decision {
-                t.unanswered.insert(id.clone());
-            }
-            t.stop.child_token()
-        });
-        let (web, to) = (app.web.clone(), chat.clone());
-        let tap = EventTap::new(move |event| {
-            if matches!(event, ferroclaw_protocol::AgentEvent::Finished { .. }) {
-                turns(&web, &to, |t| t.unanswered.remove(&id));
-            }
-            send_to_chat(&web, &to, &ServerFrame::Event { event });
-        });
-        message = message.with_tap(tap).with_cancel(stop);
-        for image in &images {
-            crate::media::attach(&mut message, image);
-        }
-        if let Some(turn) = &model {
-            turn.attach(&mut message);
-        }
-        let id = message.id.clone();
-        if let Err(e) = app.bus.publish(message) {
-            turns(&app.web, &chat, |t| t.unanswered.remove(&id));
-            send(&out, &ServerFrame::error(&e.to_string()));
-        }
+        publish(&app, &chat, &out, said);
     }
     writer.abort();
-    let mut sockets = app.web.sockets.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(list) = sockets.get_mut(&chat) {
-        list.retain(|queue| !queue.same_queue(&out));
-        if list.is_empty() {
-            sockets.remove(&chat);
+    close_queue(&app, &chat, &out);
+}
+
+/// This page's outgoing queue, listed under its chat, and the task that
+/// writes it to the socket.
+fn open_queue(
+    app: &App,
+    chat: &str,
+    mut sink: futures_util::stream::SplitSink<WebSocket, Frame>,
+) -> (OutQueue<String>, tokio::task::JoinHandle<()>) {
+    let (out, mut out_rx) = out_queue::<String>(app.web.options.max_queued_bytes);
+    app.web
+        .sockets
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(chat.to_string())
+        .or_default()
+        .push(out.clone());
+    let writer = tokio::spawn(async move {
+        while let Some(text) = out_rx.recv().await {
+            tokio::select! {
+                biased;
+                // A page that stopped reading: give up the write it blocks.
+                () = out_rx.overflowed() => break,
+                sent = sink.send(Frame::Text(text.into())) => if sent.is_err() { break },
+            }
         }
+    });
+    (out, writer)
+}
+
+/// Takes this page's queue off its chat's list.
+fn close_queue(app: &App, chat: &str, out: &OutQueue<String>) {
+    let mut sockets = app.web.sockets.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(list) = sockets.get_mut(chat) {
+        list.retain(|queue| !queue.same_queue(out));
+        if list.is_empty() {
+            sockets.remove(chat);
+        }
+    }
+}
+
+/// The first frames a page gets: `ready` (the chat's session as the store
+/// every gateway writes has it, whether turns run, the models), then the
+/// approval requests waiting in the chat (a reload, another tab).
+async fn greet(app: &App, chat: &str, out: &OutQueue<String>) {
+    let gateway = app.web.gateway.get().cloned();
+    let (session, history) = match &gateway {
+        Some(gw) => {
+            let history = gw.history();
+            let session = history
+                .current_session(&SessionKey::new("web", chat))
+                .await
+                .inspect_err(|e| tracing::warn!(%chat, "web: {e}"))
+                .ok();
+            // A new chat has nothing to read: the page does not ask (no 404).
+            let kept = match &session {
+                Some(id) => history.exists(id).await.unwrap_or(true),
+                None => false,
+            };
+            (session, kept)
+        }
+        None => (None, false),
+    };
+    let running = turns(&app.web, chat, |t| !t.unanswered.is_empty());
+    let models = page_models(&app.web.options, gateway.as_deref());
+    let ready =
+        ServerFrame::Ready { chat, session: session.as_deref(), history, running, models: &models };
+    send(out, &ready);
+    if let Some(gw) = &gateway {
+        for prompt in gw.approvals.waiting_in("web", chat).await {
+            send(out, &ServerFrame::approval(&prompt));
+        }
+    }
+}
+
+/// What a page said that becomes a message.
+struct Said {
+    content: String,
+    images: Vec<crate::media::Attachment>,
+    model: Option<crate::api_turn::ApiTurn>,
+}
+
+/// Reads one frame: a message (with its pictures and model), an approval
+/// answer (as the command it stands for), or a stop (done here: `None`).
+/// A frame that is refused is answered with an error frame, and is `None`.
+fn read_frame(app: &App, chat: &str, out: &OutQueue<String>, text: &str) -> Option<Said> {
+    let refused = |why: &str| {
+        send(out, &ServerFrame::error(why));
+        None
+    };
+    match ClientFrame::parse(text) {
+        Ok(ClientFrame::Message(frame)) => {
+            let images = match pasted_images(&frame.images) {
+                Ok(found) => found,
+                Err(why) => return refused(&why),
+            };
+            let model = match chosen_model(&app.web.options, frame.model.as_deref()) {
+                Ok(turn) => turn,
+                Err(why) => return refused(&why),
+            };
+            Some(Said { content: frame.content.unwrap_or_default(), images, model })
+        }
+        // Stop: cancel the turns the chat's pages asked for (running or waiting).
+        Ok(ClientFrame::Stop) => {
+            turns(&app.web, chat, |t| {
+                t.stop.cancel();
+                t.stop = CancellationToken::new();
+            });
+            None
+        }
+        // An answer travels as the command it stands for, so it is
+        // checked like one typed in any chat (this chat, its owner).
+        Ok(ClientFrame::Approve(answer)) => {
+            let id = &answer.id;
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+                return refused("id: expected an approval id (letters and digits)");
+            }
+            let reason = answer.reason.unwrap_or_default().replace('\n', " ");
+            let content =
+                format!("{} {reason}", button_command(id, answer.choice.word())).trim().to_string();
+            Some(Said { content, images: Vec::new(), model: None })
+        }
+        Err(why) => refused(&why),
+    }
+}
+
+/// Publishes what the page said as the chat owner's message. Events go to
+/// the queues of the chat's pages, the answer after them (the worker calls
+/// the tap for every event before it delivers the answer); a page opened
+/// meanwhile gets the rest.
+fn publish(app: &App, chat: &str, out: &OutQueue<String>, said: Said) {
+    let decision = is_decision(&said.content);
+    let mut message = InboundMessage::new("web", OWNER, chat.to_string(), said.content);
+    let id = message.id.clone();
+    // Answers to approval requests get no reply of their own.
+    let stop = turns(&app.web, chat, |t| {
+        if !decision {
+            t.unanswered.insert(id.clone());
+        }
+        t.stop.child_token()
+    });
+    let (web, to) = (app.web.clone(), chat.to_string());
+    let tap = EventTap::new(move |event| {
+        if matches!(event, ferroclaw_protocol::AgentEvent::Finished { .. }) {
+            turns(&web, &to, |t| t.unanswered.remove(&id));
+        }
+        send_to_chat(&web, &to, &ServerFrame::Event { event });
+    });
+    message = message.with_tap(tap).with_cancel(stop);
+    for image in &said.images {
+        crate::media::attach(&mut message, image);
+    }
+    if let Some(turn) = &said.model {
+        turn.attach(&mut message);
+    }
+    let id = message.id.clone();
+    if let Err(e) = app.bus.publish(message) {
+        turns(&app.web, chat, |t| t.unanswered.remove(&id));
+        send(out, &ServerFrame::error(&e.to_string()));
     }
 }
 
 /// The models a page may pick for its messages: the gateway's own (first)
 /// and the aliases of `[channels.web] models`, each with what it stands for.
-fn page_models(options: &super::WebOptions, gateway: Option<&crate::gateway::Shared>) -> Value {
+fn page_models(options: &super::WebOptions, gateway: Option<&WebContext>) -> Value {
     let own = gateway.and_then(|gw| gw.runtime.config().model_spec().ok()).unwrap_or_default();
     let mut list = vec![json!({"id": options.model_name, "spec": own})];
     for (alias, spec) in options.models.iter().filter(|(a, _)| **a != options.model_name) {
