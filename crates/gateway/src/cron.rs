@@ -52,6 +52,8 @@ pub enum CronError {
     File { path: PathBuf, message: String },
     #[error("cron jobs: {0}")]
     Database(String),
+    #[error("cron jobs: the store did not apply the change")]
+    NotApplied,
 }
 
 /// The kind of a schedule.
@@ -442,7 +444,7 @@ impl CronStore {
                 Ok(())
             }))
             .await?;
-        out.ok_or_else(|| CronError::BadSchedule("the change of the jobs did not run".into()))
+        out.ok_or(CronError::NotApplied)
     }
 
     /// Adds a job.
