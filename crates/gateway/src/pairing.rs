@@ -98,7 +98,8 @@ pub enum Admission {
 /// both stores have. Channel names reach it checked, codes upper-cased.
 #[async_trait]
 pub trait PairingRecords: Send + Sync + std::fmt::Debug {
-    /// A channel's approved senders and waiting codes (empty when none).
+    /// A channel's approved senders and the codes still waiting (expired
+    /// ones left out; empty when none).
     async fn load(&self, channel: &str) -> Result<PairingState, PairingError>;
 
     /// True when the owner approved `sender` on `channel`.
@@ -426,6 +427,8 @@ mod tests {
         state.pending[0].expires_at_ms = 1;
         let file = home.path().join("pairing").join("telegram.json");
         crate::files::write_json_atomically(&file, &state).unwrap();
+        let listed = store.load("telegram").await.unwrap();
+        assert!(listed.pending.is_empty(), "an expired code is not listed, as in the database");
         assert!(matches!(
             store.approve("telegram", &p.code).await,
             Err(PairingError::UnknownCode { .. })

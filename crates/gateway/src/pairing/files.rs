@@ -79,7 +79,10 @@ impl PairingFiles {
 #[async_trait]
 impl PairingRecords for PairingFiles {
     async fn load(&self, channel: &str) -> Result<PairingState, PairingError> {
-        self.read(channel)
+        let mut state = self.read(channel)?;
+        let now = now_ms();
+        state.pending.retain(|p| p.expires_at_ms > now);
+        Ok(state)
     }
 
     async fn is_approved(&self, channel: &str, sender: &str) -> Result<bool, PairingError> {
