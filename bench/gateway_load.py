@@ -27,24 +27,14 @@ import argparse
 import asyncio
 import json
 import os
-import shlex
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-TOKEN = "bench-token"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _gateway import TARGET, TOKEN, free_port, new_home, start_gateway, start_llm  # noqa: E402,F401
 
 
 def rss_mib(pid):
@@ -55,48 +45,16 @@ def rss_mib(pid):
     return 0.0
 
 
-def start_llm(binary, tmp):
-    script = os.path.join(tmp, "echo.json")
-    with open(script, "w") as f:
-        json.dump([{"kind": "reply", "text": "echo: {{last_user}}"}], f)
-    proc = subprocess.Popen([binary, "--script", script, "--repeat"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip()
-    assert line.startswith("listening on "), line
-    return proc, line[len("listening on "):]
-
-
 class Gateway:
     """A `ferroclaw gateway` in a fresh home; killed by stop()."""
 
     def __init__(self, binary, llm_url, turns, tmp):
-        self.home = tempfile.mkdtemp(prefix="home-", dir=tmp)
         self.port = free_port()
-        with open(os.path.join(self.home, "config.toml"), "w") as f:
-            f.write("[gateway]\nport = %d\ntoken = \"%s\"\nmax_concurrent_turns = %d\n"
-                    "requests_per_minute = 0\nheartbeat_minutes = 0\nmax_connections = 1024\n"
-                    % (self.port, TOKEN, turns))
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": self.home, "FERROCLAW_HOME": self.home,
-               "ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": llm_url,
-               "FERROCLAW_MODEL": "anthropic/bench"}
-        self.stderr = open(os.path.join(self.home, "gateway.stderr"), "w")
-        wrap = shlex.split(os.environ.get("FERROCLAW_WRAP", ""))
-        self.proc = subprocess.Popen(wrap + [binary, "gateway"], env=env, cwd=self.home,
-                                     stdout=subprocess.DEVNULL, stderr=self.stderr,
-                                     stdin=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while True:
-            if self.proc.poll() is not None:
-                sys.exit("gateway exited: " + open(self.stderr.name).read())
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-                    if b" 200 " in s.recv(100):
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                sys.exit("gateway did not come up")
-            time.sleep(0.05)
+        self.home = new_home(tmp, port=self.port, max_concurrent_turns=turns, requests_per_minute=0,
+                             heartbeat_minutes=0, max_connections=1024)
+        self.proc = start_gateway(binary, self.home, self.port, llm_url,
+                                  wrap=os.environ.get("FERROCLAW_WRAP"))
+        self.stderr = self.proc.stderr_file
 
     def rss(self):
         return rss_mib(self.proc.pid)

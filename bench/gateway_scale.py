@@ -35,94 +35,17 @@ the machine's cores, so "two processes" only scales where there are cores to spa
 
 import argparse
 import asyncio
-import glob
 import json
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gateway_load import free_port, percentile, run_users, start_llm  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-TOKEN = "bench-token"
-
-
-def pg_bin():
-    for d in [os.environ.get("FERROCLAW_PG_BIN", "")] + os.environ.get("PATH", "").split(":") + \
-            sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if d and os.path.exists(os.path.join(d, "initdb")):
-            return os.path.dirname(os.path.realpath(os.path.join(d, "initdb")))
-    sys.exit("no PostgreSQL binaries (initdb, pg_ctl) found")
-
-
-class Postgres:
-    def __init__(self, tmp, preload=None):
-        self.bin = pg_bin()
-        self.dir = tempfile.mkdtemp(prefix="pg-", dir=tmp)
-        self.port = free_port()
-        self.prefix = []
-        if os.geteuid() == 0:
-            import pwd
-            pw = pwd.getpwnam("postgres") if "postgres" in [p.pw_name for p in pwd.getpwall()] else pwd.getpwnam("nobody")
-            subprocess.run(["chown", "-R", "%d:%d" % (pw.pw_uid, pw.pw_gid), tmp], check=True)
-            os.chmod(tmp, 0o755)
-            self.prefix = ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid, "--clear-groups"]
-        data = os.path.join(self.dir, "data")
-        self.data = data
-        subprocess.run(self.prefix + [os.path.join(self.bin, "initdb"), "-A", "trust", "-U", "postgres",
-                                      "-E", "UTF8", "--no-sync", "-D", data], check=True, stdout=subprocess.DEVNULL)
-        opts = "-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -F -c max_connections=300" % self.port
-        if preload:
-            opts += " -c shared_preload_libraries=%s" % preload
-        subprocess.run(self.prefix + [os.path.join(self.bin, "pg_ctl"), "-w", "-D", data, "-l",
-                                      os.path.join(data, "log"), "-o", opts, "start"], check=True, stdout=subprocess.DEVNULL)
-
-    def database(self, name):
-        subprocess.run(self.prefix + [os.path.join(self.bin, "createdb"), "-h", "127.0.0.1", "-p", str(self.port),
-                                      "-U", "postgres", name], check=True)
-        return "postgres://postgres@127.0.0.1:%d/%s" % (self.port, name)
-
-    def query(self, name, sql):
-        out = subprocess.run(self.prefix + [os.path.join(self.bin, "psql"), "-h", "127.0.0.1", "-p", str(self.port),
-                                            "-U", "postgres", "-d", name, "-Atc", sql],
-                             check=True, stdout=subprocess.PIPE, text=True).stdout
-        return [line.split("|") for line in out.splitlines() if line]
-
-    def stop(self):
-        subprocess.run(self.prefix + [os.path.join(self.bin, "pg_ctl"), "-m", "immediate", "-D", self.data, "stop"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def start_gateway(binary, home, port, llm_url, db_url, openai=False):
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "FERROCLAW_HOME": home,
-           "ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": llm_url,
-           "FERROCLAW_MODEL": "anthropic/bench", "FERROCLAW_DATABASE_URL": db_url}
-    if openai:
-        env.update({"OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": llm_url + "/v1",
-                    "FERROCLAW_MODEL": "openai/bench", "FERROCLAW_LOG": "info"})
-    err = open(os.path.join(home, "gateway-%d.stderr" % port), "w")
-    proc = subprocess.Popen([binary, "gateway", "--port", str(port)], env=env, cwd=home,
-                            stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while True:
-        if proc.poll() is not None:
-            sys.exit("gateway exited: " + open(err.name).read())
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                s.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-                if b" 200 " in s.recv(100):
-                    return proc
-        except OSError:
-            pass
-        if time.time() > deadline:
-            sys.exit("gateway did not come up")
-        time.sleep(0.05)
+from _gateway import (  # noqa: E402
+    OpenAIModel, binaries, free_port, last_user_text, machine_load, new_home, scratch_with_postgres,
+    start_gateway, start_llm,
+)
+from gateway_load import percentile, run_users  # noqa: E402
 
 
 async def spread_users(ports, names, messages, parallel):
@@ -135,12 +58,9 @@ async def spread_users(ports, names, messages, parallel):
 
 def phase(label, args, binary, llm_bin, tmp, pg, processes):
     record = os.path.join(tmp, "%s.jsonl" % label)
-    llm, llm_url = start_llm_recording(llm_bin, tmp, record)
-    home = tempfile.mkdtemp(prefix="home-", dir=tmp)
-    with open(os.path.join(home, "config.toml"), "w") as f:
-        f.write("[gateway]\ntoken = \"%s\"\nmax_concurrent_turns = %d\nrequests_per_minute = 0\n"
-                "messages_per_minute = 0\nheartbeat_minutes = 0\nmax_connections = 1024\nchat_queue = 64\n"
-                % (TOKEN, args.turns))
+    llm, llm_url = start_llm(llm_bin, tmp, record)
+    home = new_home(tmp, max_concurrent_turns=args.turns, requests_per_minute=0, messages_per_minute=0,
+                    heartbeat_minutes=0, max_connections=1024, chat_queue=64)
     db = pg.database(label)
     ports = [free_port() for _ in range(processes)]
     procs = [start_gateway(binary, home, p, llm_url, db) for p in ports]
@@ -183,18 +103,7 @@ def phase(label, args, binary, llm_bin, tmp, pg, processes):
     return answered / elapsed
 
 
-def start_llm_recording(binary, tmp, record):
-    script = os.path.join(tmp, "echo.json")
-    with open(script, "w") as f:
-        json.dump([{"kind": "reply", "text": "echo: {{last_user}}"}], f)
-    proc = subprocess.Popen([binary, "--script", script, "--repeat", "--record", record],
-                            stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip()
-    assert line.startswith("listening on "), line
-    return proc, line[len("listening on "):]
-
-
-class HoldingModel:
+class HoldingModel(OpenAIModel):
     """An OpenAI-wire model in this process: a request without a tool result
     answers with a `bash` tool call at once; one with a tool result (the
     turn's second step) is held until `release`, then answered with the
@@ -205,30 +114,9 @@ class HoldingModel:
         self.second = set()
         self.released = asyncio.Event()
 
-    async def start(self):
-        self.server = await asyncio.start_server(self.serve, "127.0.0.1", 0)
-        return "http://127.0.0.1:%d" % self.server.sockets[0].getsockname()[1]
-
-    async def serve(self, reader, writer):
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.decode("latin-1").split("\r\n"):
-                    if line.lower().startswith("content-length:"):
-                        length = int(line.split(":", 1)[1])
-                body = json.loads(await reader.readexactly(length)) if length else {}
-                await self.answer(body, writer)
-        except (asyncio.IncompleteReadError, asyncio.CancelledError, ConnectionError, OSError):
-            pass
-        finally:
-            writer.close()
-
     async def answer(self, body, writer):
         messages = body.get("messages", [])
-        user = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
-        if isinstance(user, list):
-            user = " ".join(p.get("text", "") for p in user if isinstance(p, dict))
+        user = last_user_text(messages)
         results = sum(1 for m in messages if m.get("role") == "tool")
         key = (user, results)
         self.asked[key] = self.asked.get(key, 0) + 1
@@ -242,36 +130,14 @@ class HoldingModel:
                     "function": {"name": "bash", "arguments": json.dumps({"command": "echo step"})}}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             finish = "tool_calls"
-        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        if body.get("stream"):
-            delta = dict(message)
-            if "tool_calls" in delta:
-                delta["tool_calls"] = [dict(delta["tool_calls"][0], index=0)]
-            chunks = [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-                      {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-                      {"choices": [], "usage": usage}]
-            payload = "".join("data: %s\n\n" % json.dumps(dict(c, id="x", object="chat.completion.chunk",
-                                                                 model="bench")) for c in chunks)
-            payload = (payload + "data: [DONE]\n\n").encode()
-            ctype = b"text/event-stream"
-        else:
-            payload = json.dumps({"id": "x", "object": "chat.completion", "model": "bench",
-                                  "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                                  "usage": usage}).encode()
-            ctype = b"application/json"
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + ctype + b"\r\ncontent-length: "
-                     + str(len(payload)).encode() + b"\r\n\r\n" + payload)
-        await writer.drain()
+        await self.reply(body, writer, message, finish)
 
 
 async def kill_phase_async(args, binary, tmp, pg):
     model = HoldingModel()
     url = await model.start()
-    home = tempfile.mkdtemp(prefix="home-", dir=tmp)
-    with open(os.path.join(home, "config.toml"), "w") as f:
-        f.write("[gateway]\ntoken = \"%s\"\nmax_concurrent_turns = %d\nrequests_per_minute = 0\n"
-                "messages_per_minute = 0\nheartbeat_minutes = 0\nmax_connections = 1024\n"
-                "permission_mode = \"bypass\"\n" % (TOKEN, args.kill_turns))
+    home = new_home(tmp, max_concurrent_turns=args.kill_turns, requests_per_minute=0, messages_per_minute=0,
+                    heartbeat_minutes=0, max_connections=1024, permission_mode="bypass")
     db = pg.database("kill")
     ports = [free_port(), free_port()]
     procs = await asyncio.to_thread(
@@ -322,23 +188,16 @@ def main():
     ap.add_argument("--kill-turns", type=int, default=100)
     ap.add_argument("--skip-throughput", action="store_true")
     args = ap.parse_args()
-    binary = os.path.join(TARGET, args.profile, "ferroclaw")
-    llm_bin = os.path.join(TARGET, args.profile, "scripted-llm")
-    tmp = tempfile.mkdtemp(prefix="ferroclaw-scale-")
-    pg = Postgres(tmp)
-    try:
+    binary, llm_bin = binaries(args, "fast")
+    with scratch_with_postgres("ferroclaw-scale-") as (tmp, pg):
         if not args.skip_throughput:
-            load = open("/proc/loadavg").read().split()[0]
+            load = machine_load()
             one = phase("one", args, binary, llm_bin, tmp, pg, 1)
             two = phase("two", args, binary, llm_bin, tmp, pg, 2)
             print("two processes / one: %.2fx (load %s before, %s after; %d cores)"
-                  % (two / one, load, open("/proc/loadavg").read().split()[0], os.cpu_count()))
+                  % (two / one, load, machine_load(), os.cpu_count()))
         if args.kill:
             asyncio.run(kill_phase_async(args, binary, tmp, pg))
-    finally:
-        pg.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()

@@ -29,18 +29,19 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gateway_load import free_port, read_response  # noqa: E402
-from gateway_scale import TARGET, TOKEN, Postgres, start_gateway  # noqa: E402
+from _gateway import (  # noqa: E402
+    TOKEN, OpenAIModel, binaries, free_port, last_user_text, machine_load, new_home,
+    scratch_with_postgres, start_gateway,
+)
+from gateway_load import read_response  # noqa: E402
 
 
-class HoldFirstModel:
+class HoldFirstModel(OpenAIModel):
     """OpenAI wire, non-streamed or streamed: answers `echo: <last user
     text>` at once, except the first request for each text starting with
     "hold", which waits until `release(text)`."""
@@ -49,55 +50,16 @@ class HoldFirstModel:
         self.asked = {}
         self.held = {}
 
-    async def start(self):
-        self.server = await asyncio.start_server(self.serve, "127.0.0.1", 0)
-        return "http://127.0.0.1:%d" % self.server.sockets[0].getsockname()[1]
-
     def release(self, text):
         self.held.setdefault(text, asyncio.Event()).set()
 
-    async def serve(self, reader, writer):
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.decode("latin-1").split("\r\n"):
-                    if line.lower().startswith("content-length:"):
-                        length = int(line.split(":", 1)[1])
-                body = json.loads(await reader.readexactly(length)) if length else {}
-                await self.answer(body, writer)
-        except (asyncio.IncompleteReadError, asyncio.CancelledError, ConnectionError, OSError):
-            pass
-        finally:
-            writer.close()
-
     async def answer(self, body, writer):
-        messages = body.get("messages", [])
-        user = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
-        if isinstance(user, list):
-            user = " ".join(p.get("text", "") for p in user if isinstance(p, dict))
+        user = last_user_text(body.get("messages", []))
         first = user not in self.asked
         self.asked[user] = self.asked.get(user, 0) + 1
         if first and user.startswith("hold"):
             await self.held.setdefault(user, asyncio.Event()).wait()
-        message = {"role": "assistant", "content": "echo: " + user}
-        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        if body.get("stream"):
-            chunks = [{"choices": [{"index": 0, "delta": message, "finish_reason": None}]},
-                      {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-                      {"choices": [], "usage": usage}]
-            payload = "".join("data: %s\n\n" % json.dumps(dict(c, id="x", object="chat.completion.chunk",
-                                                                 model="bench")) for c in chunks)
-            payload = (payload + "data: [DONE]\n\n").encode()
-            ctype = b"text/event-stream"
-        else:
-            payload = json.dumps({"id": "x", "object": "chat.completion", "model": "bench",
-                                  "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                                  "usage": usage}).encode()
-            ctype = b"application/json"
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + ctype + b"\r\ncontent-length: "
-                     + str(len(payload)).encode() + b"\r\n\r\n" + payload)
-        await writer.drain()
+        await self.reply(body, writer, {"role": "assistant", "content": "echo: " + user}, "stop")
 
 
 async def say(port, user, text):
@@ -118,22 +80,21 @@ async def say(port, user, text):
         writer.close()
 
 
-def new_home(tmp):
-    home = tempfile.mkdtemp(prefix="home-", dir=tmp)
-    with open(os.path.join(home, "config.toml"), "w") as f:
-        f.write("[gateway]\ntoken = \"%s\"\nrequests_per_minute = 0\nmessages_per_minute = 0\n"
-                "heartbeat_minutes = 0\n" % TOKEN)
-    return home
-
-
 async def run(args, binary, tmp, pg):
     model = HoldFirstModel()
     url = await model.start()
     db = pg.database("takeover")
     start = lambda: asyncio.to_thread(  # noqa: E731
-        lambda: (lambda port: (port, start_gateway(binary, new_home(tmp), port, url, db, openai=True)))(free_port()))
+        lambda: (lambda port: (port, start_gateway(binary, new_home(tmp, requests_per_minute=0, messages_per_minute=0, heartbeat_minutes=0), port, url, db, openai=True)))(free_port()))
     survivor = await start()
     victim = await start()
+    # For RESTART_GRACE_SECS (10 s) after the database server starts, every
+    # lease holds (gateways may be reconnecting with finished answers): a
+    # kill then waits out the grace. A fresh server is one: start after it.
+    up = float(pg.query("takeover", "SELECT extract(epoch FROM now() - pg_postmaster_start_time())")[0][0])
+    if up < 10.5:
+        print("waiting %.1f s for the database's restart grace to end" % (10.5 - up), flush=True)
+        await asyncio.sleep(10.5 - up)
     times, skipped, n = [], 0, 0
     while len(times) < args.kills:
         n += 1
@@ -175,18 +136,11 @@ def main():
     ap.add_argument("--binary", help="another ferroclaw binary (e.g. a build of main, for the before)")
     ap.add_argument("--kills", type=int, default=10)
     args = ap.parse_args()
-    binary = args.binary or os.path.join(TARGET, args.profile, "ferroclaw")
-    tmp = tempfile.mkdtemp(prefix="ferroclaw-takeover-")
-    pg = Postgres(tmp)
-    try:
-        load = open("/proc/loadavg").read().split()[0]
+    binary, _ = binaries(args, "debug")
+    with scratch_with_postgres("ferroclaw-takeover-") as (tmp, pg):
+        load = machine_load()
         asyncio.run(run(args, binary, tmp, pg))
-        print("load %s before, %s after; %d cores; %s" % (load, open("/proc/loadavg").read().split()[0],
-                                                          os.cpu_count(), binary))
-    finally:
-        pg.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-
+        print("load %s before, %s after; %d cores; %s" % (load, machine_load(), os.cpu_count(), binary))
 
 if __name__ == "__main__":
     main()

@@ -27,23 +27,20 @@ PostgreSQL and the scripted model share the machine's cores.
 import argparse
 import asyncio
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gateway_load import free_port, percentile, run_users  # noqa: E402
-from gateway_scale import TARGET, TOKEN, Postgres, start_gateway, start_llm_recording  # noqa: E402
+from _gateway import (  # noqa: E402
+    binaries, free_port, machine_load, new_home, scratch_with_postgres, start_gateway, start_llm,
+)
+from gateway_load import percentile, run_users  # noqa: E402
 
 
 def one(label, args, binary, llm_bin, tmp, pg):
-    llm, llm_url = start_llm_recording(llm_bin, tmp, os.path.join(tmp, "%s.jsonl" % label))
-    home = tempfile.mkdtemp(prefix="home-", dir=tmp)
-    with open(os.path.join(home, "config.toml"), "w") as f:
-        f.write("[gateway]\ntoken = \"%s\"\nmax_concurrent_turns = %d\nrequests_per_minute = 0\n"
-                "messages_per_minute = 0\nheartbeat_minutes = 0\nmax_connections = 1024\nchat_queue = 64\n"
-                % (TOKEN, args.turns))
+    llm, llm_url = start_llm(llm_bin, tmp, os.path.join(tmp, "%s.jsonl" % label))
+    home = new_home(tmp, max_concurrent_turns=args.turns, requests_per_minute=0, messages_per_minute=0,
+                    heartbeat_minutes=0, max_connections=1024, chat_queue=64)
     db = pg.database(label) if pg else ""
     if pg and args.breakdown:
         pg.query(label, "CREATE EXTENSION pg_stat_statements")
@@ -89,24 +86,14 @@ def main():
     ap.add_argument("--breakdown", action="store_true",
                     help="statements per message by kind (pg_stat_statements; changes the timing a little)")
     args = ap.parse_args()
-    binary = args.binary or os.path.join(TARGET, args.profile, "ferroclaw")
-    llm_bin = os.path.join(os.path.dirname(binary), "scripted-llm")
-    if not os.path.exists(llm_bin):
-        llm_bin = os.path.join(TARGET, args.profile, "scripted-llm")
-    tmp = tempfile.mkdtemp(prefix="ferroclaw-xacts-")
-    pg = Postgres(tmp, preload="pg_stat_statements" if args.breakdown else None)
-    try:
-        load = open("/proc/loadavg").read().split()[0]
+    binary, llm_bin = binaries(args, "debug")
+    with scratch_with_postgres("ferroclaw-xacts-", "pg_stat_statements" if args.breakdown else None) as (tmp, pg):
+        load = machine_load()
         for r in range(args.rounds):
             files = one("files%d" % r, args, binary, llm_bin, tmp, None)
             postgres = one("postgres%d" % r, args, binary, llm_bin, tmp, pg)
             print("postgres / files: %.2f" % (postgres / files), flush=True)
-        print("load %s before, %s after; %d cores; %s" % (load, open("/proc/loadavg").read().split()[0],
-                                                          os.cpu_count(), binary))
-    finally:
-        pg.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-
+        print("load %s before, %s after; %d cores; %s" % (load, machine_load(), os.cpu_count(), binary))
 
 if __name__ == "__main__":
     main()

@@ -25,11 +25,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gateway_load  # noqa: E402
-from gateway_load import Gateway, run_users, start_llm  # noqa: E402
+from _gateway import TARGET, start_llm  # noqa: E402
+from gateway_load import Gateway, run_users  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 NOFILE = 1024
 
 
@@ -87,5 +85,4 @@ def main():
 
 
 if __name__ == "__main__":
-    gateway_load.TARGET = TARGET
     main()

@@ -46,6 +46,8 @@ mod oneshot;
 mod oneshot_habits;
 mod planning;
 mod prompt_profile;
+mod redteam;
+mod redteam_gateway;
 mod repl;
 mod repl_keys;
 mod rewind;

@@ -14,22 +14,22 @@
 //! - `gateway`: one real gateway, shared by every such case, against
 //!   strangers on the network (see `redteam_gateway/mod.rs`)
 //!
-//! Add a kind by adding an arm to `run_case`. Runs without the test harness:
-//! `cargo test -p ferroclaw-cli --test redteam [-- FILTER]` prints counts by
-//! category and `N passed, N failed`, and fails when any case fails. With
-//! `FERROCLAW_BIN=/path/to/ferroclaw`, only the `e2e` and `gateway` cases run,
-//! against that binary (to see which attacks an older build lets through).
-
-mod common;
-mod gateway_support;
-mod redteam_gateway;
+//! Add a kind by adding an arm to `run_case`. All cases run as one test,
+//! `cargo test -p ferroclaw-cli --test e2e -- --exact --nocapture
+//! redteam::every_case_holds`, which prints counts by category and `N passed,
+//! N failed`, and fails when any case fails (its output, the failing cases
+//! first, is shown then). `FERROCLAW_REDTEAM_FILTER=TEXT` runs the cases whose
+//! name contains TEXT. With `FERROCLAW_BIN=/path/to/ferroclaw`, only the
+//! `e2e` and `gateway` cases run, against that binary (to see which attacks
+//! an older build lets through).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 
-use common::{Env, Wire, run, tool_results};
+use crate::common::{Env, Wire, run, tool_results};
+use crate::redteam_gateway;
 use ferroclaw_core::permission::{Decision, PermissionMode, Permissions, always_rules, resolve};
 use ferroclaw_core::{Config, Overrides};
 use ferroclaw_testkit::Turn;
@@ -37,8 +37,9 @@ use ferroclaw_tools::ssrf::{PrivateAllowList, check_url_text};
 use ferroclaw_tools::{Tool, ToolContext, WebFetchTool, dangerous_command_for_home, shell};
 use serde_json::{Value, json};
 
-fn main() {
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+#[test]
+fn every_case_holds() {
+    let filter: Vec<String> = std::env::var("FERROCLAW_REDTEAM_FILTER").into_iter().collect();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/redteam");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("tests/redteam exists")
@@ -107,10 +108,7 @@ fn main() {
         println!("  {category:<40} {p:>3} passed, {f} failed");
     }
     println!("\n{passed} passed, {failed} failed, {skipped} skipped");
-    drop(gateway); // stops it (exit skips destructors)
-    if failed > 0 {
-        std::process::exit(1);
-    }
+    assert_eq!(failed, 0, "{failed} red-team case(s) failed: the FAIL lines above say which");
 }
 
 fn strs(v: &Value) -> Vec<String> {

@@ -56,6 +56,7 @@ mod anthropic;
 pub mod components;
 pub mod git;
 pub mod hostile;
+pub mod oauth;
 mod openai;
 pub mod postgres;
 mod recording;

@@ -10,10 +10,22 @@
 //! command (`h=~; rm -rf $h`) and `cd` are followed, and each program is
 //! looked at with its arguments. So `echo rm -rf /` is allowed (it only
 //! prints), while `bash -c "rm -rf /"` is refused.
+//!
+//! This file holds the walk over a command's simple commands and the
+//! program-by-program verdicts that need no paths (raw disks, fork bombs,
+//! `kill -1`, shutdown); what a deletion would wipe, which depends on where
+//! the home folder and the workspace are, is in [`deletion`]; the files the
+//! agent may never write, whatever the command, are in [`protected`].
 
 use std::path::{Component, Path, PathBuf};
 
 use crate::shell::{self, SimpleCommand, Word};
+
+mod deletion;
+mod protected;
+
+use deletion::{Here, check_find, check_rm, check_script_code, expand, is_short_flag_with};
+pub use protected::{PROTECTED_FOLDERS, protected_file};
 
 /// Devices that are raw disks or memory: writing to them destroys data.
 const DISK_PREFIXES: &[&str] = &[
@@ -21,27 +33,6 @@ const DISK_PREFIXES: &[&str] = &[
 ];
 /// `of=` targets of `dd` under /dev/ that are harmless.
 const HARMLESS_DEVICES: &[&str] = &["null", "zero", "stdout", "stderr", "tty"];
-/// `find` tests that narrow what it matches (so `find . -name x -delete` is work, not a wipe).
-const FIND_FILTERS: &[&str] = &[
-    "-name",
-    "-iname",
-    "-path",
-    "-ipath",
-    "-wholename",
-    "-regex",
-    "-iregex",
-    "-type",
-    "-newer",
-    "-mtime",
-    "-mmin",
-    "-atime",
-    "-ctime",
-    "-empty",
-    "-size",
-    "-user",
-    "-perm",
-    "-links",
-];
 
 /// Why `command` is refused, or `None` when it may run. `workspace` is the
 /// workspace root and `cwd` the folder the command runs in; `~`, `$HOME`
@@ -101,17 +92,13 @@ pub fn dangerous_command_for_home(
     None
 }
 
-/// Where a command runs.
-struct Here<'a> {
-    workspace: &'a Path,
-    cwd: &'a Path,
-    home: Option<&'a Path>,
-}
-
 fn texts(words: &[Word]) -> Vec<String> {
     words.iter().map(|w| w.text.clone()).collect()
 }
 
+/// Why one simple command is refused, judged by its program: `words` is the
+/// command as run through its wrappers, `previous` the command before it
+/// (what `echo ... | xargs rm` feeds), `heredocs` the script's here-documents.
 fn check_simple(
     cmd: &SimpleCommand,
     words: &[Word],
@@ -182,59 +169,6 @@ fn check_simple(
     }
 }
 
-/// What a path means for a deletion: `None` for ordinary folders.
-fn precious(path: &Path, here: &Here) -> Option<&'static str> {
-    if path == Path::new("/") {
-        return Some("the root folder");
-    }
-    if let Some(home) = here.home.map(normalize) {
-        if home == path {
-            return Some("your home folder");
-        }
-        if home.starts_with(path) {
-            return Some("a folder holding your home folder");
-        }
-    }
-    if here.workspace.starts_with(path) {
-        return Some(if path == here.workspace {
-            "the workspace"
-        } else {
-            "a folder holding the workspace"
-        });
-    }
-    if path.components().count() == 2 {
-        return Some("a system folder");
-    }
-    None
-}
-
-/// `find START... -delete` (or `-exec rm`) over /, home, or a folder holding them.
-fn check_find(args: &[String], here: &Here) -> Option<String> {
-    let deletes = args.iter().enumerate().any(|(i, a)| {
-        a == "-delete"
-            || (matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
-                && args
-                    .get(i + 1)
-                    .is_some_and(|p| matches!(shell::basename(p), "rm" | "shred" | "unlink")))
-    });
-    if !deletes {
-        return None;
-    }
-    let starts: Vec<&String> =
-        args.iter().take_while(|a| !a.starts_with('-') && *a != "(" && *a != "!").collect();
-    let filtered = args.iter().any(|a| FIND_FILTERS.contains(&a.as_str()));
-    let dot = String::from(".");
-    let starts = if starts.is_empty() { vec![&dot] } else { starts };
-    starts.into_iter().find_map(|start| {
-        let path = normalize(&expand(start, here.home, here.cwd));
-        let what = precious(&path, here)?;
-        if what == "the workspace" && filtered {
-            return None;
-        }
-        Some(format!("find {start} deleting would wipe {what}"))
-    })
-}
-
 /// `kill -9 -1` (every process the user may signal).
 fn check_kill(args: &[String]) -> Option<String> {
     let mut rest = args;
@@ -248,227 +182,10 @@ fn check_kill(args: &[String]) -> Option<String> {
     rest.iter().any(|a| a == "-1").then(|| "kill -1 would signal every process you own".to_string())
 }
 
-/// Python, Perl or Ruby code that deletes a precious tree or forks forever.
-fn check_script_code(code: &str, here: &Here) -> Option<String> {
-    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
-    if squeezed.contains("forkwhilefork") || squeezed.contains("whileTrue:os.fork()") {
-        return Some("a fork bomb would exhaust the machine's processes".to_string());
-    }
-    for call in ["rmtree(", "remove_tree(", "rm_rf(", "rm_r("] {
-        for (at, _) in squeezed.match_indices(call) {
-            let arg = call_arguments(&squeezed[at + call.len()..]);
-            let precious_arg = [
-                "'/'",
-                "\"/\"",
-                "expanduser",
-                "Path.home",
-                "'~",
-                "\"~",
-                "HOME",
-                "getenv",
-                "'/home",
-                "\"/home",
-                "'/root",
-                "\"/root",
-                "os.sep",
-                "Dir.home",
-                "'/usr",
-                "\"/usr",
-            ]
-            .iter()
-            .any(|p| arg.contains(p));
-            let above = arg.trim_matches(['\'', '"']).starts_with("..");
-            if precious_arg || above || here.workspace == Path::new(arg.trim_matches(['\'', '"'])) {
-                return Some(format!("{call}{arg}) would delete the root or home folder"));
-            }
-        }
-    }
-    for (at, _) in code.match_indices("os.system(") {
-        let rest = &code[at + "os.system(".len()..];
-        let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-        if let Some(end) = rest[1..].find(quote)
-            && let Some(reason) = dangerous_command(&rest[1..=end], here.workspace, here.cwd)
-        {
-            return Some(reason);
-        }
-    }
-    None
-}
-
-/// Folders that hold protected files (see [`protected_file`]).
-pub const PROTECTED_FOLDERS: &[&str] = &[".git", ".agent", ".claude", ".ferroclaw"];
-
-/// Why the agent may never write `path`, or `None`. These files configure
-/// the next session (`.agent/config.toml`, `.mcp.json`, Claude Code's
-/// settings, ferroclaw's own home) or make git run code (`.git/config` with
-/// `core.fsmonitor`, `.git/hooks/*`).
-pub fn protected_file(path: &Path) -> Option<&'static str> {
-    let parts: Vec<String> =
-        path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    let n = parts.len();
-    let last = parts.last().map(String::as_str).unwrap_or("");
-    let parent = if n >= 2 { parts[n - 2].as_str() } else { "" };
-    if last == ".mcp.json" {
-        return Some("it starts MCP servers (commands) when a session opens");
-    }
-    if parent == ".agent" && matches!(last, "config.toml" | "mcp.json") {
-        return Some("it configures the agent's permissions, sandbox and providers");
-    }
-    if parent == ".claude" && last.starts_with("settings") && last.ends_with(".json") {
-        return Some("it configures agents' permissions and hooks");
-    }
-    if parent == ".ferroclaw" && matches!(last, "config.toml" | "trust.json") {
-        return Some("it is ferroclaw's own configuration");
-    }
-    if last == ".git" {
-        return Some("it tells git where the repository (and its config) is");
-    }
-    if parent == "worktrees" && n >= 3 && parts[n - 3] == ".agent" && last == "index.json" {
-        return Some("ferroclaw runs git in the folders it names");
-    }
-    if let Some(at) = parts.iter().position(|p| p == ".git") {
-        let inside: Vec<&str> = parts[at + 1..].iter().map(String::as_str).collect();
-        return git_internal(&inside);
-    }
-    None
-}
-
-/// What git writes in its own folder for normal work (`git commit`, `fetch`,
-/// `merge`, `rebase`): the agent's git may write these through the shell;
-/// anything else inside `.git/` is protected.
-const GIT_WORK_FILES: &[&str] = &[
-    "objects",
-    "refs",
-    "logs",
-    "packed-refs",
-    "index",
-    "HEAD",
-    "ORIG_HEAD",
-    "FETCH_HEAD",
-    "MERGE_HEAD",
-    "MERGE_MSG",
-    "MERGE_MODE",
-    "MERGE_RR",
-    "AUTO_MERGE",
-    "CHERRY_PICK_HEAD",
-    "REVERT_HEAD",
-    "REBASE_HEAD",
-    "BISECT_LOG",
-    "BISECT_START",
-    "BISECT_TERMS",
-    "BISECT_EXPECTED_REV",
-    "BISECT_ANCESTORS_OK",
-    "BISECT_NAMES",
-    "COMMIT_EDITMSG",
-    "TAG_EDITMSG",
-    "SQUASH_MSG",
-    "description",
-    "shallow",
-    "gc.log",
-    "rebase-merge",
-    "rebase-apply",
-    "sequencer",
-    "rr-cache",
-    "lfs",
-];
-
-/// Why a path inside `.git/` (given as its parts after `.git`) is protected:
-/// everything but [`GIT_WORK_FILES`] (and their lock files), so a file that
-/// does not exist yet (`commondir`, `config.worktree`, `modules/x/config`)
-/// is refused by name.
-fn git_internal(inside: &[&str]) -> Option<&'static str> {
-    let first = inside.first()?;
-    let name = first.strip_suffix(".lock").unwrap_or(first);
-    if GIT_WORK_FILES.contains(&name) || (*first == "info" && inside.get(1) == Some(&"exclude")) {
-        return None;
-    }
-    Some(match name {
-        "config" | "config.worktree" => {
-            "git runs commands named in it (core.fsmonitor, core.pager, filters, ...)"
-        }
-        "hooks" => "git runs the hooks in it",
-        "commondir" => "it moves git's config (and hooks) to another folder",
-        "modules" | "worktrees" => "it holds the config, hooks and pointers of other git folders",
-        "info" => "git reads attributes there that choose filter programs",
-        _ => "it is git's own state, which only git writes",
-    })
-}
-
-/// The text up to the parenthesis that closes a call opened just before `rest`.
-fn call_arguments(rest: &str) -> &str {
-    let mut depth = 0usize;
-    for (i, c) in rest.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' if depth == 0 => return &rest[..i],
-            ')' => depth -= 1,
-            _ => {}
-        }
-    }
-    rest
-}
-
 fn is_disk(target: &str) -> bool {
     target
         .strip_prefix("/dev/")
         .is_some_and(|name| DISK_PREFIXES.iter().any(|p| name.starts_with(p)))
-}
-
-/// A recursive `rm` of `/`, the home folder, the workspace, a system folder
-/// or a folder above one of them.
-fn check_rm(args: &[String], here: &Here) -> Option<String> {
-    if args.iter().any(|a| a == "--no-preserve-root") {
-        return Some("rm --no-preserve-root is never needed".to_string());
-    }
-    let mut recursive = false;
-    let mut targets = Vec::new();
-    let mut after_dashes = false;
-    for arg in args {
-        if !after_dashes && arg == "--" {
-            after_dashes = true;
-        } else if !after_dashes && arg.starts_with("--") {
-            recursive |= arg == "--recursive";
-        } else if !after_dashes && arg.starts_with('-') && arg.len() > 1 {
-            recursive |= is_short_flag_with(arg, 'r') || is_short_flag_with(arg, 'R');
-        } else {
-            targets.push(arg.as_str());
-        }
-    }
-    if !recursive {
-        return None;
-    }
-    targets.into_iter().find_map(|target| {
-        if here.home.is_none() && ["~", "$HOME", "${HOME}"].iter().any(|p| target.starts_with(p)) {
-            return Some(format!("rm -r {target} would delete in your home folder"));
-        }
-        let (dir, star) = match target.strip_suffix("/*").or_else(|| (target == "*").then_some("."))
-        {
-            Some("") => ("/", true),
-            Some(dir) => (dir, true),
-            None => (target, false),
-        };
-        let path = normalize(&expand(dir, here.home, here.cwd));
-        let what = precious(&path, here)?;
-        let contents = if star { "everything in " } else { "" };
-        Some(format!("rm -r {target} would delete {contents}{what}"))
-    })
-}
-
-/// True for a short-option cluster such as `-rf` that holds `flag`.
-fn is_short_flag_with(arg: &str, flag: char) -> bool {
-    arg.starts_with('-') && !arg.starts_with("--") && arg[1..].contains(flag)
-}
-
-/// `~`, `$HOME` and `${HOME}` expanded; relative paths joined to `cwd`.
-fn expand(word: &str, home: Option<&Path>, cwd: &Path) -> PathBuf {
-    for prefix in ["~", "$HOME", "${HOME}"] {
-        if let (Some(rest), Some(home)) = (word.strip_prefix(prefix), home)
-            && (rest.is_empty() || rest.starts_with('/'))
-        {
-            return home.join(rest.trim_start_matches('/'));
-        }
-    }
-    cwd.join(word)
 }
 
 /// `path` with `.` and `..` resolved lexically (no file system access).

@@ -65,7 +65,7 @@ impl Env {
     /// The same, as a plain `std::process::Command` (for tests that signal it).
     pub(crate) fn std_cmd(&self) -> std::process::Command {
         // FERROCLAW_BIN runs another build (the red-team suite against an
-        // older binary: `FERROCLAW_BIN=/path/ferroclaw cargo test --test redteam`).
+        // older binary: `FERROCLAW_BIN=/path/ferroclaw cargo test --test e2e redteam::`).
         let bin = std::env::var_os("FERROCLAW_BIN")
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_ferroclaw").into());
         let mut cmd = std::process::Command::new(bin);

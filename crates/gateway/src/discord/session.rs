@@ -117,6 +117,10 @@ pub(super) async fn connect(url: &str) -> Result<Socket, String> {
 /// Runs one connection until it ends, passing every dispatch other than
 /// READY and RESUMED to `on_dispatch` with the event name, its data and the
 /// bot's id; READY and RESUMED report the channel connected in `connections`.
+///
+/// The steps, in order: wait for HELLO, greet (RESUME or IDENTIFY), then the
+/// event loop, which beats the heartbeat and handles every frame until one
+/// of them ends the connection; the [`Stop`] that ended it closes the socket.
 pub(super) async fn run(
     mut ws: Socket,
     token: &str,
@@ -125,21 +129,39 @@ pub(super) async fn run(
     connections: &crate::connection::Connections,
     on_dispatch: &mut (dyn FnMut(&str, Value, Option<&str>) + Send),
 ) -> SessionEnd {
-    let interval = tokio::select! {
-        () = shutdown.cancelled() => {
-            close(ws, CloseCode::Normal).await;
-            return SessionEnd::Shutdown;
-        }
-        hello = tokio::time::timeout(HELLO_TIMEOUT, await_hello(&mut ws)) => match hello {
-            Ok(Some(interval)) => interval,
-            Ok(None) => return SessionEnd::Reconnect,
+    let interval = match hello(&mut ws, shutdown).await {
+        Ok(interval) => interval,
+        Err(stop) => return stop.finish(ws, shutdown).await,
+    };
+    if send(&mut ws, &greeting(token, state)).await.is_err() {
+        return SessionEnd::Reconnect;
+    }
+    let mut connection =
+        Connection { ws, state, connections, on_dispatch, heartbeat: Heartbeat::new(interval) };
+    let stop = connection.event_loop(shutdown).await;
+    stop.finish(connection.ws, shutdown).await
+}
+
+/// Waits for HELLO (at most [`HELLO_TIMEOUT`]) and returns its heartbeat
+/// interval, or how to stop when shutdown comes or HELLO does not.
+async fn hello(ws: &mut Socket, shutdown: &CancellationToken) -> Result<Duration, Stop> {
+    tokio::select! {
+        () = shutdown.cancelled() => Err(Stop::closing(CloseCode::Normal, SessionEnd::Shutdown)),
+        hello = tokio::time::timeout(HELLO_TIMEOUT, await_hello(ws)) => match hello {
+            Ok(Some(interval)) => Ok(interval),
+            Ok(None) => Err(Stop::dropped()),
             Err(_) => {
                 tracing::warn!(channel = CHANNEL_NAME, "no HELLO within {}s; reconnecting", HELLO_TIMEOUT.as_secs());
-                return SessionEnd::Reconnect;
+                Err(Stop::dropped())
             }
         },
-    };
-    let greeting = match (&state.session_id, state.can_resume()) {
+    }
+}
+
+/// The first payload after HELLO: RESUME when `state` holds a session to
+/// resume, IDENTIFY otherwise.
+fn greeting(token: &str, state: &SessionState) -> Value {
+    match (&state.session_id, state.can_resume()) {
         (Some(session_id), true) => json!({
             "op": op::RESUME,
             "d": { "token": token, "session_id": session_id, "seq": state.seq },
@@ -152,90 +174,180 @@ pub(super) async fn run(
                 "properties": { "os": std::env::consts::OS, "browser": "ferroclaw", "device": "ferroclaw" },
             },
         }),
-    };
-    if send(&mut ws, &greeting).await.is_err() {
-        return SessionEnd::Reconnect;
     }
-    let mut next_beat = Instant::now() + interval.mul_f64(fastrand::f64());
-    let mut awaiting_ack = false;
-    loop {
+}
+
+/// How a connection stops: the end to report, the close code to send first
+/// (none when the socket is already gone), and how long Discord asked to
+/// wait before the next connection.
+struct Stop {
+    end: SessionEnd,
+    close: Option<CloseCode>,
+    wait: Option<Duration>,
+}
+
+impl Stop {
+    /// The connection is gone (or sending failed): connect again.
+    fn dropped() -> Self {
+        Self::ended(SessionEnd::Reconnect)
+    }
+
+    /// Discord ended the connection itself: report `end` without closing.
+    fn ended(end: SessionEnd) -> Self {
+        Stop { end, close: None, wait: None }
+    }
+
+    /// Close the socket with `code`, then report `end`.
+    fn closing(code: CloseCode, end: SessionEnd) -> Self {
+        Stop { end, close: Some(code), wait: None }
+    }
+
+    /// Closes the socket as asked, waits as asked (unless shutdown comes
+    /// first), and says how the connection ended.
+    async fn finish(self, ws: Socket, shutdown: &CancellationToken) -> SessionEnd {
+        if let Some(code) = self.close {
+            close(ws, code).await;
+        }
+        let Some(wait) = self.wait else { return self.end };
         tokio::select! {
-            () = shutdown.cancelled() => {
-                close(ws, CloseCode::Normal).await;
-                return SessionEnd::Shutdown;
-            }
-            () = tokio::time::sleep_until(next_beat) => {
-                if awaiting_ack {
-                    tracing::warn!(channel = CHANNEL_NAME, "no heartbeat ACK; reconnecting");
-                    close(ws, CloseCode::from(RESUMABLE_CLOSE)).await;
-                    return SessionEnd::Reconnect;
+            () = shutdown.cancelled() => SessionEnd::Shutdown,
+            () = tokio::time::sleep(wait) => self.end,
+        }
+    }
+}
+
+/// The heartbeat schedule: the first beat after a random share of the
+/// interval, then one per interval; a beat due while the last one has no
+/// ACK yet means the connection is dead.
+struct Heartbeat {
+    interval: Duration,
+    next: Instant,
+    awaiting_ack: bool,
+}
+
+impl Heartbeat {
+    fn new(interval: Duration) -> Self {
+        Heartbeat {
+            interval,
+            next: Instant::now() + interval.mul_f64(fastrand::f64()),
+            awaiting_ack: false,
+        }
+    }
+
+    /// Sends the beat that is due, or stops when the last one was never acknowledged.
+    async fn beat(&mut self, ws: &mut Socket, seq: Option<u64>) -> Result<(), Stop> {
+        if self.awaiting_ack {
+            tracing::warn!(channel = CHANNEL_NAME, "no heartbeat ACK; reconnecting");
+            return Err(Stop::closing(CloseCode::from(RESUMABLE_CLOSE), SessionEnd::Reconnect));
+        }
+        send(ws, &heartbeat(seq)).await.map_err(|()| Stop::dropped())?;
+        self.awaiting_ack = true;
+        self.next = Instant::now() + self.interval;
+        Ok(())
+    }
+}
+
+/// A connection past its greeting: the socket, what outlives it, and where
+/// its events go.
+struct Connection<'a> {
+    ws: Socket,
+    state: &'a mut SessionState,
+    connections: &'a crate::connection::Connections,
+    on_dispatch: &'a mut (dyn FnMut(&str, Value, Option<&str>) + Send),
+    heartbeat: Heartbeat,
+}
+
+impl Connection<'_> {
+    /// Beats the heartbeat and handles frames until something ends the connection.
+    async fn event_loop(&mut self, shutdown: &CancellationToken) -> Stop {
+        loop {
+            let step = tokio::select! {
+                () = shutdown.cancelled() => Err(Stop::closing(CloseCode::Normal, SessionEnd::Shutdown)),
+                () = tokio::time::sleep_until(self.heartbeat.next) => {
+                    self.heartbeat.beat(&mut self.ws, self.state.seq).await
                 }
-                if send(&mut ws, &json!({ "op": op::HEARTBEAT, "d": state.seq })).await.is_err() {
-                    return SessionEnd::Reconnect;
-                }
-                awaiting_ack = true;
-                next_beat = Instant::now() + interval;
-            }
-            frame = ws.next() => {
-                let text = match frame {
-                    None => return SessionEnd::Reconnect,
-                    Some(Err(e)) => {
-                        tracing::info!(channel = CHANNEL_NAME, "connection lost: {e}");
-                        return SessionEnd::Reconnect;
-                    }
-                    Some(Ok(Message::Close(frame))) => return closed_by_discord(frame, state),
-                    Some(Ok(Message::Text(text))) => text,
-                    Some(Ok(_)) => continue,
-                };
-                let Ok(payload) = serde_json::from_str::<Payload>(&text) else {
-                    tracing::debug!(channel = CHANNEL_NAME, "unreadable gateway payload skipped");
-                    continue;
-                };
-                if payload.s.is_some() {
-                    state.seq = payload.s;
-                }
-                match payload.op {
-                    op::DISPATCH => {
-                        let event = payload.t.unwrap_or_default();
-                        match event.as_str() {
-                            "READY" | "RESUMED" => {
-                                if event == "READY" {
-                                    ready(payload.d, state);
-                                }
-                                state.ready = true;
-                                connections.set(CHANNEL_NAME, crate::connection::State::Connected);
-                            }
-                            _ => on_dispatch(&event, payload.d, state.bot_id.as_deref()),
-                        }
-                    }
-                    op::HEARTBEAT => {
-                        // Discord asks for a beat now; it does not move the schedule.
-                        let sent = send(&mut ws, &json!({ "op": op::HEARTBEAT, "d": state.seq })).await;
-                        if sent.is_err() {
-                            return SessionEnd::Reconnect;
-                        }
-                    }
-                    op::HEARTBEAT_ACK => awaiting_ack = false,
-                    op::RECONNECT => {
-                        close(ws, CloseCode::from(RESUMABLE_CLOSE)).await;
-                        return SessionEnd::Reconnect;
-                    }
-                    op::INVALID_SESSION => {
-                        if payload.d.as_bool() != Some(true) {
-                            state.forget();
-                        }
-                        close(ws, CloseCode::from(RESUMABLE_CLOSE)).await;
-                        let wait = Duration::from_millis(fastrand::u64(INVALID_SESSION_WAIT_MS));
-                        tokio::select! {
-                            () = shutdown.cancelled() => return SessionEnd::Shutdown,
-                            () = tokio::time::sleep(wait) => return SessionEnd::Reconnect,
-                        }
-                    }
-                    _ => {}
-                }
+                frame = self.ws.next() => self.on_frame(frame).await,
+            };
+            if let Err(stop) = step {
+                return stop;
             }
         }
     }
+
+    /// Handles one frame from the socket: text frames carry payloads; a close
+    /// frame or the end of the stream ends the connection.
+    async fn on_frame(
+        &mut self,
+        frame: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+    ) -> Result<(), Stop> {
+        let text = match frame {
+            None => return Err(Stop::dropped()),
+            Some(Err(e)) => {
+                tracing::info!(channel = CHANNEL_NAME, "connection lost: {e}");
+                return Err(Stop::dropped());
+            }
+            Some(Ok(Message::Close(frame))) => {
+                return Err(Stop::ended(closed_by_discord(frame, self.state)));
+            }
+            Some(Ok(Message::Text(text))) => text,
+            Some(Ok(_)) => return Ok(()),
+        };
+        let Ok(payload) = serde_json::from_str::<Payload>(&text) else {
+            tracing::debug!(channel = CHANNEL_NAME, "unreadable gateway payload skipped");
+            return Ok(());
+        };
+        if payload.s.is_some() {
+            self.state.seq = payload.s;
+        }
+        self.on_payload(payload).await
+    }
+
+    /// Acts on one payload by its opcode.
+    async fn on_payload(&mut self, payload: Payload) -> Result<(), Stop> {
+        match payload.op {
+            op::DISPATCH => self.dispatch(payload.t.unwrap_or_default(), payload.d),
+            op::HEARTBEAT => {
+                // Discord asks for a beat now; it does not move the schedule.
+                send(&mut self.ws, &heartbeat(self.state.seq))
+                    .await
+                    .map_err(|()| Stop::dropped())?;
+            }
+            op::HEARTBEAT_ACK => self.heartbeat.awaiting_ack = false,
+            op::RECONNECT => {
+                return Err(Stop::closing(CloseCode::from(RESUMABLE_CLOSE), SessionEnd::Reconnect));
+            }
+            op::INVALID_SESSION => {
+                if payload.d.as_bool() != Some(true) {
+                    self.state.forget();
+                }
+                let wait = Duration::from_millis(fastrand::u64(INVALID_SESSION_WAIT_MS));
+                let close = Some(CloseCode::from(RESUMABLE_CLOSE));
+                return Err(Stop { end: SessionEnd::Reconnect, close, wait: Some(wait) });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// READY and RESUMED mark the channel connected; every other event goes
+    /// to the channel.
+    fn dispatch(&mut self, event: String, d: Value) {
+        match event.as_str() {
+            "READY" | "RESUMED" => {
+                if event == "READY" {
+                    ready(d, self.state);
+                }
+                self.state.ready = true;
+                self.connections.set(CHANNEL_NAME, crate::connection::State::Connected);
+            }
+            _ => (self.on_dispatch)(&event, d, self.state.bot_id.as_deref()),
+        }
+    }
+}
+
+/// A HEARTBEAT payload carrying the last sequence number received.
+fn heartbeat(seq: Option<u64>) -> Value {
+    json!({ "op": op::HEARTBEAT, "d": seq })
 }
 
 /// Reads until HELLO and returns its heartbeat interval; `None` when the

@@ -1,7 +1,11 @@
-//! The web app's files, built into the binary: `app/index.html`, `app.js`
-//! (chat), `operate.js` (the operate views), `app.css`, and the vendored Markdown renderer (marked), sanitizer
-//! (DOMPurify) and highlighter (Prism) in `app/vendor/` (see its README.txt
-//! for versions and licences). No build step, no CDN.
+//! The web app's files, built into the binary: `app/index.html`, `app.css`,
+//! the chat's JavaScript modules (`app.js` starts the page; `page.js`,
+//! `markdown.js`, `messages.js`, `live.js`, `approvals.js`, `socket.js`,
+//! `composer.js`, `sidebar.js` and `views.js` hold its parts, as `app.js`
+//! lists), `operate.js` (the operate views), and the vendored Markdown
+//! renderer (marked), sanitizer (DOMPurify) and highlighter (Prism) in
+//! `app/vendor/` (see its README.txt for versions and licences). No build
+//! step, no CDN: the browser loads the modules by their `import`s.
 //!
 //! Every file goes out with a Content-Security-Policy that allows scripts
 //! from the gateway's own files only: even HTML that got past the sanitizer
@@ -51,6 +55,15 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("app/vendor/prism.min.js"),
     ),
     ("/operate.js", "text/javascript; charset=utf-8", include_str!("app/operate.js")),
+    ("/page.js", "text/javascript; charset=utf-8", include_str!("app/page.js")),
+    ("/markdown.js", "text/javascript; charset=utf-8", include_str!("app/markdown.js")),
+    ("/messages.js", "text/javascript; charset=utf-8", include_str!("app/messages.js")),
+    ("/live.js", "text/javascript; charset=utf-8", include_str!("app/live.js")),
+    ("/approvals.js", "text/javascript; charset=utf-8", include_str!("app/approvals.js")),
+    ("/socket.js", "text/javascript; charset=utf-8", include_str!("app/socket.js")),
+    ("/composer.js", "text/javascript; charset=utf-8", include_str!("app/composer.js")),
+    ("/sidebar.js", "text/javascript; charset=utf-8", include_str!("app/sidebar.js")),
+    ("/views.js", "text/javascript; charset=utf-8", include_str!("app/views.js")),
 ];
 
 /// One file as it is served: its bytes plain and gzipped, with an `ETag` each.
@@ -168,6 +181,12 @@ mod tests {
         assert!(weight < 300 * 1024, "the web app weighs {weight} bytes");
     }
 
+    /// The file served at `path`.
+    fn served_at(path: &str) -> &'static Served {
+        let at = FILES.iter().position(|(p, _, _)| *p == path).unwrap();
+        &served()[at]
+    }
+
     fn request(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (name, value) in pairs {
@@ -178,10 +197,10 @@ mod tests {
 
     #[test]
     fn a_browser_that_takes_gzip_gets_the_file_gzipped_and_a_plain_client_gets_it_plain() {
-        let app = &served()[1];
+        let app = served_at("/messages.js");
         let zipped = file(app, &request(&[(header::ACCEPT_ENCODING, "gzip, deflate, br")]));
         assert_eq!(zipped.headers()[header::CONTENT_ENCODING], "gzip");
-        assert!(app.gzip.len() * 2 < app.plain.len(), "gzip saves more than half of app.js");
+        assert!(app.gzip.len() * 2 < app.plain.len(), "gzip saves more than half of messages.js");
         let plain = file(app, &request(&[]));
         assert!(plain.headers().get(header::CONTENT_ENCODING).is_none());
         assert_ne!(zipped.headers()[header::ETAG], plain.headers()[header::ETAG]);
@@ -191,7 +210,7 @@ mod tests {
 
     #[test]
     fn a_file_asked_again_with_its_etag_is_not_sent_again() {
-        let app = &served()[2];
+        let app = served_at("/app.css");
         let first = file(app, &request(&[(header::ACCEPT_ENCODING, "gzip")]));
         let tag = first.headers()[header::ETAG].to_str().unwrap().to_string();
         let again = request(&[(header::ACCEPT_ENCODING, "gzip"), (header::IF_NONE_MATCH, &tag)]);

@@ -1,9 +1,11 @@
 // The ferroclaw web app's operate views: channels, cron jobs, pairing,
-// memory and skills, usage, the gateway's log. They use the chat module's
-// helpers (app.js) and open when the Operate tab does.
+// memory and skills, usage, the gateway's log. They use the page's helpers
+// (page.js, markdown.js) and open when the Operate tab does (views.js).
 "use strict";
 
-import { $, api, el, toast, renderInto, currentChat, viewOpened } from "/app.js";
+import { $, api, el, toast, currentChat } from "/page.js";
+import { renderInto } from "/markdown.js";
+import { viewOpened } from "/views.js";
 
 const panes = { channels: loadChannels, cron: loadCron, pairing: loadPairing, memory: loadMemory, usage: loadUsage, log: loadLog };
 function showPane(name) {
