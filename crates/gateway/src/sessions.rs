@@ -96,7 +96,7 @@ pub trait SessionNameRecords: Send + Sync + std::fmt::Debug {
 /// reader goes by: that same file for one gateway ([`SessionNames::load`]),
 /// the database's `chat_sessions` for several ([`SessionNames::database`]),
 /// which each turn brings the working names up to
-/// ([`crate::shared_sessions`]) and stores their changes to.
+/// (the `shared_sessions` module) and stores their changes to.
 #[derive(Debug, Clone)]
 pub struct SessionNames {
     here: files::NamesFile,
