@@ -8,7 +8,7 @@ use std::time::Duration;
 use ferroclaw_store::{
     Answered, ApprovalRequest, CRON_RUN_ATTEMPTS, Claim, CodeRequest, Enqueued, Incoming,
     LookAgain, Outbound, PgOptions, PgStore, Pruned, Registration, SCHEMA_VERSION, SendIt,
-    SessionHead, SessionWrite, StoreError, StoredMedia, TakenOver,
+    SessionHead, SessionStart, SessionWrite, StoreError, StoredMedia, TakenOver,
 };
 use ferroclaw_testkit::PgCluster;
 use serde_json::json;
@@ -667,6 +667,49 @@ async fn a_session_is_stored_line_by_line_with_its_answer_and_a_stale_or_unlease
         [r#"{"type":"meta"}"#, "again"]
     );
     assert_eq!(a.session_ids().await.unwrap(), ["gw-web-7"]);
+}
+
+/// A claim brings where its chat's turn starts (the recorded session, how
+/// far the database has it and its last line) as the chat's previous turn
+/// stored it, whichever process ran that turn: the turn starts without a
+/// round trip of its own.
+#[tokio::test]
+async fn a_claim_brings_its_chats_session_as_the_previous_turn_stored_it() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "claim_start", "process-a").await;
+    let b = a.with_holder("process-b");
+    for n in 1..=3 {
+        a.enqueue("web", &format!("m{n}"), "web:1", None, &json!({"n": n})).await.unwrap();
+    }
+    let first = a.claim(LONG).await.unwrap().unwrap();
+    assert_eq!(first.start, None, "no session recorded yet: the worker asks");
+    let turn = SessionWrite {
+        session: "gw-web-1".into(),
+        seen: None,
+        keep: SessionHead::default(),
+        lines: vec![r#"{"type":"meta"}"#.into(), "hello".into()],
+    };
+    let current = Some(("web:1", "gw-web-1"));
+    assert!(a.complete_with_session(&first, None, Some(&turn), current).await.unwrap());
+
+    let second = b.claim(LONG).await.unwrap().unwrap();
+    let stored = SessionStart {
+        session: "gw-web-1".into(),
+        head: Some(SessionHead { lines: 2, bytes: 16 + 6 }),
+        last_line: Some("hello".into()),
+    };
+    assert_eq!(second.start.as_ref(), Some(&stored), "the first turn's lines, as stored");
+    // `/new` moves the chat to a session with no lines yet.
+    assert!(
+        b.complete_with_session(&second, None, None, Some(("web:1", "gw-web-1-2"))).await.unwrap()
+    );
+    // Claimed together with another chat's message: each brings its own.
+    a.enqueue("web", "other", "web:2", None, &json!({})).await.unwrap();
+    a.set_chat_session("web:2", "gw-web-1").await.unwrap();
+    let both = a.claim_many(LONG, 8).await.unwrap();
+    let starts: Vec<_> = both.iter().map(|c| (c.chat.as_str(), c.start.clone())).collect();
+    let new = SessionStart { session: "gw-web-1-2".into(), head: None, last_line: None };
+    assert_eq!(starts, [("web:1", Some(new)), ("web:2", Some(stored))]);
 }
 
 /// An answer to a connection the worker's own process holds is sent by that
