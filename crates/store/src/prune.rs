@@ -55,14 +55,15 @@ impl Pruned {
 /// one statement (data-modifying `WITH` parts all run, on one snapshot), so
 /// a round is one transaction and one round trip whatever the tables hold.
 ///
-/// A turn's journal steps go by the files journal's rule: a finished
-/// turn's steps go, an unfinished one's stay for the worker that resumes it. In the database a turn is finished when its message is
-/// answered (the queue's finish stores the answer and marks the message
-/// done; the journal writes no mark of its own, to save a transaction per
-/// message), so the steps of a turn recorded before the cut go unless a
-/// message still waiting names the turn (`metadata.turn` in its body: the
-/// id every worker holding the message computes alike). Marks written by
-/// [`PgStore::finish_turn`] go at the same age.
+/// A turn's journal steps go by the files journal's rule: a finished turn's
+/// steps go, an unfinished one's stay for the worker that resumes it. In the
+/// database a turn is finished when its message is answered (the queue's
+/// finish stores the answer and marks the message done; the journal writes
+/// no mark of its own, to save a transaction per message), so the steps of
+/// a turn recorded before the cut go unless a message still waiting names
+/// the turn (`metadata.turn` in its body: the id every worker holding the
+/// message computes alike). Marks written by [`PgStore::finish_turn`] go at
+/// the same age.
 const ROUND: &str = "
     WITH gone_inbound AS (
         DELETE FROM inbound WHERE ctid IN (SELECT ctid FROM inbound
