@@ -583,10 +583,25 @@ async fn answers_never_delivered_are_dropped_after_the_time_kept_naming_their_ch
         origin: origin.map(str::to_string),
         body: json!({"content": key}),
     };
+    // Answers stored as a finished message stores its answer.
+    let url = format!("postgres://postgres@127.0.0.1:{}/prune_undelivered", pg.port());
+    let (client, connection) = tokio_postgres_connect(&url).await;
+    let stored = |a: Outbound| {
+        let client = &client;
+        async move {
+            client
+                .execute(
+                    "INSERT INTO outbound (key, channel, chat, origin, body) VALUES ($1, $2, $3, $4, $5)",
+                    &[&a.key, &a.channel, &a.chat, &a.origin, &a.body],
+                )
+                .await
+                .unwrap()
+        }
+    };
     // Two answers to a page on a gateway that died, one delivered answer.
-    assert!(s.send_later(&answer("r1", "web:page-1", Some("gw-gone"))).await.unwrap());
-    assert!(s.send_later(&answer("r2", "web:page-1", Some("gw-gone"))).await.unwrap());
-    assert!(s.send_later(&answer("r3", "telegram:42", None)).await.unwrap());
+    stored(answer("r1", "web:page-1", Some("gw-gone"))).await;
+    stored(answer("r2", "web:page-1", Some("gw-gone"))).await;
+    stored(answer("r3", "telegram:42", None)).await;
     assert_eq!(drain(&s).await.len(), 1, "process a may send only the Telegram answer");
     tokio::time::sleep(Duration::from_millis(20)).await;
     let week = Duration::from_secs(7 * 86_400);
@@ -595,13 +610,15 @@ async fn answers_never_delivered_are_dropped_after_the_time_kept_naming_their_ch
     let pruned = s.prune(Duration::ZERO, 1).await.unwrap().unwrap();
     assert_eq!(pruned.undelivered, BTreeMap::from([("web:page-1".to_string(), 2)]));
     assert_eq!(pruned.outbound, 1, "the delivered one, as before");
-    assert!(s.send_later(&answer("r4", "web:page-2", Some("gw-gone"))).await.unwrap());
+    stored(answer("r4", "web:page-2", Some("gw-gone"))).await;
     assert_eq!(s.prune(week, 100).await.unwrap(), Some(Pruned::default()));
     // Nothing of page-1 is left for anyone, even a process named like the dead one.
     let gone = s.with_holder("gw-gone");
     let left: Vec<String> =
         gone.take_outbound(10).await.unwrap().into_iter().map(|a| a.key).collect();
     assert_eq!(left, ["r4"]);
+    drop(client);
+    connection.abort();
 }
 
 /// What a gateway writes (the journal marks no turn finished; the queue's
