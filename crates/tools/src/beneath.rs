@@ -12,7 +12,13 @@
 //!
 //! Writes go the same way: parents are created with `mkdirat` and opened
 //! without following links, the temp file is created in the confined folder
-//! descriptor and renamed within it.
+//! descriptor (`O_EXCL`, so a name planted in advance, link or FIFO, is
+//! skipped) and renamed within it. The rename replaces the name: a hard
+//! link's other names (maybe outside) keep their content. As a rename goes
+//! by name, the temp file's name is checked to hold our own file before it,
+//! and the target's after it; a swap by another program is reported, never
+//! passed off as the write. Appending refuses a file with hard links.
+//! `beneath_races.rs` races all of this, with and without `openat2`.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -139,8 +145,16 @@ impl Beneath {
         let fd = open_component(dir.as_fd_ref(), &c_name, flags, 0o600)
             .map_err(|e| self.walk_error(rel, e))?;
         let file = File::from(fd);
-        if !file.metadata().map_err(|e| self.io(rel, e))?.is_file() {
+        let meta = file.metadata().map_err(|e| self.io(rel, e))?;
+        if !meta.is_file() {
             return Err(ToolError::Refused(format!("{shown} is not a regular file")));
+        }
+        // A hard link is not a symlink: appending through one would change
+        // the file under its other names too, maybe outside the root.
+        if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+            return Err(ToolError::Refused(format!(
+                "{shown} has other names (hard links); appending would change them too"
+            )));
         }
         Ok(file)
     }
@@ -189,6 +203,14 @@ impl Beneath {
                 }
             }
             temp.sync_all()?;
+            // The rename goes by name: whoever can write in this folder may
+            // have put a link or another file under the temp file's name.
+            // Rename only our own file, and check that it is what the name
+            // holds afterwards (a swap between the two is caught there).
+            let ours = file_id(&temp.metadata()?);
+            if !holds(&dir, &temp_name, ours) {
+                return Err(std::io::Error::from_raw_os_error(libc::ESTALE));
+            }
             // SAFETY: valid descriptors and NUL-terminated names.
             let r = unsafe {
                 if replace {
@@ -211,6 +233,9 @@ impl Beneath {
             if r != 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            if !holds(&dir, &c_name, ours) {
+                return Err(std::io::Error::from_raw_os_error(libc::ESTALE));
+            }
             Ok(())
         })();
         if !replace || result.is_err() {
@@ -220,6 +245,12 @@ impl Beneath {
         if let Err(e) = result {
             if !replace && e.raw_os_error() == Some(libc::EEXIST) {
                 return Ok(false);
+            }
+            if e.raw_os_error() == Some(libc::ESTALE) {
+                return Err(ToolError::Refused(format!(
+                    "{shown} changed while it was being written (another program replaced \
+                     the temporary file); what is there now is not what was written"
+                )));
             }
             return Err(ToolError::io(format!("cannot write {shown}"), e));
         }
@@ -462,6 +493,17 @@ fn fstatat_nofollow(dir: BorrowedFd<'_>, name: &CString) -> std::io::Result<libc
     Ok(st)
 }
 
+/// A file's identity: device and inode.
+fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// Whether `name` in `dir` is (not a link to) the file `id`.
+fn holds(dir: &OwnedFd, name: &CString, id: (u64, u64)) -> bool {
+    fstatat_nofollow(dir.as_fd_ref(), name).is_ok_and(|st| (st.st_dev, st.st_ino) == id)
+}
+
 /// Creates a fresh temp file in `dir`: `.ferroclaw-write-PID-N-NANOS`.
 fn create_temp(dir: &OwnedFd) -> std::io::Result<(CString, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -485,6 +527,10 @@ fn create_temp(dir: &OwnedFd) -> std::io::Result<(CString, File)> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "beneath_races.rs"]
+mod races;
 
 #[cfg(test)]
 mod tests {
