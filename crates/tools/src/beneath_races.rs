@@ -46,7 +46,7 @@ fn race(mut flip: impl FnMut() + Send + 'static) -> (Arc<AtomicBool>, std::threa
         stop,
         std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
-                flip()
+                flip();
             }
         }),
     )

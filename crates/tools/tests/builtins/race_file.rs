@@ -180,6 +180,27 @@ async fn redteam_race_a_file_swapped_for_a_link_out_is_never_read_or_written_thr
     eprintln!("{flips} swaps; {wrote} of {ROUNDS} writes landed inside, none outside");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redteam_race_a_file_swapped_for_a_fifo_never_hangs_a_tool() {
+    // A FIFO opened to read waits for a writer forever; every open here is
+    // non-blocking and looked at before it is read, so each call returns.
+    let ws = workspace();
+    ws.write("pipe.txt", "inside\n");
+    let racer = Racer::start(flipper(ws.path("pipe.txt"), mkfifo, |m| {
+        std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type())
+    }));
+    for i in 0..ROUNDS {
+        let _ = ws.call("read", json!({"path": "pipe.txt"})).await;
+        let _ = ws.call("grep", json!({"pattern": "inside", "output_mode": "content"})).await;
+        let edit = json!({"path": "pipe.txt", "old_string": "inside", "new_string": "edited"});
+        let _ = ws.call("edit", edit).await;
+        let _ =
+            ws.call("write", json!({"path": "pipe.txt", "content": format!("inside {i}\n")})).await;
+    }
+    let flips = racer.stop();
+    eprintln!("{flips} swaps for a FIFO; every call returned");
+}
+
 #[tokio::test]
 async fn a_hard_link_to_a_file_outside_is_replaced_by_write_and_edit_not_written_through() {
     let ws = workspace();
