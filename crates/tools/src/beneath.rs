@@ -193,6 +193,7 @@ impl Beneath {
             }
         }
         let (temp_name, temp) = create_temp(&dir).map_err(|e| self.io(parent, e))?;
+        let mut swapped = false;
         let result = (|| {
             let mut temp = temp;
             temp.write_all(bytes)?;
@@ -209,7 +210,8 @@ impl Beneath {
             // holds afterwards (a swap between the two is caught there).
             let ours = file_id(&temp.metadata()?);
             if !holds(&dir, &temp_name, ours) {
-                return Err(std::io::Error::from_raw_os_error(libc::ESTALE));
+                swapped = true;
+                return Err(std::io::Error::other("the temp file was swapped"));
             }
             // SAFETY: valid descriptors and NUL-terminated names.
             let r = unsafe {
@@ -234,7 +236,8 @@ impl Beneath {
                 return Err(std::io::Error::last_os_error());
             }
             if !holds(&dir, &c_name, ours) {
-                return Err(std::io::Error::from_raw_os_error(libc::ESTALE));
+                swapped = true;
+                return Err(std::io::Error::other("the temp file was swapped"));
             }
             Ok(())
         })();
@@ -246,10 +249,10 @@ impl Beneath {
             if !replace && e.raw_os_error() == Some(libc::EEXIST) {
                 return Ok(false);
             }
-            if e.raw_os_error() == Some(libc::ESTALE) {
+            if swapped {
                 return Err(ToolError::Refused(format!(
                     "{shown} changed while it was being written (another program replaced \
-                     the temporary file); what is there now is not what was written"
+                     the temporary file); it may not hold what was written: read it again"
                 )));
             }
             return Err(ToolError::io(format!("cannot write {shown}"), e));
