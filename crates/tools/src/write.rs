@@ -83,11 +83,23 @@ pub(crate) fn current_bytes(
 /// same folder, fsync, rename), creating missing parent folders and keeping
 /// an existing file's permissions, all opened beneath its sandbox root
 /// without following links. Returns true when the file did not exist before.
+///
+/// A protected file ([`crate::protected_file`]) is refused here too, on the
+/// path as resolved now: the permission gate judged the path before the
+/// call, and a folder swapped for a link to `.git` since then would
+/// otherwise resolve to `.git/config` (a link swapped in after this check
+/// is refused by the open beneath the root).
 pub(crate) fn atomic_write(
     sandbox: &Sandbox,
     path: &Path,
     bytes: &[u8],
 ) -> Result<bool, ToolError> {
+    if let Some(why) = crate::protected_file(path) {
+        return Err(ToolError::Refused(format!(
+            "{} may not be written by the agent: {why}; the user edits it",
+            sandbox.display(path)
+        )));
+    }
     let (root, rel) = sandbox.beneath(path)?;
     root.write_atomic(&rel, bytes)
 }

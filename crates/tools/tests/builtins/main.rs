@@ -9,6 +9,7 @@ mod list_dir;
 #[path = "../support/process.rs"]
 mod process;
 mod race;
+mod race_file;
 mod read;
 mod web_fetch;
 mod web_search;

@@ -2,6 +2,8 @@
 //! the workspace for a symlink to a folder outside while the file tools run.
 //! The tools check a path and then open it beneath the workspace without
 //! following links, so nothing may land outside and nothing outside may leak.
+//! The attacks on the file itself (swapped for a link, hard-linked out, its
+//! temp file replaced) and on protected files are in `race_file.rs`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -55,6 +57,9 @@ async fn redteam_race_write_under_a_swapper_lands_nothing_outside() {
         let _ = ws.call("read", json!({"path": "dir/file.txt"})).await;
         let edit = json!({"path": "dir/file.txt", "old_string": "inside", "new_string": format!("inside-{i}")});
         let _ = ws.call("edit", edit).await;
+        let _ = ws.call("read", json!({"path": "dir/file.txt"})).await;
+        let step = json!({"old_string": "inside", "new_string": "inside"});
+        let _ = ws.call("multi_edit", json!({"path": "dir/file.txt", "edits": [step]})).await;
     }
     stop.store(true, Ordering::Relaxed);
     swapper.join().unwrap();
