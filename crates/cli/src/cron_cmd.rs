@@ -67,7 +67,7 @@ pub(crate) async fn run(action: &CronAction) -> Result<i32, SetupError> {
     let mut store = CronStore::new(&home);
     // Several gateways: the jobs are in their database.
     if let Some(db) = crate::database::shared_store(&home).await? {
-        store = store.with_database(db);
+        store = CronStore::database(db);
     }
     let fail = |e: ferroclaw_gateway::cron::CronError| SetupError::Other(e.to_string());
     match action {

@@ -374,7 +374,7 @@ async fn import_titles(store: &PgStore, home: &Path) -> Result<Tally, SetupError
     let mut tally = Tally::default();
     let stored: BTreeMap<String, String> =
         store.session_titles().await.map_err(other)?.into_iter().collect();
-    for (id, title) in SessionTitles::load(home).all() {
+    for (id, title) in SessionTitles::load(home).all().await.map_err(other)? {
         match stored.get(&id) {
             Some(same) if *same == title => tally.same += 1,
             Some(other_title) => tally.left.push(format!(
@@ -393,13 +393,13 @@ async fn export_titles(store: &PgStore, home: &Path) -> Result<Tally, SetupError
     let mut tally = Tally::default();
     let titles = SessionTitles::load(home);
     for (id, title) in store.session_titles().await.map_err(other)? {
-        match titles.get(&id) {
+        match titles.get(&id).await.map_err(other)? {
             Some(same) if same == title => tally.same += 1,
             Some(mine) => tally.left.push(format!(
                 "title of session {id}: this box's is \"{mine}\" (\"{title}\" not written)"
             )),
             None => {
-                titles.set(&id, &title).map_err(other)?;
+                titles.set(&id, &title).await.map_err(other)?;
                 tally.moved += 1;
             }
         }

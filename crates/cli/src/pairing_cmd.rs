@@ -27,7 +27,7 @@ pub(crate) async fn run(action: &PairingAction) -> Result<i32, SetupError> {
     let mut store = PairingStore::new(&home);
     // Several gateways: pairing is in their database.
     if let Some(db) = crate::database::shared_store(&home).await? {
-        store = store.with_database(db);
+        store = PairingStore::database(db);
     }
     let fail = |e: ferroclaw_gateway::pairing::PairingError| SetupError::Other(e.to_string());
     match action {

@@ -65,7 +65,7 @@ pub(crate) async fn run(cli: &Cli) -> Result<i32, SetupError> {
     let mut cron = CronStore::new(home);
     // Several gateways: the jobs are in their database.
     if let Ok(Some(db)) = crate::database::store_of(&settings).await {
-        cron = cron.with_database(db);
+        cron = CronStore::database(db);
     }
     let jobs = cron.load().await.map(|f| f.jobs).unwrap_or_default();
     println!("\ncron       {} jobs", jobs.len());

@@ -162,6 +162,10 @@ fn config_values_that_cannot_work_are_refused_with_their_line_before_any_request
     for (text, said) in [
         ("max_turns = 0\n", "config.toml:1:13: max_turns = 0: must be at least 1"),
         ("max_tokens = 0\n", "config.toml:1:14: max_tokens = 0: must be at least 1"),
+        (
+            "max_tokens = 1000000000\n",
+            "config.toml:1:14: max_tokens = 1000000000: must be at most 128000",
+        ),
         ("context_window = 0\n", "config.toml:1:18: context_window = 0: must be at least 1"),
         (
             "compaction_threshold = 7\n",

@@ -469,7 +469,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Runs a files-mode store call (async only because the database mode is).
-fn files_now<T>(call: impl Future<Output = T>) -> T {
+pub(crate) fn files_now<T>(call: impl Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(call)
 }
 

@@ -293,7 +293,7 @@ fn import_and_export_carry_the_titles_people_gave_and_the_files_the_agent_sent()
     let (id, _) = listed(alone.port).pop().expect("the conversation");
     alone.terminate();
     let titles = ferroclaw_gateway::sessions::SessionTitles::load(env.home.path());
-    titles.set(&id, "Q3 chart").unwrap();
+    crate::gateway_scale::files_now(titles.set(&id, "Q3 chart")).unwrap();
 
     let (ok, out, err) = crate::gateway_scale::transfer(&env, env.home.path(), &url, "import");
     assert!(ok, "{err}");
@@ -321,7 +321,8 @@ fn import_and_export_carry_the_titles_people_gave_and_the_files_the_agent_sent()
     assert!(ok, "{err}");
     assert!(out.contains("session titles: 1 written, 0 already there"), "{out}");
     assert!(out.contains("files sent to chats: 1 written, 0 already there"), "{out}");
-    let title = ferroclaw_gateway::sessions::SessionTitles::load(third.path()).get(&id);
+    let titles = ferroclaw_gateway::sessions::SessionTitles::load(third.path());
+    let title = crate::gateway_scale::files_now(titles.get(&id)).unwrap();
     assert_eq!(title.as_deref(), Some("Q3 chart"));
     let chart = third.path().join("workspace").join("charts").join("q3.png");
     assert_eq!(std::fs::read(&chart).unwrap(), PNG_BYTES);
@@ -396,4 +397,44 @@ fn media_older_than_media_keep_days_is_pruned_from_the_inbox_and_the_database() 
         kept("SELECT id FROM media ORDER BY id") == ["charts/q3.png"]
     });
     shared.terminate();
+}
+
+/// How many rows `sql` (a `count(*)`) finds in the database at `url`.
+fn count(url: &str, sql: &str) -> i64 {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let (client, connection) =
+            tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+        let task = tokio::spawn(connection);
+        let n = client.query_one(sql, &[]).await.unwrap().get::<_, i64>(0);
+        drop(client);
+        let _ = task.await;
+        n
+    })
+}
+
+/// A scale-out gateway's journal does not grow with every turn it ran: a
+/// turn's steps (recorded before its tool ran) leave the database once its
+/// message is answered and `store_keep_days` have passed, though the
+/// gateway's journal writes no finish mark of its own.
+#[test]
+fn a_turns_journal_steps_leave_the_database_after_store_keep_days_once_answered() {
+    let Some(pg) = PgCluster::shared() else { return };
+    let url = pg.database("steps_keep");
+    let env = Env::new(
+        Wire::OpenAi,
+        vec![Turn::tool("list_dir", json!({"path": "."})).into(), Turn::text("one folder").into()],
+    );
+    let steps = "SELECT count(*) FROM turn_steps";
+    let vars = [("FERROCLAW_TEST_HOUSEKEEPING_MS", "200")];
+    env.write_home_config(&(store_config(&url) + "store_keep_days = 7\n"));
+    let gw = Gateway::spawn_with(&env, env.home.path(), free_port(), &vars);
+    assert_eq!(chat(gw.port, "ann", "what is here?"), (200, "one folder".to_string()));
+    assert!(count(&url, steps) >= 2, "what began the turn and the tool call are on record");
+    gw.terminate();
+    // A keep of about a second: the answered turn's steps go.
+    env.write_home_config(&(store_config(&url) + "store_keep_days = 0.00001\n"));
+    let gw = Gateway::spawn_with(&env, env.home.path(), free_port(), &vars);
+    gateway_support::wait_for(60, "the answered turn's steps to go", || count(&url, steps) == 0);
+    gw.terminate();
 }

@@ -193,6 +193,32 @@ fn writes_need_approval_in_one_shot_unless_yes_is_given() {
     assert_eq!(std::fs::read_to_string(env.ws().join("out.txt")).unwrap(), "made");
 }
 
+/// A write killed between its temp file and the rename (kill -9) leaves the
+/// temp file beside its target; the next write into that folder deletes it
+/// once it is stale, and leaves a fresh one (another write in flight) alone.
+#[test]
+fn a_write_sweeps_the_temp_file_a_killed_write_left_and_leaves_a_fresh_one() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("write", json!({"path": "out.txt", "content": "made"})).into(),
+            Turn::text("ok").into(),
+        ],
+    );
+    let stale = env.ws().join(".ferroclaw-write-4242-0-123456789");
+    let fresh = env.ws().join(".ferroclaw-write-4343-0-987654321");
+    for temp in [&stale, &fresh] {
+        std::fs::write(temp, "half a file").unwrap();
+    }
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&stale).unwrap().set_modified(an_hour_ago).unwrap();
+    let (code, _, stderr) = run(&mut env.oneshot("write it", &["--yes"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(env.ws().join("out.txt")).unwrap(), "made");
+    assert!(!stale.exists(), "the killed write's temp file is gone");
+    assert!(fresh.exists(), "a write in flight is never touched");
+}
+
 #[test]
 fn a_provider_that_stays_down_fails_with_a_clear_error_and_keeps_the_session() {
     for wire in WIRES {

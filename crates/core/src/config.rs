@@ -859,7 +859,7 @@ pub const CONFIG_TEMPLATE: &str = r#"# ferroclaw configuration. Layers: this fil
 
 # Cap on model round-trips for one request.
 # max_turns = 100
-# Cap on tokens in one answer (default 8192; 512 under the lean profile).
+# Cap on tokens in one answer (default 8192; 512 under the lean profile; at most 128000).
 # max_tokens = 8192
 # Prompt profile: "lean" (short prompt, core tools; the default for local
 # models) or "full". Also settable per provider: [providers.NAME] prompt_profile.

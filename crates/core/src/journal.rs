@@ -16,7 +16,9 @@
 //! JSONL file per turn beside the session files
 //! (`sessions/<project>/<session>.turns/<turn>.jsonl`), fsynced after every
 //! step; a database backend implements the same four calls on a table keyed
-//! by (session, turn, step).
+//! by (session, turn, step). [`TurnJournal::prune`] deletes finished turns
+//! once older than the time kept (the gateway's `store_keep_days`);
+//! unfinished ones stay for resume.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -141,6 +143,13 @@ pub trait TurnJournal: Send + Sync {
     /// handed out for the first time), so its next `load` has nothing to
     /// find: a backend may answer that one from memory. The default does nothing.
     fn never_started(&self, _session: &str, _turn: &str) {}
+    /// Deletes what the journal holds of turns finished longer than `keep`
+    /// ago (an unfinished turn stays, however old, for the process that
+    /// resumes it); how many turns went. The default deletes nothing: a
+    /// database's housekeeping prunes its journal with its other tables.
+    async fn prune(&self, _keep: std::time::Duration) -> Result<usize, JournalError> {
+        Ok(0)
+    }
 }
 
 /// One line of a journal file.
@@ -212,6 +221,41 @@ impl FileJournal {
         }
     }
 
+    /// Deletes the files of turns finished (their finish mark written) and
+    /// not written for `keep`, and `.turns` folders left empty.
+    fn prune_finished(&self, keep: std::time::Duration) -> Result<usize, JournalError> {
+        let mut pruned = 0;
+        let sessions = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(io(&self.dir)(e)),
+        };
+        let now = std::time::SystemTime::now();
+        for entry in sessions.flatten() {
+            if !entry.file_name().to_string_lossy().ends_with(".turns") {
+                continue;
+            }
+            let folder = entry.path();
+            for file in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+                let path = file.path();
+                // Old first (a look at the folder entry), then finished (a read).
+                let old = file.metadata().ok().filter(std::fs::Metadata::is_file).and_then(|m| {
+                    now.duration_since(m.modified().ok()?).ok().filter(|age| *age >= keep)
+                });
+                if old.is_none() {
+                    continue;
+                }
+                let Ok(opened) = ferroclaw_tools::own_file::open(&path) else { continue };
+                if read_lines(opened, &path).0.finished && std::fs::remove_file(&path).is_ok() {
+                    pruned += 1;
+                }
+            }
+            // Only an empty folder goes (a turn journalled meanwhile keeps it).
+            let _ = std::fs::remove_dir(&folder);
+        }
+        Ok(pruned)
+    }
+
     fn scan(&self) -> Result<Vec<Unfinished>, JournalError> {
         let mut out = Vec::new();
         let sessions = match std::fs::read_dir(&self.dir) {
@@ -273,6 +317,11 @@ impl TurnJournal for FileJournal {
     async fn unfinished(&self) -> Result<Vec<Unfinished>, JournalError> {
         let journal = self.clone();
         blocking(move || journal.scan()).await
+    }
+
+    async fn prune(&self, keep: std::time::Duration) -> Result<usize, JournalError> {
+        let journal = self.clone();
+        blocking(move || journal.prune_finished(keep)).await
     }
 }
 
@@ -439,6 +488,31 @@ mod tests {
         let open: Vec<String> =
             journal.unfinished().await.unwrap().into_iter().map(|u| u.turn).collect();
         assert_eq!(open, ["b"]);
+    }
+
+    /// A long-running gateway's journal does not grow with every turn it
+    /// ever ran: a finished turn's file goes once older than the time kept,
+    /// an unfinished one stays (however old) to be resumed.
+    #[tokio::test]
+    async fn finished_turns_are_pruned_after_the_time_kept_and_unfinished_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = FileJournal::new(dir.path());
+        journal.record("s", "done", 0, &begin()).await.unwrap();
+        journal.record("s", "done", 1, &model("c1")).await.unwrap();
+        journal.finish("s", "done").await.unwrap();
+        journal.record("s", "running", 0, &begin()).await.unwrap();
+        journal.record("other", "done-too", 0, &begin()).await.unwrap();
+        journal.finish("other", "done-too").await.unwrap();
+        let week = std::time::Duration::from_secs(7 * 86_400);
+        assert_eq!(journal.prune(week).await.unwrap(), 0, "nothing is a week old");
+        assert!(journal.load("s", "done").await.unwrap().finished);
+        assert_eq!(journal.prune(std::time::Duration::ZERO).await.unwrap(), 2);
+        assert_eq!(journal.load("s", "done").await.unwrap(), TurnRecord::default());
+        assert!(!dir.path().join("other.turns").exists(), "an emptied folder goes");
+        let open: Vec<String> =
+            journal.unfinished().await.unwrap().into_iter().map(|u| u.turn).collect();
+        assert_eq!(open, ["running"], "the unfinished turn is still resumed");
+        assert_eq!(journal.load("s", "running").await.unwrap().steps, [begin()]);
     }
 
     #[test]

@@ -39,13 +39,16 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 mod across_gateways;
+mod one_process;
 pub mod prompt;
+mod records;
 
-use across_gateways::{Recorded, prompt_of};
 pub use prompt::{ApprovalPrompt, BUTTONS, Choice, Decided, button_command, summary};
+pub use records::ApprovalRecords;
+use records::Recorded;
 
 use crate::bus::InboundMessage;
-use crate::channel::ChannelError;
+use crate::channel::{Channel, ChannelError};
 use crate::outbox::Outbox;
 use crate::sessions::SessionKey;
 
@@ -77,10 +80,10 @@ pub struct ApprovalBroker {
     pending: Mutex<HashMap<String, Pending>>,
     /// Cancelled when the gateway stops: nobody waits for answers then.
     closing: CancellationToken,
-    /// Several gateway processes: requests are recorded here, so a page
-    /// open on the chat in another process shows them and answers them;
-    /// with the notifications of their changes.
-    db: Option<(PgStore, Changes)>,
+    /// Where requests are recorded for other gateway processes: nowhere
+    /// (one gateway), or the shared database, so that a page open on the
+    /// chat in another process shows them and answers them.
+    records: Arc<dyn ApprovalRecords>,
 }
 
 impl ApprovalBroker {
@@ -92,7 +95,7 @@ impl ApprovalBroker {
             approvers,
             pending: Mutex::new(HashMap::new()),
             closing: CancellationToken::new(),
-            db: None,
+            records: Arc::new(one_process::OneProcess),
         }
     }
 
@@ -101,7 +104,8 @@ impl ApprovalBroker {
     /// (the web chat's page) is shown and answered there. `changes` says
     /// when any process changed a request.
     pub fn with_database(self, db: PgStore, changes: Changes) -> Self {
-        ApprovalBroker { db: Some((db, changes)), ..self }
+        let records = Arc::new(across_gateways::ApprovalTable::new(db, changes));
+        ApprovalBroker { records, ..self }
     }
 
     /// Denies every waiting request (the gateway is stopping) and every later one.
@@ -132,103 +136,89 @@ impl ApprovalBroker {
                 key.address()
             ));
         };
-        let id = match crate::files::random_hex(ID_BYTES) {
-            Ok(id) => id,
+        let (prompt, answer) = match self.open(key, owner, &tool, call) {
+            Ok(opened) => opened,
             Err(e) => return Approval::No(format!("cannot ask for approval: {e}")),
         };
+        let _forget = Forget { broker: self, id: &prompt.id };
+        tracing::info!(chat = %key.address(), %tool, "asking for approval");
+        let recorded = self.record(key, owner, &prompt).await;
+        if let Err(refused) = show(channel.as_ref(), &key.chat_id, &prompt, &recorded).await {
+            return refused;
+        }
+        let waiting =
+            Waiting { channel: channel.as_ref(), key, prompt: &prompt, recorded: &recorded };
+        self.wait_for_answer(waiting, answer, cancel).await
+    }
+
+    /// A new request of `owner` in chat `key` to run `call` of `tool`,
+    /// waiting here: what the chat is shown, and where its answer comes.
+    fn open(
+        &self,
+        key: &SessionKey,
+        owner: &str,
+        tool: &str,
+        call: &ToolCall,
+    ) -> std::io::Result<(ApprovalPrompt, oneshot::Receiver<Choice>)> {
+        let id = crate::files::random_hex(ID_BYTES)?;
         let (tx, rx) = oneshot::channel();
         let prompt = ApprovalPrompt {
             id: id.clone(),
-            tool: tool.clone(),
+            tool: tool.to_string(),
             input: call.input.clone(),
-            summary: summary(&tool, &call.input),
+            summary: summary(tool, &call.input),
         };
         let pending = Pending {
             key: key.clone(),
             owner: owner.to_string(),
-            tool: tool.clone(),
+            tool: tool.to_string(),
             prompt: prompt.clone(),
             asked_at: std::time::Instant::now(),
             answer: tx,
         };
-        self.lock().insert(id.clone(), pending);
-        let _forget = Forget { broker: self, id: &id };
-        tracing::info!(chat = %key.address(), %tool, "asking for approval");
-        // Several gateways: recorded, so that any process can show and answer it.
-        let shared = match &self.db {
-            Some((db, changes)) => {
-                let request = ApprovalRequest {
-                    id: id.clone(),
-                    channel: key.channel.clone(),
-                    chat_id: key.chat_id.clone(),
-                    owner: owner.to_string(),
-                    tool: tool.clone(),
-                    prompt: json!({"tool": tool, "input": call.input, "summary": prompt.summary}),
-                };
-                match db.open_approval(&request).await {
-                    Ok(()) => Some(Recorded::new(db, changes, &id)),
-                    Err(e) => {
-                        tracing::warn!("approval request not shared with other gateways: {e}");
-                        None
-                    }
-                }
-            }
-            None => None,
+        self.lock().insert(id, pending);
+        Ok((prompt, rx))
+    }
+
+    /// Records the request where other gateway processes can show and
+    /// answer it (with one gateway: nowhere).
+    async fn record(&self, key: &SessionKey, owner: &str, prompt: &ApprovalPrompt) -> Recorded<'_> {
+        let request = ApprovalRequest {
+            id: prompt.id.clone(),
+            channel: key.channel.clone(),
+            chat_id: key.chat_id.clone(),
+            owner: owner.to_string(),
+            tool: prompt.tool.clone(),
+            prompt: json!({"tool": prompt.tool, "input": prompt.input, "summary": prompt.summary}),
         };
-        let mut asked = channel.ask_approval(&key.chat_id, &prompt).await;
-        // Another gateway process may hold the chat's page: it shows the request.
-        if let (Err(ChannelError::UnknownChat { .. }), Some(s)) = (&asked, &shared)
-            && s.is_shown_soon().await
-        {
-            asked = Ok(());
-        }
-        match asked {
-            Ok(()) => {}
-            // The web chat (and the API behind it) with no page open on this chat.
-            Err(ChannelError::UnknownChat { .. }) => {
-                if let Some(s) = &shared {
-                    s.resolve("nobody to ask").await;
-                }
-                return Approval::No(format!(
-                    "{tool} needs the user's approval, and nobody can be asked in this chat now \
-                     (no chat page is open on it). Do without it, or tell the user to allow it \
-                     with [gateway] permission_mode or an allow rule in [permissions]"
-                ));
-            }
-            Err(e) => {
-                tracing::warn!("cannot ask for approval: {e}");
-                if let Some(s) = &shared {
-                    s.resolve("could not ask").await;
-                }
-                return Approval::No(format!(
-                    "{tool} needs approval, and asking the user failed: {e}"
-                ));
-            }
-        }
-        let remote = async {
-            match &shared {
-                Some(s) => s.answer().await,
-                None => std::future::pending().await,
-            }
-        };
+        Recorded::open(self.records.as_ref(), &request).await
+    }
+
+    /// Waits for the answer to a request shown in its chat: given here,
+    /// given through another gateway process, or none (timeout, the gateway
+    /// stopping, the turn cancelled); tells the chat how it ended.
+    async fn wait_for_answer(
+        &self,
+        waiting: Waiting<'_>,
+        answer: oneshot::Receiver<Choice>,
+        cancel: &CancellationToken,
+    ) -> Approval {
+        let Waiting { channel, key, prompt, recorded } = waiting;
+        let tool = &prompt.tool;
         let (outcome, approval) = tokio::select! {
-            answer = rx => match answer {
+            answer = answer => match answer {
                 Ok(choice) => {
-                    if let Some(s) = &shared {
-                        s.resolve(&choice.outcome()).await;
-                    }
+                    recorded.resolve(&choice.outcome()).await;
                     return choice.approval();
                 }
                 Err(_) => ("cancelled".to_string(), Approval::No("the request was withdrawn".into())),
             },
             // Answered through another gateway process (which told its page).
-            choice = remote => {
+            choice = recorded.answer() => {
                 let outcome = choice.outcome();
                 tracing::info!(chat = %key.address(), %tool, "approval: {outcome} (through another gateway)");
-                if let Some(s) = &shared {
-                    s.resolve(&outcome).await;
-                }
-                if let Err(e) = channel.approval_resolved(&key.chat_id, &id, &outcome).await {
+                recorded.resolve(&outcome).await;
+                if let Err(e) = channel.approval_resolved(&key.chat_id, &prompt.id, &outcome).await {
                     tracing::debug!("{e}");
                 }
                 return choice.approval();
@@ -250,12 +240,10 @@ impl ApprovalBroker {
                 Approval::No("cancelled by the user before it ran".into()),
             ),
         };
-        if let Some(s) = &shared {
-            s.resolve(&outcome).await;
-        }
-        if self.lock().remove(&id).is_some() {
+        recorded.resolve(&outcome).await;
+        if self.lock().remove(&prompt.id).is_some() {
             tracing::info!(chat = %key.address(), %tool, "approval {outcome}");
-            if let Err(e) = channel.approval_resolved(&key.chat_id, &id, &outcome).await {
+            if let Err(e) = channel.approval_resolved(&key.chat_id, &prompt.id, &outcome).await {
                 tracing::debug!("{e}");
             }
         }
@@ -278,9 +266,7 @@ impl ApprovalBroker {
         if request.key.channel != channel || request.key.chat_id != chat_id {
             return Decided::Unknown;
         }
-        let approver =
-            self.approvers.iter().any(|a| a == sender || *a == format!("{channel}:{sender}"));
-        if request.owner != sender && !approver {
+        if request.owner != sender && !self.is_approver(channel, sender) {
             return Decided::NotAllowed;
         }
         let Some(request) = pending.remove(id) else { return Decided::Unknown };
@@ -305,19 +291,10 @@ impl ApprovalBroker {
             .collect();
         found.sort_by_key(|(at, _)| *at);
         let mut found: Vec<ApprovalPrompt> = found.into_iter().map(|(_, p)| p).collect();
-        if let Some((db, _)) = &self.db {
-            match db.approvals_to_show(channel, &[]).await {
-                Ok(elsewhere) => found.extend(
-                    elsewhere
-                        .into_iter()
-                        .filter(|r| r.chat_id == chat_id)
-                        .map(|r| prompt_of(&r))
-                        .filter(|p| !found.iter().any(|f| f.id == p.id))
-                        .collect::<Vec<_>>(),
-                ),
-                Err(e) => tracing::warn!("approvals asked by other gateways not read: {e}"),
-            }
-        }
+        let elsewhere = self.records.asked_elsewhere(channel, chat_id).await;
+        let new: Vec<ApprovalPrompt> =
+            elsewhere.into_iter().filter(|p| !found.iter().any(|f| f.id == p.id)).collect();
+        found.extend(new);
         found
     }
 
@@ -346,10 +323,9 @@ impl ApprovalBroker {
         let mut decided =
             self.decide(id, &message.channel, &message.chat_id, &message.sender, choice.clone());
         // Not asked here: maybe by another gateway process sharing the database.
-        if decided == Decided::Unknown
-            && let Some((db, _)) = &self.db
-        {
-            decided = self.decide_shared(db, message, id, choice).await;
+        if decided == Decided::Unknown {
+            let approver = self.is_approver(&message.channel, &message.sender);
+            decided = self.records.answer_asked_elsewhere(message, id, &choice, approver).await;
         }
         self.tell(message, id, decided).await
     }
@@ -389,9 +365,60 @@ impl ApprovalBroker {
         decided
     }
 
+    /// True when `sender` on `channel` may answer any chat's requests.
+    fn is_approver(&self, channel: &str, sender: &str) -> bool {
+        self.approvers.iter().any(|a| a == sender || *a == format!("{channel}:{sender}"))
+    }
+
+    /// Shows, on this process's web pages, the requests other gateway
+    /// processes asked in chats whose page is open here, and tells those
+    /// pages how each ended, until `stop` (nothing to do with one gateway).
+    pub async fn show_asked_elsewhere(self: Arc<Self>, stop: CancellationToken) {
+        let Some(web) = self.outbox.channel("web").cloned() else { return };
+        self.records.show_asked_elsewhere(web, stop).await;
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Shows `prompt` in chat `chat_id` of `channel`; the refusal the model
+/// gets when nobody can be asked there. A web chat with no page open here
+/// may have one in another gateway process, which then shows it.
+async fn show(
+    channel: &dyn Channel,
+    chat_id: &str,
+    prompt: &ApprovalPrompt,
+    recorded: &Recorded<'_>,
+) -> Result<(), Approval> {
+    let tool = &prompt.tool;
+    match channel.ask_approval(chat_id, prompt).await {
+        Ok(()) => Ok(()),
+        Err(ChannelError::UnknownChat { .. }) if recorded.is_shown_soon().await => Ok(()),
+        // The web chat (and the API behind it) with no page open on this chat.
+        Err(ChannelError::UnknownChat { .. }) => {
+            recorded.resolve("nobody to ask").await;
+            Err(Approval::No(format!(
+                "{tool} needs the user's approval, and nobody can be asked in this chat now \
+                 (no chat page is open on it). Do without it, or tell the user to allow it \
+                 with [gateway] permission_mode or an allow rule in [permissions]"
+            )))
+        }
+        Err(e) => {
+            tracing::warn!("cannot ask for approval: {e}");
+            recorded.resolve("could not ask").await;
+            Err(Approval::No(format!("{tool} needs approval, and asking the user failed: {e}")))
+        }
+    }
+}
+
+/// A request shown in its chat, waiting for its answer.
+struct Waiting<'a> {
+    channel: &'a dyn Channel,
+    key: &'a SessionKey,
+    prompt: &'a ApprovalPrompt,
+    recorded: &'a Recorded<'a>,
 }
 
 /// Forgets a request when its turn stops waiting, however it stops.

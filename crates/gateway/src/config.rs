@@ -158,7 +158,9 @@ pub struct GatewaySettings {
     /// Seconds between renewals of a channel lease (default 2; below `channel_lease_secs`).
     pub channel_lease_renew_secs: f64,
     /// Days finished messages, delivered answers, cron runs, finished turns'
-    /// journals and old approval requests stay in the database (default 7).
+    /// journals and old approval requests stay in the database, and answers
+    /// that could not be delivered wait (default 7). On files: days a
+    /// finished turn's journal file stays.
     pub store_keep_days: f64,
     /// Days files people sent (the workspace's `inbox/`) and files the agent
     /// sent (kept in the database) stay (default 30; 0 keeps them for ever).

@@ -13,9 +13,13 @@
 //! `cron_jobs` table instead (same JSON per job): the CLI, the `cron` tool
 //! and the web app write there, and every process's scheduler reads it on
 //! each tick; recording a slot is one transaction, so one process runs it.
+//! Both keep the same behaviour ([`CronJobs`]): `cron/files.rs` holds the
+//! jobs file, `cron/pg.rs` the table; [`CronStore`] is opened on one of them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use async_trait::async_trait;
 use chrono::{DateTime, Local, TimeZone, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
@@ -23,7 +27,12 @@ use ferroclaw_store::PgStore;
 use serde::{Deserialize, Serialize};
 
 use crate::cron_words;
-use crate::files::{now_ms, read_json, write_json_atomically};
+use crate::files::now_ms;
+
+mod files;
+mod pg;
+#[cfg(test)]
+mod store_tests;
 
 /// The shortest `every` interval: one second (the scheduler's tick).
 pub const MIN_EVERY_MS: u64 = 1000;
@@ -43,6 +52,8 @@ pub enum CronError {
     File { path: PathBuf, message: String },
     #[error("cron jobs: {0}")]
     Database(String),
+    #[error("cron jobs: the store did not apply the change")]
+    NotApplied,
 }
 
 /// The kind of a schedule.
@@ -377,91 +388,63 @@ impl Default for JobsFile {
     }
 }
 
-/// Where the jobs are: `$FERROCLAW_HOME/cron/jobs.json`, shared by the CLI
-/// and the gateway; or, for several gateway processes, the database's
-/// `cron_jobs` table ([`CronStore::with_database`]), one row per job with the
-/// same JSON, which every process reads.
+/// Where the jobs are kept, and how they change: the one behaviour both
+/// stores have, so that the CLI, the `cron` tool, the web app and the
+/// scheduler never ask which one they hold.
+#[async_trait]
+pub trait CronJobs: Send + Sync + std::fmt::Debug {
+    /// Every job, as stored.
+    async fn load(&self) -> Result<JobsFile, CronError>;
+
+    /// Reads the jobs, lets `change` edit them, and writes what it changed,
+    /// as one step no other writer's change interleaves with; `change`
+    /// failing writes nothing and its error is returned.
+    async fn edit(&self, change: JobsChange<'_>) -> Result<(), CronError>;
+}
+
+/// An edit of the jobs, for [`CronJobs::edit`].
+pub type JobsChange<'a> = Box<dyn FnOnce(&mut JobsFile) -> Result<(), CronError> + Send + 'a>;
+
+/// The cron jobs, wherever they are kept: `$FERROCLAW_HOME/cron/jobs.json`,
+/// shared by the CLI and the gateway ([`CronStore::new`]); or, for several
+/// gateway processes, the database's `cron_jobs` table, one row per job with
+/// the same JSON, which every process reads ([`CronStore::database`]). The
+/// choice is made once, where the store is opened.
 #[derive(Debug, Clone)]
 pub struct CronStore {
-    path: PathBuf,
-    db: Option<PgStore>,
+    jobs: Arc<dyn CronJobs>,
 }
 
 impl CronStore {
-    /// The store of `home`.
+    /// The jobs file of `home`.
     pub fn new(home: &Path) -> Self {
-        CronStore { path: home.join("cron").join("jobs.json"), db: None }
+        CronStore { jobs: Arc::new(files::JobsFileStore::new(home)) }
     }
 
-    /// The same store kept in `db` instead of the jobs file.
-    pub fn with_database(self, db: PgStore) -> Self {
-        CronStore { db: Some(db), ..self }
-    }
-
-    /// The database the jobs are in, when they are.
-    pub fn database(&self) -> Option<&PgStore> {
-        self.db.as_ref()
-    }
-
-    /// The jobs file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The jobs in `db`'s `cron_jobs` table.
+    pub fn database(db: PgStore) -> Self {
+        CronStore { jobs: Arc::new(pg::CronTable::new(db)) }
     }
 
     /// Every job, as stored.
     pub async fn load(&self) -> Result<JobsFile, CronError> {
-        match &self.db {
-            None => self.load_file(),
-            Some(db) => {
-                let rows = db.cron_jobs().await.map_err(database)?;
-                Ok(JobsFile { version: 1, jobs: rows.into_iter().filter_map(job_of_row).collect() })
-            }
-        }
-    }
-
-    fn load_file(&self) -> Result<JobsFile, CronError> {
-        read_json(&self.path)
-            .map_err(|message| CronError::File { path: self.path.clone(), message })
-    }
-
-    fn save_file(&self, file: &JobsFile) -> Result<(), CronError> {
-        write_json_atomically(&self.path, file)
-            .map_err(|message| CronError::File { path: self.path.clone(), message })
+        self.jobs.load().await
     }
 
     /// Reads, changes and writes the jobs in one step (in the database, one
     /// transaction no other process's change interleaves with).
-    pub async fn update<T>(
+    pub async fn update<T: Send>(
         &self,
-        f: impl FnOnce(&mut JobsFile) -> Result<T, CronError>,
+        f: impl FnOnce(&mut JobsFile) -> Result<T, CronError> + Send,
     ) -> Result<T, CronError> {
-        let Some(db) = &self.db else {
-            let mut file = self.load_file()?;
-            let out = f(&mut file)?;
-            self.save_file(&file)?;
-            return Ok(out);
-        };
-        db.edit_cron_jobs(|rows| {
-            let mut file = JobsFile {
-                version: 1,
-                jobs: rows.iter().cloned().filter_map(job_of_row).collect(),
-            };
-            let out = f(&mut file)?;
-            let mut changed = Vec::with_capacity(file.jobs.len());
-            for job in &file.jobs {
-                let body = serde_json::to_value(job)
-                    .map_err(|e| CronError::Database(format!("job {}: {e}", job.id)))?;
-                changed.push((job.id.clone(), body));
-            }
-            // Rows that do not parse as a job are kept as they are.
-            let unreadable =
-                |body: &serde_json::Value| serde_json::from_value::<CronJob>(body.clone()).is_err();
-            changed.extend(rows.iter().filter(|(_, body)| unreadable(body)).cloned());
-            *rows = changed;
-            Ok(out)
-        })
-        .await
-        .map_err(database)?
+        let mut out = None;
+        self.jobs
+            .edit(Box::new(|file| {
+                out = Some(f(file)?);
+                Ok(())
+            }))
+            .await?;
+        out.ok_or(CronError::NotApplied)
     }
 
     /// Adds a job.
@@ -492,21 +475,6 @@ impl CronStore {
         })
         .await
     }
-}
-
-/// A job from its row; `None` (logged) when the row is not a job.
-fn job_of_row((id, body): (String, serde_json::Value)) -> Option<CronJob> {
-    match serde_json::from_value(body) {
-        Ok(job) => Some(job),
-        Err(e) => {
-            tracing::warn!("cron job {id} in the database does not parse ({e}); skipped");
-            None
-        }
-    }
-}
-
-fn database(e: ferroclaw_store::StoreError) -> CronError {
-    CronError::Database(e.to_string())
 }
 
 fn find(jobs: &[CronJob], id: &str) -> Result<usize, CronError> {
@@ -592,7 +560,7 @@ mod tests {
             .add(CronJob::new("", Schedule::every(60_000).unwrap(), payload).unwrap())
             .await
             .unwrap();
-        let text = std::fs::read_to_string(store.path()).unwrap();
+        let text = std::fs::read_to_string(home.path().join("cron").join("jobs.json")).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["jobs"][0]["schedule"]["kind"], "every");
         assert_eq!(v["jobs"][0]["payload"]["message"], "stretch");

@@ -134,14 +134,15 @@ impl Gateway {
             None => (None, None),
         };
         let outbox = Outbox::new(self.channels.iter().map(|(c, _)| c.clone()));
-        let (approvals, cron, pairing) = self.stores(&outbox, link.as_deref());
+        let Stores { approvals, cron, pairing, names, titles } =
+            self.stores(&outbox, link.as_deref());
         let store = link.as_ref().map(|l| &l.store);
         let chats = Arc::new(Chats {
             runtime: self.runtime.clone(),
             approvals,
             outbox,
             workspace: self.settings.workspace(&self.home),
-            names: SessionNames::load(&self.home),
+            names,
             cron,
             journal: self.journal.clone(),
             requests: Requests::of(store, &self.home),
@@ -158,7 +159,7 @@ impl Gateway {
             let parts = WebParts {
                 home: self.home.clone(),
                 pairing,
-                titles: SessionTitles::load(&self.home),
+                titles,
                 connections: self.bus.connections().clone(),
                 channels: channel_settings,
                 drained: drained.clone(),
@@ -193,27 +194,42 @@ impl Gateway {
         running
     }
 
-    /// The approvals broker, cron jobs and pairing: in the shared database
-    /// when several gateways share one (`link`), else in the home's files.
-    fn stores(
-        &self,
-        outbox: &Outbox,
-        link: Option<&StoreLink>,
-    ) -> (Arc<ApprovalBroker>, CronStore, PairingStore) {
-        let mut approvals = ApprovalBroker::new(
+    /// The gateway's stores, chosen once: in the shared database when
+    /// several gateways share one (`link`), else in the home's files.
+    fn stores(&self, outbox: &Outbox, link: Option<&StoreLink>) -> Stores {
+        let approvals = ApprovalBroker::new(
             outbox.clone(),
             self.settings.approval_timeout(),
             self.settings.approvers.clone(),
         );
-        let mut cron = CronStore::new(&self.home);
-        let mut pairing = PairingStore::new(&self.home);
-        if let Some(link) = link {
-            approvals = approvals.with_database(link.store.clone(), link.approval_changes());
-            cron = cron.with_database(link.store.clone());
-            pairing = pairing.with_database(link.store.clone());
+        match link {
+            Some(link) => Stores {
+                approvals: Arc::new(
+                    approvals.with_database(link.store.clone(), link.approval_changes()),
+                ),
+                cron: CronStore::database(link.store.clone()),
+                pairing: PairingStore::database(link.store.clone()),
+                names: SessionNames::database(link.store.clone(), Some(&self.home)),
+                titles: SessionTitles::database(link.store.clone()),
+            },
+            None => Stores {
+                approvals: Arc::new(approvals),
+                cron: CronStore::new(&self.home),
+                pairing: PairingStore::new(&self.home),
+                names: SessionNames::load(&self.home),
+                titles: SessionTitles::load(&self.home),
+            },
         }
-        (Arc::new(approvals), cron, pairing)
     }
+}
+
+/// What the gateway keeps, each store in the files or the database.
+struct Stores {
+    approvals: Arc<ApprovalBroker>,
+    cron: CronStore,
+    pairing: PairingStore,
+    names: SessionNames,
+    titles: SessionTitles,
 }
 
 /// A started gateway: its services, and the tasks it runs with what stops them.

@@ -11,7 +11,6 @@
 //! starts, or restarts after a kill, shows every conversation at once, and
 //! every gateway shows the same list and the same histories.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use base64::Engine;
@@ -22,7 +21,7 @@ use ferroclaw_protocol::ContentBlock;
 use ferroclaw_runtime::Runtime;
 use ferroclaw_store::{PgStore, StoreError, StoredConversation};
 
-use crate::sessions::{MAX_TITLE_CHARS, SessionKey, SessionNames, SessionTitles, chat_of_in};
+use crate::sessions::{SessionKey, SessionNames, SessionRecordError, SessionTitles, chat_of_in};
 
 /// The prefix of the gateway's conversations' ids (sub-agents' transcripts
 /// and terminal sessions have others).
@@ -38,7 +37,7 @@ pub enum HistoryError {
     #[error("{0}")]
     Session(#[from] SessionError),
     #[error("{0}")]
-    Title(String),
+    Record(#[from] SessionRecordError),
     #[error("reading sessions stopped: {0}")]
     Task(String),
 }
@@ -58,7 +57,7 @@ pub struct Conversation {
 #[derive(Clone)]
 enum Source {
     /// This gateway's session files (it is the only writer).
-    Files { sessions: SessionStore, workspace: PathBuf, titles: SessionTitles },
+    Files { sessions: SessionStore, workspace: PathBuf },
     /// The database every gateway writes.
     Store(Box<PgStore>),
 }
@@ -67,14 +66,16 @@ enum Source {
 #[derive(Clone)]
 pub struct History {
     source: Source,
-    /// This process's names of chats' sessions: files mode's record, and in
-    /// database mode the session of a chat the database has none for yet.
-    names: Option<SessionNames>,
+    /// Which session each chat talks in (in database mode, by the
+    /// database, else by this process's names).
+    names: SessionNames,
+    /// The titles people gave conversations.
+    titles: SessionTitles,
 }
 
 impl History {
     /// A running gateway's: its database (`store`) when it shares one, else
-    /// its files (`runtime`'s sessions with the web app's `titles`).
+    /// its files (`runtime`'s sessions); its chats' `names` and `titles`.
     pub fn of(
         store: Option<&PgStore>,
         runtime: &Runtime,
@@ -86,16 +87,19 @@ impl History {
             None => Source::Files {
                 sessions: runtime.sessions().clone(),
                 workspace: runtime.config().workspace.clone(),
-                titles: titles.clone(),
             },
         };
-        History { source, names: Some(names.clone()) }
+        History { source, names: names.clone(), titles: titles.clone() }
     }
 
     /// The database's, for commands that run beside the gateways
     /// (`ferroclaw sessions` with a shared store configured).
     pub fn shared(store: PgStore) -> History {
-        History { source: Source::Store(Box::new(store)), names: None }
+        History {
+            names: SessionNames::database(store.clone(), None),
+            titles: SessionTitles::database(store.clone()),
+            source: Source::Store(Box::new(store)),
+        }
     }
 
     /// True when this reads the shared database.
@@ -106,17 +110,18 @@ impl History {
     /// The gateway's conversations, newest first, at most `limit`.
     pub async fn conversations(&self, limit: usize) -> Result<Vec<Conversation>, HistoryError> {
         match &self.source {
-            Source::Files { sessions, workspace, titles } => {
+            Source::Files { sessions, workspace } => {
                 let (sessions, workspace) = (sessions.clone(), workspace.clone());
                 let mut all = blocking(move || Ok(sessions.list(&workspace))).await?;
                 all.retain(|s| s.id.starts_with(CONVERSATION_PREFIX));
                 all.truncate(limit);
-                let names = self.names.as_ref();
+                let (mut titles, current) =
+                    (self.titles.all().await?, self.names.all_recorded().await?);
                 Ok(all
                     .into_iter()
                     .map(|summary| Conversation {
-                        title: titles.get(&summary.id),
-                        chat: names.and_then(|n| n.chat_of(&summary.id)),
+                        title: titles.remove(&summary.id),
+                        chat: chat_of_in(&current, &summary.id),
                         summary,
                     })
                     .collect())
@@ -124,8 +129,7 @@ impl History {
             Source::Store(store) => {
                 let limit = i64::try_from(limit).unwrap_or(i64::MAX);
                 let stored = store.conversations(CONVERSATION_PREFIX, limit).await?;
-                let current: BTreeMap<String, String> =
-                    store.chat_sessions().await?.into_iter().collect();
+                let current = self.names.all_recorded().await?;
                 Ok(stored
                     .into_iter()
                     .map(summary_of)
@@ -173,8 +177,7 @@ impl History {
             }
             Source::Store(store) => {
                 let Some(stored) = store.conversation(id).await? else { return Ok(None) };
-                let current: BTreeMap<String, String> =
-                    store.chat_sessions().await?.into_iter().collect();
+                let current = self.names.all_recorded().await?;
                 let mut found = summary_of(stored);
                 found.chat = chat_of_in(&current, id);
                 Ok(Some(found))
@@ -234,30 +237,14 @@ impl History {
 
     /// The session `key` talks in now.
     pub async fn current_session(&self, key: &SessionKey) -> Result<String, HistoryError> {
-        let here = || self.names.as_ref().map_or_else(|| key.base_session_id(), |n| n.current(key));
-        match &self.source {
-            Source::Files { .. } => Ok(here()),
-            Source::Store(store) => {
-                Ok(store.chat_session(&key.address()).await?.unwrap_or_else(here))
-            }
-        }
+        Ok(self.names.recorded(key).await?)
     }
 
     /// Names conversation `id` (an empty title gives back its first
     /// request); the title it has now.
     pub async fn rename(&self, id: &str, title: &str) -> Result<Option<String>, HistoryError> {
-        let title: String = title.trim().chars().take(MAX_TITLE_CHARS).collect();
-        match &self.source {
-            Source::Files { titles, .. } => {
-                titles.set(id, &title).map_err(HistoryError::Title)?;
-                Ok(titles.get(id))
-            }
-            Source::Store(store) => {
-                let title = (!title.is_empty()).then_some(title);
-                store.set_session_title(id, title.as_deref()).await?;
-                Ok(store.session_title(id).await?)
-            }
-        }
+        self.titles.set(id, title).await?;
+        Ok(self.titles.get(id).await?)
     }
 }
 

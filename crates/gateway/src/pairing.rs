@@ -8,16 +8,24 @@
 //! running gateway share them without signalling each other. Several gateway
 //! processes on one database keep it in the database's `allow_list` and
 //! `pairing_requests` instead, read on every check there: a code one process
-//! gave out is approved once and honoured by all.
+//! gave out is approved once and honoured by all. Both keep the same
+//! behaviour ([`PairingRecords`]): `pairing/files.rs` holds the files,
+//! `pairing/pg.rs` the tables; [`PairingStore`] is opened on one of them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use async_trait::async_trait;
 use ferroclaw_store::PgStore;
 use serde::{Deserialize, Serialize};
 
 use crate::bus::InboundMessage;
 use crate::config::{ChannelSettings, DmPolicy};
-use crate::files::{now_ms, read_json, write_json_atomically};
+
+mod files;
+mod pg;
+#[cfg(test)]
+mod store_tests;
 
 /// Characters of a pairing code: no look-alikes (0/O, 1/I/L).
 pub const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
@@ -26,7 +34,7 @@ pub const CODE_LENGTH: usize = 8;
 /// How long a code may be approved, as OpenClaw: one hour.
 pub const CODE_TTL_MS: u64 = 60 * 60 * 1000;
 /// [`CODE_TTL_MS`] as a duration.
-const CODE_TTL: std::time::Duration = std::time::Duration::from_millis(CODE_TTL_MS);
+pub(crate) const CODE_TTL: std::time::Duration = std::time::Duration::from_millis(CODE_TTL_MS);
 /// Codes kept waiting per channel (one per sender). When more senders ask,
 /// the oldest code is dropped rather than the newcomer refused, so a few
 /// throwaway accounts cannot block real people from pairing (OpenClaw's
@@ -86,86 +94,99 @@ pub enum Admission {
     Refuse(Option<String>),
 }
 
-/// Pairing state: the files of one home, or (several gateway processes)
-/// the database's `allow_list` and `pairing_requests` ([`PairingStore::with_database`]).
+/// Who is let in and who waits, wherever it is kept: the one behaviour
+/// both stores have. Channel names reach it checked, codes upper-cased.
+#[async_trait]
+pub trait PairingRecords: Send + Sync + std::fmt::Debug {
+    /// A channel's approved senders and the codes still waiting (expired
+    /// ones left out; empty when none).
+    async fn load(&self, channel: &str) -> Result<PairingState, PairingError>;
+
+    /// True when the owner approved `sender` on `channel`.
+    async fn is_approved(&self, channel: &str, sender: &str) -> Result<bool, PairingError>;
+
+    /// The code for an unknown sender: the one already waiting, else a new
+    /// one (the oldest of more than [`MAX_PENDING`] waiting goes).
+    async fn request(
+        &self,
+        channel: &str,
+        sender: &str,
+        chat_id: &str,
+        name: Option<String>,
+    ) -> Result<PendingPairing, PairingError>;
+
+    /// Lets in the sender holding the unexpired `code`; `None` when no such
+    /// code waits. The code is used up.
+    async fn approve(
+        &self,
+        channel: &str,
+        code: &str,
+    ) -> Result<Option<ApprovedSender>, PairingError>;
+
+    /// Forgets the request holding `code`; `None` when no such code waits.
+    async fn deny(&self, channel: &str, code: &str)
+    -> Result<Option<PendingPairing>, PairingError>;
+
+    /// Removes an approved sender; true when there was one.
+    async fn revoke(&self, channel: &str, sender: &str) -> Result<bool, PairingError>;
+
+    /// Every channel with pairing state, by name.
+    async fn channels(&self) -> Result<Vec<String>, PairingError>;
+
+    /// [`is_approved`](Self::is_approved) without waiting on anything, by a
+    /// store that can (small local files); `None` by one that must be asked.
+    fn is_approved_now(&self, _channel: &str, _sender: &str) -> Option<bool> {
+        None
+    }
+
+    /// [`request`](Self::request) without waiting on anything, by a store
+    /// that can; `None` by one that must be asked.
+    fn request_now(
+        &self,
+        _channel: &str,
+        _sender: &str,
+        _chat_id: &str,
+        _name: Option<String>,
+    ) -> Option<Result<PendingPairing, PairingError>> {
+        None
+    }
+}
+
+/// Pairing state, wherever it is kept: the files of one home
+/// ([`PairingStore::new`]), or, for several gateway processes, the
+/// database's `allow_list` and `pairing_requests` ([`PairingStore::database`]).
+/// The choice is made once, where the store is opened.
 #[derive(Debug, Clone)]
 pub struct PairingStore {
-    dir: PathBuf,
-    db: Option<PgStore>,
+    records: Arc<dyn PairingRecords>,
 }
 
 impl PairingStore {
     /// The store in `home/pairing`.
     pub fn new(home: &Path) -> Self {
-        PairingStore { dir: home.join("pairing"), db: None }
+        PairingStore { records: Arc::new(files::PairingFiles::new(home)) }
     }
 
-    /// The same store kept in `db` instead of files.
-    pub fn with_database(self, db: PgStore) -> Self {
-        PairingStore { db: Some(db), ..self }
-    }
-
-    /// The database pairing is kept in, when it is.
-    pub fn database(&self) -> Option<&PgStore> {
-        self.db.as_ref()
-    }
-
-    fn path(&self, channel: &str) -> Result<PathBuf, PairingError> {
-        let ok = !channel.is_empty()
-            && channel.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !ok {
-            return Err(PairingError::BadChannel(channel.to_string()));
-        }
-        Ok(self.dir.join(format!("{channel}.json")))
+    /// The store in `db`'s `allow_list` and `pairing_requests`.
+    pub fn database(db: PgStore) -> Self {
+        PairingStore { records: Arc::new(pg::PairingTables::new(db)) }
     }
 
     /// A channel's state (empty when there is none).
     pub async fn load(&self, channel: &str) -> Result<PairingState, PairingError> {
-        let path = self.path(channel)?;
-        let Some(db) = &self.db else {
-            return read_json(&path).map_err(|message| PairingError::File { path, message });
-        };
-        let pending = db.pairing_requests(channel, CODE_TTL).await.map_err(database)?;
-        let approved = db.allowed_senders(channel).await.map_err(database)?;
-        Ok(PairingState {
-            approved: approved
-                .into_iter()
-                .map(|a| ApprovedSender {
-                    sender: a.sender,
-                    name: a.name,
-                    approved_at_ms: a.added_at_ms.max(0) as u64,
-                })
-                .collect(),
-            pending: pending.into_iter().map(pending_of).collect(),
-        })
-    }
-
-    fn load_file(&self, channel: &str) -> Result<PairingState, PairingError> {
-        let path = self.path(channel)?;
-        read_json(&path).map_err(|message| PairingError::File { path, message })
-    }
-
-    fn save(&self, channel: &str, state: &PairingState) -> Result<(), PairingError> {
-        let path = self.path(channel)?;
-        write_json_atomically(&path, state).map_err(|message| PairingError::File { path, message })
+        self.records.load(checked(channel)?).await
     }
 
     /// True when the owner approved `sender` on `channel`.
     pub async fn is_approved(&self, channel: &str, sender: &str) -> bool {
-        match &self.db {
-            None => self.is_approved_file(channel, sender),
-            Some(db) => match db.is_allowed(channel, sender).await {
-                Ok(allowed) => allowed,
-                Err(e) => {
-                    tracing::warn!("pairing: {e}");
-                    false
-                }
-            },
-        }
-    }
-
-    fn is_approved_file(&self, channel: &str, sender: &str) -> bool {
-        self.load_file(channel).is_ok_and(|s| s.approved.iter().any(|a| a.sender == sender))
+        let approved = match checked(channel) {
+            Ok(channel) => self.records.is_approved(channel, sender).await,
+            Err(e) => Err(e),
+        };
+        approved.unwrap_or_else(|e| {
+            tracing::warn!("pairing: {e}");
+            false
+        })
     }
 
     /// The code for an unknown sender: the one already waiting, else a new
@@ -177,138 +198,30 @@ impl PairingStore {
         chat_id: &str,
         name: Option<String>,
     ) -> Result<PendingPairing, PairingError> {
-        let Some(db) = &self.db else {
-            return self.request_file(channel, sender, chat_id, name);
-        };
-        self.path(channel)?;
-        let code = new_code()
-            .map_err(|e| PairingError::Database(format!("no random source for a code: {e}")))?;
-        let request = ferroclaw_store::CodeRequest {
-            channel,
-            sender,
-            chat_id,
-            name: name.as_deref(),
-            new_code: &code,
-            ttl: CODE_TTL,
-            max_pending: MAX_PENDING as i64,
-        };
-        Ok(pending_of(db.request_code(request).await.map_err(database)?))
-    }
-
-    fn request_file(
-        &self,
-        channel: &str,
-        sender: &str,
-        chat_id: &str,
-        name: Option<String>,
-    ) -> Result<PendingPairing, PairingError> {
-        let now = now_ms();
-        let mut state = self.load_file(channel)?;
-        state.pending.retain(|p| p.expires_at_ms > now);
-        if let Some(p) = state.pending.iter().find(|p| p.sender == sender) {
-            return Ok(p.clone());
-        }
-        if state.pending.len() >= MAX_PENDING {
-            state.pending.sort_by_key(|p| p.created_at_ms);
-            state.pending.drain(..=state.pending.len() - MAX_PENDING);
-        }
-        let pending = PendingPairing {
-            code: new_code().map_err(|e| PairingError::File {
-                path: self.dir.clone(),
-                message: format!("no random source for a code: {e}"),
-            })?,
-            sender: sender.to_string(),
-            chat_id: chat_id.to_string(),
-            name,
-            created_at_ms: now,
-            expires_at_ms: now + CODE_TTL_MS,
-        };
-        state.pending.push(pending.clone());
-        self.save(channel, &state)?;
-        Ok(pending)
+        self.records.request(checked(channel)?, sender, chat_id, name).await
     }
 
     /// Approves the sender holding `code` (any case); returns who it was.
     pub async fn approve(&self, channel: &str, code: &str) -> Result<ApprovedSender, PairingError> {
-        let wanted = code.trim().to_ascii_uppercase();
-        let unknown =
-            || PairingError::UnknownCode { channel: channel.to_string(), code: code.to_string() };
-        if let Some(db) = &self.db {
-            self.path(channel)?;
-            let approved = db
-                .approve_code(channel, &wanted, CODE_TTL)
-                .await
-                .map_err(database)?
-                .ok_or_else(unknown)?;
-            return Ok(ApprovedSender {
-                sender: approved.sender,
-                name: approved.name,
-                approved_at_ms: now_ms(),
-            });
-        }
-        let now = now_ms();
-        let mut state = self.load_file(channel)?;
-        state.pending.retain(|p| p.expires_at_ms > now);
-        let Some(i) = state.pending.iter().position(|p| p.code == wanted) else {
-            return Err(unknown());
-        };
-        let p = state.pending.remove(i);
-        let approved = ApprovedSender { sender: p.sender, name: p.name, approved_at_ms: now };
-        state.approved.retain(|a| a.sender != approved.sender);
-        state.approved.push(approved.clone());
-        self.save(channel, &state)?;
-        Ok(approved)
+        let approved = self.records.approve(checked(channel)?, &normal_code(code)).await?;
+        approved.ok_or_else(|| unknown_code(channel, code))
     }
 
     /// Refuses the request holding `code`: it is forgotten, and the sender
     /// stays out (a later message asks again, with a new code).
     pub async fn deny(&self, channel: &str, code: &str) -> Result<PendingPairing, PairingError> {
-        let wanted = code.trim().to_ascii_uppercase();
-        let unknown =
-            || PairingError::UnknownCode { channel: channel.to_string(), code: code.to_string() };
-        if let Some(db) = &self.db {
-            self.path(channel)?;
-            let denied = db.deny_code(channel, &wanted).await.map_err(database)?;
-            return denied.map(pending_of).ok_or_else(unknown);
-        }
-        let mut state = self.load_file(channel)?;
-        let Some(i) = state.pending.iter().position(|p| p.code == wanted) else {
-            return Err(unknown());
-        };
-        let denied = state.pending.remove(i);
-        self.save(channel, &state)?;
-        Ok(denied)
+        let denied = self.records.deny(checked(channel)?, &normal_code(code)).await?;
+        denied.ok_or_else(|| unknown_code(channel, code))
     }
 
     /// Removes an approved sender; true when there was one.
     pub async fn revoke(&self, channel: &str, sender: &str) -> Result<bool, PairingError> {
-        if let Some(db) = &self.db {
-            self.path(channel)?;
-            return db.disallow(channel, sender).await.map_err(database);
-        }
-        let mut state = self.load_file(channel)?;
-        let before = state.approved.len();
-        state.approved.retain(|a| a.sender != sender);
-        let removed = state.approved.len() != before;
-        if removed {
-            self.save(channel, &state)?;
-        }
-        Ok(removed)
+        self.records.revoke(checked(channel)?, sender).await
     }
 
     /// Every channel with pairing state, by name.
     pub async fn channels(&self) -> Result<Vec<String>, PairingError> {
-        if let Some(db) = &self.db {
-            return db.pairing_channels().await.map_err(database);
-        }
-        let mut out: Vec<String> = std::fs::read_dir(&self.dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json").map(str::to_string))
-            .collect();
-        out.sort();
-        Ok(out)
+        self.records.channels().await
     }
 
     /// Decides whether `message` may reach the agent under `settings`
@@ -322,18 +235,23 @@ impl PairingStore {
         // Stable sender ids only: a user name can be taken by anyone.
         let listed = settings.allow_from.iter().any(|a| a == "*" || *a == message.sender);
         match settings.dm_policy {
-            DmPolicy::Disabled => Some(Admission::Refuse(None)),
-            DmPolicy::Open => Some(Admission::Allow),
-            _ if listed => Some(Admission::Allow),
-            _ if self.db.is_some() => None,
-            _ if self.is_approved_file(&settings.name, &message.sender) => Some(Admission::Allow),
-            DmPolicy::Allowlist => Some(refuse_unlisted()),
+            DmPolicy::Disabled => return Some(Admission::Refuse(None)),
+            DmPolicy::Open => return Some(Admission::Allow),
+            _ if listed => return Some(Admission::Allow),
+            _ => {}
+        }
+        let channel = checked(&settings.name).ok()?;
+        if self.records.is_approved_now(channel, &message.sender)? {
+            return Some(Admission::Allow);
+        }
+        match settings.dm_policy {
             DmPolicy::Pairing => {
                 let name = sender_name(message);
                 let request =
-                    self.request_file(&settings.name, &message.sender, &message.chat_id, name);
+                    self.records.request_now(channel, &message.sender, &message.chat_id, name)?;
                 Some(pairing_reply(settings, request))
             }
+            _ => Some(refuse_unlisted()),
         }
     }
 
@@ -355,6 +273,22 @@ impl PairingStore {
             _ => refuse_unlisted(),
         }
     }
+}
+
+/// `channel`, when it is a name a channel can have (letters, digits, - and _).
+fn checked(channel: &str) -> Result<&str, PairingError> {
+    let ok = !channel.is_empty()
+        && channel.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok { Ok(channel) } else { Err(PairingError::BadChannel(channel.to_string())) }
+}
+
+/// A code as it is stored: trimmed, upper case.
+fn normal_code(code: &str) -> String {
+    code.trim().to_ascii_uppercase()
+}
+
+fn unknown_code(channel: &str, code: &str) -> PairingError {
+    PairingError::UnknownCode { channel: channel.to_string(), code: code.to_string() }
 }
 
 fn sender_name(message: &InboundMessage) -> Option<String> {
@@ -383,23 +317,6 @@ fn pairing_reply(
             ))
         }
     }
-}
-
-/// A code waiting in the database, as the files show it.
-fn pending_of(r: ferroclaw_store::PairingRequest) -> PendingPairing {
-    let created = r.created_at_ms.max(0) as u64;
-    PendingPairing {
-        code: r.code,
-        sender: r.sender,
-        chat_id: r.chat_id,
-        name: r.name,
-        created_at_ms: created,
-        expires_at_ms: created + CODE_TTL_MS,
-    }
-}
-
-fn database(e: ferroclaw_store::StoreError) -> PairingError {
-    PairingError::Database(e.to_string())
 }
 
 /// A fresh code of [`CODE_LENGTH`] characters from [`CODE_ALPHABET`], drawn
@@ -508,7 +425,10 @@ mod tests {
         let p = store.request("telegram", "a", "a", None).await.unwrap();
         let mut state = store.load("telegram").await.unwrap();
         state.pending[0].expires_at_ms = 1;
-        store.save("telegram", &state).unwrap();
+        let file = home.path().join("pairing").join("telegram.json");
+        crate::files::write_json_atomically(&file, &state).unwrap();
+        let listed = store.load("telegram").await.unwrap();
+        assert!(listed.pending.is_empty(), "an expired code is not listed, as in the database");
         assert!(matches!(
             store.approve("telegram", &p.code).await,
             Err(PairingError::UnknownCode { .. })

@@ -13,6 +13,8 @@
 //! queue's `complete` says a message was answered), so the only cost is a
 //! second model call when the process dies in the moment between the
 //! model's answer and that finish, before anything was sent.
+//! `finish` writes nothing either: housekeeping deletes a turn's steps once
+//! no waiting message names it ([`ferroclaw_store::PgStore::prune`]).
 //! `unfinished` is empty: the inbound queue hands an unacknowledged message
 //! to another worker anyway, and a starting gateway must not take up turns
 //! live gateways are running.

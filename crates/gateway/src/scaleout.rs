@@ -362,10 +362,13 @@ async fn run_claim(chats: &Arc<Chats>, link: &StoreLink, claim: Claim) {
         }
     };
     let key = SessionKey::new(message.channel.clone(), message.chat_id.clone());
-    // The session as the database has it, before the agent opens it. When
-    // that cannot be done the message is left to run again (its lease runs out).
-    let first = claim.attempts == 0;
-    let synced = match crate::shared_sessions::before_turn(chats, &link.store, &key, first).await {
+    // The session as the database has it (the claim read where it starts),
+    // before the agent opens it. When that cannot be done the message is
+    // left to run again (its lease runs out).
+    let (first, start) = (claim.attempts == 0, claim.start.as_ref());
+    let synced = match crate::shared_sessions::before_turn(chats, &link.store, &key, start, first)
+        .await
+    {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(chat = %claim.chat, "session not brought up to date ({e}); the message will run again");

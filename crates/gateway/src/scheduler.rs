@@ -388,13 +388,14 @@ pub async fn run_heartbeat(chats: Arc<Chats>, workspace: PathBuf, stop: Cancella
 }
 
 /// Prunes rows older than `[gateway] store_keep_days` from the shared
-/// database, and media older than `media_keep_days` (the workspace's inbox;
-/// the database's kept files), now and then, until `stop`. Every process
+/// database (on files: finished turns' journal files), and media older than
+/// `media_keep_days` (the workspace's inbox; the database's kept files), now
+/// and then, until `stop`. Every process
 /// runs this; one at a time prunes the rows (the others find the lock taken).
 pub async fn run_housekeeping(chats: Arc<Chats>, stop: CancellationToken) {
     let keep = chats.settings.store_keep();
     let media_keep = chats.settings.media_keep();
-    if chats.store.is_none() && media_keep.is_none() {
+    if chats.store.is_none() && media_keep.is_none() && chats.journal.is_none() {
         return;
     }
     let test_period = std::env::var(HOUSEKEEPING_TEST_ENV)
@@ -420,6 +421,14 @@ pub async fn run_housekeeping(chats: Arc<Chats>, stop: CancellationToken) {
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!("housekeeping: {e}"),
+            }
+        }
+        // Finished turns' journal files, on files (the database's go above).
+        if let Some(journal) = &chats.journal {
+            match journal.prune(keep).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(turns = n, "housekeeping: finished turns' journals pruned"),
+                Err(e) => tracing::warn!("housekeeping: turn journal not pruned: {e}"),
             }
         }
         if let Some(media_keep) = media_keep {

@@ -1,12 +1,23 @@
 //! Which session file each chat talks in. A chat `(channel, chat_id)` has one
 //! current session, id `gw-CHANNEL-CHAT` (sanitised) until `/new` starts
 //! another; the current ids are kept in `$FERROCLAW_HOME/gateway/sessions.json`.
+//! With several gateways the database's `chat_sessions` is the record every
+//! reader goes by, and the titles people gave conversations are in its
+//! `session_titles` instead of `gateway/titles.json`. Both stores keep the
+//! same behaviour ([`SessionNameRecords`], [`SessionTitleRecords`]):
+//! `sessions/files.rs` holds the files, `sessions/pg.rs` the tables.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use crate::files::{read_json, write_json_atomically};
+use async_trait::async_trait;
+use ferroclaw_store::PgStore;
+
+mod files;
+mod pg;
+#[cfg(test)]
+mod store_tests;
 
 /// Longest chat part of a session id; longer ids are cut and hashed.
 const MAX_CHAT_ID_CHARS: usize = 64;
@@ -55,72 +66,101 @@ fn fnv(s: &str) -> u32 {
     s.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
 }
 
-/// The current session id of every chat that ran `/new`; others use their base id.
+/// Why the record of chats' sessions or of titles could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionRecordError {
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("{0}")]
+    Database(String),
+}
+
+/// The record of which session each chat talks in, wherever it is kept:
+/// the one behaviour both stores have. A chat with no record talks in its
+/// base session.
+#[async_trait]
+pub trait SessionNameRecords: Send + Sync + std::fmt::Debug {
+    /// The session recorded for chat `key`, if any.
+    async fn session_of(&self, key: &SessionKey) -> Result<Option<String>, SessionRecordError>;
+
+    /// Every recorded chat: address → session.
+    async fn all(&self) -> Result<BTreeMap<String, String>, SessionRecordError>;
+
+    /// Records that chat `key` talks in session `id`.
+    async fn record(&self, key: &SessionKey, id: &str) -> Result<(), SessionRecordError>;
+}
+
+/// Which session each chat talks in: this process's working names (the
+/// session a chat's worker opens, kept in `$FERROCLAW_HOME/gateway/sessions.json`;
+/// a chat that never ran `/new` uses its base id), and the record every
+/// reader goes by: that same file for one gateway ([`SessionNames::load`]),
+/// the database's `chat_sessions` for several ([`SessionNames::database`]),
+/// which each turn brings the working names up to
+/// (the `shared_sessions` module) and stores their changes to.
 #[derive(Debug, Clone)]
 pub struct SessionNames {
-    path: PathBuf,
-    current: Arc<Mutex<BTreeMap<String, String>>>,
+    here: files::NamesFile,
+    records: Arc<dyn SessionNameRecords>,
 }
 
 impl SessionNames {
-    /// Loads `home/gateway/sessions.json` (a bad file is logged and ignored).
+    /// Loads `home/gateway/sessions.json` (a bad file is logged and
+    /// ignored): the working names and the record.
     pub fn load(home: &Path) -> Self {
-        let path = home.join("gateway").join("sessions.json");
-        let current = read_json(&path).unwrap_or_else(|e| {
-            tracing::warn!("{}: {e}; chats start from their base sessions", path.display());
-            BTreeMap::new()
-        });
-        SessionNames { path, current: Arc::new(Mutex::new(current)) }
+        let here = files::NamesFile::load(Some(home));
+        SessionNames { records: Arc::new(here.clone()), here }
     }
 
-    /// The session id `key` talks in now.
+    /// The names recorded in `db`'s `chat_sessions`, with this process's
+    /// working names in `home` (a gateway's; `None` for a command beside
+    /// the gateways, which opens no session).
+    pub fn database(db: PgStore, home: Option<&Path>) -> Self {
+        let here = files::NamesFile::load(home);
+        SessionNames { here, records: Arc::new(pg::ChatSessionsTable::new(db)) }
+    }
+
+    /// The session id `key` talks in now, in this process.
     pub fn current(&self, key: &SessionKey) -> String {
-        let map = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        map.get(&key.address()).cloned().unwrap_or_else(|| key.base_session_id())
+        self.here.current(key)
     }
 
-    /// Makes `id` the session `key` talks in (several gateways: the one the
-    /// database names); written only when it changes.
+    /// Makes `id` the session `key` talks in here (several gateways: the
+    /// one the database names); written only when it changes.
     pub fn set(&self, key: &SessionKey, id: &str) {
-        let mut map = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        let address = key.address();
-        let unchanged = match map.get(&address) {
-            Some(current) => current == id,
-            None => id == key.base_session_id(),
-        };
-        if unchanged {
-            return;
-        }
-        map.insert(address, id.to_string());
-        if let Err(e) = write_json_atomically(&self.path, &*map) {
-            tracing::warn!("{}: {e}", self.path.display());
-        }
+        self.here.set(key, id);
     }
 
-    /// Every chat that moved on from its base session: (address, session id).
+    /// Every chat that moved on from its base session here: (address, session id).
     pub fn moved(&self) -> Vec<(String, String)> {
-        let map = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        map.iter().map(|(a, id)| (a.clone(), id.clone())).collect()
+        self.here.moved()
     }
 
     /// Starts a new session for `key`; returns its id.
     pub fn rotate(&self, key: &SessionKey) -> String {
-        let id = format!("{}-{}", key.base_session_id(), crate::files::now_ms());
-        let mut map = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        map.insert(key.address(), id.clone());
-        if let Err(e) = write_json_atomically(&self.path, &*map) {
-            tracing::warn!("{}: {e}", self.path.display());
-        }
-        id
+        self.here.rotate(key)
     }
-}
 
-impl SessionNames {
-    /// The chat whose current session is `id`, if any (a chat that ran
-    /// `/new` has moved on; its old sessions are read-only).
+    /// The chat whose current session here is `id`, if any (a chat that
+    /// ran `/new` has moved on; its old sessions are read-only).
     pub fn chat_of(&self, id: &str) -> Option<SessionKey> {
-        let map = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        chat_of_in(&map, id)
+        self.here.chat_of(id)
+    }
+
+    /// The session `key` talks in by the record (a chat the record does not
+    /// have yet: the one it talks in here).
+    pub async fn recorded(&self, key: &SessionKey) -> Result<String, SessionRecordError> {
+        Ok(self.records.session_of(key).await?.unwrap_or_else(|| self.current(key)))
+    }
+
+    /// Every chat that moved on from its base session, by the record: address → session.
+    pub async fn all_recorded(&self) -> Result<BTreeMap<String, String>, SessionRecordError> {
+        self.records.all().await
+    }
+
+    /// Records that `key` talks in `id`, for every reader (a turn does it
+    /// with its answer; this is for moving records).
+    pub async fn record(&self, key: &SessionKey, id: &str) -> Result<(), SessionRecordError> {
+        self.records.record(key, id).await
     }
 }
 
@@ -136,13 +176,27 @@ pub fn chat_of_in(current: &BTreeMap<String, String>, id: &str) -> Option<Sessio
     (key.base_session_id() == id && !current.contains_key(&key.address())).then_some(key)
 }
 
-/// Names people gave their conversations in the web app, by session id, in
-/// `$FERROCLAW_HOME/gateway/titles.json` (a session without one is shown by
-/// its first request).
+/// Names people gave their conversations in the web app, by session id,
+/// wherever they are kept: the one behaviour both stores have.
+#[async_trait]
+pub trait SessionTitleRecords: Send + Sync + std::fmt::Debug {
+    /// The title given to session `id`.
+    async fn get(&self, id: &str) -> Result<Option<String>, SessionRecordError>;
+
+    /// Every title given, by session id.
+    async fn all(&self) -> Result<BTreeMap<String, String>, SessionRecordError>;
+
+    /// Names session `id` (`None` removes the name).
+    async fn set(&self, id: &str, title: Option<&str>) -> Result<(), SessionRecordError>;
+}
+
+/// Names people gave their conversations (a session without one is shown
+/// by its first request): `$FERROCLAW_HOME/gateway/titles.json` for one
+/// gateway ([`SessionTitles::load`]), the database's `session_titles` for
+/// several ([`SessionTitles::database`]).
 #[derive(Debug, Clone)]
 pub struct SessionTitles {
-    path: PathBuf,
-    titles: Arc<Mutex<BTreeMap<String, String>>>,
+    records: Arc<dyn SessionTitleRecords>,
 }
 
 /// Longest title kept, in characters.
@@ -151,34 +205,29 @@ pub const MAX_TITLE_CHARS: usize = 120;
 impl SessionTitles {
     /// Loads `home/gateway/titles.json` (a bad file is logged and ignored).
     pub fn load(home: &Path) -> Self {
-        let path = home.join("gateway").join("titles.json");
-        let titles = read_json(&path).unwrap_or_else(|e| {
-            tracing::warn!("{}: {e}; sessions show their first request", path.display());
-            BTreeMap::new()
-        });
-        SessionTitles { path, titles: Arc::new(Mutex::new(titles)) }
+        SessionTitles { records: Arc::new(files::TitlesFile::load(home)) }
+    }
+
+    /// The titles in `db`'s `session_titles`.
+    pub fn database(db: PgStore) -> Self {
+        SessionTitles { records: Arc::new(pg::TitlesTable::new(db)) }
     }
 
     /// The title given to `id`.
-    pub fn get(&self, id: &str) -> Option<String> {
-        self.titles.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    pub async fn get(&self, id: &str) -> Result<Option<String>, SessionRecordError> {
+        self.records.get(id).await
     }
 
     /// Every title given, by session id.
-    pub fn all(&self) -> BTreeMap<String, String> {
-        self.titles.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    pub async fn all(&self) -> Result<BTreeMap<String, String>, SessionRecordError> {
+        self.records.all().await
     }
 
-    /// Names `id` (an empty title removes the name); written at once.
-    pub fn set(&self, id: &str, title: &str) -> Result<(), String> {
+    /// Names `id` (trimmed, at most [`MAX_TITLE_CHARS`]; an empty title
+    /// removes the name); written at once.
+    pub async fn set(&self, id: &str, title: &str) -> Result<(), SessionRecordError> {
         let title: String = title.trim().chars().take(MAX_TITLE_CHARS).collect();
-        let mut map = self.titles.lock().unwrap_or_else(PoisonError::into_inner);
-        if title.is_empty() {
-            map.remove(id);
-        } else {
-            map.insert(id.to_string(), title);
-        }
-        write_json_atomically(&self.path, &*map)
+        self.records.set(id, (!title.is_empty()).then_some(title.as_str())).await
     }
 }
 
@@ -221,16 +270,16 @@ mod tests {
         assert_eq!(names.chat_of("20260101-abcd"), None);
     }
 
-    #[test]
-    fn titles_survive_a_restart_and_an_empty_one_removes_the_name() {
+    #[tokio::test]
+    async fn titles_survive_a_restart_and_an_empty_one_removes_the_name() {
         let home = tempfile::tempdir().unwrap();
         let titles = SessionTitles::load(home.path());
-        titles.set("gw-web-a", "  Trip to Lisbon ").unwrap();
+        titles.set("gw-web-a", "  Trip to Lisbon ").await.unwrap();
         assert_eq!(
-            SessionTitles::load(home.path()).get("gw-web-a").as_deref(),
+            SessionTitles::load(home.path()).get("gw-web-a").await.unwrap().as_deref(),
             Some("Trip to Lisbon")
         );
-        titles.set("gw-web-a", "").unwrap();
-        assert_eq!(SessionTitles::load(home.path()).get("gw-web-a"), None);
+        titles.set("gw-web-a", "").await.unwrap();
+        assert_eq!(SessionTitles::load(home.path()).get("gw-web-a").await.unwrap(), None);
     }
 }

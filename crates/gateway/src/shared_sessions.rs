@@ -4,7 +4,8 @@
 //!
 //! The local JSONL file under `$FERROCLAW_HOME` stays the working copy the
 //! agent opens. Before a claimed message runs, [`before_turn`] brings it up
-//! to the database's copy: lines the database has after where the file
+//! to the database's copy (the claim itself read the chat's session, its
+//! head and last line, so a copy that is up to date costs no round trip): lines the database has after where the file
 //! ends are appended; lines the file has that the database never got (a
 //! process died before storing them: they were never acknowledged) are cut
 //! off; a file that has nothing in common with the database's copy is
@@ -22,7 +23,9 @@
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use ferroclaw_store::{PgStore, SessionHead, SessionWrite, StoreError, storable_line};
+use ferroclaw_store::{
+    PgStore, SessionHead, SessionStart, SessionWrite, StoreError, storable_line,
+};
 
 use crate::chats::Chats;
 use crate::sessions::SessionKey;
@@ -60,42 +63,37 @@ pub struct Synced {
 }
 
 /// Makes the chat's local session file the database's copy, before its
-/// claimed message runs. `first_attempt`: the message never ran before, so
-/// a local file the database lacks is history to keep, not a failed try.
+/// claimed message runs. `claimed`: where the turn starts as the claim read
+/// it ([`ferroclaw_store::Claim::start`]); `None` when the chat has no
+/// recorded session (then one query asks for the session this process
+/// names and how far the database has it, and the turn records it, so the
+/// chat's next claims bring it). `first_attempt`: the message never ran
+/// before, so a local file the database lacks is history to keep, not a
+/// failed try.
 ///
-/// One query finds the chat's session and how far the database has it; the
-/// file work runs on the blocking pool, off the async runtime.
+/// With the claim's start, a copy as long as the database's (or longer)
+/// is checked and cut without asking the database anything; a shorter one
+/// fetches what it lacks with the line to check it against, in one round
+/// trip. The file work runs on the blocking pool, off the async runtime.
 pub async fn before_turn(
     chats: &Chats,
     store: &PgStore,
     key: &SessionKey,
+    claimed: Option<&SessionStart>,
     first_attempt: bool,
 ) -> Result<Synced, SyncError> {
-    let here = chats.names.current(key);
-    // The local copy's length goes with the question, so that the check
-    // that it agrees with the database's comes back in the same round trip.
-    let here_len = local_len(&session_path(chats, &here)).await?;
-    let asked = i64::try_from(here_len.unwrap_or(0)).unwrap_or(i64::MAX);
-    let (recorded, seen, here_line) =
-        store.chat_session_start(&key.address(), &here, asked).await?;
-    let talks_here = recorded.as_ref().is_none_or(|r| *r == here);
-    let (session, record_current) = match recorded {
-        Some(id) => (id, false),
-        None => {
-            let moved = here != key.base_session_id();
-            (here, moved)
-        }
+    let start = match claimed {
+        Some(claimed) => Start::claimed(claimed),
+        None => Start::ask(chats, store, key).await?,
     };
     // The worker opens the session these names say.
-    chats.names.set(key, &session);
+    chats.names.set(key, &start.session);
+    let session = start.session;
     let path = session_path(chats, &session);
-    let (local, line) = match (talks_here, here_line) {
-        (true, Some(line)) => (here_len, Some(line)),
-        _ => (local_len(&path).await?, None),
-    };
-    let keep = match (seen, local) {
+    let local = local_len(&path).await?;
+    let keep = match (start.seen, local) {
         (Some(head), local) => {
-            bring_up(store, &session, &path, head, local.unwrap_or(0), line).await?;
+            bring_up(store, &session, &path, head, local.unwrap_or(0), start.known).await?;
             head
         }
         (None, Some(_)) if first_attempt => {
@@ -110,7 +108,49 @@ pub async fn before_turn(
         }
         (None, None) => SessionHead::default(),
     };
-    Ok(Synced { session, path, seen, keep, record_current })
+    Ok(Synced { session, path, seen: start.seen, keep, record_current: start.unrecorded })
+}
+
+/// Where a turn starts: the chat's session and how far the database has it.
+struct Start {
+    session: String,
+    /// The database's head (`None`: not stored).
+    seen: Option<SessionHead>,
+    /// A stored line already fetched: the byte where it ends, and the line
+    /// (`None`: no line ends there).
+    known: Option<(u64, Option<String>)>,
+    /// The database records no session for the chat: the turn records it.
+    unrecorded: bool,
+}
+
+impl Start {
+    /// What the claim read: the recorded session, its head and last line.
+    fn claimed(claimed: &SessionStart) -> Self {
+        let end = |h: SessionHead| u64::try_from(h.bytes).unwrap_or(0);
+        Start {
+            session: claimed.session.clone(),
+            seen: claimed.head,
+            known: claimed.head.map(|h| (end(h), claimed.last_line.clone())),
+            unrecorded: false,
+        }
+    }
+
+    /// Asked of the database (the claim found no recorded session; one may
+    /// have been recorded since): the session, its head and, when the chat
+    /// talks in the session this process names, the stored line ending
+    /// where this process's copy of it ends. The local copy's length goes
+    /// with the question so that the check comes back in the same round trip.
+    async fn ask(chats: &Chats, store: &PgStore, key: &SessionKey) -> Result<Self, SyncError> {
+        let here = chats.names.current(key);
+        let here_len = local_len(&session_path(chats, &here)).await?.unwrap_or(0);
+        let asked = i64::try_from(here_len).unwrap_or(i64::MAX);
+        let (recorded, seen, here_line) =
+            store.chat_session_start(&key.address(), &here, asked).await?;
+        let known = here_line
+            .zip(seen)
+            .map(|(line, h)| (here_len.min(u64::try_from(h.bytes).unwrap_or(0)), line));
+        Ok(Start { unrecorded: recorded.is_none(), session: recorded.unwrap_or(here), seen, known })
+    }
 }
 
 /// The length of the file at `path`; `None` when there is none.
@@ -173,22 +213,36 @@ pub fn session_path(chats: &Chats, id: &str) -> PathBuf {
 }
 
 /// Brings the file at `path` (`len` bytes) up to the database's `head`.
-/// `known`: the stored line ending at `min(len, head.bytes)`, when it was
-/// fetched already.
+/// `known`: a stored line fetched already, with the byte where it ends.
+///
+/// The file agrees with the database when the stored line ending at
+/// `min(len, head.bytes)` ends there in the file too: then what the
+/// database never stored is cut, or what the file lacks appended (fetched
+/// with that line, in one round trip); else the database's copy replaces it.
 async fn bring_up(
     store: &PgStore,
     session: &str,
     path: &Path,
     head: SessionHead,
     len: u64,
-    known: Option<Option<String>>,
+    known: Option<(u64, Option<String>)>,
 ) -> Result<(), SyncError> {
     let stored = u64::try_from(head.bytes).unwrap_or(0);
     let at = len.min(stored);
-    let line = match (at, known) {
-        (0, _) => None,
-        (_, Some(line)) => line,
-        _ => store.session_line_ending_at(session, at as i64).await?,
+    // The line to check the file against, and (when it is behind) what follows it.
+    let (line, more) = match known {
+        _ if at == 0 => (None, None),
+        Some((end, line)) if end == at => (line, None),
+        _ if at < stored => {
+            let mut from = store.session_lines_from(session, at as i64).await?.into_iter();
+            match from.next() {
+                Some((end, line)) if end == at as i64 => {
+                    (Some(line), Some(from.map(|(_, l)| l).collect::<Vec<_>>()))
+                }
+                _ => (None, None),
+            }
+        }
+        _ => (store.session_line_ending_at(session, at as i64).await?, None),
     };
     let common = match line {
         Some(line) => on_file(path, move |p| has_line_ending_at(p, &line, at)).await?,
@@ -204,13 +258,19 @@ async fn bring_up(
             .await?;
             tracing::info!(%session, "cut {} bytes the database never stored", len - stored);
         } else if len < stored {
-            let more = store.session_lines_after(session, at as i64).await?;
+            let more = match more {
+                Some(more) => more,
+                None => store.session_lines_after(session, at as i64).await?,
+            };
             on_file(path, move |p| append_lines(p, &more)).await?;
         }
         return Ok(());
     }
     // Nothing in common: the database's copy, whole.
-    let all = store.session_lines_after(session, 0).await?;
+    let all = match stored {
+        0 => Vec::new(),
+        _ => store.session_lines_after(session, 0).await?,
+    };
     on_file(path, move |p| write_lines_atomically(p, &all)).await?;
     if len > 0 {
         tracing::info!(%session, "replaced this box's copy of the session with the database's");
@@ -385,5 +445,49 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         bring_up(&store, "s", &path, head, 0, None).await.unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), whole, "no file");
+    }
+
+    /// What a claim brings (the database's head and last line) is enough to
+    /// check and cut a copy as long as the database's or longer: the turn
+    /// starts without asking the database anything. A shorter copy asks
+    /// (here it cannot: the database is away).
+    #[tokio::test]
+    async fn a_copy_as_long_as_the_databases_is_checked_against_the_claims_last_line_alone() {
+        let Some(pg) = ferroclaw_testkit::PgCluster::start() else { return };
+        let store = PgStore::connect(&pg.database("claimed"), Default::default()).await.unwrap();
+        let stored: Vec<String> = ["{\"type\":\"meta\"}", "one", "two"].map(String::from).into();
+        let write = SessionWrite {
+            session: "s".into(),
+            seen: None,
+            keep: SessionHead::default(),
+            lines: stored,
+        };
+        assert!(store.write_session(&write).await.unwrap());
+        let head = store.session_head("s").await.unwrap().unwrap();
+        let claimed = Some((head.bytes as u64, Some("two".to_string())));
+        pg.stop();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let whole = "{\"type\":\"meta\"}\none\ntwo\n";
+        for (local, why) in [
+            (whole.to_string(), "the same"),
+            (format!("{whole}unstored\n"), "ahead: what was never stored is cut"),
+            (format!("{whole}{{\"torn"), "a torn line"),
+        ] {
+            std::fs::write(&path, &local).unwrap();
+            let len = local.len() as u64;
+            bring_up(&store, "s", &path, head, len, claimed.clone()).await.unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), whole, "{why}");
+        }
+        let behind = "{\"type\":\"meta\"}\n";
+        std::fs::write(&path, behind).unwrap();
+        let len = behind.len() as u64;
+        assert!(
+            bring_up(&store, "s", &path, head, len, claimed.clone()).await.is_err(),
+            "a copy that lacks lines fetches them"
+        );
+        pg.start_again();
+        bring_up(&store, "s", &path, head, len, claimed).await.unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), whole, "behind: the rest fetched");
     }
 }

@@ -87,6 +87,10 @@ impl Provider for HttpProvider {
 
     fn stream(&self, mut request: ChatRequest) -> EventStream {
         let config = &self.shared.config;
+        // The one place a request's max_tokens is bounded: what is sent and
+        // the answer's bound below both follow from it.
+        request.max_tokens =
+            crate::answer_limit::bounded_max_tokens(&config.name, request.max_tokens);
         if !config.images && crate::images::any_image(&request.messages) {
             let messages: &mut Vec<_> = Arc::make_mut(&mut request.messages);
             crate::images::replace_images_with_notes(messages);

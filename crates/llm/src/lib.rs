@@ -57,6 +57,7 @@ mod retry;
 mod sse;
 mod text_part;
 
+pub use answer_limit::MAX_TOKENS_CEILING;
 pub use presets::{ModelSpec, ModelSpecError, Preset, preset, presets};
 
 use std::pin::Pin;
@@ -93,7 +94,8 @@ pub struct ChatRequest {
     pub messages: Arc<Vec<Message>>,
     /// Tools the model may call; empty for none.
     pub tools: Arc<[ToolSpec]>,
-    /// Cap on the answer's length in tokens.
+    /// Cap on the answer's length in tokens (sent as at most
+    /// [`MAX_TOKENS_CEILING`]).
     pub max_tokens: u32,
     /// Temperature, `top_p`, seed and stop sequences; the default leaves
     /// the provider's own. Chat Completions sends all four; Anthropic

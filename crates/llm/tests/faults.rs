@@ -257,3 +257,22 @@ async fn an_answer_without_end_is_cut_at_a_bound_from_max_tokens_on_both_wires()
         assert_eq!(server.requests().len(), 1, "{mode}: a cut answer is not retried");
     }
 }
+
+/// A `max_tokens` no model answers (an MCP server's sampling request, any
+/// caller of the crate) is not sent as asked: the request carries the
+/// ceiling, from which the answer's bound follows (see `answer_limit`).
+#[tokio::test]
+async fn an_absurd_max_tokens_is_sent_as_the_ceiling_on_both_wires() {
+    let ceiling = ferroclaw_llm::MAX_TOKENS_CEILING;
+    for (wire, stream) in MODES {
+        let mode = format!("{wire:?} stream={stream}");
+        let server = ScriptedServer::start(vec![Turn::text("short").into()]);
+        let mut request = ask("hi");
+        request.max_tokens = 1_000_000_000;
+        let outcome = run(config(&server, wire, stream), request).await;
+        assert_eq!(outcome.text(), "short", "{mode}");
+        let body = &server.requests()[0].body;
+        let sent = body.get("max_tokens").unwrap_or(&body["max_completion_tokens"]);
+        assert_eq!(sent, &serde_json::json!(ceiling), "{mode}");
+    }
+}

@@ -44,6 +44,7 @@ pub struct SamplingRequest {
     pub system: Option<String>,
     /// `(role, text)` pairs; non-text content is described in the text.
     pub messages: Vec<(String, String)>,
+    /// The server's `maxTokens` (saturated at `u32::MAX`; bounded when sent).
     pub max_tokens: u32,
 }
 
@@ -210,6 +211,23 @@ fn sampling_request(server: &str, params: &Value) -> SamplingRequest {
         server: server.to_string(),
         system: params["systemPrompt"].as_str().map(str::to_string),
         messages,
-        max_tokens: params["maxTokens"].as_u64().unwrap_or(1024) as u32,
+        // Saturated, not wrapped (2^32 + 5 is not 5); the provider bounds it
+        // to `ferroclaw_llm::MAX_TOKENS_CEILING` where every request is sent.
+        max_tokens: params["maxTokens"]
+            .as_u64()
+            .map_or(1024, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sampling_max_tokens_past_u32_saturates_instead_of_wrapping_to_a_small_number() {
+        let ask = |max: Value| sampling_request("srv", &serde_json::json!({"maxTokens": max}));
+        assert_eq!(ask(serde_json::json!(4_294_967_301u64)).max_tokens, u32::MAX);
+        assert_eq!(ask(serde_json::json!(2000)).max_tokens, 2000);
+        assert_eq!(ask(Value::Null).max_tokens, 1024);
     }
 }

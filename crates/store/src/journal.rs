@@ -3,7 +3,11 @@
 //! a worker that takes over a turn another worker died in replays the
 //! finished steps instead of calling the model or the tools again. The
 //! first record of a step wins: a replay never overwrites what was recorded.
-//! A finished turn is marked so, and is never resumed.
+//! A finished turn is marked so, and is never resumed. Housekeeping
+//! ([`PgStore::prune`]) deletes a turn's steps once they are older than the
+//! time kept and no waiting message names the turn: a turn whose message
+//! was answered is finished whether or not it was marked (the gateway's
+//! journal marks nothing; the queue's finish says it).
 //!
 //! The shapes follow `ferroclaw_core::journal::TurnJournal` (turn ids are
 //! text, step bodies JSON): implementing it over these calls is a few lines,
@@ -12,7 +16,7 @@
 //! ```text
 //! load(s, t)        -> load_steps(s, t), each body serde_json::from_value into a Step
 //! record(s, t, n, b)-> record_step(s, t, n as i32, &serde_json::to_value(b)?)
-//! finish(s, t)      -> finish_turn(s, t)
+//! finish(s, t)      -> finish_turn(s, t), or nothing (the message's finish says it)
 //! unfinished()      -> Ok(vec![])  (the inbound queue hands an unfinished message
 //!                                   to another worker; unfinished_turns() is there
 //!                                   for status and tests)

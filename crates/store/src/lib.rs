@@ -84,7 +84,7 @@ pub use registry::{
     GatewayRow, KEEPALIVE_SECS, Liveness, RESTART_GRACE_SECS, Registration, ServedModel,
 };
 pub use sent_here::SendIt;
-pub use sessions::{SessionHead, SessionWrite, storable_line};
+pub use sessions::{SessionHead, SessionStart, SessionWrite, storable_line};
 pub use transfer::AllowListEntry;
 
 /// The environment variable that names the database (wins over `[gateway] store`).

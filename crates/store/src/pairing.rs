@@ -62,18 +62,6 @@ fn request(r: &tokio_postgres::Row) -> PairingRequest {
 }
 
 impl PgStore {
-    /// Lets `sender` talk on `channel`.
-    pub async fn allow(&self, channel: &str, sender: &str) -> Result<(), StoreError> {
-        let client = self.pool.get().await?;
-        client
-            .execute(
-                "INSERT INTO allow_list (channel, sender) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&channel, &sender],
-            )
-            .await?;
-        Ok(())
-    }
-
     /// Whether `sender` may talk on `channel`.
     pub async fn is_allowed(&self, channel: &str, sender: &str) -> Result<bool, StoreError> {
         let client = self.pool.get().await?;

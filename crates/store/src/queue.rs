@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::pg::{INBOUND_CHANNEL, OUTBOUND_CHANNEL};
+use crate::sessions::{SessionHead, SessionStart};
 
 /// How often a worker with nothing to claim looks whether a process
 /// holding chats died (its chats are free at once, and nothing notifies
@@ -61,6 +62,10 @@ pub struct Claim {
     /// How many times it was claimed before (0 the first time; more after a
     /// worker died holding it).
     pub attempts: i32,
+    /// The chat's recorded session and how far the database has it, read
+    /// by the claim itself, so that the turn starts without a round trip of
+    /// its own; `None` when the chat has no recorded session.
+    pub start: Option<SessionStart>,
 }
 
 /// When to look for messages again when none could be claimed ([`PgStore::look_again`]).
@@ -181,6 +186,13 @@ impl PgStore {
     /// after the database server restarts no chat is taken
     /// over (`ferroclaw_lease_held`, see `registry`): its holder may be
     /// alive, reconnecting with an answer it could not store.
+    ///
+    /// Each claim comes with where its turn starts ([`Claim::start`]): the
+    /// chat's recorded session, its head and its last stored line, read in
+    /// the claim's own snapshot, in which every earlier message of the chat
+    /// is finished (the claim needs that) and with it the session's lines
+    /// that message's turn stored; the lease keeps other writers off it
+    /// until the turn ends.
     pub async fn claim_serving(
         &self,
         lease: Duration,
@@ -212,10 +224,19 @@ impl PgStore {
                             expires_at = excluded.expires_at
                         WHERE NOT ferroclaw_lease_held(chat_leases.expires_at,
                                                        chat_leases.holder, $3)
-                     RETURNING inbound_id)
-                 UPDATE inbound i SET attempts = i.attempts + 1
-                 FROM leased WHERE i.id = leased.inbound_id
-                 RETURNING i.id, i.channel, i.chat, i.origin, i.body, i.attempts - 1",
+                     RETURNING inbound_id),
+                 claimed AS (
+                     UPDATE inbound i SET attempts = i.attempts + 1
+                     FROM leased WHERE i.id = leased.inbound_id
+                     RETURNING i.id, i.channel, i.chat, i.origin, i.body, i.attempts - 1 AS before)
+                 -- Where each claimed chat's turn starts (see `SessionStart`).
+                 SELECT m.id, m.channel, m.chat, m.origin, m.body, m.before,
+                        c.session, f.lines, f.bytes,
+                        (SELECT l.line FROM session_lines l
+                         WHERE l.session = f.session AND l.seq = f.lines - 1 AND l.end_at = f.bytes)
+                 FROM claimed m
+                 LEFT JOIN chat_sessions c ON c.chat = m.chat
+                 LEFT JOIN session_files f ON f.session = c.session",
             )
             .await?;
         let rows = client
@@ -230,6 +251,14 @@ impl PgStore {
                 origin: row.get(3),
                 body: row.get(4),
                 attempts: row.get(5),
+                start: row.get::<_, Option<String>>(6).map(|session| SessionStart {
+                    session,
+                    head: match (row.get(7), row.get(8)) {
+                        (Some(lines), Some(bytes)) => Some(SessionHead { lines, bytes }),
+                        _ => None,
+                    },
+                    last_line: row.get(9),
+                }),
             })
             .collect();
         claims.sort_by_key(|c| c.id);
@@ -402,29 +431,6 @@ impl PgStore {
             )
             .await?;
         Ok(row.get::<_, i64>(0) == 1)
-    }
-
-    /// Stores a message the agent sends on its own (the `message` tool,
-    /// cron), once per key.
-    pub async fn send_later(&self, message: &Outbound) -> Result<bool, StoreError> {
-        let client = self.pool.get().await?;
-        let n = client
-            .execute(
-                "WITH stored AS (
-                     INSERT INTO outbound (key, channel, chat, origin, body) VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (key) DO NOTHING RETURNING 1)
-                 SELECT pg_notify($6, '') FROM stored",
-                &[
-                    &message.key,
-                    &message.channel,
-                    &message.chat,
-                    &message.origin,
-                    &message.body,
-                    &OUTBOUND_CHANNEL,
-                ],
-            )
-            .await?;
-        Ok(n == 1)
     }
 
     /// Takes up to `limit` undelivered answers this process may send (its

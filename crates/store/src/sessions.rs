@@ -24,6 +24,20 @@ pub struct SessionHead {
     pub bytes: i64,
 }
 
+/// Where a claimed chat's turn starts, as the claim read it
+/// ([`PgStore::claim_serving`]): enough for a worker to check its copy of
+/// the session against the database's without asking again (a copy at least
+/// `head.bytes` long agrees when the bytes before there are `last_line`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionStart {
+    /// The session the chat talks in, as recorded.
+    pub session: String,
+    /// How far it goes in the database (`None`: not stored).
+    pub head: Option<SessionHead>,
+    /// Its last stored line (the one ending at `head.bytes`), without its newline.
+    pub last_line: Option<String>,
+}
+
 /// New lines for a session: the database keeps its first `keep` lines (what
 /// the writer's copy began from) and the `lines` follow them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,6 +190,26 @@ impl PgStore {
             )
             .await?;
         Ok(rows.into_iter().map(|r| r.get(0)).collect())
+    }
+
+    /// The stored lines of `session` that end at byte `at` or after, in
+    /// order, each with where it ends: how a worker whose copy stops at `at`
+    /// gets, in one round trip, the line to check its copy against (the
+    /// first, when it ends at `at`) and the lines that follow it.
+    pub async fn session_lines_from(
+        &self,
+        session: &str,
+        at: i64,
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "SELECT end_at, line FROM session_lines
+                 WHERE session = $1 AND end_at >= $2 ORDER BY seq",
+            )
+            .await?;
+        let rows = client.query(&statement, &[&session, &at]).await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
     /// Every stored session's id, in order.

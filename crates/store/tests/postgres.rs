@@ -8,7 +8,7 @@ use std::time::Duration;
 use ferroclaw_store::{
     Answered, ApprovalRequest, CRON_RUN_ATTEMPTS, Claim, CodeRequest, Enqueued, Incoming,
     LookAgain, Outbound, PgOptions, PgStore, Pruned, Registration, SCHEMA_VERSION, SendIt,
-    SessionHead, SessionWrite, StoreError, StoredMedia, TakenOver,
+    SessionHead, SessionStart, SessionWrite, StoreError, StoredMedia, TakenOver, TurnStep,
 };
 use ferroclaw_testkit::PgCluster;
 use serde_json::json;
@@ -513,7 +513,8 @@ async fn housekeeping_prunes_only_what_finished_and_one_process_at_a_time() {
     let pg = cluster_or_skip!();
     let s = store(&pg, "prune", "a").await;
     for n in 0..5 {
-        s.enqueue("web", &format!("m{n}"), &format!("web:{n}"), None, &json!({})).await.unwrap();
+        let body = json!({"metadata": {"turn": format!("t{n}")}});
+        s.enqueue("web", &format!("m{n}"), &format!("web:{n}"), None, &body).await.unwrap();
     }
     // Three finished with an answer each, delivered; two still waiting.
     for _ in 0..3 {
@@ -532,7 +533,8 @@ async fn housekeeping_prunes_only_what_finished_and_one_process_at_a_time() {
     s.record_step("sess", "done", 0, &json!({})).await.unwrap();
     s.record_step("sess", "done", 1, &json!({})).await.unwrap();
     s.finish_turn("sess", "done").await.unwrap();
-    s.record_step("sess", "running", 0, &json!({})).await.unwrap();
+    // Message m4 (turn t4) waits: its turn is in flight.
+    s.record_step("sess", "t4", 0, &json!({})).await.unwrap();
     for n in 0..3 {
         let request = ApprovalRequest {
             id: format!("req{n}"),
@@ -557,6 +559,7 @@ async fn housekeeping_prunes_only_what_finished_and_one_process_at_a_time() {
     assert_eq!(s.prune(Duration::ZERO, 2).await.unwrap(), Some(Pruned::default()), "all gone");
     assert!(s.load_steps("sess", "done").await.unwrap().0.is_empty());
     assert_eq!(s.unfinished_turns().await.unwrap().len(), 1, "a turn in flight stays");
+    assert_eq!(s.load_steps("sess", "t4").await.unwrap().0.len(), 1);
     // While another process prunes, a second one skips the round.
     let url = format!("postgres://postgres@127.0.0.1:{}/prune", pg.port());
     let (client, connection) = tokio_postgres_connect(&url).await;
@@ -564,6 +567,87 @@ async fn housekeeping_prunes_only_what_finished_and_one_process_at_a_time() {
     assert_eq!(s.prune(Duration::ZERO, 2).await.unwrap(), None);
     drop(client);
     connection.abort();
+}
+
+/// An answer nobody can deliver (its web chat's gateway is gone, so no
+/// other process may take it) does not wait in the table for ever: after
+/// the time kept it is dropped, and the chats that lost answers are named.
+#[tokio::test]
+async fn answers_never_delivered_are_dropped_after_the_time_kept_naming_their_chats() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "prune_undelivered", "a").await;
+    let answer = |key: &str, chat: &str, origin: Option<&str>| Outbound {
+        key: key.into(),
+        channel: chat.split(':').next().unwrap_or_default().into(),
+        chat: chat.into(),
+        origin: origin.map(str::to_string),
+        body: json!({"content": key}),
+    };
+    // Two answers to a page on a gateway that died, one delivered answer.
+    assert!(s.send_later(&answer("r1", "web:page-1", Some("gw-gone"))).await.unwrap());
+    assert!(s.send_later(&answer("r2", "web:page-1", Some("gw-gone"))).await.unwrap());
+    assert!(s.send_later(&answer("r3", "telegram:42", None)).await.unwrap());
+    assert_eq!(drain(&s).await.len(), 1, "process a may send only the Telegram answer");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let week = Duration::from_secs(7 * 86_400);
+    assert_eq!(s.prune(week, 100).await.unwrap(), Some(Pruned::default()), "too young");
+    // One more answer waits, stored after the cut: it stays.
+    let pruned = s.prune(Duration::ZERO, 1).await.unwrap().unwrap();
+    assert_eq!(pruned.undelivered, BTreeMap::from([("web:page-1".to_string(), 2)]));
+    assert_eq!(pruned.outbound, 1, "the delivered one, as before");
+    assert!(s.send_later(&answer("r4", "web:page-2", Some("gw-gone"))).await.unwrap());
+    assert_eq!(s.prune(week, 100).await.unwrap(), Some(Pruned::default()));
+    // Nothing of page-1 is left for anyone, even a process named like the dead one.
+    let gone = s.with_holder("gw-gone");
+    let left: Vec<String> =
+        gone.take_outbound(10).await.unwrap().into_iter().map(|a| a.key).collect();
+    assert_eq!(left, ["r4"]);
+}
+
+/// What a gateway writes (the journal marks no turn finished; the queue's
+/// finish says the message was answered): a turn's steps stay while its
+/// message waits, so a worker taking it over replays them, and go once the
+/// message is answered, so a long-running gateway's database does not grow
+/// with every turn it ever ran.
+#[tokio::test]
+async fn a_turns_journal_steps_are_pruned_once_its_message_is_answered_and_kept_while_it_waits() {
+    let pg = cluster_or_skip!();
+    let s = store(&pg, "prune_turn_steps", "a").await;
+    let message = |turn: &str| json!({"id": "1", "metadata": {"turn": turn}});
+    s.enqueue("telegram", "u1", "telegram:1", None, &message("telegram-1-u1")).await.unwrap();
+    s.enqueue("telegram", "u2", "telegram:2", None, &message("telegram-2-u2")).await.unwrap();
+    let mut claims = s.claim_many(LONG, 2).await.unwrap();
+    assert_eq!(claims.len(), 2);
+    let steps = [
+        TurnStep { step: 0, body: json!({"kind": "begin"}) },
+        TurnStep { step: 1, body: json!({"kind": "model"}) },
+        TurnStep { step: 2, body: json!({"kind": "tool"}) },
+    ];
+    assert_eq!(s.record_steps("gw-telegram-1", "telegram-1-u1", &steps).await.unwrap(), 3);
+    assert_eq!(s.record_steps("gw-telegram-2", "telegram-2-u2", &steps).await.unwrap(), 3);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Both turns in flight: nothing goes, however short the time kept.
+    assert_eq!(s.prune(Duration::ZERO, 100).await.unwrap().unwrap().turns, 0);
+    // The first message is answered (no journal mark), the second one's
+    // worker died: its message waits for another.
+    let second = claims.pop().unwrap();
+    let first = claims.pop().unwrap();
+    assert!(s.complete(&first, None).await.unwrap());
+    assert!(s.release(&second).await.unwrap());
+    // Kept a week: the answered turn is too young to go.
+    let week = Duration::from_secs(7 * 86_400);
+    assert_eq!(s.prune(week, 100).await.unwrap().unwrap().turns, 0);
+    assert_eq!(s.load_steps("gw-telegram-1", "telegram-1-u1").await.unwrap().0.len(), 3);
+    let pruned = s.prune(Duration::ZERO, 100).await.unwrap().unwrap();
+    assert_eq!(pruned.turns, 1);
+    assert!(s.load_steps("gw-telegram-1", "telegram-1-u1").await.unwrap().0.is_empty());
+    let kept = s.load_steps("gw-telegram-2", "telegram-2-u2").await.unwrap().0;
+    assert_eq!(kept, steps, "the waiting message's turn replays whole");
+    // Its new worker finishes it; then its steps go too.
+    let retaken = s.claim(LONG).await.unwrap().unwrap();
+    assert!(s.complete(&retaken, None).await.unwrap());
+    assert_eq!(s.prune(Duration::ZERO, 100).await.unwrap().unwrap().turns, 1);
+    assert!(s.load_steps("gw-telegram-2", "telegram-2-u2").await.unwrap().0.is_empty());
 }
 
 #[tokio::test]
@@ -667,6 +751,49 @@ async fn a_session_is_stored_line_by_line_with_its_answer_and_a_stale_or_unlease
         [r#"{"type":"meta"}"#, "again"]
     );
     assert_eq!(a.session_ids().await.unwrap(), ["gw-web-7"]);
+}
+
+/// A claim brings where its chat's turn starts (the recorded session, how
+/// far the database has it and its last line) as the chat's previous turn
+/// stored it, whichever process ran that turn: the turn starts without a
+/// round trip of its own.
+#[tokio::test]
+async fn a_claim_brings_its_chats_session_as_the_previous_turn_stored_it() {
+    let pg = cluster_or_skip!();
+    let a = store(&pg, "claim_start", "process-a").await;
+    let b = a.with_holder("process-b");
+    for n in 1..=3 {
+        a.enqueue("web", &format!("m{n}"), "web:1", None, &json!({"n": n})).await.unwrap();
+    }
+    let first = a.claim(LONG).await.unwrap().unwrap();
+    assert_eq!(first.start, None, "no session recorded yet: the worker asks");
+    let turn = SessionWrite {
+        session: "gw-web-1".into(),
+        seen: None,
+        keep: SessionHead::default(),
+        lines: vec![r#"{"type":"meta"}"#.into(), "hello".into()],
+    };
+    let current = Some(("web:1", "gw-web-1"));
+    assert!(a.complete_with_session(&first, None, Some(&turn), current).await.unwrap());
+
+    let second = b.claim(LONG).await.unwrap().unwrap();
+    let stored = SessionStart {
+        session: "gw-web-1".into(),
+        head: Some(SessionHead { lines: 2, bytes: 16 + 6 }),
+        last_line: Some("hello".into()),
+    };
+    assert_eq!(second.start.as_ref(), Some(&stored), "the first turn's lines, as stored");
+    // `/new` moves the chat to a session with no lines yet.
+    assert!(
+        b.complete_with_session(&second, None, None, Some(("web:1", "gw-web-1-2"))).await.unwrap()
+    );
+    // Claimed together with another chat's message: each brings its own.
+    a.enqueue("web", "other", "web:2", None, &json!({})).await.unwrap();
+    a.set_chat_session("web:2", "gw-web-1").await.unwrap();
+    let both = a.claim_many(LONG, 8).await.unwrap();
+    let starts: Vec<_> = both.iter().map(|c| (c.chat.as_str(), c.start.clone())).collect();
+    let new = SessionStart { session: "gw-web-1-2".into(), head: None, last_line: None };
+    assert_eq!(starts, [("web:1", Some(new)), ("web:2", Some(stored))]);
 }
 
 /// An answer to a connection the worker's own process holds is sent by that

@@ -109,6 +109,8 @@ impl Beneath {
     /// Replaces `rel` with `bytes` atomically (temp file in the same folder,
     /// fsync, rename), creating missing parent folders, all beneath the root.
     /// Keeps an existing file's permissions. Returns true when it was new.
+    /// Temp files a killed write left in that folder long ago are deleted
+    /// ([`crate::write_temp`]).
     pub fn write_atomic(&self, rel: &Path, bytes: &[u8]) -> Result<bool, ToolError> {
         self.write(rel, bytes, true)
     }
@@ -221,6 +223,8 @@ impl Beneath {
             }
             return Err(ToolError::io(format!("cannot write {shown}"), e));
         }
+        // What a write killed mid-way left here goes now (stale ones only).
+        crate::write_temp::sweep_stale(dir.as_fd_ref(), std::time::SystemTime::now());
         // Make the rename durable; a folder that cannot be fsynced is harmless.
         let _ = File::from(dir).sync_all();
         Ok(existing.is_none())
@@ -466,7 +470,7 @@ fn create_temp(dir: &OwnedFd) -> std::io::Result<(CString, File)> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let name = format!(".ferroclaw-write-{}-{n}-{nanos}", std::process::id());
+        let name = crate::write_temp::name(std::process::id(), n, nanos);
         let c = CString::new(name).map_err(std::io::Error::other)?;
         // New files get 0o666 minus the umask, like any editor's.
         match open_component(
@@ -506,6 +510,59 @@ mod tests {
         assert!(!outside.path().join("key").exists());
         let left: Vec<_> = std::fs::read_dir(ws.path().join("in")).unwrap().flatten().collect();
         assert_eq!(left.len(), 2, "no temp file left behind: {left:?}");
+    }
+
+    /// Sets `path`'s modification time `age` into the past, without
+    /// following a link.
+    fn age(path: &Path, age: std::time::Duration) {
+        let then = std::time::SystemTime::now() - age;
+        let since = then.duration_since(std::time::UNIX_EPOCH).unwrap();
+        let t = libc::timespec {
+            tv_sec: since.as_secs() as libc::time_t,
+            tv_nsec: i64::from(since.subsec_nanos()),
+        };
+        let c = cstring(path).unwrap();
+        let times = [t, t];
+        // SAFETY: valid path and two timespecs.
+        let r = unsafe {
+            libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW)
+        };
+        assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+    }
+
+    #[test]
+    fn a_write_sweeps_temp_files_a_killed_write_left_and_leaves_fresh_ones_and_lookalikes() {
+        let ws = tempfile::tempdir().unwrap();
+        let dir = ws.path().join("src");
+        std::fs::create_dir(&dir).unwrap();
+        let hour = std::time::Duration::from_secs(3600);
+        // Left by a write killed an hour ago (in this folder and another).
+        let stale = dir.join(".ferroclaw-write-4242-0-123456789");
+        let elsewhere = ws.path().join(".ferroclaw-write-4242-1-5");
+        // Another process's write in flight: created a moment ago.
+        let fresh = dir.join(".ferroclaw-write-4343-0-987654321");
+        // Not ours, however old: a name off the pattern, a link, a folder.
+        let notes = dir.join(".ferroclaw-write-notes.txt");
+        let link = dir.join(".ferroclaw-write-4242-2-1");
+        let folder = dir.join(".ferroclaw-write-4242-3-1");
+        for file in [&stale, &elsewhere, &fresh, &notes] {
+            std::fs::write(file, "partial").unwrap();
+        }
+        symlink(&notes, &link).unwrap();
+        std::fs::create_dir(&folder).unwrap();
+        for old in [&stale, &elsewhere, &notes, &link, &folder] {
+            age(old, hour);
+        }
+        let b = Beneath::open(ws.path()).unwrap();
+        assert!(b.write_atomic(Path::new("src/main.rs"), b"fn main() {}").unwrap());
+        assert!(!stale.exists(), "the killed write's leftover is gone");
+        for kept in [&elsewhere, &fresh, &notes, &link, &folder] {
+            assert!(kept.symlink_metadata().is_ok(), "{} kept", kept.display());
+        }
+        // A write in the other folder sweeps that one too; create_new as well.
+        assert!(b.create_new(Path::new("new.txt"), b"x").unwrap());
+        assert!(!elsewhere.exists());
+        assert_eq!(std::fs::read_to_string(dir.join("main.rs")).unwrap(), "fn main() {}");
     }
 
     #[test]

@@ -95,6 +95,7 @@ mod walk;
 mod web_fetch;
 mod web_search;
 mod write;
+mod write_temp;
 
 pub use background::{
     DEFAULT_JOB_TIMEOUT, JobManager, JobOptions, JobResult, JobStatus, JobSummary, MAX_JOB_TIMEOUT,

@@ -25,9 +25,24 @@ pub(super) fn max_turns<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, 
     at_least_one(d, "max_turns", "it caps the model round-trips of a request")
 }
 
-/// `max_tokens`: 0 leaves the model no room to answer.
+/// `max_tokens`: 0 leaves the model no room to answer; more than
+/// [`ferroclaw_llm::MAX_TOKENS_CEILING`] is more than any model answers in
+/// one go, and would loosen the bound on a runaway answer to match. Refused
+/// rather than cut, since the user wrote it (a request asking for more from
+/// elsewhere is cut, with a warning, where every request is sent).
 pub(super) fn max_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    at_least_one(d, "max_tokens", "it caps the tokens of one answer")
+    let value = u64::deserialize(d)?;
+    let ceiling = ferroclaw_llm::MAX_TOKENS_CEILING;
+    match u32::try_from(value) {
+        Ok(n) if (1..=ceiling).contains(&n) => Ok(Some(n)),
+        _ if value == 0 => Err(D::Error::custom(
+            "max_tokens = 0: must be at least 1 (it caps the tokens of one answer)",
+        )),
+        _ => Err(D::Error::custom(format!(
+            "max_tokens = {value}: must be at most {ceiling} (the most any model answers in one \
+             go; a runaway answer is cut at a bound that follows from max_tokens)"
+        ))),
+    }
 }
 
 /// `max_file_bytes`: 0 would refuse every file that is not empty.
@@ -89,6 +104,8 @@ pub(super) fn plain_number_words(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::plain_number_words;
 
     #[test]
@@ -98,5 +115,26 @@ mod tests {
             "invalid type: string \"ten\", expected a whole number (0 or more)"
         );
         assert_eq!(plain_number_words("expected a sequence"), "expected a sequence");
+    }
+
+    #[test]
+    fn a_max_tokens_no_model_answers_is_refused_with_its_line_and_the_ceiling() {
+        let parse = |text: &str| crate::config::parse_layer(Path::new("config.toml"), text);
+        let ceiling = ferroclaw_llm::MAX_TOKENS_CEILING;
+        for absurd in ["1000000000", "4294967295", "99999999999"] {
+            let err = parse(&format!("\nmax_tokens = {absurd}\n")).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!(
+                    "config.toml:2:14: max_tokens = {absurd}: must be at most {ceiling} (the most \
+                     any model answers in one go; a runaway answer is cut at a bound that \
+                     follows from max_tokens)"
+                )
+            );
+        }
+        let err = parse("max_tokens = 0\n").unwrap_err().to_string();
+        assert!(err.starts_with("config.toml:1:14: max_tokens = 0: must be at least 1"), "{err}");
+        let at_ceiling = parse(&format!("max_tokens = {ceiling}\n")).unwrap();
+        assert_eq!(at_ceiling.max_tokens, Some(ceiling));
     }
 }

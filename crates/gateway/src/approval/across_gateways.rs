@@ -1,42 +1,117 @@
-//! Approvals across gateway processes on one database: the asking process
-//! records each request ([`Recorded`]); a process whose web page is open on
-//! the chat shows it ([`ApprovalBroker::show_asked_elsewhere`]) and records
-//! the answer given there ([`ApprovalBroker::decide_shared`]), which the
-//! asking process picks up; how it ended goes back to the pages that showed
-//! it. Each change is announced with `LISTEN/NOTIFY`.
+//! Approvals across gateway processes on one database ([`ApprovalTable`]):
+//! the asking process records each request; a process whose web page is
+//! open on the chat shows it
+//! ([`ApprovalBroker::show_asked_elsewhere`](super::ApprovalBroker::show_asked_elsewhere)) and
+//! records the answer given there, which the asking process picks up; how
+//! it ended goes back to the pages that showed it. Each change is announced
+//! with `LISTEN/NOTIFY`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ferroclaw_store::{Answered, ApprovalRequest, Changes, PgStore};
+use async_trait::async_trait;
+use ferroclaw_store::{Answered, ApprovalRequest, Changes, PgStore, StoreError};
 use tokio_util::sync::CancellationToken;
 
-use super::{ApprovalBroker, ApprovalPrompt, Choice, Decided};
+use super::records::ApprovalRecords;
+use super::{ApprovalPrompt, Choice, Decided};
 use crate::bus::InboundMessage;
+use crate::channel::Channel;
 
-impl ApprovalBroker {
-    /// Records the answer to a request another process asked; the process
-    /// waiting on it picks it up.
-    pub(super) async fn decide_shared(
+/// How long to wait before asking an unreachable database again.
+const RETRY: Duration = Duration::from_secs(2);
+/// How long a request no page here can show waits for another process to
+/// show it before it counts as "nobody to ask".
+const SHOW_WAIT: Duration = Duration::from_secs(3);
+
+/// The `approvals` table, with the notifications of its changes.
+pub(super) struct ApprovalTable {
+    db: PgStore,
+    changes: Changes,
+}
+
+impl ApprovalTable {
+    /// The requests in `db`, whose changes `changes` announces.
+    pub(super) fn new(db: PgStore, changes: Changes) -> Self {
+        ApprovalTable { db, changes }
+    }
+}
+
+#[async_trait]
+impl ApprovalRecords for ApprovalTable {
+    async fn open(&self, request: &ApprovalRequest) -> bool {
+        match self.db.open_approval(request).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("approval request not shared with other gateways: {e}");
+                false
+            }
+        }
+    }
+
+    async fn shown_elsewhere(&self, id: &str) -> bool {
+        let deadline = tokio::time::Instant::now() + SHOW_WAIT;
+        let mut changes = self.changes.fresh();
+        loop {
+            if self.db.approval_shown(id).await.unwrap_or(false) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            changes.wait(left).await;
+        }
+    }
+
+    async fn answered_elsewhere(&self, id: &str) -> Choice {
+        let mut changes = self.changes.fresh();
+        loop {
+            if let Ok(Some((word, reason))) = self.db.approval_answer(id).await
+                && let Some(choice) = Choice::parse(&word, &reason)
+            {
+                return choice;
+            }
+            changes.wait(crate::store_link::safety_poll()).await;
+        }
+    }
+
+    async fn resolve(&self, id: &str, outcome: &str) {
+        if let Err(e) = self.db.resolve_approval(id, outcome).await {
+            tracing::warn!("approval outcome not shared: {e}");
+        }
+    }
+
+    async fn asked_elsewhere(&self, channel: &str, chat_id: &str) -> Vec<ApprovalPrompt> {
+        match self.db.approvals_to_show(channel, &[]).await {
+            Ok(elsewhere) => {
+                elsewhere.iter().filter(|r| r.chat_id == chat_id).map(prompt_of).collect()
+            }
+            Err(e) => {
+                tracing::warn!("approvals asked by other gateways not read: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    async fn answer_asked_elsewhere(
         &self,
-        db: &PgStore,
         message: &InboundMessage,
         id: &str,
-        choice: Choice,
+        choice: &Choice,
+        approver: bool,
     ) -> Decided {
-        let (channel, sender) = (&message.channel, &message.sender);
-        let approver =
-            self.approvers.iter().any(|a| a == sender || *a == format!("{channel}:{sender}"));
-        let reason = match &choice {
+        let sender = &message.sender;
+        let reason = match choice {
             Choice::Deny(r) => r.as_str(),
             _ => "",
         };
-        let answered = db
+        let answered = self
+            .db
             .answer_approval(
                 id,
-                channel,
+                &message.channel,
                 &message.chat_id,
                 |owner| owner == sender || approver,
                 choice.word(),
@@ -58,44 +133,12 @@ impl ApprovalBroker {
         }
     }
 
-    /// Shows, on this process's web pages, the requests other gateway
-    /// processes asked in chats whose page is open here, and tells those
-    /// pages how each ended, until `stop` (nothing to do without a database).
-    pub async fn show_asked_elsewhere(self: Arc<Self>, stop: CancellationToken) {
-        let (Some((db, changes)), Some(web)) =
-            (self.db.clone(), self.outbox.channel("web").cloned())
-        else {
-            return;
-        };
-        let mut changes = changes.fresh();
-        // Requests looked at (shown here or not), and those shown: (id, chat).
-        let mut seen: Vec<String> = Vec::new();
-        let mut shown: HashMap<String, String> = HashMap::new();
+    async fn show_asked_elsewhere(&self, web: Arc<dyn Channel>, stop: CancellationToken) {
+        let mut changes = self.changes.fresh();
+        let mut shown = Shown::default();
         let mut failing = false;
         loop {
-            let round = async {
-                for request in db.approvals_to_show("web", &seen).await? {
-                    seen.push(request.id.clone());
-                    if web.ask_approval(&request.chat_id, &prompt_of(&request)).await.is_ok() {
-                        db.mark_approval_shown(&request.id).await?;
-                    }
-                    // A page that opens later is shown it on connecting: it
-                    // is told how it ended too.
-                    shown.insert(request.id, request.chat_id);
-                }
-                if !seen.is_empty() {
-                    for (id, outcome) in db.approval_outcomes(&seen).await? {
-                        seen.retain(|s| *s != id);
-                        if let Some(chat) = shown.remove(&id)
-                            && let Err(e) = web.approval_resolved(&chat, &id, &outcome).await
-                        {
-                            tracing::debug!("{e}");
-                        }
-                    }
-                }
-                Ok::<(), ferroclaw_store::StoreError>(())
-            };
-            match round.await {
+            match shown.round(&self.db, web.as_ref()).await {
                 Ok(()) => failing = false,
                 Err(e) if !failing => {
                     tracing::warn!("approvals from other gateways: {e}");
@@ -112,73 +155,51 @@ impl ApprovalBroker {
     }
 }
 
+/// What this process's web pages were shown of the requests other
+/// processes asked.
+#[derive(Default)]
+struct Shown {
+    /// Requests looked at (shown here or not).
+    seen: Vec<String>,
+    /// Those shown: id → chat.
+    chats: HashMap<String, String>,
+}
+
+impl Shown {
+    /// Shows the requests asked since the last round, and tells the pages
+    /// that showed one how it ended.
+    async fn round(&mut self, db: &PgStore, web: &dyn Channel) -> Result<(), StoreError> {
+        for request in db.approvals_to_show("web", &self.seen).await? {
+            self.seen.push(request.id.clone());
+            if web.ask_approval(&request.chat_id, &prompt_of(&request)).await.is_ok() {
+                db.mark_approval_shown(&request.id).await?;
+            }
+            // A page that opens later is shown it on connecting: it is told
+            // how it ended too.
+            self.chats.insert(request.id, request.chat_id);
+        }
+        if self.seen.is_empty() {
+            return Ok(());
+        }
+        for (id, outcome) in db.approval_outcomes(&self.seen).await? {
+            self.seen.retain(|s| *s != id);
+            if let Some(chat) = self.chats.remove(&id)
+                && let Err(e) = web.approval_resolved(&chat, &id, &outcome).await
+            {
+                tracing::debug!("{e}");
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A request another process recorded, as a chat shows it.
-pub(super) fn prompt_of(request: &ApprovalRequest) -> ApprovalPrompt {
+fn prompt_of(request: &ApprovalRequest) -> ApprovalPrompt {
     ApprovalPrompt {
         id: request.id.clone(),
         tool: request.tool.clone(),
         input: request.prompt["input"].clone(),
         summary: request.prompt["summary"].as_str().unwrap_or_default().to_string(),
-    }
-}
-
-/// How long to wait before asking an unreachable database again.
-const RETRY: Duration = Duration::from_secs(2);
-/// How long a request no page here can show waits for another process to
-/// show it before it counts as "nobody to ask".
-const SHOW_WAIT: Duration = Duration::from_secs(3);
-
-/// A request recorded in the shared database, while its turn waits.
-pub(super) struct Recorded<'a> {
-    db: &'a PgStore,
-    changes: &'a Changes,
-    id: &'a str,
-    resolved: AtomicBool,
-}
-
-impl<'a> Recorded<'a> {
-    /// Request `id`, recorded in `db`, whose changes `changes` announces.
-    pub(super) fn new(db: &'a PgStore, changes: &'a Changes, id: &'a str) -> Self {
-        Recorded { db, changes, id, resolved: AtomicBool::new(false) }
-    }
-
-    /// True when another process showed the request within [`SHOW_WAIT`].
-    pub(super) async fn is_shown_soon(&self) -> bool {
-        let deadline = tokio::time::Instant::now() + SHOW_WAIT;
-        let mut changes = self.changes.fresh();
-        loop {
-            if self.db.approval_shown(self.id).await.unwrap_or(false) {
-                return true;
-            }
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            changes.wait(left).await;
-        }
-    }
-
-    /// Resolves with the answer another process recorded.
-    pub(super) async fn answer(&self) -> Choice {
-        let mut changes = self.changes.fresh();
-        loop {
-            if let Ok(Some((word, reason))) = self.db.approval_answer(self.id).await
-                && let Some(choice) = Choice::parse(&word, &reason)
-            {
-                return choice;
-            }
-            changes.wait(crate::store_link::safety_poll()).await;
-        }
-    }
-
-    /// Records how the request ended (once), for the pages showing it elsewhere.
-    pub(super) async fn resolve(&self, outcome: &str) {
-        if self.resolved.swap(true, Ordering::Relaxed) {
-            return;
-        }
-        if let Err(e) = self.db.resolve_approval(self.id, outcome).await {
-            tracing::warn!("approval outcome not shared: {e}");
-        }
     }
 }
 
@@ -191,7 +212,7 @@ mod tests {
 
     use super::super::tests::call;
     use super::*;
-    use crate::approval::DEFAULT_APPROVAL_TIMEOUT;
+    use crate::approval::{ApprovalBroker, DEFAULT_APPROVAL_TIMEOUT};
     use crate::bus::{MessageBus, OutboundMessage};
     use crate::channel::{Channel, ChannelError};
     use crate::outbox::Outbox;

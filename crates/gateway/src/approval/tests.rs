@@ -70,6 +70,52 @@ async fn asking(
     (task, id)
 }
 
+/// A request is shown in its chat and listed there once; a stranger
+/// changes nothing, the owner's answer lets the turn go on and the chat is
+/// told how it ended, and it is answered once; a cancelled turn's request
+/// is gone. The same whether requests are recorded for other gateway
+/// processes (the database) or not (one gateway).
+async fn asks_in_the_chat_and_takes_the_owners_answer(b: Arc<ApprovalBroker>, rec: &Recorder) {
+    let (task, id) = asking(&b, rec, "c", CancellationToken::new()).await;
+    let listed: Vec<String> = b.waiting_in("rec", "c").await.into_iter().map(|p| p.id).collect();
+    assert_eq!(listed, [id.as_str()]);
+    let from = |sender: &str, chat: &str| InboundMessage::new("rec", sender, chat, "/approve");
+    assert_eq!(b.answer(&from("mallory", "c"), &id, Choice::Once).await, Decided::NotAllowed);
+    assert_eq!(b.answer(&from("ann", "d"), &id, Choice::Once).await, Decided::Unknown);
+    let done = b.answer(&from("ann", "c"), "", Choice::Once).await;
+    assert_eq!(done, Decided::Done { tool: "bash".into(), outcome: "approved once".into() });
+    assert_eq!(task.await.unwrap(), Approval::Yes);
+    assert!(rec.resolved.lock().unwrap().contains(&(id.clone(), "approved once".to_string())));
+    assert_eq!(b.answer(&from("ann", "c"), &id, Choice::Once).await, Decided::Unknown);
+
+    let cancel = CancellationToken::new();
+    let (task, id) = asking(&b, rec, "c", cancel.clone()).await;
+    cancel.cancel();
+    assert!(matches!(task.await.unwrap(), Approval::No(_)));
+    assert!(b.waiting_in("rec", "c").await.is_empty());
+    assert_eq!(b.answer(&from("ann", "c"), &id, Choice::Once).await, Decided::Unknown);
+    assert_eq!(b.waiting(), 0);
+}
+
+#[tokio::test]
+async fn one_gateway_asks_in_the_chat_and_takes_the_owners_answer() {
+    let (b, rec) = broker(DEFAULT_APPROVAL_TIMEOUT);
+    asks_in_the_chat_and_takes_the_owners_answer(b, &rec).await;
+}
+
+#[tokio::test]
+async fn gateways_on_a_database_ask_in_the_chat_and_take_the_owners_answer() {
+    let Some(pg) = ferroclaw_testkit::PgCluster::shared() else { return };
+    let url = pg.database("approvals_store");
+    let db = PgStore::connect(&url, Default::default()).await.unwrap();
+    let wakeups = db.listen();
+    let rec = Arc::new(Recorder::default());
+    let outbox = Outbox::new([rec.clone() as Arc<dyn Channel>]);
+    let b = ApprovalBroker::new(outbox, DEFAULT_APPROVAL_TIMEOUT, vec!["rec:boss".into()])
+        .with_database(db, wakeups.approvals());
+    asks_in_the_chat_and_takes_the_owners_answer(Arc::new(b), &rec).await;
+}
+
 #[tokio::test]
 async fn the_owner_approves_once_and_the_id_is_single_use() {
     let (b, rec) = broker(DEFAULT_APPROVAL_TIMEOUT);

@@ -65,7 +65,7 @@ pub(super) async fn status(State(app): State<App>) -> ApiResult {
 fn cron_error(e: CronError) -> ApiError {
     match e {
         CronError::NotFound(_) => ApiError(StatusCode::NOT_FOUND, e.to_string()),
-        CronError::File { .. } | CronError::Database(_) => failed(e),
+        CronError::File { .. } | CronError::Database(_) | CronError::NotApplied => failed(e),
         _ => bad(e.to_string()),
     }
 }
