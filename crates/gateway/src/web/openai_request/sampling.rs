@@ -1,6 +1,7 @@
 //! The sampling options of a chat completion request, checked as OpenAI
 //! checks them: `temperature` 0 to 2, `top_p` 0 to 1, `max_completion_tokens`
-//! (or the older `max_tokens`) at least 1, `seed` a whole number, `stop` a
+//! (or the older `max_tokens`) from 1 to 128,000 (the ceiling every request
+//! is held to, see `ferroclaw_llm::MAX_TOKENS_CEILING`), `seed` a whole number, `stop` a
 //! string or a list of at most 4. A value of the wrong type or out of range
 //! is 400 `invalid_request_error` naming the field, in OpenAI's words;
 //! `null` is the same as leaving the field out.
@@ -62,9 +63,11 @@ fn token_cap(body: &Value, name: &str) -> Result<Option<u32>, ApiError> {
     if n < 1 {
         return Err(out_of_range(name, "integer_below_min_value", ">= 1", n));
     }
-    u32::try_from(n)
-        .map(Some)
-        .map_err(|_| out_of_range(name, "integer_above_max_value", &format!("<= {}", u32::MAX), n))
+    let ceiling = ferroclaw_llm::MAX_TOKENS_CEILING;
+    match u32::try_from(n) {
+        Ok(cap) if cap <= ceiling => Ok(Some(cap)),
+        _ => Err(out_of_range(name, "integer_above_max_value", &format!("<= {ceiling}"), n)),
+    }
 }
 
 /// `stop`: a string or a list of strings, at most [`MAX_STOP_SEQUENCES`];
@@ -172,6 +175,9 @@ mod tests {
         assert_eq!((param.as_str(), code), ("max_tokens", "integer_below_min_value"));
         assert_eq!(refused(json!({"max_completion_tokens": -3})).0, "max_completion_tokens");
         assert_eq!(refused(json!({"max_tokens": 5_000_000_000_u64})).1, "integer_above_max_value");
+        let ceiling = ferroclaw_llm::MAX_TOKENS_CEILING;
+        assert_eq!(refused(json!({"max_tokens": ceiling + 1})).1, "integer_above_max_value");
+        assert!(options(&json!({"max_tokens": ceiling})).is_ok());
         let (param, code, message) = refused(json!({"temperature": "hot"}));
         assert_eq!((param.as_str(), code), ("temperature", "invalid_type"));
         assert!(message.contains("expected a decimal, but got a string"), "{message}");
