@@ -213,6 +213,9 @@ fn print_entry(entry: Entry) {
             };
             println!("— rewound {what} to checkpoint {to} —\n");
         }
+        Entry::Branch { dropped, .. } => {
+            println!("— branched: the {dropped} messages before this left the conversation —\n");
+        }
         Entry::Usage { .. }
         | Entry::Permission { .. }
         | Entry::Checkpoint { .. }

@@ -20,6 +20,7 @@ mod escape_oracle;
 mod eval;
 mod faults;
 mod gateway_api;
+mod gateway_api_turns;
 mod gateway_approvals;
 mod gateway_cron;
 mod gateway_drain;

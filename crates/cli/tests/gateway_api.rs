@@ -419,6 +419,9 @@ fn a_chat_front_ends_whole_sequence_streams_regenerates_sends_pictures_and_gets_
     // The front-end's system prompt is a layer of every turn's.
     let first = model_request_for(&env, "plan a picnic for four");
     assert!(system_of(&first).contains("Today is Sunday."), "{first}");
+    // So are its sampling settings, on the model's request.
+    let settings = ["temperature", "top_p", "max_tokens", "seed"].map(|k| first[k].clone());
+    assert_eq!(settings.map(|v| v.as_f64()), [0.7, 0.9, 512.0, 42.0].map(Some), "{first}");
     // The second turn carries the history the front-end sent; regenerating
     // it asked the model again, with the same conversation.
     let second = model_requests_for(&env, "make it vegetarian");

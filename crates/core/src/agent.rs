@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use ferroclaw_llm::{ChatRequest, LlmError, Provider};
 use ferroclaw_protocol::{
-    AgentEvent, ContentBlock, Message, ProviderEvent, Role, StopReason, ToolCall, Usage,
+    AgentEvent, ContentBlock, Message, ProviderEvent, Role, Sampling, StopReason, ToolCall, Usage,
 };
 use ferroclaw_tools::{
     JobManager, ReadLedger, SandboxPolicy, Tool, ToolContext, ToolOutput, ToolRegistry,
@@ -79,6 +79,11 @@ pub struct Agent {
     allowed_dirs: Vec<PathBuf>,
     max_turns: u32,
     max_tokens: u32,
+    /// What the caller asked of the model's sampling (an API client's
+    /// temperature, `top_p`, seed, stop), and the answer cap it asked for
+    /// in place of `max_tokens`; see [`Agent::set_sampling`].
+    sampling: Sampling,
+    asked_max_tokens: Option<u32>,
     /// Tokens used since the session was opened.
     total_usage: Usage,
     /// The model's todo list (shared with the `todo_write` tool).
@@ -423,8 +428,8 @@ impl Agent {
             system: Arc::clone(&self.system),
             messages: Arc::clone(&self.messages),
             tools: self.tools.shared_specs(),
-            max_tokens: self.max_tokens,
-            temperature: None,
+            max_tokens: self.asked_max_tokens.unwrap_or(self.max_tokens),
+            sampling: self.sampling.clone(),
         }
     }
 

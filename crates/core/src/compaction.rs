@@ -300,6 +300,21 @@ pub fn transcript_text(messages: &[Message], max_result_chars: usize) -> String 
     out
 }
 
+/// How the message holding a compaction's summary begins (after a
+/// teammate's `<identity>`).
+const COMPACTED_MARK: &str = "[The conversation so far was compacted to save context.";
+
+/// True for the message [`compacted_history`] makes: the summary that
+/// stands for the messages before it.
+pub fn is_compacted_history(message: &Message) -> bool {
+    let text = message.text();
+    let text = match text.split_once("</identity>") {
+        Some((before, after)) if before.starts_with("<identity>") => after.trim_start(),
+        _ => text.as_str(),
+    };
+    message.role == Role::User && text.starts_with(COMPACTED_MARK)
+}
+
 /// The history that replaces the conversation after compaction: one user
 /// message holding the summary, where the full transcript is, the todo list
 /// and (for a teammate) its identity, so none of them is lost.
@@ -318,7 +333,7 @@ pub fn compacted_history(
         text.push_str(&format!("<identity>{}</identity>\n\n", identity.trim()));
     }
     text.push_str(&format!(
-        "[The conversation so far was compacted to save context. Its full transcript is in {} \
+        "{COMPACTED_MARK} Its full transcript is in {} \
          (JSONL, one entry per line); consult it only when a detail below is missing.]\n\n\
          <summary>\n{}\n</summary>",
         transcript_path.display(),

@@ -134,6 +134,14 @@ pub enum Entry {
         code: bool,
         conversation: bool,
     },
+    /// The conversation went back to an earlier point to go on from there
+    /// (an API client's regenerate or edit): its last `dropped` messages
+    /// left the history; the messages after this entry follow. The lines
+    /// before stay in the file.
+    Branch {
+        ts: u64,
+        dropped: usize,
+    },
     /// Files ferroclaw changed (a batch of tool calls, or a rewind): in the
     /// checkpoint store, `commit` is the workspace after, its parent before
     /// (see [`crate::checkpoint::changes`]). A rewind restores only these.

@@ -2,21 +2,25 @@
 //! the inbound message's metadata (so it travels through the shared
 //! database to whichever gateway runs the turn, and into the turn journal):
 //! the client's `system` message as a layer of the system prompt, the
-//! conversation the request carries when it has no `user` (a stateless
-//! request: its own chat, its messages the whole conversation), the model
-//! an alias named, and the request's `Idempotency-Key`.
+//! conversation the request carries (without `user`, a stateless request:
+//! its own chat, its messages the whole conversation; with `user`, the
+//! copy the session is brought to when the client went back, see
+//! [`branch`]), the model an alias named, the sampling options, and the
+//! request's `Idempotency-Key`.
 //!
 //! The chat's worker applies it when it opens the agent ([`ApiTurn::options`])
-//! and before each turn ([`ApiTurn::relayer`], [`ApiTurn::use_model`]).
+//! and before each turn ([`ApiTurn::prepare`]).
 
 use ferroclaw_core::Agent;
-use ferroclaw_protocol::{ContentBlock, Message};
+use ferroclaw_protocol::{ContentBlock, Message, Sampling};
 use ferroclaw_runtime::Runtime;
 use serde::{Deserialize, Serialize};
 
 use crate::bus::InboundMessage;
 use crate::media::{self, ImageLimits};
 use crate::sessions::SessionKey;
+
+pub mod branch;
 
 /// The metadata key of an API request's [`ApiTurn`].
 pub const METADATA_KEY: &str = "openai";
@@ -52,6 +56,19 @@ pub struct ApiTurn {
     /// The request's `Idempotency-Key`: its answer is recorded under it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// For a request with `user` that carries earlier messages: the
+    /// conversation as the client has it, before its last message (texts
+    /// only, a picture as [`branch::PICTURE_NOTE`]); the session follows it
+    /// where the two part (a regenerate, an edit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_history: Option<Vec<Message>>,
+    /// `temperature`, `top_p`, `seed`, `stop`.
+    #[serde(default, skip_serializing_if = "Sampling::is_default")]
+    pub sampling: Sampling,
+    /// `max_completion_tokens` (or `max_tokens`): the cap on each answer of
+    /// the turn (`None`: the configured `max_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 impl ApiTurn {
@@ -81,7 +98,7 @@ impl ApiTurn {
 
     /// Gives an open `agent` this request's layer in place of the one it
     /// has (a client that changed its `system` message); none for none.
-    pub fn relayer(&self, agent: &mut Agent) {
+    fn relayer(&self, agent: &mut Agent) {
         let system = agent.system();
         let base = system.split_once(LAYER_HEADING).map_or(system, |(base, _)| base.trim_end());
         let wanted = match self.layer() {
@@ -109,9 +126,30 @@ impl ApiTurn {
         (self.layer(), conversation, self.is_stateless())
     }
 
+    /// Readies an open `agent` for this request's turn: the client's
+    /// layer, the model, the sampling options, and the branch of the
+    /// conversation the client sent ([`branch::plan`]).
+    pub fn prepare(&self, agent: &mut Agent, runtime: &Runtime) -> Result<(), String> {
+        self.relayer(agent);
+        self.use_model(agent, runtime)?;
+        agent.set_sampling(self.sampling.clone(), self.max_tokens);
+        if let Some(sent) = self.sent_history.as_deref().filter(|s| !s.is_empty())
+            && let Some((keep, then)) = branch::plan(agent.messages(), sent)
+        {
+            tracing::info!(
+                kept = keep,
+                dropped = agent.messages().len() - keep,
+                added = then.len(),
+                "the session follows the conversation the API client sent"
+            );
+            agent.branch(keep, then);
+        }
+        Ok(())
+    }
+
     /// Makes `agent` answer with the model this request names (the
     /// gateway's own when it names none).
-    pub fn use_model(&self, agent: &mut Agent, runtime: &Runtime) -> Result<(), String> {
+    fn use_model(&self, agent: &mut Agent, runtime: &Runtime) -> Result<(), String> {
         let spec = match &self.model {
             Some(spec) => spec.clone(),
             None => runtime.config().model_spec().map_err(|e| e.to_string())?,
@@ -152,6 +190,13 @@ mod tests {
             conversation: Some(vec![Message::user("earlier"), Message::assistant("reply")]),
             model: Some("openai/gpt-x".into()),
             idempotency_key: Some("k1".into()),
+            sent_history: None,
+            sampling: Sampling {
+                temperature: Some(0.3),
+                stop: vec!["END".into()],
+                ..Default::default()
+            },
+            max_tokens: Some(64),
         };
         turn.attach(&mut message);
         let stored: InboundMessage =

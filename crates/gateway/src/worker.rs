@@ -451,9 +451,8 @@ async fn open<'a>(
     }
     let opened = agent.as_mut().ok_or_else(|| "no agent".to_string())?;
     if let Some(api) = &api {
-        // The client's latest `system` message, and the model it asked for.
-        api.relayer(opened);
-        api.use_model(opened, &chats.runtime)?;
+        // The client's latest `system` message, model, sampling and branch.
+        api.prepare(opened, &chats.runtime)?;
     }
     Ok(opened)
 }

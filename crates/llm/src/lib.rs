@@ -64,7 +64,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferroclaw_protocol::{Message, ProviderEvent, ToolSpec};
+use ferroclaw_protocol::{Message, ProviderEvent, Sampling, ToolSpec};
 use futures_util::Stream;
 
 /// A stream of events answering one request.
@@ -97,8 +97,10 @@ pub struct ChatRequest {
     /// Cap on the answer's length in tokens (sent as at most
     /// [`MAX_TOKENS_CEILING`]).
     pub max_tokens: u32,
-    /// Sampling temperature; `None` leaves the provider's default.
-    pub temperature: Option<f32>,
+    /// Temperature, `top_p`, seed and stop sequences; the default leaves
+    /// the provider's own. Chat Completions sends all four; Anthropic
+    /// Messages drops the seed, and `top_p` beside a temperature.
+    pub sampling: Sampling,
 }
 
 impl ChatRequest {
@@ -110,7 +112,7 @@ impl ChatRequest {
             messages: Arc::new(messages),
             tools: Arc::from([]),
             max_tokens: DEFAULT_MAX_TOKENS,
-            temperature: None,
+            sampling: Sampling::default(),
         }
     }
 }

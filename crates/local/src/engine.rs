@@ -544,8 +544,15 @@ impl Session<'_> {
         request: &ChatRequest,
         options: &LocalOptions,
     ) -> Result<(Sampling, Option<Sampling>), LlmError> {
-        let temperature = request.temperature.unwrap_or(options.temperature);
-        let seed = options.seed();
+        let asked = &request.sampling;
+        let temperature = asked.temperature.unwrap_or(options.temperature);
+        // A request's seed, as the low 32 bits llama.cpp takes.
+        let seed = asked.seed.map_or_else(|| options.seed(), |s| s as u32);
+        if asked.top_p.is_some() || !asked.stop.is_empty() {
+            tracing::debug!(
+                "top_p and stop sequences dropped: the local model's samplers take neither"
+            );
+        }
         let build = |grammar: Option<(&str, GrammarMode)>| {
             Sampling::new(self.model, grammar, temperature, seed)
                 .map_err(|e| stream_error(format!("llama.cpp rejected the tool-call grammar: {e}")))

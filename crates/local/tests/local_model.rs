@@ -381,7 +381,7 @@ async fn a_prompt_larger_than_the_context_is_a_clear_error() {
 fn greedy(system: &str, prompt: &str, max_tokens: u32) -> ChatRequest {
     let mut r = request(vec![Message::user(prompt)], max_tokens);
     r.system = system.into();
-    r.temperature = Some(0.0);
+    r.sampling.temperature = Some(0.0);
     r
 }
 

@@ -1,5 +1,5 @@
 //! The types every part of ferroclaw speaks: conversation messages made of
-//! content blocks, tool specifications, token usage, stop reasons, the events a
+//! content blocks, tool specifications, token usage, sampling options, stop reasons, the events a
 //! provider streams ([`ProviderEvent`]) and the one event stream that flows out
 //! of the agent loop ([`AgentEvent`]).
 //!
@@ -19,8 +19,10 @@
 pub mod config_keys;
 mod event;
 mod message;
+mod sampling;
 mod usage;
 
 pub use event::{AgentEvent, ProviderEvent, StopReason, TodoItem, TodoStatus};
 pub use message::{ContentBlock, Message, ResultPart, Role, ToolCall, ToolSpec};
+pub use sampling::Sampling;
 pub use usage::Usage;

@@ -160,7 +160,7 @@ impl Agent {
             messages: Arc::new(request.messages),
             tools: Arc::from([]),
             max_tokens: self.max_tokens,
-            temperature: None,
+            sampling: Default::default(),
         });
         let mut summary = String::new();
         loop {

@@ -1,18 +1,19 @@
 //! How an [`Agent`] is made ([`AgentParts`], filled in by the runtime), what
 //! callers may read of it, and what they may change mid-session (model,
-//! permission mode, system prompt, tools, session).
+//! permission mode, system prompt, sampling, tools, session).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ferroclaw_llm::Provider;
-use ferroclaw_protocol::{Message, Usage};
+use ferroclaw_protocol::{Message, Sampling, Usage};
 use ferroclaw_tools::{JobManager, ReadLedger, Sandbox, SandboxPolicy, Tool, ToolRegistry};
 
 use super::{Agent, Compaction, Injector, Remembering, TurnHook};
 use crate::approval::Approver;
+use crate::clock;
 use crate::permission::{PermissionMode, Permissions};
-use crate::session::SessionLog;
+use crate::session::{Entry, SessionLog};
 use crate::todo::TodoList;
 
 /// Everything an agent is made of. Filled in by `ferroclaw_runtime` (the one
@@ -86,6 +87,8 @@ impl Agent {
             allowed_dirs,
             max_turns,
             max_tokens,
+            sampling: Default::default(),
+            asked_max_tokens: None,
             total_usage: Usage::default(),
             todos,
             jobs,
@@ -195,6 +198,30 @@ impl Agent {
         self.provider = provider;
         self.model = model;
         self.model_spec = model_spec;
+    }
+
+    /// Sets how the model samples its next answers, and their cap in tokens
+    /// (`None`: the configured `max_tokens`), until set again: an API
+    /// client's options for its turn. Compaction's summaries keep the
+    /// provider's defaults.
+    pub fn set_sampling(&mut self, sampling: Sampling, max_tokens: Option<u32>) {
+        self.sampling = sampling;
+        self.asked_max_tokens = max_tokens;
+    }
+
+    /// Makes the conversation go on from an earlier point, as a chat
+    /// front-end's regenerate or edit asks: the messages after the first
+    /// `keep` leave it (recorded as [`Entry::Branch`], so a session opened
+    /// again follows the branch too), and `then` comes after them.
+    pub fn branch(&mut self, keep: usize, then: Vec<Message>) {
+        let dropped = self.messages.len().saturating_sub(keep);
+        if dropped > 0 {
+            self.log(Entry::Branch { ts: clock::unix_seconds(), dropped });
+            Arc::make_mut(&mut self.messages).truncate(keep);
+        }
+        for message in then {
+            self.record(message);
+        }
     }
 
     /// Switches the permission mode (`/plan`, `exit_plan_mode`).

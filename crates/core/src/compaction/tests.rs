@@ -149,6 +149,16 @@ fn the_compacted_history_is_one_user_message_naming_the_transcript_todos_and_ide
 }
 
 #[test]
+fn a_compacted_history_is_told_from_a_message_that_only_quotes_it() {
+    let teammate = compacted_history("s", Path::new("t.jsonl"), None, Some("alice".into()));
+    let plain = compacted_history("s", Path::new("t.jsonl"), None, None);
+    assert!(is_compacted_history(&teammate[0]) && is_compacted_history(&plain[0]));
+    let quoted = Message::user(format!("why does this say {}?", plain[0].text()));
+    assert!(!is_compacted_history(&quoted));
+    assert!(!is_compacted_history(&Message::assistant(plain[0].text())));
+}
+
+#[test]
 fn the_compaction_entry_carries_the_replacement_text() {
     let h = compacted_history("S", Path::new("t.jsonl"), None, None);
     match compaction_entry(&h, 42) {

@@ -67,14 +67,15 @@ pub(super) struct Window {
     pub(super) entries: usize,
     /// The model of the last usage entry.
     pub(super) model: Option<String>,
-    /// A rewind named a checkpoint before the window (read a wider one).
+    /// A rewind named a checkpoint before the window, or a branch dropped
+    /// messages from before it (read a wider one).
     pub(super) unresolved_rewind: bool,
 }
 
 /// The conversation as entries build it: every message read, and which of
 /// them are the history now. A compaction starts the history afresh; a
-/// rewind makes it what it was at a checkpoint, so nothing is ever deleted
-/// from the file (or from here) to go back.
+/// rewind makes it what it was at a checkpoint; a branch drops its last
+/// messages. Nothing is ever deleted from the file (or from here) to go back.
 #[derive(Default)]
 struct History {
     read: Vec<Option<Message>>,
@@ -99,6 +100,14 @@ impl History {
             }
             None => false,
         }
+    }
+
+    /// Drops the last `n` messages of the history; false when it held
+    /// fewer (they began before the window: read a wider one).
+    fn drop_last(&mut self, n: usize) -> bool {
+        let held = self.current.len();
+        self.current.truncate(held.saturating_sub(n));
+        n <= held
     }
 
     fn into_messages(mut self) -> Vec<Message> {
@@ -149,6 +158,9 @@ pub(super) fn read_messages(
                         history.current.clear();
                         history.push(Message::user(summary));
                     }
+                    Entry::Branch { dropped, .. } if !history.drop_last(dropped) => {
+                        read.unresolved_rewind = true;
+                    }
                     Entry::Usage { model, .. } => read.model = Some(model),
                     Entry::Checkpoint { id, back, .. } => {
                         let before = history.current.len().saturating_sub(back);
@@ -192,4 +204,35 @@ pub fn for_each_entry(path: &Path, mut f: impl FnMut(Entry)) -> Result<Vec<usize
         }
     }
     Ok(skipped)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use ferroclaw_protocol::Message;
+
+    use crate::session::{Entry, SessionLog, SessionStore};
+
+    #[test]
+    fn a_branch_drops_the_messages_it_left_even_when_they_began_before_the_tail_read() {
+        let home = tempfile::tempdir().unwrap();
+        let mut log = SessionStore::new(home.path()).create(Path::new("/p"), "m/m").unwrap();
+        for i in 0..50 {
+            log.append_message(&Message::user(format!("question {i} {}", "x".repeat(100))))
+                .unwrap();
+            log.append_message(&Message::assistant(format!("answer {i}"))).unwrap();
+        }
+        // Back to before the last 60 messages, then on with another question.
+        log.append(&Entry::Branch { ts: 1, dropped: 60 }).unwrap();
+        log.append_message(&Message::user("another question")).unwrap();
+        let path = log.path().to_path_buf();
+        drop(log);
+        for tail in [500, 1 << 20] {
+            let messages = SessionLog::resume(&path, tail).unwrap().messages;
+            let last: Vec<String> = messages.iter().rev().take(3).map(Message::text).collect();
+            assert!(last[0] == "another question" && last[1] == "answer 19", "{tail}: {last:?}");
+            assert!(!messages.iter().any(|m| m.text() == "answer 20"), "{tail}");
+        }
+    }
 }

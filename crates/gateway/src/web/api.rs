@@ -243,30 +243,56 @@ pub(super) async fn read_image(
 /// fetches: a user's as `images` of their message (`/api/sessions/ID/images/N`,
 /// the Nth picture of session `id`), the files the agent sent to the chat
 /// with the `message` tool as a `media` item after its card (`paths`, read
-/// through `/api/files`).
+/// through `/api/files`). The messages a branch left (an API client's
+/// regenerate or edit) are not shown: the transcript is the conversation
+/// the client has.
 fn transcript(id: &str, entries: Vec<Entry>) -> Vec<Value> {
-    let mut items: Vec<Value> = Vec::new();
-    // Where each tool call's card is, to put its result in.
-    let mut cards: HashMap<String, usize> = HashMap::new();
-    // Pictures are numbered as [`History::picture`] finds them.
-    let mut pictures = 0;
+    let mut shown = Transcript::default();
     for entry in entries {
-        let Entry::Message { ts, message } = entry else { continue };
+        match entry {
+            Entry::Message { ts, message } => shown.message(id, ts, message),
+            Entry::Branch { dropped, .. } => shown.drop_last(dropped),
+            // The history starts afresh: a later branch drops only what follows.
+            Entry::Compaction { .. } => shown.starts.clear(),
+            _ => {}
+        }
+    }
+    let mut items = shown.items;
+    items.retain(|i| i["kind"] != "unsent");
+    let skip = items.len().saturating_sub(MAX_TRANSCRIPT_ITEMS);
+    items.split_off(skip)
+}
+
+/// A transcript as its entries are read.
+#[derive(Default)]
+struct Transcript {
+    items: Vec<Value>,
+    /// Where each tool call's card is, to put its result in.
+    cards: HashMap<String, usize>,
+    /// Pictures are numbered as [`History::picture`] finds them.
+    pictures: usize,
+    /// Where each message of the history since the last compaction begins.
+    starts: Vec<usize>,
+}
+
+impl Transcript {
+    fn message(&mut self, id: &str, ts: u64, message: ferroclaw_protocol::Message) {
+        self.starts.push(self.items.len());
+        let role = if message.role == Role::User { "user" } else { "assistant" };
         // The item of this message's text, which its pictures join.
         let mut said: Option<usize> = None;
         for block in message.content {
             match block {
                 ContentBlock::Text { text } if !text.trim().is_empty() => {
-                    let role = if message.role == Role::User { "user" } else { "assistant" };
-                    said = Some(items.len());
-                    items.push(json!({"kind": role, "text": text, "at": ts}));
+                    said = Some(self.items.len());
+                    self.items.push(json!({"kind": role, "text": text, "at": ts}));
                 }
                 ContentBlock::Image { media_type, .. } => {
-                    let src = format!("/api/sessions/{id}/images/{pictures}");
-                    pictures += 1;
+                    let src = format!("/api/sessions/{id}/images/{}", self.pictures);
+                    self.pictures += 1;
                     let image = json!({"src": src, "media_type": media_type});
+                    let items = &mut self.items;
                     let i = *said.get_or_insert_with(|| {
-                        let role = if message.role == Role::User { "user" } else { "assistant" };
                         items.push(json!({"kind": role, "text": "", "at": ts}));
                         items.len() - 1
                     });
@@ -276,39 +302,51 @@ fn transcript(id: &str, entries: Vec<Entry>) -> Vec<Value> {
                     }
                 }
                 ContentBlock::ToolCall(call) => {
-                    cards.insert(call.id.clone(), items.len());
+                    self.cards.insert(call.id.clone(), self.items.len());
                     let sent = sent_here(&call.name, &call.input);
-                    items.push(json!({"kind": "tool", "id": call.id, "name": call.name, "input": call.input, "at": ts}));
+                    self.items.push(json!({"kind": "tool", "id": call.id, "name": call.name, "input": call.input, "at": ts}));
                     if let Some(media) = sent {
-                        items.push(media);
+                        self.items.push(media);
                     }
                 }
                 ContentBlock::ToolResult { tool_call_id, content, is_error } => {
-                    let text: String = content
-                        .iter()
-                        .map(|p| match p {
-                            ResultPart::Text { text } => text.as_str(),
-                            ResultPart::Image { .. } => "[image]",
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    if let Some(&i) = cards.get(&tool_call_id) {
-                        items[i]["preview"] =
-                            json!(text.chars().take(MAX_PREVIEW_CHARS).collect::<String>());
-                        items[i]["is_error"] = json!(is_error);
-                        // A message that was not sent shows only as its card.
-                        if is_error && items.get(i + 1).is_some_and(|m| m["kind"] == "media") {
-                            items[i + 1]["kind"] = json!("unsent");
-                        }
-                    }
+                    self.result(&tool_call_id, &content, is_error);
                 }
                 _ => {}
             }
         }
     }
-    items.retain(|i| i["kind"] != "unsent");
-    let skip = items.len().saturating_sub(MAX_TRANSCRIPT_ITEMS);
-    items.split_off(skip)
+
+    /// Puts a tool result's preview in its call's card.
+    fn result(&mut self, call: &str, content: &[ResultPart], is_error: bool) {
+        let Some(&i) = self.cards.get(call) else { return };
+        let text: Vec<&str> = content
+            .iter()
+            .map(|p| match p {
+                ResultPart::Text { text } => text.as_str(),
+                ResultPart::Image { .. } => "[image]",
+            })
+            .collect();
+        let text = text.join("\n");
+        let items = &mut self.items;
+        items[i]["preview"] = json!(text.chars().take(MAX_PREVIEW_CHARS).collect::<String>());
+        items[i]["is_error"] = json!(is_error);
+        // A message that was not sent shows only as its card.
+        if is_error && items.get(i + 1).is_some_and(|m| m["kind"] == "media") {
+            items[i + 1]["kind"] = json!("unsent");
+        }
+    }
+
+    /// Leaves out the last `n` messages (those before the window, or a
+    /// compaction's summary, have nothing shown to leave out).
+    fn drop_last(&mut self, n: usize) {
+        let kept = self.starts.len().saturating_sub(n);
+        if let Some(&cut) = self.starts.get(kept) {
+            self.items.truncate(cut);
+            self.cards.retain(|_, i| *i < cut);
+        }
+        self.starts.truncate(kept);
+    }
 }
 
 /// What a `message` call sent to the conversation's own chat (no other
@@ -412,6 +450,26 @@ mod tests {
         assert_eq!(items[1]["is_error"], false);
         let said: Vec<u64> = items.iter().map(|i| i["at"].as_u64().unwrap()).collect();
         assert_eq!(said, [1, 2, 4], "each item says when");
+    }
+
+    #[test]
+    fn a_transcript_leaves_out_the_messages_a_branch_left() {
+        use ferroclaw_protocol::Message;
+        let lines = [
+            json!({"type": "message", "ts": 1, "message": Message::user("q1")}),
+            json!({"type": "message", "ts": 2, "message": Message::assistant("a1")}),
+            json!({"type": "message", "ts": 3, "message": Message::user("q2")}),
+            json!({"type": "message", "ts": 4, "message": Message::assistant("a2")}),
+            json!({"type": "branch", "ts": 5, "dropped": 2}),
+            json!({"type": "message", "ts": 6, "message": Message::user("q2, edited")}),
+            json!({"type": "message", "ts": 7, "message": Message::assistant("a2, again")}),
+        ];
+        let entries = lines.iter().map(|l| serde_json::from_value(l.clone()).unwrap()).collect();
+        let texts: Vec<String> = transcript("gw-web-a", entries)
+            .iter()
+            .map(|i| i["text"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(texts, ["q1", "a1", "q2, edited", "a2, again"]);
     }
 }
 

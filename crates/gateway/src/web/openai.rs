@@ -21,7 +21,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use ferroclaw_protocol::{AgentEvent, Usage};
+use ferroclaw_protocol::{AgentEvent, StopReason, Usage};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -191,28 +191,18 @@ async fn answer(app: App, request: Request<Body>) -> Result<Response, ApiError> 
     // Everything that can refuse the request does before a key is taken.
     let fetcher = app.web.image_fetcher(&gateway);
     let images = openai_media::input_images(&chat.input, fetcher).await?;
-    let conversation = match chat.user {
-        Some(_) => None,
-        None => Some(openai_media::conversation(&chat.history, fetcher).await?),
-    };
+    let turn = turn_of(&chat, model, key, fetcher).await?;
     let shape = Shape { stream: chat.stream, include_usage: chat.include_usage };
     let first = FirstRequest {
         completion_id: format!("chatcmpl-{}", fresh_id()?),
         model: chat.model.clone().unwrap_or_else(|| app.web.options.model_name.clone()),
         created: now_ms() / 1000,
     };
-    let turn = ApiTurn { system: chat.system.clone(), conversation, model, idempotency_key: key };
     let message = |first: &FirstRequest| inbound(&chat, &images, turn.clone(), first);
     let Some(key) = turn.idempotency_key.clone() else {
         return Ok(run(&app, message(&first), first, shape, None).await);
     };
     let requests = gateway.requests();
-    let unreadable = |e: idempotency::IdempotencyError| {
-        ApiError::status(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("the Idempotency-Key record cannot be read: {e}"),
-        )
-    };
     match requests.begin(&key, &idempotency::fingerprint(&body), &first).await {
         Err(e) => Err(unreadable(e)),
         Ok(Begun::New) => {
@@ -231,27 +221,70 @@ async fn answer(app: App, request: Request<Body>) -> Result<Response, ApiError> 
             if orphaned && let Err(e) = app.bus.publish(message(&first)) {
                 return Err(ApiError::status(failure_status(Failure::from(&e)), e.to_string()));
             }
-            let deadline = tokio::time::Instant::now() + RETRY_WAIT;
-            loop {
-                match requests.answer(&key).await.map_err(unreadable)? {
-                    Waited::Answered(answer) => return Ok(replay(&first, &answer, shape)),
-                    Waited::Gone => {
-                        return Err(ApiError::status(
-                            StatusCode::CONFLICT,
-                            "the first request with this Idempotency-Key failed; send it again",
-                        ));
-                    }
-                    Waited::Running if tokio::time::Instant::now() >= deadline => {
-                        return Err(ApiError::status(
-                            StatusCode::CONFLICT,
-                            "the request with this Idempotency-Key is still running; retry later",
-                        ));
-                    }
-                    Waited::Running => tokio::time::sleep(RETRY_POLL).await,
-                }
-            }
+            wait_for_first(&requests, &key, &first, shape).await
         }
     }
+}
+
+/// What the request asks of its turn. Stateless: the conversation, pictures
+/// and all. With `user`: the client's copy, which the session follows where
+/// the two part ([`crate::api_turn::branch`]).
+async fn turn_of(
+    chat: &ChatRequest,
+    model: Option<String>,
+    idempotency_key: Option<String>,
+    fetcher: &ferroclaw_tools::WebFetchTool,
+) -> Result<ApiTurn, ApiError> {
+    let (conversation, sent_history) = match chat.user {
+        Some(_) => (None, Some(openai_media::noted(&chat.history)).filter(|h| !h.is_empty())),
+        None => (Some(openai_media::conversation(&chat.history, fetcher).await?), None),
+    };
+    Ok(ApiTurn {
+        system: chat.system.clone(),
+        conversation,
+        model,
+        idempotency_key,
+        sent_history,
+        sampling: chat.sampling.clone(),
+        max_tokens: chat.max_tokens,
+    })
+}
+
+/// A retry of a request still running: its answer once there (at most
+/// [`RETRY_WAIT`] later).
+async fn wait_for_first(
+    requests: &Requests,
+    key: &str,
+    first: &FirstRequest,
+    shape: Shape,
+) -> Result<Response, ApiError> {
+    let deadline = tokio::time::Instant::now() + RETRY_WAIT;
+    loop {
+        match requests.answer(key).await.map_err(unreadable)? {
+            Waited::Answered(answer) => return Ok(replay(first, &answer, shape)),
+            Waited::Gone => {
+                return Err(ApiError::status(
+                    StatusCode::CONFLICT,
+                    "the first request with this Idempotency-Key failed; send it again",
+                ));
+            }
+            Waited::Running if tokio::time::Instant::now() >= deadline => {
+                return Err(ApiError::status(
+                    StatusCode::CONFLICT,
+                    "the request with this Idempotency-Key is still running; retry later",
+                ));
+            }
+            Waited::Running => tokio::time::sleep(RETRY_POLL).await,
+        }
+    }
+}
+
+/// 503: the Idempotency-Key record cannot be read (the store is away).
+fn unreadable(e: idempotency::IdempotencyError) -> ApiError {
+    ApiError::status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("the Idempotency-Key record cannot be read: {e}"),
+    )
 }
 
 /// A random id, unique across gateways.
@@ -332,13 +365,12 @@ async fn run(
         forget(keyed).await;
         return failure_response(failure, &answer.content);
     }
-    let mut usage = Usage::default();
+    let mut progress = Progress::default();
     while let Ok(event) = events.try_recv() {
-        if let AgentEvent::Finished { usage: u, .. } = event {
-            usage = u;
-        }
+        progress.note(&event);
     }
-    Json(chunks.completion(&answer.content, &usage)).into_response()
+    Json(chunks.completion(&answer.content, &progress.usage, progress.finish_reason()))
+        .into_response()
 }
 
 /// The answer recorded under an `Idempotency-Key`, sent again as the first
@@ -351,7 +383,7 @@ fn replay(first: &FirstRequest, answer: &RecordedAnswer, shape: Shape) -> Respon
     };
     let usage = Usage::default();
     if !shape.stream {
-        return Json(chunks.completion(&answer.content, &usage)).into_response();
+        return Json(chunks.completion(&answer.content, &usage, "stop")).into_response();
     }
     let mut events = vec![
         chunks.delta(json!({"role": "assistant", "content": ""}), None),
@@ -390,7 +422,7 @@ impl Chunks {
     }
 
     /// The whole answer, not streamed.
-    fn completion(&self, content: &str, usage: &Usage) -> Value {
+    fn completion(&self, content: &str, usage: &Usage, finish: &str) -> Value {
         json!({
             "id": self.id,
             "object": "chat.completion",
@@ -399,7 +431,7 @@ impl Chunks {
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop"
+                "finish_reason": finish
             }],
             "usage": usage_json(usage),
         })
@@ -418,15 +450,26 @@ impl Chunks {
     }
 }
 
-/// What a streamed answer has sent so far.
+/// What an answer's events told so far.
 #[derive(Default)]
 struct Progress {
     streamed: String,
     usage: Usage,
+    /// Why the last model answer ended.
+    stop: Option<StopReason>,
 }
 
 impl Progress {
-    /// Sends a text delta on; remembers the usage.
+    /// Remembers the usage and why the model stopped.
+    fn note(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::Finished { usage, .. } => self.usage = *usage,
+            AgentEvent::TurnFinished { stop_reason, .. } => self.stop = Some(stop_reason.clone()),
+            _ => {}
+        }
+    }
+
+    /// Sends a text delta on; notes the rest.
     fn take(&mut self, event: AgentEvent, chunks: &Chunks, tx: &OutQueue<Event>) {
         match event {
             AgentEvent::TextDelta { text } => {
@@ -434,10 +477,18 @@ impl Progress {
                 let bytes = text.len() + CHUNK_OVERHEAD_BYTES;
                 tx.push(chunks.delta(json!({"content": text}), None), bytes);
             }
-            AgentEvent::Finished { usage, .. } => self.usage = usage,
             // A new model round-trip after tools: what was streamed so far
             // was a preamble; keep streaming after it.
-            _ => {}
+            other => self.note(&other),
+        }
+    }
+
+    /// OpenAI's `finish_reason`: `length` when the last answer hit
+    /// `max_tokens`, else `stop`.
+    fn finish_reason(&self) -> &'static str {
+        match self.stop {
+            Some(StopReason::MaxTokens) => "length",
+            _ => "stop",
         }
     }
 }
@@ -492,7 +543,7 @@ fn streamed(
                     let bytes = answer.content.len() + CHUNK_OVERHEAD_BYTES;
                     tx.push(chunks.delta(json!({"content": answer.content}), None), bytes);
                 }
-                send(chunks.delta(json!({}), Some("stop")));
+                send(chunks.delta(json!({}), Some(progress.finish_reason())));
                 if include_usage {
                     send(chunks.usage(&progress.usage));
                 }
@@ -518,5 +569,21 @@ pub(super) fn failure_status(failure: Failure) -> StatusCode {
         Failure::Busy => StatusCode::TOO_MANY_REQUESTS,
         Failure::Closed => StatusCode::SERVICE_UNAVAILABLE,
         Failure::Failed => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_cut_by_max_tokens_finishes_with_length() {
+        let mut progress = Progress::default();
+        let finished = |stop_reason| AgentEvent::TurnFinished { turn: 1, stop_reason };
+        progress.note(&finished(StopReason::ToolUse));
+        progress.note(&finished(StopReason::EndTurn));
+        assert_eq!(progress.finish_reason(), "stop");
+        progress.note(&finished(StopReason::MaxTokens));
+        assert_eq!(progress.finish_reason(), "length");
     }
 }

@@ -10,7 +10,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use ferroclaw_protocol::{ContentBlock, Message};
 use ferroclaw_tools::{WebFetchTool, image_media_type};
 
-use super::openai_request::{ApiError, ClientMessage, Part};
+use super::openai_request::{ApiError, ClientMessage, Part, texts};
+use crate::api_turn::branch::PICTURE_NOTE;
 use crate::media::{Attachment, MAX_INBOUND_BYTES};
 
 /// The largest picture taken from a URL (as from a chat platform).
@@ -67,6 +68,25 @@ pub(super) async fn input_images(
         }
     }
     Ok(images)
+}
+
+/// The messages before the last user message as a `user` session compares
+/// them with its own ([`crate::api_turn::branch`]): their texts, each
+/// picture a note (not fetched again: the session has the ones it was
+/// sent); a message with neither is left out.
+pub(super) fn noted(history: &[ClientMessage]) -> Vec<Message> {
+    history
+        .iter()
+        .map(|message| {
+            // The texts joined as a question's are (see `ChatRequest::input_text`).
+            let text = texts(&message.parts);
+            let pictures = message.parts.iter().filter(|p| matches!(p, Part::Image { .. }));
+            let notes = pictures.map(|_| ContentBlock::text(PICTURE_NOTE));
+            let text = Some(text).filter(|t| !t.is_empty()).map(ContentBlock::text);
+            Message { role: message.role, content: text.into_iter().chain(notes).collect() }
+        })
+        .filter(|m| !m.content.is_empty())
+        .collect()
 }
 
 /// The messages before the last user message as the model gets them,

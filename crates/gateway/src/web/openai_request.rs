@@ -1,14 +1,17 @@
 //! A `POST /v1/chat/completions` body, checked and taken apart: the
 //! client's `system` (and `developer`) messages, the conversation before its
 //! last user message, that message's text and pictures, the model asked
-//! for, `stream`, `user`. What the gateway cannot honour is refused with
+//! for, `stream`, `user`, the sampling options (checked as OpenAI checks
+//! them, see [`sampling`]). What the gateway cannot honour is refused with
 //! OpenAI's error shape naming the field (`n` above 1, a `tool` message, an
 //! audio part), never dropped without a word.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use ferroclaw_protocol::Role;
+use ferroclaw_protocol::{Role, Sampling};
 use serde_json::{Value, json};
+
+mod sampling;
 
 /// An OpenAI-style error: `{"error": {"message", "type", "param", "code"}}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,6 +108,10 @@ pub(super) struct ChatRequest {
     pub history: Vec<ClientMessage>,
     /// The last user message.
     pub input: Vec<Part>,
+    /// `temperature`, `top_p`, `seed`, `stop`, checked.
+    pub sampling: Sampling,
+    /// `max_completion_tokens` (or the older `max_tokens`), at least 1.
+    pub max_tokens: Option<u32>,
 }
 
 impl ChatRequest {
@@ -131,23 +138,50 @@ pub(super) fn parse(body: &Value, header_user: Option<&str>) -> Result<ChatReque
     if !body.is_object() {
         return Err(ApiError::invalid("", "invalid_request", "the body must be a JSON object"));
     }
-    match &body["n"] {
-        Value::Null => {}
-        n if n.as_u64() == Some(1) => {}
-        n => {
-            return Err(ApiError::invalid(
-                "n",
-                "unsupported_value",
-                format!("n = {n} is not supported: the agent gives one answer per request (n = 1)"),
-            ));
-        }
-    }
+    one_answer(&body["n"])?;
     let model = match &body["model"] {
         Value::Null => None,
         Value::String(m) => Some(m.clone()),
         _ => return Err(ApiError::invalid("model", "invalid_type", "model must be a string")),
     };
-    let Some(list) = body["messages"].as_array().filter(|l| !l.is_empty()) else {
+    let (sampling, max_tokens) = sampling::options(body)?;
+    let (system, mut history) = conversation(&body["messages"])?;
+    let input = last_question(&mut history, &body["messages"])?;
+    let user = body["user"]
+        .as_str()
+        .or(header_user)
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(str::to_string);
+    Ok(ChatRequest {
+        model,
+        stream: body["stream"].as_bool().unwrap_or(false),
+        include_usage: body["stream_options"]["include_usage"].as_bool().unwrap_or(false),
+        user,
+        system,
+        history,
+        input,
+        sampling,
+        max_tokens,
+    })
+}
+
+/// Refuses `n` above 1: the agent gives one answer per request.
+fn one_answer(n: &Value) -> Result<(), ApiError> {
+    if n.is_null() || n.as_u64() == Some(1) {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        "n",
+        "unsupported_value",
+        format!("n = {n} is not supported: the agent gives one answer per request (n = 1)"),
+    ))
+}
+
+/// The `system` and `developer` messages (joined; `None` when blank), and
+/// the user and assistant messages in order.
+fn conversation(messages: &Value) -> Result<(Option<String>, Vec<ClientMessage>), ApiError> {
+    let Some(list) = messages.as_array().filter(|l| !l.is_empty()) else {
         return Err(ApiError::invalid(
             "messages",
             "invalid_value",
@@ -182,6 +216,16 @@ pub(super) fn parse(body: &Value, header_user: Option<&str>) -> Result<ChatReque
             }
         }
     }
+    let system = Some(system.join("\n\n")).filter(|s| !s.trim().is_empty());
+    Ok((system, conversation))
+}
+
+/// Takes the last message off `conversation`: it must be the user's, with
+/// text or a picture (`messages` is the request's list, for the error).
+fn last_question(
+    conversation: &mut Vec<ClientMessage>,
+    messages: &Value,
+) -> Result<Vec<Part>, ApiError> {
     let input = match conversation.pop() {
         Some(last) if last.role == Role::User => last.parts,
         _ => {
@@ -193,28 +237,14 @@ pub(super) fn parse(body: &Value, header_user: Option<&str>) -> Result<ChatReque
         }
     };
     if input_is_empty(&input) {
+        let last = messages.as_array().map_or(0, Vec::len).saturating_sub(1);
         return Err(ApiError::invalid(
-            format!("messages[{}].content", list.len() - 1),
+            format!("messages[{last}].content"),
             "invalid_value",
             "the last user message has neither text nor a picture",
         ));
     }
-    let user = body["user"]
-        .as_str()
-        .or(header_user)
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
-        .map(str::to_string);
-    let system = Some(system.join("\n\n")).filter(|s| !s.trim().is_empty());
-    Ok(ChatRequest {
-        model,
-        stream: body["stream"].as_bool().unwrap_or(false),
-        include_usage: body["stream_options"]["include_usage"].as_bool().unwrap_or(false),
-        user,
-        system,
-        history: conversation,
-        input,
-    })
+    Ok(input)
 }
 
 fn input_is_empty(parts: &[Part]) -> bool {

@@ -7,7 +7,7 @@
 //! the last message carry `cache_control` breakpoints (3 of the 4 allowed), so
 //! each turn of an agent loop reads the previous turn's prefix from cache.
 
-use ferroclaw_protocol::{ContentBlock, Message, ResultPart, Role, ToolSpec};
+use ferroclaw_protocol::{ContentBlock, Message, ResultPart, Role, Sampling, ToolSpec};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
@@ -44,12 +44,36 @@ impl Serialize for Body<'_> {
         if !req.tools.is_empty() {
             map.serialize_entry("tools", &Tools(&req.tools))?;
         }
-        if let Some(t) = req.temperature {
+        let sampling = sent_sampling(&req.sampling);
+        if let Some(t) = sampling.temperature {
             map.serialize_entry("temperature", &t)?;
+        }
+        if let Some(p) = sampling.top_p {
+            map.serialize_entry("top_p", &p)?;
+        }
+        if !sampling.stop.is_empty() {
+            map.serialize_entry("stop_sequences", &sampling.stop)?;
         }
         map.serialize_entry("stream", &self.stream)?;
         map.end()
     }
+}
+
+/// What the Messages API gets of a request's sampling options: no seed (it
+/// has none), and no `top_p` beside a temperature (its newer models refuse
+/// the two together; the temperature is kept). Each one left out is logged
+/// at debug level, never sent to be refused.
+fn sent_sampling(asked: &Sampling) -> Sampling {
+    let mut sent = asked.clone();
+    if let Some(seed) = sent.seed.take() {
+        tracing::debug!(seed, "seed not sent: the Anthropic Messages API has none");
+    }
+    if sent.temperature.is_some()
+        && let Some(top_p) = sent.top_p.take()
+    {
+        tracing::debug!(top_p, "top_p not sent beside temperature: Anthropic models take one");
+    }
+    sent
 }
 
 struct System<'a>(&'a str);

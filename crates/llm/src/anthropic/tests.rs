@@ -22,7 +22,7 @@ fn system_prompt_last_tool_and_last_block_carry_cache_breakpoints() {
     let mut req = ChatRequest::new("claude-x", vec![Message::user("hi")]);
     req.system = "be brief".into();
     req.tools = vec![spec("read"), spec("edit")].into();
-    req.temperature = Some(0.5);
+    req.sampling.temperature = Some(0.5);
     let body = request_body(&req, true);
     assert_eq!(
         body["system"],
@@ -43,7 +43,25 @@ fn an_empty_system_prompt_and_no_tools_are_left_out() {
     assert_eq!(body.get("system"), None);
     assert_eq!(body.get("tools"), None);
     assert_eq!(body.get("temperature"), None);
+    assert_eq!(body.get("stop_sequences"), None);
     assert_eq!(body["stream"], json!(false));
+}
+
+#[test]
+fn sampling_options_go_out_as_anthropic_names_them_and_the_seed_is_dropped() {
+    let mut req = ChatRequest::new("m", vec![Message::user("hi")]);
+    req.sampling = ferroclaw_protocol::Sampling {
+        temperature: Some(0.25),
+        top_p: Some(0.5),
+        seed: Some(42),
+        stop: vec!["END".into(), "\n\n".into()],
+    };
+    let body = request_body(&req, false);
+    assert_eq!(body["temperature"], json!(0.25));
+    assert_eq!(body["stop_sequences"], json!(["END", "\n\n"]));
+    assert_eq!((body.get("seed"), body.get("top_p")), (None, None), "{body}");
+    req.sampling.temperature = None;
+    assert_eq!(request_body(&req, false)["top_p"], json!(0.5));
 }
 
 #[test]

@@ -39,8 +39,18 @@ impl Serialize for Body<'_> {
             map.serialize_entry("tools", &Tools(&req.tools))?;
         }
         map.serialize_entry(self.max_tokens_field, &req.max_tokens)?;
-        if let Some(t) = req.temperature {
+        let sampling = &req.sampling;
+        if let Some(t) = sampling.temperature {
             map.serialize_entry("temperature", &t)?;
+        }
+        if let Some(p) = sampling.top_p {
+            map.serialize_entry("top_p", &p)?;
+        }
+        if let Some(seed) = sampling.seed {
+            map.serialize_entry("seed", &seed)?;
+        }
+        if !sampling.stop.is_empty() {
+            map.serialize_entry("stop", &sampling.stop)?;
         }
         map.serialize_entry("stream", &self.stream)?;
         if self.stream {

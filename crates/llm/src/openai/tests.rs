@@ -365,7 +365,7 @@ fn a_whole_turn_is_written_as_the_wire_expects_with_text_escaped() {
         ],
     );
     req.system = "sys".into();
-    req.temperature = Some(0.5);
+    req.sampling.temperature = Some(0.5);
     let body = request_body(&req, false, "max_tokens");
     assert_eq!(
         body,
@@ -411,4 +411,22 @@ async fn unknown_fields_and_content_parts_are_tolerated() {
         json!({"choices": [{"delta": {"content": "ok", "annotations": []}, "finish_reason": "stop"}]}),
     ]);
     assert_eq!(decode(&body).await, vec![text("ok"), ProviderEvent::Stop(StopReason::EndTurn)]);
+}
+
+#[test]
+fn sampling_options_go_out_under_their_chat_completions_names() {
+    let mut req = ChatRequest::new("m", vec![Message::user("hi")]);
+    req.sampling = ferroclaw_protocol::Sampling {
+        temperature: Some(0.25),
+        top_p: Some(0.5),
+        seed: Some(42),
+        stop: vec!["END".into()],
+    };
+    let body = request_body(&req, false, "max_tokens");
+    assert_eq!(
+        (&body["temperature"], &body["top_p"], &body["seed"], &body["stop"]),
+        (&json!(0.25), &json!(0.5), &json!(42), &json!(["END"]))
+    );
+    let plain = request_body(&ChatRequest::new("m", vec![]), false, "max_tokens");
+    assert!(["temperature", "top_p", "seed", "stop"].iter().all(|k| plain.get(k).is_none()));
 }
