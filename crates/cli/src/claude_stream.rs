@@ -231,10 +231,10 @@ pub(crate) async fn write(
                 }));
             }
             AgentEvent::Finished { session_id, .. } if session_id.is_empty() => {
-                if let Some(result) = results.as_mut() {
-                    if let Some(lines) = result.recv().await {
-                        lines().into_iter().for_each(&mut line);
-                    }
+                if let Some(result) = results.as_mut()
+                    && let Some(lines) = result.recv().await
+                {
+                    lines().into_iter().for_each(&mut line);
                 }
             }
             _ => {}

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -242,7 +242,7 @@ impl SdkApprover {
 }
 
 /// What the SDK's answer means for the call (`input`: as the SDK was shown it).
-fn verdict(answer: &Value, ours: &str, call: &ToolCall, shown: &Value, ws: &PathBuf) -> Approval {
+fn verdict(answer: &Value, ours: &str, call: &ToolCall, shown: &Value, ws: &Path) -> Approval {
     match answer["behavior"].as_str() {
         Some("allow") => match answer.get("updatedInput") {
             Some(updated) if updated != shown => {

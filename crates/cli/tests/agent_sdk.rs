@@ -106,7 +106,7 @@ fn query_with_a_prompt_string_gets_the_answer_and_a_successful_result() {
         (&results[0]["subtype"], &results[0]["result"]),
         (&json!("success"), &json!("hi from ferroclaw"))
     );
-    assert_eq!(env.request_body(0).to_string().contains("say hi"), true);
+    assert!(env.request_body(0).to_string().contains("say hi"), "the prompt reached the model");
 }
 
 #[test]
