@@ -97,6 +97,8 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         && cli.output_format == OutputFormat::StreamJson
         && cli.stream_format() == StreamFormat::Claude;
     let (results, queued) = unbounded_channel::<crate::claude_stream::TurnResult>();
+    // The refusals and extra calls the results written so far told of.
+    let told = Arc::new(Mutex::new((0usize, 0u32)));
     let consumer = match (cli.output_format, cli.stream_format()) {
         (OutputFormat::Text, _) => tokio::spawn(render(
             consumed,
@@ -141,8 +143,6 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             }
         };
         let turn_started = Instant::now();
-        let before =
-            (denials.lock().unwrap_or_else(PoisonError::into_inner).len(), extra.load(SeqCst));
         let turn_cancel = control.as_ref().map_or_else(|| cancel.clone(), |c| c.start_turn());
         let report = match runtime.turn(&prompt.text, InputRules::PROMPT) {
             Turn::Command { command, args } => {
@@ -159,13 +159,19 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
             control.end_turn(&cancel);
         }
         if per_turn {
-            let (denials, extra) = (denials.clone(), extra.clone());
+            let (denials, extra, told) = (denials.clone(), extra.clone(), told.clone());
             let (report, session_id) = (report.clone(), agent.session().meta().id.clone());
             let (model, ws) = (agent.model_spec().to_string(), agent.workspace().to_path_buf());
+            // Run by the writer at the turn's end, when the tee has seen
+            // every event of it: this turn's refusals and calls are those
+            // counted since the last result.
             let _ = results.send(Box::new(move || {
                 let denied = denials.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut told = told.lock().unwrap_or_else(PoisonError::into_inner);
+                let now = (denied.len(), extra.load(SeqCst));
+                let before = std::mem::replace(&mut *told, now);
                 let denied = denied.get(before.0..).unwrap_or_default();
-                let turns = report.num_turns + extra.load(SeqCst).saturating_sub(before.1);
+                let turns = report.num_turns + now.1.saturating_sub(before.1);
                 let mut lines = Vec::new();
                 if report.outcome == Outcome::Blocked {
                     lines.push(crate::claude_stream::prompt_blocked(&report.text, &session_id));

@@ -109,11 +109,16 @@ fn query_with_a_prompt_string_gets_the_answer_and_a_successful_result() {
     assert!(env.request_body(0).to_string().contains("say hi"), "the prompt reached the model");
 }
 
+/// Between the turns the program switches the permission mode: the second
+/// turn's edit, which nobody could approve in the default mode, runs.
 #[test]
 fn a_streaming_input_prompt_runs_each_user_message_as_a_turn_of_one_conversation() {
     let Some(sdk) = sdk_dir() else { return };
-    let script: Vec<Step> =
-        vec![Turn::text("first answer").into(), Turn::text("second answer").into()];
+    let script: Vec<Step> = vec![
+        Turn::text("first answer").into(),
+        Turn::tool("write", json!({"path": "note.txt", "content": "noted"})).into(),
+        Turn::text("second answer").into(),
+    ];
     let env = Env::new(Wire::Anthropic, script);
     let seen = drive(&sdk, &env, "turns");
     assert_eq!(seen.answers(), ["first answer", "second answer"]);
@@ -121,6 +126,8 @@ fn a_streaming_input_prompt_runs_each_user_message_as_a_turn_of_one_conversation
     assert_eq!(results, [&json!("first answer"), &json!("second answer")], "a result per turn");
     let second = env.request_body(1).to_string();
     assert!(second.contains("first question") && second.contains("second question"), "{second}");
+    assert_eq!(seen.notes("mode").len(), 1, "{:?}", seen.lines);
+    assert_eq!(std::fs::read_to_string(env.ws().join("note.txt")).unwrap(), "noted");
 }
 
 #[test]

@@ -4,7 +4,7 @@
 // for what the program's callbacks saw. Scenarios:
 //   prompt     query() with a prompt string
 //   turns      a streaming-input prompt: two user messages, the second sent
-//              after the first turn's result
+//              after the first turn's result and setPermissionMode("acceptEdits")
 //   can-use    canUseTool: allows a Write to allowed.txt, denies the rest
 //   interrupt  canUseTool allows everything; interrupt() once a Bash call shows
 const [sdkDir, executable, cwd, scenario] = process.argv.slice(2);
@@ -19,6 +19,7 @@ if (scenario === "turns") {
   prompt = (async function* () {
     yield { type: "user", message: { role: "user", content: "first question" }, parent_tool_use_id: null };
     await turnOver;
+    say({ sdk: "mode", answer: await q.setPermissionMode("acceptEdits") });
     yield { type: "user", message: { role: "user", content: "second question" }, parent_tool_use_id: null };
   })();
 }
