@@ -30,8 +30,15 @@ pub(crate) struct Cli {
 
     /// Event schema of `--output-format stream-json`: ferroclaw's own events,
     /// or Claude Code's (system/init, assistant, user, result) for tools built on it.
-    #[arg(long, value_enum, default_value_t = StreamFormat::Ferroclaw)]
-    pub stream_format: StreamFormat,
+    /// Default: ferroclaw's, or Claude Code's with `--input-format stream-json`.
+    #[arg(long, value_enum)]
+    pub stream_format: Option<StreamFormat>,
+
+    /// Who answers permission prompts: `stdio` sends each one to the program
+    /// on stdin/stdout as a `can_use_tool` control request (the Agent SDK's
+    /// `canUseTool`); needs `--input-format stream-json`.
+    #[arg(long, value_name = "TOOL")]
+    pub permission_prompt_tool: Option<String>,
 
     /// Model as PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-5, openai/gpt-5, ollama/qwen3;
     /// or an alias: sonnet, opus, haiku, gpt-5, gpt-5-mini, o3.
@@ -154,6 +161,16 @@ impl Cli {
             }
         }
         first.unwrap_or_else(|e| e.exit())
+    }
+
+    /// The event schema in force: as given, else Claude Code's when stdin
+    /// speaks Claude Code's stream-json (the Agent SDK reads only that).
+    pub(crate) fn stream_format(&self) -> StreamFormat {
+        match (self.stream_format, self.input_format) {
+            (Some(format), _) => format,
+            (None, InputFormat::StreamJson) => StreamFormat::Claude,
+            (None, InputFormat::Text) => StreamFormat::Ferroclaw,
+        }
     }
 
     /// Allow and deny rules given with `--allowedTools` / `--disallowedTools`.

@@ -89,8 +89,31 @@ pub(crate) fn init(agent: &Agent, config: &Config) -> Init {
     Init { event, session_id, model, workspace: agent.workspace().to_path_buf() }
 }
 
+/// The lines that end one turn (its `result`), made when the writer gets
+/// there: by then every event of the turn has passed, refusals included.
+pub(crate) type TurnResult = Box<dyn FnOnce() -> Vec<Value> + Send>;
+
+/// The event a caller sends after a turn whose [`TurnResult`] it queued:
+/// a `Finished` without a session id, which the agent never sends.
+pub(crate) fn turn_end_marker() -> AgentEvent {
+    AgentEvent::Finished {
+        result: String::new(),
+        session_id: String::new(),
+        num_turns: 0,
+        usage: Usage::default(),
+        is_error: false,
+    }
+}
+
 /// Writes the run's events in Claude Code's schema until the channel closes.
-pub(crate) async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log: Arc<ToolLog>) {
+/// With `results` (stream-json input, a result per turn), each
+/// [`turn_end_marker`] writes the next queued result there.
+pub(crate) async fn write(
+    mut rx: UnboundedReceiver<AgentEvent>,
+    init: Init,
+    log: Arc<ToolLog>,
+    mut results: Option<UnboundedReceiver<TurnResult>>,
+) {
     let mut out = std::io::stdout();
     let mut line = |value: Value| {
         let _ = writeln!(out, "{value}");
@@ -123,8 +146,9 @@ pub(crate) async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log
     };
     while let Some(event) = rx.recv().await {
         match event {
-            AgentEvent::TurnStarted { turn: t } => {
-                turn = t;
+            // Numbered across the run's requests: one id per model answer.
+            AgentEvent::TurnStarted { .. } => {
+                turn += 1;
                 text.clear();
             }
             AgentEvent::TextDelta { text: delta } => text.push_str(&delta),
@@ -205,6 +229,13 @@ pub(crate) async fn write(mut rx: UnboundedReceiver<AgentEvent>, init: Init, log
                     "uuid": uuid(),
                     "tool_use_result": tool_use_result,
                 }));
+            }
+            AgentEvent::Finished { session_id, .. } if session_id.is_empty() => {
+                if let Some(result) = results.as_mut()
+                    && let Some(lines) = result.recv().await
+                {
+                    lines().into_iter().for_each(&mut line);
+                }
             }
             _ => {}
         }

@@ -44,6 +44,7 @@ mod setup;
 mod skills_cmd;
 mod skills_learn;
 mod status_cmd;
+mod stream_control;
 mod stream_input;
 mod style;
 mod tasks_cmd;
@@ -90,7 +91,8 @@ fn main() {
             let message = model_alias::explain(&e);
             eprintln!("ferroclaw: {message}");
             // A program reading `-p --output-format json` still gets its JSON.
-            if cli.print && cli.command.is_none() {
+            let one_shot = cli.print || cli.input_format == args::InputFormat::StreamJson;
+            if one_shot && cli.command.is_none() {
                 oneshot::print_setup_error(&cli, &message);
             }
             exit::USAGE
@@ -136,7 +138,8 @@ async fn run_command(cli: &Cli) -> Result<i32, SetupError> {
         }
         Some(Command::Rewind(args)) => rewind_cmd::run(cli, args).await,
         Some(Command::Trust { list, revoke }) => trust_cmd::run(cli, *list, *revoke),
-        None if cli.print => {
+        // The Agent SDK starts Claude Code without -p: stream-json on stdin is one-shot mode.
+        None if cli.print || cli.input_format == args::InputFormat::StreamJson => {
             let config = setup::load_config(cli)?;
             setup::check_model(&config)?;
             trust_cmd::warn_ignored(&config);

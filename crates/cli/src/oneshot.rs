@@ -5,6 +5,7 @@
 //! with the flag that would allow them, and in the JSON result.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -32,30 +33,73 @@ pub(crate) struct Denial {
     pub reason: String,
 }
 
-/// Runs one request; returns the process exit code.
+/// Where the prompts come from: the argument (and piped stdin), or stdin's
+/// stream-json, read while the turns run.
+enum Prompts {
+    One(Option<Prompt>),
+    Stream(UnboundedReceiver<Result<String, String>>),
+}
+
+impl Prompts {
+    async fn next(&mut self) -> Option<Result<Prompt, String>> {
+        match self {
+            Prompts::One(prompt) => prompt.take().map(Ok),
+            Prompts::Stream(rx) => rx.recv().await.map(|p| p.map(Prompt::typed)),
+        }
+    }
+}
+
+/// Runs one request (or, with stream-json input, each prompt as it comes);
+/// returns the process exit code.
 pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     let started = Instant::now();
-    let prompts = match cli.input_format {
-        InputFormat::Text => vec![prompt(cli)?],
-        InputFormat::StreamJson => crate::stream_input::prompts(std::io::stdin().lock())
-            .map_err(SetupError::Other)?
-            .into_iter()
-            .map(Prompt::typed)
-            .collect(),
+    let streaming = cli.input_format == InputFormat::StreamJson;
+    let mut prompts = match streaming {
+        false => Prompts::One(Some(prompt(cli)?)),
+        true => Prompts::One(None), // the reader starts once the agent is open
     };
+    let cancel = CancellationToken::new();
+    let control = streaming.then(|| crate::stream_control::Control::new(&cancel));
     let runtime = Runtime::load(config.clone(), Default::default()).await?;
     let resume = crate::setup::resume_from_cli(cli);
-    let opened = runtime.open(resume, Arc::new(NoOneToAsk), crate::setup::session_options(cli))?;
+    let approver: Arc<dyn ferroclaw_core::Approver> = match (
+        cli.permission_prompt_tool.as_deref(),
+        &control,
+    ) {
+        (None, _) => Arc::new(NoOneToAsk),
+        (Some(crate::stream_control::STDIO_PROMPTS), Some(control)) => Arc::new(
+            crate::stream_control::SdkApprover::new(control.clone(), config.workspace.clone()),
+        ),
+        (Some(tool), _) => {
+            return Err(SetupError::Other(format!(
+                "--permission-prompt-tool {tool}: only `stdio` (with --input-format stream-json) is supported"
+            )));
+        }
+    };
+    let opened = runtime.open(resume, approver, crate::setup::session_options(cli))?;
     let mut agent = opened.agent;
     let team = crate::team::attach(&runtime, &mut agent)?;
+    if let Some(control) = &control {
+        let answer = crate::stream_control::initialize_answer(&agent, &runtime.custom_commands());
+        control.ready(answer, agent.permissions().clone());
+        prompts = Prompts::Stream(crate::stream_input::spawn_reader(control.clone()));
+    }
     let log = Arc::new(ToolLog::default());
     agent.map_tools(|tools| tool_log::observe(tools, &log));
     let (tx, rx) = unbounded_channel();
     let (forward, consumed) = unbounded_channel();
     let denials = Arc::new(Mutex::new(Vec::new()));
-    let tee = tokio::spawn(collect_denials(rx, forward, denials.clone()));
+    let extra = Arc::new(AtomicU32::new(0));
+    let tee = tokio::spawn(collect_denials(rx, forward, denials.clone(), extra.clone()));
     let status = std::io::stderr().is_terminal();
-    let consumer = match (cli.output_format, cli.stream_format) {
+    // With stream-json input, Claude's stream has a result per turn.
+    let per_turn = streaming
+        && cli.output_format == OutputFormat::StreamJson
+        && cli.stream_format() == StreamFormat::Claude;
+    let (results, queued) = unbounded_channel::<crate::claude_stream::TurnResult>();
+    // The refusals and extra calls the results written so far told of.
+    let told = Arc::new(Mutex::new((0usize, 0u32)));
+    let consumer = match (cli.output_format, cli.stream_format()) {
         (OutputFormat::Text, _) => tokio::spawn(render(
             consumed,
             agent.model_spec().to_string(),
@@ -72,7 +116,8 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         (OutputFormat::StreamJson, StreamFormat::Ferroclaw) => tokio::spawn(json_lines(consumed)),
         (OutputFormat::StreamJson, StreamFormat::Claude) => {
             let init = crate::claude_stream::init(&agent, &config);
-            tokio::spawn(crate::claude_stream::write(consumed, init, log.clone()))
+            let queued = per_turn.then_some(queued);
+            tokio::spawn(crate::claude_stream::write(consumed, init, log.clone(), queued))
         }
         (OutputFormat::Json, _) => tokio::spawn(drain(consumed)),
     };
@@ -81,7 +126,6 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         model: agent.model_spec().to_string(),
         resumed: opened.resumed,
     });
-    let cancel = CancellationToken::new();
     crate::interrupt::watch(cancel.clone());
     if let Some(team) = &team {
         team.set_events(Some(tx.clone()));
@@ -89,19 +133,58 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     // `-p "/name ARGS"` runs a custom command, as typed in the REPL.
     // Several prompts (stream-json input) run one after another, as turns.
     let mut total: Option<Report> = None;
-    for prompt in &prompts {
+    while let Some(prompt) = prompts.next().await {
+        let prompt = match prompt {
+            Ok(prompt) => prompt,
+            Err(e) if total.is_none() => return Err(SetupError::Other(e)),
+            Err(e) => {
+                eprintln!("ferroclaw: {e}");
+                break;
+            }
+        };
+        let turn_started = Instant::now();
+        let turn_cancel = control.as_ref().map_or_else(|| cancel.clone(), |c| c.start_turn());
         let report = match runtime.turn(&prompt.text, InputRules::PROMPT) {
             Turn::Command { command, args } => {
                 let message = crate::attach::user_message;
-                runtime.run_command(&mut agent, &command, args, message, &tx, &cancel).await
+                runtime.run_command(&mut agent, &command, args, message, &tx, &turn_cancel).await
             }
             Turn::Shell(_) | Turn::Message { .. } => {
                 crate::attach::warn_missing_files(&prompt.typed, agent.workspace());
                 let message = prompt.message(agent.workspace());
-                agent.run(message, &tx, &cancel).await
+                agent.run(message, &tx, &turn_cancel).await
             }
         };
-        let stop = report.is_error();
+        if let Some(control) = &control {
+            control.end_turn(&cancel);
+        }
+        if per_turn {
+            let (denials, extra, told) = (denials.clone(), extra.clone(), told.clone());
+            let (report, session_id) = (report.clone(), agent.session().meta().id.clone());
+            let (model, ws) = (agent.model_spec().to_string(), agent.workspace().to_path_buf());
+            // Run by the writer at the turn's end, when the tee has seen
+            // every event of it: this turn's refusals and calls are those
+            // counted since the last result.
+            let _ = results.send(Box::new(move || {
+                let denied = denials.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut told = told.lock().unwrap_or_else(PoisonError::into_inner);
+                let now = (denied.len(), extra.load(SeqCst));
+                let before = std::mem::replace(&mut *told, now);
+                let denied = denied.get(before.0..).unwrap_or_default();
+                let turns = report.num_turns + now.1.saturating_sub(before.1);
+                let mut lines = Vec::new();
+                if report.outcome == Outcome::Blocked {
+                    lines.push(crate::claude_stream::prompt_blocked(&report.text, &session_id));
+                }
+                let result = crate::claude_stream::result;
+                lines.push(result(&report, turns, &session_id, &model, denied, turn_started, &ws));
+                lines
+            }));
+            let _ = tx.send(crate::claude_stream::turn_end_marker());
+        }
+        // One prompt's failure ends a run of several, except when a program
+        // drives it (stream-json input): it decides; Ctrl-C ends it anyway.
+        let stop = (report.is_error() && !streaming) || cancel.is_cancelled();
         total = Some(match total {
             None => report,
             Some(before) => {
@@ -115,7 +198,9 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         }
     }
     let Some(report) = total else {
-        return Err(SetupError::Other("no prompt: stdin had no user message".into()));
+        return Err(SetupError::Other(
+            "--input-format stream-json: stdin had no user message with text".into(),
+        ));
     };
     // A one-shot lead answers its teammates' plans and waits for those
     // still working; idle ones are shut down.
@@ -130,7 +215,8 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     runtime.shutdown().await;
     agent.finish().await;
     drop(tx);
-    let extra_calls = tee.await.unwrap_or(0);
+    let _ = tee.await;
+    let extra_calls = extra.load(SeqCst);
     let _ = consumer.await;
     let denials = std::mem::take(&mut *denials.lock().unwrap_or_else(PoisonError::into_inner));
     explain_denials(&denials, &agent, &config.home);
@@ -158,7 +244,9 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
         OutputFormat::Json => {
             let _ = writeln!(stdout, "{}", result());
         }
-        OutputFormat::StreamJson if cli.stream_format == StreamFormat::Claude => {
+        // With stream-json input each turn's result is out already.
+        OutputFormat::StreamJson if per_turn => {}
+        OutputFormat::StreamJson if cli.stream_format() == StreamFormat::Claude => {
             if blocked {
                 let note = crate::claude_stream::prompt_blocked(&report.text, &session_id);
                 let _ = writeln!(stdout, "{note}");
@@ -171,6 +259,8 @@ pub(crate) async fn run(cli: &Cli, config: Config) -> Result<i32, SetupError> {
     Ok(match report.outcome {
         // Claude Code's `-p` ends a prompt a hook blocked with success.
         Outcome::Answered | Outcome::Blocked => exit::OK,
+        // The program that drives the run stopped that turn (interrupt).
+        Outcome::Cancelled if streaming && !cancel.is_cancelled() => exit::OK,
         Outcome::Cancelled => exit::INTERRUPTED,
         Outcome::MaxTurns | Outcome::Failed(_) => exit::FAILED,
     })
@@ -217,14 +307,15 @@ fn swallowed_prompt_hint(cli: &Cli) -> String {
     )
 }
 
-/// Passes every event on, keeping the refusals.
-/// Returns how many tool calls came beyond the first of their answer.
+/// Passes every event on, keeping the refusals, and counting in `extra`
+/// the tool calls that came beyond the first of their answer.
 async fn collect_denials(
     mut rx: UnboundedReceiver<AgentEvent>,
     forward: UnboundedSender<AgentEvent>,
     denials: Arc<Mutex<Vec<Denial>>>,
-) -> u32 {
-    let (mut in_turn, mut extra) = (0u32, 0u32);
+    extra: Arc<AtomicU32>,
+) {
+    let mut in_turn = 0u32;
     while let Some(event) = rx.recv().await {
         // A sub-agent's refusals are the run's too (Claude Code lists them).
         let own = match &event {
@@ -242,14 +333,13 @@ async fn collect_denials(
         match &event {
             AgentEvent::TurnStarted { .. } => in_turn = 0,
             AgentEvent::ToolCallStarted { .. } => {
-                extra += u32::from(in_turn > 0);
+                extra.fetch_add(u32::from(in_turn > 0), SeqCst);
                 in_turn += 1;
             }
             _ => {}
         }
         let _ = forward.send(event);
     }
-    extra
 }
 
 /// Says on stderr which calls were refused and how to allow them.
@@ -322,7 +412,7 @@ pub(crate) fn allow_rules(workspace: &std::path::Path, tool: &str, input: &Value
 /// object that ends a normal run (the result, or the `finished` event of
 /// ferroclaw's stream), marked `is_error`, with `message` as its result.
 pub(crate) fn print_setup_error(cli: &Cli, message: &str) {
-    let line = match (cli.output_format, cli.stream_format) {
+    let line = match (cli.output_format, cli.stream_format()) {
         (OutputFormat::Text, _) => return,
         (OutputFormat::StreamJson, StreamFormat::Ferroclaw) => json!(AgentEvent::Finished {
             result: message.to_string(),

@@ -7,6 +7,7 @@ mod common;
 mod gateway_support;
 
 mod acp;
+mod agent_sdk;
 mod children;
 mod claude_diff;
 mod code_graph;

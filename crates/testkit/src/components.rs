@@ -38,6 +38,9 @@ pub enum Component {
     /// The pinned Claude Code (npm `@anthropic-ai/claude-code`), in
     /// `$FERROCLAW_CLAUDE_CODE_DIR` or `~/.cache/ferroclaw-claude-code`.
     ClaudeCode,
+    /// The pinned Claude Agent SDK (npm `@anthropic-ai/claude-agent-sdk`), in
+    /// `$FERROCLAW_AGENT_SDK_DIR` or `~/.cache/ferroclaw-agent-sdk`.
+    AgentSdk,
     /// SmolLM2-135M (GGUF), at `$FERROCLAW_TEST_GGUF` or
     /// `~/.cache/ferroclaw-models/SmolLM2-135M-Instruct.Q4_1.gguf`.
     TestModel,
@@ -57,6 +60,7 @@ impl Component {
         match self {
             Component::McpServers => "mcp-servers",
             Component::ClaudeCode => "claude-code",
+            Component::AgentSdk => "agent-sdk",
             Component::TestModel => "model",
             Component::Chromium => "chromium",
             Component::Postgres => "postgres",
@@ -137,6 +141,13 @@ pub fn mcp_server(bin: &str) -> Result<PathBuf, String> {
 pub fn claude_code_dir() -> Result<PathBuf, String> {
     let dir = dir_from("FERROCLAW_CLAUDE_CODE_DIR", || cache_dir("ferroclaw-claude-code"));
     existing(dir.join("node_modules/.bin/claude"), "FERROCLAW_CLAUDE_CODE_DIR").map(|_| dir)
+}
+
+/// The folder the Claude Agent SDK is installed in (its `node_modules/` inside).
+pub fn agent_sdk_dir() -> Result<PathBuf, String> {
+    let dir = dir_from("FERROCLAW_AGENT_SDK_DIR", || cache_dir("ferroclaw-agent-sdk"));
+    let package = dir.join("node_modules/@anthropic-ai/claude-agent-sdk/package.json");
+    existing(package, "FERROCLAW_AGENT_SDK_DIR").map(|_| dir)
 }
 
 /// The test model's GGUF file.
