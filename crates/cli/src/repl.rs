@@ -391,6 +391,7 @@ async fn shell_command(agent: &mut Agent, repl: &mut Repl, command: &str) {
         sandbox: agent.sandbox().clone(),
         reads: Default::default(),
         children: agent.children(),
+        open_rules: Default::default(),
     };
     let started = std::time::Instant::now();
     let output = bash.execute(input, &ctx).await;

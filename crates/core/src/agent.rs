@@ -507,6 +507,7 @@ impl Agent {
             sandbox: self.sandbox.clone(),
             reads: self.reads.clone(),
             children: self.children(),
+            open_rules: ferroclaw_tools::OpenRules::default(),
         };
         let cap = ferroclaw_tools::result_cap_chars(self.compaction.context_window);
         let mut results = Vec::with_capacity(calls.len());
@@ -540,8 +541,15 @@ impl Agent {
                     self.hook_file_before(self.tool_name(&call.name), &input.1)
                 })
                 .collect();
+            let permissions = &self.permissions;
             let runs = batch.iter().zip(checked).map(|(call, checked)| {
-                let ctx = ToolContext { call_id: call.id.clone(), ..ctx.clone() };
+                // The tool's opens answer to the deny rules again, on the
+                // path they open: the path decided above may be a link by now.
+                let open_rules = match &checked {
+                    Ok((tool, _)) => permissions.open_rules(tool.name()),
+                    Err(_) => ferroclaw_tools::OpenRules::default(),
+                };
+                let ctx = ToolContext { call_id: call.id.clone(), open_rules, ..ctx.clone() };
                 async move {
                     let started = Instant::now();
                     let (output, ran) = match checked {

@@ -17,6 +17,7 @@ mod ask;
 mod command;
 #[cfg(test)]
 mod everyday;
+mod open;
 mod paths;
 mod rule;
 

@@ -1,5 +1,6 @@
 //! The agent loop against the scripted LLM server and the real providers:
-//! parallel read-only calls, panicking tools, permission branches, events.
+//! parallel read-only calls, panicking tools, permission branches, events,
+//! and deny rules judging the file a tool opens, not the path decided.
 
 use crate::support;
 
@@ -270,4 +271,73 @@ async fn a_request_is_reported_finished_only_by_commit_turn_once_its_session_is_
     );
     let saved = std::fs::read_to_string(a.session().path()).unwrap();
     assert!(saved.contains("the answer"), "{saved}");
+}
+
+/// A user who takes a while to answer: while asked, a background job swaps
+/// the folder `x` for a link to `secrets`; then the answer is yes.
+struct SwapsWhileAsked(std::path::PathBuf);
+
+#[async_trait]
+impl Approver for SwapsWhileAsked {
+    async fn approve(&self, _call: &ToolCall) -> Approval {
+        let x = self.0.join("x");
+        std::fs::remove_dir_all(&x).unwrap();
+        std::os::unix::fs::symlink("secrets", &x).unwrap();
+        Approval::Yes
+    }
+}
+
+/// Runs one call of `tool` with `input` in a workspace holding
+/// `secrets/key` and a real folder `x`, under the `deny` and `ask` rules;
+/// the call is decided while `x` is a folder and runs once it is a link to
+/// `secrets`. Gives the call's result and the workspace.
+async fn decided_then_swapped(
+    deny: &str,
+    ask: &[String],
+    tool: &str,
+    input: Value,
+) -> ((String, bool), tempfile::TempDir) {
+    let server =
+        ScriptedServer::start(vec![Turn::tool(tool, input).into(), Turn::text("done").into()]);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("secrets")).unwrap();
+    std::fs::write(home.path().join("secrets/key"), "DENIED-API-KEY\n").unwrap();
+    std::fs::create_dir_all(home.path().join("x")).unwrap();
+    std::fs::write(home.path().join("x/key"), "public\n").unwrap();
+    let permissions =
+        ferroclaw_core::Permissions::new(PermissionMode::Default, &[], &[deny.to_string()])
+            .unwrap()
+            .with_workspace(home.path())
+            .with_ask(ask)
+            .unwrap();
+    let mut a = Agent::new(ferroclaw_core::AgentParts {
+        permissions: Arc::new(permissions),
+        approver: Arc::new(SwapsWhileAsked(home.path().to_path_buf())),
+        ..support::parts(&server, home.path(), ferroclaw_tools::builtin_tools())
+    });
+    let (report, _) = run(&mut a, "go").await;
+    assert_eq!(report.outcome, Outcome::Answered);
+    let result = results(&a).pop().unwrap();
+    (result, home)
+}
+
+#[tokio::test]
+async fn a_read_decided_before_its_folder_became_a_link_to_a_denied_one_is_refused() {
+    let ask = vec!["Read(x/**)".to_string()];
+    let input = json!({"path": "x/key"});
+    let ((text, is_error), _ws) =
+        decided_then_swapped("Read(secrets/**)", &ask, "read", input).await;
+    assert!(is_error, "the read went through: {text}");
+    assert!(!text.contains("DENIED-API-KEY"), "{text}");
+    assert!(text.contains("read(secrets/**) in config"), "{text}");
+}
+
+#[tokio::test]
+async fn a_write_decided_before_its_folder_became_a_link_to_a_denied_one_is_refused() {
+    let input = json!({"path": "x/new.txt", "content": "planted\n"});
+    let ((text, is_error), ws) =
+        decided_then_swapped("Edit(./secrets/**)", &[], "write", input).await;
+    assert!(is_error, "the write went through: {text}");
+    assert!(text.contains("edit(./secrets/**) in config"), "{text}");
+    assert!(!ws.path().join("secrets/new.txt").exists(), "a file landed in secrets/");
 }

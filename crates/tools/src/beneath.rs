@@ -19,6 +19,11 @@
 //! and the target's after it; a swap by another program is reported, never
 //! passed off as the write. Appending refuses a file with hard links.
 //! `beneath_races.rs` races all of this, with and without `openat2`.
+//!
+//! A `Beneath` a tool call opened through its sandbox also carries the
+//! call's deny rules ([`OpenRules`]): every open asks them about the root
+//! joined with the relative path, which, as no link is followed, is the
+//! file opened.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -28,7 +33,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
-use crate::ToolError;
+use crate::{OpenRules, ToolError};
 
 // linux/openat2.h
 const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
@@ -53,6 +58,8 @@ pub struct Beneath {
     root_path: PathBuf,
     /// Use the per-component walk even where `openat2` exists (tests).
     walk_only: bool,
+    /// The deny rules every open here answers to (none by default).
+    rules: OpenRules,
 }
 
 impl Beneath {
@@ -70,7 +77,12 @@ impl Beneath {
         }
         // SAFETY: a new descriptor we own.
         let root_fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(Self { root: root_fd, root_path: root.to_path_buf(), walk_only: false })
+        Ok(Self {
+            root: root_fd,
+            root_path: root.to_path_buf(),
+            walk_only: false,
+            rules: OpenRules::default(),
+        })
     }
 
     /// The same root, opened by walking one component at a time (as on
@@ -79,6 +91,23 @@ impl Beneath {
     pub(crate) fn walking(mut self) -> Self {
         self.walk_only = true;
         self
+    }
+
+    /// The same root, every open of which is first judged by `rules` on
+    /// the path it opens (the root joined with the relative path: the open
+    /// follows no link, so that path is the file opened).
+    pub fn judged_by(mut self, rules: OpenRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// Refuses `rel` when the deny rules deny the path it names. `rel` has
+    /// only plain components (the opens refuse `..`), so the path is exact.
+    fn judge(&self, rel: &Path) -> Result<(), ToolError> {
+        if !self.rules.is_some() {
+            return Ok(());
+        }
+        self.rules.check(&crate::deny::normalize(&self.root_path.join(rel)))
     }
 
     /// The root folder's path.
@@ -94,6 +123,7 @@ impl Beneath {
     /// Opens a file beneath the root for reading; refuses anything that is
     /// not a regular file or a folder (devices, fifos, sockets).
     pub fn open_read(&self, rel: &Path) -> Result<File, ToolError> {
+        self.judge(rel)?;
         let flags = libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK;
         let fd = self.open_at(self.root.as_raw_fd(), rel, flags, 0)?;
         let file = File::from(fd);
@@ -109,6 +139,7 @@ impl Beneath {
 
     /// Opens a folder beneath the root (the root itself for an empty path).
     pub fn open_dir(&self, rel: &Path) -> Result<OwnedFd, ToolError> {
+        self.judge(rel)?;
         self.open_at(self.root.as_raw_fd(), rel, libc::O_RDONLY | libc::O_DIRECTORY, 0)
     }
 
@@ -135,6 +166,7 @@ impl Beneath {
     /// creating it (mode 0600) and its missing folders, all beneath the root
     /// and never through a link; refuses anything but a regular file.
     pub fn open_append(&self, rel: &Path) -> Result<File, ToolError> {
+        self.judge(rel)?;
         let shown = rel.display().to_string();
         let Some(Component::Normal(name)) = rel.components().next_back() else {
             return Err(ToolError::InvalidArguments(format!("{shown} is not a file path")));
@@ -160,6 +192,7 @@ impl Beneath {
     }
 
     fn write(&self, rel: &Path, bytes: &[u8], replace: bool) -> Result<bool, ToolError> {
+        self.judge(rel)?;
         let shown = rel.display().to_string();
         let name = match rel.components().next_back() {
             Some(Component::Normal(name)) => name.to_os_string(),

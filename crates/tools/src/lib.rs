@@ -77,6 +77,7 @@ pub mod landlock;
 mod lines;
 mod list_dir;
 mod multi_edit;
+mod open_rules;
 pub mod own_file;
 pub mod own_git;
 pub mod process;
@@ -119,6 +120,7 @@ pub use grep_sink::MAX_GREP_LINE_CHARS;
 pub use lines::MAX_LINE_CHARS;
 pub use list_dir::{ListDirTool, MAX_LIST_ENTRIES};
 pub use multi_edit::MultiEditTool;
+pub use open_rules::OpenRules;
 pub use read::{DEFAULT_READ_LINES, MAX_IMAGE_BYTES, MAX_READ_CHARS, ReadTool, image_media_type};
 pub use read_ledger::ReadLedger;
 pub use registry::ToolRegistry;
@@ -236,6 +238,10 @@ pub struct ToolContext {
     /// Where the session records the process groups its commands start
     /// (see [`child_groups`]); the default records nothing.
     pub children: child_groups::ChildGroups,
+    /// The deny rules of the permission gate, bound to this call's tool:
+    /// every file a file tool opens is judged again on the path it opens
+    /// (see [`OpenRules`]); the default has none.
+    pub open_rules: OpenRules,
 }
 
 /// How tools are confined: what the commands they run may write and
@@ -317,6 +323,7 @@ impl ToolContext {
             sandbox: SandboxPolicy::default(),
             reads: ReadLedger::default(),
             children: child_groups::ChildGroups::default(),
+            open_rules: OpenRules::default(),
         }
     }
 

@@ -9,7 +9,9 @@
 //! The check gives clear refusals; the use goes through [`Sandbox::beneath`],
 //! which opens the resolved path relative to its root without following any
 //! link (see [`crate::beneath`]), so a folder swapped for a link between the
-//! check and the use is refused, not followed.
+//! check and the use is refused, not followed; and asks the permission
+//! gate's deny rules about each path it opens ([`OpenRules`]), so the file
+//! opened is the file the rules judged.
 
 use std::ffi::OsString;
 use std::fs;
@@ -17,12 +19,14 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::beneath::Beneath;
-use crate::{ToolContext, ToolError};
+use crate::{OpenRules, ToolContext, ToolError};
 
 /// The roots file tools may touch: the workspace first, then the allowed folders.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     roots: Vec<PathBuf>,
+    /// The call's deny rules, handed to every [`Beneath`] it opens.
+    rules: OpenRules,
 }
 
 impl Sandbox {
@@ -33,12 +37,14 @@ impl Sandbox {
             .chain(allowed_dirs)
             .map(|root| fs::canonicalize(root).unwrap_or_else(|_| root.clone()))
             .collect();
-        Self { roots }
+        Self { roots, rules: OpenRules::default() }
     }
 
-    /// The sandbox of a tool call.
+    /// The sandbox of a tool call, with its deny rules.
     pub fn from_context(ctx: &ToolContext) -> Self {
-        Self::new(ctx.workspace.clone(), &ctx.allowed_dirs)
+        let mut sandbox = Self::new(ctx.workspace.clone(), &ctx.allowed_dirs);
+        sandbox.rules = ctx.open_rules.clone();
+        sandbox
     }
 
     /// The workspace root (canonical when it exists).
@@ -58,6 +64,7 @@ impl Sandbox {
 
     /// The root holding the already resolved `path`, held open, and `path`
     /// relative to it: the way file tools open what [`Sandbox::resolve`] returned.
+    /// Every open through it answers to the call's deny rules.
     pub fn beneath(&self, path: &Path) -> Result<(Beneath, PathBuf), ToolError> {
         let root = self
             .roots
@@ -65,8 +72,11 @@ impl Sandbox {
             .filter(|root| path.starts_with(root))
             .max_by_key(|root| root.as_os_str().len())
             .ok_or_else(|| self.outside(&path.display().to_string(), path))?;
+        // Refused here with the rule for a clear answer (a search over a
+        // denied folder); each open through the `Beneath` is judged again.
+        self.rules.check(path)?;
         let rel = path.strip_prefix(root).unwrap_or(Path::new("")).to_path_buf();
-        Ok((Beneath::open(root)?, rel))
+        Ok((Beneath::open(root)?.judged_by(self.rules.clone()), rel))
     }
 
     /// `path` relative to the workspace when it lies inside, else in full.

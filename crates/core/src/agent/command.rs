@@ -102,6 +102,7 @@ impl Agent {
             sandbox: self.sandbox.clone(),
             reads: self.reads.clone(),
             children: self.children(),
+            open_rules: self.permissions.open_rules("bash"),
         };
         execute(tool, &call, input, &ctx).await.joined_text().trim_end().to_string()
     }

@@ -10,13 +10,17 @@
 //! cargo link files from their stores), so `read` shows it; `write`, `edit`
 //! and `multi_edit` replace the name with a new file, as Claude Code and a
 //! careful editor do, so the other name (outside) keeps its content.
+//!
+//! Inside the workspace, a file the deny rules refuse stands for the
+//! canary: a folder flipped to a link to its folder never gets a tool to
+//! show, name or change it.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use ferroclaw_tools::{ToolError, ToolOutput};
+use ferroclaw_tools::{OpenRules, ToolError, ToolOutput};
 use serde_json::json;
 
 use crate::{Ws, workspace};
@@ -374,4 +378,92 @@ fn mkfifo(path: &Path) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// What `secrets/key` holds: a file inside the workspace that the user's
+/// deny rules keep from the agent.
+const DENIED: &str = "DENIED-API-KEY\n";
+
+/// A workspace holding `secrets/key`, which the deny rules refuse to every
+/// file tool (as `Read(secrets/**)` and `Edit(secrets/**)` do; the gate in
+/// `ferroclaw-core` hands a call its rules, see `permission/open.rs`), and
+/// a real folder `x` holding a harmless `x/key`.
+fn workspace_with_denied_secrets() -> Ws {
+    let mut ws = workspace();
+    ws.write("secrets/key", DENIED);
+    ws.write("x/key", "public\n");
+    let secrets = std::fs::canonicalize(ws.path("secrets")).unwrap();
+    ws.ctx.open_rules = OpenRules::new(move |path| {
+        path.starts_with(&secrets).then(|| "denied by the rule Read(secrets/**) in config".into())
+    });
+    ws
+}
+
+/// Runs `tool` and fails the test if the denied file shows in what comes back.
+async fn call_denied_blind(ws: &Ws, tool: &str, input: serde_json::Value) -> bool {
+    let result = ws.call(tool, input.clone()).await;
+    let text = match &result {
+        Ok(out) => out.joined_text(),
+        Err(e) => e.to_string(),
+    };
+    assert!(!text.contains("DENIED-API"), "{tool} {input} showed the denied file: {text}");
+    assert!(!text.contains("secrets/key"), "{tool} {input} named the denied file: {text}");
+    result.is_ok_and(|out| !out.is_error)
+}
+
+#[tokio::test]
+async fn a_folder_linked_to_a_denied_one_gives_no_file_tool_its_files() {
+    let ws = workspace_with_denied_secrets();
+    let refused = ws.call("read", json!({"path": "secrets/key"})).await.unwrap_err().to_string();
+    assert!(refused.contains("Read(secrets/**)"), "{refused}");
+    // A search over the whole workspace skips the denied file and finds the rest.
+    let out = ws.ok("grep", json!({"pattern": "KEY|public", "output_mode": "content"})).await;
+    assert!(out.contains("public") && !out.contains("DENIED"), "{out}");
+    // `x` becomes a link to `secrets`: what the tools open through it is judged as itself.
+    std::fs::remove_dir_all(ws.path("x")).unwrap();
+    std::os::unix::fs::symlink("secrets", ws.path("x")).unwrap();
+    for (tool, input) in [
+        ("read", json!({"path": "x/key"})),
+        ("grep", json!({"pattern": "KEY", "path": "x", "output_mode": "content"})),
+        ("glob", json!({"pattern": "*", "path": "x"})),
+        ("list_dir", json!({"path": "x"})),
+        ("write", json!({"path": "x/key", "content": "mine\n"})),
+        ("edit", json!({"path": "x/key", "old_string": "DENIED", "new_string": "mine"})),
+    ] {
+        assert!(!call_denied_blind(&ws, tool, input).await, "{tool} went through the link");
+    }
+    assert_eq!(ws.read("secrets/key"), DENIED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redteam_race_a_folder_swapped_for_a_link_to_a_denied_folder_never_shows_or_changes_it() {
+    // The gate decided each call when `x` was a real folder; a racer flips
+    // `x` to a link to `secrets` and back thousands of times while the
+    // tools run. The deny rules judge the path each open reaches.
+    let ws = workspace_with_denied_secrets();
+    let ino = std::fs::metadata(ws.path("secrets/key")).unwrap().ino();
+    let racer = Racer::start(flipper(
+        ws.path("x"),
+        |p| std::os::unix::fs::symlink("secrets", p),
+        std::fs::Metadata::is_symlink,
+    ));
+    let mut read = 0;
+    for i in 0..ROUNDS {
+        read += usize::from(call_denied_blind(&ws, "read", json!({"path": "x/key"})).await);
+        let grep = json!({"pattern": "KEY|public", "path": "x", "output_mode": "content"});
+        call_denied_blind(&ws, "grep", grep).await;
+        let grep = json!({"pattern": "KEY", "output_mode": "content"});
+        call_denied_blind(&ws, "grep", grep).await;
+        call_denied_blind(&ws, "glob", json!({"pattern": "**/key", "path": "x"})).await;
+        call_denied_blind(&ws, "list_dir", json!({"path": "x"})).await;
+        let write = json!({"path": "x/key", "content": format!("public {i}\n")});
+        call_denied_blind(&ws, "write", write).await;
+        let edit = json!({"path": "x/key", "old_string": "public", "new_string": "public"});
+        call_denied_blind(&ws, "edit", edit).await;
+    }
+    let flips = racer.stop();
+    let meta = std::fs::symlink_metadata(ws.path("secrets/key")).unwrap();
+    assert!(meta.is_file() && meta.ino() == ino, "the denied file was replaced");
+    assert_eq!(ws.read("secrets/key"), DENIED, "the denied file changed");
+    eprintln!("{flips} swaps; {read} of {ROUNDS} reads of x/key went through, none to secrets/");
 }
