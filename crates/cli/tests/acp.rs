@@ -494,3 +494,48 @@ fn edits_go_through_the_editors_buffer_with_the_repl_flags_after_acp() {
     assert!(results[2].0.ends_with(ferroclaw_tools::CHANGED_SINCE_READ), "{results:?}");
     client.finish();
 }
+
+#[test]
+fn an_editor_write_decided_before_its_folder_became_a_link_to_a_denied_one_is_refused() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Turn::tool("write", json!({"path": "x/new.txt", "content": "planted\n"}))),
+            Step::Reply(Turn::text("done")),
+        ],
+    );
+    env.write_home_config("[permissions]\ndeny = [\"Edit(./secrets/**)\"]\n");
+    let ws = env.ws().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join("secrets")).unwrap();
+    std::fs::create_dir_all(ws.join("x")).unwrap();
+    let mut client = Client::start(&env);
+    initialize(&mut client);
+    let (new, _) = client.request("session/new", json!({"cwd": ws, "mcpServers": []}));
+    let session = new["sessionId"].as_str().unwrap().to_string();
+    let _commands = client.next();
+    let id = client.send(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "write x/new.txt"}]}),
+    );
+    let mut asked = Vec::new();
+    let (result, _) = client.until_response(id, |client, frame| {
+        let method = frame["method"].as_str().unwrap();
+        asked.push(method.to_string());
+        assert_eq!(method, "session/request_permission", "the editor was asked to write");
+        // While the user reads the question, `x` becomes a link to `secrets`.
+        std::fs::remove_dir(ws.join("x")).unwrap();
+        std::os::unix::fs::symlink("secrets", ws.join("x")).unwrap();
+        client.answer(
+            &frame["id"],
+            json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+        );
+    });
+    assert_eq!(result["stopReason"], "end_turn");
+    assert_eq!(asked, ["session/request_permission"]);
+    assert!(!ws.join("secrets/new.txt").exists(), "a file landed in secrets/");
+    let bodies: Vec<Value> = env.server.requests().into_iter().map(|r| r.body).collect();
+    let results = common::tool_results(&bodies[1]);
+    assert!(results[0].1, "{results:?}");
+    assert!(results[0].0.contains("edit(./secrets/**) in config"), "{results:?}");
+    client.finish();
+}

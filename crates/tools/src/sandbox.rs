@@ -127,6 +127,10 @@ impl Sandbox {
                 )));
             }
         }
+        // The deny rules on the path as it resolves now (the editor's file
+        // tools over ACP open this path by name); local tools' opens are
+        // judged again on what they open.
+        self.rules.check(&resolved)?;
         Ok(resolved)
     }
 

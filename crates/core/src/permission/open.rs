@@ -9,7 +9,7 @@
 //! judges is the file the open reaches, not where a link pointed a moment
 //! before or after.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ferroclaw_tools::OpenRules;
 
@@ -42,7 +42,7 @@ impl Permissions {
 
 /// The rule of `deny` that covers `path` (absolute, no link followed), as
 /// the refusal the tool gives.
-fn denied(deny: &[Rule], workspace: &PathBuf, home: Option<&str>, path: &Path) -> Option<String> {
+fn denied(deny: &[Rule], workspace: &Path, home: Option<&str>, path: &Path) -> Option<String> {
     let abs = path.to_string_lossy();
     let rel = path.strip_prefix(workspace).ok().map(|r| {
         let parts: Vec<_> = r.components().map(|c| c.as_os_str().to_string_lossy()).collect();
@@ -60,7 +60,7 @@ mod tests {
     use crate::permission::{PermissionMode, Permissions};
 
     fn perms(ws: &Path, deny: &[&str]) -> Permissions {
-        let deny: Vec<String> = deny.iter().map(|s| s.to_string()).collect();
+        let deny: Vec<String> = deny.iter().map(ToString::to_string).collect();
         Permissions::new(PermissionMode::Default, &[], &deny).unwrap().with_workspace(ws)
     }
 
