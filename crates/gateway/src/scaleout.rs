@@ -42,11 +42,7 @@ use crate::worker::{Delivery, Work, WorkResult};
 
 /// The turn journal in the database.
 pub use crate::pg_journal::PgJournal;
-pub use crate::store_link::{
-    CHANNEL_LEASE, CHAT_LEASE, Leases, SAFETY_POLL, SINGLE_HOLDER_CHANNELS, STORE_BUFFER,
-    StoreLink, safety_poll,
-};
-use crate::store_link::{RETRY_FIRST, RETRY_MAX};
+use crate::store_link::{Leases, RETRY_FIRST, RETRY_MAX, STORE_BUFFER, StoreLink, safety_poll};
 
 /// How long after a chat lease's end the claim loop looks again, so that
 /// it has ended by the database's clock too.
