@@ -98,6 +98,44 @@ fn status_of(ws: &Path, name: &str) -> String {
     member.map(|m| m["status"].as_str().unwrap().to_string()).unwrap_or_default()
 }
 
+/// Teammates spawned in one answer start together: the first one's first
+/// message to the second finds it on the team even when the second's spawn
+/// is slow (here a PreToolUse hook that sleeps on it; a local model answers
+/// the first teammate long before).
+#[test]
+fn a_teammate_spawned_beside_another_can_message_it_at_once() {
+    let env = team_env(
+        vec![
+            Turn::tools(vec![spawn("alice", "Greet bob."), spawn("bob", "Wait for alice.")]).into(),
+            wait_until(&lead_inbox_has(1)),
+            text("The team has talked."),
+        ],
+        vec![
+            (
+                "alice",
+                vec![
+                    tool("send_message", json!({"to": "bob", "content": "hello bob from alice"})),
+                    tool("send_message", json!({"to": "lead", "content": "alice reporting"})),
+                    text("alice done"),
+                ],
+            ),
+            ("bob", vec![text("bob here")]),
+        ],
+    );
+    let claude = env.home.path().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let slow_bob = r#"jq -r .tool_input.name | grep -qx bob && sleep 2; exit 0"#;
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": slow_bob}]}]}});
+    std::fs::write(claude.join("settings.json"), settings.to_string()).unwrap();
+
+    let (code, out, err) = run(&mut env.oneshot("Form a team", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("The team has talked."));
+    let alice = requests_of(&env, Some("alice"));
+    assert!(!any_contains(&alice, "not on the team"), "alice's message to bob was refused");
+    assert!(any_contains(&requests_of(&env, Some("bob")), "hello bob from alice"));
+}
+
 #[test]
 fn two_teammates_exchange_messages_and_a_broadcast_and_report_to_the_lead() {
     let env = team_env(

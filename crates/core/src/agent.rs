@@ -142,6 +142,10 @@ pub trait Injector: Send + Sync {
     fn after_compaction(&self) -> Option<String> {
         None
     }
+    /// The model asked for `calls` in one answer; they run next.
+    fn before_tools(&self, _calls: &[ToolCall]) {}
+    /// The calls of that answer have run (or were refused or cancelled).
+    fn after_tools(&self) {}
 }
 
 /// How a request ended.
@@ -309,8 +313,14 @@ impl Agent {
                 }
                 break self.report(Outcome::Answered, text, turn, usage);
             }
+            if let Some(injector) = &self.injector {
+                injector.before_tools(&calls);
+            }
             let mut results =
                 self.run_tools_journalled(&calls, &answer.bad_arguments, events, cancel).await;
+            if let Some(injector) = &self.injector {
+                injector.after_tools();
+            }
             if self.todos.take_reminder() {
                 todo::add_reminder(&mut results);
             }

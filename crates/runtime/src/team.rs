@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use ferroclaw_core::agent::{EventSink, Injector};
 use ferroclaw_core::session::SessionMeta;
 use ferroclaw_core::{Agent, Approver, Outcome};
-use ferroclaw_protocol::{AgentEvent, Message};
+use ferroclaw_protocol::{AgentEvent, Message, ToolCall};
 use ferroclaw_team::inbox::last_through;
 use ferroclaw_team::{
     InboxMessage, LEAD, Member, MemberStatus, MessageType, Seat, TaskBoard, Team, TeamError,
@@ -111,6 +111,38 @@ pub struct TeamRunner {
     /// Set when a one-shot lead is done: an idle teammate with nothing in
     /// its inbox or on the board shuts down at once.
     closing: AtomicBool,
+    /// Holds the teammates of one lead answer until all of them are spawned.
+    spawns: SpawnGate,
+}
+
+/// Teammates the lead spawns in one answer start together: each one's first
+/// model call waits until every `spawn_teammate` call of that answer has
+/// run (or the answer's calls are over), so that a first message from one
+/// to another spawned beside it finds it on the team.
+#[derive(Default)]
+struct SpawnGate {
+    /// `spawn_teammate` calls of the lead's current answer not yet run.
+    due: tokio::sync::watch::Sender<usize>,
+}
+
+impl SpawnGate {
+    fn expect(&self, calls: &[ToolCall]) {
+        self.due.send_replace(calls.iter().filter(|c| c.name == SpawnTeammateTool::NAME).count());
+    }
+
+    fn ran_one(&self) {
+        self.due.send_modify(|due| *due = due.saturating_sub(1));
+    }
+
+    fn open(&self) {
+        self.due.send_replace(0);
+    }
+
+    /// Returns once no spawn of the current answer is left to run.
+    async fn wait(&self) {
+        let mut due = self.due.subscribe();
+        let _ = due.wait_for(|due| *due == 0).await;
+    }
 }
 
 impl TeamRunner {
@@ -130,6 +162,7 @@ impl TeamRunner {
             events: Mutex::new(None),
             cancel: CancellationToken::new(),
             closing: AtomicBool::new(false),
+            spawns: SpawnGate::default(),
         })
     }
 
@@ -166,6 +199,7 @@ impl TeamRunner {
             seat: self.lead.clone(),
             identity: None,
             budget: None,
+            lead_of: Some(self.clone()),
         })));
         let meta = agent.session().meta().clone();
         let lead_id = meta.id.clone();
@@ -325,6 +359,7 @@ impl TeamRunner {
             seat: seat.clone(),
             identity: Some(identity),
             budget: self.settings.token_budget.map(|b| (self.clone(), b, cancel.clone())),
+            lead_of: None,
         })));
         let session_id = agent.session().meta().id.clone();
         self.team.update(|c| {
@@ -344,8 +379,15 @@ impl TeamRunner {
         };
         let runner = self.clone();
         let name = member.name.clone();
-        let handle =
-            tokio::spawn(async move { runner.run_teammate(seat, agent, first, cancel).await });
+        let handle = tokio::spawn(async move {
+            if !reattached {
+                tokio::select! {
+                    () = runner.spawns.wait() => {}
+                    () = cancel.cancelled() => {}
+                }
+            }
+            runner.run_teammate(seat, agent, first, cancel).await
+        });
         self.running.lock().unwrap_or_else(PoisonError::into_inner).insert(name, handle);
         Ok(())
     }
@@ -558,6 +600,8 @@ struct SeatInjector {
     seat: Arc<Seat>,
     identity: Option<String>,
     budget: Option<(Arc<TeamRunner>, u64, CancellationToken)>,
+    /// The lead's injector: the team whose spawns the lead's answers gate.
+    lead_of: Option<Arc<TeamRunner>>,
 }
 
 impl Injector for SeatInjector {
@@ -593,5 +637,17 @@ impl Injector for SeatInjector {
 
     fn after_compaction(&self) -> Option<String> {
         self.identity.clone()
+    }
+
+    fn before_tools(&self, calls: &[ToolCall]) {
+        if let Some(team) = &self.lead_of {
+            team.spawns.expect(calls);
+        }
+    }
+
+    fn after_tools(&self) {
+        if let Some(team) = &self.lead_of {
+            team.spawns.open();
+        }
     }
 }

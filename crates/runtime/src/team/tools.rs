@@ -48,10 +48,35 @@ struct SpawnTeammateArgs {
 /// `spawn_teammate(name, role, prompt, agent_type?, plan_required?)`.
 pub(super) struct SpawnTeammateTool(pub(super) Arc<TeamRunner>);
 
+impl SpawnTeammateTool {
+    pub(super) const NAME: &str = "spawn_teammate";
+
+    async fn spawn(&self, input: Value) -> Result<ToolOutput, ToolError> {
+        let args: SpawnTeammateArgs = parse(input)?;
+        let spec = TeammateSpec {
+            name: args.name,
+            role: args.role,
+            prompt: args.prompt,
+            agent_type: args.agent_type,
+            plan_required: args.plan_required.unwrap_or(false),
+            worktree: args.worktree,
+        };
+        if spec.prompt.trim().is_empty() {
+            return Err(ToolError::InvalidArguments("the prompt is empty".into()));
+        }
+        let name = spec.name.clone();
+        self.0.spawn(spec).await.map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        self.0.emit(&name, "working", "spawned");
+        Ok(ToolOutput::text(format!(
+            "Spawned {name}; it works on its own and reports to your inbox."
+        )))
+    }
+}
+
 #[async_trait]
 impl Tool for SpawnTeammateTool {
     fn name(&self) -> &str {
-        "spawn_teammate"
+        Self::NAME
     }
 
     fn description(&self) -> &str {
@@ -80,23 +105,9 @@ impl Tool for SpawnTeammateTool {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: SpawnTeammateArgs = parse(input)?;
-        let spec = TeammateSpec {
-            name: args.name,
-            role: args.role,
-            prompt: args.prompt,
-            agent_type: args.agent_type,
-            plan_required: args.plan_required.unwrap_or(false),
-            worktree: args.worktree,
-        };
-        if spec.prompt.trim().is_empty() {
-            return Err(ToolError::InvalidArguments("the prompt is empty".into()));
-        }
-        let name = spec.name.clone();
-        self.0.spawn(spec).await.map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-        self.0.emit(&name, "working", "spawned");
-        Ok(ToolOutput::text(format!(
-            "Spawned {name}; it works on its own and reports to your inbox."
-        )))
+        let spawned = self.spawn(input).await;
+        // Started or refused, this call of the answer has run.
+        self.0.spawns.ran_one();
+        spawned
     }
 }
