@@ -67,11 +67,16 @@ def one(label, args, binary, llm_bin, tmp, pg):
     if pg and args.breakdown:
         # Statements per answered message, most frequent first (BEGIN and
         # COMMIT included: a statement outside them is a transaction of its own).
-        rows = pg.query(label, "SELECT calls, regexp_replace(left(query, 90), '\\s+', ' ', 'g') "
+        # Then the database's time in each (mean per call, and total per
+        # message), to see which statement slows as the tables grow.
+        rows = pg.query(label, "SELECT calls, round(mean_exec_time::numeric, 3), "
+                               "round(total_exec_time::numeric, 1), "
+                               "regexp_replace(left(query, 90), '\\s+', ' ', 'g') "
                                "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
                                "WHERE datname = '%s') ORDER BY calls DESC LIMIT 14" % label)
-        for calls, query in rows:
-            print("  %6.2f  %s" % (int(calls) / max(answered, 1), query), flush=True)
+        print("  calls/msg  mean ms  total ms  statement", flush=True)
+        for calls, mean, total, query in rows:
+            print("  %9.2f  %7s  %8s  %s" % (int(calls) / max(answered, 1), mean, total, query), flush=True)
     return answered / elapsed
 
 

@@ -317,7 +317,7 @@ impl SessionStore {
         let mut log = SessionLog {
             path,
             file: Some(Arc::new(file)),
-            released_len: 0,
+            released: release::Stamp::default(),
             stale: false,
             meta,
             written_before_resume: None,
@@ -536,9 +536,9 @@ pub struct SessionLog {
     /// while released (an idle gateway chat holds no descriptor; see
     /// [`SessionLog::release`]).
     file: Option<Arc<File>>,
-    /// The file's length when it was released: a reopen that finds another
-    /// length finds another process's writes.
-    released_len: u64,
+    /// The file as it was when released (length, inode, change times): a
+    /// reopen that finds another finds another process's writes.
+    released: release::Stamp,
     /// Set when a reopen found the file changed by another process: this
     /// log's conversation is out of date and must be opened again.
     stale: bool,
@@ -669,7 +669,7 @@ impl SessionLog {
     pub fn len(&self) -> u64 {
         match &self.file {
             Some(file) => file.metadata().map_or(0, |m| m.len()),
-            None => self.released_len,
+            None => self.released.len,
         }
     }
 
@@ -789,7 +789,7 @@ impl SessionLog {
         let mut log = SessionLog {
             path: path.to_path_buf(),
             file: Some(Arc::new(file)),
-            released_len: 0,
+            released: release::Stamp::default(),
             stale: false,
             meta,
             written_before_resume,

@@ -109,8 +109,7 @@ pub async fn run(
             () = tokio::time::sleep(chats.settings.session_idle()) => {
                 // Running jobs, or processes its commands left (`server &`),
                 // keep the agent: retiring it would kill them.
-                let busy = agent.as_ref().and_then(|a| a.jobs()).is_some_and(|j| !j.running().is_empty())
-                    || agent.as_ref().is_some_and(|a| a.children().any_alive());
+                let busy = agent.as_ref().is_some_and(keeps_running);
                 if !busy && chats.retire(&key, number, &rx) {
                     break;
                 }
@@ -121,6 +120,12 @@ pub async fn run(
     if let Some(mut agent) = agent {
         Box::pin(agent.finish()).await;
     }
+}
+
+/// True when the agent's background jobs, or processes its commands left
+/// (`server &`), still run.
+fn keeps_running(agent: &Agent) -> bool {
+    agent.jobs().is_some_and(|j| !j.running().is_empty()) || agent.children().any_alive()
 }
 
 /// Between two pieces of work the chat holds no open file: its session file
@@ -177,13 +182,24 @@ async fn handle(
     }
     send_answer(key, &work, &result, delivered, chats).await;
     // Several gateways: the chat's next message may run in another process
-    // as soon as this answer is handed on, so the session is let go (its lock
-    // released) first, and this process reopens the session file next time.
-    if chats.store.is_some()
-        && let Some(mut done) = agent.take()
-    {
-        chats.forget_jobs(key);
-        Box::pin(done.finish()).await;
+    // as soon as this answer is handed on, so the session file is let go
+    // (its lock released) first. The conversation stays open: the next turn
+    // here uses it if nobody wrote the file meanwhile (see `open`). Jobs
+    // and processes the turn left running end with it: what they report
+    // would reach this process's conversation alone, outside the
+    // database's order of the chat's turns.
+    if chats.store.is_some() {
+        match agent.take() {
+            Some(mut done) if keeps_running(&done) => {
+                chats.forget_jobs(key);
+                Box::pin(done.finish()).await;
+            }
+            Some(mut kept) => {
+                kept.release_session_file();
+                *agent = Some(kept);
+            }
+            None => {}
+        }
     }
     if let Some(done) = work.done {
         let _ = done.send(result);
@@ -393,6 +409,18 @@ async fn open<'a>(
     chats: &Arc<Chats>,
 ) -> Result<&'a mut Agent, String> {
     let api = ApiTurn::of(message);
+    // A conversation kept from an earlier turn is used again only when it is
+    // still the chat's session and its file is as it left it: another
+    // gateway may have taken turns in it (this one's copy then brought up to
+    // the database's before this message came) or started a new one.
+    if let Some(kept) = agent.as_ref()
+        && (!kept.session().unchanged_on_disk()
+            || kept.session().meta().id != chats.names.current(key))
+        && let Some(mut stale) = agent.take()
+    {
+        chats.forget_jobs(key);
+        Box::pin(stale.finish()).await;
+    }
     if agent.is_none() {
         // Several gateways: another process may have started a new session
         // for this chat (`/new`); the claim set the database's choice here

@@ -386,7 +386,7 @@ impl TeamRunner {
                     () = cancel.cancelled() => {}
                 }
             }
-            runner.run_teammate(seat, agent, first, cancel).await
+            runner.run_teammate(seat, agent, first, cancel).await;
         });
         self.running.lock().unwrap_or_else(PoisonError::into_inner).insert(name, handle);
         Ok(())
