@@ -517,14 +517,28 @@ fn read_tail(
     }
 }
 
+/// How long a session file's lock found held is tried again before the
+/// session counts as in use. A child process between its fork and its exec
+/// holds a copy of each of the parent's descriptors (closed at exec), so a
+/// log just closed (a gateway chat's file released after its turn while
+/// another chat's command starts) keeps its lock for that moment; another
+/// ferroclaw using the session holds it far longer.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Takes the one-writer lock of a session file (released when it closes).
 fn lock(file: &File, path: &Path, id: &str) -> Result<(), SessionError> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            Err(SessionError::Busy { id: id.to_string(), path: path.to_path_buf() })
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(SessionError::Busy { id: id.to_string(), path: path.to_path_buf() });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(path)(e)),
         }
-        Err(std::fs::TryLockError::Error(e)) => Err(io(path)(e)),
     }
 }
 
@@ -961,6 +975,33 @@ mod tests {
             Err(SessionError::Busy { .. })
         ));
         drop(r);
+    }
+
+    #[test]
+    fn a_session_closed_while_a_child_process_is_between_fork_and_exec_opens_again() {
+        use std::io::{Read, Write};
+        use std::os::unix::process::CommandExt;
+        let (_d, store) = store();
+        let log = store.create(Path::new("/p"), "m/m").unwrap();
+        let path = log.path().to_path_buf();
+        // A command another chat starts: its child holds a copy of every
+        // descriptor, the log's locked one too, until it execs.
+        let (mut forked, mut child_end) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut command = std::process::Command::new("true");
+        // SAFETY: the closure only writes to a socket and sleeps (system calls).
+        unsafe {
+            command.pre_exec(move || {
+                child_end.write_all(b"x")?;
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                Ok(())
+            });
+        }
+        let spawner = std::thread::spawn(move || command.status().unwrap());
+        forked.read_exact(&mut [0]).unwrap();
+        drop(log);
+        let reopened = SessionLog::resume(&path, RESUME_TAIL_BYTES);
+        assert!(reopened.is_ok(), "{:?}", reopened.err());
+        assert!(spawner.join().unwrap().success());
     }
 
     #[test]
