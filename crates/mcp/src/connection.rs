@@ -181,7 +181,7 @@ impl Connection {
     }
 
     /// The URL of a streamable HTTP server.
-    fn http_url(&self) -> Option<&str> {
+    pub(crate) fn http_url(&self) -> Option<&str> {
         match &self.config.transport {
             Transport::Http { url, .. } => Some(url),
             Transport::Stdio { .. } => None,
@@ -212,8 +212,9 @@ impl Connection {
                 let closed = peer.is_transport_closed()
                     || matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_));
                 Err(Failure::Mcp(if closed {
-                    let reason = self.died(&e.to_string()).await;
-                    McpError::Crashed { server: self.name().to_string(), reason }
+                    let cause = service_error_text(&e);
+                    let reason = self.died(&cause).await;
+                    McpError::Crashed { server: self.name().to_string(), reason, cause }
                 } else {
                     McpError::Request {
                         server: self.name().to_string(),
@@ -505,6 +506,8 @@ fn kill_group(pgid: Option<u32>) {
 fn service_error_text(e: &ServiceError) -> String {
     match e {
         ServiceError::McpError(data) => data.message.to_string(),
+        // The transport's own words, without rmcp's Rust type names.
+        ServiceError::TransportSend(e) => e.error.to_string(),
         other => other.to_string(),
     }
 }

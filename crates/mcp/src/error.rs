@@ -10,7 +10,12 @@ pub enum McpError {
     Start { server: String, message: String },
     /// The server died while a request was in flight.
     #[error("mcp server {server} crashed during the call: {reason}")]
-    Crashed { server: String, reason: String },
+    Crashed {
+        server: String,
+        reason: String,
+        /// What the transport said, without what happens next.
+        cause: String,
+    },
     /// The server is marked failed and is not used any more.
     #[error("mcp server {server} is unavailable: {reason}")]
     Failed { server: String, reason: String },

@@ -422,8 +422,12 @@ async fn start_one(
     match tokio::time::timeout(timeout, list_tools(&conn)).await {
         Ok(Ok(tools)) => Ok((conn, tools)),
         // No call can come to restart it: it failed to start.
-        Ok(Err(McpError::Crashed { .. })) => {
-            let message = conn.died_starting("during start-up, while listing its tools").await;
+        Ok(Err(McpError::Crashed { cause, .. })) => {
+            let message = match conn.http_url() {
+                // No process to have exited: the connection failed.
+                Some(url) => format!("{url} failed while listing its tools: {cause}"),
+                None => conn.died_starting("during start-up, while listing its tools").await,
+            };
             conn.shutdown().await;
             Err((name.clone(), McpError::Start { server: name, message }))
         }

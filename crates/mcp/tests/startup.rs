@@ -32,3 +32,57 @@ async fn a_server_dying_during_start_up_is_reported_as_not_started_with_its_stde
     assert!(matches!(&statuses[0].state, ServerState::Failed(_)), "{statuses:?}");
     hub.shutdown().await;
 }
+
+/// An HTTP server that answers the handshake, then sends a tool list of
+/// `size` bytes (a description that long).
+async fn http_server_with_a_tool_list_of(size: usize) -> String {
+    use axum::Json;
+    use axum::routing::post;
+    use serde_json::{Value, json};
+    let app = axum::Router::new().route(
+        "/mcp",
+        post(move |Json(body): Json<Value>| async move {
+            use axum::response::IntoResponse;
+            let Some(id) = body.get("id").cloned() else {
+                return axum::http::StatusCode::ACCEPTED.into_response();
+            };
+            let result = match body["method"].as_str() {
+                Some("initialize") => json!({
+                    "protocolVersion": body["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "huge", "version": "1"},
+                }),
+                _ => json!({"tools": [{"name": "x", "inputSchema": {"type": "object"},
+                                       "description": "a".repeat(size)}]}),
+            };
+            Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_servers_answer_past_the_size_bound_is_reported_as_such_not_as_a_process_that_exited()
+ {
+    let ws = tempfile::tempdir().unwrap();
+    let url = http_server_with_a_tool_list_of(20 << 20).await;
+    let config =
+        McpConfig { servers: vec![ServerConfig::http("huge", &url)], ..Default::default() };
+    let options = HubOptions { workspace: ws.path().to_path_buf(), ..Default::default() };
+    let hub = McpHub::start(config, options).await;
+    let problems = hub.problems().join("\n");
+    assert!(
+        problems.contains(&format!(
+            "mcp server huge did not start: {url} failed while listing its tools"
+        )),
+        "{problems}"
+    );
+    assert!(problems.contains("exceeded the maximum size"), "{problems}");
+    for wrong in ["exited", "stderr", "rmcp::", "restarted on the next call"] {
+        assert!(!problems.contains(wrong), "{wrong}: {problems}");
+    }
+    hub.shutdown().await;
+}
