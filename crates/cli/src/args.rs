@@ -135,6 +135,20 @@ impl Cli {
 
     /// [`Cli::parse_args`] for given arguments (the first is the program name).
     pub(crate) fn parse_from_args(args: Vec<String>) -> Cli {
+        // Claude Code's flags ferroclaw lacks: left out with a warning, or
+        // the run stops saying why (see `claude_flags`).
+        let args = match crate::claude_flags::screen(args) {
+            Ok((args, warnings)) => {
+                for warning in warnings {
+                    eprintln!("ferroclaw: {warning}");
+                }
+                args
+            }
+            Err(why) => {
+                eprintln!("ferroclaw: {why}");
+                std::process::exit(2);
+            }
+        };
         let first = Cli::try_parse_from(&args);
         if let Ok(cli) = &first
             && !(cli.print && cli.prompt.is_none() && cli.command.is_some())

@@ -11,6 +11,7 @@ mod approver;
 mod archive;
 mod args;
 mod attach;
+mod claude_flags;
 mod claude_stream;
 mod code_cmd;
 mod context_cmd;

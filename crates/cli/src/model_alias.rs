@@ -46,12 +46,45 @@ const ALIASES: &[Alias] = &[
     Alias { name: "o3", provider: "openai", model: "o3", openrouter: "openai/o3" },
 ];
 
+/// Model families by the start of their ids, and the provider whose ids
+/// they are: a bare id Claude Code or codex users pass (`--model
+/// claude-sonnet-4-5-20250929`, `gpt-4.1`) is that provider's model.
+const FAMILIES: &[(&str, &str)] = &[
+    ("claude-", "anthropic"),
+    ("gpt-", "openai"),
+    ("chatgpt-", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4-", "openai"),
+    ("codex-", "openai"),
+    ("gemini-", "gemini"),
+    ("deepseek-", "deepseek"),
+];
+
+/// The provider whose model ids start like `id` (a bare id: no `/`).
+fn family_of(id: &str) -> Option<&'static str> {
+    let id = id.to_ascii_lowercase();
+    let starts = |prefix: &str| {
+        id.strip_prefix(prefix).is_some_and(|rest| {
+            // `o1`, `o3` name a family only as a whole word: `o3`, `o3-mini`.
+            prefix.ends_with('-') || rest.is_empty() || rest.starts_with('-')
+        })
+    };
+    FAMILIES.iter().find(|(prefix, _)| starts(prefix)).map(|(_, provider)| *provider)
+}
+
 /// The spec for what the user typed: a full `PROVIDER/MODEL` stays as it
 /// is; an alias becomes the spec on the configured provider when that
-/// provider serves the family (OpenRouter serves all), else on the family's own.
+/// provider serves the family (OpenRouter serves all), else on the family's
+/// own; a bare id of a known family (`claude-opus-4-1-20250805`) is a model
+/// of that family's provider.
 pub(crate) fn resolve(typed: &str, config: &Config) -> String {
     let Some(alias) = ALIASES.iter().find(|a| a.name.eq_ignore_ascii_case(typed.trim())) else {
-        return typed.to_string();
+        let id = typed.trim();
+        return match family_of(id) {
+            Some(provider) if !id.contains('/') => format!("{provider}/{id}"),
+            _ => typed.to_string(),
+        };
     };
     let configured = configured_provider(config);
     match configured.as_deref() {
@@ -153,6 +186,26 @@ mod tests {
         assert_eq!(resolve("Opus", &c), "anthropic/claude-opus-4-1");
         assert_eq!(resolve("gpt-5", &c), "openai/gpt-5");
         assert_eq!(resolve("ollama/qwen3", &c), "ollama/qwen3");
+    }
+
+    #[test]
+    fn a_bare_id_of_a_known_family_is_a_model_of_its_provider() {
+        let c = config(None);
+        for (typed, spec) in [
+            ("claude-sonnet-4-5-20250929", "anthropic/claude-sonnet-4-5-20250929"),
+            ("claude-3-5-haiku-latest", "anthropic/claude-3-5-haiku-latest"),
+            ("gpt-4.1", "openai/gpt-4.1"),
+            ("o3-mini", "openai/o3-mini"),
+            ("o1", "openai/o1"),
+            ("gemini-2.5-pro", "gemini/gemini-2.5-pro"),
+            ("deepseek-chat", "deepseek/deepseek-chat"),
+        ] {
+            assert_eq!(resolve(typed, &c), spec, "{typed}");
+        }
+        // Not a family: left for the config to refuse with the aliases.
+        for typed in ["claude", "o3x", "qwen3:8b", "anthropic/claude-sonnet-4-5"] {
+            assert_eq!(resolve(typed, &c), typed, "{typed}");
+        }
     }
 
     #[test]

@@ -88,8 +88,54 @@ fn drive(sdk: &Path, env: &Env, scenario: &str) -> Seen {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     let seen = Seen { lines, stderr };
-    assert!(seen.notes("error").is_empty(), "the SDK raised: {:?}\n{}", seen.lines, seen.stderr);
+    if scenario != "budget" {
+        assert!(
+            seen.notes("error").is_empty(),
+            "the SDK raised: {:?}\n{}",
+            seen.lines,
+            seen.stderr
+        );
+    }
     seen
+}
+
+/// What ferroclaw wrote on stderr, as the SDK's `stderr` callback got it.
+fn stderr_of(seen: &Seen) -> String {
+    seen.notes("stderr").iter().filter_map(|n| n["data"].as_str()).collect()
+}
+
+/// The options an SDK program passes that ferroclaw does not act on leave
+/// the run going (each named once on stderr), and a Claude model id picks
+/// that model.
+#[test]
+fn sdk_options_ferroclaw_does_not_act_on_are_named_and_the_run_goes_on() {
+    let Some(sdk) = sdk_dir() else { return };
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("hi with options").into()]);
+    let seen = drive(&sdk, &env, "options");
+    assert_eq!(seen.answers(), ["hi with options"]);
+    assert_eq!(env.request_body(0)["model"], "claude-sonnet-4-5");
+    let stderr = stderr_of(&seen);
+    for flag in ["--include-partial-messages", "--max-thinking-tokens", "--fallback-model"] {
+        assert!(stderr.contains(&format!("ignoring Claude Code's {flag}")), "{stderr}");
+    }
+}
+
+/// An option ferroclaw cannot keep stops the run before the model is asked,
+/// and the program's user reads why.
+#[test]
+fn an_sdk_option_ferroclaw_cannot_keep_stops_the_run_and_says_why() {
+    let Some(sdk) = sdk_dir() else { return };
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("never").into()]);
+    let seen = drive(&sdk, &env, "budget");
+    assert_eq!(seen.notes("error").len(), 1, "{:?}", seen.lines);
+    let stderr = stderr_of(&seen);
+    assert!(
+        stderr.contains(
+            "Claude Code's --max-budget-usd is not supported: ferroclaw does not count dollars"
+        ),
+        "{stderr}"
+    );
+    assert!(env.server.requests().is_empty(), "the model was asked");
 }
 
 #[test]

@@ -7,6 +7,9 @@
 //              after the first turn's result and setPermissionMode("acceptEdits")
 //   can-use    canUseTool: allows a Write to allowed.txt, denies the rest
 //   interrupt  canUseTool allows everything; interrupt() once a Bash call shows
+//   options    a Claude model id and options ferroclaw does not act on
+//              (partial messages, a thinking budget, a fallback model, every setting source)
+//   budget     maxBudgetUsd, which ferroclaw cannot keep; stderr is shown
 const [sdkDir, executable, cwd, scenario] = process.argv.slice(2);
 const { query } = await import(`${sdkDir}/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs`);
 const say = (value) => console.log(JSON.stringify(value));
@@ -33,6 +36,17 @@ if (scenario === "can-use" || scenario === "interrupt") {
     return { behavior: "deny", message: "the SDK user said no" };
   };
 }
+if (scenario === "options") {
+  Object.assign(options, {
+    model: "claude-sonnet-4-5",
+    includePartialMessages: true,
+    maxThinkingTokens: 2048,
+    fallbackModel: "claude-haiku-4-5",
+    settingSources: ["user", "project", "local"],
+  });
+}
+if (scenario === "budget") options.maxBudgetUsd = 1;
+options.stderr = (data) => say({ sdk: "stderr", data: String(data) });
 const q = query({ prompt, options });
 try {
   for await (const message of q) {
