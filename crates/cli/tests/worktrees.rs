@@ -263,3 +263,41 @@ fn a_cloned_repository_cannot_run_a_command_through_the_worktree_tools() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!marker.exists(), "the repository's own program ran");
 }
+
+/// A worktree made in one run is removed in the next: the new process finds
+/// `.agent/worktrees/NAME` as a repository inside the project, whose `.git`
+/// file every command gets read-only, yet ferroclaw's own `git worktree
+/// remove` deletes it; and a command cannot rewrite that `.git` file.
+#[test]
+fn a_worktree_made_in_an_earlier_run_is_removed_and_its_git_file_is_not_a_commands_to_change() {
+    let env = Env::new(
+        Wire::Anthropic,
+        vec![
+            Turn::tool("worktree_create", json!({"name": "later"})).into(),
+            Turn::text("made").into(),
+            Turn::tool(
+                "bash",
+                json!({"command": "python3 -c \"open('.agent/worktrees/' + 'later/.git', 'w').write('gitdir: /tmp/elsewhere')\"; echo tried"}),
+            )
+            .into(),
+            Turn::tool("worktree_remove", json!({"name": "later"})).into(),
+            Turn::text("removed").into(),
+        ],
+    );
+    want_worktrees(&env);
+    init_repo(env.ws());
+    let (code, _, err) = run(&mut env.oneshot("make one", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    let git_file = env.ws().join(".agent/worktrees/later/.git");
+    let before = std::fs::read_to_string(&git_file).unwrap();
+    let (code, out, err) = run(&mut env.oneshot("remove it", &["--yes"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("removed"), "{out}");
+    let tried = tool_results(&env.request_body(3));
+    let tried = &tried.last().unwrap().0;
+    assert!(tried.contains("Read-only file system") && tried.contains("tried"), "{tried}");
+    let removed = tool_results(&env.request_body(4));
+    assert!(!removed.last().unwrap().1, "the removal failed: {removed:?}");
+    assert!(!before.contains("elsewhere"));
+    assert!(!env.ws().join(".agent/worktrees/later").exists());
+}

@@ -8,6 +8,10 @@
 //! and rebuilt. Landlock, applied right after, forbids the command to unmount
 //! anything.
 //!
+//! Repositories nested in the project (up to four folders deep) get the
+//! same: their `.git/config`, `hooks`, `commondir`, ... are read-only, and
+//! the folders down to them cannot be renamed or removed by a command.
+//!
 //! What this does not cover: a protected file that does not exist when the
 //! command starts can be created by it (project trust notices a new
 //! `.mcp.json` or `.agent/config.toml`: its hash changes; a new
@@ -223,6 +227,23 @@ fn existing_protected(roots: &[PathBuf]) -> Vec<(PathBuf, bool)> {
                 names.push(format!("{}/{name}", rel.display()));
             }
         }
+        // Repositories inside the project (a vendored checkout, a clone in
+        // a subfolder): git runs what their config and hooks name as much
+        // as the project's own.
+        for repo in nested_repositories_cached(root) {
+            let Ok(rel) = repo.strip_prefix(root) else { continue };
+            let git = repo.join(".git");
+            if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_file()) {
+                names.push(format!("{}/.git", rel.display()));
+                continue;
+            }
+            for dir in std::iter::once(git.clone()).chain(linked_git_dirs(&git)) {
+                let Ok(rel) = dir.strip_prefix(root) else { continue };
+                for name in PROTECTED_IN_GIT_DIRS {
+                    names.push(format!("{}/{name}", rel.display()));
+                }
+            }
+        }
         names.sort();
         names.dedup();
         // A `.git` file (a worktree's pointer to its repository) is protected itself.
@@ -253,6 +274,67 @@ fn existing_protected(roots: &[PathBuf]) -> Vec<(PathBuf, bool)> {
     let mut all: Vec<(PathBuf, bool)> = folders.into_iter().map(|f| (f, false)).collect();
     all.extend(files);
     all
+}
+
+/// How deep below a project root nested repositories are looked for
+/// (`a/b/c/.git` is found), and how many folders are read at most: the
+/// search runs before every command, so a huge tree is searched in part.
+const NESTED_DEPTH: usize = 4;
+const NESTED_FOLDERS: usize = 5_000;
+
+/// How long a search for nested repositories is used again: the search
+/// reads up to [`NESTED_FOLDERS`] folders (about 45 ms in a project with a
+/// 10 GB Rust `target/`), and a project's repositories seldom change
+/// between two commands. A repository found stale is skipped (each path is
+/// checked before it is bound).
+const NESTED_REUSE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// [`nested_repositories`], searched again at most every [`NESTED_REUSE`].
+fn nested_repositories_cached(root: &Path) -> Vec<PathBuf> {
+    type Found = std::collections::HashMap<PathBuf, (std::time::Instant, Vec<PathBuf>)>;
+    static FOUND: OnceLock<std::sync::Mutex<Found>> = OnceLock::new();
+    let found = FOUND.get_or_init(Default::default);
+    let now = std::time::Instant::now();
+    if let Some((at, repos)) =
+        found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(root)
+        && now.duration_since(*at) < NESTED_REUSE
+    {
+        return repos.clone();
+    }
+    let repos = nested_repositories(root);
+    found
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(root.to_path_buf(), (now, repos.clone()));
+    repos
+}
+
+/// Folders under `root` (not `root` itself) that hold a `.git` (a folder,
+/// or the file of a worktree or submodule), breadth first, within
+/// [`NESTED_DEPTH`] and [`NESTED_FOLDERS`]; no link is followed and no
+/// `.git` folder entered.
+fn nested_repositories(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0)]);
+    let mut read = 0;
+    while let Some((dir, depth)) = queue.pop_front() {
+        read += 1;
+        if read > NESTED_FOLDERS {
+            break;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else { continue };
+            if entry.file_name() == ".git" {
+                if dir != root {
+                    found.push(dir.clone());
+                }
+            } else if kind.is_dir() && depth < NESTED_DEPTH {
+                queue.push_back((entry.path(), depth + 1));
+            }
+        }
+    }
+    found
 }
 
 /// The git folders inside `git_dir` that git reads config from:
@@ -380,5 +462,27 @@ mod tests {
                 (".git/hooks".into(), true),
             ]
         );
+    }
+
+    #[test]
+    fn a_repository_nested_in_the_project_has_its_git_config_and_hooks_bound_too() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join("vendor/lib/.git/hooks")).unwrap();
+        std::fs::write(ws.path().join("vendor/lib/.git/config"), "").unwrap();
+        std::fs::create_dir_all(ws.path().join("sub")).unwrap();
+        std::fs::write(ws.path().join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
+        // Deeper than the search goes, and inside a `.git` folder: not looked at.
+        std::fs::create_dir_all(ws.path().join("a/b/c/d/e/.git/hooks")).unwrap();
+        std::fs::create_dir_all(ws.path().join("vendor/lib/.git/x/.git/hooks")).unwrap();
+        let got = existing_protected(&[ws.path().to_path_buf()]);
+        let read_only: Vec<String> = got
+            .iter()
+            .filter(|(_, ro)| *ro)
+            .map(|(p, _)| p.strip_prefix(ws.path()).unwrap().display().to_string())
+            .collect();
+        assert_eq!(read_only, ["sub/.git", "vendor/lib/.git/config", "vendor/lib/.git/hooks"]);
+        for path in &read_only {
+            assert!(crate::protected_file(&ws.path().join(path)).is_some(), "{path}");
+        }
     }
 }

@@ -30,8 +30,10 @@ pub(crate) fn run(dir: &Path, args: &[&str]) -> Result<Output, WorktreeError> {
         }
         Err(refused) => return Err(WorktreeError::Refused(refused.to_string())),
     };
-    // `worktree add`/`remove`/`prune` write `.git/worktrees/NAME`.
-    let access = GitAccess { writes_protected: vec![".git/worktrees"] };
+    // `worktree add`/`remove`/`prune` write `.git/worktrees/NAME`, and
+    // `remove` deletes `.agent/worktrees/NAME` with its `.git` file (bound
+    // read-only for every other command, as a nested repository's is).
+    let access = GitAccess { writes_protected: vec![".git/worktrees", ".agent/worktrees"] };
     let out = own_git::git(&repo, dir, &access, args)
         .command()
         .stdin(std::process::Stdio::null())

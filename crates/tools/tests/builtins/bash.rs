@@ -239,6 +239,35 @@ async fn redteam_confine_bash_cannot_change_protected_files_in_a_writable_worksp
     assert_eq!(ws.read("made.txt"), "ordinary\n");
 }
 
+/// A repository inside the project (a vendored clone): the user's git runs
+/// its hooks and config as much as the project's own.
+#[tokio::test]
+async fn redteam_confine_bash_cannot_change_a_nested_repositorys_git_config_or_hooks() {
+    if ferroclaw_tools::landlock::abi_version().is_none() {
+        eprintln!("SKIP: this kernel has no Landlock");
+        return;
+    }
+    if let Err(why) = ferroclaw_tools::protected_mounts::available() {
+        eprintln!("SKIP: {why}");
+        return;
+    }
+    let ws = workspace();
+    ws.write("vendor/lib/.git/config", "[core]\n");
+    ws.write("vendor/lib/.git/hooks/pre-commit", "#!/bin/sh\n");
+    ws.write("tpl/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/pwned\n");
+    let command = "git -C vendor/lib init -q --template=../../tpl; \
+         echo x >> vendor/lib/.git/config; echo x > vendor/lib/.git/hooks/post-checkout; \
+         mv vendor/lib/.git vendor/lib/git-moved; mv vendor/lib vendor/lib2; \
+         echo ok > vendor/lib/.git/index && echo wrote";
+    let out = ws.call("bash", json!({ "command": command })).await.unwrap().joined_text();
+    assert_eq!(ws.read("vendor/lib/.git/config"), "[core]\n", "{out}");
+    assert_eq!(ws.read("vendor/lib/.git/hooks/pre-commit"), "#!/bin/sh\n");
+    assert!(!ws.path("vendor/lib/.git/hooks/post-checkout").exists(), "a hook was planted: {out}");
+    assert!(!ws.path("vendor/lib2").exists() && !ws.path("vendor/lib/git-moved").exists(), "{out}");
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert!(out.contains("wrote"), "git's own files there stay writable: {out}");
+}
+
 #[tokio::test]
 async fn redteam_confine_a_background_job_cannot_change_protected_files() {
     if ferroclaw_tools::landlock::abi_version().is_none()
