@@ -66,6 +66,16 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "DIR")]
     pub plugin_dir: Vec<PathBuf>,
 
+    /// MCP servers for this run, as `claude --mcp-config`: a JSON file or
+    /// JSON text with `mcpServers` (repeat the flag for more; the Agent SDK's
+    /// `mcpServers`).
+    #[arg(long, value_name = "FILE|JSON")]
+    pub mcp_config: Vec<String>,
+
+    /// Start only the servers of --mcp-config, none from config.toml or .mcp.json.
+    #[arg(long)]
+    pub strict_mcp_config: bool,
+
     /// Continue the most recent conversation in this project.
     #[arg(short = 'c', long = "continue")]
     pub continue_: bool,

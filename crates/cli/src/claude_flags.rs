@@ -34,7 +34,6 @@ const fn refused(name: &'static str, value: bool, why: &'static str) -> Flag {
     Flag { name, value, handling: Handling::Refused(why) }
 }
 
-const NO_MCP_FLAGS: &str = "put MCP servers in .mcp.json or [mcp] of config.toml";
 const NO_SESSION_FLAGS: &str =
     "sessions are chosen with --continue and --resume ID (ferroclaw sessions list)";
 
@@ -53,8 +52,6 @@ const FLAGS: &[Flag] = &[
     ignored("session-mirror", false, "sessions are not mirrored"),
     refused("max-budget-usd", true, "ferroclaw does not count dollars; --max-turns caps a request"),
     refused("tools", true, "choose tools with --allowedTools and --disallowedTools"),
-    refused("mcp-config", true, NO_MCP_FLAGS),
-    refused("strict-mcp-config", false, NO_MCP_FLAGS),
     Flag {
         name: "setting-sources",
         value: true,
@@ -63,6 +60,13 @@ const FLAGS: &[Flag] = &[
              project's; it cannot leave a source out (user,project,local is what it does)",
         ),
     },
+    refused(
+        "await-initialize",
+        false,
+        "what the Agent SDK sends in its initialize request (MCP servers, settings, \
+         directories) is not read; with mcpServers, pass mcpServersDelivery: \"argv\" \
+         (they come as --mcp-config)",
+    ),
     refused("fork-session", false, NO_SESSION_FLAGS),
     refused("resume-session-at", true, NO_SESSION_FLAGS),
     refused("resume-drops-turn", false, NO_SESSION_FLAGS),
@@ -70,7 +74,11 @@ const FLAGS: &[Flag] = &[
     refused("no-session-persistence", false, "every session is kept (ferroclaw sessions)"),
     refused("json-schema", true, "structured output is not supported"),
     refused("agent", true, "agent types are used through the task tool"),
-    refused("allow-dangerously-skip-permissions", false, "use --permission-mode bypass"),
+    ignored(
+        "allow-dangerously-skip-permissions",
+        false,
+        "bypass mode needs no unlocking; --permission-mode chooses it",
+    ),
     refused("sdk-url", true, "ferroclaw speaks stream-json on stdin and stdout only"),
     refused("project-config-root", true, "the project is the working directory (--cwd)"),
     refused("plugin-dir-no-mcp", true, "use --plugin-dir"),

@@ -75,6 +75,16 @@ pub(crate) fn load_config_in(cli: &Cli, workspace: PathBuf) -> Result<Config, Se
             .map_err(|e| SetupError::Other(format!("--plugin-dir {}: {e}", dir.display())))?;
         config.plugin_dirs.push(dir);
     }
+    // A file named relative to where ferroclaw was started, as Claude Code reads it.
+    config.mcp_given = cli
+        .mcp_config
+        .iter()
+        .map(|given| match given.trim_start().starts_with('{') {
+            true => given.clone(),
+            false => config.workspace.join(given).to_string_lossy().into_owned(),
+        })
+        .collect();
+    config.mcp_strict = cli.strict_mcp_config;
     Ok(config)
 }
 

@@ -88,7 +88,7 @@ fn drive(sdk: &Path, env: &Env, scenario: &str) -> Seen {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     let seen = Seen { lines, stderr };
-    if scenario != "budget" {
+    if !["budget", "mcp-init"].contains(&scenario) {
         assert!(
             seen.notes("error").is_empty(),
             "the SDK raised: {:?}\n{}",
@@ -118,6 +118,38 @@ fn sdk_options_ferroclaw_does_not_act_on_are_named_and_the_run_goes_on() {
     for flag in ["--include-partial-messages", "--max-thinking-tokens", "--fallback-model"] {
         assert!(stderr.contains(&format!("ignoring Claude Code's {flag}")), "{stderr}");
     }
+}
+
+/// The program's `mcpServers` start for the run, as Claude Code starts them
+/// (`--mcp-config`): here ferroclaw's own tools served over stdio.
+#[test]
+fn sdk_mcp_servers_start_for_the_run_and_their_tools_answer() {
+    let Some(sdk) = sdk_dir() else { return };
+    let script: Vec<Step> =
+        vec![Turn::tool("mcp__fc__list_dir", json!({})).into(), Turn::text("listed").into()];
+    let env = Env::new(Wire::Anthropic, script);
+    std::fs::write(env.ws().join("marker-file.txt"), "x").unwrap();
+    let seen = drive(&sdk, &env, "mcp");
+    assert_eq!(seen.answers(), ["listed"], "{:?}", seen.lines);
+    let tools = env.request_body(0)["tools"].to_string();
+    assert!(tools.contains("mcp__fc__list_dir"), "the server's tools were offered");
+    let result = env.request_body(1)["messages"].to_string();
+    assert!(result.contains("marker-file.txt"), "{result}");
+}
+
+/// MCP servers the SDK sends in its initialize request (its default) are
+/// not read: the run stops before the model is asked and says how to pass
+/// them instead.
+#[test]
+fn sdk_mcp_servers_sent_in_the_initialize_request_stop_the_run_saying_how_to_pass_them() {
+    let Some(sdk) = sdk_dir() else { return };
+    let env = Env::new(Wire::Anthropic, vec![Turn::text("never").into()]);
+    let seen = drive(&sdk, &env, "mcp-init");
+    assert_eq!(seen.notes("error").len(), 1, "{:?}", seen.lines);
+    let stderr = stderr_of(&seen);
+    assert!(stderr.contains("--await-initialize is not supported"), "{stderr}");
+    assert!(stderr.contains("mcpServersDelivery: \"argv\""), "{stderr}");
+    assert!(env.server.requests().is_empty(), "the model was asked");
 }
 
 /// An option ferroclaw cannot keep stops the run before the model is asked,

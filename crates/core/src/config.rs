@@ -257,6 +257,12 @@ pub struct Config {
     /// Claude Code plugin folders given with `--plugin-dir`, whose hooks run
     /// ([`crate::hooks::plugin`]).
     pub plugin_dirs: Vec<PathBuf>,
+    /// MCP servers given on the command line (`--mcp-config`, as Claude
+    /// Code takes them): each a JSON file's path or JSON text with
+    /// `mcpServers`. The user's own, so no project trust is needed.
+    pub mcp_given: Vec<String>,
+    /// Only the servers of [`Config::mcp_given`] start (`--strict-mcp-config`).
+    pub mcp_strict: bool,
 }
 
 /// Values given on the command line; they override every file.
@@ -403,6 +409,8 @@ impl Config {
             claude_settings,
             claude_env,
             plugin_dirs: Vec::new(),
+            mcp_given: Vec::new(),
+            mcp_strict: false,
         })
     }
 

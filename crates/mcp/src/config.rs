@@ -183,6 +183,60 @@ impl McpConfig {
     }
 }
 
+impl McpConfig {
+    /// Adds the servers given on the command line (`--mcp-config`): each
+    /// `given` is JSON text (starting with `{`) or a JSON file's path, with
+    /// Claude Code's `mcpServers`; a given server replaces a configured one
+    /// of its name. An SDK's in-process server (`"type": "sdk"`) cannot be
+    /// reached from another process and is a problem, said as such.
+    pub fn add_given(&mut self, given: &[String]) {
+        for (i, given) in given.iter().enumerate() {
+            let inline = given.trim_start().starts_with('{');
+            let source = match inline {
+                true => PathBuf::from(format!("--mcp-config #{}", i + 1)),
+                false => PathBuf::from(given),
+            };
+            let servers = match inline {
+                true => json_servers(&source, given),
+                false => read_json_servers(&source).and_then(|servers| match servers.is_empty() {
+                    true if !source.is_file() => Err(ConfigProblem {
+                        whole_file: true,
+                        ..problem(given, &source, "no such file")
+                    }),
+                    _ => Ok(servers),
+                }),
+            };
+            let servers = match servers {
+                Ok(servers) => servers,
+                Err(p) => {
+                    self.problems.push(p);
+                    continue;
+                }
+            };
+            for (name, value) in servers {
+                self.servers.retain(|s| s.name != name);
+                self.disabled.retain(|d| *d != name);
+                if value.get("type").and_then(Value::as_str) == Some("sdk") {
+                    let message = "an Agent SDK in-process server (\"type\": \"sdk\") lives in the \
+                                   SDK program's process, which ferroclaw cannot call; run it as a \
+                                   stdio or HTTP server";
+                    self.problems.push(problem(&name, &source, message));
+                    continue;
+                }
+                let server = RawEntry::from_value(value, false)
+                    .and_then(|e| e.into_server(&name, &source))
+                    .map_err(|message| problem(&name, &source, message));
+                match server {
+                    Ok(None) => self.disabled.push(name),
+                    Ok(Some(server)) => self.servers.push(server),
+                    Err(p) => self.problems.push(p),
+                }
+            }
+        }
+        self.servers.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+}
+
 fn problem(server: &str, source: &Path, message: impl Into<String>) -> ConfigProblem {
     ConfigProblem {
         server: server.to_string(),
@@ -245,7 +299,17 @@ fn read_json_servers(path: &Path) -> Result<Vec<(String, Value)>, ConfigProblem>
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(file_problem(format!("cannot read the file: {e}"))),
     };
-    let value: Value = serde_json::from_str(&text).map_err(|e| {
+    json_servers(path, &text)
+}
+
+/// The `mcpServers` object of `text`, JSON from `path` (a file, or what
+/// names text given on the command line).
+fn json_servers(path: &Path, text: &str) -> Result<Vec<(String, Value)>, ConfigProblem> {
+    let file_problem = |message: String| ConfigProblem {
+        whole_file: true,
+        ..problem(&path.display().to_string(), path, message)
+    };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
         // serde_json says where as " at line L column C"; the position goes first instead.
         let said = e.to_string();
         let what = said.rsplit_once(" at line ").map_or(said.as_str(), |(what, _)| what);
@@ -607,6 +671,40 @@ mod tests {
         assert!(
             msg.contains(".mcp.json:1:16: invalid JSON (EOF while parsing an object)"),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn servers_given_on_the_command_line_join_or_replace_and_an_sdk_server_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("more.json");
+        std::fs::write(&file, r#"{"mcpServers": {"files": {"command": "srv", "args": ["a"]}}}"#)
+            .unwrap();
+        let mut config = McpConfig {
+            servers: vec![ServerConfig::stdio("files", "old", &[])],
+            ..Default::default()
+        };
+        config.add_given(&[
+            file.to_string_lossy().into_owned(),
+            r#"{"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:1/mcp"},
+                               "inproc": {"type": "sdk", "name": "inproc"}}}"#
+                .to_string(),
+            dir.path().join("missing.json").to_string_lossy().into_owned(),
+        ]);
+        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["files", "web"]);
+        assert!(
+            matches!(&config.servers[0].transport, Transport::Stdio { command, .. } if command == "srv")
+        );
+        let problems: Vec<String> = config.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("inproc") && problems[0].contains("in-process"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("missing.json") && problems[1].contains("no such file"),
+            "{problems:?}"
         );
     }
 }

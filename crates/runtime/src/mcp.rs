@@ -7,12 +7,17 @@ use ferroclaw_mcp::{ClientHooks, HubOptions, McpConfig, McpHub, TokenStore};
 
 /// The configured servers of this workspace.
 pub fn load_servers(config: &Config) -> McpConfig {
-    McpConfig::load_layers(
+    let mut servers = McpConfig::load_layers(
         &config.file.mcp_servers,
         &config.home.join("config.toml"),
         &config.workspace,
         config.trusted,
-    )
+    );
+    if config.mcp_strict {
+        servers = McpConfig::default();
+    }
+    servers.add_given(&config.mcp_given);
+    servers
 }
 
 /// Where `ferroclaw mcp login` keeps OAuth tokens: `$FERROCLAW_HOME/mcp-tokens/`.

@@ -10,6 +10,9 @@
 //   options    a Claude model id and options ferroclaw does not act on
 //              (partial messages, a thinking budget, a fallback model, every setting source)
 //   budget     maxBudgetUsd, which ferroclaw cannot keep; stderr is shown
+//   mcp        mcpServers (delivered as --mcp-config): ferroclaw's own `mcp serve`
+//              as a stdio server, its list_dir allowed (allowedTools)
+//   mcp-init   mcpServers delivered the SDK's default way, in its initialize request
 const [sdkDir, executable, cwd, scenario] = process.argv.slice(2);
 const { query } = await import(`${sdkDir}/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs`);
 const say = (value) => console.log(JSON.stringify(value));
@@ -46,6 +49,15 @@ if (scenario === "options") {
   });
 }
 if (scenario === "budget") options.maxBudgetUsd = 1;
+if (scenario === "mcp-init") {
+  options.mcpServers = { fc: { type: "stdio", command: executable, args: ["mcp", "serve"] } };
+}
+if (scenario === "mcp") {
+  options.mcpServers = { fc: { type: "stdio", command: executable, args: ["mcp", "serve"] } };
+  // As --mcp-config; by default the SDK sends them in its initialize request.
+  options.mcpServersDelivery = "argv";
+  options.allowedTools = ["mcp__fc__list_dir"];
+}
 options.stderr = (data) => say({ sdk: "stderr", data: String(data) });
 const q = query({ prompt, options });
 try {
