@@ -205,6 +205,20 @@ fn project_with_protected_files() -> crate::Ws {
     ws
 }
 
+/// True where commands get read-only protected files (Landlock and user
+/// namespaces); else says why the test is skipped.
+fn protected_mounts_here() -> bool {
+    if ferroclaw_tools::landlock::abi_version().is_none() {
+        eprintln!("SKIP: this kernel has no Landlock");
+        return false;
+    }
+    if let Err(why) = ferroclaw_tools::protected_mounts::available() {
+        eprintln!("SKIP: {why}");
+        return false;
+    }
+    true
+}
+
 fn protected_files_unchanged(ws: &crate::Ws) {
     assert_eq!(ws.read(".git/config"), "[core]\n");
     assert_eq!(ws.read(".git/hooks/pre-commit"), "#!/bin/sh\n");
@@ -215,12 +229,7 @@ fn protected_files_unchanged(ws: &crate::Ws) {
 
 #[tokio::test]
 async fn redteam_confine_bash_cannot_change_protected_files_in_a_writable_workspace() {
-    if ferroclaw_tools::landlock::abi_version().is_none() {
-        eprintln!("SKIP: this kernel has no Landlock");
-        return;
-    }
-    if let Err(why) = ferroclaw_tools::protected_mounts::available() {
-        eprintln!("SKIP: {why}");
+    if !protected_mounts_here() {
         return;
     }
     let ws = project_with_protected_files();
@@ -243,12 +252,7 @@ async fn redteam_confine_bash_cannot_change_protected_files_in_a_writable_worksp
 /// its hooks and config as much as the project's own.
 #[tokio::test]
 async fn redteam_confine_bash_cannot_change_a_nested_repositorys_git_config_or_hooks() {
-    if ferroclaw_tools::landlock::abi_version().is_none() {
-        eprintln!("SKIP: this kernel has no Landlock");
-        return;
-    }
-    if let Err(why) = ferroclaw_tools::protected_mounts::available() {
-        eprintln!("SKIP: {why}");
+    if !protected_mounts_here() {
         return;
     }
     let ws = workspace();
