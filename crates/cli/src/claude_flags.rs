@@ -97,9 +97,14 @@ const FLAGS: &[Flag] = &[
 /// at, and the value of one of ferroclaw's own flags is never taken for a
 /// flag.
 pub(crate) fn screen(args: Vec<String>) -> Result<(Vec<String>, Vec<String>), String> {
-    let mut command = <crate::args::Cli as clap::CommandFactory>::command();
-    command.build();
+    // Built only when a flag not in the table is met (most runs have none).
+    let command = std::cell::OnceCell::new();
     let takes_value = |name: &str| {
+        let command: &clap::Command = command.get_or_init(|| {
+            let mut command = <crate::args::Cli as clap::CommandFactory>::command();
+            command.build();
+            command
+        });
         command.get_arguments().any(|a| {
             (a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|al| al.contains(&name)))
                 && a.get_action().takes_values()
@@ -119,20 +124,19 @@ pub(crate) fn screen(args: Vec<String>) -> Result<(Vec<String>, Vec<String>), St
             kept.push(arg);
             continue;
         };
-        let (name, inline) = long.split_once('=').map_or((long, false), |(name, _)| (name, true));
+        let (name, inline) = match long.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_string())),
+            None => (long, None),
+        };
         let Some(flag) = FLAGS.iter().find(|f| f.name == name) else {
-            let own_value = !inline && takes_value(name);
+            let own_value = inline.is_none() && takes_value(name);
             kept.push(arg);
             if own_value {
                 kept.extend(args.next());
             }
             continue;
         };
-        let value = match long.split_once('=') {
-            Some((_, value)) => Some(value.to_string()),
-            None if flag.value => args.next(),
-            None => None,
-        };
+        let value = inline.or_else(|| if flag.value { args.next() } else { None });
         match flag.handling {
             Handling::Refused(why) => {
                 return Err(format!("Claude Code's --{name} is not supported: {why}"));

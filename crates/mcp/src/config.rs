@@ -191,20 +191,30 @@ impl McpConfig {
     /// reached from another process and is a problem, said as such.
     pub fn add_given(&mut self, given: &[String]) {
         for (i, given) in given.iter().enumerate() {
-            let inline = given.trim_start().starts_with('{');
-            let source = match inline {
-                true => PathBuf::from(format!("--mcp-config #{}", i + 1)),
-                false => PathBuf::from(given),
-            };
-            let servers = match inline {
-                true => json_servers(&source, given),
-                false => read_json_servers(&source).and_then(|servers| match servers.is_empty() {
-                    true if !source.is_file() => Err(ConfigProblem {
-                        whole_file: true,
-                        ..problem(given, &source, "no such file")
-                    }),
-                    _ => Ok(servers),
-                }),
+            let (source, servers) = match given.trim_start().starts_with('{') {
+                true => {
+                    let source = PathBuf::from(format!("--mcp-config #{}", i + 1));
+                    let servers = json_servers(&source, given);
+                    (source, servers)
+                }
+                // Unlike a project's `.mcp.json`, a file asked for must be there.
+                false => {
+                    let source = PathBuf::from(given);
+                    let servers = match read_repo_text(&source, MAX_REPO_FILE_BYTES) {
+                        Ok(text) => json_servers(&source, &text),
+                        Err(e) => {
+                            let message = match e.kind() {
+                                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                                _ => format!("cannot read the file: {e}"),
+                            };
+                            Err(ConfigProblem {
+                                whole_file: true,
+                                ..problem(given, &source, message)
+                            })
+                        }
+                    };
+                    (source, servers)
+                }
             };
             let servers = match servers {
                 Ok(servers) => servers,

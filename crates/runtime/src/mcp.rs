@@ -7,15 +7,16 @@ use ferroclaw_mcp::{ClientHooks, HubOptions, McpConfig, McpHub, TokenStore};
 
 /// The configured servers of this workspace.
 pub fn load_servers(config: &Config) -> McpConfig {
-    let mut servers = McpConfig::load_layers(
-        &config.file.mcp_servers,
-        &config.home.join("config.toml"),
-        &config.workspace,
-        config.trusted,
-    );
-    if config.mcp_strict {
-        servers = McpConfig::default();
-    }
+    // `--strict-mcp-config`: the configured servers are not even read.
+    let mut servers = match config.mcp_strict {
+        true => McpConfig::default(),
+        false => McpConfig::load_layers(
+            &config.file.mcp_servers,
+            &config.home.join("config.toml"),
+            &config.workspace,
+            config.trusted,
+        ),
+    };
     servers.add_given(&config.mcp_given);
     servers
 }

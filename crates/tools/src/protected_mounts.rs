@@ -221,27 +221,25 @@ fn existing_protected(roots: &[PathBuf]) -> Vec<(PathBuf, bool)> {
                 }
             }
         }
-        for dir in linked_git_dirs(&root.join(".git")) {
-            let Ok(rel) = dir.strip_prefix(root) else { continue };
-            for name in PROTECTED_IN_GIT_DIRS {
-                names.push(format!("{}/{name}", rel.display()));
-            }
-        }
+        let mut git_dirs = linked_git_dirs(&root.join(".git"));
         // Repositories inside the project (a vendored checkout, a clone in
         // a subfolder): git runs what their config and hooks name as much
         // as the project's own.
         for repo in nested_repositories_cached(root) {
-            let Ok(rel) = repo.strip_prefix(root) else { continue };
             let git = repo.join(".git");
             if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_file()) {
-                names.push(format!("{}/.git", rel.display()));
+                // A worktree's or submodule's pointer to its repository.
+                let Ok(rel) = git.strip_prefix(root) else { continue };
+                names.push(rel.display().to_string());
                 continue;
             }
-            for dir in std::iter::once(git.clone()).chain(linked_git_dirs(&git)) {
-                let Ok(rel) = dir.strip_prefix(root) else { continue };
-                for name in PROTECTED_IN_GIT_DIRS {
-                    names.push(format!("{}/{name}", rel.display()));
-                }
+            git_dirs.extend(linked_git_dirs(&git));
+            git_dirs.push(git);
+        }
+        for dir in git_dirs {
+            let Ok(rel) = dir.strip_prefix(root) else { continue };
+            for name in PROTECTED_IN_GIT_DIRS {
+                names.push(format!("{}/{name}", rel.display()));
             }
         }
         names.sort();
